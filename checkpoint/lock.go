@@ -1,0 +1,288 @@
+package checkpoint
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// SessionEnv is exported by the lock holder to everything it starts.
+const SessionEnv = "WIGGUM_SESSION"
+
+// Holder is the record the lock holder writes next to the lock file.
+type Holder struct {
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	Started time.Time `json:"started"`
+	Session string    `json:"session"`
+	Command []string  `json:"command,omitempty"`
+}
+
+// Lock is the held agent lock. The lock file itself is never deleted: the
+// bash loop and other wiggums lock the same inode.
+type Lock struct {
+	st     *State
+	fl     *flock.Flock
+	Holder Holder
+}
+
+// HeldError says the agent lock belongs to another process.
+type HeldError struct {
+	Holder *Holder // nil when the holder left no record (a bash loop, say)
+	PID    int     // from /proc/locks when known
+}
+
+func (e *HeldError) Error() string {
+	var b strings.Builder
+	b.WriteString("another agent is running: the agent lock " + LockFile + " is held")
+	switch {
+	case e.Holder != nil:
+		fmt.Fprintf(&b, " by pid %d on %s since %s (%s ago)", e.Holder.PID, e.Holder.Host,
+			e.Holder.Started.Local().Format(time.RFC3339), time.Since(e.Holder.Started).Round(time.Second))
+		if len(e.Holder.Command) > 0 {
+			fmt.Fprintf(&b, ", running %q", strings.Join(e.Holder.Command, " "))
+		}
+	case e.PID > 0:
+		fmt.Fprintf(&b, " by pid %d (no wiggum holder record: perhaps a bash ralph loop)", e.PID)
+	}
+	b.WriteString("; wait for it to finish, or use --wait")
+	return b.String()
+}
+
+// ExitCode implements exitcode.Coder.
+func (e *HeldError) ExitCode() int { return 3 }
+
+// AcquireOptions tunes Acquire.
+type AcquireOptions struct {
+	Wait    time.Duration // 0: fail at once when held
+	Command []string      // recorded in the holder record
+}
+
+// Acquire takes the agent lock and writes the holder record with a fresh
+// session token.
+func (s *State) Acquire(ctx context.Context, opts AcquireOptions) (*Lock, error) {
+	if err := os.MkdirAll(s.Path(StateDir), 0o755); err != nil {
+		return nil, fmt.Errorf("lock: create %s: %w", StateDir, err)
+	}
+	fl := flock.New(s.Path(LockFile))
+	var ok bool
+	var err error
+	if opts.Wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, opts.Wait)
+		ok, err = fl.TryLockContext(wctx, 50*time.Millisecond)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = nil
+		}
+	} else {
+		ok, err = fl.TryLock()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", LockFile, err)
+	}
+	if !ok {
+		return nil, s.heldError()
+	}
+	host, _ := os.Hostname()
+	l := &Lock{st: s, fl: fl, Holder: Holder{
+		PID: os.Getpid(), Host: host, Started: time.Now().UTC(), Session: newToken(), Command: opts.Command,
+	}}
+	if err := writeJSON(s.Path(HolderFile), l.Holder); err != nil {
+		_ = fl.Unlock()
+		return nil, fmt.Errorf("lock: write holder record: %w", err)
+	}
+	return l, nil
+}
+
+// Dup returns a new descriptor for the locked open file, so that a
+// supervisor process can inherit it and keep the lock held until the agent's
+// whole process group is gone, even when this process is SIGKILLed.
+// flock(2) locks belong to the open file description, which a dup shares.
+// gofrs/flock does not expose its descriptor, so it is found in
+// /proc/self/fd by device and inode; elsewhere Dup returns nil.
+func (l *Lock) Dup() *os.File {
+	fi, err := l.fl.Stat()
+	if err != nil {
+		return nil
+	}
+	want, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return nil
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Fstat(fd, &st) != nil || st.Dev != want.Dev || st.Ino != want.Ino {
+			continue
+		}
+		nfd, err := syscall.Dup(fd)
+		if err != nil {
+			return nil
+		}
+		syscall.CloseOnExec(nfd)
+		return os.NewFile(uintptr(nfd), LockFile)
+	}
+	return nil
+}
+
+// Release removes the holder record, then unlocks. The order matters: a new
+// holder may write its record the moment the flock is free.
+func (l *Lock) Release() error {
+	if err := os.Remove(l.st.Path(HolderFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		_ = l.fl.Unlock()
+		return fmt.Errorf("lock: remove holder record: %w", err)
+	}
+	return l.fl.Unlock()
+}
+
+func (s *State) heldError() error {
+	e := &HeldError{}
+	var h Holder
+	if err := readJSON(s.Path(HolderFile), &h, nil); err == nil && h.PID > 0 {
+		e.Holder = &h
+	}
+	if pid := lockPID(s.Path(LockFile)); pid > 0 {
+		e.PID = pid
+		if e.Holder != nil && e.Holder.PID != pid && !pidAlive(e.Holder.PID) {
+			// The record is stale (its writer was killed); the real holder is
+			// someone who wrote none.
+			e.Holder = nil
+		}
+	}
+	return e
+}
+
+// Probe reports whether the lock is free, without keeping it.
+func (s *State) Probe() (held bool, err error) {
+	f, err := os.OpenFile(s.Path(LockFile), os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return false, nil // closing f drops the probe lock
+}
+
+// CurrentHolder returns the holder record when the lock is held and the
+// record belongs to the holder, else nil.
+func (s *State) CurrentHolder() (*Holder, error) {
+	held, err := s.Probe()
+	if err != nil || !held {
+		return nil, err
+	}
+	var h Holder
+	if err := readJSON(s.Path(HolderFile), &h, nil); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if pid := lockPID(s.Path(LockFile)); pid > 0 && pid != h.PID && !pidAlive(h.PID) {
+		return nil, nil
+	}
+	return &h, nil
+}
+
+// InSession reports whether this process runs inside the session of the
+// current lock holder: WIGGUM_SESSION matches the live holder's token.
+func (s *State) InSession() (*Holder, bool) {
+	tok := os.Getenv(SessionEnv)
+	if tok == "" {
+		return nil, false
+	}
+	h, err := s.CurrentHolder()
+	if err != nil || h == nil || h.Session != tok {
+		return nil, false
+	}
+	return h, true
+}
+
+// WithLock runs fn as part of the current session when this process is in
+// it, else under the agent lock taken without waiting. fn gets the session
+// token it acts for.
+func (s *State) WithLock(ctx context.Context, command []string, fn func(session string) error) error {
+	if h, ok := s.InSession(); ok {
+		return fn(h.Session)
+	}
+	l, err := s.Acquire(ctx, AcquireOptions{Command: command})
+	if err != nil {
+		return err
+	}
+	ferr := fn(os.Getenv(SessionEnv))
+	if err := l.Release(); err != nil && ferr == nil {
+		ferr = err
+	}
+	return ferr
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func pidAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// lockPID finds the pid holding an flock on path in /proc/locks (Linux), or 0.
+func lockPID(path string) int {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0
+	}
+	f, err := os.Open("/proc/locks")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	// Lines look like: "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF".
+	want := ":" + strconv.FormatUint(st.Ino, 10)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || fields[1] != "FLOCK" || strings.HasPrefix(fields[1], "->") {
+			continue
+		}
+		if strings.HasSuffix(fields[5], want) {
+			pid, _ := strconv.Atoi(fields[4])
+			return pid
+		}
+	}
+	return 0
+}

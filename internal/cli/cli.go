@@ -1,0 +1,211 @@
+// Package cli is wiggum's command line: kong commands over the checkpoint,
+// loop and hooks packages, and the one place that turns errors into exit codes.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+	"github.com/charmbracelet/log"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/proc"
+)
+
+// Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
+var Version = "dev"
+
+// Globals are the flags every command takes.
+type Globals struct {
+	Dir       string `short:"C" name:"directory" placeholder:"DIR" help:"Run as if wiggum was started in DIR." type:"existingdir"`
+	LogFormat string `name:"log-format" enum:"text,json" default:"text" help:"Log format on stderr: text or json."`
+	Verbose   bool   `short:"v" help:"Log debug detail to stderr."`
+
+	stdout io.Writer
+	stderr io.Writer
+	logger *log.Logger
+}
+
+// Log returns the logger, built on first use so hooks never pay for it.
+func (g *Globals) Log() *log.Logger {
+	if g.logger == nil {
+		l := log.NewWithOptions(g.stderr, log.Options{Prefix: "wiggum"})
+		if g.LogFormat == "json" {
+			l.SetFormatter(log.JSONFormatter)
+		}
+		if g.Verbose {
+			l.SetLevel(log.DebugLevel)
+		}
+		g.logger = l
+	}
+	return g.logger
+}
+
+// WorkDir is where the command acts.
+func (g *Globals) WorkDir() string {
+	if g.Dir != "" {
+		return g.Dir
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	return wd
+}
+
+// State opens wiggum's state for the working tree the command acts in.
+func (g *Globals) State(ctx context.Context) (*checkpoint.State, error) {
+	st, err := checkpoint.Open(ctx, g.WorkDir())
+	if err != nil {
+		return nil, exitcode.With(exitcode.Usage, err)
+	}
+	return st, nil
+}
+
+// CLI is the whole command tree.
+type CLI struct {
+	Globals
+
+	Version kong.VersionFlag `help:"Print the version and exit."`
+
+	Lock       LockCmd       `cmd:"" help:"Run a command while holding the repository's exclusive agent lock."`
+	Checkpoint CheckpointCmd `cmd:"" help:"Record the current state as the rollback point."`
+	Rollback   RollbackCmd   `cmd:"" help:"Return to the checkpoint, or refuse (exit 4) if that is unsafe."`
+	Recover    RecoverCmd    `cmd:"" help:"List, restore or prune what rollbacks saved."`
+	Status     StatusCmd     `cmd:"" help:"Show the lock holder, checkpoint, journal and backups."`
+	Hook       HookCmd       `cmd:"" help:"Entry point for agent hooks and git hooks (event JSON on stdin)."`
+	Install    InstallCmd    `cmd:"" help:"Register wiggum's hooks."`
+	Uninstall  UninstallCmd  `cmd:"" help:"Remove exactly what install added."`
+}
+
+const description = `wiggum makes AI coding-agent loops safe: an exclusive agent lock, rollback
+only when it is provably safe (and only after saving what it discards), fast
+agent and git hooks, and a loop over a plan of stories.
+
+Exit codes: 0 done, 1 failed, 2 usage or bad input, 3 agent lock held by
+another process, 4 rollback refused as unsafe, 5 loop stopped with work left,
+130/143 interrupted by SIGINT/SIGTERM.`
+
+// Main runs wiggum with args and returns its exit code.
+func Main(args []string) int {
+	if len(args) > 0 && args[0] == proc.SuperviseArg {
+		return proc.Supervise(args[1:])
+	}
+	return run(args, os.Stdout, os.Stderr)
+}
+
+type exitPanic int
+
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	var c CLI
+	c.stdout, c.stderr = stdout, stderr
+	parser, err := kong.New(&c,
+		kong.Name("wiggum"),
+		kong.Description(description),
+		kong.Vars{"version": "wiggum " + Version},
+		kong.UsageOnError(),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(exitPanic(code)) }),
+		kong.Bind(&c.Globals),
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "wiggum: %v\n", err)
+		return exitcode.Failed
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			p, ok := r.(exitPanic)
+			if !ok {
+				panic(r)
+			}
+			code = int(p)
+			if code != 0 {
+				code = exitcode.Usage
+			}
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "wiggum: %v\n", err)
+		var pe *kong.ParseError
+		if errors.As(err, &pe) {
+			fmt.Fprintf(stderr, "run '%s' for usage\n", strings.TrimSpace("wiggum "+commandPath(pe.Context)+" --help"))
+		}
+		return exitcode.Usage
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	kctx.BindTo(ctx, (*context.Context)(nil))
+	err = kctx.Run()
+	code = exitcode.Of(err)
+	var silent exitcode.Silent
+	if err != nil && !errors.As(err, &silent) {
+		fmt.Fprintf(stderr, "wiggum: %v\n", err)
+	}
+	if code == exitcode.OK {
+		if sig := caught(ctx); sig != 0 {
+			code = 128 + int(sig)
+		}
+	}
+	return code
+}
+
+func commandPath(k *kong.Context) string {
+	if k == nil {
+		return ""
+	}
+	var words []string
+	for _, w := range strings.Fields(k.Command()) {
+		if !strings.HasPrefix(w, "<") {
+			words = append(words, w)
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+type sigKey struct{}
+
+// signalContext is cancelled by SIGINT or SIGTERM and remembers which came.
+// Signals are caught, never ignored: what wiggum starts must be able to
+// trap them.
+func signalContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	got := new(syscall.Signal)
+	ctx = context.WithValue(ctx, sigKey{}, got)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-ch:
+			*got = s.(syscall.Signal)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel() }
+}
+
+// caught returns the signal that cancelled ctx, or 0.
+func caught(ctx context.Context) syscall.Signal {
+	if p, ok := ctx.Value(sigKey{}).(*syscall.Signal); ok && ctx.Err() != nil {
+		return *p
+	}
+	return 0
+}
+
+// Interrupted returns the exit code for a signal-cancelled context.
+func Interrupted(ctx context.Context) error {
+	if sig := caught(ctx); sig != 0 {
+		return exitcode.Silent(128 + int(sig))
+	}
+	return nil
+}

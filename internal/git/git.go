@@ -1,0 +1,204 @@
+// Package git drives the git command line for wiggum; it finds every path a
+// repository uses with one rev-parse call, so it is correct in linked worktrees
+// and from subdirectories.
+package git
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNotRepo is returned when a directory is not inside a git working tree.
+var ErrNotRepo = errors.New("not inside a git working tree")
+
+// Repo is one working tree of a git repository.
+type Repo struct {
+	Root      string // top of the working tree
+	GitDir    string // this worktree's git dir (.git or .git/worktrees/NAME)
+	CommonDir string // the shared git dir (objects, refs, info)
+	HooksDir  string // where git looks for hooks (honours core.hooksPath)
+	InfoDir   string // the shared info dir (exclude)
+}
+
+// Error is a failed git command with its stderr.
+type Error struct {
+	Args   []string
+	Stderr string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if msg == "" {
+		msg = e.Err.Error()
+	}
+	return fmt.Sprintf("git %s: %s", strings.Join(e.Args, " "), msg)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ExitCode returns git's exit status, or -1 when git did not run.
+func (e *Error) Status() int {
+	var ee *exec.ExitError
+	if errors.As(e.Err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// Open finds the working tree that contains dir.
+func Open(ctx context.Context, dir string) (*Repo, error) {
+	out, err := run(ctx, dir, nil, nil, "rev-parse", "--path-format=absolute",
+		"--show-toplevel", "--git-dir", "--git-common-dir", "--git-path", "hooks", "--git-path", "info")
+	if err != nil {
+		var ge *Error
+		if errors.As(err, &ge) && strings.Contains(ge.Stderr, "not a git repository") {
+			return nil, fmt.Errorf("%s: %w", dir, ErrNotRepo)
+		}
+		if errors.As(err, &ge) && strings.Contains(ge.Stderr, "must be run in a work tree") {
+			return nil, fmt.Errorf("%s: %w", dir, ErrNotRepo)
+		}
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) != 5 || lines[0] == "" {
+		return nil, fmt.Errorf("%s: %w", dir, ErrNotRepo)
+	}
+	return &Repo{Root: lines[0], GitDir: lines[1], CommonDir: lines[2], HooksDir: lines[3], InfoDir: lines[4]}, nil
+}
+
+// Run runs git in the working tree and returns its stdout.
+func (r *Repo) Run(ctx context.Context, args ...string) (string, error) {
+	out, err := run(ctx, r.Root, nil, nil, args...)
+	return string(out), err
+}
+
+// RunEnv runs git with extra environment variables and optional stdin.
+func (r *Repo) RunEnv(ctx context.Context, env []string, stdin []byte, args ...string) (string, error) {
+	out, err := run(ctx, r.Root, env, stdin, args...)
+	return string(out), err
+}
+
+// Line runs git and returns its stdout without the trailing newline.
+func (r *Repo) Line(ctx context.Context, args ...string) (string, error) {
+	out, err := r.Run(ctx, args...)
+	return strings.TrimRight(out, "\n"), err
+}
+
+// OK runs git and reports whether it exited 0; exit 1 is "false", anything
+// else is an error.
+func (r *Repo) OK(ctx context.Context, args ...string) (bool, error) {
+	_, err := r.Run(ctx, args...)
+	if err == nil {
+		return true, nil
+	}
+	var ge *Error
+	if errors.As(err, &ge) && ge.Status() == 1 {
+		return false, nil
+	}
+	return false, err
+}
+
+func run(ctx context.Context, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(), env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), &Error{Args: args, Stderr: stderr.String(), Err: err}
+	}
+	return stdout.Bytes(), nil
+}
+
+// cleanEnv drops variables that would point git at another repository or
+// index (a git hook runs with GIT_DIR and GIT_INDEX_FILE set) and pins a
+// stable, non-interactive, untranslated git.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
+			"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "LANG", "LC_ALL", "LANGUAGE":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
+}
+
+// Head returns the sha HEAD points at, or "" when the repository has no commits.
+func (r *Repo) Head(ctx context.Context) (string, error) {
+	out, err := r.Line(ctx, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	if err != nil {
+		var ge *Error
+		if errors.As(err, &ge) && ge.Status() == 1 {
+			return "", nil
+		}
+		return "", err
+	}
+	return out, nil
+}
+
+// Branch returns the full ref HEAD is on (refs/heads/x), or "" when detached.
+func (r *Repo) Branch(ctx context.Context) (string, error) {
+	out, err := r.Line(ctx, "symbolic-ref", "--quiet", "HEAD")
+	if err != nil {
+		var ge *Error
+		if errors.As(err, &ge) && ge.Status() == 1 {
+			return "", nil
+		}
+		return "", err
+	}
+	return out, nil
+}
+
+// InProgress names the operation (merge, rebase, cherry-pick, revert, bisect)
+// that is half done in this worktree, or "" when none is.
+func (r *Repo) InProgress() string {
+	checks := []struct{ path, what string }{
+		{"MERGE_HEAD", "merge"},
+		{"rebase-merge", "rebase"},
+		{"rebase-apply", "rebase or am"},
+		{"CHERRY_PICK_HEAD", "cherry-pick"},
+		{"REVERT_HEAD", "revert"},
+		{"BISECT_LOG", "bisect"},
+	}
+	for _, c := range checks {
+		if _, err := os.Lstat(filepath.Join(r.GitDir, c.path)); err == nil {
+			return c.what
+		}
+	}
+	return ""
+}
+
+// Untracked lists untracked files that are not ignored, relative to the root.
+func (r *Repo) Untracked(ctx context.Context) ([]string, error) {
+	out, err := r.Run(ctx, "ls-files", "-z", "--others", "--exclude-standard")
+	if err != nil {
+		return nil, err
+	}
+	return SplitZ(out), nil
+}
+
+// SplitZ splits NUL-terminated git output.
+func SplitZ(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, "\x00") {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

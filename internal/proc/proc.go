@@ -1,0 +1,137 @@
+// Package proc starts an agent so that it can never outlive wiggum: the
+// direct child is a small supervisor (wiggum itself, in a hidden mode) that
+// runs the command in its own process group and kills that whole group when
+// told to, when the command exits, or when wiggum dies.
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// SuperviseArg is the hidden first argument that puts wiggum in supervisor mode.
+const SuperviseArg = "__supervise"
+
+// DefaultGrace is how long a process group gets between SIGTERM and SIGKILL.
+const DefaultGrace = 5 * time.Second
+
+// Options tunes Start.
+type Options struct {
+	Dir    string
+	Env    []string // full environment; nil means this process's
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Grace  time.Duration
+	// Hold is a file the supervisor keeps open for its whole life (the agent
+	// lock), so the lock outlives a SIGKILLed wiggum until the group is dead.
+	// The command itself never inherits it.
+	Hold *os.File
+}
+
+// Process is a supervised command.
+type Process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// Start runs argv under a supervisor.
+func Start(ctx context.Context, argv []string, opts Options) (*Process, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("no command to run")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find wiggum's own binary: %w", err)
+	}
+	grace := opts.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	args := []string{SuperviseArg, grace.String()}
+	if opts.Hold != nil {
+		args = append(args, "hold")
+	} else {
+		args = append(args, "-")
+	}
+	args = append(args, argv...)
+	cmd := exec.Command(self, args...)
+	cmd.Dir = opts.Dir
+	cmd.Env = opts.Env
+	cmd.Stdin = opts.Stdin
+	cmd.Stdout = opts.Stdout
+	cmd.Stderr = opts.Stderr
+	if opts.Hold != nil {
+		cmd.ExtraFiles = []*os.File{opts.Hold}
+	}
+	cmd.SysProcAttr = supervisorAttr()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	p := &Process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			p.Signal(syscall.SIGTERM)
+		case <-p.done:
+		}
+	}()
+	return p, nil
+}
+
+// Signal asks the supervisor to pass sig to the command's process group; on
+// SIGINT/SIGTERM it follows with SIGKILL after the grace period.
+func (p *Process) Signal(sig syscall.Signal) {
+	select {
+	case <-p.done:
+	default:
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
+// Done is closed when the supervisor (and so the whole group) has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait waits for the command and returns its exit code: the command's own,
+// or 128+signal when a signal killed it.
+func (p *Process) Wait() (int, error) {
+	<-p.done
+	if p.err == nil {
+		return 0, nil
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	}
+	return -1, p.err
+}
+
+// Pid is the supervisor's pid.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// CommandLine renders argv for messages.
+func CommandLine(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`|&;<>()*?[]#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		parts[i] = a
+	}
+	return strings.Join(parts, " ")
+}

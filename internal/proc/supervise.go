@@ -1,0 +1,128 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// Supervise is the supervisor mode: args are what Start put after
+// SuperviseArg. It returns the exit code for the supervisor process.
+func Supervise(args []string) int {
+	if len(args) < 3 {
+		fmt.Fprintln(os.Stderr, "wiggum: supervisor: missing command")
+		return 2
+	}
+	grace, err := time.ParseDuration(args[0])
+	if err != nil {
+		grace = DefaultGrace
+	}
+	var hold *os.File
+	if args[1] == "hold" {
+		// fd 3 is the agent lock; keep it open, but never hand it on.
+		syscall.CloseOnExec(3)
+		hold = os.NewFile(3, "agent-lock")
+	}
+	argv := args[2:]
+	becomeSubreaper()
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = childAttr()
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "wiggum: cannot start %s: %v\n", argv[0], err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return 127
+		}
+		return 126
+	}
+	pgid := cmd.Process.Pid
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	var killAt <-chan time.Time
+	var code int
+loop:
+	for {
+		select {
+		case s := <-sigs:
+			sig := s.(syscall.Signal)
+			_ = syscall.Kill(-pgid, sig)
+			if sig != syscall.SIGQUIT && killAt == nil {
+				killAt = time.After(grace)
+			}
+		case <-killAt:
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		case err := <-waited:
+			code = exitCode(err)
+			break loop
+		}
+	}
+	reapGroup(pgid, grace, sigs)
+	if hold != nil {
+		hold.Close()
+	}
+	return code
+}
+
+// reapGroup ends what the command left behind in its group (a background
+// job, a daemon that did not call setsid) and reaps every orphan re-parented
+// to the supervisor, so nothing writes to the repository once the lock is free.
+func reapGroup(pgid int, grace time.Duration, sigs <-chan os.Signal) {
+	if syscall.Kill(-pgid, syscall.SIGTERM) == nil {
+		deadline := time.Now().Add(grace)
+		for time.Now().Before(deadline) && groupAlive(pgid) {
+			select {
+			case <-sigs:
+				deadline = time.Now()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if errors.Is(err, syscall.ECHILD) {
+			return
+		}
+		if pid <= 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// groupAlive reports whether the group has members that are not zombies
+// waiting for the supervisor to reap them.
+func groupAlive(pgid int) bool {
+	for {
+		var ws syscall.WaitStatus
+		pid, _ := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if pid <= 0 {
+			break
+		}
+	}
+	return syscall.Kill(-pgid, 0) == nil
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return 1
+}
