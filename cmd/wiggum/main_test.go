@@ -1,0 +1,44 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+var update = flag.Bool("u", false, "update testscript golden output")
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){"wiggum": main})
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "../../testdata/scripts",
+		RequireExplicitExec: true,
+		UpdateScripts:       *update,
+		Setup:               setupEnv,
+		Cmds:                scriptCmds(),
+	})
+}
+
+// setupEnv gives every script a git identity and a clean git config.
+func setupEnv(e *testscript.Env) error {
+	home, err := os.MkdirTemp("", "wiggum-home-")
+	if err != nil {
+		return err
+	}
+	e.Defer(func() { os.RemoveAll(home) })
+	e.Setenv("HOME", home)
+	e.Setenv("XDG_CONFIG_HOME", home+"/.config")
+	e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	e.Setenv("GIT_AUTHOR_NAME", "Test")
+	e.Setenv("GIT_AUTHOR_EMAIL", "test@example.com")
+	e.Setenv("GIT_COMMITTER_NAME", "Test")
+	e.Setenv("GIT_COMMITTER_EMAIL", "test@example.com")
+	e.Setenv("GIT_AUTHOR_DATE", "")
+	e.Setenv("TERM", "dumb")
+	return os.WriteFile(home+"/.gitconfig", []byte("[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"), 0o644)
+}
