@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // SessionEnv is exported by the lock holder to everything it starts.
@@ -98,7 +100,7 @@ func (s *State) Acquire(ctx context.Context, opts AcquireOptions) (*Lock, error)
 	l := &Lock{st: s, fl: fl, Holder: Holder{
 		PID: os.Getpid(), Host: host, Started: time.Now().UTC(), Session: newToken(), Command: opts.Command,
 	}}
-	if err := writeJSON(s.Path(HolderFile), l.Holder); err != nil {
+	if err := statefile.WriteJSON(s.Path(HolderFile), l.Holder); err != nil {
 		_ = fl.Unlock()
 		return nil, fmt.Errorf("lock: write holder record: %w", err)
 	}
@@ -156,7 +158,7 @@ func (l *Lock) Release() error {
 func (s *State) heldError() error {
 	e := &HeldError{}
 	var h Holder
-	if err := readJSON(s.Path(HolderFile), &h, nil); err == nil && h.PID > 0 {
+	if err := statefile.ReadJSON(s.Path(HolderFile), &h, nil); err == nil && h.PID > 0 {
 		e.Holder = &h
 	}
 	if pid := lockPID(s.Path(LockFile)); pid > 0 {
@@ -198,7 +200,7 @@ func (s *State) CurrentHolder() (*Holder, error) {
 		return nil, err
 	}
 	var h Holder
-	if err := readJSON(s.Path(HolderFile), &h, nil); err != nil {
+	if err := statefile.ReadJSON(s.Path(HolderFile), &h, nil); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
