@@ -163,7 +163,7 @@ func (s *State) heldError() error {
 	}
 	if pid := lockPID(s.Path(LockFile)); pid > 0 {
 		e.PID = pid
-		if e.Holder != nil && e.Holder.PID != pid && !pidAlive(e.Holder.PID) {
+		if e.Holder != nil && e.Holder.PID != pid && !PIDAlive(e.Holder.PID) {
 			// The record is stale (its writer was killed); the real holder is
 			// someone who wrote none.
 			e.Holder = nil
@@ -206,7 +206,7 @@ func (s *State) CurrentHolder() (*Holder, error) {
 		}
 		return nil, err
 	}
-	if pid := lockPID(s.Path(LockFile)); pid > 0 && pid != h.PID && !pidAlive(h.PID) {
+	if pid := lockPID(s.Path(LockFile)); pid > 0 && pid != h.PID && !PIDAlive(h.PID) {
 		return nil, nil
 	}
 	return &h, nil
@@ -250,7 +250,7 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-func pidAlive(pid int) bool {
+func PIDAlive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
