@@ -111,8 +111,8 @@ func TestIdleTimeout(t *testing.T) {
 }
 
 func TestChattyAgentIsNotIdle(t *testing.T) {
-	res, err := Run(context.Background(), sh(t, `for i in 1 2 3 4 5 6; do echo $i; sleep 0.1; done`), Options{
-		Dir: t.TempDir(), IdleTimeout: 400 * time.Millisecond,
+	res, err := Run(context.Background(), sh(t, `for i in 1 2 3 4 5 6 7 8; do echo $i; sleep 0.25; done`), Options{
+		Dir: t.TempDir(), IdleTimeout: 1500 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
