@@ -140,4 +140,3 @@ func isTerminal(w any) bool {
 	}
 	return fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
 }
-
