@@ -319,8 +319,10 @@ func (r *runner) attempt(ctx context.Context, iter int, story *plan.Story, promp
 		return o
 	}
 	if r.opts.TestCmd != "" {
+		r.disp.printf("  gate: %s", r.opts.TestCmd)
 		gate, err := agent.Run(ctx, agent.Profile{Name: "gate", Argv: []string{"sh", "-c", r.opts.TestCmd}}, agent.Options{
 			Dir: r.st.Repo.Root, Env: env, Timeout: r.opts.Timeout, Grace: r.opts.Grace,
+			Line: r.disp.line,
 		})
 		if err != nil {
 			return outcome{source: "gate", command: r.opts.TestCmd, detail: err.Error(), output: err.Error(), res: res}
