@@ -423,13 +423,13 @@ func (r *runner) limited(ctx context.Context, iter int, story *plan.Story, out o
 		when = "at " + lim.Reset.Local().Format("15:04 MST, Jan 2")
 	}
 	if !r.opts.WaitOnLimit {
-		return false, &StopError{Reason: fmt.Sprintf("the agent hit its usage limit (%s); it resets %s. Run again then, or pass --wait-on-limit to wait for it", lim.Message, when)}
+		return false, &StopError{Reason: fmt.Sprintf("stopped: the agent says %s; it resets %s. Run again then, or pass --wait-on-limit to wait for it", lim.Message, when)}
 	}
 	until := lim.Reset
 	if until.IsZero() {
 		until = time.Now().Add(unknownResetWait)
 	}
-	r.disp.printf("usage limit reached (%s); waiting until it resets %s", lim.Message, when)
+	r.disp.printf("the agent says %s; waiting until it resets %s", lim.Message, when)
 	if err := r.countdown(ctx, until); err != nil {
 		return false, err
 	}
