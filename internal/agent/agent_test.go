@@ -239,4 +239,22 @@ func TestProfiles(t *testing.T) {
 	if _, err := Custom("  "); err == nil {
 		t.Error("empty --agent-cmd accepted")
 	}
+	for cmd, want := range map[string]string{
+		"my-agent --yes -m fast":   "my-agent|--yes|-m|fast",
+		"./bin/agent.sh":           "./bin/agent.sh",
+		"agent --model=x":          "agent|--model=x",
+		"agent 'quoted arg'":       "sh|-c|agent 'quoted arg'",
+		"agent $HOME":              "sh|-c|agent $HOME",
+		"agent | tee log":          "sh|-c|agent | tee log",
+		"FOO=1 agent":              "sh|-c|FOO=1 agent",
+		"agent *.go":               "sh|-c|agent *.go",
+		"agent ~/x":                "sh|-c|agent ~/x",
+		"agent; rm -rf x":          "sh|-c|agent; rm -rf x",
+		"agent\\ with\\ backslash": "sh|-c|agent\\ with\\ backslash",
+	} {
+		p, err := Custom(cmd)
+		if err != nil || strings.Join(p.Argv, "|") != want {
+			t.Errorf("Custom(%q) = %q, want %q", cmd, p.Argv, want)
+		}
+	}
 }

@@ -58,11 +58,34 @@ func Builtin(name string) (Profile, error) {
 }
 
 // Custom runs a user's command line through sh, so pipes, variables and
-// quoting mean what they mean in a shell. Stream-json output (a wrapped
-// claude) is recognised line by line like the built-in's.
+// quoting mean what they mean in a shell. A line of plain words (no quotes,
+// variables, globs or operators) means the same without a shell, so it runs
+// directly and saves every iteration a process. Stream-json output (a
+// wrapped claude) is recognised line by line like the built-in's.
 func Custom(cmdline string) (Profile, error) {
 	if strings.TrimSpace(cmdline) == "" {
 		return Profile{}, fmt.Errorf("--agent-cmd is empty")
 	}
+	if plainWords(cmdline) {
+		return Profile{Name: "custom", Argv: strings.Fields(cmdline)}, nil
+	}
 	return Profile{Name: "custom", Argv: []string{"sh", "-c", cmdline}}, nil
+}
+
+// plainWords reports whether a shell would split cmdline on blanks and do
+// nothing else to it.
+func plainWords(cmdline string) bool {
+	fields := strings.Fields(cmdline)
+	if len(fields) == 0 || strings.Contains(fields[0], "=") {
+		return false
+	}
+	for _, r := range cmdline {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune(" \t_./:,@%+=-", r):
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -54,29 +54,59 @@ func newCommitter(repo *git.Repo, env []string, keep []string) *committer {
 	return c
 }
 
+// noAutoGC keeps the loop's commits from running git's automatic
+// maintenance: it would cost every iteration a process, and the user's next
+// own commit still runs it.
+var noAutoGC = []string{"-c", "gc.auto=0", "-c", "maintenance.auto=false"}
+
 func (c *committer) git(ctx context.Context, stdin []byte, args ...string) (string, error) {
 	return c.repo.RunEnv(ctx, c.env, stdin, args...)
 }
 
-// stage adds every change under pathspec (":/" is the whole tree) except
-// the kept paths; it unstages kept paths an agent may have added.
-func (c *committer) stage(ctx context.Context, pathspec string) error {
-	if len(c.keep) == 0 {
-		_, err := c.git(ctx, nil, "add", "-A", "--", pathspec)
-		return err
-	}
-	var keep strings.Builder
-	for _, p := range c.keep {
-		keep.WriteString(":(top,literal)" + p + "\x00")
-	}
-	// reset of a path that is neither in HEAD nor in the index fails; only
-	// reset what is staged.
-	st, err := status(ctx, c.repo)
+// changes lists what the working tree changed, leaving out kept paths.
+func (c *committer) changes(ctx context.Context) (*treeState, error) {
+	ts, err := status(ctx, c.repo)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	if len(c.keep) == 0 {
+		return ts, nil
+	}
+	var own []string
+	for _, p := range ts.paths {
+		if !c.keepM[p] {
+			own = append(own, p)
+		}
+	}
+	ts.paths = own
+	return ts, nil
+}
+
+// commitAll commits every change in the working tree except kept paths. It
+// returns the new commit's short id, or "" when nothing changed.
+func (c *committer) commitAll(ctx context.Context, message string) (string, error) {
+	ts, err := c.changes(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(ts.paths) == 0 && len(ts.staged) == 0 {
+		return "", nil
+	}
+	if len(c.keep) == 0 {
+		if _, err := c.git(ctx, nil, "add", "-A", "--", ":/"); err != nil {
+			return "", fmt.Errorf("stage changes: %w", err)
+		}
+	} else if err := c.stageExcept(ctx, ts); err != nil {
+		return "", fmt.Errorf("stage changes: %w", err)
+	}
+	return c.run(ctx, append(append([]string{}, noAutoGC...), "commit", "-m", message))
+}
+
+// stageExcept stages everything but the kept paths, first unstaging kept
+// paths an agent may have added.
+func (c *committer) stageExcept(ctx context.Context, ts *treeState) error {
 	var unstage strings.Builder
-	for _, p := range st.staged {
+	for _, p := range ts.staged {
 		if c.keepM[p] {
 			unstage.WriteString(":(top,literal)" + p + "\x00")
 		}
@@ -86,20 +116,38 @@ func (c *committer) stage(ctx context.Context, pathspec string) error {
 			return err
 		}
 	}
-	spec := pathspec + "\x00" + strings.ReplaceAll(keep.String(), ":(top,literal)", ":(top,literal,exclude)")
-	_, err = c.git(ctx, []byte(spec), "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
+	spec := ":/\x00"
+	for _, p := range c.keep {
+		spec += ":(top,literal,exclude)" + p + "\x00"
+	}
+	_, err := c.git(ctx, []byte(spec), "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
 	return err
+}
+
+// commitPath commits exactly path (the plan), whatever else is staged; ""
+// when it did not change. A directory (an issues plan, where a done issue
+// moves to a new, untracked file) or a file git does not know yet is added
+// first; a tracked file needs no separate add.
+func (c *committer) commitPath(ctx context.Context, message, path string, dir bool) (string, error) {
+	spec := ":(top,literal)" + path
+	args := append(append([]string{}, noAutoGC...), "commit", "-m", message, "--", spec)
+	if !dir {
+		sha, err := c.run(ctx, args)
+		var ge *git.Error
+		if err == nil || !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "did not match any file") {
+			return sha, err
+		}
+	}
+	if _, err := c.git(ctx, nil, "add", "-A", "--", spec); err != nil {
+		return "", fmt.Errorf("stage %s: %w", path, err)
+	}
+	return c.run(ctx, args)
 }
 
 var commitSHA = regexp.MustCompile(`^\[[^\]]* ([0-9a-f]{4,})\]`)
 
-// commit stages pathspec and commits it with message. It returns the new
-// commit's short id, or "" when there was nothing to commit.
-func (c *committer) commit(ctx context.Context, pathspec, message string) (string, error) {
-	if err := c.stage(ctx, pathspec); err != nil {
-		return "", fmt.Errorf("stage changes: %w", err)
-	}
-	out, err := c.git(ctx, nil, "commit", "-m", message)
+func (c *committer) run(ctx context.Context, args []string) (string, error) {
+	out, err := c.git(ctx, nil, args...)
 	if err != nil {
 		var ge *git.Error
 		if errors.As(err, &ge) && ge.Status() == 1 && strings.TrimSpace(ge.Stderr) == "" {

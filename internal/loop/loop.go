@@ -176,6 +176,9 @@ func (r *runner) preflight(ctx context.Context) error {
 func (r *runner) loop(ctx context.Context) error {
 	stalled := 0
 	for iter := 1; ; iter++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		stories, err := r.opts.Plan.Stories()
 		if err != nil {
 			return err
@@ -229,7 +232,6 @@ func (r *runner) iteration(ctx context.Context, iter int, story *plan.Story) (bo
 	if err := r.writeRun(iter, story, started); err != nil {
 		return false, err
 	}
-	r.event("iteration_start", map[string]any{"iteration": iter, "story": story.ID, "title": story.Title, "attempt": r.tries[story.ID] + 1})
 	attempt := r.tries[story.ID] + 1
 	r.disp.printf("── iteration %d · %s: %s (attempt %d of %d)", iter, story.ID, story.Title, attempt, r.opts.Retries+1)
 
@@ -248,7 +250,9 @@ func (r *runner) iteration(ctx context.Context, iter int, story *plan.Story) (bo
 	if out.source == "limit" && ctx.Err() == nil {
 		return r.limited(ctx, iter, story, out)
 	}
-	if ctx.Err() != nil {
+	// A story committed before the signal stays committed; only an
+	// unfinished iteration is rolled back.
+	if !out.ok && ctx.Err() != nil {
 		return false, r.interrupted(iter, story, cp)
 	}
 	if out.ok {
@@ -256,10 +260,9 @@ func (r *runner) iteration(ctx context.Context, iter int, story *plan.Story) (bo
 		r.last = "done"
 		r.logIteration(iter, story, "done", out, "", time.Since(started))
 		r.disp.printf("✔ %s done in %s%s", story.ID, time.Since(started).Round(10*time.Millisecond), commitNote(out.commit))
-		return true, r.writeRun(iter, story, started)
+		return true, nil
 	}
 
-	r.tries[story.ID]++
 	backup, rerr := r.rollback(ctx, story, attempt, out)
 	if rerr != nil {
 		return false, rerr
@@ -270,6 +273,7 @@ func (r *runner) iteration(ctx context.Context, iter int, story *plan.Story) (bo
 		Command: out.command, Output: session.Tail(out.output, 4<<10), Rollback: backup,
 	})
 	r.logIteration(iter, story, "failed ("+out.source+")", out, backup, time.Since(started))
+	r.tries[story.ID]++
 	r.disp.printf("✘ %s failed: %s; rolled back%s", story.ID, out.detail, backupNote(backup))
 	if r.tries[story.ID] > r.opts.Retries {
 		r.skip[story.ID] = true
@@ -277,7 +281,7 @@ func (r *runner) iteration(ctx context.Context, iter int, story *plan.Story) (bo
 		r.disp.printf("  skipping %s after %d failed attempts", story.ID, r.tries[story.ID])
 		r.event("story_skipped", map[string]any{"story": story.ID, "attempts": r.tries[story.ID]})
 	}
-	return false, r.writeRun(iter, story, started)
+	return false, nil
 }
 
 // attempt runs the agent and the gate, and commits on success.
@@ -341,7 +345,7 @@ func (r *runner) attempt(ctx context.Context, iter int, story *plan.Story, promp
 	// From here on the iteration completes even if a signal arrives: a
 	// half-made commit helps nobody.
 	cctx := context.WithoutCancel(ctx)
-	sha, err := r.commit.commit(cctx, ":/", commitMessage(story))
+	sha, err := r.commit.commitAll(cctx, commitMessage(story))
 	if err != nil {
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
 	}
@@ -350,7 +354,7 @@ func (r *runner) attempt(ctx context.Context, iter int, story *plan.Story, promp
 	}
 	if r.commit.keepM[r.planRel] {
 		r.disp.printf("  the plan %s had uncommitted changes before the run; marked %s done there but left it out of the commit", r.planRel, story.ID)
-	} else if msha, err := r.commit.commit(cctx, ":(top,literal)"+r.planRel, story.ID+": mark done"); err != nil {
+	} else if msha, err := r.commit.commitPath(cctx, story.ID+": mark done", r.planRel, r.opts.Plan.Kind() == "issues"); err != nil {
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
 	} else if sha == "" {
 		sha = msha
@@ -518,7 +522,10 @@ func (r *runner) event(name string, fields map[string]any) {
 }
 
 func (r *runner) logIteration(iter int, story *plan.Story, result string, out outcome, backup string, took time.Duration) {
-	fields := map[string]any{"iteration": iter, "story": story.ID, "outcome": result, "duration_ms": took.Milliseconds()}
+	// One event per iteration: run.json says what is running now, so the
+	// log records only finished iterations (each append is an fsync).
+	fields := map[string]any{"iteration": iter, "story": story.ID, "title": story.Title, "attempt": r.tries[story.ID] + 1,
+		"outcome": result, "duration_ms": took.Milliseconds()}
 	line := fmt.Sprintf("- %s iteration %d · %s · %s · %s", time.Now().UTC().Format(time.RFC3339), iter, story.ID, result, took.Round(10*time.Millisecond))
 	if out.commit != "" {
 		fields["commit"] = out.commit
