@@ -14,10 +14,8 @@ import (
 )
 
 func init() {
-	cmdSets = append(cmdSets, map[string]scriptCmd{
-		"signalrun": signalRun,
-		"pidgone":   pidGone,
-	})
+	extraCmds["signalrun"] = signalRun
+	extraCmds["pidgone"] = pidGone
 }
 
 // scriptEnv is the environment testscript gives exec'd commands.
