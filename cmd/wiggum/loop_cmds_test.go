@@ -25,12 +25,14 @@ var scriptEnvNames = []string{"PATH", "HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_NOS
 // signalRun starts a program, waits until a file exists (the agent is
 // running), sends it a signal and checks its exit code:
 //
-//	signalrun INT|TERM WAITFILE CODE PROG ARGS...
+//	signalrun INT|TERM|KILL WAITFILE CODE PROG ARGS...
+//
+// A process killed by a signal has CODE 128+signal, as a shell reports it.
 func signalRun(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 4 {
-		ts.Fatalf("usage: signalrun INT|TERM WAITFILE CODE PROG ARGS...")
+		ts.Fatalf("usage: signalrun INT|TERM|KILL WAITFILE CODE PROG ARGS...")
 	}
-	sig := map[string]syscall.Signal{"INT": syscall.SIGINT, "TERM": syscall.SIGTERM}[args[0]]
+	sig := map[string]syscall.Signal{"INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL}[args[0]]
 	if sig == 0 {
 		ts.Fatalf("unknown signal %s", args[0])
 	}
@@ -68,6 +70,9 @@ func signalRun(ts *testscript.TestScript, neg bool, args []string) {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
 	} else if err != nil {
 		ts.Fatalf("wait: %v", err)
 	}
@@ -89,24 +94,40 @@ func lookPath(ts *testscript.TestScript, name string) string {
 	return ""
 }
 
-// pidGone checks that the process whose pid is in FILE no longer runs.
+// pidGone checks that the process whose pid is in FILE no longer runs,
+// waiting up to TIMEOUT (default: not at all) for it to go.
 //
-//	pidgone FILE
+//	pidgone FILE [TIMEOUT]
 func pidGone(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: pidgone FILE")
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: pidgone FILE [TIMEOUT]")
 	}
 	data, err := os.ReadFile(ts.MkAbs(args[0]))
 	ts.Check(err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	ts.Check(err)
+	var wait time.Duration
+	if len(args) == 2 {
+		wait, err = time.ParseDuration(args[1])
+		ts.Check(err)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		if gone(pid) {
+			return
+		}
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			ts.Fatalf("process %d is still running", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func gone(pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
-		return
+		return true
 	}
 	stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if strings.Contains(string(stat), ") Z ") {
-		return
-	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-	ts.Fatalf("process %d is still running", pid)
+	return strings.Contains(string(stat), ") Z ")
 }
