@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/agent"
@@ -123,6 +124,10 @@ func (c *RunCmd) profile() (agent.Profile, error) {
 	p, err := agent.Builtin(c.Agent)
 	if err != nil {
 		return p, exitcode.BadInput("run: %v", err)
+	}
+	// Every iteration would fail the same way; say so once, up front.
+	if _, err := exec.LookPath(p.Argv[0]); err != nil {
+		return p, exitcode.BadInput("run: the %s agent (%s) is not installed or not in PATH; install it, or choose another with --agent or --agent-cmd", c.Agent, p.Argv[0])
 	}
 	return p, nil
 }

@@ -79,6 +79,8 @@ type runner struct {
 	skip    map[string]bool
 	last    string
 	logPath string
+	// planIgnored: git ignores the plan, so ticks are never committed.
+	planIgnored bool
 }
 
 // ProgressFile is the human-readable log, in the runtime directory so that
@@ -167,6 +169,12 @@ func (r *runner) preflight(ctx context.Context) error {
 	}
 	env := []string{checkpoint.SessionEnv + "=" + r.session}
 	r.commit = newCommitter(repo, env, ts.paths)
+	if r.planIgnored, err = repo.OK(ctx, "check-ignore", "-q", "--", r.planRel); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	if r.planIgnored {
+		r.disp.printf("the plan %s is ignored by git: stories are ticked in the file, not committed", r.planRel)
+	}
 	if len(ts.paths) > 0 {
 		r.disp.printf("leaving %d pre-existing change(s) out of every commit: %s", len(ts.paths), summarize(ts.paths, 5))
 	}
@@ -352,12 +360,19 @@ func (r *runner) attempt(ctx context.Context, iter int, story *plan.Story, promp
 	if err := r.opts.Plan.MarkDone(story.ID); err != nil {
 		return outcome{source: "commit", command: "mark done", detail: err.Error(), output: err.Error(), res: res}
 	}
-	if r.commit.keepM[r.planRel] {
+	switch {
+	case r.planIgnored:
+		// git ignores the plan: the tick lives only in the file.
+	case r.commit.keepM[r.planRel]:
 		r.disp.printf("  the plan %s had uncommitted changes before the run; marked %s done there but left it out of the commit", r.planRel, story.ID)
-	} else if msha, err := r.commit.commitPath(cctx, story.ID+": mark done", r.planRel, r.opts.Plan.Kind() == "issues"); err != nil {
-		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
-	} else if sha == "" {
-		sha = msha
+	default:
+		msha, err := r.commit.commitPath(cctx, story.ID+": mark done", r.planRel, r.opts.Plan.Kind() == "issues")
+		if err != nil {
+			return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
+		}
+		if sha == "" {
+			sha = msha
+		}
 	}
 	return outcome{ok: true, commit: sha, res: res}
 }
