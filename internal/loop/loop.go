@@ -81,6 +81,8 @@ type runner struct {
 	logPath string
 	// planIgnored: git ignores the plan, so ticks are never committed.
 	planIgnored bool
+	// waited: the last iteration ended in a usage-limit wait.
+	waited bool
 }
 
 // ProgressFile is the human-readable log, in the runtime directory so that
@@ -157,6 +159,11 @@ func (r *runner) preflight(ctx context.Context) error {
 	if op := repo.InProgress(); op != "" {
 		return exitcode.BadInput("run: a %s is in progress; finish or abort it first", op)
 	}
+	if branch, err := repo.Branch(ctx); err != nil {
+		return fmt.Errorf("run: read branch: %w", err)
+	} else if branch == "" {
+		return exitcode.BadInput("run: HEAD is detached; switch to the branch the loop should commit to")
+	}
 	ts, err := status(ctx, repo)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
@@ -212,6 +219,11 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		if done {
 			stalled = 0
+			continue
+		}
+		if r.waited {
+			// Waiting out a usage limit is not the agent failing.
+			r.waited = false
 			continue
 		}
 		stalled++
@@ -452,6 +464,7 @@ func (r *runner) limited(ctx context.Context, iter int, story *plan.Story, out o
 	if err := r.countdown(ctx, until); err != nil {
 		return false, err
 	}
+	r.waited = true
 	return false, nil
 }
 
@@ -487,9 +500,16 @@ func (r *runner) countdown(ctx context.Context, until time.Time) error {
 
 func (r *runner) prompt(iter int, story *plan.Story) (string, error) {
 	failCtx := ""
-	fails, err := session.Failures(r.st, story.ID)
+	all, err := session.Failures(r.st, story.ID)
 	if err != nil {
 		return "", err
+	}
+	// Only this run's failures: an old run's may describe code long gone.
+	var fails []session.Failure
+	for _, f := range all {
+		if !f.Time.Before(r.started) {
+			fails = append(fails, f)
+		}
 	}
 	if n := len(fails); n > 0 {
 		f := fails[n-1]

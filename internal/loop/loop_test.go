@@ -180,3 +180,28 @@ func TestDisplayLive(t *testing.T) {
 		t.Errorf("plain quiet output = %q", b.String())
 	}
 }
+
+func TestRetryPromptCarriesOnlyThisRunsFailure(t *testing.T) {
+	st, p := newRepo(t, 1)
+	dir := t.TempDir()
+	// First run: every attempt fails, leaving failures in the log.
+	o := opts(p, `cat > "`+dir+`/old-$WIGGUM_ITERATION"; echo OLD-RUN-OUTPUT; exit 1`)
+	o.Retries = 0
+	if _, err := Run(context.Background(), st, o); exitcode.Of(err) != exitcode.WorkLeft {
+		t.Fatalf("first run: %v", err)
+	}
+	// Second run: the first attempt must not see the old run's failure,
+	// the retry must see this run's.
+	o = opts(p, `cat > "`+dir+`/new-$WIGGUM_ITERATION"; [ "$WIGGUM_ITERATION" = 2 ] && exit 0; echo NEW-RUN-OUTPUT; exit 1`)
+	if _, err := Run(context.Background(), st, o); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	first, _ := os.ReadFile(filepath.Join(dir, "new-1"))
+	second, _ := os.ReadFile(filepath.Join(dir, "new-2"))
+	if strings.Contains(string(first), "previous attempt") {
+		t.Errorf("first attempt of a new run got an old failure:\n%s", first)
+	}
+	if !strings.Contains(string(second), "NEW-RUN-OUTPUT") || strings.Contains(string(second), "OLD-RUN-OUTPUT") {
+		t.Errorf("retry prompt:\n%s", second)
+	}
+}
