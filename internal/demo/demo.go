@@ -131,7 +131,11 @@ func Agent(stdin io.Reader, stdout io.Writer, dir string) int {
 			say("%v", err)
 			return 1
 		}
-		if err := gitIn(context.Background(), dir, "commit", "-q", "-a", "-m", "tidy greetings"); err != nil {
+		if err := gitIn(context.Background(), dir, "add", "-A"); err != nil {
+			say("git add failed: %v", err)
+			return 1
+		}
+		if err := gitIn(context.Background(), dir, "commit", "-q", "-m", "tidy greetings"); err != nil {
 			say("commit failed: %v", err)
 			return 1
 		}
