@@ -9,6 +9,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/loop"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
@@ -69,11 +70,11 @@ limit); 130/143 interrupted.
 
 // Run runs the loop.
 func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
-	st, err := g.State(ctx)
+	repo, err := git.Open(ctx, g.WorkDir())
 	if err != nil {
-		return err
+		return exitcode.With(exitcode.Usage, err)
 	}
-	p, err := plan.Resolve(st.Repo.Root, g.WorkDir(), plan.Source{PRD: c.PRD, File: c.Plan, Issues: c.Issues})
+	p, err := plan.Resolve(repo.Root, g.WorkDir(), plan.Source{PRD: c.PRD, File: c.Plan, Issues: c.Issues})
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,11 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		Out: g.stdout, Live: isTerminal(g.stdout), Quiet: c.Quiet, Command: os.Args,
 	}
 	if c.DryRun {
-		return loop.DryRun(st, opts)
+		return loop.DryRun(repo.Root, opts)
+	}
+	st, err := g.State(ctx)
+	if err != nil {
+		return err
 	}
 	_, err = loop.Run(ctx, st, opts)
 	if ierr := Interrupted(ctx); ierr != nil {

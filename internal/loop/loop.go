@@ -626,8 +626,9 @@ func appendLine(path, line string) {
 }
 
 // DryRun prints the stories a run would work on, in order, with the prompt
-// each would get, and changes nothing.
-func DryRun(st *checkpoint.State, opts Options) error {
+// each would get, and changes nothing - not even wiggum's own state, which
+// is why it takes the working-tree root rather than a State.
+func DryRun(root string, opts Options) error {
 	if err := validate(&opts); err != nil {
 		return err
 	}
@@ -635,8 +636,8 @@ func DryRun(st *checkpoint.State, opts Options) error {
 	if err != nil {
 		return err
 	}
-	planRel := relPath(st.Repo.Root, opts.Plan.Path())
-	progress := relPath(st.Repo.Root, st.Path(checkpoint.RuntimeDir+"/"+ProgressFile))
+	planRel := relPath(root, opts.Plan.Path())
+	progress := checkpoint.RuntimeDir + "/" + ProgressFile
 	w := opts.Out
 	fmt.Fprintf(w, "plan %s (%s): %d story(ies), %d open\n", planRel, opts.Plan.Kind(), len(stories), plan.Open(stories))
 	for _, s := range stories {
