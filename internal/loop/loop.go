@@ -164,6 +164,10 @@ func (r *runner) preflight(ctx context.Context) error {
 	} else if branch == "" {
 		return exitcode.BadInput("run: HEAD is detached; switch to the branch the loop should commit to")
 	}
+	// Without an identity every commit would fail, after the agent's work.
+	if _, err := repo.Run(ctx, "var", "GIT_COMMITTER_IDENT"); err != nil {
+		return exitcode.BadInput("run: git does not know who commits here; set it with git config user.name and git config user.email")
+	}
 	ts, err := status(ctx, repo)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
