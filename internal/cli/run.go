@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/exitcode"
 	"github.com/wiggum-dev/wiggum/internal/git"
@@ -99,7 +101,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		Retries: c.Retries, MaxIter: c.MaxIter, NoProgress: c.NoProgress,
 		Timeout: c.Timeout, IdleTimeout: c.IdleTimeout, Grace: c.Grace,
 		AllowDirty: c.AllowDirty, WaitOnLimit: c.WaitOnLimit, Policy: policy,
-		Out: g.stdout, Live: isTerminal(g.stdout), Quiet: c.Quiet, Command: os.Args,
+		Out: g.stdout, Live: isTerminal(g.stdout), Width: termWidth(g.stdout), Quiet: c.Quiet, Command: os.Args,
 	}
 	if c.DryRun {
 		return loop.DryRun(repo.Root, opts)
@@ -135,6 +137,19 @@ func (c *RunCmd) profile() (agent.Profile, error) {
 		return p, exitcode.BadInput("run: the %s agent (%s) is not installed or not in PATH; install it, or choose another with --agent or --agent-cmd", c.Agent, p.Argv[0])
 	}
 	return p, nil
+}
+
+// termWidth is the terminal's width in columns, or 0 when unknown.
+func termWidth(w any) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
 }
 
 // isTerminal reports whether w is a terminal, where a redrawn status line

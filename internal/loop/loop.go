@@ -44,6 +44,7 @@ type Options struct {
 	Policy      string // what hooks do with failing tests mid-iteration (session.Policy*)
 	Out         io.Writer
 	Live        bool // a terminal: redraw a status line
+	Width       int  // the terminal's columns, when Live
 	Quiet       bool // do not echo the agent's output
 	Command     []string
 }
@@ -102,7 +103,7 @@ func Run(ctx context.Context, st *checkpoint.State, opts Options) (*Summary, err
 	defer lock.Release()
 	r := &runner{
 		st: st, opts: opts, lock: lock, session: lock.Holder.Session,
-		disp: newDisplay(opts.Out, opts.Live, opts.Quiet), started: time.Now(),
+		disp: newDisplay(opts.Out, opts.Live, opts.Quiet, opts.Width), started: time.Now(),
 		tries: map[string]int{}, skip: map[string]bool{},
 		planRel: relPath(st.Repo.Root, opts.Plan.Path()),
 	}
