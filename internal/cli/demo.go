@@ -14,7 +14,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/demo"
 	"github.com/wiggum-dev/wiggum/internal/exitcode"
-	"github.com/wiggum-dev/wiggum/internal/loop"
+	"github.com/wiggum-dev/wiggum/loop"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/proc"
 	"github.com/wiggum-dev/wiggum/internal/session"

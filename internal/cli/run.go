@@ -12,7 +12,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/exitcode"
 	"github.com/wiggum-dev/wiggum/internal/git"
-	"github.com/wiggum-dev/wiggum/internal/loop"
+	"github.com/wiggum-dev/wiggum/loop"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
 )
@@ -36,7 +36,7 @@ type RunCmd struct {
 	Grace       time.Duration `default:"10s" help:"Time between SIGTERM and SIGKILL when stopping an agent."`
 	WaitOnLimit bool          `name:"wait-on-limit" help:"When the agent hits its usage limit, wait for the reset (with a countdown) instead of stopping."`
 	AllowDirty  bool          `name:"allow-dirty" help:"Start on a dirty tree; pre-existing changes are left out of every commit."`
-	HookPolicy  string        `name:"hook-policy" enum:"record,rollback" default:"record" help:"What wiggum's hooks do when they see tests fail mid-iteration: record (feed the failure to the agent) or rollback."`
+	HookPolicy  string        `name:"hook-policy" enum:"rollback,record" default:"rollback" help:"What wiggum's agent hooks do when they see a test run fail mid-iteration: rollback (to the iteration's checkpoint, saving the attempt first; refused when unsafe) or record (only log it and tell the agent)."`
 	DryRun      bool          `name:"dry-run" help:"Show the stories and the prompts the run would use; change nothing."`
 	Quiet       bool          `short:"q" help:"Do not echo the agent's output, only the loop's progress."`
 }
@@ -92,9 +92,9 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		tmpl = string(data)
 	}
-	policy := session.PolicyRecord
-	if c.HookPolicy == "rollback" {
-		policy = session.PolicyRollback
+	policy := session.PolicyRollback
+	if c.HookPolicy == session.PolicyRecord {
+		policy = session.PolicyRecord
 	}
 	opts := loop.Options{
 		Plan: p, Agent: prof, Prompt: tmpl, TestCmd: c.TestCmd,

@@ -138,7 +138,7 @@ func validate(o *Options) error {
 		o.Prompt = DefaultPrompt
 	}
 	if o.Policy == "" {
-		o.Policy = session.PolicyRecord
+		o.Policy = session.PolicyRollback
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
