@@ -14,10 +14,10 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/demo"
 	"github.com/wiggum-dev/wiggum/internal/exitcode"
-	"github.com/wiggum-dev/wiggum/loop"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/proc"
 	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/loop"
 )
 
 // DemoCmd is `wiggum demo`.

@@ -12,9 +12,9 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/exitcode"
 	"github.com/wiggum-dev/wiggum/internal/git"
-	"github.com/wiggum-dev/wiggum/loop"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/loop"
 )
 
 // RunCmd is `wiggum run`.
