@@ -47,6 +47,9 @@ type Options struct {
 	Width       int  // the terminal's columns, when Live
 	Quiet       bool // do not echo the agent's output
 	Command     []string
+	// Workers > 1 runs that many stories at once, each in its own worktree
+	// (RunParallel).
+	Workers int
 }
 
 // Summary is how a run ended.
@@ -56,6 +59,9 @@ type Summary struct {
 	Skipped    []string
 	Left       int
 	Backups    []string
+	// MergeTime is the time parallel workers spent landing their stories
+	// under the repository mutex: merge, plan tick and worktree removal.
+	MergeTime time.Duration
 }
 
 // StopError is a run that stopped with work left (exit 5).
@@ -67,7 +73,10 @@ func (e *StopError) Error() string { return e.Reason }
 func (e *StopError) ExitCode() int { return exitcode.WorkLeft }
 
 type runner struct {
-	st      *checkpoint.State
+	st *checkpoint.State // the tree the agent works in
+	// rec keeps the run's records (events, failures, progress): the main
+	// tree's state, which outlives a worker's worktree.
+	rec     *checkpoint.State
 	opts    Options
 	lock    *checkpoint.Lock
 	session string
@@ -84,6 +93,9 @@ type runner struct {
 	planIgnored bool
 	// waited: the last iteration ended in a usage-limit wait.
 	waited bool
+	// coordinated: a parallel worker, whose story is marked done by the
+	// merge coordinator in the main tree, not here.
+	coordinated bool
 }
 
 // ProgressFile is the human-readable log, in the runtime directory so that
@@ -96,20 +108,14 @@ func Run(ctx context.Context, st *checkpoint.State, opts Options) (*Summary, err
 	if err := validate(&opts); err != nil {
 		return nil, err
 	}
-	lock, err := st.Acquire(ctx, checkpoint.AcquireOptions{Command: opts.Command})
+	if opts.Workers > 1 {
+		return runParallel(ctx, st, opts)
+	}
+	r, err := start(ctx, st, opts, newDisplay(opts.Out, opts.Live, opts.Quiet, opts.Width))
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Release()
-	r := &runner{
-		st: st, opts: opts, lock: lock, session: lock.Holder.Session,
-		disp: newDisplay(opts.Out, opts.Live, opts.Quiet, opts.Width), started: time.Now(),
-		tries: map[string]int{}, skip: map[string]bool{},
-		planRel: relPath(st.Repo.Root, opts.Plan.Path()),
-	}
-	if r.logPath, err = st.Runtime(ProgressFile); err != nil {
-		return nil, err
-	}
+	defer r.lock.Release()
 	defer func() { _ = session.ClearRun(st) }()
 	if err := r.preflight(ctx); err != nil {
 		return nil, err
@@ -121,7 +127,29 @@ func Run(ctx context.Context, st *checkpoint.State, opts Options) (*Summary, err
 	return &r.sum, err
 }
 
+// start takes the agent lock and sets up the main tree's runner.
+func start(ctx context.Context, st *checkpoint.State, opts Options, disp *display) (*runner, error) {
+	lock, err := st.Acquire(ctx, checkpoint.AcquireOptions{Command: opts.Command})
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{
+		st: st, rec: st, opts: opts, lock: lock, session: lock.Holder.Session,
+		disp: disp, started: time.Now(),
+		tries: map[string]int{}, skip: map[string]bool{},
+		planRel: relPath(st.Repo.Root, opts.Plan.Path()),
+	}
+	if r.logPath, err = st.Runtime(ProgressFile); err != nil {
+		_ = lock.Release()
+		return nil, err
+	}
+	return r, nil
+}
+
 func validate(o *Options) error {
+	if o.Workers < 0 || o.Workers > MaxWorkers {
+		return exitcode.BadInput("run: --workers must be between 1 and %d, got %d", MaxWorkers, o.Workers)
+	}
 	if o.MaxIter < 1 || o.MaxIter > MaxIterationsLimit {
 		return exitcode.BadInput("run: --max-iterations must be between 1 and %d, got %d", MaxIterationsLimit, o.MaxIter)
 	}
@@ -293,7 +321,7 @@ func (r *runner) iteration(ctx context.Context, iter int, story *plan.Story) (bo
 		return false, rerr
 	}
 	r.last = "failed: " + out.source
-	_ = session.AppendFailure(r.st, session.Failure{
+	_ = session.AppendFailure(r.rec, session.Failure{
 		Time: time.Now().UTC(), Story: story.ID, Iteration: iter, Source: out.source,
 		Command: out.command, Output: session.Tail(out.output, 4<<10), Rollback: backup,
 	})
@@ -374,24 +402,35 @@ func (r *runner) attempt(ctx context.Context, iter int, story *plan.Story, promp
 	if err != nil {
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
 	}
-	if err := r.opts.Plan.MarkDone(story.ID); err != nil {
+	if r.coordinated {
+		return outcome{ok: true, commit: sha, res: res}
+	}
+	msha, err := r.markDone(cctx, story)
+	if err != nil {
 		return outcome{source: "commit", command: "mark done", detail: err.Error(), output: err.Error(), res: res}
+	}
+	if sha == "" {
+		sha = msha
+	}
+	return outcome{ok: true, commit: sha, res: res}
+}
+
+// markDone ticks story in the plan and commits exactly the plan, unless
+// git ignores it or it was dirty before the run. It returns the commit's
+// short id, or "".
+func (r *runner) markDone(ctx context.Context, story *plan.Story) (string, error) {
+	if err := r.opts.Plan.MarkDone(story.ID); err != nil {
+		return "", err
 	}
 	switch {
 	case r.planIgnored:
 		// git ignores the plan: the tick lives only in the file.
+		return "", nil
 	case r.commit.keepM[r.planRel]:
 		r.disp.printf("  the plan %s had uncommitted changes before the run; marked %s done there but left it out of the commit", r.planRel, story.ID)
-	default:
-		msha, err := r.commit.commitPath(cctx, story.ID+": mark done", r.planRel, r.opts.Plan.Kind() == "issues")
-		if err != nil {
-			return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
-		}
-		if sha == "" {
-			sha = msha
-		}
+		return "", nil
 	}
-	return outcome{ok: true, commit: sha, res: res}
+	return r.commit.commitPath(ctx, story.ID+": mark done", r.planRel, r.opts.Plan.Kind() == "issues")
 }
 
 func commitMessage(s *plan.Story) string {
@@ -505,7 +544,7 @@ func (r *runner) countdown(ctx context.Context, until time.Time) error {
 
 func (r *runner) prompt(iter int, story *plan.Story) (string, error) {
 	failCtx := ""
-	all, err := session.Failures(r.st, story.ID)
+	all, err := session.Failures(r.rec, story.ID)
 	if err != nil {
 		return "", err
 	}
@@ -558,7 +597,7 @@ func (r *runner) writeRun(iter int, story *plan.Story, storyStarted time.Time) e
 
 func (r *runner) event(name string, fields map[string]any) {
 	fields["session"] = r.session
-	_ = session.AppendEvent(r.st, name, fields)
+	_ = session.AppendEvent(r.rec, name, fields)
 }
 
 func (r *runner) logIteration(iter int, story *plan.Story, result string, out outcome, backup string, took time.Duration) {

@@ -86,6 +86,7 @@ type CLI struct {
 	Uninstall  UninstallCmd  `cmd:"" help:"Remove exactly what install added."`
 	Run        RunCmd        `cmd:"" help:"Run the loop over a plan of stories."`
 	Demo       DemoCmd       `cmd:"" help:"Run the whole cycle end to end in a throwaway repository; no agent needed."`
+	Worktree   WorktreeCmd   `cmd:"" help:"List or prune the worktrees of parallel runs; never a live one."`
 	DemoAgent  DemoAgentCmd  `cmd:"" name:"demo-agent" hidden:"" help:"The scripted agent and test gate of wiggum demo."`
 }
 

@@ -39,6 +39,7 @@ type RunCmd struct {
 	HookPolicy  string        `name:"hook-policy" enum:"rollback,record" default:"rollback" help:"What wiggum's agent hooks do when they see a test run fail mid-iteration: rollback (to the iteration's checkpoint, saving the attempt first; refused when unsafe) or record (only log it and tell the agent)."`
 	DryRun      bool          `name:"dry-run" help:"Show the stories and the prompts the run would use; change nothing."`
 	Quiet       bool          `short:"q" help:"Do not echo the agent's output, only the loop's progress."`
+	Workers     int           `default:"1" placeholder:"N" help:"Run up to N stories at once, each in its own worktree and branch, merged back one at a time (at most 32)."`
 }
 
 // Help is shown by `wiggum run --help`.
@@ -60,6 +61,15 @@ The plan is --prd N, --plan FILE, --issues DIR, or found: prd.json,
 Progress: .ralph/wiggum/progress.md (human) and .ralph/wiggum/events.jsonl
 (JSON lines); 'wiggum status' shows the live story and iteration.
 
+With --workers N (N > 1) up to N stories run at once, each in its own
+worktree under .ralph/wiggum/worktrees/ on its own branch wiggum/<story>,
+leased by its worker for its whole life. Finished branches are merged into
+the current branch one at a time (conflicts are found with git merge-tree
+before anything changes) and the story is ticked in the main tree's plan.
+A branch that cannot merge is kept and reported, and the run exits 5. The
+main tree follows each merge only where it has no local changes in the way;
+otherwise the branch is kept. Stories should be independent of each other.
+
 Exit: 0 all stories done; 3 lock held; 4 a rollback was refused; 5 stopped
 with work left (iteration cap, no-progress breaker, skipped stories, usage
 limit); 130/143 interrupted.
@@ -67,7 +77,8 @@ limit); 130/143 interrupted.
   wiggum run --prd 1 --test-cmd 'go test ./...'
   wiggum run --plan docs/plan.md --agent codex --timeout 30m
   wiggum run --agent-cmd 'my-agent --yes' --max-iterations 10
-  wiggum run --dry-run`
+  wiggum run --dry-run
+  wiggum run --prd 1 --workers 4 --test-cmd 'go test ./...'`
 }
 
 // Run runs the loop.
@@ -79,6 +90,9 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	p, err := plan.Resolve(repo.Root, g.WorkDir(), plan.Source{PRD: c.PRD, File: c.Plan, Issues: c.Issues})
 	if err != nil {
 		return err
+	}
+	if c.Workers < 1 || c.Workers > loop.MaxWorkers {
+		return exitcode.BadInput("run: --workers must be between 1 and %d, got %d", loop.MaxWorkers, c.Workers)
 	}
 	prof, err := c.profile()
 	if err != nil {
@@ -102,6 +116,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		Timeout: c.Timeout, IdleTimeout: c.IdleTimeout, Grace: c.Grace,
 		AllowDirty: c.AllowDirty, WaitOnLimit: c.WaitOnLimit, Policy: policy,
 		Out: g.stdout, Live: isTerminal(g.stdout), Width: termWidth(g.stdout), Quiet: c.Quiet, Command: os.Args,
+		Workers: c.Workers,
 	}
 	if c.DryRun {
 		return loop.DryRun(repo.Root, opts)

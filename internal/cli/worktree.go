@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/worktree"
+)
+
+// WorktreeCmd is `wiggum worktree`.
+type WorktreeCmd struct {
+	List  WorktreeListCmd  `cmd:"" help:"List the worktrees of parallel runs: story, branch, lease."`
+	Prune WorktreePruneCmd `cmd:"" help:"Remove worktrees nobody holds; never a live one."`
+}
+
+// Help is shown by `wiggum worktree --help`.
+func (c *WorktreeCmd) Help() string {
+	return `wiggum run --workers N gives each story a worktree under
+.ralph/wiggum/worktrees/<story> on a branch wiggum/<story>. Its worker holds
+an flock lease (the worktree's .ralph/.agent-lock) for its whole life, and a
+worktree whose lease is held is never removed - not by prune, not by another
+wiggum. Worktrees normally go away when their story lands; prune cleans up
+after a worker that was killed.
+
+  wiggum worktree list
+  wiggum worktree list --json
+  wiggum worktree prune --dry-run
+  wiggum worktree prune`
+}
+
+// WorktreeListCmd is `wiggum worktree list`.
+type WorktreeListCmd struct {
+	JSON bool `name:"json" help:"Print a JSON array: name, story, branch, target, path, held, pid, registered, merged, dirty."`
+}
+
+// Run lists the worktrees.
+func (c *WorktreeListCmd) Run(ctx context.Context, g *Globals) error {
+	repo, err := git.Open(ctx, g.WorkDir())
+	if err != nil {
+		return exitcode.With(exitcode.Usage, err)
+	}
+	infos, err := worktree.List(ctx, repo)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		if infos == nil {
+			infos = []worktree.Info{}
+		}
+		return writeJSON(g.stdout, infos)
+	}
+	if len(infos) == 0 {
+		fmt.Fprintln(g.stdout, "no worktrees")
+		return nil
+	}
+	for _, in := range infos {
+		lease := "free"
+		if in.Held {
+			lease = "held"
+			if in.PID > 0 {
+				lease = fmt.Sprintf("held by pid %d", in.PID)
+			}
+		}
+		var notes []string
+		if !in.Registered {
+			notes = append(notes, "unknown to git")
+		}
+		if in.Merged {
+			notes = append(notes, "merged")
+		}
+		if in.Dirty {
+			notes = append(notes, "uncommitted changes")
+		}
+		note := ""
+		if len(notes) > 0 {
+			note = " (" + strings.Join(notes, ", ") + ")"
+		}
+		fmt.Fprintf(g.stdout, "%s\tstory %s\tbranch %s\tlease %s\t%s%s\n", in.Name, orDash(in.Story), orDash(strings.TrimPrefix(in.Branch, "refs/heads/")), lease, in.Path, note)
+	}
+	return nil
+}
+
+// WorktreePruneCmd is `wiggum worktree prune`.
+type WorktreePruneCmd struct {
+	DryRun bool `name:"dry-run" help:"Show what would be removed; change nothing."`
+	JSON   bool `name:"json" help:"Print a JSON array of what was done to each worktree."`
+}
+
+// Help is shown by `wiggum worktree prune --help`.
+func (c *WorktreePruneCmd) Help() string {
+	return `Removes every worktree under .ralph/wiggum/worktrees/ whose lease is free,
+taking the lease itself (without waiting) and holding it through the removal,
+so a live worker keeps its worktree. Uncommitted work is saved under
+refs/wiggum/backup/ first (wiggum recover); a branch is deleted only when the
+branch it merges into contains it, and kept otherwise.`
+}
+
+// Run prunes.
+func (c *WorktreePruneCmd) Run(ctx context.Context, g *Globals) error {
+	repo, err := git.Open(ctx, g.WorkDir())
+	if err != nil {
+		return exitcode.With(exitcode.Usage, err)
+	}
+	res, err := worktree.Prune(ctx, repo, c.DryRun)
+	if c.JSON && err == nil {
+		if res == nil {
+			res = []worktree.Removal{}
+		}
+		return writeJSON(g.stdout, res)
+	}
+	for _, r := range res {
+		line := fmt.Sprintf("%s: %s", r.Name, r.Action)
+		switch {
+		case r.Action == "live":
+			line += fmt.Sprintf(" (lease held%s), kept", pidNote(r.PID))
+		case r.BranchKept:
+			line += fmt.Sprintf("; branch %s kept: it has work %s lacks", strings.TrimPrefix(r.Branch, "refs/heads/"), orDash(strings.TrimPrefix(r.Target, "refs/heads/")))
+		}
+		if r.Backup != "" {
+			line += "; uncommitted changes saved in " + r.Backup
+		}
+		fmt.Fprintln(g.stdout, line)
+	}
+	if len(res) == 0 && err == nil {
+		fmt.Fprintln(g.stdout, "no worktrees")
+	}
+	return err
+}
+
+func pidNote(pid int) string {
+	if pid > 0 {
+		return fmt.Sprintf(" by pid %d", pid)
+	}
+	return ""
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

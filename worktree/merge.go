@@ -1,0 +1,156 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/git"
+)
+
+// Merged is what a merge did.
+type Merged struct {
+	Commit      string // target's new tip
+	FastForward bool
+	Already     bool // target already contained the branch
+}
+
+// ConflictError is a branch that cannot merge cleanly. Nothing changed: the
+// branch, the target and the working tree are as they were.
+type ConflictError struct {
+	Branch, Target string
+	Paths          []string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s conflicts with %s in %s; the branch is kept: merge it by hand (git merge %s)",
+		short(e.Branch), short(e.Target), strings.Join(e.Paths, ", "), short(e.Branch))
+}
+
+// ExitCode: work is left.
+func (e *ConflictError) ExitCode() int { return exitcode.WorkLeft }
+
+// BlockedError is a clean merge the checked-out target could not take: the
+// working tree has changes it would overwrite, or it left the target
+// branch. Nothing changed.
+type BlockedError struct {
+	Branch, Target, Reason string
+}
+
+func (e *BlockedError) Error() string {
+	return fmt.Sprintf("%s was not merged into %s: %s; the branch is kept", short(e.Branch), short(e.Target), e.Reason)
+}
+
+// ExitCode: work is left.
+func (e *BlockedError) ExitCode() int { return exitcode.WorkLeft }
+
+func short(ref string) string { return strings.TrimPrefix(ref, "refs/heads/") }
+
+// Merge merges branch into target, which must be checked out in tree (the
+// main working tree). The caller holds the repository mutex for the whole
+// sequence. Conflicts are found with git merge-tree, which touches no
+// working tree; a clean result is committed with commit-tree, tree's index
+// and files are moved from the old tip to the new one with a two-tree
+// read-tree (which refuses to overwrite local changes), and target is moved
+// with update-ref against its expected old value. Any refusal leaves
+// everything as it was.
+func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) (*Merged, error) {
+	ctx = context.WithoutCancel(ctx)
+	head, err := tree.Branch(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("merge: read the branch of %s: %w", tree.Root, err)
+	}
+	if head != target {
+		return nil, &BlockedError{Branch: branch, Target: target, Reason: fmt.Sprintf("the working tree %s is on %s now, not on %s", tree.Root, orDetached(head), short(target))}
+	}
+	if op := tree.InProgress(); op != "" {
+		return nil, &BlockedError{Branch: branch, Target: target, Reason: "a " + op + " is in progress in " + tree.Root}
+	}
+	cur, err := tree.Line(ctx, "rev-parse", "--verify", target+"^{commit}")
+	if err != nil {
+		return nil, fmt.Errorf("merge: resolve %s: %w", target, err)
+	}
+	tip, err := tree.Line(ctx, "rev-parse", "--verify", branch+"^{commit}")
+	if err != nil {
+		return nil, fmt.Errorf("merge: resolve %s: %w", branch, err)
+	}
+	if ok, err := tree.OK(ctx, "merge-base", "--is-ancestor", tip, cur); err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	} else if ok {
+		return &Merged{Commit: cur, Already: true}, nil
+	}
+	res := &Merged{}
+	ff, err := tree.OK(ctx, "merge-base", "--is-ancestor", cur, tip)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	if ff {
+		res.Commit, res.FastForward = tip, true
+	} else {
+		treeID, err := mergeTree(ctx, tree, target, branch, cur, tip)
+		if err != nil {
+			return nil, err
+		}
+		out, err := tree.RunEnv(ctx, nil, []byte(message), "commit-tree", treeID, "-p", cur, "-p", tip, "-F", "-")
+		if err != nil {
+			return nil, fmt.Errorf("merge: commit: %w", err)
+		}
+		res.Commit = strings.TrimSpace(out)
+	}
+	// Stale stat data would make read-tree think files changed.
+	_, _ = tree.Run(ctx, "update-index", "-q", "--refresh")
+	if _, err := tree.Run(ctx, "read-tree", "-m", "-u", cur, res.Commit); err != nil {
+		var ge *git.Error
+		reason := err.Error()
+		if errors.As(err, &ge) {
+			reason = "updating " + tree.Root + " failed: " + firstLine(ge.Stderr)
+		}
+		return nil, &BlockedError{Branch: branch, Target: target, Reason: reason}
+	}
+	if _, err := tree.Run(ctx, "update-ref", "-m", "wiggum: "+firstLine(message), target, res.Commit, cur); err != nil {
+		// Someone moved target outside the mutex; put the tree back.
+		_, _ = tree.Run(ctx, "read-tree", "-m", "-u", res.Commit, cur)
+		return nil, &BlockedError{Branch: branch, Target: target, Reason: short(target) + " moved during the merge (" + firstLine(err.Error()) + ")"}
+	}
+	return res, nil
+}
+
+// mergeTree returns the tree of the merge of cur and tip, or a
+// *ConflictError with the conflicted paths.
+func mergeTree(ctx context.Context, repo *git.Repo, target, branch, cur, tip string) (string, error) {
+	out, err := repo.Run(ctx, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", cur, tip)
+	fields := strings.Split(out, "\x00")
+	if err == nil {
+		return strings.TrimSpace(fields[0]), nil
+	}
+	var ge *git.Error
+	if !errors.As(err, &ge) || ge.Status() != 1 {
+		return "", fmt.Errorf("merge: git merge-tree: %w", err)
+	}
+	seen := map[string]bool{}
+	var paths []string
+	for _, p := range fields[1:] {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			paths = append(paths, p)
+		}
+	}
+	return "", &ConflictError{Branch: branch, Target: target, Paths: paths}
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func orDetached(ref string) string {
+	if ref == "" {
+		return "a detached HEAD"
+	}
+	return short(ref)
+}

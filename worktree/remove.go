@@ -1,0 +1,198 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/git"
+)
+
+// Removal says what removing one worktree did.
+type Removal struct {
+	Info
+	Action string `json:"action"` // removed, live, gone, would remove
+	Backup string `json:"backup,omitempty"`
+	// BranchKept: the branch holds work its target does not have, so it
+	// stays; the worktree goes.
+	BranchKept bool `json:"branch_kept,omitempty"`
+}
+
+// Release removes the worker's worktree while still holding its lease,
+// then lets the lease go. Uncommitted work is saved under
+// refs/wiggum/backup/ first; the branch is deleted only when its target
+// contains it. The caller holds the repository mutex.
+func (w *Worker) Release(ctx context.Context, main *git.Repo) (*Removal, error) {
+	ctx = context.WithoutCancel(ctx)
+	defer w.Lease.Release()
+	reg, err := registered(ctx, main)
+	if err != nil {
+		return nil, err
+	}
+	in := describe(ctx, main, reg, w.Path)
+	return removeLeased(ctx, main, in)
+}
+
+// Prune removes every worktree under Dir whose lease is free, taking the
+// lease and the repository mutex for each removal, so a worker that is
+// alive - in this process or any other - keeps its worktree. Dirty work is
+// saved first and unmerged branches are kept.
+func Prune(ctx context.Context, main *git.Repo, dryRun bool) ([]Removal, error) {
+	infos, err := List(ctx, main)
+	if err != nil {
+		return nil, err
+	}
+	var out []Removal
+	for _, in := range infos {
+		if dryRun {
+			r := Removal{Info: in, Action: "would remove", BranchKept: in.Branch != "" && !in.Merged}
+			if in.Held {
+				r.Action = "live"
+			}
+			out = append(out, r)
+			continue
+		}
+		r, err := pruneOne(ctx, main, in.Path)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+func pruneOne(ctx context.Context, main *git.Repo, path string) (*Removal, error) {
+	mu, err := LockRepo(ctx, main)
+	if err != nil {
+		return nil, err
+	}
+	defer mu.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	lf, err := takeLease(path)
+	switch {
+	case errors.Is(err, errGone):
+		return &Removal{Info: Info{Name: filepath.Base(path), Path: path}, Action: "gone"}, nil
+	case errors.Is(err, errHeld):
+		reg, rerr := registered(ctx, main)
+		if rerr != nil {
+			return nil, rerr
+		}
+		return &Removal{Info: describe(ctx, main, reg, path), Action: "live"}, nil
+	case err != nil:
+		return nil, err
+	}
+	defer lf.Close()
+	reg, err := registered(ctx, main)
+	if err != nil {
+		return nil, err
+	}
+	return removeLeased(ctx, main, describe(ctx, main, reg, path))
+}
+
+var (
+	errGone = errors.New("worktree is gone")
+	errHeld = errors.New("worktree lease is held")
+)
+
+// takeLease locks path's lease file without waiting and checks that the
+// file locked is still the one in place: another pruner may have removed
+// the worktree between the open and the lock.
+func takeLease(path string) (*os.File, error) {
+	// Mkdir, not MkdirAll: a pruner must never recreate a worktree
+	// directory another pruner has just removed.
+	if err := os.Mkdir(filepath.Join(path, checkpoint.StateDir), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errGone
+		}
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	// O_CREATE: a worktree whose creation crashed before its lease existed
+	// still gets a lease file to lock.
+	lockPath := filepath.Join(path, filepath.FromSlash(checkpoint.LockFile))
+	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errGone
+	}
+	if err != nil {
+		return nil, fmt.Errorf("worktree: open lease: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, errHeld
+		}
+		return nil, fmt.Errorf("worktree: lock lease: %w", err)
+	}
+	held, err1 := f.Stat()
+	now, err2 := os.Stat(lockPath)
+	if err1 != nil || err2 != nil || !os.SameFile(held, now) {
+		f.Close()
+		return nil, errGone
+	}
+	return f, nil
+}
+
+// removeLeased removes a worktree whose lease the caller holds.
+func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error) {
+	r := &Removal{Info: in, Action: "removed"}
+	if !in.Registered {
+		// git does not know it (its creation crashed part way): nothing in
+		// it belongs to any branch, and it lives in wiggum's own directory.
+		if err := os.RemoveAll(in.Path); err != nil {
+			return nil, fmt.Errorf("worktree: remove %s: %w", in.Path, err)
+		}
+		return r, nil
+	}
+	if in.Dirty {
+		wrepo, err := git.Open(ctx, in.Path)
+		if err != nil {
+			return nil, fmt.Errorf("worktree: open %s: %w", in.Name, err)
+		}
+		if wrepo.Root != in.Path {
+			return nil, fmt.Errorf("worktree: %s resolved to %s, not to itself; left alone", in.Path, wrepo.Root)
+		}
+		ref, err := (&checkpoint.State{Repo: wrepo}).Backup(ctx, "worktree "+in.Name+" removed with uncommitted changes (story "+in.Story+")")
+		if err != nil {
+			return nil, fmt.Errorf("worktree: save %s before removing it: %w", in.Name, err)
+		}
+		r.Backup = ref
+	}
+	if _, err := main.Run(ctx, "worktree", "unlock", in.Path); err != nil && !notLocked(err) {
+		return nil, fmt.Errorf("worktree: unlock %s: %w", in.Name, err)
+	}
+	if _, err := main.Run(ctx, "worktree", "remove", "--force", in.Path); err != nil {
+		return nil, fmt.Errorf("worktree: remove %s: %w", in.Name, err)
+	}
+	// git leaves directories that held only ignored files (wiggum's own
+	// state); missing is fine.
+	if err := os.RemoveAll(in.Path); err != nil {
+		return nil, fmt.Errorf("worktree: remove %s: %w", in.Path, err)
+	}
+	if in.Branch == "" {
+		return r, nil
+	}
+	if !in.Merged {
+		r.BranchKept = true
+		return r, nil
+	}
+	tip, err := main.Line(ctx, "rev-parse", "--verify", "--quiet", in.Branch)
+	if err != nil {
+		return r, nil
+	}
+	// The old value makes the delete refuse a branch that moved meanwhile.
+	if _, err := main.Run(ctx, "update-ref", "-d", in.Branch, tip); err != nil {
+		r.BranchKept = true
+	}
+	return r, nil
+}
+
+func notLocked(err error) bool {
+	var ge *git.Error
+	return errors.As(err, &ge) && strings.Contains(ge.Stderr, "is not locked")
+}

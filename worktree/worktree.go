@@ -1,0 +1,267 @@
+// Package worktree gives each parallel story its own git worktree and branch
+// under .ralph/wiggum/worktrees, leased for the worker's whole life by an
+// flock on the worktree's own .ralph/.agent-lock. A worktree whose lease is
+// held is never removed: removal takes the lease itself, without waiting,
+// and holds it through the removal. Creation and merges hold one repository
+// mutex for their whole sequence of git operations.
+package worktree
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
+)
+
+// Dir holds the worktrees, relative to the main working tree's root; it is
+// inside the runtime directory, which git is told to ignore.
+const Dir = checkpoint.RuntimeDir + "/worktrees"
+
+// BranchPrefix is where worker branches live.
+const BranchPrefix = "refs/heads/wiggum/"
+
+// MetaFile records, inside each worktree, which story it is for.
+const MetaFile = checkpoint.RuntimeDir + "/worktree.json"
+
+// maxName bounds a worktree's directory and branch name.
+const maxName = 48
+
+// Meta is what a worktree records about itself.
+type Meta struct {
+	Story   string    `json:"story"`
+	Branch  string    `json:"branch"` // full ref
+	Target  string    `json:"target"` // full ref the branch merges into
+	Base    string    `json:"base"`   // the commit it started from
+	Created time.Time `json:"created"`
+}
+
+// Name turns a story id - hostile input - into a directory and branch name:
+// letters, digits, '_' and '-' only, no leading '-', bounded length. An id
+// that had to change gets a hash suffix so that distinct ids stay distinct.
+func Name(story string) (string, error) {
+	if strings.TrimSpace(story) == "" {
+		return "", exitcode.BadInput("worktree: empty story id")
+	}
+	if strings.ContainsRune(story, 0) {
+		return "", exitcode.BadInput("worktree: story id %q contains a NUL byte", story)
+	}
+	var b strings.Builder
+	for _, r := range story {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	name := strings.TrimLeft(b.String(), "-")
+	if name == story && len(name) <= maxName {
+		return name, nil
+	}
+	sum := sha256.Sum256([]byte(story))
+	suffix := hex.EncodeToString(sum[:4])
+	if len(name) > maxName-len(suffix)-1 {
+		name = name[:maxName-len(suffix)-1]
+	}
+	if name == "" {
+		return "story-" + suffix, nil
+	}
+	return name + "-" + suffix, nil
+}
+
+// Worker is a live worktree: created, registered with git, and leased by
+// this process until Release.
+type Worker struct {
+	Meta
+	Name  string
+	Path  string
+	State *checkpoint.State // the worktree's own state: checkpoint, hooks, run record
+	Lease *checkpoint.Lock  // the worktree's .ralph/.agent-lock
+}
+
+// Create makes a worktree and branch for story starting at target's tip,
+// and takes its lease, all under the repository mutex, so no pruner can see
+// the worktree before it is leased and no merge moves target half way. A
+// branch left by an earlier run (one that could not merge, say) is never
+// reused: the new one gets a numbered name.
+func Create(ctx context.Context, main *git.Repo, story, target string, command []string) (*Worker, error) {
+	base, err := Name(story)
+	if err != nil {
+		return nil, err
+	}
+	mu, err := LockRepo(ctx, main)
+	if err != nil {
+		return nil, err
+	}
+	defer mu.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	tip, err := main.Line(ctx, "rev-parse", "--verify", "--quiet", target+"^{commit}")
+	if err != nil {
+		return nil, fmt.Errorf("worktree: resolve %s: %w", target, err)
+	}
+	parent := filepath.Join(main.Root, filepath.FromSlash(Dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("worktree: create %s: %w", Dir, err)
+	}
+	for i := 1; i <= 100; i++ {
+		name := base
+		if i > 1 {
+			name = base + "-" + strconv.Itoa(i)
+		}
+		branch := BranchPrefix + name
+		path := filepath.Join(parent, name)
+		// git refuses an existing branch or a non-empty directory, so a
+		// taken name is an error here, not a check made beforehand.
+		_, err := main.Run(ctx, "worktree", "add", "--quiet", "--lock", "--reason", "wiggum worker (pid "+strconv.Itoa(os.Getpid())+")",
+			"-b", strings.TrimPrefix(branch, "refs/heads/"), path, tip)
+		if err != nil {
+			var ge *git.Error
+			if errors.As(err, &ge) && (strings.Contains(ge.Stderr, "already exists") || strings.Contains(ge.Stderr, "is a missing but locked worktree")) {
+				continue
+			}
+			return nil, fmt.Errorf("worktree: add %s: %w", name, err)
+		}
+		w, err := lease(ctx, name, path, Meta{Story: story, Branch: branch, Target: target, Base: tip, Created: time.Now().UTC()}, command)
+		if err != nil {
+			// Nothing is in it yet: undo the add rather than leave a
+			// worktree nobody holds.
+			_, _ = main.Run(ctx, "worktree", "remove", "--force", "--force", path)
+			_, _ = main.Run(ctx, "update-ref", "-d", branch, tip)
+			return nil, err
+		}
+		return w, nil
+	}
+	return nil, fmt.Errorf("worktree: no free name for story %q (100 branches %s%s-N exist)", story, BranchPrefix, base)
+}
+
+func lease(ctx context.Context, name, path string, meta Meta, command []string) (*Worker, error) {
+	st, err := checkpoint.Open(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: open %s: %w", name, err)
+	}
+	if st.Repo.Root != path {
+		return nil, fmt.Errorf("worktree: %s resolved to %s, not to itself", path, st.Repo.Root)
+	}
+	// A lister probing the lease holds it for an instant; wait that out.
+	l, err := st.Acquire(ctx, checkpoint.AcquireOptions{Wait: 5 * time.Second, Command: command})
+	if err != nil {
+		return nil, fmt.Errorf("worktree: lease %s: %w", name, err)
+	}
+	if err := statefile.WriteJSON(st.Path(MetaFile), meta); err != nil {
+		_ = l.Release()
+		return nil, fmt.Errorf("worktree: record %s: %w", name, err)
+	}
+	return &Worker{Meta: meta, Name: name, Path: path, State: st, Lease: l}, nil
+}
+
+// Info describes one worktree in the wiggum-owned directory.
+type Info struct {
+	Name       string `json:"name"`
+	Story      string `json:"story"`
+	Branch     string `json:"branch"`
+	Target     string `json:"target,omitempty"`
+	Path       string `json:"path"`
+	Held       bool   `json:"held"`
+	PID        int    `json:"pid,omitempty"` // the lease holder, when known
+	Registered bool   `json:"registered"`    // git knows the worktree
+	Merged     bool   `json:"merged"`        // the branch is contained in its target
+	Dirty      bool   `json:"dirty"`
+}
+
+// List describes every worktree under Dir, in name order.
+func List(ctx context.Context, main *git.Repo) ([]Info, error) {
+	parent := filepath.Join(main.Root, filepath.FromSlash(Dir))
+	ents, err := os.ReadDir(parent)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("worktree: list %s: %w", Dir, err)
+	}
+	reg, err := registered(ctx, main)
+	if err != nil {
+		return nil, err
+	}
+	var out []Info
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		out = append(out, describe(ctx, main, reg, filepath.Join(parent, e.Name())))
+	}
+	return out, nil
+}
+
+func describe(ctx context.Context, main *git.Repo, reg map[string]string, path string) Info {
+	in := Info{Name: filepath.Base(path), Path: path}
+	branch, ok := reg[path]
+	in.Registered, in.Branch = ok, branch
+	var m Meta
+	if err := statefile.ReadJSON(filepath.Join(path, filepath.FromSlash(MetaFile)), &m, nil); err == nil {
+		in.Story, in.Target = m.Story, m.Target
+		if in.Branch == "" {
+			in.Branch = m.Branch
+		}
+	}
+	st := &checkpoint.State{Repo: &git.Repo{Root: path}}
+	if held, err := st.Probe(); err == nil && held {
+		in.Held = true
+		if h, err := st.CurrentHolder(); err == nil && h != nil {
+			in.PID = h.PID
+		}
+	}
+	if in.Registered && in.Branch != "" && in.Target != "" {
+		in.Merged, _ = main.OK(ctx, "merge-base", "--is-ancestor", in.Branch, in.Target)
+	}
+	if in.Registered {
+		out, err := main.Run(ctx, "-C", path, "status", "--porcelain", "--untracked-files=normal")
+		in.Dirty = err != nil || strings.TrimSpace(out) != ""
+	}
+	return in
+}
+
+// registered maps each worktree path git knows to its branch ref.
+func registered(ctx context.Context, main *git.Repo) (map[string]string, error) {
+	out, err := main.Run(ctx, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return nil, fmt.Errorf("worktree: git worktree list: %w", err)
+	}
+	m := map[string]string{}
+	cur := ""
+	for _, f := range git.SplitZ(out) {
+		switch {
+		case strings.HasPrefix(f, "worktree "):
+			cur = strings.TrimPrefix(f, "worktree ")
+			m[cur] = ""
+		case strings.HasPrefix(f, "branch ") && cur != "":
+			m[cur] = strings.TrimPrefix(f, "branch ")
+		}
+	}
+	return m, nil
+}
+
+// CheckedOut returns the root of the worktree that has ref checked out, or "".
+func CheckedOut(ctx context.Context, repo *git.Repo, ref string) (string, error) {
+	reg, err := registered(ctx, repo)
+	if err != nil {
+		return "", err
+	}
+	for path, b := range reg {
+		if b == ref {
+			return path, nil
+		}
+	}
+	return "", nil
+}
