@@ -58,35 +58,28 @@ func short(ref string) string { return strings.TrimPrefix(ref, "refs/heads/") }
 // everything as it was.
 func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) (*Merged, error) {
 	ctx = context.WithoutCancel(ctx)
-	head, err := tree.Branch(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("merge: read the branch of %s: %w", tree.Root, err)
+	// One rev-parse for the checked-out branch and both tips.
+	out, err := tree.Line(ctx, "rev-parse", target+"^{commit}", branch+"^{commit}", "--symbolic-full-name", "HEAD")
+	lines := strings.Split(out, "\n")
+	if err != nil || len(lines) != 3 {
+		return nil, fmt.Errorf("merge: resolve HEAD, %s and %s: %w", target, branch, errOr(err, out))
 	}
+	cur, tip, head := lines[0], lines[1], lines[2]
 	if head != target {
 		return nil, &BlockedError{Branch: branch, Target: target, Reason: fmt.Sprintf("the working tree %s is on %s now, not on %s", tree.Root, orDetached(head), short(target))}
 	}
 	if op := tree.InProgress(); op != "" {
 		return nil, &BlockedError{Branch: branch, Target: target, Reason: "a " + op + " is in progress in " + tree.Root}
 	}
-	cur, err := tree.Line(ctx, "rev-parse", "--verify", target+"^{commit}")
+	base, err := tree.Line(ctx, "merge-base", cur, tip)
 	if err != nil {
-		return nil, fmt.Errorf("merge: resolve %s: %w", target, err)
+		return nil, fmt.Errorf("merge: merge-base: %w", err)
 	}
-	tip, err := tree.Line(ctx, "rev-parse", "--verify", branch+"^{commit}")
-	if err != nil {
-		return nil, fmt.Errorf("merge: resolve %s: %w", branch, err)
-	}
-	if ok, err := tree.OK(ctx, "merge-base", "--is-ancestor", tip, cur); err != nil {
-		return nil, fmt.Errorf("merge: %w", err)
-	} else if ok {
+	if base == tip {
 		return &Merged{Commit: cur, Already: true}, nil
 	}
 	res := &Merged{}
-	ff, err := tree.OK(ctx, "merge-base", "--is-ancestor", cur, tip)
-	if err != nil {
-		return nil, fmt.Errorf("merge: %w", err)
-	}
-	if ff {
+	if base == cur {
 		res.Commit, res.FastForward = tip, true
 	} else {
 		treeID, err := mergeTree(ctx, tree, target, branch, cur, tip)
@@ -138,6 +131,13 @@ func mergeTree(ctx context.Context, repo *git.Repo, target, branch, cur, tip str
 		}
 	}
 	return "", &ConflictError{Branch: branch, Target: target, Paths: paths}
+}
+
+func errOr(err error, out string) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("unexpected output %q", out)
 }
 
 func firstLine(s string) string {

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -27,15 +26,12 @@ type Removal struct {
 // Release removes the worker's worktree while still holding its lease,
 // then lets the lease go. Uncommitted work is saved under
 // refs/wiggum/backup/ first; the branch is deleted only when its target
-// contains it. The caller holds the repository mutex.
+// contains it.
 func (w *Worker) Release(ctx context.Context, main *git.Repo) (*Removal, error) {
 	ctx = context.WithoutCancel(ctx)
 	defer w.Lease.Release()
-	reg, err := registered(ctx, main)
-	if err != nil {
-		return nil, err
-	}
-	in := describe(ctx, main, reg, w.Path)
+	in := Info{Name: w.Name, Story: w.Story, Branch: w.Branch, Target: w.Target, Path: w.Path, Held: true, Registered: true}
+	inspect(ctx, main, &in)
 	return removeLeased(ctx, main, in)
 }
 
@@ -163,10 +159,9 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 		}
 		r.Backup = ref
 	}
-	if _, err := main.Run(ctx, "worktree", "unlock", in.Path); err != nil && !notLocked(err) {
-		return nil, fmt.Errorf("worktree: unlock %s: %w", in.Name, err)
-	}
-	if _, err := main.Run(ctx, "worktree", "remove", "--force", in.Path); err != nil {
+	// Twice --force: the worktree is git-locked (so plain git commands leave
+	// it alone) and may hold changes just saved above.
+	if _, err := main.Run(ctx, "worktree", "remove", "--force", "--force", in.Path); err != nil {
 		return nil, fmt.Errorf("worktree: remove %s: %w", in.Name, err)
 	}
 	// git leaves directories that held only ignored files (wiggum's own
@@ -190,9 +185,4 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 		r.BranchKept = true
 	}
 	return r, nil
-}
-
-func notLocked(err error) bool {
-	var ge *git.Error
-	return errors.As(err, &ge) && strings.Contains(ge.Stderr, "is not locked")
 }

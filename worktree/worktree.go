@@ -222,14 +222,21 @@ func describe(ctx context.Context, main *git.Repo, reg map[string]string, path s
 			in.PID = h.PID
 		}
 	}
-	if in.Registered && in.Branch != "" && in.Target != "" {
-		in.Merged, _ = main.OK(ctx, "merge-base", "--is-ancestor", in.Branch, in.Target)
-	}
 	if in.Registered {
-		out, err := main.Run(ctx, "-C", path, "status", "--porcelain", "--untracked-files=normal")
-		in.Dirty = err != nil || strings.TrimSpace(out) != ""
+		inspect(ctx, main, &in)
 	}
 	return in
+}
+
+// inspect fills in whether a registered worktree's branch is merged and
+// whether it has uncommitted changes (an unreadable status counts as
+// changes, so they are saved rather than lost).
+func inspect(ctx context.Context, main *git.Repo, in *Info) {
+	if in.Branch != "" && in.Target != "" {
+		in.Merged, _ = main.OK(ctx, "merge-base", "--is-ancestor", in.Branch, in.Target)
+	}
+	out, err := main.Run(ctx, "-C", in.Path, "status", "--porcelain", "--untracked-files=normal")
+	in.Dirty = err != nil || strings.TrimSpace(out) != ""
 }
 
 // registered maps each worktree path git knows to its branch ref.
