@@ -1,0 +1,59 @@
+#!/bin/sh
+# bench/parallel.sh: wall time of `wiggum run --workers N` over S stories
+# whose agent sleeps T seconds, for N = 1, 2, 4, against the ideal
+# (S/N)·T - the baseline, computed for the same S and T - and the serial
+# run measured in the same session. Also prints the measured landing cost
+# per story (merge, plan tick and worktree removal under the repository
+# mutex), read from the merged events. DESIGN.md: wall time close to
+# (stories / N) x agent time, plus a bounded, measured cost per story.
+set -eu
+S=${S:-8}
+T=${T:-1}
+ROUNDS=${ROUNDS:-2}
+here=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+(cd "$here" && go build -o "$tmp/wiggum" ./cmd/wiggum)
+
+export GIT_CONFIG_NOSYSTEM=1 HOME="$tmp" GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com \
+	GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
+
+now() { date +%s%N; }
+
+cat > "$tmp/agent.sh" <<AGENT
+cat > /dev/null
+sleep $T
+echo "\$WIGGUM_STORY" > "f-\$WIGGUM_STORY.txt"
+AGENT
+
+mkrepo() {
+	rm -rf "$1" && mkdir -p "$1" && cd "$1"
+	git init -q
+	i=1
+	while [ $i -le "$S" ]; do echo "- [ ] US-$i: story $i"; i=$((i + 1)); done > plan.md
+	git add plan.md && git commit -q -m init
+}
+
+serial=0
+for n in 1 2 4; do
+	best=0
+	r=1
+	while [ $r -le "$ROUNDS" ]; do
+		mkrepo "$tmp/repo-$n"
+		t0=$(now)
+		"$tmp/wiggum" run --plan plan.md --agent-cmd "sh $tmp/agent.sh" --workers "$n" -q > /dev/null
+		t1=$(now)
+		[ "$(grep -c '^- \[x\]' plan.md)" -eq "$S" ] || { echo "wiggum did not finish every story" >&2; exit 1; }
+		[ "$(git ls-files 'f-*' | wc -l)" -eq "$S" ] || { echo "a story's work is missing" >&2; exit 1; }
+		w=$((t1 - t0))
+		if [ $best -eq 0 ] || [ $w -lt $best ]; then best=$w; fi
+		r=$((r + 1))
+	done
+	[ "$n" -eq 1 ] && serial=$best
+	ideal=$(echo "(($S + $n - 1) / $n) * $T * 1000000000" | bc)
+	merge=$(grep -h '"event":"merged"' .ralph/wiggum/events.jsonl 2>/dev/null | sed 's/.*"merge_ms":\([0-9.]*\).*/\1/' |
+		awk '{s += $1; c++} END {if (c) printf "%.1f ms", s / c; else print "n/a (serial)"}')
+	printf 'workers %d: %6.2f s wall, ideal (S/N)·T %5.2f s, ratio %.2fx ideal, %.2fx faster than serial; landing cost per story %s\n' \
+		"$n" "$(echo "$best / 1000000000" | bc -l)" "$(echo "$ideal / 1000000000" | bc -l)" \
+		"$(echo "$best / $ideal" | bc -l)" "$(echo "$serial / $best" | bc -l)" "$merge"
+done
