@@ -422,6 +422,11 @@ func (r *runner) markDone(ctx context.Context, story *plan.Story) (string, error
 	if err := r.opts.Plan.MarkDone(story.ID); err != nil {
 		return "", err
 	}
+	return r.commitTick(ctx, story)
+}
+
+// commitTick commits the plan after story was ticked in it.
+func (r *runner) commitTick(ctx context.Context, story *plan.Story) (string, error) {
 	switch {
 	case r.planIgnored:
 		// git ignores the plan: the tick lives only in the file.

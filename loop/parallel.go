@@ -268,8 +268,12 @@ func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.St
 		p.halt(fmt.Errorf("run: merge %s: %w", story.ID, err))
 		return
 	}
-	if _, err := p.r.markDone(ctx, story); err != nil {
+	if err := p.r.opts.Plan.MarkDone(story.ID); err != nil {
 		p.halt(fmt.Errorf("run: mark %s done: %w", story.ID, err))
+		return
+	}
+	if err := worktree.RetryLocked(ctx, func() error { _, err := p.r.commitTick(ctx, story); return err }); err != nil {
+		p.halt(fmt.Errorf("run: commit the plan with %s done: %w", story.ID, err))
 		return
 	}
 	took := time.Since(began)

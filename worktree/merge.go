@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/exitcode"
 	"github.com/wiggum-dev/wiggum/internal/git"
@@ -94,7 +95,11 @@ func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) 
 	}
 	// Stale stat data would make read-tree think files changed.
 	_, _ = tree.Run(ctx, "update-index", "-q", "--refresh")
-	if _, err := tree.Run(ctx, "read-tree", "-m", "-u", cur, res.Commit); err != nil {
+	err = RetryLocked(ctx, func() error {
+		_, err := tree.Run(ctx, "read-tree", "-m", "-u", cur, res.Commit)
+		return err
+	})
+	if err != nil {
 		var ge *git.Error
 		reason := err.Error()
 		if errors.As(err, &ge) {
@@ -131,6 +136,28 @@ func mergeTree(ctx context.Context, repo *git.Repo, target, branch, cur, tip str
 		}
 	}
 	return "", &ConflictError{Branch: branch, Target: target, Paths: paths}
+}
+
+// RetryLocked runs fn again while it fails because another git process -
+// a user's git status, an editor, a shell prompt - holds the index lock,
+// for up to about ten seconds: such a holder lets go in milliseconds, and
+// failing the merge for it would leave a good branch unmerged.
+func RetryLocked(ctx context.Context, fn func() error) error {
+	delay := 10 * time.Millisecond
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := fn()
+		var ge *git.Error
+		if err == nil || !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "index.lock") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 200*time.Millisecond)
+	}
 }
 
 func errOr(err error, out string) error {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/git"
@@ -396,5 +397,34 @@ func TestMergeRespectsLocalChanges(t *testing.T) {
 	gitT(t, repo.Root, "checkout", "-q", "-b", "elsewhere")
 	if _, err := Merge(ctx, repo, "refs/heads/main", w.Branch, "again"); !errors.As(err, &be) {
 		t.Errorf("merge with the target not checked out: %v", err)
+	}
+}
+
+// A user's git command holding the main tree's index lock for a moment
+// delays a merge; it does not fail it.
+func TestMergeWaitsOutIndexLock(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	w, err := Create(ctx, repo, "US-1", "refs/heads/main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Lease.Release()
+	write(t, w.Path, "new", "x\n")
+	gitT(t, w.Path, "add", "new")
+	gitT(t, w.Path, "commit", "-q", "-m", "new")
+	lock := filepath.Join(repo.GitDir, "index.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = os.Remove(lock)
+	}()
+	if _, err := Merge(ctx, repo, "refs/heads/main", w.Branch, "Merge US-1"); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(filepath.Join(repo.Root, "new")) {
+		t.Error("main tree not updated")
 	}
 }
