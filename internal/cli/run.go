@@ -69,6 +69,8 @@ before anything changes) and the story is ticked in the main tree's plan.
 A branch that cannot merge is kept and reported, and the run exits 5. The
 main tree follows each merge only where it has no local changes in the way;
 otherwise the branch is kept. Stories should be independent of each other.
+Each agent (and --test-cmd) runs in its worktree, so relative paths in
+--agent-cmd are taken from there; use absolute ones.
 
 Exit: 0 all stories done; 3 lock held; 4 a rollback was refused; 5 stopped
 with work left (iteration cap, no-progress breaker, skipped stories, usage

@@ -116,8 +116,10 @@ func (c *WorktreePruneCmd) Run(ctx context.Context, g *Globals) error {
 		switch {
 		case r.Action == "live":
 			line += fmt.Sprintf(" (lease held%s), kept", pidNote(r.PID))
+		case r.BranchKept && r.Target == "":
+			line += fmt.Sprintf("; branch %s kept: not known to be merged", strings.TrimPrefix(r.Branch, "refs/heads/"))
 		case r.BranchKept:
-			line += fmt.Sprintf("; branch %s kept: it has work %s lacks", strings.TrimPrefix(r.Branch, "refs/heads/"), orDash(strings.TrimPrefix(r.Target, "refs/heads/")))
+			line += fmt.Sprintf("; branch %s kept: it has work %s lacks", strings.TrimPrefix(r.Branch, "refs/heads/"), strings.TrimPrefix(r.Target, "refs/heads/"))
 		}
 		if r.Backup != "" {
 			line += "; uncommitted changes saved in " + r.Backup
