@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // SessionEnv is exported by the lock holder to everything it starts.
@@ -98,7 +100,7 @@ func (s *State) Acquire(ctx context.Context, opts AcquireOptions) (*Lock, error)
 	l := &Lock{st: s, fl: fl, Holder: Holder{
 		PID: os.Getpid(), Host: host, Started: time.Now().UTC(), Session: newToken(), Command: opts.Command,
 	}}
-	if err := writeJSON(s.Path(HolderFile), l.Holder); err != nil {
+	if err := statefile.WriteJSON(s.Path(HolderFile), l.Holder); err != nil {
 		_ = fl.Unlock()
 		return nil, fmt.Errorf("lock: write holder record: %w", err)
 	}
@@ -156,12 +158,12 @@ func (l *Lock) Release() error {
 func (s *State) heldError() error {
 	e := &HeldError{}
 	var h Holder
-	if err := readJSON(s.Path(HolderFile), &h, nil); err == nil && h.PID > 0 {
+	if err := statefile.ReadJSON(s.Path(HolderFile), &h, nil); err == nil && h.PID > 0 {
 		e.Holder = &h
 	}
 	if pid := lockPID(s.Path(LockFile)); pid > 0 {
 		e.PID = pid
-		if e.Holder != nil && e.Holder.PID != pid && !pidAlive(e.Holder.PID) {
+		if e.Holder != nil && e.Holder.PID != pid && !PIDAlive(e.Holder.PID) {
 			// The record is stale (its writer was killed); the real holder is
 			// someone who wrote none.
 			e.Holder = nil
@@ -198,13 +200,13 @@ func (s *State) CurrentHolder() (*Holder, error) {
 		return nil, err
 	}
 	var h Holder
-	if err := readJSON(s.Path(HolderFile), &h, nil); err != nil {
+	if err := statefile.ReadJSON(s.Path(HolderFile), &h, nil); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
 		return nil, err
 	}
-	if pid := lockPID(s.Path(LockFile)); pid > 0 && pid != h.PID && !pidAlive(h.PID) {
+	if pid := lockPID(s.Path(LockFile)); pid > 0 && pid != h.PID && !PIDAlive(h.PID) {
 		return nil, nil
 	}
 	return &h, nil
@@ -248,7 +250,7 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-func pidAlive(pid int) bool {
+func PIDAlive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}

@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/google/renameio/v2"
+
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
@@ -94,51 +95,6 @@ func (s *State) ensureExcluded() error {
 	return nil
 }
 
-// CorruptError is a state file that exists but cannot be read as what it
-// should hold. It is never treated as "no state".
-type CorruptError struct {
-	Path string
-	Err  error
-}
-
-func (e *CorruptError) Error() string {
-	return fmt.Sprintf("%s is corrupt (%v); inspect or delete it, then run again", e.Path, e.Err)
-}
-func (e *CorruptError) Unwrap() error { return e.Err }
-
-// ExitCode implements exitcode.Coder: a corrupt file is a failure, not bad usage.
-func (e *CorruptError) ExitCode() int { return 1 }
-
-// readJSON decodes path into v. It returns fs.ErrNotExist when the file is
-// missing and *CorruptError when it is unreadable as JSON or fails check.
-func readJSON(path string, v any, check func() error) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	if err := dec.Decode(v); err != nil {
-		return &CorruptError{Path: path, Err: err}
-	}
-	if dec.More() {
-		return &CorruptError{Path: path, Err: errors.New("trailing data")}
-	}
-	if check != nil {
-		if err := check(); err != nil {
-			return &CorruptError{Path: path, Err: err}
-		}
-	}
-	return nil
-}
-
-// writeJSON writes v to path atomically: temp file, fsync, rename.
-func writeJSON(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return renameio.WriteFile(path, append(data, '\n'), 0o644)
-}
+// CorruptError is a state file that exists but cannot be read; it is never
+// treated as "no state".
+type CorruptError = statefile.CorruptError

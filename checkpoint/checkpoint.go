@@ -1,0 +1,190 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
+)
+
+// CheckpointFile holds the rollback point, in the runtime directory.
+const CheckpointFile = "checkpoint.json"
+
+// snapshotRef keeps the checkpoint's snapshot commit reachable, so git gc
+// never prunes what a rollback must restore.
+const snapshotRef = "refs/wiggum/checkpoint"
+
+// ErrNoCheckpoint means no rollback point has been recorded.
+var ErrNoCheckpoint = errors.New("no checkpoint recorded; run 'wiggum checkpoint' first")
+
+// Checkpoint is a recorded rollback point.
+type Checkpoint struct {
+	Head    string    `json:"head"`
+	Branch  string    `json:"branch"` // full ref; "" when taken detached
+	Session string    `json:"session,omitempty"`
+	Time    time.Time `json:"time"`
+	// Snapshot is a commit whose tree is the working tree at checkpoint
+	// time (tracked and untracked, not ignored); "" when the tree was clean.
+	Snapshot string `json:"snapshot,omitempty"`
+	// Untracked lists the untracked, not ignored files present then.
+	Untracked []string `json:"untracked,omitempty"`
+}
+
+var shaRE = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+
+func (c *Checkpoint) check() error {
+	if !shaRE.MatchString(c.Head) {
+		return fmt.Errorf("head %q is not a commit id", c.Head)
+	}
+	if c.Snapshot != "" && !shaRE.MatchString(c.Snapshot) {
+		return fmt.Errorf("snapshot %q is not a commit id", c.Snapshot)
+	}
+	if c.Branch != "" && !strings.HasPrefix(c.Branch, "refs/") {
+		return fmt.Errorf("branch %q is not a ref", c.Branch)
+	}
+	if c.Time.IsZero() {
+		return errors.New("no time")
+	}
+	return nil
+}
+
+// SaveOptions tunes Save.
+type SaveOptions struct {
+	AllowDetached bool
+}
+
+// Save records the current state as the rollback point. The caller must hold
+// the agent lock or act inside its session.
+func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Checkpoint, error) {
+	head, err := s.Repo.Head(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: read HEAD: %w", err)
+	}
+	if head == "" {
+		return nil, exitcode.BadInput("checkpoint: the repository has no commits yet; commit something first")
+	}
+	branch, err := s.Repo.Branch(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: read branch: %w", err)
+	}
+	if branch == "" && !opts.AllowDetached {
+		return nil, exitcode.BadInput("checkpoint: HEAD is detached; switch to a branch or pass --allow-detached")
+	}
+	if op := s.Repo.InProgress(); op != "" {
+		return nil, exitcode.BadInput("checkpoint: a %s is in progress; finish or abort it first", op)
+	}
+	cp := &Checkpoint{Head: head, Branch: branch, Session: session, Time: time.Now().UTC()}
+	dirty, err := s.dirty(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if dirty {
+		snap, err := s.snapshot(ctx, head, "wiggum checkpoint snapshot")
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: snapshot the working tree: %w", err)
+		}
+		if _, err := s.Repo.Run(ctx, "update-ref", "-m", "wiggum checkpoint", snapshotRef, snap); err != nil {
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
+		cp.Snapshot = snap
+		if cp.Untracked, err = s.Repo.Untracked(ctx); err != nil {
+			return nil, fmt.Errorf("checkpoint: list untracked files: %w", err)
+		}
+	}
+	path, err := s.Runtime(CheckpointFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := statefile.WriteJSON(path, cp); err != nil {
+		return nil, fmt.Errorf("checkpoint: write %s: %w", path, err)
+	}
+	return cp, nil
+}
+
+// Load reads the rollback point: ErrNoCheckpoint when there is none, a
+// *CorruptError when the file is damaged.
+func (s *State) Load() (*Checkpoint, error) {
+	var cp Checkpoint
+	err := statefile.ReadJSON(s.Path(RuntimeDir+"/"+CheckpointFile), &cp, func() error { return cp.check() })
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNoCheckpoint
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &cp, nil
+}
+
+// dirty reports whether anything differs from HEAD: staged, unstaged or
+// untracked-not-ignored.
+func (s *State) dirty(ctx context.Context) (bool, error) {
+	out, err := s.Repo.Run(ctx, "status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=none")
+	if err != nil {
+		return false, fmt.Errorf("git status: %w", err)
+	}
+	return out != "", nil
+}
+
+// snapshot writes a commit, child of parent, whose tree is the whole working
+// tree (tracked and untracked, not ignored). A temporary index is used, so
+// the user's index is untouched.
+func (s *State) snapshot(ctx context.Context, parent, message string, extraParents ...string) (string, error) {
+	tmp, err := os.CreateTemp(s.Repo.GitDir, "wiggum-index-")
+	if err != nil {
+		return "", err
+	}
+	tmpPath := tmp.Name()
+	tmp.Close()
+	os.Remove(tmpPath) // git wants to create the index itself
+	defer os.Remove(tmpPath)
+	env := []string{"GIT_INDEX_FILE=" + tmpPath}
+	if _, err := s.Repo.RunEnv(ctx, env, nil, "read-tree", parent); err != nil {
+		return "", err
+	}
+	if _, err := s.Repo.RunEnv(ctx, env, nil, "add", "-A", "--", "."); err != nil {
+		return "", err
+	}
+	tree, err := s.Repo.RunEnv(ctx, env, nil, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	args := []string{"commit-tree", strings.TrimSpace(tree), "-p", parent}
+	for _, p := range extraParents {
+		args = append(args, "-p", p)
+	}
+	out, err := s.Repo.RunEnv(ctx, wiggumIdent, []byte(message+"\n"), append(args, "-F", "-")...)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// wiggumIdent signs the commits wiggum makes for itself (snapshots and
+// backups), so they work in a repository with no identity configured.
+var wiggumIdent = []string{
+	"GIT_AUTHOR_NAME=wiggum", "GIT_AUTHOR_EMAIL=wiggum@localhost",
+	"GIT_COMMITTER_NAME=wiggum", "GIT_COMMITTER_EMAIL=wiggum@localhost",
+}
+
+// treeOf returns the tree id of a commit.
+func (s *State) treeOf(ctx context.Context, commit string) (string, error) {
+	return s.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", commit+"^{tree}")
+}
+
+// commitExists reports whether sha names a commit in the object store.
+func (s *State) commitExists(ctx context.Context, sha string) (bool, error) {
+	ok, err := s.Repo.OK(ctx, "cat-file", "-e", sha+"^{commit}")
+	var ge *git.Error
+	if errors.As(err, &ge) && ge.Status() == 128 {
+		return false, nil
+	}
+	return ok, err
+}

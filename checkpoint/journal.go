@@ -1,0 +1,98 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/statefile"
+)
+
+// JournalFile is the commit journal, in the runtime directory.
+const JournalFile = "journal.jsonl"
+
+// GitHookMarker is the fingerprint line in every git hook wiggum installs;
+// a post-commit hook carrying it means the commit journal is on.
+const GitHookMarker = "# wiggum-managed-hook: calls 'wiggum hook git'; 'wiggum uninstall --git' removes it"
+
+// JournalEntry records one commit and the session that made it.
+type JournalEntry struct {
+	SHA     string    `json:"sha"`
+	Session string    `json:"session,omitempty"` // "" when made outside any session
+	Branch  string    `json:"branch,omitempty"`
+	Time    time.Time `json:"time"`
+}
+
+// JournalOn reports whether wiggum's post-commit hook is installed, so every
+// commit is journaled and rollback can prove who made what.
+func (s *State) JournalOn() bool {
+	data, err := os.ReadFile(filepath.Join(s.Repo.HooksDir, "post-commit"))
+	return err == nil && bytes.Contains(data, []byte(GitHookMarker))
+}
+
+// RecordCommit appends HEAD and the committing session (WIGGUM_SESSION) to
+// the journal. It is what the post-commit hook runs.
+func (s *State) RecordCommit(ctx context.Context) error {
+	head, err := s.Repo.Head(ctx)
+	if err != nil || head == "" {
+		return fmt.Errorf("journal: read HEAD: %v", err)
+	}
+	branch, _ := s.Repo.Branch(ctx)
+	line, err := json.Marshal(JournalEntry{SHA: head, Session: os.Getenv(SessionEnv), Branch: branch, Time: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	path, err := s.Runtime(JournalFile)
+	if err != nil {
+		return err
+	}
+	if err := statefile.AppendLine(path, line); err != nil {
+		return fmt.Errorf("journal: append: %w", err)
+	}
+	return nil
+}
+
+// Journal reads every entry, oldest first. A damaged line is a
+// *CorruptError: a journal that cannot be read proves nothing.
+func (s *State) Journal() ([]JournalEntry, error) {
+	return statefile.ReadJSONLines(s.Path(RuntimeDir+"/"+JournalFile), func(e *JournalEntry) error {
+		if !shaRE.MatchString(e.SHA) {
+			return fmt.Errorf("bad commit id %q", e.SHA)
+		}
+		return nil
+	})
+}
+
+// checkJournal refuses unless every commit was journaled as made by session.
+func (s *State) checkJournal(commits []string, session string) error {
+	entries, err := s.Journal()
+	if err != nil {
+		return err
+	}
+	by := make(map[string]string, len(entries))
+	for _, e := range entries {
+		by[e.SHA] = e.Session
+	}
+	for _, c := range commits {
+		who, ok := by[c]
+		switch {
+		case !ok:
+			return refuse("commit %s is not in the commit journal (made while wiggum's post-commit hook was not running), so it may not be this session's to discard", short(c))
+		case who != session:
+			return refuse("commit %s was made %s, not by this session; rolling back would destroy it", short(c), describeSession(who))
+		}
+	}
+	return nil
+}
+
+func describeSession(tok string) string {
+	if tok == "" {
+		return "outside any wiggum session"
+	}
+	return "by another wiggum session (" + strings.TrimSpace(tok[:min(8, len(tok))]) + "…)"
+}

@@ -1,0 +1,251 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
+)
+
+// RefusedError is a rollback that was not safe. Nothing was changed.
+type RefusedError struct {
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	return "rollback refused: " + e.Reason + "; nothing was changed"
+}
+
+// ExitCode implements exitcode.Coder.
+func (e *RefusedError) ExitCode() int { return 4 }
+
+func refuse(format string, args ...any) error {
+	return &RefusedError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// RollbackOptions tunes Rollback.
+type RollbackOptions struct {
+	Session string // the session rolling back; journal entries must match it
+	DryRun  bool   // say what would be discarded, change nothing
+	Reason  string // recorded in the backup commit
+}
+
+// RollbackResult says what a rollback did (or, dry, would do).
+type RollbackResult struct {
+	Checkpoint  *Checkpoint `json:"checkpoint"`
+	BackupRef   string      `json:"backup_ref,omitempty"`
+	Commits     []string    `json:"commits"`       // discarded commits, newest first
+	Files       []string    `json:"files"`         // paths whose content returns to the checkpoint
+	Removed     []string    `json:"removed"`       // untracked files removed
+	NothingToDo bool        `json:"nothing_to_do"` // already at the checkpoint
+	DryRun      bool        `json:"dry_run"`
+}
+
+// Rollback returns HEAD and the working tree to the checkpoint when that is
+// provably safe, after saving everything it discards under
+// refs/wiggum/backup/. Otherwise it returns a *RefusedError and changes
+// nothing. The caller must hold the agent lock or act inside its session.
+func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error) {
+	cp, err := s.Load()
+	if errors.Is(err, ErrNoCheckpoint) {
+		return nil, refuse("no checkpoint recorded (run 'wiggum checkpoint' first)")
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := &RollbackResult{Checkpoint: cp, DryRun: opts.DryRun}
+	if op := s.Repo.InProgress(); op != "" {
+		return nil, refuse("a %s is in progress; finish or abort it first", op)
+	}
+	ok, err := s.commitExists(ctx, cp.Head)
+	if err != nil {
+		return nil, fmt.Errorf("rollback: %w", err)
+	}
+	if !ok {
+		return nil, refuse("the checkpoint commit %s no longer exists", short(cp.Head))
+	}
+	branch, err := s.Repo.Branch(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rollback: read branch: %w", err)
+	}
+	if branch != cp.Branch {
+		return nil, refuse("the branch changed since the checkpoint (was %s, now %s)", branchName(cp.Branch), branchName(branch))
+	}
+	head, err := s.Repo.Head(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rollback: read HEAD: %w", err)
+	}
+	anc, err := s.Repo.OK(ctx, "merge-base", "--is-ancestor", cp.Head, head)
+	if err != nil {
+		return nil, fmt.Errorf("rollback: %w", err)
+	}
+	if !anc {
+		return nil, refuse("the checkpoint %s is no longer an ancestor of HEAD %s: history was rewritten (reset, rebase or amend) since it was taken, and rolling back would lose commits it cannot account for", short(cp.Head), short(head))
+	}
+	if head != cp.Head {
+		out, err := s.Repo.Run(ctx, "rev-list", cp.Head+".."+head)
+		if err != nil {
+			return nil, fmt.Errorf("rollback: list commits: %w", err)
+		}
+		res.Commits = strings.Fields(out)
+	}
+	if len(res.Commits) > 0 && s.JournalOn() {
+		if err := s.checkJournal(res.Commits, opts.Session); err != nil {
+			return nil, err
+		}
+	}
+
+	// What the working tree holds now, and what the checkpoint held.
+	dirty, err := s.dirty(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nowTree, err := s.treeOf(ctx, head)
+	if err != nil {
+		return nil, fmt.Errorf("rollback: %w", err)
+	}
+	var current string // snapshot commit of the working tree, when dirty
+	if dirty {
+		current, err = s.snapshot(ctx, head, backupMessage(opts.Reason, head, cp))
+		if err != nil {
+			return nil, fmt.Errorf("rollback: snapshot the working tree: %w", err)
+		}
+		if nowTree, err = s.treeOf(ctx, current); err != nil {
+			return nil, fmt.Errorf("rollback: %w", err)
+		}
+	}
+	wantTree, err := s.treeOf(ctx, cp.Head)
+	if err != nil {
+		return nil, fmt.Errorf("rollback: %w", err)
+	}
+	if cp.Snapshot != "" {
+		if wantTree, err = s.treeOf(ctx, cp.Snapshot); err != nil {
+			return nil, refuse("the checkpoint's snapshot %s is gone", short(cp.Snapshot))
+		}
+	}
+	if len(res.Commits) == 0 && nowTree == wantTree {
+		res.NothingToDo = true
+		return res, nil
+	}
+	out, err := s.Repo.Run(ctx, "diff", "--name-only", "-z", "--no-renames", wantTree, nowTree)
+	if err != nil {
+		return nil, fmt.Errorf("rollback: diff: %w", err)
+	}
+	res.Files = git.SplitZ(out)
+	res.Removed = s.newUntracked(ctx, cp)
+	if opts.DryRun {
+		return res, nil
+	}
+
+	// Save first: nothing is discarded that is not in a backup ref.
+	if current == "" {
+		current, err = s.backupCommit(ctx, head, backupMessage(opts.Reason, head, cp))
+		if err != nil {
+			return nil, fmt.Errorf("rollback: save backup: %w", err)
+		}
+	}
+	if res.BackupRef, err = s.createBackupRef(ctx, current); err != nil {
+		return nil, fmt.Errorf("rollback: save backup: %w", err)
+	}
+
+	// Move the branch only if it still is where we checked it: a commit
+	// that lands meanwhile makes this fail instead of being lost.
+	ref := cp.Branch
+	args := []string{"update-ref", "-m", "wiggum rollback to " + short(cp.Head)}
+	if ref == "" {
+		args = append(args, "--no-deref", "HEAD")
+	} else {
+		args = append(args, ref)
+	}
+	if _, err := s.Repo.Run(ctx, append(args, cp.Head, head)...); err != nil {
+		return nil, refuse("HEAD moved while rolling back (%v); your state is saved in %s", err, res.BackupRef)
+	}
+	if _, err := s.Repo.Run(ctx, "reset", "--hard", "--quiet"); err != nil {
+		return nil, fmt.Errorf("rollback: reset to %s (everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
+	}
+	if cp.Snapshot != "" {
+		if err := s.checkoutTree(ctx, cp.Snapshot); err != nil {
+			return nil, fmt.Errorf("rollback: restore uncommitted files of the checkpoint (everything is saved in %s): %w", res.BackupRef, err)
+		}
+	}
+	if err := s.removeUntracked(ctx, cp); err != nil {
+		return nil, fmt.Errorf("rollback: remove new files (everything is saved in %s): %w", res.BackupRef, err)
+	}
+	return res, nil
+}
+
+func backupMessage(reason, head string, cp *Checkpoint) string {
+	if reason == "" {
+		reason = "rollback"
+	}
+	return fmt.Sprintf("wiggum backup: %s\n\nhead: %s\ncheckpoint: %s\nbranch: %s\n", reason, head, cp.Head, branchName(cp.Branch))
+}
+
+// checkoutTree writes every file of commit's tree into the working tree
+// through a temporary index, leaving the real index alone.
+func (s *State) checkoutTree(ctx context.Context, commit string) error {
+	tmp := filepath.Join(s.Repo.GitDir, fmt.Sprintf("wiggum-index-%d", os.Getpid()))
+	defer os.Remove(tmp)
+	env := []string{"GIT_INDEX_FILE=" + tmp}
+	if _, err := s.Repo.RunEnv(ctx, env, nil, "read-tree", commit+"^{tree}"); err != nil {
+		return err
+	}
+	_, err := s.Repo.RunEnv(ctx, env, nil, "checkout-index", "-a", "-f")
+	return err
+}
+
+// newUntracked lists untracked files that did not exist at checkpoint time.
+func (s *State) newUntracked(ctx context.Context, cp *Checkpoint) []string {
+	now, err := s.Repo.Untracked(ctx)
+	if err != nil {
+		return nil
+	}
+	keep := make(map[string]bool, len(cp.Untracked))
+	for _, p := range cp.Untracked {
+		keep[p] = true
+	}
+	var out []string
+	for _, p := range now {
+		if !keep[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// removeUntracked deletes untracked files that did not exist at checkpoint
+// time, and directories that become empty. Missing is fine: a file that is
+// already gone is the wanted outcome.
+func (s *State) removeUntracked(ctx context.Context, cp *Checkpoint) error {
+	for _, rel := range s.newUntracked(ctx, cp) {
+		path := filepath.Join(s.Repo.Root, filepath.FromSlash(rel))
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		for dir := filepath.Dir(path); dir != s.Repo.Root && strings.HasPrefix(dir, s.Repo.Root); dir = filepath.Dir(dir) {
+			if os.Remove(dir) != nil {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func branchName(ref string) string {
+	if ref == "" {
+		return "detached HEAD"
+	}
+	return strings.TrimPrefix(ref, "refs/heads/")
+}

@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/exitcode"
+)
+
+// CheckpointCmd is `wiggum checkpoint`.
+type CheckpointCmd struct {
+	AllowDetached bool `help:"Allow a checkpoint on a detached HEAD."`
+	JSON          bool `name:"json" help:"Print the checkpoint as JSON."`
+}
+
+// Help is shown by `wiggum checkpoint --help`.
+func (c *CheckpointCmd) Help() string {
+	return `Records HEAD, the branch, the session and a snapshot of uncommitted files as the
+point 'wiggum rollback' returns to. Inside a session (WIGGUM_SESSION matches the lock
+holder's) it acts as part of it; otherwise it takes the agent lock itself and exits 3
+if someone else holds it. Refuses (exit 2) on a repository with no commits, a
+detached HEAD (unless --allow-detached), or a merge/rebase in progress.
+
+  wiggum checkpoint
+  wiggum lock -- sh -c 'wiggum checkpoint && my-agent && ./test.sh || wiggum rollback'`
+}
+
+// Run records the checkpoint.
+func (c *CheckpointCmd) Run(ctx context.Context, g *Globals) error {
+	st, err := g.State(ctx)
+	if err != nil {
+		return err
+	}
+	var cp *checkpoint.Checkpoint
+	err = st.WithLock(ctx, []string{"wiggum", "checkpoint"}, func(session string) error {
+		cp, err = st.Save(ctx, session, checkpoint.SaveOptions{AllowDetached: c.AllowDetached})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return writeJSON(g.stdout, cp)
+	}
+	extra := ""
+	if cp.Snapshot != "" {
+		extra = " (with uncommitted changes)"
+	}
+	fmt.Fprintf(g.stdout, "checkpoint %s on %s%s\n", cp.Head[:12], branchLabel(cp.Branch), extra)
+	return nil
+}
+
+// RollbackCmd is `wiggum rollback`.
+type RollbackCmd struct {
+	DryRun bool   `help:"Show what would be discarded; change nothing."`
+	Reason string `help:"Why, recorded in the backup commit." default:"manual rollback"`
+	JSON   bool   `name:"json" help:"Print the result as JSON."`
+}
+
+// Help is shown by `wiggum rollback --help`.
+func (c *RollbackCmd) Help() string {
+	return `Returns HEAD and the working tree to the checkpoint, but only when that is provably
+safe. It refuses (exit 4) and changes nothing when: there is no checkpoint; its
+commit is gone; it is no longer an ancestor of HEAD; the branch changed; a merge,
+rebase or cherry-pick is in progress; or, with the commit journal on ('wiggum
+install --git'), a commit since the checkpoint was not made by this session.
+
+Before discarding anything it saves HEAD plus every staged, unstaged and new file
+as one commit under refs/wiggum/backup/ ('wiggum recover' lists and restores them).
+Then it resets to the checkpoint and removes only the untracked files that did not
+exist when the checkpoint was taken. Ignored files are never touched.
+
+  wiggum rollback --dry-run
+  wiggum rollback --reason "tests failed"`
+}
+
+// Run rolls back.
+func (c *RollbackCmd) Run(ctx context.Context, g *Globals) error {
+	st, err := g.State(ctx)
+	if err != nil {
+		return err
+	}
+	var res *checkpoint.RollbackResult
+	err = st.WithLock(ctx, []string{"wiggum", "rollback"}, func(session string) error {
+		res, err = st.Rollback(ctx, checkpoint.RollbackOptions{Session: session, DryRun: c.DryRun, Reason: c.Reason})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return writeJSON(g.stdout, res)
+	}
+	w := g.stdout
+	cp := res.Checkpoint
+	switch {
+	case res.NothingToDo:
+		fmt.Fprintf(w, "already at checkpoint %s; nothing to roll back\n", cp.Head[:12])
+		return nil
+	case res.DryRun:
+		fmt.Fprintf(w, "rollback to %s on %s would discard:\n", cp.Head[:12], branchLabel(cp.Branch))
+	default:
+		fmt.Fprintf(w, "rolled back to %s on %s; discarded state saved in %s\n", cp.Head[:12], branchLabel(cp.Branch), res.BackupRef)
+	}
+	describeDiscard(w, res)
+	if !res.DryRun {
+		fmt.Fprintf(w, "restore it with: wiggum recover %s\n", strings.TrimPrefix(res.BackupRef, checkpoint.BackupPrefix))
+	}
+	return nil
+}
+
+func describeDiscard(w io.Writer, res *checkpoint.RollbackResult) {
+	fmt.Fprintf(w, "  %d commit(s)", len(res.Commits))
+	for i, c := range res.Commits {
+		if i == 5 {
+			fmt.Fprintf(w, " …")
+			break
+		}
+		fmt.Fprintf(w, " %s", c[:12])
+	}
+	fmt.Fprintf(w, "\n  %d changed file(s)", len(res.Files))
+	for i, f := range res.Files {
+		if i == 10 {
+			fmt.Fprintf(w, " …")
+			break
+		}
+		fmt.Fprintf(w, " %s", f)
+	}
+	fmt.Fprintf(w, "\n  %d new untracked file(s) removed\n", len(res.Removed))
+}
+
+// RecoverCmd is `wiggum recover [REF]`.
+type RecoverCmd struct {
+	Ref       string        `arg:"" optional:"" help:"Backup to restore (full ref, name under refs/wiggum/backup/, or a unique prefix)."`
+	Prune     bool          `help:"Delete backups older than --older-than."`
+	OlderThan time.Duration `name:"older-than" help:"With --prune: age of backups to delete (e.g. 168h)."`
+	DryRun    bool          `help:"With --prune: list what would be deleted."`
+	JSON      bool          `name:"json" help:"Print the list as JSON."`
+}
+
+// Help is shown by `wiggum recover --help`.
+func (c *RecoverCmd) Help() string {
+	return `Without arguments, lists what rollbacks (and recovers) saved under
+refs/wiggum/backup/: when, why, and how much each holds. With a backup name it
+restores that state under the agent lock: HEAD moves forward to the HEAD it saved
+and every file it held comes back byte for byte. The current state is saved as a
+new backup first, so a restore loses nothing either.
+
+  wiggum recover
+  wiggum recover 20261121T101500
+  wiggum recover --prune --older-than 336h`
+}
+
+// Run lists, restores or prunes.
+func (c *RecoverCmd) Run(ctx context.Context, g *Globals) error {
+	st, err := g.State(ctx)
+	if err != nil {
+		return err
+	}
+	if c.Prune {
+		if c.Ref != "" {
+			return exitcode.BadInput("recover: --prune takes no backup name")
+		}
+		if c.OlderThan <= 0 {
+			return exitcode.BadInput("recover: --prune needs --older-than DURATION (e.g. 168h)")
+		}
+		gone, err := st.Prune(ctx, c.OlderThan, c.DryRun)
+		if err != nil {
+			return err
+		}
+		verb := "deleted"
+		if c.DryRun {
+			verb = "would delete"
+		}
+		for _, r := range gone {
+			fmt.Fprintf(g.stdout, "%s %s\n", verb, r)
+		}
+		fmt.Fprintf(g.stdout, "%s %d backup(s) older than %s\n", verb, len(gone), c.OlderThan)
+		return nil
+	}
+	if c.Ref == "" {
+		list, err := st.Backups(ctx)
+		if err != nil {
+			return err
+		}
+		if c.JSON {
+			if list == nil {
+				list = []checkpoint.BackupInfo{}
+			}
+			return writeJSON(g.stdout, list)
+		}
+		if len(list) == 0 {
+			fmt.Fprintln(g.stdout, "no backups")
+			return nil
+		}
+		for _, b := range list {
+			fmt.Fprintf(g.stdout, "%s  %s  %d commit(s), %d file(s), %d line(s)  %s\n",
+				strings.TrimPrefix(b.Ref, checkpoint.BackupPrefix), b.Time.Local().Format("2006-01-02 15:04:05"),
+				b.Commits, b.Files, b.Lines, b.Reason)
+		}
+		return nil
+	}
+	var res *checkpoint.RestoreResult
+	err = st.WithLock(ctx, []string{"wiggum", "recover", c.Ref}, func(string) error {
+		res, err = st.Restore(ctx, c.Ref)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return writeJSON(g.stdout, res)
+	}
+	fmt.Fprintf(g.stdout, "restored %s (HEAD %s); the state before it is saved in %s\n", res.Ref, res.Head[:12], res.BackupRef)
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func branchLabel(ref string) string {
+	if ref == "" {
+		return "detached HEAD"
+	}
+	return strings.TrimPrefix(ref, "refs/heads/")
+}

@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/session"
+)
+
+// StatusCmd is `wiggum status`.
+type StatusCmd struct {
+	JSON bool `name:"json" help:"Print stable JSON for scripts (see --help)."`
+}
+
+// Help is shown by `wiggum status --help`.
+func (c *StatusCmd) Help() string {
+	return `Shows who holds the agent lock (and whether that pid is alive), the checkpoint
+(commit, branch, age, whether it is still an ancestor of HEAD), whether the commit
+journal is on, how many backups exist, and the live run's story and iteration.
+
+--json prints one object with these keys (stable; new keys may be added):
+  lock:       {held, pid, pid_alive, host, started, session, command}
+  checkpoint: null or {head, branch, time, age_seconds, ancestor, snapshot}
+  journal:    {on, entries}
+  backups:    count of refs under refs/wiggum/backup/
+  run:        null or {story, story_title, iteration, policy, started, last_outcome}
+  error:      present when a state file is corrupt`
+}
+
+// StatusReport is the --json output.
+type StatusReport struct {
+	Root       string           `json:"root"`
+	Lock       LockStatus       `json:"lock"`
+	Checkpoint *CheckpointState `json:"checkpoint"`
+	Journal    JournalStatus    `json:"journal"`
+	Backups    int              `json:"backups"`
+	Run        *session.Run     `json:"run"`
+	Errors     []string         `json:"errors,omitempty"`
+}
+
+// LockStatus is the lock part of StatusReport.
+type LockStatus struct {
+	Held     bool      `json:"held"`
+	PID      int       `json:"pid,omitempty"`
+	PIDAlive bool      `json:"pid_alive"`
+	Host     string    `json:"host,omitempty"`
+	Started  time.Time `json:"started,omitzero"`
+	Session  string    `json:"session,omitempty"`
+	Command  []string  `json:"command,omitempty"`
+}
+
+// CheckpointState is the checkpoint part of StatusReport.
+type CheckpointState struct {
+	Head       string    `json:"head"`
+	Branch     string    `json:"branch"`
+	Time       time.Time `json:"time"`
+	AgeSeconds int64     `json:"age_seconds"`
+	Ancestor   bool      `json:"ancestor"`
+	Snapshot   bool      `json:"snapshot"`
+}
+
+// JournalStatus is the journal part of StatusReport.
+type JournalStatus struct {
+	On      bool `json:"on"`
+	Entries int  `json:"entries"`
+}
+
+// Run prints the status.
+func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
+	st, err := g.State(ctx)
+	if err != nil {
+		return err
+	}
+	r := StatusReport{Root: st.Repo.Root}
+	held, err := st.Probe()
+	if err != nil {
+		r.Errors = append(r.Errors, err.Error())
+	}
+	r.Lock.Held = held
+	if held {
+		if h, err := st.CurrentHolder(); err != nil {
+			r.Errors = append(r.Errors, err.Error())
+		} else if h != nil {
+			r.Lock.PID, r.Lock.Host, r.Lock.Started, r.Lock.Session, r.Lock.Command = h.PID, h.Host, h.Started, h.Session, h.Command
+			r.Lock.PIDAlive = checkpoint.PIDAlive(h.PID)
+		}
+	}
+	if cp, err := st.Load(); err == nil {
+		cs := &CheckpointState{Head: cp.Head, Branch: cp.Branch, Time: cp.Time,
+			AgeSeconds: int64(time.Since(cp.Time).Seconds()), Snapshot: cp.Snapshot != ""}
+		cs.Ancestor, _ = st.Repo.OK(ctx, "merge-base", "--is-ancestor", cp.Head, "HEAD")
+		r.Checkpoint = cs
+	} else if !errors.Is(err, checkpoint.ErrNoCheckpoint) {
+		r.Errors = append(r.Errors, err.Error())
+	}
+	r.Journal.On = st.JournalOn()
+	if entries, err := st.Journal(); err != nil {
+		r.Errors = append(r.Errors, err.Error())
+	} else {
+		r.Journal.Entries = len(entries)
+	}
+	if list, err := st.Backups(ctx); err != nil {
+		r.Errors = append(r.Errors, err.Error())
+	} else {
+		r.Backups = len(list)
+	}
+	if run, err := session.ReadRun(st); err != nil {
+		r.Errors = append(r.Errors, err.Error())
+	} else if run != nil && held {
+		r.Run = run
+	}
+	if c.JSON {
+		if err := writeJSON(g.stdout, r); err != nil {
+			return err
+		}
+	} else {
+		printStatus(g, &r)
+	}
+	if len(r.Errors) > 0 {
+		return errors.New("status: some state could not be read (see above)")
+	}
+	return nil
+}
+
+func printStatus(g *Globals, r *StatusReport) {
+	w := g.stdout
+	fmt.Fprintf(w, "repository: %s\n", r.Root)
+	switch {
+	case !r.Lock.Held:
+		fmt.Fprintln(w, "lock:       free")
+	case r.Lock.PID == 0:
+		fmt.Fprintln(w, "lock:       held by a process that left no wiggum record (a bash ralph loop?)")
+	default:
+		alive := "alive"
+		if !r.Lock.PIDAlive {
+			alive = "not running here"
+		}
+		fmt.Fprintf(w, "lock:       held by pid %d (%s) on %s since %s (%s)\n", r.Lock.PID, alive, r.Lock.Host,
+			r.Lock.Started.Local().Format(time.RFC3339), time.Since(r.Lock.Started).Round(time.Second))
+	}
+	if cp := r.Checkpoint; cp != nil {
+		anc := "still an ancestor of HEAD"
+		if !cp.Ancestor {
+			anc = "NOT an ancestor of HEAD: rollback would refuse"
+		}
+		fmt.Fprintf(w, "checkpoint: %s on %s, %s old, %s\n", cp.Head[:12], branchLabel(cp.Branch),
+			(time.Duration(cp.AgeSeconds) * time.Second).String(), anc)
+	} else {
+		fmt.Fprintln(w, "checkpoint: none")
+	}
+	if r.Journal.On {
+		fmt.Fprintf(w, "journal:    on (%d commits recorded)\n", r.Journal.Entries)
+	} else {
+		fmt.Fprintln(w, "journal:    off (wiggum install --git turns it on)")
+	}
+	fmt.Fprintf(w, "backups:    %d (wiggum recover lists them)\n", r.Backups)
+	if run := r.Run; run != nil {
+		fmt.Fprintf(w, "run:        iteration %d, story %s %s", run.Iteration, run.Story, run.StoryTitle)
+		if run.LastOutcome != "" {
+			fmt.Fprintf(w, ", last outcome: %s", run.LastOutcome)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "error:      %s\n", e)
+	}
+}

@@ -1,0 +1,194 @@
+// Package session holds the records a live wiggum run shares with the hooks
+// its agent calls and with `wiggum status`: the current story and policy, the
+// capped failure log the loop feeds into a retry prompt, and the event log.
+// Every write is atomic or an append under an flock, so concurrent writers
+// never tear a record.
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
+)
+
+// File names in the runtime directory.
+const (
+	RunFile      = "run.json"
+	FailureFile  = "failures.jsonl"
+	EventFile    = "events.jsonl"
+	maxFailures  = 50
+	maxOutputLen = 8 << 10
+)
+
+// Policies for a failing test run seen by a hook.
+const (
+	PolicyRollback = "rollback"
+	PolicyRecord   = "record"
+)
+
+// Run describes the live run.
+type Run struct {
+	PID          int       `json:"pid"`
+	Session      string    `json:"session"`
+	Plan         string    `json:"plan,omitempty"`
+	Story        string    `json:"story,omitempty"`
+	StoryTitle   string    `json:"story_title,omitempty"`
+	Iteration    int       `json:"iteration"`
+	Policy       string    `json:"policy,omitempty"`
+	Started      time.Time `json:"started"`
+	StoryStarted time.Time `json:"story_started,omitempty"`
+	LastOutcome  string    `json:"last_outcome,omitempty"`
+}
+
+// WriteRun records the live run atomically.
+func WriteRun(st *checkpoint.State, r Run) error {
+	path, err := st.Runtime(RunFile)
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := statefile.Write(path, append(data, '\n')); err != nil {
+		return fmt.Errorf("session: write run record: %w", err)
+	}
+	return nil
+}
+
+// ReadRun returns the run record, nil when there is none, and a
+// *checkpoint.CorruptError when it cannot be read.
+func ReadRun(st *checkpoint.State) (*Run, error) {
+	path := st.Path(checkpoint.RuntimeDir + "/" + RunFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("session: read run record: %w", err)
+	}
+	var r Run
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, &checkpoint.CorruptError{Path: path, Err: err}
+	}
+	return &r, nil
+}
+
+// ClearRun removes the run record; a missing one is fine.
+func ClearRun(st *checkpoint.State) error {
+	err := os.Remove(st.Path(checkpoint.RuntimeDir + "/" + RunFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("session: remove run record: %w", err)
+	}
+	return nil
+}
+
+// Failure is one failed attempt, as the retry prompt will show it.
+type Failure struct {
+	Time      time.Time `json:"time"`
+	Story     string    `json:"story,omitempty"`
+	Iteration int       `json:"iteration,omitempty"`
+	Source    string    `json:"source"` // test-hook, gate, agent, timeout, stop
+	Command   string    `json:"command,omitempty"`
+	Output    string    `json:"output,omitempty"` // tail only
+	Rollback  string    `json:"rollback,omitempty"`
+}
+
+// AppendFailure adds f to the failure log, keeping the newest entries only.
+// The whole rewrite happens under an flock, so concurrent hooks never lose
+// each other's entries.
+func AppendFailure(st *checkpoint.State, f Failure) error {
+	if f.Time.IsZero() {
+		f.Time = time.Now().UTC()
+	}
+	f.Output = Tail(f.Output, maxOutputLen)
+	path, err := st.Runtime(FailureFile)
+	if err != nil {
+		return err
+	}
+	return statefile.WithLock(path, func() error {
+		old, err := readFailures(path)
+		if err != nil {
+			// A damaged log is replaced rather than blocking every later
+			// failure from being recorded; the damaged copy is kept aside.
+			_ = os.Rename(path, path+".corrupt")
+			old = nil
+		}
+		old = append(old, f)
+		if len(old) > maxFailures {
+			old = old[len(old)-maxFailures:]
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		for _, e := range old {
+			if err := enc.Encode(e); err != nil {
+				return err
+			}
+		}
+		return statefile.Write(path, buf.Bytes())
+	})
+}
+
+// Failures returns the logged failures of story ("" for all), oldest first.
+func Failures(st *checkpoint.State, story string) ([]Failure, error) {
+	all, err := readFailures(st.Path(checkpoint.RuntimeDir + "/" + FailureFile))
+	if err != nil {
+		return nil, err
+	}
+	if story == "" {
+		return all, nil
+	}
+	var out []Failure
+	for _, f := range all {
+		if f.Story == story {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+func readFailures(path string) ([]Failure, error) {
+	return statefile.ReadJSONLines[Failure](path, nil)
+}
+
+// AppendEvent appends one JSON line to the event log. Each line is written
+// with a single write under an flock, so lines from concurrent writers never
+// interleave.
+func AppendEvent(st *checkpoint.State, name string, fields map[string]any) error {
+	path, err := st.Runtime(EventFile)
+	if err != nil {
+		return err
+	}
+	rec := map[string]any{}
+	for k, v := range fields {
+		rec[k] = v
+	}
+	rec["time"] = time.Now().UTC().Format(time.RFC3339Nano)
+	rec["event"] = name
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return statefile.AppendLine(path, line)
+}
+
+// Tail returns at most n bytes from the end of s, cut at a line start when
+// one is near.
+func Tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 && i < 200 {
+		s = s[i+1:]
+	}
+	return "…" + s
+}
