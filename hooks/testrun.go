@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -161,12 +162,30 @@ type signal struct {
 	prefixes []string
 	indented bool
 	word     string // when set, the line must contain it
-	re       *regexp.Regexp
+	re       *lazyRE
 }
 
 func sig(indented bool, re string, prefixes ...string) signal {
-	return signal{prefixes: prefixes, indented: indented, re: regexp.MustCompile(re)}
+	return signal{prefixes: prefixes, indented: indented, re: lazy(re)}
 }
+
+// lazyRE compiles on first use: a hook process lives for one event and
+// compiling every pattern up front would cost more than the event itself.
+type lazyRE struct {
+	once sync.Once
+	src  string
+	re   *regexp.Regexp
+}
+
+func lazy(src string) *lazyRE { return &lazyRE{src: src} }
+
+func (l *lazyRE) get() *regexp.Regexp {
+	l.once.Do(func() { l.re = regexp.MustCompile(l.src) })
+	return l.re
+}
+
+// MatchString reports whether s matches.
+func (l *lazyRE) MatchString(s string) bool { return l.get().MatchString(s) }
 
 // with adds a word the line must contain before the regexp is tried.
 func (s signal) with(word string) signal {
@@ -212,9 +231,9 @@ var (
 		sig(false, `^100% tests passed, 0 tests failed`, "100%"),                 // ctest
 		sig(false, `^Tests run: \d+, Failures: 0, Errors: 0`, "Tests run:"),      // maven surefire
 	}
-	mochaSummary = regexp.MustCompile(`^\d+ (passing \(|pending\s*$)`)
-	mochaFailing = regexp.MustCompile(`^\d+ failing\s*$`)
-	ansi         = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
+	mochaSummary = lazy(`^\d+ (passing \(|pending\s*$)`)
+	mochaFailing = lazy(`^\d+ failing\s*$`)
+	ansi         = lazy(`\x1b\[[0-9;?]*[A-Za-z]`)
 )
 
 // failIndex and passIndex list, per first byte of a line, the signals
@@ -271,7 +290,7 @@ func Classify(output string, exitCode int) Outcome {
 	for line := range strings.Lines(output) {
 		line = strings.TrimRight(line, "\r\n")
 		if strings.IndexByte(line, 0x1b) >= 0 {
-			line = ansi.ReplaceAllString(line, "")
+			line = ansi.get().ReplaceAllString(line, "")
 		}
 		trimmed := strings.TrimLeft(line, " \t")
 		if trimmed == "" {

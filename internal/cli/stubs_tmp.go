@@ -1,5 +1,4 @@
 package cli
 
-type HookCmd struct{}
 type InstallCmd struct{}
 type UninstallCmd struct{}
