@@ -1,4 +1,0 @@
-package cli
-
-type InstallCmd struct{}
-type UninstallCmd struct{}
