@@ -45,12 +45,12 @@ func unifiedDiff(path, a, b string) string {
 			ops = append(ops, op{' ', x[i]})
 			i++
 			j++
-		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
-			ops = append(ops, op{'+', y[j]})
-			j++
-		default:
+		case i < len(x) && (j == len(y) || lcs[i+1][j] >= lcs[i][j+1]):
 			ops = append(ops, op{'-', x[i]})
 			i++
+		default:
+			ops = append(ops, op{'+', y[j]})
+			j++
 		}
 	}
 	var out strings.Builder
