@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -94,11 +95,13 @@ func (c *HookGitCmd) Run(ctx context.Context, g *Globals) error {
 
 // agentHook is `wiggum hook AGENT [flags]` parsed without kong: agents call
 // it on every tool use, and building the whole command tree would cost more
-// than the hook's own work. Anything unusual (--help, a typo) falls back to
-// the full parser, which prints the usual help and errors.
+// than the hook's own work. --help goes to the full parser. A flag it does
+// not know is reported on stderr and otherwise ignored: a hook entry with a
+// typo must not block the agent (Claude Code treats exit 2 as "block").
 type agentHook struct {
-	agent string
-	opts  hooks.Options
+	agent    string
+	opts     hooks.Options
+	warnings []string
 }
 
 func parseAgentHook(args []string) (agentHook, bool) {
@@ -111,29 +114,22 @@ func parseAgentHook(args []string) (agentHook, bool) {
 	}
 	verbose := false
 	for i := 2; i < len(args); i++ {
-		switch a := args[i]; a {
-		case "--require-read":
+		a := args[i]
+		switch {
+		case a == "-h" || a == "--help":
+			return agentHook{}, false
+		case a == "--require-read":
 			h.opts.RequireRead = true
-		case "-v", "--verbose":
+		case a == "-v" || a == "--verbose":
 			verbose = true
-		case "--guard":
-			if i+1 >= len(args) {
-				return agentHook{}, false
-			}
+		case a == "--guard" && i+1 < len(args):
 			i++
-			h.opts.Guard = args[i]
+			h.setGuard(args[i])
+		case strings.HasPrefix(a, "--guard="):
+			h.setGuard(strings.TrimPrefix(a, "--guard="))
 		default:
-			v, ok := strings.CutPrefix(a, "--guard=")
-			if !ok {
-				return agentHook{}, false
-			}
-			h.opts.Guard = v
+			h.warnings = append(h.warnings, fmt.Sprintf("unknown flag %q ignored", a))
 		}
-	}
-	switch h.opts.Guard {
-	case hooks.GuardSession, hooks.GuardAlways, hooks.GuardOff:
-	default:
-		return agentHook{}, false
 	}
 	if verbose {
 		h.opts.Verbose = os.Stderr
@@ -141,7 +137,19 @@ func parseAgentHook(args []string) (agentHook, bool) {
 	return h, true
 }
 
+func (h *agentHook) setGuard(v string) {
+	switch v {
+	case hooks.GuardSession, hooks.GuardAlways, hooks.GuardOff:
+		h.opts.Guard = v
+	default:
+		h.warnings = append(h.warnings, fmt.Sprintf("--guard %q is not session, always or off; using session", v))
+	}
+}
+
 func (h agentHook) run(stdin io.Reader, stdout, stderr io.Writer) int {
+	for _, w := range h.warnings {
+		fmt.Fprintf(stderr, "wiggum hook %s: %s\n", h.agent, w)
+	}
 	if h.opts.Verbose != nil {
 		h.opts.Verbose = stderr
 	}
