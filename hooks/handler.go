@@ -14,6 +14,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // Guard modes.
@@ -204,7 +205,7 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 		f.Rollback = "not attempted: the session's policy is record"
 		msg += " The failure was recorded for the next attempt; fix the code and run the tests again."
 	default:
-		res, err := st.Rollback(ctx, checkpoint.RollbackOptions{Session: sess.Session, Reason: "tests failed: " + oneLine(ev.Command)})
+		res, err := rollback(ctx, st, sess.Session, "tests failed: "+oneLine(ev.Command))
 		var refused *checkpoint.RefusedError
 		switch {
 		case errors.As(err, &refused):
@@ -231,6 +232,23 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 	}
 	_ = session.AppendEvent(st, "test-failure", map[string]any{"agent": ev.Agent, "runner": runner, "rollback": f.Rollback, "story": f.Story})
 	return Response{Context: msg}
+}
+
+// rollback runs one rollback at a time: an agent runs tool calls in
+// parallel, and two failing test runs must not roll the same tree back at
+// once (the second finds it already at the checkpoint).
+func rollback(ctx context.Context, st *checkpoint.State, sess, reason string) (*checkpoint.RollbackResult, error) {
+	path, err := st.Runtime("hook-rollback")
+	if err != nil {
+		return nil, err
+	}
+	var res *checkpoint.RollbackResult
+	err = statefile.WithLock(path, func() error {
+		var rerr error
+		res, rerr = st.Rollback(ctx, checkpoint.RollbackOptions{Session: sess, Reason: reason})
+		return rerr
+	})
+	return res, err
 }
 
 // stop records, for the loop, that the agent stopped inside a session. It
