@@ -38,7 +38,7 @@ const MaxPayload = 16 << 20
 
 // stdinWait bounds how long a hook waits for its payload: an agent that
 // never closes stdin must not hang itself.
-const stdinWait = 10 * time.Second
+var stdinWait = 10 * time.Second
 
 // Run answers one agent hook call: it reads the payload from stdin, writes
 // the agent's answer to stdout and never fails. Whatever goes wrong (bad,

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/session"
@@ -393,5 +395,28 @@ func TestLinkedWorktreeBranch(t *testing.T) {
 	}
 	if b, _ := branches(dir); b != "main" {
 		t.Fatalf("main tree branch %q", b)
+	}
+}
+
+// TestStdinNeverClosed: an agent that never closes the hook's stdin does
+// not hang it; the hook answers "no opinion" once the wait is over.
+func TestStdinNeverClosed(t *testing.T) {
+	old := stdinWait
+	stdinWait = 50 * time.Millisecond
+	defer func() { stdinWait = old }()
+	r, w := io.Pipe()
+	defer w.Close()
+	go w.Write([]byte(`{"hook_event_name":"PreToolUse"`))
+	done := make(chan []byte)
+	go func() {
+		var out bytes.Buffer
+		Run(context.Background(), "gemini", r, &out, Options{Guard: GuardAlways})
+		done <- out.Bytes()
+	}()
+	select {
+	case out := <-done:
+		checkValidOutput(t, "open stdin", out)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the hook hung on an open stdin")
 	}
 }
