@@ -123,8 +123,13 @@ func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 		if ev.Shell && ev.Command != "" {
 			return guardCommand(ev, root, opts)
 		}
-		if opts.RequireRead && editTools[ev.ToolName] && ev.FilePath != "" {
-			return requireRead(ev, root, opts)
+		if editTools[ev.ToolName] && ev.FilePath != "" {
+			if r := guardEdit(ev, root, opts); r.Decision != Allow {
+				return r
+			}
+			if opts.RequireRead {
+				return requireRead(ev, root, opts)
+			}
 		}
 	case KindPostTool, KindPostFailure:
 		if opts.RequireRead && readTools[ev.ToolName] && ev.FilePath != "" {
@@ -146,14 +151,8 @@ func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 }
 
 func guardCommand(ev Event, root string, opts Options) Response {
-	switch opts.Guard {
-	case GuardOff:
+	if !guardOn(root, opts) {
 		return Response{}
-	case GuardAlways:
-	default:
-		if !probeSession(root).Active {
-			return Response{}
-		}
 	}
 	in := GuardInput{Command: ev.Command, Cwd: ev.Cwd, Root: root}
 	in.Home, _ = os.UserHomeDir()
@@ -165,6 +164,39 @@ func guardCommand(ev Event, root string, opts Options) Response {
 		debugLog(root, opts, "guard: %s %q: %s", d.Action, ev.Command, d.Reason)
 	}
 	return Response{Decision: d.Action, Reason: "wiggum: " + d.Reason}
+}
+
+// guardOn reports whether the guard applies to this call.
+func guardOn(root string, opts Options) bool {
+	switch opts.Guard {
+	case GuardOff:
+		return false
+	case GuardAlways:
+		return true
+	}
+	return probeSession(root).Active
+}
+
+// guardEdit denies file tools writing into wiggum's state, the same rule
+// the shell guard applies to rm, mv and redirections.
+func guardEdit(ev Event, root string, opts Options) Response {
+	if !guardOn(root, opts) {
+		return Response{}
+	}
+	g := &guard{in: GuardInput{Cwd: ev.Cwd, Root: root}}
+	target := absPath(ev)
+	if root != "" {
+		if rel, err := filepath.Rel(root, target); err == nil && !strings.HasPrefix(rel, "..") {
+			target = rel
+		}
+	}
+	if why := g.protectedState(target); why != "" {
+		return Response{Decision: Deny, Reason: fmt.Sprintf("wiggum: %s %s is not allowed during a wiggum session: %s", ev.ToolName, ev.FilePath, why)}
+	}
+	if g.isGitDir(strings.SplitN(filepath.ToSlash(target), "/", 2)[0]) {
+		return Response{Decision: Deny, Reason: fmt.Sprintf("wiggum: %s %s writes inside .git; use git commands instead", ev.ToolName, ev.FilePath)}
+	}
+	return Response{}
 }
 
 // testRun handles the end of a shell command: a failing test run is logged

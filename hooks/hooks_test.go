@@ -420,3 +420,22 @@ func TestStdinNeverClosed(t *testing.T) {
 		t.Fatal("the hook hung on an open stdin")
 	}
 }
+
+func TestEditToolsCannotTouchState(t *testing.T) {
+	dir := repo(t)
+	inSession(t, dir)
+	for _, path := range []string{".ralph/.agent-lock.json", ".ralph/wiggum/checkpoint.json", ".git/refs/wiggum/backup/1", ".git/config"} {
+		in := `{"session_id":"s","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"` + filepath.Join(dir, path) + `","content":"{}"}}`
+		var out bytes.Buffer
+		Run(context.Background(), "claude", strings.NewReader(in), &out, Options{})
+		if !bytes.Contains(out.Bytes(), []byte(`"deny"`)) {
+			t.Errorf("Write %s allowed: %s", path, out.Bytes())
+		}
+	}
+	in := `{"session_id":"s","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Edit","tool_input":{"file_path":"main.go"}}`
+	var out bytes.Buffer
+	Run(context.Background(), "claude", strings.NewReader(in), &out, Options{})
+	if out.Len() != 0 {
+		t.Errorf("editing main.go: %s", out.Bytes())
+	}
+}

@@ -41,9 +41,8 @@ type event struct {
 var Agents = map[string]*Agent{
 	"claude": {Name: "claude", File: ".claude/settings.json", timeoutUnit: 1, events: func(rr bool) []event {
 		shell := "Bash|PowerShell"
-		pre, post := shell, shell
+		pre, post := shell+"|Edit|MultiEdit|Write|NotebookEdit", shell
 		if rr {
-			pre += "|Edit|MultiEdit|Write|NotebookEdit"
 			post += "|Read"
 		}
 		evs := []event{{"PreToolUse", pre, 10}, {"PostToolUse", post, 120}, {"PostToolUseFailure", shell, 120}, {"Stop", "", 30}}
@@ -60,9 +59,8 @@ var Agents = map[string]*Agent{
 		return evs
 	}},
 	"gemini": {Name: "gemini", File: ".gemini/settings.json", timeoutUnit: 1000, events: func(rr bool) []event {
-		pre, post := "run_shell_command", "run_shell_command"
+		pre, post := "run_shell_command|replace|write_file", "run_shell_command"
 		if rr {
-			pre += "|replace|write_file"
 			post += "|read_file"
 		}
 		evs := []event{{"BeforeTool", pre, 10}, {"AfterTool", post, 120}, {"AfterAgent", "", 30}}
