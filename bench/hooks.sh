@@ -8,7 +8,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/wiggum" ./cmd/wiggum
 go build -o "$tmp/minimal" ./bench/hookbench/minimal
+go build -o "$tmp/linked" ./bench/hookbench/linked
 go build -o "$tmp/hookbench" ./bench/hookbench
 git init -q "$tmp/repo"
 mkdir -p "$tmp/repo/src"
-"$tmp/hookbench" -wiggum "$tmp/wiggum" -baseline "$tmp/minimal" -dir "$tmp/repo" -n "${1:-300}"
+"$tmp/hookbench" -wiggum "$tmp/wiggum" -baseline "$tmp/minimal" -linked "$tmp/linked" -dir "$tmp/repo" -n "${1:-300}"

@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -66,8 +67,7 @@ var errNotObject = errors.New("payload is not a JSON object")
 // decode unmarshals an agent payload. Fields of an unexpected type are left
 // empty instead of failing the whole event: agents add and change fields.
 func decode(data []byte, v any) error {
-	trimmed := strings.TrimSpace(string(data))
-	if !strings.HasPrefix(trimmed, "{") {
+	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
 		return errNotObject
 	}
 	err := json.Unmarshal(data, v)

@@ -41,3 +41,15 @@ func BenchmarkRunPreToolUse(b *testing.B) {
 		Run(context.Background(), "claude", bytes.NewReader(data), io.Discard, Options{Guard: GuardAlways})
 	}
 }
+
+// BenchmarkDecodeOnly is the in-process baseline: what the minimal reader
+// does with the same PostToolUse payload.
+func BenchmarkDecodeOnly(b *testing.B) {
+	data := benchPayload(b, b.TempDir())
+	for b.Loop() {
+		var v map[string]any
+		if err := json.Unmarshal(data, &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 func main() {
 	wiggum := flag.String("wiggum", "wiggum", "the wiggum binary")
 	baseline := flag.String("baseline", "", "the minimal reader binary")
+	linked := flag.String("linked", "", "the minimal reader with wiggum's packages linked (optional)")
 	dir := flag.String("dir", ".", "a git working tree to run in (the payloads' cwd)")
 	runs := flag.Int("n", 300, "runs per case")
 	flag.Parse()
@@ -39,11 +40,23 @@ func main() {
 		{"PreToolUse `cd src && go build ./... && git status`, guard on", pre, []string{"hook", "claude", "--guard", "always"}},
 		{"PreToolUse, same command, outside a session", pre, []string{"hook", "claude"}},
 	}
-	fmt.Printf("%-62s %10s %10s %7s\n", "case (median of "+fmt.Sprint(*runs)+" runs)", "minimal", "wiggum", "ratio")
+	fmt.Printf("%-62s %10s %10s %7s", "case (median of "+fmt.Sprint(*runs)+" runs)", "minimal", "wiggum", "ratio")
+	if *linked != "" {
+		fmt.Printf(" %10s %7s", "linked", "ratio")
+	}
+	fmt.Println()
 	for _, c := range cases {
 		base := timeIt(*dir, c.data, *runs, *baseline)
 		wig := timeIt(*dir, c.data, *runs, *wiggum, c.args...)
-		fmt.Printf("%-62s %10s %10s %6.2fx\n", c.name, base.Round(time.Microsecond), wig.Round(time.Microsecond), float64(wig)/float64(base))
+		fmt.Printf("%-62s %10s %10s %6.2fx", c.name, base.Round(time.Microsecond), wig.Round(time.Microsecond), float64(wig)/float64(base))
+		if *linked != "" {
+			l := timeIt(*dir, c.data, *runs, *linked)
+			fmt.Printf(" %10s %6.2fx", l.Round(time.Microsecond), float64(l)/float64(base))
+		}
+		fmt.Println()
+	}
+	if *linked != "" {
+		fmt.Println("linked: the minimal reader with every wiggum package linked (init functions only), the floor for any wiggum subcommand")
 	}
 }
 
