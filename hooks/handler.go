@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
@@ -283,9 +284,10 @@ func rollback(ctx context.Context, st *checkpoint.State, sess, reason string) (*
 	return res, err
 }
 
-// stop records, for the loop, that the agent stopped inside a session. It
-// never blocks the stop: the loop decides whether the story is done, and an
-// agent kept alive by a Stop hook (stop_hook_active) must be let go.
+// stop records, for the loop, that the agent stopped inside a session, as
+// "story-incomplete" when the run's story is not ticked in the plan. It
+// never blocks the stop: the loop decides what happens next, and an agent
+// kept alive by a Stop hook (stop_hook_active) must be let go.
 func stop(ctx context.Context, ev Event, root string, opts Options) {
 	sess := probeSession(root)
 	if !sess.Mine {
@@ -297,12 +299,51 @@ func stop(ctx context.Context, ev Event, root string, opts Options) {
 		return
 	}
 	fields := map[string]any{"agent": ev.Agent, "stop_hook_active": ev.StopHookActive}
-	if run, err := session.ReadRun(st); err == nil && run != nil {
+	name := "agent-stop"
+	if run, err := session.ReadRun(st); err == nil && run != nil && run.Story != "" {
 		fields["story"], fields["iteration"] = run.Story, run.Iteration
+		done, err := storyDone(root, run)
+		switch {
+		case err != nil:
+			debugLog(root, opts, "stop: read the plan: %v", err)
+		case !done:
+			// The loop counts this as an attempt that ended early.
+			name = "story-incomplete"
+		}
+		fields["done"] = done
 	}
-	if err := session.AppendEvent(st, "agent-stop", fields); err != nil {
+	if err := session.AppendEvent(st, name, fields); err != nil {
 		debugLog(root, opts, "stop: %v", err)
 	}
+}
+
+// storyDone reads the run's plan and reports whether its story is ticked.
+func storyDone(root string, run *session.Run) (bool, error) {
+	if run.Plan == "" {
+		return false, errors.New("the run record names no plan")
+	}
+	path := run.Plan
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(root, path)
+	}
+	src := plan.Source{File: path}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		src = plan.Source{Issues: path}
+	}
+	p, err := plan.Resolve(root, root, src)
+	if err != nil {
+		return false, err
+	}
+	stories, err := p.Stories()
+	if err != nil {
+		return false, err
+	}
+	for _, s := range stories {
+		if s.ID == run.Story {
+			return s.Done, nil
+		}
+	}
+	return false, fmt.Errorf("story %s is not in %s", run.Story, run.Plan)
 }
 
 func readLogPath(root, conversation string) string {

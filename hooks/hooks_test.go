@@ -331,6 +331,37 @@ func TestStopIsRecordedNeverBlocks(t *testing.T) {
 	}
 }
 
+// TestStopRecordsIncompleteStory: inside `wiggum run`, a stop before the
+// story is ticked is recorded as incomplete; after it is ticked, it is not.
+func TestStopRecordsIncompleteStory(t *testing.T) {
+	dir := repo(t)
+	st := inSession(t, dir)
+	planPath := filepath.Join(dir, "plan.md")
+	if err := os.WriteFile(planPath, []byte("# Plan\n\n- [ ] US-1 first\n- [ ] US-10 tenth\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := session.WriteRun(st, session.Run{Session: os.Getenv(checkpoint.SessionEnv), Plan: "plan.md", Story: "US-1", Iteration: 1}); err != nil {
+		t.Fatal(err)
+	}
+	events := filepath.Join(dir, ".ralph", "wiggum", session.EventFile)
+	hook(t, "claude", "claude_stop.json", dir, Options{})
+	data, _ := os.ReadFile(events)
+	if !bytes.Contains(data, []byte(`"event":"story-incomplete"`)) || !bytes.Contains(data, []byte(`"story":"US-1"`)) {
+		t.Fatalf("events: %s", data)
+	}
+	if err := os.WriteFile(planPath, []byte("# Plan\n\n- [x] US-1 first\n- [ ] US-10 tenth\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(events); err != nil {
+		t.Fatal(err)
+	}
+	hook(t, "claude", "claude_stop.json", dir, Options{})
+	data, _ = os.ReadFile(events)
+	if !bytes.Contains(data, []byte(`"event":"agent-stop"`)) || !bytes.Contains(data, []byte(`"done":true`)) {
+		t.Fatalf("events after ticking: %s", data)
+	}
+}
+
 func TestRequireRead(t *testing.T) {
 	dir := repo(t)
 	opts := Options{RequireRead: true}
