@@ -586,12 +586,27 @@ func (w *walk) find(c *syntax.CallExpr, rest []string, hop int) {
 			w.command(c, sub, lits, hop+1)
 			i = j
 		case "-delete":
+			// With no test to select files, find -delete removes everything
+			// under its start paths.
+			selects := false
+			for _, a := range rest {
+				switch a {
+				case "-delete", "-depth", "-mindepth", "-maxdepth", "-xdev", "-mount", "-L", "-P", "-H", "-print", "-ignore_readdir_race":
+				default:
+					if strings.HasPrefix(a, "-") {
+						selects = true
+					}
+				}
+			}
 			for _, p := range rest {
 				if strings.HasPrefix(p, "-") || p == "!" || p == "(" {
 					break
 				}
 				if why := w.g.protectedState(p); why != "" {
 					w.g.verdict(Deny, "find -delete under %s; %s", p, why)
+				}
+				if !selects {
+					w.rmTree("find -delete", p)
 				}
 			}
 		}
