@@ -122,48 +122,60 @@ func (c Change) Diff() string { return unifiedDiff(c.Path, string(c.Before), str
 // InstallAgent merges wiggum's entries into the agent's settings file at
 // path. Running it twice changes nothing the second time.
 func InstallAgent(a *Agent, path string, opts AgentOptions) (*Change, error) {
-	return edit(path, func(root *node) error {
-		hooks, err := hooksObject(root, true)
-		if err != nil {
-			return err
+	return edit(path, func(root *node) error { return a.merge(root, opts) })
+}
+
+// Settings returns a settings document holding only wiggum's hooks, for an
+// agent started with its settings on the command line (claude --settings).
+func Settings(a *Agent, opts AgentOptions) []byte {
+	root := object()
+	if err := a.merge(root, opts); err != nil {
+		panic(err) // an empty document always takes the entries
+	}
+	return format(root, "  ")
+}
+
+func (a *Agent) merge(root *node, opts AgentOptions) error {
+	hooks, err := hooksObject(root, true)
+	if err != nil {
+		return err
+	}
+	if a.Flat && root.get("version") == nil {
+		root.keys = append([]string{"version"}, root.keys...)
+		root.vals = append([]*node{scalar(1)}, root.vals...)
+	}
+	want := map[string]bool{}
+	for _, ev := range a.events(opts.RequireRead) {
+		want[ev.name] = true
+		arr := hooks.get(ev.name)
+		if arr == nil {
+			arr = array()
+			hooks.set(ev.name, arr)
 		}
-		if a.Flat && root.get("version") == nil {
-			root.keys = append([]string{"version"}, root.keys...)
-			root.vals = append([]*node{scalar(1)}, root.vals...)
+		if arr.kind != '[' {
+			return fmt.Errorf("hooks.%s is not a list", ev.name)
 		}
-		want := map[string]bool{}
-		for _, ev := range a.events(opts.RequireRead) {
-			want[ev.name] = true
-			arr := hooks.get(ev.name)
-			if arr == nil {
-				arr = array()
-				hooks.set(ev.name, arr)
-			}
-			if arr.kind != '[' {
-				return fmt.Errorf("hooks.%s is not a list", ev.name)
-			}
-			entry := a.entry(ev, opts)
-			if a.hasExactly(arr, entry) {
-				continue
-			}
-			a.remove(arr, ownCommand)
-			arr.items = append(arr.items, entry)
+		entry := a.entry(ev, opts)
+		if a.hasExactly(arr, entry) {
+			continue
 		}
-		for i, name := range hooks.keys {
-			if !want[name] && hooks.vals[i].kind == '[' {
-				a.remove(hooks.vals[i], ownCommand)
+		a.remove(arr, ownCommand)
+		arr.items = append(arr.items, entry)
+	}
+	for i, name := range hooks.keys {
+		if !want[name] && hooks.vals[i].kind == '[' {
+			a.remove(hooks.vals[i], ownCommand)
+		}
+	}
+	if opts.Migrate {
+		for _, v := range hooks.vals {
+			if v.kind == '[' {
+				a.remove(v, bashLoopCommand)
 			}
 		}
-		if opts.Migrate {
-			for _, v := range hooks.vals {
-				if v.kind == '[' {
-					a.remove(v, bashLoopCommand)
-				}
-			}
-		}
-		pruneEmpty(hooks)
-		return nil
-	})
+	}
+	pruneEmpty(hooks)
+	return nil
 }
 
 // UninstallAgent removes every wiggum entry from the settings file.

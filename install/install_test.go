@@ -305,3 +305,16 @@ func TestDiff(t *testing.T) {
 		t.Fatalf("got %q", d)
 	}
 }
+
+func TestSettingsDocument(t *testing.T) {
+	for name, a := range Agents {
+		var v map[string]any
+		doc := Settings(a, AgentOptions{Guard: "always"})
+		if err := json.Unmarshal(doc, &v); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, ok := v["hooks"].(map[string]any); !ok || !bytes.Contains(doc, []byte(`"wiggum hook `+name+` --guard always"`)) {
+			t.Fatalf("%s: %s", name, doc)
+		}
+	}
+}
