@@ -204,18 +204,16 @@ func (w *walk) redirect(r *syntax.Redirect) {
 // call checks one simple command.
 func (w *walk) call(c *syntax.CallExpr) {
 	args := make([]string, 0, len(c.Args))
-	lits := make([]bool, 0, len(c.Args))
 	for _, a := range c.Args {
-		s, lit := wordValue(a)
+		s, _ := wordValue(a)
 		args = append(args, s)
-		lits = append(lits, lit)
 	}
-	w.command(c, args, lits, 0)
+	w.command(c, args, 0)
 }
 
 // command checks argv after stripping wrappers such as env, timeout, nice,
 // sudo and xargs.
-func (w *walk) command(c *syntax.CallExpr, args []string, lits []bool, hop int) {
+func (w *walk) command(c *syntax.CallExpr, args []string, hop int) {
 	if len(args) == 0 {
 		return
 	}
@@ -233,7 +231,7 @@ func (w *walk) command(c *syntax.CallExpr, args []string, lits []bool, hop int) 
 		name = base
 	}
 	base := path.Base(name)
-	rest, restLit := args[1:], lits[1:]
+	rest := args[1:]
 	switch base {
 	case "env":
 		i := 0
@@ -262,11 +260,11 @@ func (w *walk) command(c *syntax.CallExpr, args []string, lits []bool, hop int) 
 			}
 		}
 	envDone:
-		w.command(c, rest[min(i, len(rest)):], restLit[min(i, len(rest)):], hop+1)
+		w.command(c, rest[min(i, len(rest)):], hop+1)
 		return
 	case "timeout":
 		i := skipOptions(rest, "sk")
-		w.command(c, rest[min(i+1, len(rest)):], restLit[min(i+1, len(rest)):], hop+1) // the duration
+		w.command(c, rest[min(i+1, len(rest)):], hop+1) // the duration
 		return
 	case "nice", "ionice", "nohup", "setsid", "stdbuf", "time", "chronic", "unbuffer", "sudo", "doas", "builtin", "exec", "caffeinate", "taskset", "chrt", "systemd-run", "firejail", "catchsegv", "strace", "ltrace", "command":
 		if base == "command" && len(rest) > 0 && (rest[0] == "-v" || rest[0] == "-V") {
@@ -276,7 +274,7 @@ func (w *walk) command(c *syntax.CallExpr, args []string, lits []bool, hop int) 
 		if base == "taskset" || base == "chrt" {
 			i++ // the mask or priority
 		}
-		w.command(c, rest[min(i, len(rest)):], restLit[min(i, len(rest)):], hop+1)
+		w.command(c, rest[min(i, len(rest)):], hop+1)
 		return
 	case "xargs":
 		i := skipOptions(rest, "adEeIiLlnPs")
@@ -285,7 +283,7 @@ func (w *walk) command(c *syntax.CallExpr, args []string, lits []bool, hop int) 
 			return // xargs runs echo
 		}
 		// The arguments xargs appends come from stdin: unknown.
-		w.command(c, append(append([]string{}, tail...), dynamic), append(append([]bool{}, restLit[min(i, len(rest)):]...), false), hop+1)
+		w.command(c, append(append([]string{}, tail...), dynamic), hop+1)
 		return
 	case "find":
 		w.find(c, rest, hop)
@@ -327,7 +325,7 @@ func (w *walk) command(c *syntax.CallExpr, args []string, lits []bool, hop int) 
 		}
 		return
 	case "flock":
-		w.flock(c, rest, restLit, hop)
+		w.flock(c, rest, hop)
 		return
 	case "git":
 		w.git(rest)
@@ -337,7 +335,7 @@ func (w *walk) command(c *syntax.CallExpr, args []string, lits []bool, hop int) 
 		w.shell(c, rest, hop)
 		return
 	}
-	w.files(base, rest, restLit)
+	w.files(base, rest)
 }
 
 // wrapperValueOpts lists, per wrapper, the short options that take a value.
@@ -575,15 +573,13 @@ func (w *walk) find(c *syntax.CallExpr, rest []string, hop int) {
 				j++
 			}
 			sub := make([]string, 0, j-i-1)
-			lits := make([]bool, 0, j-i-1)
 			for _, a := range rest[i+1 : j] {
 				if a == "{}" {
-					a = dynamic
+					a = dynamic // the file name find substitutes
 				}
 				sub = append(sub, a)
-				lits = append(lits, !strings.Contains(a, dynamic))
 			}
-			w.command(c, sub, lits, hop+1)
+			w.command(c, sub, hop+1)
 			i = j
 		case "-delete":
 			// With no test to select files, find -delete removes everything
@@ -614,7 +610,7 @@ func (w *walk) find(c *syntax.CallExpr, rest []string, hop int) {
 }
 
 // flock runs its command after the lock file: flock FILE CMD or flock FILE -c CODE.
-func (w *walk) flock(c *syntax.CallExpr, rest []string, lits []bool, hop int) {
+func (w *walk) flock(c *syntax.CallExpr, rest []string, hop int) {
 	i := skipOptions(rest, "wEc")
 	for j, a := range rest {
 		if (a == "-c" || a == "--command") && j+1 < len(rest) {
@@ -623,12 +619,12 @@ func (w *walk) flock(c *syntax.CallExpr, rest []string, lits []bool, hop int) {
 		}
 	}
 	if i+1 < len(rest) {
-		w.command(c, rest[i+1:], lits[i+1:], hop+1)
+		w.command(c, rest[i+1:], hop+1)
 	}
 }
 
 // files checks commands that delete or overwrite files.
-func (w *walk) files(base string, rest []string, lits []bool) {
+func (w *walk) files(base string, rest []string) {
 	operands := func() []string {
 		var ops []string
 		dash := false
