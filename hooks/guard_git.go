@@ -187,6 +187,11 @@ func (w *walk) merge(sub string, rest []string, otherDir bool) {
 			return
 		}
 	}
+	for _, d := range w.dirs[1:] {
+		if !w.sameTree(d) {
+			otherDir = true // the script changed into a directory the guard does not know
+		}
+	}
 	if otherDir {
 		w.g.verdict(Ask, "git %s in another directory: wiggum's guard cannot tell which branch it changes", sub)
 		return

@@ -95,6 +95,9 @@ func (c *InstallCmd) Run(ctx context.Context, g *Globals) error {
 			return exitcode.With(exitcode.Usage, fmt.Errorf("install %s: %w", a.Name, err))
 		}
 		changed = report(g, ch) || changed
+		if a.Name == "codex" && ch != nil {
+			fmt.Fprintln(g.stdout, "note: Codex runs hooks only when ~/.codex/config.toml has codex_hooks = true under [features]")
+		}
 	}
 	if c.Git {
 		chs, err := install.InstallGit(ctx, repo, c.Force)
