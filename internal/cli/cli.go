@@ -103,6 +103,9 @@ func Main(args []string) int {
 	if len(args) > 0 && args[0] == proc.SuperviseArg {
 		return proc.Supervise(args[1:])
 	}
+	if h, ok := parseAgentHook(args); ok {
+		return h.run(os.Stdin, os.Stdout, os.Stderr)
+	}
 	return run(args, os.Stdout, os.Stderr)
 }
 

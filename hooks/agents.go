@@ -1,0 +1,237 @@
+package hooks
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// claudeIn is a Claude Code hook payload (also Codex's).
+type claudeIn struct {
+	SessionID      string `json:"session_id"`
+	Cwd            string `json:"cwd"`
+	Event          string `json:"hook_event_name"`
+	ToolName       string `json:"tool_name"`
+	ToolInput      any    `json:"tool_input"`
+	ToolResponse   any    `json:"tool_response"`
+	Error          any    `json:"error"`
+	StopHookActive bool   `json:"stop_hook_active"`
+}
+
+type claude struct{}
+
+func (claude) Parse(data []byte) (Event, error) {
+	var in claudeIn
+	if err := decode(data, &in); err != nil {
+		return Event{}, err
+	}
+	ev := Event{Agent: "claude", Name: in.Event, SessionID: in.SessionID, Cwd: in.Cwd, ToolName: in.ToolName,
+		Shell: shellTools[in.ToolName], ExitCode: -1, StopHookActive: in.StopHookActive}
+	ti := parseToolInput(in.ToolInput)
+	ev.Command, ev.FilePath = ti.Command, ti.FilePath
+	switch in.Event {
+	case "PreToolUse":
+		ev.Kind = KindPreTool
+	case "PostToolUse":
+		ev.Kind = KindPostTool
+		ev.Output, ev.ExitCode = toolOutput(in.ToolResponse)
+		if ev.ExitCode < 0 && ev.Shell {
+			// PostToolUse fires only when the tool succeeded.
+			ev.ExitCode = 0
+		}
+	case "PostToolUseFailure":
+		ev.Kind = KindPostFailure
+		ev.Output = text(in.Error)
+		ev.ExitCode = exitFromText(ev.Output)
+		if ev.ExitCode < 0 {
+			ev.ExitCode = 1
+		}
+	case "Stop", "SubagentStop":
+		ev.Kind = KindStop
+	case "SessionStart", "UserPromptSubmit":
+		ev.Kind = KindReset
+	}
+	return ev, nil
+}
+
+func (claude) Render(ev Event, r Response) []byte {
+	return renderClaude(ev, r, true)
+}
+
+// renderClaude writes Claude Code's hookSpecificOutput. Codex reads the
+// same shape but cannot ask, so there an ask becomes a deny that says so.
+func renderClaude(ev Event, r Response, canAsk bool) []byte {
+	switch ev.Kind {
+	case KindPreTool:
+		if r.Decision == Allow {
+			return nil
+		}
+		decision, reason := r.Decision.String(), r.Reason
+		if r.Decision == Ask && !canAsk {
+			decision = "deny"
+			reason += " (this agent cannot ask the user: run the command yourself outside the agent if it is what you want)"
+		}
+		return mustJSON(map[string]any{"hookSpecificOutput": map[string]any{
+			"hookEventName": ev.Name, "permissionDecision": decision, "permissionDecisionReason": reason,
+		}})
+	case KindPostTool, KindPostFailure:
+		if r.Context == "" {
+			return nil
+		}
+		return mustJSON(map[string]any{"hookSpecificOutput": map[string]any{
+			"hookEventName": ev.Name, "additionalContext": r.Context,
+		}})
+	}
+	return nil
+}
+
+type codex struct{}
+
+func (codex) Parse(data []byte) (Event, error) {
+	ev, err := claude{}.Parse(data)
+	ev.Agent = "codex"
+	if ev.Kind == KindPostTool && ev.ExitCode > 0 {
+		// Codex reports failed commands through PostToolUse with the exit
+		// code in the tool response.
+		ev.Kind = KindPostFailure
+	}
+	return ev, err
+}
+
+func (codex) Render(ev Event, r Response) []byte {
+	if ev.Kind == KindPostFailure {
+		ev.Name = "PostToolUse"
+	}
+	return renderClaude(ev, r, false)
+}
+
+// geminiIn is a Gemini CLI hook payload.
+type geminiIn struct {
+	SessionID      string `json:"session_id"`
+	Cwd            string `json:"cwd"`
+	Event          string `json:"hook_event_name"`
+	ToolName       string `json:"tool_name"`
+	ToolInput      any    `json:"tool_input"`
+	ToolResponse   any    `json:"tool_response"`
+	StopHookActive bool   `json:"stop_hook_active"`
+}
+
+type gemini struct{}
+
+func (gemini) Parse(data []byte) (Event, error) {
+	var in geminiIn
+	if err := decode(data, &in); err != nil {
+		return Event{}, err
+	}
+	ev := Event{Agent: "gemini", Name: in.Event, SessionID: in.SessionID, Cwd: in.Cwd, ToolName: in.ToolName,
+		Shell: shellTools[in.ToolName], ExitCode: -1, StopHookActive: in.StopHookActive}
+	ti := parseToolInput(in.ToolInput)
+	ev.Command, ev.FilePath = ti.Command, ti.FilePath
+	switch in.Event {
+	case "BeforeTool":
+		ev.Kind = KindPreTool
+	case "AfterTool":
+		ev.Output, ev.ExitCode = toolOutput(in.ToolResponse)
+		ev.Kind = KindPostTool
+		if ev.ExitCode > 0 {
+			ev.Kind = KindPostFailure
+		}
+	case "AfterAgent":
+		ev.Kind = KindStop
+	case "SessionStart", "BeforeAgent":
+		ev.Kind = KindReset
+	}
+	return ev, nil
+}
+
+// Gemini CLI parses stdout as JSON, so "no opinion" is {}. It has no
+// "ask": an ask is a deny that says so.
+func (gemini) Render(ev Event, r Response) []byte {
+	switch ev.Kind {
+	case KindPreTool:
+		if r.Decision != Allow {
+			reason := r.Reason
+			if r.Decision == Ask {
+				reason += " (Gemini CLI hooks cannot ask the user: run the command yourself if it is what you want)"
+			}
+			return mustJSON(map[string]any{"decision": "deny", "reason": reason})
+		}
+	case KindPostTool, KindPostFailure:
+		if r.Context != "" {
+			return mustJSON(map[string]any{"hookSpecificOutput": map[string]any{
+				"hookEventName": ev.Name, "additionalContext": r.Context,
+			}})
+		}
+	}
+	return []byte("{}\n")
+}
+
+// cursorIn is a Cursor hook payload.
+type cursorIn struct {
+	ConversationID string   `json:"conversation_id"`
+	Event          string   `json:"hook_event_name"`
+	Command        string   `json:"command"`
+	Cwd            string   `json:"cwd"`
+	Output         string   `json:"output"`
+	FilePath       string   `json:"file_path"`
+	WorkspaceRoots []string `json:"workspace_roots"`
+	ToolName       string   `json:"tool_name"`
+	ExitCode       *int     `json:"exit_code"`
+	LoopCount      int      `json:"loop_count"`
+}
+
+type cursor struct{}
+
+func (cursor) Parse(data []byte) (Event, error) {
+	var in cursorIn
+	if err := decode(data, &in); err != nil {
+		return Event{}, err
+	}
+	ev := Event{Agent: "cursor", Name: in.Event, SessionID: in.ConversationID, Cwd: in.Cwd, Command: in.Command,
+		FilePath: in.FilePath, ExitCode: -1, ToolName: in.ToolName}
+	if ev.Cwd == "" && len(in.WorkspaceRoots) > 0 {
+		ev.Cwd = in.WorkspaceRoots[0]
+	}
+	switch in.Event {
+	case "beforeShellExecution":
+		ev.Kind, ev.Shell = KindPreTool, true
+	case "afterShellExecution":
+		ev.Kind, ev.Shell, ev.Output = KindPostTool, true, in.Output
+		if in.ExitCode != nil {
+			ev.ExitCode = *in.ExitCode
+		}
+		if ev.ExitCode > 0 {
+			ev.Kind = KindPostFailure
+		}
+	case "beforeReadFile":
+		ev.ToolName = "Read"
+	case "stop":
+		ev.Kind = KindStop
+		ev.StopHookActive = in.LoopCount > 0
+	case "beforeSubmitPrompt", "sessionStart":
+		ev.Kind = KindReset
+	}
+	return ev, nil
+}
+
+// Cursor answers shell checks with "permission"; older releases read the
+// camelCase message fields, newer ones the snake_case, so both are sent.
+func (cursor) Render(ev Event, r Response) []byte {
+	if ev.Kind == KindPreTool && r.Decision != Allow {
+		msg := "wiggum: " + r.Reason
+		return mustJSON(map[string]any{
+			"permission": r.Decision.String(), "user_message": msg, "agent_message": r.Reason,
+			"userMessage": msg, "agentMessage": r.Reason,
+		})
+	}
+	return []byte("{}\n")
+}
+
+func mustJSON(v any) []byte {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return []byte("{}\n")
+	}
+	return []byte(b.String())
+}

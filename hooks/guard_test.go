@@ -1,0 +1,138 @@
+package hooks
+
+import (
+	"bufio"
+	"os"
+	"strings"
+	"testing"
+)
+
+type guardCase struct {
+	line    int
+	want    Action
+	branch  string
+	why     string
+	command string
+}
+
+// readCorpus parses testdata/guard_corpus.txt.
+func readCorpus(t testing.TB) []guardCase {
+	f, err := os.Open("testdata/guard_corpus.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var cases []guardCase
+	var cur *guardCase
+	var body []string
+	flush := func() {
+		if cur != nil {
+			cur.command = strings.TrimRight(strings.Join(body, "\n"), "\n")
+			cases = append(cases, *cur)
+		}
+		body = nil
+	}
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if head, ok := strings.CutPrefix(line, "== "); ok {
+			flush()
+			verdict, why, _ := strings.Cut(head, ":")
+			c := &guardCase{line: n, why: strings.TrimSpace(why), branch: "main"}
+			word, branch, hasBranch := strings.Cut(verdict, " @")
+			if hasBranch {
+				c.branch = branch
+			}
+			switch word {
+			case "deny":
+				c.want = Deny
+			case "ask":
+				c.want = Ask
+			case "allow":
+				c.want = Allow
+			default:
+				t.Fatalf("corpus line %d: unknown verdict %q", n, word)
+			}
+			cur = c
+			continue
+		}
+		if cur == nil || strings.HasPrefix(line, "##") {
+			continue
+		}
+		body = append(body, line)
+	}
+	flush()
+	return cases
+}
+
+func corpusInput(c guardCase) GuardInput {
+	return GuardInput{
+		Command: c.command, Cwd: "/work/repo", Root: "/work/repo", Home: "/home/agent",
+		Branch: c.branch, Protected: []string{"main", "master"},
+	}
+}
+
+func TestGuardCorpus(t *testing.T) {
+	cases := readCorpus(t)
+	if len(cases) < 150 {
+		t.Fatalf("corpus has %d cases, want at least 150", len(cases))
+	}
+	count := map[Action]int{}
+	for _, c := range cases {
+		count[c.want]++
+		d := Guard(corpusInput(c))
+		if d.Action != c.want {
+			t.Errorf("line %d: %q: got %s (%s), want %s because %s", c.line, c.command, d.Action, d.Reason, c.want, c.why)
+			continue
+		}
+		if d.Action != Allow && d.Reason == "" {
+			t.Errorf("line %d: %q: %s without a reason", c.line, c.command, d.Action)
+		}
+	}
+	for _, a := range []Action{Allow, Ask, Deny} {
+		if count[a] == 0 {
+			t.Errorf("corpus has no %s case", a)
+		}
+	}
+}
+
+func TestGuardReasonsAreActionable(t *testing.T) {
+	d := Guard(GuardInput{Command: "git reset --hard", Cwd: "/r", Root: "/r"})
+	if !strings.Contains(d.Reason, "wiggum rollback") {
+		t.Errorf("reset --hard reason should point at wiggum rollback: %q", d.Reason)
+	}
+	d = Guard(GuardInput{Command: "git push", Cwd: "/r", Root: "/r"})
+	if !strings.Contains(d.Reason, "commit locally") {
+		t.Errorf("push reason should say what to do instead: %q", d.Reason)
+	}
+}
+
+func TestGuardHugeCommandAsks(t *testing.T) {
+	d := Guard(GuardInput{Command: strings.Repeat("echo hi; ", maxCommand/8)})
+	if d.Action != Ask {
+		t.Fatalf("got %v", d)
+	}
+}
+
+func TestGuardDeepNestingAsks(t *testing.T) {
+	cmd := "git push"
+	for range maxDepth + 2 {
+		cmd = "eval " + shellQuote(cmd)
+	}
+	if d := Guard(GuardInput{Command: cmd}); d.Action == Allow {
+		t.Fatalf("deeply nested push allowed: %v", d)
+	}
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func BenchmarkGuard(b *testing.B) {
+	in := GuardInput{Command: "cd src && go build ./... && git status", Cwd: "/r", Root: "/r", Branch: "main", Protected: []string{"main"}}
+	for b.Loop() {
+		Guard(in)
+	}
+}

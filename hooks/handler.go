@@ -1,0 +1,446 @@
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
+)
+
+// Guard modes.
+const (
+	GuardSession = "session" // the guard is on while a wiggum session holds the lock
+	GuardAlways  = "always"
+	GuardOff     = "off"
+)
+
+// Options tune the agent hooks; `wiggum install` writes them into the hook
+// command line, so a call needs no configuration file.
+type Options struct {
+	Guard       string // GuardSession (default), GuardAlways or GuardOff
+	RequireRead bool   // deny editing a file not read first in this conversation
+	Verbose     io.Writer
+}
+
+// MaxPayload caps what a hook reads from stdin; a larger payload is not
+// analysed (the agent truncates tool output long before this).
+const MaxPayload = 16 << 20
+
+// stdinWait bounds how long a hook waits for its payload: an agent that
+// never closes stdin must not hang itself.
+var stdinWait = 10 * time.Second
+
+// Run answers one agent hook call: it reads the payload from stdin, writes
+// the agent's answer to stdout and never fails. Whatever goes wrong (bad,
+// empty, huge or binary input, an unknown event, an internal error, a panic)
+// ends in valid output and a line in the debug log.
+func Run(ctx context.Context, agent string, stdin io.Reader, stdout io.Writer, opts Options) {
+	ad, ok := Adapters[agent]
+	if !ok {
+		return
+	}
+	var ev Event
+	var resp Response
+	var root string
+	defer func() {
+		if r := recover(); r != nil {
+			debugLog(root, opts, "panic in %s hook: %v\n%s", agent, r, debug.Stack())
+			resp = Response{}
+		}
+		out := safeRender(ad, ev, resp)
+		_, _ = stdout.Write(out)
+	}()
+	data, err := readPayload(stdin)
+	if err != nil {
+		debugLog("", opts, "%s hook: %v", agent, err)
+		return
+	}
+	ev, err = ad.Parse(data)
+	if err != nil {
+		debugLog("", opts, "%s hook: unreadable payload (%d bytes): %v", agent, len(data), err)
+		ev = Event{}
+		return
+	}
+	if ev.Cwd == "" {
+		ev.Cwd, _ = os.Getwd()
+	}
+	root = findRoot(ev.Cwd)
+	resp = handle(ctx, ev, root, opts)
+}
+
+// safeRender never lets an adapter bug escape as a crash.
+func safeRender(ad Adapter, ev Event, r Response) (out []byte) {
+	defer func() {
+		if recover() != nil {
+			out = ad.Render(Event{}, Response{})
+		}
+	}()
+	return ad.Render(ev, r)
+}
+
+// readPayload reads stdin up to MaxPayload, giving up after stdinWait.
+func readPayload(r io.Reader) ([]byte, error) {
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := io.ReadAll(io.LimitReader(r, MaxPayload+1))
+		done <- result{data, err}
+	}()
+	select {
+	case res := <-done:
+		if res.err != nil {
+			return nil, fmt.Errorf("read stdin: %w", res.err)
+		}
+		if len(res.data) > MaxPayload {
+			return nil, fmt.Errorf("payload over %d bytes ignored", MaxPayload)
+		}
+		if len(bytes.TrimSpace(res.data)) == 0 {
+			return nil, errors.New("empty payload")
+		}
+		return res.data, nil
+	case <-time.After(stdinWait):
+		return nil, fmt.Errorf("no payload on stdin after %s", stdinWait)
+	}
+}
+
+// handle is the agent-independent core.
+func handle(ctx context.Context, ev Event, root string, opts Options) Response {
+	switch ev.Kind {
+	case KindPreTool:
+		if ev.Shell && ev.Command != "" {
+			return guardCommand(ev, root, opts)
+		}
+		if editTools[ev.ToolName] && ev.FilePath != "" {
+			if r := guardEdit(ev, root, opts); r.Decision != Allow {
+				return r
+			}
+			if opts.RequireRead {
+				return requireRead(ev, root, opts)
+			}
+		}
+	case KindPostTool, KindPostFailure:
+		if opts.RequireRead && readTools[ev.ToolName] && ev.FilePath != "" {
+			noteRead(ev, root, opts)
+		}
+		if ev.Shell && ev.Command != "" {
+			return testRun(ctx, ev, root, opts)
+		}
+	case KindStop:
+		stop(ctx, ev, root, opts)
+	case KindReset:
+		if root != "" && ev.SessionID != "" {
+			_ = os.Remove(readLogPath(root, ev.SessionID))
+		}
+	default:
+		debugLog(root, opts, "%s hook: event %q ignored", ev.Agent, ev.Name)
+	}
+	return Response{}
+}
+
+func guardCommand(ev Event, root string, opts Options) Response {
+	if !guardOn(root, opts) {
+		return Response{}
+	}
+	in := GuardInput{Command: ev.Command, Cwd: ev.Cwd, Root: root}
+	in.Home, _ = os.UserHomeDir()
+	if root != "" {
+		in.Branch, in.Protected = branches(root)
+	}
+	d := Guard(in)
+	if d.Action != Allow {
+		debugLog(root, opts, "guard: %s %q: %s", d.Action, ev.Command, d.Reason)
+	}
+	return Response{Decision: d.Action, Reason: "wiggum: " + d.Reason}
+}
+
+// guardOn reports whether the guard applies to this call.
+func guardOn(root string, opts Options) bool {
+	switch opts.Guard {
+	case GuardOff:
+		return false
+	case GuardAlways:
+		return true
+	}
+	return probeSession(root).Active
+}
+
+// guardEdit denies file tools writing into wiggum's state, the same rule
+// the shell guard applies to rm, mv and redirections.
+func guardEdit(ev Event, root string, opts Options) Response {
+	if !guardOn(root, opts) {
+		return Response{}
+	}
+	g := &guard{in: GuardInput{Cwd: ev.Cwd, Root: root}}
+	target := absPath(ev)
+	if root != "" {
+		if rel, err := filepath.Rel(root, target); err == nil && !strings.HasPrefix(rel, "..") {
+			target = rel
+		}
+	}
+	if why := g.protectedState(target); why != "" {
+		return Response{Decision: Deny, Reason: fmt.Sprintf("wiggum: %s %s is not allowed during a wiggum session: %s", ev.ToolName, ev.FilePath, why)}
+	}
+	if g.isGitDir(strings.SplitN(filepath.ToSlash(target), "/", 2)[0]) {
+		return Response{Decision: Deny, Reason: fmt.Sprintf("wiggum: %s %s writes inside .git; use git commands instead", ev.ToolName, ev.FilePath)}
+	}
+	return Response{}
+}
+
+// testRun handles the end of a shell command: a failing test run is logged
+// for the loop's retry prompt and, inside a session whose policy is
+// rollback, rolled back.
+func testRun(ctx context.Context, ev Event, root string, opts Options) Response {
+	runner := TestRunner(ev.Command)
+	if runner == "" {
+		return Response{}
+	}
+	if Classify(ev.Output, ev.ExitCode) != Failed {
+		return Response{}
+	}
+	if root == "" {
+		return Response{}
+	}
+	st, err := checkpoint.Open(ctx, root)
+	if err != nil {
+		debugLog(root, opts, "test failure: open state: %v", err)
+		return Response{}
+	}
+	sess := probeSession(root)
+	run, err := session.ReadRun(st)
+	if err != nil {
+		debugLog(root, opts, "test failure: %v", err)
+		run = nil
+	}
+	f := session.Failure{Source: "test-hook", Command: ev.Command, Output: Tail(ev.Output, 80, 8<<10)}
+	if run != nil && sess.Mine {
+		f.Story, f.Iteration = run.Story, run.Iteration
+	}
+	msg := fmt.Sprintf("wiggum: tests failed (%s).", runner)
+	switch {
+	case !sess.Mine:
+		f.Rollback = "not attempted: outside a wiggum session"
+		msg += " The failure was recorded; outside a wiggum session nothing is rolled back."
+	case run != nil && run.Policy == session.PolicyRecord:
+		f.Rollback = "not attempted: the session's policy is record"
+		msg += " The failure was recorded for the next attempt; fix the code and run the tests again."
+	default:
+		res, err := rollback(ctx, st, sess.Session, "tests failed: "+oneLine(ev.Command))
+		var refused *checkpoint.RefusedError
+		switch {
+		case errors.As(err, &refused):
+			f.Rollback = "refused: " + refused.Reason
+			msg += " wiggum did not roll back (" + refused.Reason + "); nothing was changed. Fix the failure from here."
+		case err != nil:
+			f.Rollback = "failed: " + err.Error()
+			msg += " Rolling back failed: " + err.Error()
+			debugLog(root, opts, "rollback: %v", err)
+		case res.NothingToDo:
+			f.Rollback = "nothing to do: already at the checkpoint"
+			msg += " The working tree is already at the checkpoint; nothing was rolled back."
+		default:
+			cp := ""
+			if res.Checkpoint != nil {
+				cp = shortSHA(res.Checkpoint.Head)
+			}
+			f.Rollback = fmt.Sprintf("rolled back to %s; attempt saved in %s", cp, res.BackupRef)
+			msg += fmt.Sprintf(" The working tree was rolled back to checkpoint %s; your attempt is saved in %s (see `wiggum recover`). Start again from the checkpoint with a different approach.", cp, res.BackupRef)
+		}
+	}
+	if err := session.AppendFailure(st, f); err != nil {
+		debugLog(root, opts, "append failure: %v", err)
+	}
+	_ = session.AppendEvent(st, "test-failure", map[string]any{"agent": ev.Agent, "runner": runner, "rollback": f.Rollback, "story": f.Story})
+	return Response{Context: msg}
+}
+
+// rollback runs one rollback at a time: an agent runs tool calls in
+// parallel, and two failing test runs must not roll the same tree back at
+// once (the second finds it already at the checkpoint).
+func rollback(ctx context.Context, st *checkpoint.State, sess, reason string) (*checkpoint.RollbackResult, error) {
+	path, err := st.Runtime("hook-rollback")
+	if err != nil {
+		return nil, err
+	}
+	var res *checkpoint.RollbackResult
+	err = statefile.WithLock(path, func() error {
+		var rerr error
+		res, rerr = st.Rollback(ctx, checkpoint.RollbackOptions{Session: sess, Reason: reason})
+		return rerr
+	})
+	return res, err
+}
+
+// stop records, for the loop, that the agent stopped inside a session, as
+// "story-incomplete" when the run's story is not ticked in the plan. It
+// never blocks the stop: the loop decides what happens next, and an agent
+// kept alive by a Stop hook (stop_hook_active) must be let go.
+func stop(ctx context.Context, ev Event, root string, opts Options) {
+	sess := probeSession(root)
+	if !sess.Mine {
+		return
+	}
+	st, err := checkpoint.Open(ctx, root)
+	if err != nil {
+		debugLog(root, opts, "stop: open state: %v", err)
+		return
+	}
+	fields := map[string]any{"agent": ev.Agent, "stop_hook_active": ev.StopHookActive}
+	name := "agent-stop"
+	if run, err := session.ReadRun(st); err == nil && run != nil && run.Story != "" {
+		fields["story"], fields["iteration"] = run.Story, run.Iteration
+		done, err := storyDone(root, run)
+		switch {
+		case err != nil:
+			debugLog(root, opts, "stop: read the plan: %v", err)
+		case !done:
+			// The loop counts this as an attempt that ended early.
+			name = "story-incomplete"
+		}
+		fields["done"] = done
+	}
+	if err := session.AppendEvent(st, name, fields); err != nil {
+		debugLog(root, opts, "stop: %v", err)
+	}
+}
+
+// storyDone reads the run's plan and reports whether its story is ticked.
+func storyDone(root string, run *session.Run) (bool, error) {
+	if run.Plan == "" {
+		return false, errors.New("the run record names no plan")
+	}
+	path := run.Plan
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(root, path)
+	}
+	src := plan.Source{File: path}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		src = plan.Source{Issues: path}
+	}
+	p, err := plan.Resolve(root, root, src)
+	if err != nil {
+		return false, err
+	}
+	stories, err := p.Stories()
+	if err != nil {
+		return false, err
+	}
+	for _, s := range stories {
+		if s.ID == run.Story {
+			return s.Done, nil
+		}
+	}
+	return false, fmt.Errorf("story %s is not in %s", run.Story, run.Plan)
+}
+
+func readLogPath(root, conversation string) string {
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, conversation)
+	if len(name) > 100 {
+		name = name[:100]
+	}
+	return filepath.Join(root, filepath.FromSlash(checkpoint.RuntimeDir), "reads", name)
+}
+
+func absPath(ev Event) string {
+	if filepath.IsAbs(ev.FilePath) {
+		return filepath.Clean(ev.FilePath)
+	}
+	return filepath.Join(ev.Cwd, ev.FilePath)
+}
+
+func noteRead(ev Event, root string, opts Options) {
+	if root == "" || ev.SessionID == "" {
+		return
+	}
+	path := readLogPath(root, ev.SessionID)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		debugLog(root, opts, "read log: %v", err)
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		debugLog(root, opts, "read log: %v", err)
+		return
+	}
+	defer f.Close()
+	// One write per line: concurrent hooks append whole lines.
+	_, _ = f.WriteString(absPath(ev) + "\n")
+}
+
+func requireRead(ev Event, root string, opts Options) Response {
+	target := absPath(ev)
+	if _, err := os.Stat(target); err != nil {
+		return Response{} // a new file has nothing to read first
+	}
+	if root != "" && ev.SessionID != "" {
+		data, _ := os.ReadFile(readLogPath(root, ev.SessionID))
+		for line := range strings.Lines(string(data)) {
+			if strings.TrimSuffix(line, "\n") == target {
+				return Response{}
+			}
+		}
+	}
+	return Response{Decision: Deny, Reason: fmt.Sprintf("wiggum: read %s before changing it (this session requires reading a file first, so edits are made against its current content)", ev.FilePath)}
+}
+
+// debugLog appends a line to .ralph/wiggum/hook-debug.log (or stderr with
+// -v). The log is rotated at 1 MiB so a busy agent cannot fill the disk.
+func debugLog(root string, opts Options, format string, args ...any) {
+	line := time.Now().UTC().Format(time.RFC3339) + " " + fmt.Sprintf(format, args...) + "\n"
+	if opts.Verbose != nil {
+		_, _ = io.WriteString(opts.Verbose, line)
+	}
+	if root == "" {
+		return
+	}
+	dir := filepath.Join(root, filepath.FromSlash(checkpoint.RuntimeDir))
+	if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(checkpoint.StateDir))); err != nil {
+		return // never create state in a repository wiggum does not manage
+	}
+	if os.MkdirAll(dir, 0o755) != nil {
+		return
+	}
+	path := filepath.Join(dir, "hook-debug.log")
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 1<<20 {
+		_ = os.Rename(path, path+".1")
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString(line)
+	_ = f.Close()
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}

@@ -1,0 +1,472 @@
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/session"
+)
+
+func payload(t testing.TB, name, cwd string) []byte {
+	data, err := os.ReadFile(filepath.Join("testdata", "payloads", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.ReplaceAll(data, []byte("{{CWD}}"), []byte(cwd))
+}
+
+// TestParsePayloads reads every agent's real payload shapes.
+func TestParsePayloads(t *testing.T) {
+	cases := []struct {
+		file    string
+		kind    Kind
+		shell   bool
+		command string
+		exit    int
+		output  string // a substring of the tool output
+		path    string
+	}{
+		{"claude_pretooluse_bash.json", KindPreTool, true, "git push origin main", -1, "", ""},
+		{"claude_pretooluse_edit.json", KindPreTool, false, "", -1, "", "/r/main.go"},
+		{"claude_posttooluse_tee_fail.json", KindPostTool, true, "go test ./... 2>&1 | tee test.log", 0, "--- FAIL: TestAdd", ""},
+		{"claude_posttooluse_pass.json", KindPostTool, true, "go test -v ./...", 0, "PASS", ""},
+		{"claude_posttoolusefailure.json", KindPostFailure, true, "go test ./...", 1, "FAIL\tex", ""},
+		{"claude_posttooluse_read.json", KindPostTool, false, "", -1, "", "/r/main.go"},
+		{"claude_stop.json", KindStop, false, "", -1, "", ""},
+		{"claude_sessionstart.json", KindReset, false, "", -1, "", ""},
+		{"claude_userpromptsubmit.json", KindReset, false, "", -1, "", ""},
+		{"claude_notification.json", KindUnknown, false, "", -1, "", ""},
+		{"codex_pretooluse.json", KindPreTool, true, "bash -lc 'git reset --hard'", -1, "", ""},
+		{"codex_posttooluse_fail.json", KindPostFailure, true, "cargo test", 101, "test result: FAILED", ""},
+		{"gemini_beforetool.json", KindPreTool, true, "git clean -fdx", -1, "", ""},
+		{"gemini_aftertool_fail.json", KindPostFailure, true, "pytest -q", 1, "1 failed, 1 passed", ""},
+		{"gemini_afteragent.json", KindStop, false, "", -1, "", ""},
+		{"cursor_beforeshell.json", KindPreTool, true, "rm -rf .ralph", -1, "", ""},
+		{"cursor_aftershell_fail.json", KindPostTool, true, "npx jest --ci", -1, "Tests:       1 failed", ""},
+		{"cursor_stop.json", KindStop, false, "", -1, "", ""},
+	}
+	for _, c := range cases {
+		agent, _, _ := strings.Cut(c.file, "_")
+		ev, err := Adapters[agent].Parse(payload(t, c.file, "/r"))
+		if err != nil {
+			t.Errorf("%s: %v", c.file, err)
+			continue
+		}
+		if ev.Kind != c.kind || ev.Shell != c.shell || ev.Command != c.command || ev.ExitCode != c.exit || ev.FilePath != c.path || ev.Cwd != "/r" {
+			t.Errorf("%s: got kind %d shell %v command %q exit %d path %q cwd %q", c.file, ev.Kind, ev.Shell, ev.Command, ev.ExitCode, ev.FilePath, ev.Cwd)
+		}
+		if !strings.Contains(ev.Output, c.output) {
+			t.Errorf("%s: output lacks %q: %.200q", c.file, c.output, ev.Output)
+		}
+	}
+}
+
+// TestBadInputAlwaysValidOutput feeds hostile stdin to every adapter.
+func TestBadInputAlwaysValidOutput(t *testing.T) {
+	inputs := map[string][]byte{
+		"empty":      nil,
+		"spaces":     []byte("  \n\t"),
+		"garbage":    []byte("not json at all"),
+		"binary":     {0, 1, 2, 0xff, 0xfe, '{', 0x80},
+		"array":      []byte(`[1,2,3]`),
+		"truncated":  []byte(`{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git pu`),
+		"wrongtypes": []byte(`{"hook_event_name":42,"tool_name":["Bash"],"tool_input":"{\"command\":7}","cwd":{}}`),
+		"unknown":    []byte(`{"hook_event_name":"SomethingNew","cwd":"/"}`),
+		"nested":     []byte(strings.Repeat("[", 100000)),
+		"huge":       bytes.Repeat([]byte("x"), MaxPayload+10),
+	}
+	t.Chdir(t.TempDir())
+	for agent := range Adapters {
+		for name, in := range inputs {
+			var out bytes.Buffer
+			Run(context.Background(), agent, bytes.NewReader(in), &out, Options{Guard: GuardAlways})
+			checkValidOutput(t, agent+"/"+name, out.Bytes())
+		}
+	}
+}
+
+func checkValidOutput(t testing.TB, what string, out []byte) {
+	t.Helper()
+	if len(bytes.TrimSpace(out)) == 0 {
+		return
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Errorf("%s: output is not a JSON object: %v: %q", what, err, out)
+	}
+}
+
+// repo makes a git repository with one commit.
+func repo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	dir, _ = filepath.EvalSymlinks(dir)
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "config", "user.email", "t@example.com")
+	git(t, dir, "config", "user.name", "T")
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-qm", "init")
+	return dir
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// inSession takes the agent lock and joins its session, as an agent started
+// by `wiggum run` or `wiggum lock` would be.
+func inSession(t *testing.T, dir string) *checkpoint.State {
+	t.Helper()
+	ctx := context.Background()
+	st, err := checkpoint.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Acquire(ctx, checkpoint.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Release() })
+	t.Setenv(checkpoint.SessionEnv, l.Holder.Session)
+	return st
+}
+
+func hook(t *testing.T, agent, file, dir string, opts Options) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	Run(context.Background(), agent, bytes.NewReader(payload(t, file, dir)), &out, opts)
+	checkValidOutput(t, file, out.Bytes())
+	return out.Bytes()
+}
+
+func TestGuardOnlyInSession(t *testing.T) {
+	dir := repo(t)
+	t.Setenv(checkpoint.SessionEnv, "")
+	if out := hook(t, "claude", "claude_pretooluse_bash.json", dir, Options{Guard: GuardSession}); len(out) != 0 {
+		t.Fatalf("outside a session the guard must be off: %s", out)
+	}
+	if out := hook(t, "claude", "claude_pretooluse_bash.json", dir, Options{Guard: GuardAlways}); !bytes.Contains(out, []byte(`"permissionDecision":"deny"`)) {
+		t.Fatalf("--guard always must deny: %s", out)
+	}
+	inSession(t, dir)
+	out := hook(t, "claude", "claude_pretooluse_bash.json", dir, Options{Guard: GuardSession})
+	var r struct {
+		HookSpecificOutput struct {
+			HookEventName, PermissionDecision, PermissionDecisionReason string
+		}
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.HookSpecificOutput.HookEventName != "PreToolUse" || r.HookSpecificOutput.PermissionDecision != "deny" || !strings.Contains(r.HookSpecificOutput.PermissionDecisionReason, "git push") {
+		t.Fatalf("in a session git push must be denied: %s", out)
+	}
+	if out := hook(t, "claude", "claude_pretooluse_bash.json", dir, Options{Guard: GuardOff}); len(out) != 0 {
+		t.Fatalf("--guard off: %s", out)
+	}
+}
+
+func TestOtherAgentsDeny(t *testing.T) {
+	dir := repo(t)
+	inSession(t, dir)
+	cases := map[string]string{
+		"codex_pretooluse.json":   `"permissionDecision":"deny"`,
+		"gemini_beforetool.json":  `"decision":"deny"`,
+		"cursor_beforeshell.json": `"permission":"deny"`,
+	}
+	for file, want := range cases {
+		agent, _, _ := strings.Cut(file, "_")
+		if out := hook(t, agent, file, dir, Options{}); !bytes.Contains(out, []byte(want)) {
+			t.Errorf("%s: want %s in %s", file, want, out)
+		}
+	}
+}
+
+// TestFailingTestsRollBackInSession: a test run piped through tee "succeeds",
+// the hook still sees the failure and rolls back to the checkpoint, saving
+// the attempt under refs/wiggum/backup/.
+func TestFailingTestsRollBackInSession(t *testing.T) {
+	for _, c := range []struct{ agent, file string }{
+		{"claude", "claude_posttooluse_tee_fail.json"},
+		{"claude", "claude_posttoolusefailure.json"},
+		{"codex", "codex_posttooluse_fail.json"},
+		{"gemini", "gemini_aftertool_fail.json"},
+		{"cursor", "cursor_aftershell_fail.json"},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			dir := repo(t)
+			st := inSession(t, dir)
+			ctx := context.Background()
+			cp, err := st.Save(ctx, os.Getenv(checkpoint.SessionEnv), checkpoint.SaveOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main // broken\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			git(t, dir, "commit", "-qam", "attempt")
+			out := hook(t, c.agent, c.file, dir, Options{})
+			if head := git(t, dir, "rev-parse", "HEAD"); head != cp.Head {
+				t.Fatalf("HEAD %s, want the checkpoint %s", head, cp.Head)
+			}
+			if refs := git(t, dir, "for-each-ref", "refs/wiggum/backup/"); refs == "" {
+				t.Fatal("no backup ref")
+			}
+			if c.agent != "cursor" && !bytes.Contains(out, []byte("rolled back to checkpoint")) {
+				t.Errorf("the agent is not told: %s", out)
+			}
+			fs, err := session.Failures(st, "")
+			if err != nil || len(fs) != 1 || !strings.HasPrefix(fs[0].Rollback, "rolled back") || fs[0].Source != "test-hook" {
+				t.Fatalf("failure log: %+v %v", fs, err)
+			}
+		})
+	}
+}
+
+func TestRecordPolicyOnlyLogs(t *testing.T) {
+	dir := repo(t)
+	st := inSession(t, dir)
+	ctx := context.Background()
+	if _, err := st.Save(ctx, os.Getenv(checkpoint.SessionEnv), checkpoint.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := session.WriteRun(st, session.Run{Session: os.Getenv(checkpoint.SessionEnv), Story: "US-3", Iteration: 2, Policy: session.PolicyRecord}); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "commit", "-q", "--allow-empty", "-m", "attempt")
+	head := git(t, dir, "rev-parse", "HEAD")
+	out := hook(t, "claude", "claude_posttoolusefailure.json", dir, Options{})
+	if got := git(t, dir, "rev-parse", "HEAD"); got != head {
+		t.Fatal("record policy rolled back")
+	}
+	if !bytes.Contains(out, []byte("recorded")) {
+		t.Errorf("context: %s", out)
+	}
+	fs, _ := session.Failures(st, "US-3")
+	if len(fs) != 1 || fs[0].Iteration != 2 || !strings.Contains(fs[0].Output, "FAIL") {
+		t.Fatalf("failure log: %+v", fs)
+	}
+}
+
+func TestRollbackRefusalIsReported(t *testing.T) {
+	dir := repo(t)
+	st := inSession(t, dir)
+	// No checkpoint: rollback refuses, nothing changes, the agent is told.
+	head := git(t, dir, "rev-parse", "HEAD")
+	out := hook(t, "claude", "claude_posttoolusefailure.json", dir, Options{})
+	if git(t, dir, "rev-parse", "HEAD") != head {
+		t.Fatal("HEAD moved")
+	}
+	if !bytes.Contains(out, []byte("did not roll back")) {
+		t.Errorf("context: %s", out)
+	}
+	fs, _ := session.Failures(st, "")
+	if len(fs) != 1 || !strings.HasPrefix(fs[0].Rollback, "refused") {
+		t.Fatalf("failure log: %+v", fs)
+	}
+}
+
+func TestOutsideSessionRecordsOnly(t *testing.T) {
+	dir := repo(t)
+	t.Setenv(checkpoint.SessionEnv, "")
+	git(t, dir, "commit", "-q", "--allow-empty", "-m", "two")
+	head := git(t, dir, "rev-parse", "HEAD")
+	status := git(t, dir, "status", "--porcelain")
+	hook(t, "claude", "claude_posttoolusefailure.json", dir, Options{})
+	if git(t, dir, "rev-parse", "HEAD") != head || git(t, dir, "status", "--porcelain") != status {
+		t.Fatal("outside a session the hook changed the repository")
+	}
+	if refs := git(t, dir, "for-each-ref", "refs/wiggum/"); refs != "" {
+		t.Fatalf("backup made outside a session: %s", refs)
+	}
+	st, _ := checkpoint.Open(context.Background(), dir)
+	if fs, _ := session.Failures(st, ""); len(fs) != 1 {
+		t.Fatalf("failure not recorded: %+v", fs)
+	}
+}
+
+func TestPassingRunDoesNothing(t *testing.T) {
+	dir := repo(t)
+	inSession(t, dir)
+	if out := hook(t, "claude", "claude_posttooluse_pass.json", dir, Options{}); len(out) != 0 {
+		t.Fatalf("output for a passing run: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".ralph", "wiggum", session.FailureFile)); err == nil {
+		t.Fatal("a passing run was logged as a failure")
+	}
+}
+
+func TestStopIsRecordedNeverBlocks(t *testing.T) {
+	dir := repo(t)
+	inSession(t, dir)
+	for _, f := range []string{"claude_stop.json", "claude_stop_active.json"} {
+		if out := hook(t, "claude", f, dir, Options{}); len(out) != 0 {
+			t.Fatalf("%s: the stop hook must not block: %s", f, out)
+		}
+	}
+	hook(t, "gemini", "gemini_afteragent.json", dir, Options{})
+	hook(t, "cursor", "cursor_stop.json", dir, Options{})
+	data, err := os.ReadFile(filepath.Join(dir, ".ralph", "wiggum", session.EventFile))
+	if err != nil || bytes.Count(data, []byte(`"event":"agent-stop"`)) != 4 {
+		t.Fatalf("stop events: %v\n%s", err, data)
+	}
+}
+
+// TestStopRecordsIncompleteStory: inside `wiggum run`, a stop before the
+// story is ticked is recorded as incomplete; after it is ticked, it is not.
+func TestStopRecordsIncompleteStory(t *testing.T) {
+	dir := repo(t)
+	st := inSession(t, dir)
+	planPath := filepath.Join(dir, "plan.md")
+	if err := os.WriteFile(planPath, []byte("# Plan\n\n- [ ] US-1 first\n- [ ] US-10 tenth\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := session.WriteRun(st, session.Run{Session: os.Getenv(checkpoint.SessionEnv), Plan: "plan.md", Story: "US-1", Iteration: 1}); err != nil {
+		t.Fatal(err)
+	}
+	events := filepath.Join(dir, ".ralph", "wiggum", session.EventFile)
+	hook(t, "claude", "claude_stop.json", dir, Options{})
+	data, _ := os.ReadFile(events)
+	if !bytes.Contains(data, []byte(`"event":"story-incomplete"`)) || !bytes.Contains(data, []byte(`"story":"US-1"`)) {
+		t.Fatalf("events: %s", data)
+	}
+	if err := os.WriteFile(planPath, []byte("# Plan\n\n- [x] US-1 first\n- [ ] US-10 tenth\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(events); err != nil {
+		t.Fatal(err)
+	}
+	hook(t, "claude", "claude_stop.json", dir, Options{})
+	data, _ = os.ReadFile(events)
+	if !bytes.Contains(data, []byte(`"event":"agent-stop"`)) || !bytes.Contains(data, []byte(`"done":true`)) {
+		t.Fatalf("events after ticking: %s", data)
+	}
+}
+
+func TestRequireRead(t *testing.T) {
+	dir := repo(t)
+	opts := Options{RequireRead: true}
+	if out := hook(t, "claude", "claude_pretooluse_edit.json", dir, opts); !bytes.Contains(out, []byte(`"deny"`)) {
+		t.Fatalf("edit before read: %s", out)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".ralph"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hook(t, "claude", "claude_posttooluse_read.json", dir, opts)
+	if out := hook(t, "claude", "claude_pretooluse_edit.json", dir, opts); len(out) != 0 {
+		t.Fatalf("edit after read: %s", out)
+	}
+	hook(t, "claude", "claude_sessionstart.json", dir, opts)
+	if out := hook(t, "claude", "claude_pretooluse_edit.json", dir, opts); !bytes.Contains(out, []byte(`"deny"`)) {
+		t.Fatalf("a new conversation must read again: %s", out)
+	}
+	if out := hook(t, "claude", "claude_pretooluse_edit.json", dir, Options{}); len(out) != 0 {
+		t.Fatalf("without --require-read: %s", out)
+	}
+}
+
+func TestGitHooks(t *testing.T) {
+	dir := repo(t)
+	ctx := context.Background()
+	t.Setenv(AllowPushEnv, "")
+	if err := GitHook(ctx, dir, "pre-push"); err != nil {
+		t.Fatalf("pre-push outside a session: %v", err)
+	}
+	inSession(t, dir)
+	err := GitHook(ctx, dir, "pre-push")
+	if _, ok := err.(*PushRefusedError); !ok || !strings.Contains(err.Error(), AllowPushEnv) {
+		t.Fatalf("pre-push in a session: %v", err)
+	}
+	t.Setenv(AllowPushEnv, "1")
+	if err := GitHook(ctx, dir, "pre-push"); err != nil {
+		t.Fatalf("%s=1: %v", AllowPushEnv, err)
+	}
+	if err := GitHook(ctx, dir, "post-commit"); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := checkpoint.Open(ctx, dir)
+	j, err := st.Journal()
+	if err != nil || len(j) != 1 || j[0].Session != os.Getenv(checkpoint.SessionEnv) {
+		t.Fatalf("journal: %+v %v", j, err)
+	}
+	if err := GitHook(ctx, dir, "post-checkout"); err != nil {
+		t.Fatalf("an unknown hook must do nothing: %v", err)
+	}
+}
+
+func TestLinkedWorktreeBranch(t *testing.T) {
+	dir := repo(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	git(t, dir, "worktree", "add", "-q", "-b", "story-1", wt)
+	root := findRoot(filepath.Join(wt))
+	if root != wt {
+		t.Fatalf("root %q", root)
+	}
+	if b, _ := branches(root); b != "story-1" {
+		t.Fatalf("branch %q", b)
+	}
+	if b, _ := branches(dir); b != "main" {
+		t.Fatalf("main tree branch %q", b)
+	}
+}
+
+// TestStdinNeverClosed: an agent that never closes the hook's stdin does
+// not hang it; the hook answers "no opinion" once the wait is over.
+func TestStdinNeverClosed(t *testing.T) {
+	old := stdinWait
+	stdinWait = 50 * time.Millisecond
+	defer func() { stdinWait = old }()
+	r, w := io.Pipe()
+	defer w.Close()
+	go w.Write([]byte(`{"hook_event_name":"PreToolUse"`))
+	done := make(chan []byte)
+	go func() {
+		var out bytes.Buffer
+		Run(context.Background(), "gemini", r, &out, Options{Guard: GuardAlways})
+		done <- out.Bytes()
+	}()
+	select {
+	case out := <-done:
+		checkValidOutput(t, "open stdin", out)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the hook hung on an open stdin")
+	}
+}
+
+func TestEditToolsCannotTouchState(t *testing.T) {
+	dir := repo(t)
+	inSession(t, dir)
+	for _, path := range []string{".ralph/.agent-lock.json", ".ralph/wiggum/checkpoint.json", ".git/refs/wiggum/backup/1", ".git/config"} {
+		in := `{"session_id":"s","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"` + filepath.Join(dir, path) + `","content":"{}"}}`
+		var out bytes.Buffer
+		Run(context.Background(), "claude", strings.NewReader(in), &out, Options{})
+		if !bytes.Contains(out.Bytes(), []byte(`"deny"`)) {
+			t.Errorf("Write %s allowed: %s", path, out.Bytes())
+		}
+	}
+	in := `{"session_id":"s","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Edit","tool_input":{"file_path":"main.go"}}`
+	var out bytes.Buffer
+	Run(context.Background(), "claude", strings.NewReader(in), &out, Options{})
+	if out.Len() != 0 {
+		t.Errorf("editing main.go: %s", out.Bytes())
+	}
+}

@@ -1,0 +1,342 @@
+package hooks
+
+import (
+	"path"
+	"regexp"
+	"strings"
+	"sync"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// TestRunner names the test runner a shell command starts ("go test",
+// "pytest", "npm test", ...), or "" when it runs no tests.
+func TestRunner(command string) string {
+	if len(command) > maxCommand {
+		return ""
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
+	if err != nil {
+		// Half a command is still worth a look: a failing run must not
+		// slip through because of an odd quote elsewhere.
+		return runnerOf(strings.Fields(command))
+	}
+	found := ""
+	syntax.Walk(f, func(n syntax.Node) bool {
+		c, ok := n.(*syntax.CallExpr)
+		if !ok || found != "" {
+			return found == ""
+		}
+		args := make([]string, 0, len(c.Args))
+		for _, a := range c.Args {
+			s, _ := wordValue(a)
+			args = append(args, s)
+		}
+		found = runnerOf(args)
+		if found == "" && len(args) > 2 && shells[path.Base(args[0])] {
+			for i, a := range args[1 : len(args)-1] {
+				if strings.HasPrefix(a, "-") && strings.ContainsRune(a, 'c') {
+					found = TestRunner(args[i+2])
+					break
+				}
+			}
+		}
+		return found == ""
+	})
+	return found
+}
+
+// runnerOf recognises a test runner in one argv, looking through wrappers.
+func runnerOf(args []string) string {
+	for len(args) > 0 {
+		base := path.Base(args[0])
+		switch base {
+		case "env", "timeout", "nice", "nohup", "time", "stdbuf", "xvfb-run", "sudo", "command", "exec", "npx", "bunx", "dotenv":
+			i := 1
+			for i < len(args) && (strings.HasPrefix(args[i], "-") || strings.Contains(args[i], "=") || (base == "timeout" && i == 1)) {
+				i++
+			}
+			args = args[i:]
+			continue
+		case "bundle", "poetry", "pipenv", "uv", "hatch", "pdm", "rye":
+			// bundle exec rspec, poetry run pytest, uv run pytest
+			if len(args) > 2 && (args[1] == "exec" || args[1] == "run") {
+				args = args[2:]
+				continue
+			}
+			if base == "hatch" && len(args) > 1 && args[1] == "test" {
+				return "hatch test"
+			}
+			return ""
+		}
+		break
+	}
+	if len(args) == 0 {
+		return ""
+	}
+	base := path.Base(args[0])
+	sub := ""
+	for _, a := range args[1:] {
+		if !strings.HasPrefix(a, "-") {
+			sub = a
+			break
+		}
+	}
+	switch base {
+	case "pytest", "py.test", "jest", "vitest", "mocha", "rspec", "bats", "tox", "nox", "phpunit", "ctest", "gotestsum", "ava", "tap", "karma", "cucumber", "behave", "nosetests", "trial", "prove":
+		return base
+	case "go", "cargo", "swift", "deno", "bun", "dotnet", "mix", "zig", "stack", "cabal", "lein", "sbt", "dart", "flutter":
+		if sub == "test" || sub == "nextest" || (base == "zig" && strings.Contains(strings.Join(args, " "), "build test")) {
+			return base + " test"
+		}
+	case "python", "python3", "python2":
+		for i, a := range args {
+			if a == "-m" && i+1 < len(args) {
+				switch args[i+1] {
+				case "pytest", "unittest", "nose", "tox":
+					return "python -m " + args[i+1]
+				}
+			}
+		}
+	case "npm", "yarn", "pnpm":
+		if sub == "test" || sub == "t" || strings.HasPrefix(sub, "test:") {
+			return base + " test"
+		}
+		if sub == "run" || sub == "run-script" {
+			for _, a := range args[2:] {
+				if !strings.HasPrefix(a, "-") {
+					if strings.Contains(a, "test") || strings.Contains(a, "spec") {
+						return base + " run " + a
+					}
+					break
+				}
+			}
+		}
+		if base == "yarn" && (sub == "jest" || sub == "vitest" || sub == "mocha") {
+			return sub
+		}
+	case "make", "gmake", "just", "task", "mage", "rake", "ninja":
+		for _, a := range args[1:] {
+			if strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
+				continue
+			}
+			if a == "check" || strings.Contains(a, "test") || strings.Contains(a, "spec") {
+				return base + " " + a
+			}
+		}
+	case "mvn", "mvnw", "gradle", "gradlew":
+		for _, a := range args[1:] {
+			if a == "test" || a == "check" || a == "verify" {
+				return base + " " + a
+			}
+		}
+	}
+	return ""
+}
+
+// Outcome is what a test run's output says about it.
+type Outcome int
+
+// Test run outcomes.
+const (
+	Unknown Outcome = iota
+	Passed
+	Failed
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Passed:
+		return "passed"
+	case Failed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// signal is one line format of a runner's summary. A line is only matched
+// against re when it starts (after indentation, if indented is set) with one
+// of the prefixes ("#" stands for a digit): the hook reads thousands of lines
+// per call and must stay cheap.
+type signal struct {
+	prefixes []string
+	indented bool
+	word     string // when set, the line must contain it
+	re       *lazyRE
+}
+
+func sig(indented bool, re string, prefixes ...string) signal {
+	return signal{prefixes: prefixes, indented: indented, re: lazy(re)}
+}
+
+// lazyRE compiles on first use: a hook process lives for one event and
+// compiling every pattern up front would cost more than the event itself.
+type lazyRE struct {
+	once sync.Once
+	src  string
+	re   *regexp.Regexp
+}
+
+func lazy(src string) *lazyRE { return &lazyRE{src: src} }
+
+func (l *lazyRE) get() *regexp.Regexp {
+	l.once.Do(func() { l.re = regexp.MustCompile(l.src) })
+	return l.re
+}
+
+// MatchString reports whether s matches.
+func (l *lazyRE) MatchString(s string) bool { return l.get().MatchString(s) }
+
+// with adds a word the line must contain before the regexp is tried.
+func (s signal) with(word string) signal {
+	s.word = word
+	return s
+}
+
+// Runner summaries. Each is anchored to a whole line in the runner's own
+// format, so a passing test that merely prints "FAIL" or "failed" does not
+// count; output piped through tee still carries them.
+var (
+	failSignals = []signal{
+		sig(false, `^--- FAIL: `, "--- FAIL"),                                                          // go test
+		sig(false, `^FAIL\s*$|^FAIL\t\S+`, "FAIL"),                                                     // go test package line
+		sig(false, `^panic: .*\[recovered\]|^panic: test timed out`, "panic:"),                         // go test binary crash
+		sig(false, `^(=+ )?(\d+ passed, )?\d+ (failed|errors?)\b.* in [\d.]+s`, "=", "#").with(" in "), // pytest summary
+		sig(false, `^FAILED \S+::`, "FAILED"),                                                          // pytest short summary
+		sig(false, `^Tests:\s+(.*, )?\d+ failed`, "Tests:"),                                            // jest
+		sig(false, `^Test Suites:\s+\d+ failed`, "Test Suites:"),                                       // jest
+		sig(true, `^(Tests|Test Files)\s+\d+ failed`, "Test"),                                          // vitest
+		sig(false, `^test result: FAILED\.`, "test result:"),                                           // cargo test
+		sig(false, `^\d+ examples?, [1-9]\d* failures?`, "#").with(" example"),                         // rspec
+		sig(false, `^not ok \d+`, "not ok"),                                                            // bats, TAP
+		sig(false, `^(npm ERR!|npm error) (Test failed|code ELIFECYCLE)`, "npm"),                       // npm test
+		sig(false, `^error Command failed with exit code \d+`, "error Command"),                        // yarn
+		sig(true, `^ELIFECYCLE\s+Test failed`, "ELIFECYCLE"),                                           // pnpm
+		sig(false, `^make(\[\d+\])?: \*\*\* \[[^\]]*\] Error \d+`, "make"),                             // make test
+		sig(false, `^FAILED \(.*(failures|errors)=\d+`, "FAILED"),                                      // python -m unittest
+		sig(false, `^error: test failed`, "error: test"),                                               // cargo
+	}
+	passSignals = []signal{
+		sig(false, `^ok\s+\S+\s+([\d.]+s|\(cached\))`, "ok"),                     // go test
+		sig(false, `^PASS\s*$`, "PASS"),                                          // go test -v
+		sig(false, `^(=+ )?\d+ passed\b.* in [\d.]+s`, "=", "#").with(" passed"), // pytest
+		sig(false, `^Tests:\s+\d+ passed`, "Tests:"),                             // jest
+		sig(true, `^(Tests|Test Files)\s+\d+ passed`, "Test"),                    // vitest
+		sig(true, `^\d+ passing \(`, "#"),                                        // mocha
+		sig(false, `^test result: ok\.`, "test result:"),                         // cargo test
+		sig(false, `^\d+ examples?, 0 failures`, "#").with(" example"),           // rspec
+		sig(false, `^ok \d+`, "ok"),                                              // bats, TAP
+		sig(false, `^OK( \(.*\))?\s*$`, "OK"),                                    // python -m unittest
+		sig(false, `^Ran \d+ tests? in`, "Ran "),                                 // python -m unittest
+		sig(false, `^100% tests passed, 0 tests failed`, "100%"),                 // ctest
+		sig(false, `^Tests run: \d+, Failures: 0, Errors: 0`, "Tests run:"),      // maven surefire
+	}
+	mochaSummary = lazy(`^\d+ (passing \(|pending\s*$)`)
+	mochaFailing = lazy(`^\d+ failing\s*$`)
+	ansi         = lazy(`\x1b\[[0-9;?]*[A-Za-z]`)
+)
+
+// failIndex and passIndex list, per first byte of a line, the signals
+// that can match it.
+var failIndex, passIndex = index(failSignals), index(passSignals)
+
+func index(sigs []signal) *[256][]int {
+	var idx [256][]int
+	for i, s := range sigs {
+		for _, p := range s.prefixes {
+			if p == "#" {
+				for b := '0'; b <= '9'; b++ {
+					idx[b] = append(idx[b], i)
+				}
+				continue
+			}
+			idx[p[0]] = append(idx[p[0]], i)
+		}
+	}
+	return &idx
+}
+
+func (s *signal) match(line, trimmed string) bool {
+	if !s.indented && len(trimmed) != len(line) {
+		return false
+	}
+	if s.word != "" && !strings.Contains(trimmed, s.word) {
+		return false
+	}
+	for _, p := range s.prefixes {
+		if p == "#" {
+			if trimmed != "" && trimmed[0] >= '0' && trimmed[0] <= '9' {
+				return s.re.MatchString(trimmed)
+			}
+			continue
+		}
+		if strings.HasPrefix(trimmed, p) {
+			return s.re.MatchString(trimmed)
+		}
+	}
+	return false
+}
+
+// Classify reads a test run's output (stdout and stderr interleaved) and its
+// exit code (-1 when the agent does not report one).
+func Classify(output string, exitCode int) Outcome {
+	if exitCode > 0 {
+		return Failed
+	}
+	pass := false
+	// mocha prints "N failing" right after "N passing (time)" (and
+	// "N pending"); only there is it the runner's summary.
+	afterMocha := false
+	for line := range strings.Lines(output) {
+		line = strings.TrimRight(line, "\r\n")
+		if strings.IndexByte(line, 0x1b) >= 0 {
+			line = ansi.get().ReplaceAllString(line, "")
+		}
+		trimmed := strings.TrimLeft(line, " \t")
+		if trimmed == "" {
+			continue
+		}
+		for _, i := range failIndex[trimmed[0]] {
+			if failSignals[i].match(line, trimmed) {
+				return Failed
+			}
+		}
+		digit := trimmed[0] >= '0' && trimmed[0] <= '9'
+		if afterMocha && digit && mochaFailing.MatchString(trimmed) {
+			return Failed
+		}
+		afterMocha = digit && mochaSummary.MatchString(trimmed)
+		if !pass {
+			for _, i := range passIndex[trimmed[0]] {
+				if passSignals[i].match(line, trimmed) {
+					pass = true
+					break
+				}
+			}
+		}
+	}
+	if pass || exitCode == 0 {
+		return Passed
+	}
+	return Unknown
+}
+
+// Tail returns the last n lines of s, at most max bytes, for failure logs
+// and prompts.
+func Tail(s string, n, max int) string {
+	s = strings.TrimRight(s, "\n")
+	lines := 0
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\n' {
+			lines++
+			if lines == n {
+				s = s[i+1:]
+				break
+			}
+		}
+	}
+	if len(s) > max {
+		s = "…" + s[len(s)-max:]
+	}
+	return s
+}

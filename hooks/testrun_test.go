@@ -1,0 +1,116 @@
+package hooks
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The fixtures are real outputs of the runners (go test, pytest, bats,
+// rspec, cargo test, make, jest, vitest, mocha, npm test), generated on this
+// machine from tiny suites. Every *_pass fixture prints a decoy ("FAIL is
+// just text", "  1 failing", "Failures: none") from inside a passing test.
+func TestClassifyRealRunnerOutput(t *testing.T) {
+	files, err := filepath.Glob("testdata/testruns/*.txt")
+	if err != nil || len(files) < 20 {
+		t.Fatalf("fixtures: %v (%d)", err, len(files))
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimSuffix(filepath.Base(f), ".txt")
+		want := Passed
+		if strings.Contains(name, "_fail") {
+			want = Failed
+		}
+		// -1: the agent gave no exit code (Cursor); 0: the command
+		// "succeeded" because its output went through tee.
+		for _, code := range []int{-1, 0} {
+			if got := Classify(string(data), code); got != want {
+				t.Errorf("%s (exit %d): got %s, want %s", name, code, got, want)
+			}
+		}
+		if got := Classify(string(data), 1); got != Failed {
+			t.Errorf("%s with exit 1: got %s", name, got)
+		}
+	}
+}
+
+func TestClassifyWithoutSummary(t *testing.T) {
+	if got := Classify("compiling...\n", -1); got != Unknown {
+		t.Errorf("no summary, no exit code: %s", got)
+	}
+	if got := Classify("", 0); got != Passed {
+		t.Errorf("exit 0 and no failure: %s", got)
+	}
+	if got := Classify("  1 failing\n", -1); got != Unknown {
+		t.Errorf("a lone mocha-looking line is not a summary: %s", got)
+	}
+	colored := "\x1b[31m--- FAIL: TestX (0.00s)\x1b[0m\n"
+	if got := Classify(colored, 0); got != Failed {
+		t.Errorf("colored go failure: %s", got)
+	}
+}
+
+func TestTestRunner(t *testing.T) {
+	cases := map[string]string{
+		"go test ./...": "go test",
+		"cd src && go test -race ./... 2>&1 | tee x": "go test",
+		"go build ./...":                 "",
+		"pytest -q":                      "pytest",
+		"python3 -m pytest tests/":       "python -m pytest",
+		"python -m unittest discover":    "python -m unittest",
+		"poetry run pytest":              "pytest",
+		"uv run pytest -x":               "pytest",
+		"npx jest --ci":                  "jest",
+		"npx vitest run":                 "vitest",
+		"npm test":                       "npm test",
+		"npm run test:unit":              "npm run test:unit",
+		"yarn test":                      "yarn test",
+		"pnpm test -- --watch=false":     "pnpm test",
+		"pnpm run lint":                  "",
+		"cargo test --all":               "cargo test",
+		"cargo build":                    "",
+		"bundle exec rspec spec/":        "rspec",
+		"rspec":                          "rspec",
+		"bats test/":                     "bats",
+		"make test":                      "make test",
+		"make -j4 check":                 "make check",
+		"make build":                     "",
+		"timeout 300 go test ./...":      "go test",
+		"CGO_ENABLED=0 go test ./...":    "go test",
+		"env -i PATH=/bin go test ./...": "go test",
+		"bash -c 'go test ./...'":        "go test",
+		"mocha test/*.js":                "mocha",
+		"echo go test":                   "",
+		"git commit -m 'make test pass'": "",
+		"mvn -q test":                    "mvn test",
+		"./gradlew test":                 "gradlew test",
+		"dotnet test":                    "dotnet test",
+		"go test ./... \"unterminated":   "go test",
+		"grep -r 'pytest' .":             "",
+		"ls && npm run build && npm test 2>&1 | tail": "npm test",
+	}
+	for cmd, want := range cases {
+		if got := TestRunner(cmd); got != want {
+			t.Errorf("TestRunner(%q) = %q, want %q", cmd, got, want)
+		}
+	}
+}
+
+func BenchmarkClassify1000Lines(b *testing.B) {
+	var sb strings.Builder
+	for i := range 333 {
+		sb.WriteString("=== RUN   TestThing")
+		sb.WriteString(strings.Repeat("x", i%7))
+		sb.WriteString("\n    thing_test.go:12: checking the thing works as intended\n--- PASS: TestThing (0.00s)\n")
+	}
+	sb.WriteString("PASS\nok  \texample.com/thing\t0.123s\n")
+	out := sb.String()
+	for b.Loop() {
+		Classify(out, 0)
+	}
+}

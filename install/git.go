@@ -1,0 +1,153 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/hooks"
+	"github.com/wiggum-dev/wiggum/internal/git"
+)
+
+// ForeignHooksPathError is a core.hooksPath set by someone else (husky,
+// lefthook, a team policy). wiggum does not fight over it without --force.
+type ForeignHooksPathError struct{ Path string }
+
+func (e *ForeignHooksPathError) Error() string {
+	return fmt.Sprintf("core.hooksPath is set to %q, so another tool manages this repository's git hooks; wiggum changed nothing. Run again with --force to install wiggum's hooks into that directory (existing hooks there are chained, not deleted)", e.Path)
+}
+
+// ExitCode implements exitcode.Coder: usage, nothing changed.
+func (e *ForeignHooksPathError) ExitCode() int { return 2 }
+
+// shim is the git hook wiggum installs: a small POSIX sh script that runs
+// the hook it replaced (kept as NAME.old) and then `wiggum hook git NAME`.
+// Without a wiggum binary it lets git go on: a missing tool must not make
+// commits fail.
+func shim(name, fallback string) []byte {
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n")
+	b.WriteString(checkpoint.GitHookMarker + "\n")
+	b.WriteString("# Installed by 'wiggum install --git'; NAME.old, if present, is the hook that was here before.\n")
+	fmt.Fprintf(&b, "old=\"$(dirname \"$0\")/%s.old\"\n", name)
+	b.WriteString("wiggum=$(command -v wiggum 2>/dev/null) || wiggum=\n")
+	if fallback != "" {
+		fmt.Fprintf(&b, "[ -n \"$wiggum\" ] || { [ -x %s ] && wiggum=%s; }\n", shellQuote(fallback), shellQuote(fallback))
+	}
+	if name == "pre-push" {
+		// Both hooks read the refs being pushed from stdin.
+		b.WriteString("input=$(cat)\n")
+		b.WriteString("if [ -x \"$old\" ]; then\n\tif [ -n \"$input\" ]; then printf '%s\\n' \"$input\"; fi | \"$old\" \"$@\" || exit $?\nfi\n")
+		b.WriteString("[ -n \"$wiggum\" ] || exit 0\n")
+		fmt.Fprintf(&b, "if [ -n \"$input\" ]; then printf '%%s\\n' \"$input\"; fi | \"$wiggum\" hook git %s \"$@\"\n", name)
+		return []byte(b.String())
+	}
+	b.WriteString("status=0\n")
+	b.WriteString("if [ -x \"$old\" ]; then \"$old\" \"$@\" || status=$?; fi\n")
+	fmt.Fprintf(&b, "if [ -n \"$wiggum\" ]; then \"$wiggum\" hook git %s \"$@\" || true; fi\n", name)
+	b.WriteString("exit $status\n")
+	return []byte(b.String())
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// fallbackBinary is the absolute path of this wiggum, used by the shims
+// when wiggum is not on PATH; "" when the running binary is not named
+// wiggum (a test binary, say).
+func fallbackBinary() string {
+	exe, err := os.Executable()
+	if err != nil || filepath.Base(exe) != "wiggum" {
+		return ""
+	}
+	return exe
+}
+
+// hooksDir returns where git runs hooks for the repository, refusing a
+// foreign core.hooksPath unless force is set.
+func hooksDir(ctx context.Context, repo *git.Repo, force bool) (string, error) {
+	hp, err := repo.Line(ctx, "config", "--get", "core.hooksPath")
+	var ge *git.Error
+	if err != nil && !(errors.As(err, &ge) && ge.Status() == 1) {
+		return "", err
+	}
+	if hp != "" && !force {
+		return "", &ForeignHooksPathError{Path: hp}
+	}
+	return repo.HooksDir, nil
+}
+
+// InstallGit writes wiggum's git hook shims into the repository's hooks
+// directory (the common one, so linked worktrees share them). A foreign
+// hook already there is renamed to NAME.old and chained.
+func InstallGit(ctx context.Context, repo *git.Repo, force bool) ([]Change, error) {
+	dir, err := hooksDir(ctx, repo, force)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	fallback := fallbackBinary()
+	var changes []Change
+	for _, name := range hooks.GitHooks {
+		path := filepath.Join(dir, name)
+		want := shim(name, fallback)
+		have, err := os.ReadFile(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return changes, fmt.Errorf("read %s: %w", path, err)
+		case bytes.Contains(have, []byte(checkpoint.GitHookMarker)):
+			if bytes.Equal(have, want) {
+				continue
+			}
+		default:
+			old := path + ".old"
+			if _, err := os.Lstat(old); err == nil {
+				return changes, fmt.Errorf("%s is not wiggum's and %s already exists; move one of them away, then run again", path, old)
+			}
+			if err := os.Rename(path, old); err != nil {
+				return changes, fmt.Errorf("keep the existing hook as %s: %w", old, err)
+			}
+			changes = append(changes, Change{Path: old, After: have})
+			have = nil
+		}
+		if err := renameio.WriteFile(path, want, 0o755); err != nil {
+			return changes, fmt.Errorf("write %s: %w", path, err)
+		}
+		changes = append(changes, Change{Path: path, Before: have, After: want})
+	}
+	return changes, nil
+}
+
+// UninstallGit removes wiggum's shims and puts chained hooks back.
+func UninstallGit(ctx context.Context, repo *git.Repo) ([]Change, error) {
+	var changes []Change
+	for _, name := range hooks.GitHooks {
+		path := filepath.Join(repo.HooksDir, name)
+		have, err := os.ReadFile(path)
+		if err != nil || !bytes.Contains(have, []byte(checkpoint.GitHookMarker)) {
+			continue // absent, or not wiggum's: leave it alone
+		}
+		if err := os.Remove(path); err != nil {
+			return changes, fmt.Errorf("remove %s: %w", path, err)
+		}
+		changes = append(changes, Change{Path: path, Before: have})
+		old := path + ".old"
+		if data, err := os.ReadFile(old); err == nil {
+			if err := os.Rename(old, path); err != nil {
+				return changes, fmt.Errorf("restore %s: %w", path, err)
+			}
+			changes = append(changes, Change{Path: path, After: data})
+		}
+	}
+	return changes, nil
+}

@@ -1,0 +1,320 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/git"
+)
+
+func copyFixture(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "settings", "s.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func read(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestRoundTripByteIdentical: install then uninstall gives back the exact
+// bytes of a settings file that already held other hooks and keys, for
+// every agent and option set; installing twice changes nothing.
+func TestRoundTripByteIdentical(t *testing.T) {
+	fixtures := map[string]string{"claude": "claude_settings.json", "codex": "codex_hooks.json", "gemini": "gemini_settings.json", "cursor": "cursor_hooks.json"}
+	for name, fixture := range fixtures {
+		for _, opts := range []AgentOptions{{}, {Guard: "always", RequireRead: true}} {
+			a := Agents[name]
+			path := copyFixture(t, fixture)
+			orig := read(t, path)
+			ch, err := InstallAgent(a, path, opts)
+			if err != nil || ch == nil {
+				t.Fatalf("%s: install: %v %v", name, ch, err)
+			}
+			installed := read(t, path)
+			var v map[string]any
+			if err := json.Unmarshal(installed, &v); err != nil {
+				t.Fatalf("%s: installed file is not JSON: %v", name, err)
+			}
+			if !bytes.Contains(installed, []byte(a.Command(opts))) {
+				t.Fatalf("%s: no wiggum entry:\n%s", name, installed)
+			}
+			if !strings.Contains(ch.Diff(), "+") {
+				t.Fatalf("%s: empty diff", name)
+			}
+			// every unrelated value is still there
+			checkSubset(t, name, orig, installed)
+			if ch, err := InstallAgent(a, path, opts); err != nil || ch != nil || !bytes.Equal(read(t, path), installed) {
+				t.Fatalf("%s: second install changed something: %v %v", name, ch, err)
+			}
+			if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s: mode changed to %v", name, fi.Mode())
+			}
+			if _, err := UninstallAgent(a, path); err != nil {
+				t.Fatal(err)
+			}
+			if got := read(t, path); !bytes.Equal(got, orig) {
+				t.Fatalf("%s %+v: not byte-identical after uninstall:\n%s", name, opts, unifiedDiff("s.json", string(orig), string(got)))
+			}
+		}
+	}
+}
+
+// checkSubset fails when a key path of before is missing from after.
+func checkSubset(t *testing.T, name string, before, after []byte) {
+	t.Helper()
+	var b, a any
+	_ = json.Unmarshal(before, &b)
+	_ = json.Unmarshal(after, &a)
+	var walk func(p string, x, y any)
+	walk = func(p string, x, y any) {
+		switch x := x.(type) {
+		case map[string]any:
+			ym, ok := y.(map[string]any)
+			if !ok {
+				t.Errorf("%s: %s is no longer an object", name, p)
+				return
+			}
+			for k, v := range x {
+				walk(p+"."+k, v, ym[k])
+			}
+		case []any:
+			ya, ok := y.([]any)
+			if !ok || len(ya) < len(x) {
+				t.Errorf("%s: %s lost items", name, p)
+				return
+			}
+			for i, v := range x {
+				walk(p, v, ya[i])
+			}
+		default:
+			if xb, _ := json.Marshal(x); string(xb) != func() string { yb, _ := json.Marshal(y); return string(yb) }() {
+				t.Errorf("%s: %s changed", name, p)
+			}
+		}
+	}
+	walk("", b, a)
+}
+
+func TestInstallCreatesAndUninstallRemovesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".claude", "settings.json")
+	if _, err := InstallAgent(Agents["claude"], path, AgentOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := UninstallAgent(Agents["claude"], path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(path)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the file and directory install created should be gone: %v", err)
+	}
+}
+
+func TestOptionsChangeReplacesEntries(t *testing.T) {
+	path := copyFixture(t, "claude_settings.json")
+	a := Agents["claude"]
+	if _, err := InstallAgent(a, path, AgentOptions{RequireRead: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InstallAgent(a, path, AgentOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	data := read(t, path)
+	if bytes.Contains(data, []byte("--require-read")) || bytes.Contains(data, []byte("UserPromptSubmit")) {
+		t.Fatalf("stale entries kept:\n%s", data)
+	}
+	if n := bytes.Count(data, []byte(`"wiggum hook claude"`)); n != 4 {
+		t.Fatalf("%d wiggum entries, want 4", n)
+	}
+}
+
+func TestMigrateReplacesBashLoopHooks(t *testing.T) {
+	path := copyFixture(t, "claude_bashloop.json")
+	if _, err := InstallAgent(Agents["claude"], path, AgentOptions{Migrate: true}); err != nil {
+		t.Fatal(err)
+	}
+	data := read(t, path)
+	if bytes.Contains(data, []byte(".agents/ralph/hooks")) {
+		t.Fatalf("bash loop hooks kept:\n%s", data)
+	}
+	if !bytes.Contains(data, []byte("./keep-me.sh")) || !bytes.Contains(data, []byte(`"model": "sonnet"`)) {
+		t.Fatalf("unrelated entries lost:\n%s", data)
+	}
+}
+
+func TestRefusesBrokenSettings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.json")
+	bad := []byte("{\n  // a comment\n  \"a\": 1\n}\n")
+	if err := os.WriteFile(path, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InstallAgent(Agents["claude"], path, AgentOptions{}); err == nil {
+		t.Fatal("invalid JSON accepted")
+	}
+	if !bytes.Equal(read(t, path), bad) {
+		t.Fatal("a refused install changed the file")
+	}
+}
+
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	run(t, dir, "git", "init", "-q", "-b", "main")
+	run(t, dir, "git", "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "init")
+	return dir
+}
+
+func run(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func TestGitChainsForeignHookAndRestoresIt(t *testing.T) {
+	dir := gitRepo(t)
+	ctx := context.Background()
+	repo, err := git.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := []byte("#!/bin/sh\necho foreign-hook-ran >> \"$(git rev-parse --git-dir)/foreign.log\"\n")
+	hook := filepath.Join(repo.HooksDir, "post-commit")
+	if err := os.WriteFile(hook, foreign, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InstallGit(ctx, repo, false); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(read(t, hook+".old"), foreign) || !bytes.Contains(read(t, hook), []byte(checkpoint.GitHookMarker)) {
+		t.Fatal("foreign hook not chained")
+	}
+	// The chained hook still runs on commit (wiggum itself is not on PATH
+	// here, which must not break the commit).
+	run(t, dir, "git", "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "two")
+	if !bytes.Contains(read(t, filepath.Join(repo.GitDir, "foreign.log")), []byte("foreign-hook-ran")) {
+		t.Fatal("chained hook did not run")
+	}
+	if chs, err := InstallGit(ctx, repo, false); err != nil || len(chs) != 0 {
+		t.Fatalf("second install: %v %v", chs, err)
+	}
+	if _, err := UninstallGit(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(read(t, hook), foreign) {
+		t.Fatal("foreign hook not restored")
+	}
+	if _, err := os.Stat(hook + ".old"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(".old left behind")
+	}
+	if _, err := os.Stat(filepath.Join(repo.HooksDir, "pre-push")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("pre-push shim left behind")
+	}
+}
+
+func TestGitLinkedWorktreeUsesCommonHooks(t *testing.T) {
+	dir := gitRepo(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	run(t, dir, "git", "worktree", "add", "-q", "-b", "story", wt)
+	ctx := context.Background()
+	repo, err := git.Open(ctx, wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InstallGit(ctx, repo, false); err != nil {
+		t.Fatal(err)
+	}
+	common := run(t, dir, "git", "rev-parse", "--path-format=absolute", "--git-path", "hooks")
+	if _, err := os.Stat(filepath.Join(common, "post-commit")); err != nil {
+		t.Fatalf("shim not in the shared hooks dir %s: %v", common, err)
+	}
+	main, _ := git.Open(ctx, dir)
+	st := &checkpoint.State{Repo: main}
+	if !st.JournalOn() {
+		t.Fatal("the main tree does not see the journal hook")
+	}
+}
+
+func TestGitForeignHooksPath(t *testing.T) {
+	dir := gitRepo(t)
+	run(t, dir, "git", "config", "core.hooksPath", ".husky")
+	ctx := context.Background()
+	repo, err := git.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = InstallGit(ctx, repo, false)
+	var fe *ForeignHooksPathError
+	if !errors.As(err, &fe) || fe.ExitCode() != 2 {
+		t.Fatalf("want a refusal, got %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".husky")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a refused install created files")
+	}
+	if _, err := InstallGit(ctx, repo, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".husky", "pre-push")); err != nil {
+		t.Fatalf("--force should install into core.hooksPath: %v", err)
+	}
+}
+
+func TestShimIsPOSIX(t *testing.T) {
+	if _, err := exec.LookPath("dash"); err != nil {
+		t.Skip("dash not installed")
+	}
+	for _, name := range []string{"post-commit", "pre-push"} {
+		path := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(path, shim(name, "/opt/it's/wiggum"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		run(t, filepath.Dir(path), "dash", "-n", path)
+	}
+}
+
+func TestDiff(t *testing.T) {
+	d := unifiedDiff("f", "a\nb\nc\n", "a\nB\nc\n")
+	want := "--- a/f\n+++ b/f\n@@\n a\n-b\n+B\n c\n"
+	if d != want {
+		t.Fatalf("got %q", d)
+	}
+}
+
+func TestSettingsDocument(t *testing.T) {
+	for name, a := range Agents {
+		var v map[string]any
+		doc := Settings(a, AgentOptions{Guard: "always"})
+		if err := json.Unmarshal(doc, &v); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, ok := v["hooks"].(map[string]any); !ok || !bytes.Contains(doc, []byte(`"wiggum hook `+name+` --guard always"`)) {
+			t.Fatalf("%s: %s", name, doc)
+		}
+	}
+}

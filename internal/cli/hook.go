@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/wiggum-dev/wiggum/hooks"
+)
+
+// HookCmd is `wiggum hook AGENT|git NAME`.
+type HookCmd struct {
+	Claude HookAgentCmd `cmd:"" help:"Answer one Claude Code hook event (JSON on stdin)."`
+	Codex  HookAgentCmd `cmd:"" help:"Answer one Codex hook event (JSON on stdin)."`
+	Gemini HookAgentCmd `cmd:"" help:"Answer one Gemini CLI hook event (JSON on stdin)."`
+	Cursor HookAgentCmd `cmd:"" help:"Answer one Cursor hook event (JSON on stdin)."`
+	Git    HookGitCmd   `cmd:"" help:"Run one git hook (post-commit, pre-push)."`
+}
+
+// Help is shown by `wiggum hook --help`.
+func (c *HookCmd) Help() string {
+	return `Agents and git call these; 'wiggum install' registers them. An agent hook reads
+one event on stdin and always exits 0 with valid output, whatever it is given:
+problems go to .ralph/wiggum/hook-debug.log (and stderr with -v).
+
+  PreToolUse (BeforeTool, beforeShellExecution): while a wiggum session holds
+    the lock, shell commands are parsed and destructive ones denied: git push,
+    merges into main, reset --hard, clean -f, checkout/restore of the whole
+    tree, branch -D, update-ref, commit --no-verify, touching .ralph/ state or
+    refs/wiggum/, rm -rf of /, home or the working tree. What cannot be parsed
+    is asked about.
+  PostToolUse / PostToolUseFailure: a failing test run is logged for the
+    loop's retry prompt and, inside a session whose policy is rollback, rolled
+    back to the checkpoint (only when safe); the agent is told what happened.
+  Stop: recorded for the loop; never blocks.
+
+  echo '{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push"},"cwd":"'$PWD'"}' \
+    | wiggum hook claude --guard always
+  wiggum hook git pre-push origin url`
+}
+
+// HookAgentCmd answers one agent event.
+type HookAgentCmd struct {
+	Guard       string `enum:"session,always,off" default:"session" help:"When the command guard is on: session (while a wiggum session holds the lock), always, off."`
+	RequireRead bool   `name:"require-read" help:"Deny editing an existing file not read first in this conversation."`
+}
+
+// Run answers the event. One command type serves every agent; the agent is
+// the subcommand's name ("hook claude").
+func (c *HookAgentCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	opts := hooks.Options{Guard: c.Guard, RequireRead: c.RequireRead}
+	if g.Verbose {
+		opts.Verbose = g.stderr
+	}
+	agent := ""
+	if words := strings.Fields(k.Command()); len(words) > 1 {
+		agent = words[1]
+	}
+	hooks.Run(ctx, agent, os.Stdin, g.stdout, opts)
+	return nil
+}
+
+// HookGitCmd runs one git hook.
+type HookGitCmd struct {
+	Name string   `arg:"" help:"The git hook: post-commit or pre-push."`
+	Args []string `arg:"" optional:"" passthrough:"" help:"What git passed to the hook."`
+}
+
+// Run runs the git hook. Only pre-push can fail, and only to refuse a push
+// during a session; anything else wiggum cannot do is not git's problem.
+func (c *HookGitCmd) Run(ctx context.Context, g *Globals) error {
+	if c.Name == "pre-push" {
+		// git writes the refs being pushed on stdin; drain it so git never
+		// sees a broken pipe.
+		defer io.Copy(io.Discard, os.Stdin)
+	}
+	err := hooks.GitHook(ctx, g.WorkDir(), c.Name)
+	if err == nil {
+		return nil
+	}
+	var refused *hooks.PushRefusedError
+	if errors.As(err, &refused) {
+		return err
+	}
+	if g.Verbose {
+		g.Log().Warn("git hook", "name", c.Name, "err", err)
+	}
+	return nil
+}
+
+// agentHook is `wiggum hook AGENT [flags]` parsed without kong: agents call
+// it on every tool use, and building the whole command tree would cost more
+// than the hook's own work. --help goes to the full parser. A flag it does
+// not know is reported on stderr and otherwise ignored: a hook entry with a
+// typo must not block the agent (Claude Code treats exit 2 as "block").
+type agentHook struct {
+	agent    string
+	opts     hooks.Options
+	warnings []string
+}
+
+func parseAgentHook(args []string) (agentHook, bool) {
+	if len(args) < 2 || args[0] != "hook" {
+		return agentHook{}, false
+	}
+	h := agentHook{agent: args[1], opts: hooks.Options{Guard: hooks.GuardSession}}
+	if _, ok := hooks.Adapters[h.agent]; !ok {
+		return agentHook{}, false
+	}
+	verbose := false
+	for i := 2; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-h" || a == "--help":
+			return agentHook{}, false
+		case a == "--require-read":
+			h.opts.RequireRead = true
+		case a == "-v" || a == "--verbose":
+			verbose = true
+		case a == "--guard" && i+1 < len(args):
+			i++
+			h.setGuard(args[i])
+		case strings.HasPrefix(a, "--guard="):
+			h.setGuard(strings.TrimPrefix(a, "--guard="))
+		default:
+			h.warnings = append(h.warnings, fmt.Sprintf("unknown flag %q ignored", a))
+		}
+	}
+	if verbose {
+		h.opts.Verbose = os.Stderr
+	}
+	return h, true
+}
+
+func (h *agentHook) setGuard(v string) {
+	switch v {
+	case hooks.GuardSession, hooks.GuardAlways, hooks.GuardOff:
+		h.opts.Guard = v
+	default:
+		h.warnings = append(h.warnings, fmt.Sprintf("--guard %q is not session, always or off; using session", v))
+	}
+}
+
+func (h agentHook) run(stdin io.Reader, stdout, stderr io.Writer) int {
+	for _, w := range h.warnings {
+		fmt.Fprintf(stderr, "wiggum hook %s: %s\n", h.agent, w)
+	}
+	if h.opts.Verbose != nil {
+		h.opts.Verbose = stderr
+	}
+	hooks.Run(context.Background(), h.agent, stdin, stdout, h.opts)
+	return 0
+}

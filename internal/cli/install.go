@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/wiggum-dev/wiggum/install"
+	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/git"
+)
+
+// installTargets are the flags choosing what install and uninstall touch.
+type installTargets struct {
+	Claude bool `help:"Claude Code: .claude/settings.json (~/.claude/settings.json with --user)."`
+	Codex  bool `help:"Codex: .codex/hooks.json."`
+	Gemini bool `help:"Gemini CLI: .gemini/settings.json."`
+	Cursor bool `help:"Cursor: .cursor/hooks.json."`
+	Git    bool `help:"Git hooks: post-commit (commit journal) and pre-push (no push during a session)."`
+	User   bool `help:"Agent settings in the home directory instead of the project."`
+}
+
+func (t *installTargets) agents() []*install.Agent {
+	var out []*install.Agent
+	for _, pick := range []struct {
+		on   bool
+		name string
+	}{{t.Claude, "claude"}, {t.Codex, "codex"}, {t.Gemini, "gemini"}, {t.Cursor, "cursor"}} {
+		if pick.on {
+			out = append(out, install.Agents[pick.name])
+		}
+	}
+	return out
+}
+
+// settingsPath is where an agent's settings live for this command.
+func (t *installTargets) settingsPath(g *Globals, repo *git.Repo, a *install.Agent) (string, error) {
+	if t.User {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", exitcode.BadInput("install: no home directory for --user: %v", err)
+		}
+		return filepath.Join(home, a.File), nil
+	}
+	return filepath.Join(repo.Root, a.File), nil
+}
+
+// InstallCmd is `wiggum install`.
+type InstallCmd struct {
+	installTargets
+	Guard       string `enum:"session,always" default:"session" help:"When the command guard is on: session (while a wiggum session holds the lock) or always."`
+	RequireRead bool   `name:"require-read" help:"Deny editing an existing file the agent has not read in this conversation."`
+	Force       bool   `help:"Install git hooks even where core.hooksPath points (existing hooks are chained)."`
+	Migrate     bool   `help:"Replace the bash ralph loop's .agents/ralph/hooks/*.sh entries with wiggum's."`
+}
+
+// Help is shown by `wiggum install --help`.
+func (c *InstallCmd) Help() string {
+	return `Registers 'wiggum hook ...' with agents and git. Settings are merged: every
+unrelated key and hook stays, wiggum's own entries are recognised by their
+command, and running install twice changes nothing. Files are written
+atomically and the change is printed as a diff. Without a target flag,
+--claude and --git are installed.
+
+Git hooks go where git runs them (the shared hooks directory, so linked
+worktrees are covered). A hook that is already there is kept as NAME.old and
+run first. A core.hooksPath set by another tool is refused without --force.
+
+  wiggum install                      # Claude Code + git hooks
+  wiggum install --claude --user      # ~/.claude/settings.json
+  wiggum install --codex --gemini --cursor
+  wiggum install --claude --guard always --require-read
+  wiggum install --claude --migrate   # replace .agents/ralph/hooks/*.sh entries`
+}
+
+// Run installs.
+func (c *InstallCmd) Run(ctx context.Context, g *Globals) error {
+	if !c.Claude && !c.Codex && !c.Gemini && !c.Cursor && !c.Git {
+		c.Claude, c.Git = true, !c.User
+	}
+	repo, err := openRepo(ctx, g, c.User && !c.Git)
+	if err != nil {
+		return err
+	}
+	opts := install.AgentOptions{Guard: c.Guard, RequireRead: c.RequireRead, Migrate: c.Migrate}
+	changed := false
+	for _, a := range c.agents() {
+		path, err := c.settingsPath(g, repo, a)
+		if err != nil {
+			return err
+		}
+		ch, err := install.InstallAgent(a, path, opts)
+		if err != nil {
+			return exitcode.With(exitcode.Usage, fmt.Errorf("install %s: %w", a.Name, err))
+		}
+		changed = report(g, ch) || changed
+		if a.Name == "codex" && ch != nil {
+			fmt.Fprintln(g.stdout, "note: Codex runs hooks only when ~/.codex/config.toml has codex_hooks = true under [features]")
+		}
+	}
+	if c.Git {
+		chs, err := install.InstallGit(ctx, repo, c.Force)
+		for i := range chs {
+			changed = report(g, &chs[i]) || changed
+		}
+		if err != nil {
+			return exitcode.With(exitcode.Usage, fmt.Errorf("install git hooks: %w", err))
+		}
+	}
+	if !changed {
+		fmt.Fprintln(g.stdout, "wiggum install: already installed; nothing changed")
+	}
+	return nil
+}
+
+// UninstallCmd is `wiggum uninstall`.
+type UninstallCmd struct {
+	installTargets
+}
+
+// Help is shown by `wiggum uninstall --help`.
+func (c *UninstallCmd) Help() string {
+	return `Removes exactly what 'wiggum install' added: wiggum's entries in agent settings
+(other keys and hooks stay; a settings file left empty is removed) and
+wiggum's git hooks, putting back any hook install had kept as NAME.old.
+Without a target flag, every agent and git are cleaned.
+
+  wiggum uninstall
+  wiggum uninstall --claude --user`
+}
+
+// Run uninstalls.
+func (c *UninstallCmd) Run(ctx context.Context, g *Globals) error {
+	if !c.Claude && !c.Codex && !c.Gemini && !c.Cursor && !c.Git {
+		c.Claude, c.Codex, c.Gemini, c.Cursor, c.Git = true, true, true, true, !c.User
+	}
+	repo, err := openRepo(ctx, g, c.User && !c.Git)
+	if err != nil {
+		return err
+	}
+	changed := false
+	for _, a := range c.agents() {
+		path, err := c.settingsPath(g, repo, a)
+		if err != nil {
+			return err
+		}
+		ch, err := install.UninstallAgent(a, path)
+		if err != nil {
+			return exitcode.With(exitcode.Usage, fmt.Errorf("uninstall %s: %w", a.Name, err))
+		}
+		changed = report(g, ch) || changed
+	}
+	if c.Git {
+		chs, err := install.UninstallGit(ctx, repo)
+		for i := range chs {
+			changed = report(g, &chs[i]) || changed
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !changed {
+		fmt.Fprintln(g.stdout, "wiggum uninstall: nothing of wiggum's found; nothing changed")
+	}
+	return nil
+}
+
+// openRepo finds the working tree; user-level agent settings need none.
+func openRepo(ctx context.Context, g *Globals, optional bool) (*git.Repo, error) {
+	repo, err := git.Open(ctx, g.WorkDir())
+	if err != nil {
+		if optional {
+			return &git.Repo{Root: g.WorkDir()}, nil
+		}
+		return nil, exitcode.With(exitcode.Usage, err)
+	}
+	return repo, nil
+}
+
+// report prints a change as a diff, paths relative to the working
+// directory when that is shorter.
+func report(g *Globals, ch *install.Change) bool {
+	if ch == nil {
+		return false
+	}
+	shown := ch.Path
+	if rel, err := filepath.Rel(g.WorkDir(), ch.Path); err == nil && len(rel) < len(shown) {
+		shown = rel
+	}
+	c := *ch
+	c.Path = shown
+	fmt.Fprint(g.stdout, c.Diff())
+	return true
+}

@@ -1,5 +1,0 @@
-package cli
-
-type HookCmd struct{}
-type InstallCmd struct{}
-type UninstallCmd struct{}
