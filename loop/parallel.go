@@ -218,7 +218,7 @@ func (p *parallel) worker(w *worktree.Worker, story *plan.Story) *runner {
 
 // land is the merge coordinator's step for one worker: under the
 // repository mutex, merge its branch (when the story is done) and tick the
-// story in the main tree's plan; then remove the worktree - still holding
+// story in the main tree's plan, then remove the worktree - still holding
 // its lease - keeping any branch the target does not contain.
 func (p *parallel) land(ctx context.Context, w *worktree.Worker, story *plan.Story, done bool) {
 	main := p.r.st.Repo
@@ -228,14 +228,13 @@ func (p *parallel) land(ctx context.Context, w *worktree.Worker, story *plan.Sto
 		p.halt(err)
 		return
 	}
+	defer mu.Unlock()
 	began := time.Now()
 	if done {
 		p.merge(ctx, w, story, began)
 	}
-	mu.Unlock()
-	// Removal needs no mutex: the lease is ours, target only moves forward
-	// (so "merged" stays true), and the branch delete is checked against
-	// its old value.
+	// The removal too is under the mutex: a pruner holding it must find
+	// each worktree either whole or gone, never half removed.
 	rem, err := w.Release(ctx, main)
 	if err != nil {
 		p.halt(fmt.Errorf("run: remove the worktree of %s: %w", story.ID, err))

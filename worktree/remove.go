@@ -26,7 +26,8 @@ type Removal struct {
 // Release removes the worker's worktree while still holding its lease,
 // then lets the lease go. Uncommitted work is saved under
 // refs/wiggum/backup/ first; the branch is deleted only when its target
-// contains it.
+// contains it. The caller holds the repository mutex, so that no pruner
+// sees the worktree half removed.
 func (w *Worker) Release(ctx context.Context, main *git.Repo) (*Removal, error) {
 	ctx = context.WithoutCancel(ctx)
 	defer w.Lease.Release()
