@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -552,6 +553,16 @@ func (r *runner) prompt(iter int, story *plan.Story) (string, error) {
 	all, err := session.Failures(r.rec, story.ID)
 	if err != nil {
 		return "", err
+	}
+	if r.st != r.rec {
+		// A parallel worker's agent hooks record test failures in its
+		// worktree; the loop records its own in the main tree.
+		own, err := session.Failures(r.st, story.ID)
+		if err != nil {
+			return "", err
+		}
+		all = append(all, own...)
+		sort.SliceStable(all, func(i, j int) bool { return all[i].Time.Before(all[j].Time) })
 	}
 	// Only this run's failures: an old run's may describe code long gone.
 	var fails []session.Failure

@@ -202,3 +202,28 @@ func TestParallelLocalEditBlocksMerge(t *testing.T) {
 		t.Errorf("branch not kept: %q", b)
 	}
 }
+
+// A test failure that an agent hook recorded in the worker's worktree
+// reaches the retry prompt, as it does in the serial loop.
+func TestParallelRetryPromptSeesWorktreeFailures(t *testing.T) {
+	dir := t.TempDir()
+	st, o, out := parallelOpts(t, 1, `cat > "`+dir+`/prompt-$WIGGUM_ITERATION"
+if [ "$WIGGUM_ITERATION" = 1 ]; then
+	mkdir -p .ralph/wiggum
+	m=SAW
+	echo '{"time":"2100-01-01T00:00:00Z","story":"US-1","source":"test-hook","output":"HOOK-'$m'-FAILURE"}' > .ralph/wiggum/failures.jsonl
+	exit 1
+fi
+echo ok > f`)
+	if _, err := Run(context.Background(), st, o); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	second, _ := os.ReadFile(filepath.Join(dir, "prompt-2"))
+	if !bytes.Contains(second, []byte("HOOK-SAW-FAILURE")) {
+		t.Fatalf("retry prompt without the hook's failure:\n%s", second)
+	}
+	first, _ := os.ReadFile(filepath.Join(dir, "prompt-1"))
+	if bytes.Contains(first, []byte("previous attempt")) {
+		t.Errorf("first prompt has failure context")
+	}
+}
