@@ -36,7 +36,8 @@ type parallel struct {
 	stalled  int
 	stop     error // why no new iteration starts (work left)
 	failed   error // a hard error
-	unmerged []string
+	unmerged []string // why each kept branch did not merge
+	kept     []string // those branches
 	sum      Summary
 }
 
@@ -255,6 +256,7 @@ func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.St
 		p.mu.Lock()
 		p.skip[story.ID] = true
 		p.unmerged = append(p.unmerged, err.Error())
+		p.kept = append(p.kept, strings.TrimPrefix(w.Branch, "refs/heads/"))
 		p.mu.Unlock()
 		fields := map[string]any{"story": story.ID, "branch": w.Branch, "error": err.Error()}
 		if conflict != nil {
@@ -309,7 +311,7 @@ func (p *parallel) result(ctx context.Context) error {
 		why = append(why, p.stop.Error())
 	}
 	if n := len(p.unmerged); n > 0 {
-		why = append(why, fmt.Sprintf("%d branch(es) could not be merged and are kept", n))
+		why = append(why, fmt.Sprintf("%d branch(es) could not be merged and are kept (%s)", n, strings.Join(p.kept, ", ")))
 	}
 	if n := len(p.sum.Skipped); n > 0 {
 		why = append(why, fmt.Sprintf("%d story(ies) skipped after %d failed attempts each: %s", n, p.r.opts.Retries+1, strings.Join(p.sum.Skipped, ", ")))

@@ -272,3 +272,19 @@ func CheckedOut(ctx context.Context, repo *git.Repo, ref string) (string, error)
 	}
 	return "", nil
 }
+
+// Home returns the working tree whose wiggum directory holds the
+// worktrees: repo itself, or - called from inside a worker's worktree - the
+// tree that created it.
+func Home(ctx context.Context, repo *git.Repo) *git.Repo {
+	sep := string(filepath.Separator) + filepath.FromSlash(Dir) + string(filepath.Separator)
+	i := strings.LastIndex(repo.Root, sep)
+	if i <= 0 {
+		return repo
+	}
+	parent, err := git.Open(ctx, repo.Root[:i])
+	if err != nil || parent.Root != repo.Root[:i] || parent.CommonDir != repo.CommonDir {
+		return repo
+	}
+	return parent
+}

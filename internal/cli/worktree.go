@@ -42,6 +42,7 @@ func (c *WorktreeListCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
+	repo = worktree.Home(ctx, repo)
 	infos, err := worktree.List(ctx, repo)
 	if err != nil {
 		return err
@@ -104,6 +105,7 @@ func (c *WorktreePruneCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
+	repo = worktree.Home(ctx, repo)
 	res, err := worktree.Prune(ctx, repo, c.DryRun)
 	if c.JSON && err == nil {
 		if res == nil {
