@@ -34,8 +34,8 @@ type parallel struct {
 	skip     map[string]bool // skipped or unmerged: not picked again this run
 	iter     int
 	stalled  int
-	stop     error // why no new iteration starts (work left)
-	failed   error // a hard error
+	stop     error    // why no new iteration starts (work left)
+	failed   error    // a hard error
 	unmerged []string // why each kept branch did not merge
 	kept     []string // those branches
 	sum      Summary
