@@ -295,17 +295,18 @@ func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.St
 }
 
 func (p *parallel) result(ctx context.Context) error {
-	if ctx.Err() != nil {
-		return context.Canceled
-	}
-	if p.failed != nil {
-		return p.failed
-	}
 	stories, err := p.r.opts.Plan.Stories()
-	if err != nil {
+	if err == nil {
+		p.sum.Left = plan.Open(stories)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return context.Canceled
+	case p.failed != nil:
+		return p.failed
+	case err != nil:
 		return err
 	}
-	p.sum.Left = plan.Open(stories)
 	var why []string
 	if p.stop != nil {
 		why = append(why, p.stop.Error())
