@@ -16,6 +16,7 @@ import (
 
 // helperEnv selects what a re-executed test binary does instead of testing:
 // "hold REPO STORY" creates a worktree and holds its lease until killed;
+// "mutex REPO" holds the repository mutex until killed;
 // "prune REPO" prunes once and prints what it did.
 const helperEnv = "WIGGUM_WORKTREE_HELPER"
 
@@ -41,6 +42,15 @@ func helper(args []string) int {
 			return 1
 		}
 		fmt.Println("ready", w.Path)
+		for {
+			time.Sleep(time.Hour)
+		}
+	case "mutex":
+		if _, err := LockRepo(ctx, repo); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println("ready")
 		for {
 			time.Sleep(time.Hour)
 		}

@@ -428,3 +428,29 @@ func TestMergeWaitsOutIndexLock(t *testing.T) {
 		t.Error("main tree not updated")
 	}
 }
+
+// The repository mutex excludes other processes, and a holder SIGKILLed in
+// the middle of a sequence frees it at once: no stale lock to clean up.
+func TestMutexAcrossProcessesAndSIGKILL(t *testing.T) {
+	repo := newRepo(t)
+	cmd, out := startHelper(t, "mutex", repo.Root)
+	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("helper: %q %v", line, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if mu, err := LockRepo(ctx, repo); err == nil {
+		mu.Unlock()
+		t.Fatal("took the mutex while another process held it")
+	}
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	mu, err := LockRepo(ctx2, repo)
+	if err != nil {
+		t.Fatalf("mutex not freed by the holder's death: %v", err)
+	}
+	mu.Unlock()
+}
