@@ -51,7 +51,7 @@ for n in 1 2 4; do
 	done
 	[ "$n" -eq 1 ] && serial=$best
 	ideal=$(echo "(($S + $n - 1) / $n) * $T * 1000000000" | bc)
-	merge=$(grep -h '"event":"merged"' .ralph/wiggum/events.jsonl 2>/dev/null | sed 's/.*"merge_ms":\([0-9.]*\).*/\1/' |
+	merge=$(grep -h '"event":"merged"' .ralph/wiggum/events.jsonl 2>/dev/null | sed 's/.*"land_ms":\([0-9.]*\).*/\1/' |
 		awk '{s += $1; c++} END {if (c) printf "%.1f ms", s / c; else print "n/a (serial)"}')
 	printf 'workers %d: %6.2f s wall, ideal (S/N)·T %5.2f s, ratio %.2fx ideal, %.2fx faster than serial; landing cost per story %s\n' \
 		"$n" "$(echo "$best / 1000000000" | bc -l)" "$(echo "$ideal / 1000000000" | bc -l)" \

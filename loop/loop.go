@@ -60,8 +60,9 @@ type Summary struct {
 	Skipped    []string
 	Left       int
 	Backups    []string
-	// MergeTime is the time parallel workers spent landing their stories
-	// under the repository mutex: merge, plan tick and worktree removal.
+	// MergeTime is the time parallel workers spent landing their merged
+	// stories under the repository mutex: merge, plan tick and worktree
+	// removal.
 	MergeTime time.Duration
 }
 

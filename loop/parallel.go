@@ -231,8 +231,9 @@ func (p *parallel) land(ctx context.Context, w *worktree.Worker, story *plan.Sto
 	}
 	defer mu.Unlock()
 	began := time.Now()
+	var m *worktree.Merged
 	if done {
-		p.merge(ctx, w, story, began)
+		m = p.merge(ctx, w, story)
 	}
 	// The removal too is under the mutex: a pruner holding it must find
 	// each worktree either whole or gone, never half removed.
@@ -244,9 +245,27 @@ func (p *parallel) land(ctx context.Context, w *worktree.Worker, story *plan.Sto
 	if rem.Backup != "" {
 		p.r.disp.printf("  %s: uncommitted work in its worktree is saved in %s", story.ID, rem.Backup)
 	}
+	if m == nil {
+		return
+	}
+	took := time.Since(began)
+	p.mu.Lock()
+	p.sum.MergeTime += took
+	p.mu.Unlock()
+	how := "merge commit " + m.Commit[:12]
+	switch {
+	case m.Already:
+		how = "nothing new"
+	case m.FastForward:
+		how = "fast-forward to " + m.Commit[:12]
+	}
+	p.r.event("merged", map[string]any{"story": story.ID, "branch": w.Branch, "commit": m.Commit, "fast_forward": m.FastForward, "land_ms": float64(took.Microseconds()) / 1000})
+	p.r.disp.printf("⇢ %s merged into %s (%s)", story.ID, strings.TrimPrefix(p.target, "refs/heads/"), how)
 }
 
-func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.Story, began time.Time) {
+// merge merges w's branch and ticks story in the plan; nil when the branch
+// could not land.
+func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.Story) *worktree.Merged {
 	msg := fmt.Sprintf("Merge %s\n\nwiggum merged %s (branch %s).\n", commitMessage(story), story.ID, strings.TrimPrefix(w.Branch, "refs/heads/"))
 	m, err := worktree.Merge(ctx, p.r.st.Repo, p.target, w.Branch, msg)
 	var conflict *worktree.ConflictError
@@ -264,34 +283,24 @@ func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.St
 		}
 		p.r.event("merge_failed", fields)
 		p.r.disp.printf("✘ %s", err)
-		return
+		return nil
 	case err != nil:
 		p.halt(fmt.Errorf("run: merge %s: %w", story.ID, err))
-		return
+		return nil
 	}
 	if err := p.r.opts.Plan.MarkDone(story.ID); err != nil {
 		p.halt(fmt.Errorf("run: mark %s done: %w", story.ID, err))
-		return
+		return nil
 	}
 	if err := worktree.RetryLocked(ctx, func() error { _, err := p.r.commitTick(ctx, story); return err }); err != nil {
 		p.halt(fmt.Errorf("run: commit the plan with %s done: %w", story.ID, err))
-		return
+		return nil
 	}
-	took := time.Since(began)
 	p.mu.Lock()
 	p.stalled = 0
 	p.sum.Completed = append(p.sum.Completed, story.ID)
-	p.sum.MergeTime += took
 	p.mu.Unlock()
-	how := "merge commit " + m.Commit[:12]
-	switch {
-	case m.Already:
-		how = "nothing new"
-	case m.FastForward:
-		how = "fast-forward to " + m.Commit[:12]
-	}
-	p.r.event("merged", map[string]any{"story": story.ID, "branch": w.Branch, "commit": m.Commit, "fast_forward": m.FastForward, "merge_ms": float64(took.Microseconds()) / 1000})
-	p.r.disp.printf("⇢ %s merged into %s (%s)", story.ID, strings.TrimPrefix(p.target, "refs/heads/"), how)
+	return m
 }
 
 func (p *parallel) result(ctx context.Context) error {

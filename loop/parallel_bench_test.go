@@ -43,7 +43,7 @@ func BenchmarkParallel(b *testing.B) {
 			b.ReportMetric(float64(ideal.Milliseconds()), "ideal-ms")
 			b.ReportMetric(float64(per)/float64(ideal), "x-ideal")
 			if merged > 0 {
-				b.ReportMetric(float64(merge.Microseconds())/1000/float64(merged), "merge-ms/story")
+				b.ReportMetric(float64(merge.Microseconds())/1000/float64(merged), "land-ms/story")
 			}
 		})
 	}
