@@ -95,6 +95,10 @@ func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) 
 	}
 	// Stale stat data would make read-tree think files changed.
 	_, _ = tree.Run(ctx, "update-index", "-q", "--refresh")
+	if err := writeIntent(tree, intent{Tree: tree.Root, Target: target, Old: cur, New: res.Commit, Message: message}); err != nil {
+		return nil, err
+	}
+	defer clearIntent(tree)
 	err = RetryLocked(ctx, func() error {
 		_, err := tree.Run(ctx, "read-tree", "-m", "-u", cur, res.Commit)
 		return err

@@ -20,7 +20,8 @@ const MutexFile = "wiggum-repo.lock"
 // descriptions, and each LockRepo opens its own.
 type Mutex struct{ fl *flock.Flock }
 
-// LockRepo waits for the repository mutex until ctx is done.
+// LockRepo waits for the repository mutex until ctx is done, then finishes
+// any merge a killed holder left between its two steps.
 func LockRepo(ctx context.Context, repo *git.Repo) (*Mutex, error) {
 	fl := flock.New(filepath.Join(repo.CommonDir, MutexFile))
 	ok, err := fl.TryLockContext(ctx, 5*time.Millisecond)
@@ -29,6 +30,12 @@ func LockRepo(ctx context.Context, repo *git.Repo) (*Mutex, error) {
 	}
 	if !ok {
 		return nil, fmt.Errorf("worktree: take the repository mutex: %w", ctx.Err())
+	}
+	// A holder killed in the middle of a merge left it half done; the
+	// next holder finishes it before anything else.
+	if err := finishInterrupted(context.WithoutCancel(ctx), repo); err != nil {
+		_ = fl.Unlock()
+		return nil, err
 	}
 	return &Mutex{fl: fl}, nil
 }

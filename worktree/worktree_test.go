@@ -454,3 +454,67 @@ func TestMutexAcrossProcessesAndSIGKILL(t *testing.T) {
 	}
 	mu.Unlock()
 }
+
+// A merge whose process died after moving the main tree and before moving
+// the branch is finished by the next holder of the mutex; a record whose
+// merge never touched the tree is dropped; an unreadable one is set aside.
+func TestInterruptedMergeIsFinished(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	w, err := Create(ctx, repo, "US-1", "refs/heads/main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Lease.Release()
+	write(t, w.Path, "new", "x\n")
+	gitT(t, w.Path, "add", "new")
+	gitT(t, w.Path, "commit", "-q", "-m", "new")
+	cur := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "main"))
+	tip := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "wiggum/US-1"))
+	rec := intent{Tree: repo.Root, Target: "refs/heads/main", Old: cur, New: tip, Message: "Merge US-1"}
+
+	// Never touched the tree: dropped, nothing moves.
+	if err := writeIntent(repo, rec); err != nil {
+		t.Fatal(err)
+	}
+	mu, err := LockRepo(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Unlock()
+	if got := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "main")); got != cur || exists(intentPath(repo)) {
+		t.Fatalf("untouched merge: main %s, record left %v", got, exists(intentPath(repo)))
+	}
+
+	// Died between the steps: the tree holds the merge, the branch not.
+	if err := writeIntent(repo, rec); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, repo.Root, "read-tree", "-m", "-u", cur, tip)
+	mu, err = LockRepo(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Unlock()
+	if got := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "main")); got != tip {
+		t.Errorf("main = %s, want the merge %s", got, tip)
+	}
+	if out := gitT(t, repo.Root, "status", "--porcelain"); out != "" {
+		t.Errorf("main tree and branch disagree:\n%s", out)
+	}
+	if exists(intentPath(repo)) {
+		t.Error("record left")
+	}
+
+	if err := os.WriteFile(intentPath(repo), []byte("{garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mu, err = LockRepo(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Unlock()
+	if !exists(intentPath(repo)+".corrupt") || exists(intentPath(repo)) {
+		t.Error("a corrupt record was not set aside")
+	}
+}
