@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/worktree"
 )
 
 // StatusCmd is `wiggum status`.
@@ -27,6 +29,7 @@ journal is on, how many backups exist, and the live run's story and iteration.
   journal:    {on, entries}
   backups:    count of refs under refs/wiggum/backup/
   run:        null or {story, story_title, iteration, policy, started, last_outcome}
+  worktrees:  present during or after a parallel run: as wiggum worktree list --json
   error:      present when a state file is corrupt`
 }
 
@@ -38,6 +41,7 @@ type StatusReport struct {
 	Journal    JournalStatus    `json:"journal"`
 	Backups    int              `json:"backups"`
 	Run        *session.Run     `json:"run"`
+	Worktrees  []worktree.Info  `json:"worktrees,omitempty"` // parallel runs' worktrees (see wiggum worktree list --json)
 	Errors     []string         `json:"errors,omitempty"`
 }
 
@@ -112,6 +116,11 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	} else if run != nil && held {
 		r.Run = run
 	}
+	if wts, err := worktree.List(ctx, st.Repo); err != nil {
+		r.Errors = append(r.Errors, err.Error())
+	} else {
+		r.Worktrees = wts
+	}
 	if c.JSON {
 		if err := writeJSON(g.stdout, r); err != nil {
 			return err
@@ -163,6 +172,19 @@ func printStatus(g *Globals, r *StatusReport) {
 			fmt.Fprintf(w, ", last outcome: %s", run.LastOutcome)
 		}
 		fmt.Fprintln(w)
+	}
+	if len(r.Worktrees) > 0 {
+		var live []string
+		for _, wt := range r.Worktrees {
+			if wt.Held {
+				live = append(live, wt.Story)
+			}
+		}
+		fmt.Fprintf(w, "worktrees:  %d, %d live", len(r.Worktrees), len(live))
+		if len(live) > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(live, ", "))
+		}
+		fmt.Fprintln(w, "; wiggum worktree list shows them")
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "error:      %s\n", e)
