@@ -1,13 +1,10 @@
 package checkpoint
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,34 +60,12 @@ func (s *State) RecordCommit(ctx context.Context) error {
 // Journal reads every entry, oldest first. A damaged line is a
 // *CorruptError: a journal that cannot be read proves nothing.
 func (s *State) Journal() ([]JournalEntry, error) {
-	path := s.Path(RuntimeDir + "/" + JournalFile)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []JournalEntry
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
+	return statefile.ReadJSONLines(s.Path(RuntimeDir+"/"+JournalFile), func(e *JournalEntry) error {
+		if !shaRE.MatchString(e.SHA) {
+			return fmt.Errorf("bad commit id %q", e.SHA)
 		}
-		var e JournalEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || !shaRE.MatchString(e.SHA) {
-			if err == nil {
-				err = fmt.Errorf("bad commit id %q", e.SHA)
-			}
-			return nil, &CorruptError{Path: path, Err: fmt.Errorf("line %d: %w", n, err)}
-		}
-		out = append(out, e)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, &CorruptError{Path: path, Err: err}
-	}
-	return out, nil
+		return nil
+	})
 }
 
 // checkJournal refuses unless every commit was journaled as made by session.

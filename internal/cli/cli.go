@@ -84,6 +84,9 @@ type CLI struct {
 	Hook       HookCmd       `cmd:"" help:"Entry point for agent hooks and git hooks (event JSON on stdin)."`
 	Install    InstallCmd    `cmd:"" help:"Register wiggum's hooks."`
 	Uninstall  UninstallCmd  `cmd:"" help:"Remove exactly what install added."`
+	Run        RunCmd        `cmd:"" help:"Run the loop over a plan of stories."`
+	Demo       DemoCmd       `cmd:"" help:"Run the whole cycle end to end in a throwaway repository; no agent needed."`
+	DemoAgent  DemoAgentCmd  `cmd:"" name:"demo-agent" hidden:"" help:"The scripted agent and test gate of wiggum demo."`
 }
 
 const description = `wiggum makes AI coding-agent loops safe: an exclusive agent lock, rollback

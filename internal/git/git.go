@@ -140,28 +140,22 @@ func cleanEnv() []string {
 
 // Head returns the sha HEAD points at, or "" when the repository has no commits.
 func (r *Repo) Head(ctx context.Context) (string, error) {
-	out, err := r.Line(ctx, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-	if err != nil {
-		var ge *Error
-		if errors.As(err, &ge) && ge.Status() == 1 {
-			return "", nil
-		}
-		return "", err
-	}
-	return out, nil
+	return r.optionalLine(ctx, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
 }
 
 // Branch returns the full ref HEAD is on (refs/heads/x), or "" when detached.
 func (r *Repo) Branch(ctx context.Context) (string, error) {
-	out, err := r.Line(ctx, "symbolic-ref", "--quiet", "HEAD")
-	if err != nil {
-		var ge *Error
-		if errors.As(err, &ge) && ge.Status() == 1 {
-			return "", nil
-		}
-		return "", err
+	return r.optionalLine(ctx, "symbolic-ref", "--quiet", "HEAD")
+}
+
+// optionalLine runs a --quiet git query whose exit 1 means "there is none".
+func (r *Repo) optionalLine(ctx context.Context, args ...string) (string, error) {
+	out, err := r.Line(ctx, args...)
+	var ge *Error
+	if errors.As(err, &ge) && ge.Status() == 1 {
+		return "", nil
 	}
-	return out, nil
+	return out, err
 }
 
 // InProgress names the operation (merge, rebase, cherry-pick, revert, bisect)

@@ -6,7 +6,6 @@
 package session
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -157,30 +156,7 @@ func Failures(st *checkpoint.State, story string) ([]Failure, error) {
 }
 
 func readFailures(path string) ([]Failure, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []Failure
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var f Failure
-		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
-			return nil, &checkpoint.CorruptError{Path: path, Err: err}
-		}
-		out = append(out, f)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, &checkpoint.CorruptError{Path: path, Err: err}
-	}
-	return out, nil
+	return statefile.ReadJSONLines[Failure](path, nil)
 }
 
 // AppendEvent appends one JSON line to the event log. Each line is written

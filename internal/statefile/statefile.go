@@ -5,9 +5,12 @@
 package statefile
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,4 +104,38 @@ func WithLock(path string, fn func() error) error {
 	}
 	defer fl.Unlock()
 	return fn()
+}
+
+// ReadJSONLines decodes every non-blank line of path as a T, oldest first,
+// and runs check on each. A missing file is no entries; a damaged line is a
+// *CorruptError naming the line.
+func ReadJSONLines[T any](path string, check func(*T) error) ([]T, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var v T
+		err := json.Unmarshal(sc.Bytes(), &v)
+		if err == nil && check != nil {
+			err = check(&v)
+		}
+		if err != nil {
+			return nil, &CorruptError{Path: path, Err: fmt.Errorf("line %d: %w", n, err)}
+		}
+		out = append(out, v)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, &CorruptError{Path: path, Err: err}
+	}
+	return out, nil
 }

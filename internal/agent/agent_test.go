@@ -1,0 +1,260 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/proc"
+)
+
+// TestMain lets the test binary act as wiggum's supervisor, as the real
+// binary does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == proc.SuperviseArg {
+		os.Exit(proc.Supervise(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+func sh(t *testing.T, script string) Profile {
+	t.Helper()
+	p, err := Custom(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPromptOnStdinAndExitCode(t *testing.T) {
+	var lines []string
+	res, err := Run(context.Background(), sh(t, `cat; echo "env=$FOO" >&2; exit 3`), Options{
+		Dir: t.TempDir(), Env: append(os.Environ(), "FOO=bar"), Prompt: "hello {{STORY}} $HOME\n",
+		Line: func(s string) { lines = append(lines, s) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 3 || res.Stopped != "" {
+		t.Errorf("exit %d stopped %q", res.ExitCode, res.Stopped)
+	}
+	if strings.Join(lines, "|") != "hello {{STORY}} $HOME|env=bar" {
+		t.Errorf("lines = %q", lines)
+	}
+	if !strings.Contains(res.Output, "env=bar") {
+		t.Errorf("tail = %q", res.Output)
+	}
+}
+
+func pidGone(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	if err != nil {
+		return true
+	}
+	// A zombie still answers kill(0); it is dead for our purpose.
+	data, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return strings.Contains(string(data), ") Z ")
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		data, err := os.ReadFile(path)
+		if err == nil && strings.TrimSpace(string(data)) != "" {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pid
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}
+
+func TestTimeoutKillsTheWholeGroup(t *testing.T) {
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "child.pid")
+	// The child ignores SIGTERM, so only the SIGKILL after grace ends it.
+	res, err := Run(context.Background(), sh(t, `sh -c 'trap "" TERM; echo $$ > child.pid; while :; do sleep 1; done' & wait`), Options{
+		Dir: dir, Timeout: 300 * time.Millisecond, Grace: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != StopTimeout {
+		t.Errorf("stopped = %q, want timeout", res.Stopped)
+	}
+	pid := readPID(t, pidfile)
+	if !pidGone(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("agent's child %d outlived the timeout", pid)
+	}
+}
+
+func TestIdleTimeout(t *testing.T) {
+	res, err := Run(context.Background(), sh(t, `echo working; sleep 30`), Options{
+		Dir: t.TempDir(), IdleTimeout: 200 * time.Millisecond, Grace: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != StopIdle || res.ExitCode == 0 {
+		t.Errorf("stopped %q exit %d", res.Stopped, res.ExitCode)
+	}
+}
+
+func TestChattyAgentIsNotIdle(t *testing.T) {
+	res, err := Run(context.Background(), sh(t, `for i in 1 2 3 4 5 6 7 8; do echo $i; sleep 0.25; done`), Options{
+		Dir: t.TempDir(), IdleTimeout: 1500 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != "" || res.ExitCode != 0 {
+		t.Errorf("stopped %q exit %d", res.Stopped, res.ExitCode)
+	}
+}
+
+func TestHugeOutputAndUnreadPrompt(t *testing.T) {
+	n := 0
+	// 8 MiB of output, one 2 MiB line, and a 4 MiB prompt nobody reads.
+	res, err := Run(context.Background(), sh(t, `head -c 2097152 /dev/zero | tr '\0' x; echo; yes line | head -n 600000; echo end`), Options{
+		Dir: t.TempDir(), Prompt: strings.Repeat("p", 4<<20),
+		Line: func(string) { n++ },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 {
+		t.Errorf("exit %d", res.ExitCode)
+	}
+	if n < 600002 {
+		t.Errorf("lines = %d", n)
+	}
+	if len(res.Output) > tailBytes || !strings.HasSuffix(res.Output, "line\nend\n") {
+		t.Errorf("tail of %d bytes ends %q", len(res.Output), res.Output[max(0, len(res.Output)-20):])
+	}
+}
+
+func TestCancelStopsAgent(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(200 * time.Millisecond); cancel() }()
+	res, err := Run(ctx, sh(t, `sleep 30`), Options{Dir: t.TempDir(), Grace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != StopInterrupted || res.ExitCode == 0 {
+		t.Errorf("stopped %q exit %d", res.Stopped, res.ExitCode)
+	}
+}
+
+const streamFixture = `{"type":"system","subtype":"init","cwd":"/x","session_id":"s","tools":["Bash"],"model":"claude-opus-4-6"}
+{"type":"assistant","message":{"content":[{"type":"text","text":"I will add the file."},{"type":"tool_use","name":"Bash","input":{"command":"go test ./...\nmore"}}]}}
+{"type":"user","message":{"content":[{"type":"tool_result","content":"ok"}]}}
+{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":1774447200,"rateLimitType":"five_hour"}}
+not json at all
+{"type":"result","subtype":"success","is_error":false,"num_turns":3,"result":"done","total_cost_usd":0.0123,"usage":{"input_tokens":10,"cache_read_input_tokens":90,"output_tokens":7}}
+`
+
+func TestStreamJSON(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "out.jsonl"), []byte(streamFixture), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	var lines []string
+	res, err := Run(context.Background(), sh(t, `cat out.jsonl`), Options{
+		Dir:   dir,
+		Event: func(e Event) { events = append(events, e.Kind+":"+e.Text) },
+		Line:  func(s string) { lines = append(lines, s) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"init:session started (claude-opus-4-6)", "text:I will add the file.", "tool:Bash: go test ./...", "result:success"}
+	if strings.Join(events, "|") != strings.Join(want, "|") {
+		t.Errorf("events = %q", events)
+	}
+	if strings.Join(lines, "|") != "not json at all" {
+		t.Errorf("lines = %q", lines)
+	}
+	if res.Usage != (Usage{CostUSD: 0.0123, InputTokens: 100, OutputTokens: 7, Turns: 3}) {
+		t.Errorf("usage = %+v", res.Usage)
+	}
+	if res.Limit != nil {
+		t.Errorf("limit = %+v on an allowed rate_limit_event", res.Limit)
+	}
+}
+
+func TestUsageLimitDetection(t *testing.T) {
+	now := time.Date(2026, 11, 21, 22, 0, 0, 0, time.UTC)
+	for name, c := range map[string]struct {
+		line  string
+		reset time.Time
+	}{
+		"rejected event": {`{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1795300000,"rateLimitType":"five_hour"}}`, time.Unix(1795300000, 0)},
+		"epoch result":   {`{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|1795300000"}`, time.Unix(1795300000, 0)},
+		"zone text":      {`{"type":"result","is_error":true,"result":"You've hit your limit · resets 1:30am (UTC)"}`, time.Date(2026, 11, 22, 1, 30, 0, 0, time.UTC)},
+		"same day":       {`{"type":"assistant","message":{"content":[{"type":"text","text":"5-hour limit reached ∙ resets 11pm"}]}}`, time.Date(2026, 11, 21, 23, 0, 0, 0, time.UTC)},
+		"dated":          {`{"type":"result","is_error":true,"result":"You've hit your limit · resets Dec 2 at 4pm (UTC)"}`, time.Date(2026, 12, 2, 16, 0, 0, 0, time.UTC)},
+		"no time":        {`{"type":"result","is_error":true,"result":"usage limit reached, resets soon"}`, time.Time{}},
+	} {
+		p := parser{now: func() time.Time { return now }}
+		if _, ok := p.line([]byte(c.line)); !ok {
+			t.Errorf("%s: not parsed", name)
+			continue
+		}
+		if p.limit == nil {
+			t.Errorf("%s: no limit detected", name)
+			continue
+		}
+		if !p.limit.Reset.Equal(c.reset) {
+			t.Errorf("%s: reset %v, want %v", name, p.limit.Reset, c.reset)
+		}
+	}
+	p := parser{now: func() time.Time { return now }}
+	p.line([]byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"the rate limiter resets the bucket"}]}}`))
+	if p.limit != nil {
+		t.Errorf("ordinary text taken for a limit: %+v", p.limit)
+	}
+}
+
+func TestProfiles(t *testing.T) {
+	for _, n := range Names() {
+		p, err := Builtin(n)
+		if err != nil || len(p.Argv) < 2 || p.Argv[0] != n {
+			t.Errorf("%s: %+v %v", n, p, err)
+		}
+	}
+	if _, err := Builtin("vim"); err == nil {
+		t.Error("unknown agent accepted")
+	}
+	if _, err := Custom("  "); err == nil {
+		t.Error("empty --agent-cmd accepted")
+	}
+	for cmd, want := range map[string]string{
+		"my-agent --yes -m fast":   "my-agent|--yes|-m|fast",
+		"./bin/agent.sh":           "./bin/agent.sh",
+		"agent --model=x":          "agent|--model=x",
+		"agent 'quoted arg'":       "sh|-c|agent 'quoted arg'",
+		"agent $HOME":              "sh|-c|agent $HOME",
+		"agent | tee log":          "sh|-c|agent | tee log",
+		"FOO=1 agent":              "sh|-c|FOO=1 agent",
+		"agent *.go":               "sh|-c|agent *.go",
+		"agent ~/x":                "sh|-c|agent ~/x",
+		"agent; rm -rf x":          "sh|-c|agent; rm -rf x",
+		"agent\\ with\\ backslash": "sh|-c|agent\\ with\\ backslash",
+	} {
+		p, err := Custom(cmd)
+		if err != nil || strings.Join(p.Argv, "|") != want {
+			t.Errorf("Custom(%q) = %q, want %q", cmd, p.Argv, want)
+		}
+	}
+}

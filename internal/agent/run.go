@@ -1,0 +1,233 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/proc"
+)
+
+// Options tunes Run.
+type Options struct {
+	Dir    string
+	Env    []string // full environment
+	Prompt string   // written to the agent's stdin, then stdin is closed
+	// Timeout bounds the whole run; IdleTimeout bounds the time without any
+	// output. On expiry the process group gets SIGTERM, then SIGKILL after
+	// Grace. Zero means no bound.
+	Timeout, IdleTimeout, Grace time.Duration
+	Hold                        *os.File // the agent lock, kept by the supervisor
+	// Line receives each output line that is not a stream-json event;
+	// Event receives what stream-json events say. Both may be nil; both are
+	// called from one goroutine, never concurrently.
+	Line  func(string)
+	Event func(Event)
+}
+
+// Stop reasons.
+const (
+	StopTimeout     = "timeout"
+	StopIdle        = "idle"
+	StopInterrupted = "interrupted"
+)
+
+// Result is how one agent run ended.
+type Result struct {
+	ExitCode int           `json:"exit_code"`
+	Stopped  string        `json:"stopped,omitempty"` // why wiggum stopped it, or ""
+	Duration time.Duration `json:"duration"`
+	Output   string        `json:"-"` // the last tailBytes of output, events rendered as text
+	Usage    Usage         `json:"usage"`
+	Limit    *Limit        `json:"-"`
+}
+
+const (
+	tailBytes = 64 << 10
+	maxLine   = 1 << 20
+	// drainAfterExit is how long output may keep flowing after the
+	// supervisor is gone: only a process that escaped the group (setsid)
+	// can still hold the pipe, and it must not hold up the loop.
+	drainAfterExit = 2 * time.Second
+)
+
+// Run starts the agent under a supervisor and waits for it. Cancelling ctx
+// stops the agent (SIGTERM to its group, SIGKILL after Grace).
+func Run(ctx context.Context, prof Profile, opts Options) (*Result, error) {
+	start := time.Now()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("agent: output pipe: %w", err)
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("agent: input pipe: %w", err)
+	}
+	p, err := proc.Start(ctx, prof.Argv, proc.Options{
+		Dir: opts.Dir, Env: opts.Env, Stdin: inR, Stdout: outW, Stderr: outW, Grace: opts.Grace, Hold: opts.Hold,
+	})
+	outW.Close()
+	inR.Close()
+	if err != nil {
+		outR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	go func() {
+		// An agent that never reads its prompt gets EPIPE here, not a hang.
+		_, _ = io.WriteString(inW, opts.Prompt)
+		inW.Close()
+	}()
+
+	res := &Result{}
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	r := &reader{opts: opts, parser: parser{now: time.Now}, last: &last}
+	drained := make(chan struct{})
+	go func() {
+		r.read(outR)
+		close(drained)
+	}()
+
+	var mu sync.Mutex
+	stop := func(why string) {
+		mu.Lock()
+		if res.Stopped == "" {
+			res.Stopped = why
+		}
+		mu.Unlock()
+		p.Signal(syscall.SIGTERM)
+	}
+	var timeout <-chan time.Time
+	if opts.Timeout > 0 {
+		t := time.NewTimer(opts.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var tick <-chan time.Time
+	if opts.IdleTimeout > 0 {
+		t := time.NewTicker(min(opts.IdleTimeout/4, time.Second))
+		defer t.Stop()
+		tick = t.C
+	}
+wait:
+	for {
+		select {
+		case <-p.Done():
+			break wait
+		case <-ctx.Done():
+			stop(StopInterrupted)
+			ctx = context.Background()
+		case <-timeout:
+			stop(StopTimeout)
+			timeout = nil
+		case <-tick:
+			if time.Since(time.Unix(0, last.Load())) >= opts.IdleTimeout {
+				stop(StopIdle)
+				tick = nil
+			}
+		}
+	}
+	code, werr := p.Wait()
+	select {
+	case <-drained:
+	case <-time.After(drainAfterExit):
+	}
+	outR.Close()
+	<-drained
+	if werr != nil {
+		return nil, fmt.Errorf("agent: wait: %w", werr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	res.ExitCode = code
+	res.Duration = time.Since(start)
+	res.Output = r.tail.String()
+	res.Usage = r.parser.usage
+	res.Limit = r.parser.limit
+	return res, nil
+}
+
+// reader drains the agent's output line by line.
+type reader struct {
+	opts   Options
+	parser parser
+	last   *atomic.Int64
+	tail   tail
+}
+
+func (r *reader) read(f io.Reader) {
+	br := bufio.NewReaderSize(f, 64<<10)
+	var long []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			r.last.Store(time.Now().UnixNano())
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A huge line: keep reading it whole up to maxLine, then pass
+			// the rest through in pieces.
+			if len(long)+len(chunk) <= maxLine {
+				long = append(long, chunk...)
+			} else {
+				r.handle(append(long, chunk...))
+				long = long[:0]
+			}
+			continue
+		}
+		if len(long) > 0 {
+			chunk = append(long, chunk...)
+			long = long[:0]
+		}
+		if len(chunk) > 0 {
+			r.handle(chunk)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (r *reader) handle(line []byte) {
+	text := strings.TrimRight(string(line), "\r\n")
+	if events, ok := r.parser.line([]byte(text)); ok {
+		for _, e := range events {
+			r.tail.add("[" + e.Kind + "] " + e.Text + "\n")
+			if r.opts.Event != nil {
+				r.opts.Event(e)
+			}
+		}
+		return
+	}
+	r.tail.add(text + "\n")
+	if r.opts.Line != nil {
+		r.opts.Line(text)
+	}
+}
+
+// tail keeps the last tailBytes of what it is given.
+type tail struct{ b []byte }
+
+func (t *tail) add(s string) {
+	t.b = append(t.b, s...)
+	if len(t.b) > 2*tailBytes {
+		t.b = append(t.b[:0], t.b[len(t.b)-tailBytes:]...)
+	}
+}
+
+func (t *tail) String() string {
+	if len(t.b) > tailBytes {
+		return string(t.b[len(t.b)-tailBytes:])
+	}
+	return string(t.b)
+}

@@ -1,0 +1,182 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
+)
+
+// treeState is what `git status` says about the working tree.
+type treeState struct {
+	paths  []string // every changed, staged or untracked path (both sides of a rename)
+	staged []string // paths with staged changes
+}
+
+func status(ctx context.Context, repo *git.Repo) (*treeState, error) {
+	out, err := repo.Run(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+	if err != nil {
+		return nil, fmt.Errorf("git status: %w", err)
+	}
+	ts := &treeState{}
+	for _, e := range git.SplitZ(out) {
+		if len(e) < 4 {
+			continue
+		}
+		p := e[3:]
+		ts.paths = append(ts.paths, p)
+		if x := e[0]; x != ' ' && x != '?' && x != '!' {
+			ts.staged = append(ts.staged, p)
+		}
+	}
+	return ts, nil
+}
+
+// committer commits what an iteration changed, never the paths that were
+// dirty or untracked before the run started.
+type committer struct {
+	repo  *git.Repo
+	env   []string // WIGGUM_SESSION, so a journal hook attributes the commit
+	keep  []string // paths dirty before the run, never committed
+	keepM map[string]bool
+}
+
+func newCommitter(repo *git.Repo, env []string, keep []string) *committer {
+	c := &committer{repo: repo, env: env, keep: keep, keepM: map[string]bool{}}
+	for _, p := range keep {
+		c.keepM[p] = true
+	}
+	return c
+}
+
+// noAutoGC keeps the loop's commits from running git's automatic
+// maintenance: it would cost every iteration a process, and the user's next
+// own commit still runs it.
+var noAutoGC = []string{"-c", "gc.auto=0", "-c", "maintenance.auto=false"}
+
+func (c *committer) git(ctx context.Context, stdin []byte, args ...string) (string, error) {
+	return c.repo.RunEnv(ctx, c.env, stdin, args...)
+}
+
+// changes lists what the working tree changed, leaving out kept paths.
+func (c *committer) changes(ctx context.Context) (*treeState, error) {
+	ts, err := status(ctx, c.repo)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.keep) == 0 {
+		return ts, nil
+	}
+	var own []string
+	for _, p := range ts.paths {
+		if !c.keepM[p] {
+			own = append(own, p)
+		}
+	}
+	ts.paths = own
+	return ts, nil
+}
+
+// commitAll commits every change in the working tree except kept paths. It
+// returns the new commit's short id, or "" when nothing changed.
+func (c *committer) commitAll(ctx context.Context, message string) (string, error) {
+	ts, err := c.changes(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(ts.paths) == 0 && len(ts.staged) == 0 {
+		return "", nil
+	}
+	if len(c.keep) == 0 {
+		if _, err := c.git(ctx, nil, "add", "-A", "--", ":/"); err != nil {
+			return "", fmt.Errorf("stage changes: %w", err)
+		}
+	} else if err := c.stageExcept(ctx, ts); err != nil {
+		return "", fmt.Errorf("stage changes: %w", err)
+	}
+	return c.run(ctx, append(append([]string{}, noAutoGC...), "commit", "-m", message))
+}
+
+// stageExcept stages everything but the kept paths, first unstaging kept
+// paths an agent may have added.
+func (c *committer) stageExcept(ctx context.Context, ts *treeState) error {
+	var unstage strings.Builder
+	for _, p := range ts.staged {
+		if c.keepM[p] {
+			unstage.WriteString(":(top,literal)" + p + "\x00")
+		}
+	}
+	if unstage.Len() > 0 {
+		if _, err := c.git(ctx, []byte(unstage.String()), "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+			return err
+		}
+	}
+	spec := ":/\x00"
+	for _, p := range c.keep {
+		spec += ":(top,literal,exclude)" + p + "\x00"
+	}
+	_, err := c.git(ctx, []byte(spec), "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
+	return err
+}
+
+// commitPath commits exactly path (the plan), whatever else is staged; ""
+// when it did not change. A directory (an issues plan, where a done issue
+// moves to a new, untracked file) or a file git does not know yet is added
+// first; a tracked file needs no separate add.
+func (c *committer) commitPath(ctx context.Context, message, path string, dir bool) (string, error) {
+	spec := ":(top,literal)" + path
+	args := append(append([]string{}, noAutoGC...), "commit", "-m", message, "--", spec)
+	if !dir {
+		sha, err := c.run(ctx, args)
+		var ge *git.Error
+		if err == nil || !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "did not match any file") {
+			return sha, err
+		}
+	}
+	if _, err := c.git(ctx, nil, "add", "-A", "--", spec); err != nil {
+		return "", fmt.Errorf("stage %s: %w", path, err)
+	}
+	return c.run(ctx, args)
+}
+
+var commitSHA = regexp.MustCompile(`^\[[^\]]* ([0-9a-f]{4,})\]`)
+
+func (c *committer) run(ctx context.Context, args []string) (string, error) {
+	out, err := c.git(ctx, nil, args...)
+	if err != nil {
+		var ge *git.Error
+		if errors.As(err, &ge) && ge.Status() == 1 && strings.TrimSpace(ge.Stderr) == "" {
+			// git says "nothing to commit" on stdout and exits 1.
+			return "", nil
+		}
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	if m := commitSHA.FindStringSubmatch(out); m != nil {
+		return m[1], nil
+	}
+	return c.repo.Line(ctx, "rev-parse", "--short", "HEAD")
+}
+
+// relPath is path relative to the repository root with forward slashes,
+// for git pathspecs and prompts.
+func relPath(root, path string) string {
+	rel, err := filepath.Rel(root, path)
+	if err != nil {
+		return path
+	}
+	return filepath.ToSlash(rel)
+}
+
+func summarize(paths []string, n int) string {
+	sorted := append([]string(nil), paths...)
+	sort.Strings(sorted)
+	if len(sorted) <= n {
+		return strings.Join(sorted, ", ")
+	}
+	return strings.Join(sorted[:n], ", ") + fmt.Sprintf(" and %d more", len(sorted)-n)
+}

@@ -1,0 +1,138 @@
+package loop
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/agent"
+)
+
+// display is what a person watching the loop sees: on a terminal, a status
+// line (story, elapsed time, latest agent activity) redrawn in place under
+// the scrolling output; elsewhere, plain lines only.
+type display struct {
+	mu       sync.Mutex
+	w        io.Writer
+	live     bool
+	quiet    bool
+	status   string // current story, for the status line
+	activity string
+	since    time.Time
+	drawn    bool
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+func newDisplay(w io.Writer, live, quiet bool) *display {
+	return &display{w: w, live: live, quiet: quiet}
+}
+
+// printf prints a line above the status line.
+func (d *display) printf(format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.clear()
+	fmt.Fprintf(d.w, format+"\n", args...)
+	d.draw()
+}
+
+// line is one line of the agent's own output.
+func (d *display) line(s string) {
+	if d.quiet {
+		return
+	}
+	d.mu.Lock()
+	d.activity = s
+	d.mu.Unlock()
+	d.printf("  │ %s", s)
+}
+
+// event is what stream-json says the agent did.
+func (d *display) event(e agent.Event) {
+	d.mu.Lock()
+	d.activity = e.Kind + ": " + e.Text
+	d.mu.Unlock()
+	if d.quiet && e.Kind == "text" {
+		return
+	}
+	text := e.Text
+	if e.Kind == "text" {
+		text = firstLineOf(text)
+	}
+	d.printf("  ▸ %s: %s", e.Kind, text)
+}
+
+// begin starts the status line for a story.
+func (d *display) begin(status string) {
+	d.mu.Lock()
+	d.status, d.activity, d.since = status, "starting", time.Now()
+	d.mu.Unlock()
+	if !d.live {
+		return
+	}
+	d.stop, d.done = make(chan struct{}), make(chan struct{})
+	go func(stop, done chan struct{}) {
+		defer close(done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				d.mu.Lock()
+				d.clear()
+				d.draw()
+				d.mu.Unlock()
+			}
+		}
+	}(d.stop, d.done)
+}
+
+// end removes the status line.
+func (d *display) end() {
+	if d.stop != nil {
+		close(d.stop)
+		<-d.done
+		d.stop = nil
+	}
+	d.mu.Lock()
+	d.clear()
+	d.status = ""
+	d.mu.Unlock()
+}
+
+func (d *display) clear() {
+	if d.live && d.drawn {
+		fmt.Fprint(d.w, "\r\x1b[K")
+		d.drawn = false
+	}
+}
+
+func (d *display) draw() {
+	if !d.live || d.status == "" {
+		return
+	}
+	el := time.Since(d.since).Truncate(time.Second)
+	line := fmt.Sprintf("⏵ %s · %s · %s", d.status, el, d.activity)
+	fmt.Fprint(d.w, clipRunes(line, 120))
+	d.drawn = true
+}
+
+func firstLineOf(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+func clipRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,207 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/agent"
+	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/internal/proc"
+)
+
+// TestMain lets the test binary act as wiggum's supervisor.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == proc.SuperviseArg {
+		os.Exit(proc.Supervise(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+func TestRenderIsLiteral(t *testing.T) {
+	got := Render("[{{STORY_ID}}] {{STORY}} #{{ITERATION}} {{UNKNOWN}} {{FAILURE_CONTEXT}}", Vars{
+		StoryID: "US-1", Story: "uses {{ITERATION}} and $(rm -rf /) and \\1 and $1", Iteration: 7,
+	})
+	want := "[US-1] uses {{ITERATION}} and $(rm -rf /) and \\1 and $1 #7 {{UNKNOWN}} "
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	for _, ph := range []string{"{{STORY_ID}}", "{{STORY_TITLE}}", "{{STORY}}", "{{PLAN_PATH}}", "{{PROGRESS_PATH}}", "{{ITERATION}}", "{{FAILURE_CONTEXT}}"} {
+		if !strings.Contains(DefaultPrompt, ph) {
+			t.Errorf("default prompt lacks %s", ph)
+		}
+	}
+}
+
+func gitT(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@e", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// newRepo makes a repository whose plan has n stories.
+func newRepo(t testing.TB, n int) (*checkpoint.State, plan.Plan) {
+	t.Helper()
+	dir := t.TempDir()
+	gitT(t, dir, "init", "-q")
+	gitT(t, dir, "config", "user.name", "T")
+	gitT(t, dir, "config", "user.email", "t@e")
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "- [ ] US-%d: story %d\n", i, i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-q", "-m", "init")
+	st, err := checkpoint.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Resolve(st.Repo.Root, dir, plan.Source{File: "plan.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, p
+}
+
+func opts(p plan.Plan, script string) Options {
+	prof, _ := agent.Custom(script)
+	return Options{Plan: p, Agent: prof, Retries: 1, MaxIter: 50, NoProgress: 5}
+}
+
+func TestRuntimeStateNeverCommitted(t *testing.T) {
+	st, p := newRepo(t, 2)
+	var out bytes.Buffer
+	o := opts(p, `cat >/dev/null; echo x > "f-$WIGGUM_STORY"`)
+	o.Out = &out
+	sum, err := Run(context.Background(), st, o)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(sum.Completed) != 2 || sum.Left != 0 {
+		t.Errorf("summary %+v", sum)
+	}
+	files := gitT(t, st.Repo.Root, "log", "--name-only", "--format=")
+	if strings.Contains(files, ".ralph") {
+		t.Errorf("runtime state committed:\n%s", files)
+	}
+	for _, f := range []string{checkpoint.LockFile, checkpoint.RuntimeDir + "/" + ProgressFile, checkpoint.RuntimeDir + "/events.jsonl"} {
+		if _, err := os.Stat(st.Path(f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if s := gitT(t, st.Repo.Root, "status", "--porcelain"); s != "" {
+		t.Errorf("tree not clean:\n%s", s)
+	}
+}
+
+func TestLockHeldExits3(t *testing.T) {
+	st, p := newRepo(t, 1)
+	l, err := st.Acquire(context.Background(), checkpoint.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	_, err = Run(context.Background(), st, opts(p, "true"))
+	if exitcode.Of(err) != exitcode.Locked {
+		t.Errorf("err = %v (exit %d), want exit 3", err, exitcode.Of(err))
+	}
+	if log := gitT(t, st.Repo.Root, "log", "--format=%s"); log != "init\n" {
+		t.Errorf("history changed while locked:\n%s", log)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	st, p := newRepo(t, 1)
+	for name, mod := range map[string]func(*Options){
+		"zero iterations": func(o *Options) { o.MaxIter = 0 },
+		"too many":        func(o *Options) { o.MaxIter = MaxIterationsLimit + 1 },
+		"negative retry":  func(o *Options) { o.Retries = -1 },
+		"no breaker":      func(o *Options) { o.NoProgress = 0 },
+	} {
+		o := opts(p, "true")
+		mod(&o)
+		if _, err := Run(context.Background(), st, o); exitcode.Of(err) != exitcode.Usage {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestStopErrorIsExit5(t *testing.T) {
+	st, p := newRepo(t, 3)
+	o := opts(p, "cat >/dev/null; exit 1")
+	o.Retries, o.NoProgress = 0, 10
+	sum, err := Run(context.Background(), st, o)
+	var se *StopError
+	if !errors.As(err, &se) || exitcode.Of(err) != exitcode.WorkLeft {
+		t.Fatalf("err = %v", err)
+	}
+	if len(sum.Skipped) != 3 || sum.Iterations != 3 {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+func TestDisplayLive(t *testing.T) {
+	var b bytes.Buffer
+	d := newDisplay(&b, true, false)
+	d.begin("US-1 (iteration 1)")
+	d.line("hello")
+	d.event(agent.Event{Kind: "tool", Text: "Bash: go test"})
+	d.end()
+	out := b.String()
+	for _, want := range []string{"  │ hello\n", "  ▸ tool: Bash: go test\n", "⏵ US-1 (iteration 1)", "\r\x1b[K"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("live output lacks %q:\n%q", want, out)
+		}
+	}
+	b.Reset()
+	d = newDisplay(&b, false, true)
+	d.begin("US-2")
+	d.line("hidden")
+	d.printf("shown")
+	d.end()
+	if b.String() != "shown\n" {
+		t.Errorf("plain quiet output = %q", b.String())
+	}
+}
+
+func TestRetryPromptCarriesOnlyThisRunsFailure(t *testing.T) {
+	st, p := newRepo(t, 1)
+	dir := t.TempDir()
+	// First run: every attempt fails, leaving failures in the log.
+	o := opts(p, `cat > "`+dir+`/old-$WIGGUM_ITERATION"; echo OLD-RUN-OUTPUT; exit 1`)
+	o.Retries = 0
+	if _, err := Run(context.Background(), st, o); exitcode.Of(err) != exitcode.WorkLeft {
+		t.Fatalf("first run: %v", err)
+	}
+	// Second run: the first attempt must not see the old run's failure,
+	// the retry must see this run's.
+	o = opts(p, `cat > "`+dir+`/new-$WIGGUM_ITERATION"; [ "$WIGGUM_ITERATION" = 2 ] && exit 0; echo NEW-RUN-OUTPUT; exit 1`)
+	if _, err := Run(context.Background(), st, o); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	first, _ := os.ReadFile(filepath.Join(dir, "new-1"))
+	second, _ := os.ReadFile(filepath.Join(dir, "new-2"))
+	if strings.Contains(string(first), "previous attempt") {
+		t.Errorf("first attempt of a new run got an old failure:\n%s", first)
+	}
+	if !strings.Contains(string(second), "NEW-RUN-OUTPUT") || strings.Contains(string(second), "OLD-RUN-OUTPUT") {
+		t.Errorf("retry prompt:\n%s", second)
+	}
+}

@@ -1,0 +1,231 @@
+// Package plan reads the stories a loop works through - a markdown checklist,
+// a snarktank-style prd.json, or a little-loops issues directory - and marks
+// one story done by changing exactly that story and nothing else, atomically.
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/google/renameio/v2"
+)
+
+// Story is one unit of work.
+type Story struct {
+	ID       string
+	Title    string
+	Details  string // the story's own text: its detail block, description, or issue file
+	Priority int    // lower runs first; markdown plans use file order
+	Done     bool
+}
+
+// Plan is a source of stories. Stories rereads the source every call, so an
+// agent that edits the plan (adds a story, ticks one) is seen next iteration.
+type Plan interface {
+	Kind() string // "markdown", "prd.json" or "issues"
+	Path() string // absolute path of the plan file or directory
+	Stories() ([]Story, error)
+	MarkDone(id string) error
+}
+
+// Next returns the first open story not in skip, or nil when none is left.
+func Next(stories []Story, skip map[string]bool) *Story {
+	for i := range stories {
+		if !stories[i].Done && !skip[stories[i].ID] {
+			return &stories[i]
+		}
+	}
+	return nil
+}
+
+// Open counts the stories not done.
+func Open(stories []Story) int {
+	n := 0
+	for _, s := range stories {
+		if !s.Done {
+			n++
+		}
+	}
+	return n
+}
+
+// Source says where the plan is; at most one field may be set. With none
+// set, Resolve looks for prd.json, .ralph/prd.json, then a single
+// .ralph/PRD-N/plan.md.
+type Source struct {
+	PRD    string // N of .ralph/PRD-N/plan.md, a positive integer
+	File   string // any markdown plan, or a prd.json
+	Issues string // an issues directory
+}
+
+// BadInputError is a plan location the user got wrong; nothing was read.
+type BadInputError struct{ Msg string }
+
+func (e *BadInputError) Error() string { return e.Msg }
+
+// ExitCode makes a bad plan location a usage error (exit 2).
+func (e *BadInputError) ExitCode() int { return 2 }
+
+func badInput(format string, args ...any) error {
+	return &BadInputError{Msg: fmt.Sprintf(format, args...)}
+}
+
+var prdNumber = regexp.MustCompile(`^[1-9][0-9]{0,8}$`)
+
+// Resolve finds the plan. root is the working-tree root; relative paths are
+// taken from cwd. Every path must stay inside root, symlinks included.
+func Resolve(root, cwd string, src Source) (Plan, error) {
+	set := 0
+	for _, v := range []string{src.PRD, src.File, src.Issues} {
+		if v != "" {
+			set++
+		}
+	}
+	if set > 1 {
+		return nil, badInput("plan: give only one of --prd, --plan and --issues")
+	}
+	switch {
+	case src.PRD != "":
+		if !prdNumber.MatchString(src.PRD) {
+			return nil, badInput("plan: --prd takes a positive integer N (the plan is .ralph/PRD-N/plan.md), not %q", src.PRD)
+		}
+		path, err := inside(root, filepath.Join(root, ".ralph", "PRD-"+src.PRD, "plan.md"))
+		if err != nil {
+			return nil, err
+		}
+		return openFile(path)
+	case src.File != "":
+		path, err := inside(root, absFrom(cwd, src.File))
+		if err != nil {
+			return nil, err
+		}
+		return openFile(path)
+	case src.Issues != "":
+		path, err := inside(root, absFrom(cwd, src.Issues))
+		if err != nil {
+			return nil, err
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, badInput("plan: issues directory %s: %v", src.Issues, unwrapPath(err))
+		}
+		if !fi.IsDir() {
+			return nil, badInput("plan: --issues %s is not a directory", src.Issues)
+		}
+		return &Issues{Dir: path}, nil
+	}
+	for _, rel := range []string{"prd.json", ".ralph/prd.json"} {
+		if _, err := os.Stat(filepath.Join(root, rel)); err == nil {
+			return openFile(filepath.Join(root, rel))
+		}
+	}
+	found, _ := filepath.Glob(filepath.Join(root, ".ralph", "PRD-*", "plan.md"))
+	switch len(found) {
+	case 1:
+		return openFile(found[0])
+	case 0:
+		return nil, badInput("plan: no plan found; pass --plan FILE, --prd N (.ralph/PRD-N/plan.md) or --issues DIR, or create prd.json")
+	}
+	sort.Strings(found)
+	for i := range found {
+		found[i], _ = filepath.Rel(root, found[i])
+	}
+	return nil, badInput("plan: several plans found (%s); choose one with --prd N", strings.Join(found, ", "))
+}
+
+func absFrom(cwd, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(cwd, p)
+}
+
+// inside resolves symlinks in path's existing prefix and refuses anything
+// that ends up outside root.
+func inside(root, path string) (string, error) {
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", fmt.Errorf("plan: resolve %s: %w", root, err)
+	}
+	resolved := resolveExisting(path)
+	rel, err := filepath.Rel(realRoot, resolved)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", badInput("plan: %s is outside the repository %s; plans must live inside it", path, root)
+	}
+	return filepath.Join(realRoot, rel), nil
+}
+
+// resolveExisting evaluates symlinks in the longest existing prefix of path,
+// so a plan that does not exist yet still gets a containment check.
+func resolveExisting(path string) string {
+	path = filepath.Clean(path)
+	var tail []string
+	for {
+		if r, err := filepath.EvalSymlinks(path); err == nil {
+			return filepath.Join(append([]string{r}, tail...)...)
+		}
+		parent := filepath.Dir(path)
+		if parent == path {
+			return filepath.Join(append([]string{path}, tail...)...)
+		}
+		tail = append([]string{filepath.Base(path)}, tail...)
+		path = parent
+	}
+}
+
+func openFile(path string) (Plan, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, badInput("plan: %s: %v", path, unwrapPath(err))
+	}
+	if fi.IsDir() {
+		return nil, badInput("plan: %s is a directory; use --issues for an issues directory", path)
+	}
+	if strings.EqualFold(filepath.Ext(path), ".json") {
+		return &PRDJSON{File: path}, nil
+	}
+	return &Markdown{File: path}, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// writeAtomic replaces path with data (temp file, fsync, rename), keeping
+// the file's permission bits.
+func writeAtomic(path string, data []byte) error {
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	if err := renameio.WriteFile(path, data, mode); err != nil {
+		return fmt.Errorf("plan: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// NotFoundError is a story id the plan does not contain.
+type NotFoundError struct{ ID, Path string }
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("plan: story %s not found in %s", e.ID, e.Path)
+}
+
+func atoiOr(s string, def int) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return def
+	}
+	return n
+}

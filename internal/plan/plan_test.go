@@ -1,0 +1,320 @@
+package plan
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+const tenPlan = `# Plan
+
+- [ ] US-1: first
+- [ ] US-10: tenth
+- [ ] US-11: eleventh
+- [ ] **US-2**: second, bold
+  - [ ] acceptance: not a story
+- [x] US-3 - already done
+
+### US-1: first
+Do the first thing.
+- [ ] criterion inside details
+
+### US-10 tenth
+Tenth details.
+
+` + "```" + `
+- [ ] US-99: inside a code fence, not a story
+` + "```" + `
+`
+
+func TestMarkdownStories(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plan.md")
+	write(t, path, tenPlan)
+	m := &Markdown{File: path}
+	got, err := m.Stories()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range got {
+		ids = append(ids, s.ID)
+	}
+	if strings.Join(ids, ",") != "US-1,US-10,US-11,US-2,US-3" {
+		t.Fatalf("ids = %v", ids)
+	}
+	if got[0].Title != "first" || got[3].Title != "second, bold" || got[4].Title != "already done" {
+		t.Errorf("titles = %q %q %q", got[0].Title, got[3].Title, got[4].Title)
+	}
+	if !got[4].Done || got[0].Done {
+		t.Errorf("done flags wrong: %+v", got)
+	}
+	if !strings.Contains(got[0].Details, "Do the first thing.") || strings.Contains(got[0].Details, "Tenth") {
+		t.Errorf("US-1 details = %q", got[0].Details)
+	}
+	if !strings.Contains(got[1].Details, "Tenth details.") {
+		t.Errorf("US-10 details = %q", got[1].Details)
+	}
+	if n := Next(got, map[string]bool{"US-1": true}); n == nil || n.ID != "US-10" {
+		t.Errorf("Next skipping US-1 = %+v", n)
+	}
+	if Open(got) != 4 {
+		t.Errorf("Open = %d", Open(got))
+	}
+}
+
+func TestMarkdownMarkDoneTouchesOnlyThatStory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plan.md")
+	write(t, path, tenPlan)
+	m := &Markdown{File: path}
+	if err := m.MarkDone("US-1"); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(tenPlan, "- [ ] US-1: first", "- [x] US-1: first", 1)
+	if got := read(t, path); got != want {
+		t.Fatalf("after MarkDone(US-1):\n%s\nwant:\n%s", got, want)
+	}
+	if err := m.MarkDone("US-2"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(read(t, path), "- [x] **US-2**: second, bold") {
+		t.Errorf("bold story not ticked:\n%s", read(t, path))
+	}
+	// Marking a done story again changes nothing; an unknown id is an error
+	// and changes nothing either.
+	before := read(t, path)
+	if err := m.MarkDone("US-3"); err != nil {
+		t.Fatal(err)
+	}
+	var nf *NotFoundError
+	if err := m.MarkDone("US-99"); !errors.As(err, &nf) {
+		t.Fatalf("MarkDone(US-99) = %v, want NotFoundError (it is only inside a code fence)", err)
+	}
+	if read(t, path) != before {
+		t.Error("file changed by a no-op MarkDone")
+	}
+}
+
+func TestMarkdownKeepsCRLFAndMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plan.md")
+	write(t, path, "- [ ] US-7: crlf\r\n- [ ] US-70: other\r\n")
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Markdown{File: path}).MarkDone("US-7"); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, path); got != "- [x] US-7: crlf\r\n- [ ] US-70: other\r\n" {
+		t.Errorf("got %q", got)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode = %v", fi.Mode())
+	}
+}
+
+const prd = `{
+  "project": "demo",
+  "branchName": "ralph/demo",
+  "userStories": [
+    {"id": "US-002", "title": "second", "description": "two", "acceptanceCriteria": ["a", "b"], "priority": 2, "passes": false, "notes": "keep me"},
+    {"id": "US-001", "title": "first", "description": "one", "acceptanceCriteria": [], "priority": 1, "passes": false},
+    {"id": "US-010", "title": "tenth", "priority": 10, "passes": true}
+  ]
+}
+`
+
+func TestPRDJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prd.json")
+	write(t, path, prd)
+	p := &PRDJSON{File: path}
+	got, err := p.Stories()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].ID != "US-001" || got[1].ID != "US-002" || !got[2].Done {
+		t.Fatalf("stories = %+v", got)
+	}
+	if !strings.Contains(got[1].Details, "two") || !strings.Contains(got[1].Details, "- b") {
+		t.Errorf("details = %q", got[1].Details)
+	}
+	if err := p.MarkDone("US-002"); err != nil {
+		t.Fatal(err)
+	}
+	out := read(t, path)
+	if !strings.Contains(out, `"notes": "keep me"`) || strings.Index(out, `"project"`) > strings.Index(out, `"userStories"`) {
+		t.Errorf("fields or key order lost:\n%s", out)
+	}
+	got, _ = p.Stories()
+	if got[0].Done || !got[1].Done {
+		t.Errorf("after MarkDone(US-002): %+v", got)
+	}
+	var nf *NotFoundError
+	if err := p.MarkDone("US-0"); !errors.As(err, &nf) {
+		t.Errorf("unknown id: %v", err)
+	}
+}
+
+func TestPRDJSONBad(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"notjson": `{"userStories": [`,
+		"noarray": `{"userStories": 3}`,
+		"missing": `{"stories": []}`,
+		"noid":    `{"userStories": [{"title": "x"}]}`,
+		"dup":     `{"userStories": [{"id": "A-1"}, {"id": "A-1"}]}`,
+	} {
+		path := filepath.Join(dir, name+".json")
+		write(t, path, body)
+		if _, err := (&PRDJSON{File: path}).Stories(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+		if err := (&PRDJSON{File: path}).MarkDone("A-1"); err == nil {
+			t.Errorf("%s: MarkDone succeeded", name)
+		}
+		if read(t, path) != body {
+			t.Errorf("%s: file changed", name)
+		}
+	}
+}
+
+func TestIssuesDir(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "bugs", "P2-BUG-7-crash-on-start.md"), "# Crash on start\n\nIt crashes.\n")
+	write(t, filepath.Join(dir, "features", "P1-FEAT-12-dark-mode.md"), "no heading here\n")
+	write(t, filepath.Join(dir, "features", "P1-FEAT-3-search.md"), "# Search\n")
+	write(t, filepath.Join(dir, "completed", "P0-ENH-1-done-already.md"), "# Done\n")
+	write(t, filepath.Join(dir, "features", "README.md"), "not an issue\n")
+	p := &Issues{Dir: dir}
+	got, err := p.Stories()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range got {
+		ids = append(ids, s.ID)
+	}
+	if strings.Join(ids, ",") != "ENH-1,FEAT-12,FEAT-3,BUG-7" {
+		t.Fatalf("order = %v", ids)
+	}
+	if !got[0].Done || got[1].Done || got[1].Title != "dark mode" || got[3].Title != "Crash on start" {
+		t.Errorf("stories = %+v", got)
+	}
+	if err := p.MarkDone("BUG-7"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "completed", "P2-BUG-7-crash-on-start.md")); err != nil {
+		t.Error(err)
+	}
+	// A second completion of the same issue (another worker did it) is fine.
+	if err := p.MarkDone("BUG-7"); err != nil {
+		t.Errorf("second MarkDone: %v", err)
+	}
+	// Destination already there (both copies exist): the move still succeeds.
+	write(t, filepath.Join(dir, "completed", "P1-FEAT-3-search.md"), "# Search\n")
+	if err := p.MarkDone("FEAT-3"); err != nil {
+		t.Errorf("MarkDone with existing destination: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "features", "P1-FEAT-3-search.md")); !errors.Is(err, os.ErrNotExist) && err != nil {
+		t.Error(err)
+	}
+	got, _ = p.Stories()
+	if n := Next(got, nil); n == nil || n.ID != "FEAT-12" {
+		t.Errorf("next = %+v", n)
+	}
+}
+
+func TestIssuesMoveToleratesMissingSource(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "bugs", "P1-BUG-1-x.md")
+	write(t, src, "# x\n")
+	p := &Issues{Dir: dir}
+	files, err := p.scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Someone else completes it between our listing and our move.
+	if err := os.MkdirAll(filepath.Join(dir, "completed"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(src, filepath.Join(dir, "completed", "P1-BUG-1-x.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(files[0].path, filepath.Join(dir, "completed", "P1-BUG-1-x.md")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("setup: expected the raced rename to see a missing source, got %v", err)
+	}
+	if err := p.MarkDone("BUG-1"); err != nil {
+		t.Errorf("MarkDone after a concurrent completion: %v", err)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	write(t, filepath.Join(root, ".ralph", "PRD-3", "plan.md"), "- [ ] US-1: x\n")
+	write(t, filepath.Join(outside, "plan.md"), "- [ ] US-1: x\n")
+	if err := os.Symlink(outside, filepath.Join(root, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(root, "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := Resolve(root, sub, Source{PRD: "3"})
+	if err != nil || p.Kind() != "markdown" {
+		t.Fatalf("--prd 3: %v %v", p, err)
+	}
+	p, err = Resolve(root, sub, Source{})
+	if err != nil || !strings.HasSuffix(p.Path(), filepath.Join("PRD-3", "plan.md")) {
+		t.Fatalf("detect: %v %v", p, err)
+	}
+	p, err = Resolve(root, sub, Source{File: "../.ralph/PRD-3/plan.md"})
+	if err != nil || p.Kind() != "markdown" {
+		t.Fatalf("--plan relative to cwd: %v %v", p, err)
+	}
+
+	for name, src := range map[string]Source{
+		"prd dotdot":     {PRD: "../x"},
+		"prd zero":       {PRD: "0"},
+		"prd negative":   {PRD: "-1"},
+		"prd word":       {PRD: "3x"},
+		"prd missing":    {PRD: "4"},
+		"plan outside":   {File: filepath.Join(outside, "plan.md")},
+		"plan dotdot":    {File: "../../" + filepath.Base(outside) + "/plan.md"},
+		"plan symlink":   {File: "../escape/plan.md"},
+		"issues outside": {Issues: outside},
+		"issues file":    {Issues: "../.ralph/PRD-3/plan.md"},
+		"two sources":    {PRD: "3", File: "x.md"},
+	} {
+		_, err := Resolve(root, sub, src)
+		var bad *BadInputError
+		if !errors.As(err, &bad) || bad.ExitCode() != 2 {
+			t.Errorf("%s: err = %v, want BadInputError", name, err)
+		}
+	}
+
+	write(t, filepath.Join(root, "prd.json"), prd)
+	if p, err := Resolve(root, root, Source{}); err != nil || p.Kind() != "prd.json" {
+		t.Errorf("prd.json detection: %v %v", p, err)
+	}
+}

@@ -1,0 +1,209 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// PRDJSON is a snarktank/ralph prd.json: userStories with id, title,
+// description, acceptanceCriteria, priority and passes. Lowest priority
+// number runs first; passes: true means done.
+type PRDJSON struct{ File string }
+
+// Kind implements Plan.
+func (p *PRDJSON) Kind() string { return "prd.json" }
+
+// Path implements Plan.
+func (p *PRDJSON) Path() string { return p.File }
+
+type prdStory struct {
+	ID                 string   `json:"id"`
+	Title              string   `json:"title"`
+	Description        string   `json:"description"`
+	AcceptanceCriteria []string `json:"acceptanceCriteria"`
+	Priority           *int     `json:"priority"`
+	Passes             bool     `json:"passes"`
+}
+
+// load returns the document with its key order kept, and the stories.
+func (p *PRDJSON) load() (*object, []json.RawMessage, error) {
+	data, err := os.ReadFile(p.File)
+	if err != nil {
+		return nil, nil, fmt.Errorf("plan: read %s: %w", p.File, err)
+	}
+	var doc object
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, nil, fmt.Errorf("plan: %s is not a prd.json object: %w", p.File, err)
+	}
+	raw, ok := doc.get("userStories")
+	if !ok {
+		return nil, nil, fmt.Errorf("plan: %s has no userStories array", p.File)
+	}
+	var stories []json.RawMessage
+	if err := json.Unmarshal(raw, &stories); err != nil {
+		return nil, nil, fmt.Errorf("plan: %s: userStories is not an array: %w", p.File, err)
+	}
+	return &doc, stories, nil
+}
+
+// Stories implements Plan.
+func (p *PRDJSON) Stories() ([]Story, error) {
+	_, raws, err := p.load()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Story, 0, len(raws))
+	seen := map[string]bool{}
+	for i, r := range raws {
+		var s prdStory
+		if err := json.Unmarshal(r, &s); err != nil {
+			return nil, fmt.Errorf("plan: %s: userStories[%d]: %w", p.File, i, err)
+		}
+		if strings.TrimSpace(s.ID) == "" {
+			return nil, fmt.Errorf("plan: %s: userStories[%d] has no id", p.File, i)
+		}
+		if seen[s.ID] {
+			return nil, fmt.Errorf("plan: %s: story id %s appears twice", p.File, s.ID)
+		}
+		seen[s.ID] = true
+		prio := 1 << 30
+		if s.Priority != nil {
+			prio = *s.Priority
+		}
+		out = append(out, Story{ID: s.ID, Title: s.Title, Details: s.details(), Priority: prio, Done: s.Passes})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Priority < out[j].Priority })
+	return out, nil
+}
+
+func (s prdStory) details() string {
+	var b strings.Builder
+	b.WriteString(s.Description)
+	if len(s.AcceptanceCriteria) > 0 {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString("Acceptance criteria:\n")
+		for _, c := range s.AcceptanceCriteria {
+			b.WriteString("- " + c + "\n")
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// MarkDone sets passes: true on the story with exactly id, keeping every
+// other field and the key order.
+func (p *PRDJSON) MarkDone(id string) error {
+	// A plan that does not read cleanly is never rewritten.
+	if _, err := p.Stories(); err != nil {
+		return err
+	}
+	doc, raws, err := p.load()
+	if err != nil {
+		return err
+	}
+	found := false
+	for i, r := range raws {
+		var s object
+		if err := json.Unmarshal(r, &s); err != nil {
+			return fmt.Errorf("plan: %s: userStories[%d]: %w", p.File, i, err)
+		}
+		rid, _ := s.get("id")
+		var sid string
+		if json.Unmarshal(rid, &sid) != nil || sid != id {
+			continue
+		}
+		found = true
+		s.set("passes", json.RawMessage("true"))
+		if raws[i], err = json.Marshal(&s); err != nil {
+			return err
+		}
+	}
+	if !found {
+		return &NotFoundError{ID: id, Path: p.File}
+	}
+	list, err := json.Marshal(raws)
+	if err != nil {
+		return err
+	}
+	doc.set("userStories", list)
+	flat, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, flat, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	return writeAtomic(p.File, out.Bytes())
+}
+
+// object is a JSON object that remembers its key order, so rewriting a
+// prd.json changes only the field that changed.
+type object struct {
+	keys []string
+	vals map[string]json.RawMessage
+}
+
+func (o *object) get(k string) (json.RawMessage, bool) {
+	v, ok := o.vals[k]
+	return v, ok
+}
+
+func (o *object) set(k string, v json.RawMessage) {
+	if _, ok := o.vals[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.vals[k] = v
+}
+
+func (o *object) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return errors.New("expected a JSON object")
+	}
+	o.keys, o.vals = nil, map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		k := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		o.set(k, v)
+	}
+	_, err = dec.Token()
+	return err
+}
+
+func (o *object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range o.keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(o.vals[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}

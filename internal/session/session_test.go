@@ -1,0 +1,107 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+)
+
+func newState(t *testing.T) *checkpoint.State {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	st, err := checkpoint.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestRunRecordRoundTripAndCorrupt(t *testing.T) {
+	st := newState(t)
+	if r, err := ReadRun(st); r != nil || err != nil {
+		t.Fatalf("no run: %v %v", r, err)
+	}
+	if err := WriteRun(st, Run{PID: 7, Story: "US-1", Iteration: 2, Policy: PolicyRecord}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ReadRun(st)
+	if err != nil || r.Story != "US-1" || r.Iteration != 2 || r.Policy != PolicyRecord {
+		t.Fatalf("got %+v, %v", r, err)
+	}
+	path, _ := st.Runtime(RunFile)
+	os.WriteFile(path, []byte("{not json"), 0o644)
+	if _, err := ReadRun(st); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("corrupt run record: %v", err)
+	}
+	if err := ClearRun(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := ClearRun(st); err != nil {
+		t.Fatalf("clearing twice: %v", err)
+	}
+}
+
+// Concurrent hooks appending failures lose nothing below the cap, and the
+// log keeps only the newest entries past it.
+func TestAppendFailureConcurrentAndCapped(t *testing.T) {
+	st := newState(t)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				if err := AppendFailure(st, Failure{Story: fmt.Sprintf("US-%d", w), Source: "test-hook", Output: strings.Repeat("x", 20000)}); err != nil {
+					t.Error(err)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	all, err := Failures(st, "")
+	if err != nil || len(all) != 40 {
+		t.Fatalf("got %d entries, %v", len(all), err)
+	}
+	if len(all[0].Output) > maxOutputLen+8 {
+		t.Fatalf("output not capped: %d bytes", len(all[0].Output))
+	}
+	one, _ := Failures(st, "US-2")
+	if len(one) != 10 {
+		t.Fatalf("US-2 has %d failures, want 10", len(one))
+	}
+	for i := 0; i < maxFailures; i++ {
+		AppendFailure(st, Failure{Story: "US-9", Source: "gate"})
+	}
+	all, _ = Failures(st, "")
+	if len(all) != maxFailures || all[0].Story != "US-9" {
+		t.Fatalf("cap: %d entries, first %q", len(all), all[0].Story)
+	}
+}
+
+func TestAppendFailureSetsAsideACorruptLog(t *testing.T) {
+	st := newState(t)
+	path, _ := st.Runtime(FailureFile)
+	os.WriteFile(path, []byte("garbage\n"), 0o644)
+	if _, err := Failures(st, ""); err == nil {
+		t.Fatal("a corrupt failure log must be an error when read")
+	}
+	if err := AppendFailure(st, Failure{Story: "US-1", Source: "gate"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + ".corrupt"); err != nil {
+		t.Fatal("the damaged log must be kept aside")
+	}
+	all, err := Failures(st, "")
+	if err != nil || len(all) != 1 {
+		t.Fatalf("got %v, %v", all, err)
+	}
+}
