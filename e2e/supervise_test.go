@@ -204,3 +204,39 @@ func TestLockWait(t *testing.T) {
 		t.Fatalf("order of runs %q, want first then second", data)
 	}
 }
+
+// TestLockKillsEscapedDescendants: a descendant that left the command's
+// process group (setsid, as Node's detached spawn does) must not outlive
+// wiggum either, whether the command exits by itself or wiggum is
+// SIGKILLed; otherwise it could write to the repository once the lock is free.
+func TestLockKillsEscapedDescendants(t *testing.T) {
+	t.Run("command exits", func(t *testing.T) {
+		dir := newRepo(t)
+		escaped := uniqueSleep()
+		r := wiggum(t, dir, nil, "lock", "--", "sh", "-c", `setsid sleep `+escaped+` > /dev/null 2>&1 & echo $! > escaped.pid
+			# exit only once the job has left the group and become the sleep
+			until grep -q sleep /proc/$!/cmdline 2>/dev/null; do sleep 0.01; done`)
+		if r.code != 0 {
+			t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
+		}
+		pid := readPID(t, filepath.Join(dir, "escaped.pid"))
+		if alive(pid) || len(withMarker(escaped)) > 0 {
+			t.Fatal("a setsid descendant outlived wiggum lock")
+		}
+	})
+	t.Run("wiggum SIGKILLed", func(t *testing.T) {
+		dir := newRepo(t)
+		escaped, fg := uniqueSleep(), uniqueSleep()
+		w := startWiggum(t, dir, nil, "lock", "--", "sh", "-c",
+			`setsid sh -c 'sleep `+escaped+`; :' > /dev/null 2>&1 & echo $! > escaped.pid; sleep `+fg+`; :`)
+		pid := readPID(t, filepath.Join(dir, "escaped.pid"))
+		eventually(t, "both sleeps to start", func() bool { return len(withMarker(escaped)) >= 2 && len(withMarker(fg)) >= 3 })
+		if err := w.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		w.wait(t)
+		eventually(t, "every descendant, in the group or not, to die", func() bool {
+			return !alive(pid) && len(withMarker(escaped)) == 0 && len(withMarker(fg)) == 0
+		})
+	})
+}
