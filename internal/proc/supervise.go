@@ -78,16 +78,25 @@ loop:
 // setsid, a detached spawn), and reaps them all, so nothing writes to the
 // repository once the lock is free.
 func reapGroup(pgid int, grace time.Duration, sigs <-chan os.Signal) {
-	signalAll := func(sig syscall.Signal) bool {
-		found := syscall.Kill(-pgid, sig) == nil
+	// Each process gets SIGTERM once, also those re-parented here during
+	// the grace period when their parent dies: a second SIGTERM would make
+	// a process that traps it run its handler again.
+	termed := map[int]bool{}
+	terminateEscaped := func() bool {
+		found := false
 		for _, pid := range children() {
-			if syscall.Kill(pid, sig) == nil {
+			if termed[pid] {
+				continue
+			}
+			termed[pid] = true
+			if g, err := syscall.Getpgid(pid); err == nil && g != pgid && syscall.Kill(pid, syscall.SIGTERM) == nil {
 				found = true
 			}
 		}
 		return found
 	}
-	if signalAll(syscall.SIGTERM) {
+	groupLeft := syscall.Kill(-pgid, syscall.SIGTERM) == nil
+	if escaped := terminateEscaped(); groupLeft || escaped {
 		deadline := time.Now().Add(grace)
 		for time.Now().Before(deadline) && (groupAlive(pgid) || len(children()) > 0) {
 			select {
@@ -95,6 +104,13 @@ func reapGroup(pgid int, grace time.Duration, sigs <-chan os.Signal) {
 				deadline = time.Now()
 			case <-time.After(20 * time.Millisecond):
 			}
+			terminateEscaped()
+		}
+	}
+	signalAll := func(sig syscall.Signal) {
+		_ = syscall.Kill(-pgid, sig)
+		for _, pid := range children() {
+			_ = syscall.Kill(pid, sig)
 		}
 	}
 	// Killing a re-parented process re-parents its own children here in
