@@ -243,3 +243,33 @@ func TestLockKillsEscapedDescendants(t *testing.T) {
 		})
 	})
 }
+
+// TestLockWaitInterrupted: SIGINT or SIGTERM while waiting for the lock
+// ends wiggum with 130 or 143, like any interrupt, and the command never runs.
+func TestLockWaitInterrupted(t *testing.T) {
+	dir := newRepo(t)
+	holder := startWiggum(t, dir, nil, "lock", "--", "sh", "-c", `touch held; while [ ! -e release ]; do sleep 0.02; done`)
+	waitFile(t, filepath.Join(dir, "held"))
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		w := startWiggum(t, dir, nil, "lock", "--wait", "10m", "--", "touch", "ran")
+		// Let it start waiting; a signal that comes earlier still has to
+		// end it with the same code, so this sleep is no assertion.
+		time.Sleep(300 * time.Millisecond)
+		if err := w.cmd.Process.Signal(tc.sig); err != nil {
+			t.Fatal(err)
+		}
+		if code := w.wait(t); code != tc.code {
+			t.Fatalf("%v while waiting for the lock: exit %d, want %d; stderr: %s", tc.sig, code, tc.code, w.stderr())
+		}
+	}
+	if exists(filepath.Join(dir, "ran")) {
+		t.Fatal("the command ran although wiggum was interrupted while waiting")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	holder.wait(t)
+}
