@@ -64,16 +64,12 @@ type SaveOptions struct {
 // Save records the current state as the rollback point. The caller must hold
 // the agent lock or act inside its session.
 func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Checkpoint, error) {
-	head, err := s.Repo.Head(ctx)
+	head, branch, err := s.Repo.HeadBranch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: read HEAD: %w", err)
 	}
 	if head == "" {
 		return nil, exitcode.BadInput("checkpoint: the repository has no commits yet; commit something first")
-	}
-	branch, err := s.Repo.Branch(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint: read branch: %w", err)
 	}
 	if branch == "" && !opts.AllowDetached {
 		return nil, exitcode.BadInput("checkpoint: HEAD is detached; switch to a branch or pass --allow-detached")

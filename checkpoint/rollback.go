@@ -69,16 +69,12 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if !ok {
 		return nil, refuse("the checkpoint commit %s no longer exists", short(cp.Head))
 	}
-	branch, err := s.Repo.Branch(ctx)
+	head, branch, err := s.Repo.HeadBranch(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("rollback: read branch: %w", err)
+		return nil, fmt.Errorf("rollback: read HEAD: %w", err)
 	}
 	if branch != cp.Branch {
 		return nil, refuse("the branch changed since the checkpoint (was %s, now %s)", branchName(cp.Branch), branchName(branch))
-	}
-	head, err := s.Repo.Head(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("rollback: read HEAD: %w", err)
 	}
 	anc, err := s.Repo.OK(ctx, "merge-base", "--is-ancestor", cp.Head, head)
 	if err != nil {

@@ -145,6 +145,9 @@ wait:
 	}
 	outR.Close()
 	<-drained
+	// Unblocks the prompt writer if something that escaped the group still
+	// holds stdin without reading it.
+	inW.Close()
 	if werr != nil {
 		return nil, fmt.Errorf("agent: wait: %w", werr)
 	}

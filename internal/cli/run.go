@@ -7,11 +7,14 @@ import (
 	"os/exec"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/exitcode"
-	"github.com/wiggum-dev/wiggum/internal/loop"
+	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/loop"
 )
 
 // RunCmd is `wiggum run`.
@@ -33,7 +36,7 @@ type RunCmd struct {
 	Grace       time.Duration `default:"10s" help:"Time between SIGTERM and SIGKILL when stopping an agent."`
 	WaitOnLimit bool          `name:"wait-on-limit" help:"When the agent hits its usage limit, wait for the reset (with a countdown) instead of stopping."`
 	AllowDirty  bool          `name:"allow-dirty" help:"Start on a dirty tree; pre-existing changes are left out of every commit."`
-	HookPolicy  string        `name:"hook-policy" enum:"record,rollback" default:"record" help:"What wiggum's hooks do when they see tests fail mid-iteration: record (feed the failure to the agent) or rollback."`
+	HookPolicy  string        `name:"hook-policy" enum:"rollback,record" default:"rollback" help:"What wiggum's agent hooks do when they see a test run fail mid-iteration: rollback (to the iteration's checkpoint, saving the attempt first; refused when unsafe) or record (only log it and tell the agent)."`
 	DryRun      bool          `name:"dry-run" help:"Show the stories and the prompts the run would use; change nothing."`
 	Quiet       bool          `short:"q" help:"Do not echo the agent's output, only the loop's progress."`
 }
@@ -69,11 +72,11 @@ limit); 130/143 interrupted.
 
 // Run runs the loop.
 func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
-	st, err := g.State(ctx)
+	repo, err := git.Open(ctx, g.WorkDir())
 	if err != nil {
-		return err
+		return exitcode.With(exitcode.Usage, err)
 	}
-	p, err := plan.Resolve(st.Repo.Root, g.WorkDir(), plan.Source{PRD: c.PRD, File: c.Plan, Issues: c.Issues})
+	p, err := plan.Resolve(repo.Root, g.WorkDir(), plan.Source{PRD: c.PRD, File: c.Plan, Issues: c.Issues})
 	if err != nil {
 		return err
 	}
@@ -89,19 +92,23 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		tmpl = string(data)
 	}
-	policy := session.PolicyRecord
-	if c.HookPolicy == "rollback" {
-		policy = session.PolicyRollback
+	policy := session.PolicyRollback
+	if c.HookPolicy == session.PolicyRecord {
+		policy = session.PolicyRecord
 	}
 	opts := loop.Options{
 		Plan: p, Agent: prof, Prompt: tmpl, TestCmd: c.TestCmd,
 		Retries: c.Retries, MaxIter: c.MaxIter, NoProgress: c.NoProgress,
 		Timeout: c.Timeout, IdleTimeout: c.IdleTimeout, Grace: c.Grace,
 		AllowDirty: c.AllowDirty, WaitOnLimit: c.WaitOnLimit, Policy: policy,
-		Out: g.stdout, Live: isTerminal(g.stdout), Quiet: c.Quiet, Command: os.Args,
+		Out: g.stdout, Live: isTerminal(g.stdout), Width: termWidth(g.stdout), Quiet: c.Quiet, Command: os.Args,
 	}
 	if c.DryRun {
-		return loop.DryRun(st, opts)
+		return loop.DryRun(repo.Root, opts)
+	}
+	st, err := g.State(ctx)
+	if err != nil {
+		return err
 	}
 	_, err = loop.Run(ctx, st, opts)
 	if ierr := Interrupted(ctx); ierr != nil {
@@ -130,6 +137,19 @@ func (c *RunCmd) profile() (agent.Profile, error) {
 		return p, exitcode.BadInput("run: the %s agent (%s) is not installed or not in PATH; install it, or choose another with --agent or --agent-cmd", c.Agent, p.Argv[0])
 	}
 	return p, nil
+}
+
+// termWidth is the terminal's width in columns, or 0 when unknown.
+func termWidth(w any) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
 }
 
 // isTerminal reports whether w is a terminal, where a redrawn status line

@@ -148,6 +148,30 @@ func (r *Repo) Branch(ctx context.Context) (string, error) {
 	return r.optionalLine(ctx, "symbolic-ref", "--quiet", "HEAD")
 }
 
+// HeadBranch returns HEAD's sha and the full ref it is on, in one git call
+// on the common path: ("", "", nil) with no commits yet, branch "" when
+// detached.
+func (r *Repo) HeadBranch(ctx context.Context) (head, branch string, err error) {
+	out, err := r.Line(ctx, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD")
+	if err != nil {
+		// An unborn branch makes HEAD unresolvable; tell that apart from
+		// a real failure.
+		if h, herr := r.Head(ctx); herr == nil && h == "" {
+			return "", "", nil
+		}
+		return "", "", err
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) != 2 {
+		return "", "", fmt.Errorf("git rev-parse HEAD: unexpected output %q", out)
+	}
+	head, branch = lines[0], lines[1]
+	if !strings.HasPrefix(branch, "refs/") {
+		branch = ""
+	}
+	return head, branch, nil
+}
+
 // optionalLine runs a --quiet git query whose exit 1 means "there is none".
 func (r *Repo) optionalLine(ctx context.Context, args ...string) (string, error) {
 	out, err := r.Line(ctx, args...)

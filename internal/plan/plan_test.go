@@ -182,11 +182,14 @@ func TestPRDJSONBad(t *testing.T) {
 		"missing": `{"stories": []}`,
 		"noid":    `{"userStories": [{"title": "x"}]}`,
 		"dup":     `{"userStories": [{"id": "A-1"}, {"id": "A-1"}]}`,
+		"ctrl":    `{"userStories": [{"id": "A-1\nrm -rf /"}]}`,
+		"long":    `{"userStories": [{"id": "` + strings.Repeat("x", 101) + `"}]}`,
 	} {
 		path := filepath.Join(dir, name+".json")
 		write(t, path, body)
-		if _, err := (&PRDJSON{File: path}).Stories(); err == nil {
-			t.Errorf("%s: no error", name)
+		var bad *BadInputError
+		if _, err := (&PRDJSON{File: path}).Stories(); !errors.As(err, &bad) {
+			t.Errorf("%s: err = %v, want BadInputError", name, err)
 		}
 		if err := (&PRDJSON{File: path}).MarkDone("A-1"); err == nil {
 			t.Errorf("%s: MarkDone succeeded", name)

@@ -38,15 +38,15 @@ func (p *PRDJSON) load() (*object, []json.RawMessage, error) {
 	}
 	var doc object
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, nil, fmt.Errorf("plan: %s is not a prd.json object: %w", p.File, err)
+		return nil, nil, badInput("plan: %s is not a prd.json object: %v", p.File, err)
 	}
 	raw, ok := doc.get("userStories")
 	if !ok {
-		return nil, nil, fmt.Errorf("plan: %s has no userStories array", p.File)
+		return nil, nil, badInput("plan: %s has no userStories array", p.File)
 	}
 	var stories []json.RawMessage
 	if err := json.Unmarshal(raw, &stories); err != nil {
-		return nil, nil, fmt.Errorf("plan: %s: userStories is not an array: %w", p.File, err)
+		return nil, nil, badInput("plan: %s: userStories is not an array: %v", p.File, err)
 	}
 	return &doc, stories, nil
 }
@@ -62,13 +62,16 @@ func (p *PRDJSON) Stories() ([]Story, error) {
 	for i, r := range raws {
 		var s prdStory
 		if err := json.Unmarshal(r, &s); err != nil {
-			return nil, fmt.Errorf("plan: %s: userStories[%d]: %w", p.File, i, err)
+			return nil, badInput("plan: %s: userStories[%d]: %v", p.File, i, err)
 		}
 		if strings.TrimSpace(s.ID) == "" {
-			return nil, fmt.Errorf("plan: %s: userStories[%d] has no id", p.File, i)
+			return nil, badInput("plan: %s: userStories[%d] has no id", p.File, i)
+		}
+		if !validID(s.ID) {
+			return nil, badInput("plan: %s: userStories[%d] has id %q; an id is at most 100 printable characters", p.File, i, s.ID)
 		}
 		if seen[s.ID] {
-			return nil, fmt.Errorf("plan: %s: story id %s appears twice", p.File, s.ID)
+			return nil, badInput("plan: %s: story id %s appears twice", p.File, s.ID)
 		}
 		seen[s.ID] = true
 		prio := 1 << 30
@@ -79,6 +82,19 @@ func (p *PRDJSON) Stories() ([]Story, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Priority < out[j].Priority })
 	return out, nil
+}
+
+// validID keeps ids fit for commit messages and environment variables.
+func validID(id string) bool {
+	if len(id) > 100 {
+		return false
+	}
+	for _, r := range id {
+		if r < ' ' || r == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func (s prdStory) details() string {
@@ -111,7 +127,7 @@ func (p *PRDJSON) MarkDone(id string) error {
 	for i, r := range raws {
 		var s object
 		if err := json.Unmarshal(r, &s); err != nil {
-			return fmt.Errorf("plan: %s: userStories[%d]: %w", p.File, i, err)
+			return badInput("plan: %s: userStories[%d]: %v", p.File, i, err)
 		}
 		rid, _ := s.get("id")
 		var sid string

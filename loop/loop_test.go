@@ -159,7 +159,7 @@ func TestStopErrorIsExit5(t *testing.T) {
 
 func TestDisplayLive(t *testing.T) {
 	var b bytes.Buffer
-	d := newDisplay(&b, true, false)
+	d := newDisplay(&b, true, false, 40)
 	d.begin("US-1 (iteration 1)")
 	d.line("hello")
 	d.event(agent.Event{Kind: "tool", Text: "Bash: go test"})
@@ -170,8 +170,15 @@ func TestDisplayLive(t *testing.T) {
 			t.Errorf("live output lacks %q:\n%q", want, out)
 		}
 	}
+	for _, seg := range strings.Split(out, "\r\x1b[K") {
+		lines := strings.Split(seg, "\n")
+		// The status line is the text after the last newline of a segment.
+		if n := len([]rune(lines[len(lines)-1])); n >= 40 {
+			t.Errorf("a status line of %d runes would wrap a 40-column terminal: %q", n, lines[len(lines)-1])
+		}
+	}
 	b.Reset()
-	d = newDisplay(&b, false, true)
+	d = newDisplay(&b, false, true, 0)
 	d.begin("US-2")
 	d.line("hidden")
 	d.printf("shown")

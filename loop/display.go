@@ -16,6 +16,7 @@ import (
 type display struct {
 	mu       sync.Mutex
 	w        io.Writer
+	width    int // terminal columns: a status line that wraps cannot be redrawn in place
 	live     bool
 	quiet    bool
 	status   string // current story, for the status line
@@ -26,8 +27,11 @@ type display struct {
 	done     chan struct{}
 }
 
-func newDisplay(w io.Writer, live, quiet bool) *display {
-	return &display{w: w, live: live, quiet: quiet}
+func newDisplay(w io.Writer, live, quiet bool, width int) *display {
+	if width < 20 {
+		width = 80
+	}
+	return &display{w: w, live: live, quiet: quiet, width: width}
 }
 
 // printf prints a line above the status line.
@@ -118,7 +122,7 @@ func (d *display) draw() {
 	}
 	el := time.Since(d.since).Truncate(time.Second)
 	line := fmt.Sprintf("⏵ %s · %s · %s", d.status, el, d.activity)
-	fmt.Fprint(d.w, clipRunes(line, 120))
+	fmt.Fprint(d.w, clipRunes(line, d.width-1))
 	d.drawn = true
 }
 

@@ -44,6 +44,7 @@ type Options struct {
 	Policy      string // what hooks do with failing tests mid-iteration (session.Policy*)
 	Out         io.Writer
 	Live        bool // a terminal: redraw a status line
+	Width       int  // the terminal's columns, when Live
 	Quiet       bool // do not echo the agent's output
 	Command     []string
 }
@@ -102,7 +103,7 @@ func Run(ctx context.Context, st *checkpoint.State, opts Options) (*Summary, err
 	defer lock.Release()
 	r := &runner{
 		st: st, opts: opts, lock: lock, session: lock.Holder.Session,
-		disp: newDisplay(opts.Out, opts.Live, opts.Quiet), started: time.Now(),
+		disp: newDisplay(opts.Out, opts.Live, opts.Quiet, opts.Width), started: time.Now(),
 		tries: map[string]int{}, skip: map[string]bool{},
 		planRel: relPath(st.Repo.Root, opts.Plan.Path()),
 	}
@@ -137,7 +138,7 @@ func validate(o *Options) error {
 		o.Prompt = DefaultPrompt
 	}
 	if o.Policy == "" {
-		o.Policy = session.PolicyRecord
+		o.Policy = session.PolicyRollback
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
@@ -163,6 +164,10 @@ func (r *runner) preflight(ctx context.Context) error {
 		return fmt.Errorf("run: read branch: %w", err)
 	} else if branch == "" {
 		return exitcode.BadInput("run: HEAD is detached; switch to the branch the loop should commit to")
+	}
+	// Without an identity every commit would fail, after the agent's work.
+	if _, err := repo.Run(ctx, "var", "GIT_COMMITTER_IDENT"); err != nil {
+		return exitcode.BadInput("run: git does not know who commits here; set it with git config user.name and git config user.email")
 	}
 	ts, err := status(ctx, repo)
 	if err != nil {
@@ -626,8 +631,9 @@ func appendLine(path, line string) {
 }
 
 // DryRun prints the stories a run would work on, in order, with the prompt
-// each would get, and changes nothing.
-func DryRun(st *checkpoint.State, opts Options) error {
+// each would get, and changes nothing - not even wiggum's own state, which
+// is why it takes the working-tree root rather than a State.
+func DryRun(root string, opts Options) error {
 	if err := validate(&opts); err != nil {
 		return err
 	}
@@ -635,8 +641,8 @@ func DryRun(st *checkpoint.State, opts Options) error {
 	if err != nil {
 		return err
 	}
-	planRel := relPath(st.Repo.Root, opts.Plan.Path())
-	progress := relPath(st.Repo.Root, st.Path(checkpoint.RuntimeDir+"/"+ProgressFile))
+	planRel := relPath(root, opts.Plan.Path())
+	progress := checkpoint.RuntimeDir + "/" + ProgressFile
 	w := opts.Out
 	fmt.Fprintf(w, "plan %s (%s): %d story(ies), %d open\n", planRel, opts.Plan.Kind(), len(stories), plan.Open(stories))
 	for _, s := range stories {
