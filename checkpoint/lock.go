@@ -43,6 +43,10 @@ type Lock struct {
 type HeldError struct {
 	Holder *Holder // nil when the holder left no record (a bash loop, say)
 	PID    int     // from /proc/locks when known
+	// Without a record, what /proc says about PID: when the process
+	// started and its command line (zero when unknown).
+	Since   time.Time
+	Command string
 }
 
 func (e *HeldError) Error() string {
@@ -56,7 +60,14 @@ func (e *HeldError) Error() string {
 			fmt.Fprintf(&b, ", running %q", strings.Join(e.Holder.Command, " "))
 		}
 	case e.PID > 0:
-		fmt.Fprintf(&b, " by pid %d (no wiggum holder record: perhaps a bash ralph loop)", e.PID)
+		fmt.Fprintf(&b, " by pid %d", e.PID)
+		if !e.Since.IsZero() {
+			fmt.Fprintf(&b, " since %s (%s ago)", e.Since.Local().Format(time.RFC3339), time.Since(e.Since).Round(time.Second))
+		}
+		if e.Command != "" {
+			fmt.Fprintf(&b, ", running %q", e.Command)
+		}
+		b.WriteString(" (no wiggum holder record: perhaps a bash ralph loop)")
 	}
 	b.WriteString("; wait for it to finish, or use --wait")
 	return b.String()
@@ -155,7 +166,29 @@ func (l *Lock) Release() error {
 	return l.fl.Unlock()
 }
 
+// recordWait bounds how long a refused caller waits for a wiggum that has
+// just taken the lock to write its holder record: the record follows the
+// flock by a file write and an fsync, and a caller that gave up in between
+// could not say who holds the lock or since when.
+const recordWait = 2 * time.Second
+
 func (s *State) heldError() error {
+	deadline := time.Now().Add(recordWait)
+	for {
+		e := s.readHeld()
+		if e.Holder != nil || e.PID <= 0 || !sameExecutable(e.PID) || time.Now().After(deadline) {
+			if e.Holder == nil && e.PID > 0 {
+				e.Since, e.Command = describeProcess(e.PID)
+			}
+			return e
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// readHeld reads who holds the lock: the holder record, when it belongs to
+// the pid /proc/locks names (or that pid is unknown), and that pid.
+func (s *State) readHeld() *HeldError {
 	e := &HeldError{}
 	var h Holder
 	if err := statefile.ReadJSON(s.Path(HolderFile), &h, nil); err == nil && h.PID > 0 {
@@ -163,13 +196,76 @@ func (s *State) heldError() error {
 	}
 	if pid := lockPID(s.Path(LockFile)); pid > 0 {
 		e.PID = pid
-		if e.Holder != nil && e.Holder.PID != pid && !PIDAlive(e.Holder.PID) {
-			// The record is stale (its writer was killed); the real holder is
-			// someone who wrote none.
+		if e.Holder != nil && e.Holder.PID != pid {
+			// The record is stale (its writer was killed) or the holder has
+			// not written its own yet.
 			e.Holder = nil
 		}
 	}
 	return e
+}
+
+// sameExecutable reports whether pid runs the same binary as this process,
+// that is, a wiggum that will write a holder record.
+func sameExecutable(pid int) bool {
+	self, err := os.Stat("/proc/self/exe")
+	if err != nil {
+		return false
+	}
+	other, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/exe")
+	return err == nil && os.SameFile(self, other)
+}
+
+// describeProcess returns when pid started and its command line, from /proc
+// (zero values elsewhere or when it is gone).
+func describeProcess(pid int) (time.Time, string) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	var cmd string
+	if data, err := os.ReadFile(dir + "/cmdline"); err == nil {
+		cmd = strings.TrimSpace(strings.ReplaceAll(string(data), "\x00", " "))
+	}
+	stat, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return time.Time{}, cmd
+	}
+	// Field 22 is the start time in clock ticks after boot; the fields
+	// start after the parenthesised name, which may hold spaces.
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return time.Time{}, cmd
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 20 {
+		return time.Time{}, cmd
+	}
+	ticks, err := strconv.ParseInt(fields[19], 10, 64)
+	if err != nil {
+		return time.Time{}, cmd
+	}
+	boot := bootTime()
+	if boot.IsZero() {
+		return time.Time{}, cmd
+	}
+	// Linux reports these times in USER_HZ, which is 100 on every
+	// architecture Go supports.
+	const userHZ = 100
+	return boot.Add(time.Duration(ticks) * time.Second / userHZ), cmd
+}
+
+// bootTime reads the btime line of /proc/stat.
+func bootTime() time.Time {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "btime "); ok {
+			if sec, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+				return time.Unix(sec, 0)
+			}
+		}
+	}
+	return time.Time{}
 }
 
 // Probe reports whether the lock is free, without keeping it.
