@@ -1,0 +1,10 @@
+package git
+
+import "syscall"
+
+// procAttr makes every git command die with wiggum: a SIGKILLed wiggum frees
+// the agent lock at once, and a git command it left running would go on
+// writing refs and files while another process holds the lock.
+func procAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
