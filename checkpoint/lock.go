@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
 
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
@@ -268,9 +269,15 @@ func bootTime() time.Time {
 	return time.Time{}
 }
 
-// Probe reports whether the lock is free, without keeping it.
+// Probe reports whether anyone holds the lock. On Linux it reads
+// /proc/locks and never touches the lock itself: a probe that took the lock
+// for an instant would make a concurrent `wiggum lock` fail for no reason.
 func (s *State) Probe() (held bool, err error) {
-	f, err := os.OpenFile(s.Path(LockFile), os.O_RDONLY, 0)
+	path := s.Path(LockFile)
+	if pids, ok := flockHolders(path); ok {
+		return len(pids) > 0, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -354,33 +361,43 @@ func PIDAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// lockPID finds the pid holding an flock on path in /proc/locks (Linux), or 0.
+// lockPID returns the pid that took the flock on path, or 0.
 func lockPID(path string) int {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
+	if pids, _ := flockHolders(path); len(pids) > 0 {
+		return pids[0]
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0
-	}
+	return 0
+}
+
+// flockHolders lists the pids holding an flock on path according to
+// /proc/locks; ok is false where that file cannot be read (not Linux).
+// A missing lock file has no holders.
+func flockHolders(path string) (pids []int, ok bool) {
 	f, err := os.Open("/proc/locks")
 	if err != nil {
-		return 0
+		return nil, false
 	}
 	defer f.Close()
-	// Lines look like: "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF".
-	want := ":" + strconv.FormatUint(st.Ino, 10)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, true
+	}
+	st, isUnix := fi.Sys().(*syscall.Stat_t)
+	if !isUnix {
+		return nil, false
+	}
+	// Lines look like "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF":
+	// major and minor device in hex, then the inode. Waiters start "1: ->".
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[1] != "FLOCK" || strings.HasPrefix(fields[1], "->") {
+		if len(fields) < 6 || fields[1] != "FLOCK" || fields[5] != want {
 			continue
 		}
-		if strings.HasSuffix(fields[5], want) {
-			pid, _ := strconv.Atoi(fields[4])
-			return pid
+		if pid, err := strconv.Atoi(fields[4]); err == nil {
+			pids = append(pids, pid)
 		}
 	}
-	return 0
+	return pids, true
 }

@@ -39,6 +39,8 @@ type StatusReport struct {
 	Backups    int              `json:"backups"`
 	Run        *session.Run     `json:"run"`
 	Errors     []string         `json:"errors,omitempty"`
+
+	holderUnreadable, checkpointUnreadable bool
 }
 
 // LockStatus is the lock part of StatusReport.
@@ -83,6 +85,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	if held {
 		if h, err := st.CurrentHolder(); err != nil {
 			r.Errors = append(r.Errors, err.Error())
+			r.holderUnreadable = true
 		} else if h != nil {
 			r.Lock.PID, r.Lock.Host, r.Lock.Started, r.Lock.Session, r.Lock.Command = h.PID, h.Host, h.Started, h.Session, h.Command
 			r.Lock.PIDAlive = checkpoint.PIDAlive(h.PID)
@@ -95,6 +98,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 		r.Checkpoint = cs
 	} else if !errors.Is(err, checkpoint.ErrNoCheckpoint) {
 		r.Errors = append(r.Errors, err.Error())
+		r.checkpointUnreadable = true
 	}
 	r.Journal.On = st.JournalOn()
 	if entries, err := st.Journal(); err != nil {
@@ -131,6 +135,8 @@ func printStatus(g *Globals, r *StatusReport) {
 	switch {
 	case !r.Lock.Held:
 		fmt.Fprintln(w, "lock:       free")
+	case r.holderUnreadable:
+		fmt.Fprintln(w, "lock:       held; its holder record is unreadable (see the error below)")
 	case r.Lock.PID == 0:
 		fmt.Fprintln(w, "lock:       held by a process that left no wiggum record (a bash ralph loop?)")
 	default:
@@ -148,6 +154,8 @@ func printStatus(g *Globals, r *StatusReport) {
 		}
 		fmt.Fprintf(w, "checkpoint: %s on %s, %s old, %s\n", cp.Head[:12], branchLabel(cp.Branch),
 			(time.Duration(cp.AgeSeconds) * time.Second).String(), anc)
+	} else if r.checkpointUnreadable {
+		fmt.Fprintln(w, "checkpoint: unreadable (see the error below)")
 	} else {
 		fmt.Fprintln(w, "checkpoint: none")
 	}
