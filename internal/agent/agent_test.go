@@ -110,9 +110,12 @@ func TestIdleTimeout(t *testing.T) {
 	}
 }
 
+// An agent that keeps talking outlives an idle timeout shorter than its run.
+// The gaps between lines (0.1 s) are 40 times shorter than the timeout, so a
+// loaded machine does not make the test flaky.
 func TestChattyAgentIsNotIdle(t *testing.T) {
-	res, err := Run(context.Background(), sh(t, `for i in 1 2 3 4 5 6 7 8; do echo $i; sleep 0.25; done`), Options{
-		Dir: t.TempDir(), IdleTimeout: 1500 * time.Millisecond,
+	res, err := Run(context.Background(), sh(t, `i=0; while [ $i -lt 60 ]; do echo $i; sleep 0.1; i=$((i+1)); done`), Options{
+		Dir: t.TempDir(), IdleTimeout: 4 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
