@@ -81,9 +81,10 @@ func readPID(t *testing.T, path string) int {
 func TestTimeoutKillsTheWholeGroup(t *testing.T) {
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "child.pid")
-	// The child ignores SIGTERM, so only the SIGKILL after grace ends it.
+	// The child ignores SIGTERM, so only the SIGKILL after grace ends it. The
+	// timeout leaves a loaded machine ample time to start the child first.
 	res, err := Run(context.Background(), sh(t, `sh -c 'trap "" TERM; echo $$ > child.pid; while :; do sleep 1; done' & wait`), Options{
-		Dir: dir, Timeout: 300 * time.Millisecond, Grace: 200 * time.Millisecond,
+		Dir: dir, Timeout: 2 * time.Second, Grace: 200 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
