@@ -273,7 +273,12 @@ func bootTime() time.Time {
 // /proc/locks and never touches the lock itself: a probe that took the lock
 // for an instant would make a concurrent `wiggum lock` fail for no reason.
 func (s *State) Probe() (held bool, err error) {
-	path := s.Path(LockFile)
+	return ProbeFile(s.Path(LockFile))
+}
+
+// ProbeFile is Probe for a lock file given by path, for callers that find
+// the working tree without git.
+func ProbeFile(path string) (held bool, err error) {
 	if pids, ok := flockHolders(path); ok {
 		return len(pids) > 0, nil
 	}
