@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/lazyre"
 
 	"github.com/wiggum-dev/wiggum/internal/exitcode"
 	"github.com/wiggum-dev/wiggum/internal/git"
@@ -38,13 +39,13 @@ type Checkpoint struct {
 	Untracked []string `json:"untracked,omitempty"`
 }
 
-var shaRE = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+var shaRE = lazyre.New(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
 
 func (c *Checkpoint) check() error {
-	if !shaRE.MatchString(c.Head) {
+	if !shaRE().MatchString(c.Head) {
 		return fmt.Errorf("head %q is not a commit id", c.Head)
 	}
-	if c.Snapshot != "" && !shaRE.MatchString(c.Snapshot) {
+	if c.Snapshot != "" && !shaRE().MatchString(c.Snapshot) {
 		return fmt.Errorf("snapshot %q is not a commit id", c.Snapshot)
 	}
 	if c.Branch != "" && !strings.HasPrefix(c.Branch, "refs/") {

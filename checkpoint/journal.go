@@ -61,7 +61,7 @@ func (s *State) RecordCommit(ctx context.Context) error {
 // *CorruptError: a journal that cannot be read proves nothing.
 func (s *State) Journal() ([]JournalEntry, error) {
 	return statefile.ReadJSONLines(s.Path(RuntimeDir+"/"+JournalFile), func(e *JournalEntry) error {
-		if !shaRE.MatchString(e.SHA) {
+		if !shaRE().MatchString(e.SHA) {
 			return fmt.Errorf("bad commit id %q", e.SHA)
 		}
 		return nil

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
 
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
@@ -43,6 +44,10 @@ type Lock struct {
 type HeldError struct {
 	Holder *Holder // nil when the holder left no record (a bash loop, say)
 	PID    int     // from /proc/locks when known
+	// Without a record, what /proc says about PID: when the process
+	// started and its command line (zero when unknown).
+	Since   time.Time
+	Command string
 }
 
 func (e *HeldError) Error() string {
@@ -56,7 +61,14 @@ func (e *HeldError) Error() string {
 			fmt.Fprintf(&b, ", running %q", strings.Join(e.Holder.Command, " "))
 		}
 	case e.PID > 0:
-		fmt.Fprintf(&b, " by pid %d (no wiggum holder record: perhaps a bash ralph loop)", e.PID)
+		fmt.Fprintf(&b, " by pid %d", e.PID)
+		if !e.Since.IsZero() {
+			fmt.Fprintf(&b, " since %s (%s ago)", e.Since.Local().Format(time.RFC3339), time.Since(e.Since).Round(time.Second))
+		}
+		if e.Command != "" {
+			fmt.Fprintf(&b, ", running %q", e.Command)
+		}
+		b.WriteString(" (no wiggum holder record: perhaps a bash ralph loop)")
 	}
 	b.WriteString("; wait for it to finish, or use --wait")
 	return b.String()
@@ -155,7 +167,29 @@ func (l *Lock) Release() error {
 	return l.fl.Unlock()
 }
 
+// recordWait bounds how long a refused caller waits for a wiggum that has
+// just taken the lock to write its holder record: the record follows the
+// flock by a file write and an fsync, and a caller that gave up in between
+// could not say who holds the lock or since when.
+const recordWait = 2 * time.Second
+
 func (s *State) heldError() error {
+	deadline := time.Now().Add(recordWait)
+	for {
+		e := s.readHeld()
+		if e.Holder != nil || e.PID <= 0 || !sameExecutable(e.PID) || time.Now().After(deadline) {
+			if e.Holder == nil && e.PID > 0 {
+				e.Since, e.Command = describeProcess(e.PID)
+			}
+			return e
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// readHeld reads who holds the lock: the holder record, when it belongs to
+// the pid /proc/locks names (or that pid is unknown), and that pid.
+func (s *State) readHeld() *HeldError {
 	e := &HeldError{}
 	var h Holder
 	if err := statefile.ReadJSON(s.Path(HolderFile), &h, nil); err == nil && h.PID > 0 {
@@ -163,18 +197,92 @@ func (s *State) heldError() error {
 	}
 	if pid := lockPID(s.Path(LockFile)); pid > 0 {
 		e.PID = pid
-		if e.Holder != nil && e.Holder.PID != pid && !PIDAlive(e.Holder.PID) {
-			// The record is stale (its writer was killed); the real holder is
-			// someone who wrote none.
+		if e.Holder != nil && e.Holder.PID != pid {
+			// The record is stale (its writer was killed) or the holder has
+			// not written its own yet.
 			e.Holder = nil
 		}
 	}
 	return e
 }
 
-// Probe reports whether the lock is free, without keeping it.
+// sameExecutable reports whether pid runs the same binary as this process,
+// that is, a wiggum that will write a holder record.
+func sameExecutable(pid int) bool {
+	self, err := os.Stat("/proc/self/exe")
+	if err != nil {
+		return false
+	}
+	other, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/exe")
+	return err == nil && os.SameFile(self, other)
+}
+
+// describeProcess returns when pid started and its command line, from /proc
+// (zero values elsewhere or when it is gone).
+func describeProcess(pid int) (time.Time, string) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	var cmd string
+	if data, err := os.ReadFile(dir + "/cmdline"); err == nil {
+		cmd = strings.TrimSpace(strings.ReplaceAll(string(data), "\x00", " "))
+	}
+	stat, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return time.Time{}, cmd
+	}
+	// Field 22 is the start time in clock ticks after boot; the fields
+	// start after the parenthesised name, which may hold spaces.
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return time.Time{}, cmd
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 20 {
+		return time.Time{}, cmd
+	}
+	ticks, err := strconv.ParseInt(fields[19], 10, 64)
+	if err != nil {
+		return time.Time{}, cmd
+	}
+	boot := bootTime()
+	if boot.IsZero() {
+		return time.Time{}, cmd
+	}
+	// Linux reports these times in USER_HZ, which is 100 on every
+	// architecture Go supports.
+	const userHZ = 100
+	return boot.Add(time.Duration(ticks) * time.Second / userHZ), cmd
+}
+
+// bootTime reads the btime line of /proc/stat.
+func bootTime() time.Time {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "btime "); ok {
+			if sec, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+				return time.Unix(sec, 0)
+			}
+		}
+	}
+	return time.Time{}
+}
+
+// Probe reports whether anyone holds the lock. On Linux it reads
+// /proc/locks and never touches the lock itself: a probe that took the lock
+// for an instant would make a concurrent `wiggum lock` fail for no reason.
 func (s *State) Probe() (held bool, err error) {
-	f, err := os.OpenFile(s.Path(LockFile), os.O_RDONLY, 0)
+	return ProbeFile(s.Path(LockFile))
+}
+
+// ProbeFile is Probe for a lock file given by path, for callers that find
+// the working tree without git.
+func ProbeFile(path string) (held bool, err error) {
+	if pids, ok := flockHolders(path); ok {
+		return len(pids) > 0, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -258,33 +366,43 @@ func PIDAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// lockPID finds the pid holding an flock on path in /proc/locks (Linux), or 0.
+// lockPID returns the pid that took the flock on path, or 0.
 func lockPID(path string) int {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
+	if pids, _ := flockHolders(path); len(pids) > 0 {
+		return pids[0]
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0
-	}
+	return 0
+}
+
+// flockHolders lists the pids holding an flock on path according to
+// /proc/locks; ok is false where that file cannot be read (not Linux).
+// A missing lock file has no holders.
+func flockHolders(path string) (pids []int, ok bool) {
 	f, err := os.Open("/proc/locks")
 	if err != nil {
-		return 0
+		return nil, false
 	}
 	defer f.Close()
-	// Lines look like: "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF".
-	want := ":" + strconv.FormatUint(st.Ino, 10)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, true
+	}
+	st, isUnix := fi.Sys().(*syscall.Stat_t)
+	if !isUnix {
+		return nil, false
+	}
+	// Lines look like "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF":
+	// major and minor device in hex, then the inode. Waiters start "1: ->".
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[1] != "FLOCK" || strings.HasPrefix(fields[1], "->") {
+		if len(fields) < 6 || fields[1] != "FLOCK" || fields[5] != want {
 			continue
 		}
-		if strings.HasSuffix(fields[5], want) {
-			pid, _ := strconv.Atoi(fields[4])
-			return pid
+		if pid, err := strconv.Atoi(fields[4]); err == nil {
+			pids = append(pids, pid)
 		}
 	}
-	return 0
+	return pids, true
 }

@@ -2,11 +2,9 @@ package hooks
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 )
@@ -118,15 +116,9 @@ func probeSession(root string) sessionInfo {
 	return sessionInfo{Active: true, Mine: tok != "" && tok == h.Session, Session: h.Session}
 }
 
-// lockHeld reports whether someone holds the flock on path. A shared probe
-// conflicts with the holder's exclusive lock but never makes a concurrent
-// exclusive TryLock fail for longer than the probe itself.
+// lockHeld reports whether someone holds the flock on path, without ever
+// taking it (see checkpoint.ProbeFile).
 func lockHeld(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
-	return errors.Is(err, syscall.EWOULDBLOCK)
+	held, err := checkpoint.ProbeFile(path)
+	return err == nil && held
 }

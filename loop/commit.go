@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/lazyre"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
@@ -144,7 +145,7 @@ func (c *committer) commitPath(ctx context.Context, message, path string, dir bo
 	return c.run(ctx, args)
 }
 
-var commitSHA = regexp.MustCompile(`^\[[^\]]* ([0-9a-f]{4,})\]`)
+var commitSHA = lazyre.New(`^\[[^\]]* ([0-9a-f]{4,})\]`)
 
 func (c *committer) run(ctx context.Context, args []string) (string, error) {
 	out, err := c.git(ctx, nil, args...)
@@ -156,7 +157,7 @@ func (c *committer) run(ctx context.Context, args []string) (string, error) {
 		}
 		return "", fmt.Errorf("commit: %w", err)
 	}
-	if m := commitSHA.FindStringSubmatch(out); m != nil {
+	if m := commitSHA().FindStringSubmatch(out); m != nil {
 		return m[1], nil
 	}
 	return c.repo.Line(ctx, "rev-parse", "--short", "HEAD")

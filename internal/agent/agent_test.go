@@ -81,9 +81,10 @@ func readPID(t *testing.T, path string) int {
 func TestTimeoutKillsTheWholeGroup(t *testing.T) {
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "child.pid")
-	// The child ignores SIGTERM, so only the SIGKILL after grace ends it.
+	// The child ignores SIGTERM, so only the SIGKILL after grace ends it. The
+	// timeout leaves a loaded machine ample time to start the child first.
 	res, err := Run(context.Background(), sh(t, `sh -c 'trap "" TERM; echo $$ > child.pid; while :; do sleep 1; done' & wait`), Options{
-		Dir: dir, Timeout: 300 * time.Millisecond, Grace: 200 * time.Millisecond,
+		Dir: dir, Timeout: 2 * time.Second, Grace: 200 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -110,9 +111,12 @@ func TestIdleTimeout(t *testing.T) {
 	}
 }
 
+// An agent that keeps talking outlives an idle timeout shorter than its run.
+// The gaps between lines (0.1 s) are 40 times shorter than the timeout, so a
+// loaded machine does not make the test flaky.
 func TestChattyAgentIsNotIdle(t *testing.T) {
-	res, err := Run(context.Background(), sh(t, `for i in 1 2 3 4 5 6 7 8; do echo $i; sleep 0.25; done`), Options{
-		Dir: t.TempDir(), IdleTimeout: 1500 * time.Millisecond,
+	res, err := Run(context.Background(), sh(t, `i=0; while [ $i -lt 60 ]; do echo $i; sleep 0.1; i=$((i+1)); done`), Options{
+		Dir: t.TempDir(), IdleTimeout: 4 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,10 +3,11 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/lazyre"
 )
 
 // Event is one thing the agent did, as shown live.
@@ -138,20 +139,20 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 
 var (
 	// Older claude: "Claude AI usage limit reached|1762952400".
-	limitEpoch = regexp.MustCompile(`usage limit reached\|([0-9]{9,11})`)
+	limitEpoch = lazyre.New(`usage limit reached\|([0-9]{9,11})`)
 	// Newer: "You've hit your limit · resets 1:30am (Asia/Dhaka)",
 	// "5-hour limit reached ∙ resets 2am", "resets Apr 23 at 4pm (America/Recife)".
-	limitText  = regexp.MustCompile(`(?i)(hit your limit|limit reached|usage limit)`)
-	limitReset = regexp.MustCompile(`(?i)resets\s+(?:([A-Z][a-z]{2})\s+([0-9]{1,2})\s+at\s+)?([0-9]{1,2})(?::([0-9]{2}))?\s*(am|pm)(?:\s*\(([^)]+)\))?`)
+	limitText  = lazyre.New(`(?i)(hit your limit|limit reached|usage limit)`)
+	limitReset = lazyre.New(`(?i)resets\s+(?:([A-Z][a-z]{2})\s+([0-9]{1,2})\s+at\s+)?([0-9]{1,2})(?::([0-9]{2}))?\s*(am|pm)(?:\s*\(([^)]+)\))?`)
 )
 
 func (p *parser) checkLimitText(text string) {
-	if m := limitEpoch.FindStringSubmatch(text); m != nil {
+	if m := limitEpoch().FindStringSubmatch(text); m != nil {
 		sec, _ := strconv.ParseInt(m[1], 10, 64)
 		p.limit = &Limit{Message: "Claude usage limit reached", Reset: time.Unix(sec, 0)}
 		return
 	}
-	if !limitText.MatchString(text) || !strings.Contains(strings.ToLower(text), "reset") {
+	if !limitText().MatchString(text) || !strings.Contains(strings.ToLower(text), "reset") {
 		return
 	}
 	p.limit = &Limit{Message: firstLine(text), Reset: parseReset(text, p.now())}
@@ -160,7 +161,7 @@ func (p *parser) checkLimitText(text string) {
 // parseReset reads "resets [Mon D at ]H[:MM]am|pm[ (Zone)]" as the next such
 // time after now; zero when the text has no usable time.
 func parseReset(text string, now time.Time) time.Time {
-	m := limitReset.FindStringSubmatch(text)
+	m := limitReset().FindStringSubmatch(text)
 	if m == nil {
 		return time.Time{}
 	}

@@ -47,6 +47,11 @@ func (c *LockCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	l, err := st.Acquire(ctx, checkpoint.AcquireOptions{Wait: c.Wait, Command: c.Command})
 	if err != nil {
+		// A signal during --wait cancels the wait: that is an interrupt
+		// (130/143), not a failure to lock.
+		if ierr := Interrupted(ctx); ierr != nil {
+			return ierr
+		}
 		return err
 	}
 	defer l.Release()

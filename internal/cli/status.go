@@ -43,6 +43,8 @@ type StatusReport struct {
 	Run        *session.Run     `json:"run"`
 	Worktrees  []worktree.Info  `json:"worktrees,omitempty"` // parallel runs' worktrees (see wiggum worktree list --json)
 	Errors     []string         `json:"errors,omitempty"`
+
+	holderUnreadable, checkpointUnreadable bool
 }
 
 // LockStatus is the lock part of StatusReport.
@@ -87,6 +89,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	if held {
 		if h, err := st.CurrentHolder(); err != nil {
 			r.Errors = append(r.Errors, err.Error())
+			r.holderUnreadable = true
 		} else if h != nil {
 			r.Lock.PID, r.Lock.Host, r.Lock.Started, r.Lock.Session, r.Lock.Command = h.PID, h.Host, h.Started, h.Session, h.Command
 			r.Lock.PIDAlive = checkpoint.PIDAlive(h.PID)
@@ -99,6 +102,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 		r.Checkpoint = cs
 	} else if !errors.Is(err, checkpoint.ErrNoCheckpoint) {
 		r.Errors = append(r.Errors, err.Error())
+		r.checkpointUnreadable = true
 	}
 	r.Journal.On = st.JournalOn()
 	if entries, err := st.Journal(); err != nil {
@@ -140,6 +144,8 @@ func printStatus(g *Globals, r *StatusReport) {
 	switch {
 	case !r.Lock.Held:
 		fmt.Fprintln(w, "lock:       free")
+	case r.holderUnreadable:
+		fmt.Fprintln(w, "lock:       held; its holder record is unreadable (see the error below)")
 	case r.Lock.PID == 0:
 		fmt.Fprintln(w, "lock:       held by a process that left no wiggum record (a bash ralph loop?)")
 	default:
@@ -157,6 +163,8 @@ func printStatus(g *Globals, r *StatusReport) {
 		}
 		fmt.Fprintf(w, "checkpoint: %s on %s, %s old, %s\n", cp.Head[:12], branchLabel(cp.Branch),
 			(time.Duration(cp.AgeSeconds) * time.Second).String(), anc)
+	} else if r.checkpointUnreadable {
+		fmt.Fprintln(w, "checkpoint: unreadable (see the error below)")
 	} else {
 		fmt.Fprintln(w, "checkpoint: none")
 	}

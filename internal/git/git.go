@@ -109,6 +109,7 @@ func run(ctx context.Context, dir string, env []string, stdin []byte, args ...st
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	cmd.Env = append(cleanEnv(), env...)
+	cmd.SysProcAttr = procAttr()
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}

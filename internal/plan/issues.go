@@ -6,9 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/lazyre"
 )
 
 // Issues is a little-loops issues directory: DIR/<type>/P<n>-<ID>-<slug>.md.
@@ -18,7 +19,7 @@ type Issues struct{ Dir string }
 // CompletedDir is where finished issues move.
 const CompletedDir = "completed"
 
-var issueName = regexp.MustCompile(`^P([0-9]+)-([A-Za-z][A-Za-z0-9]*-[0-9]+)-(.*)\.md$`)
+var issueName = lazyre.New(`^P([0-9]+)-([A-Za-z][A-Za-z0-9]*-[0-9]+)-(.*)\.md$`)
 
 // Kind implements Plan.
 func (p *Issues) Kind() string { return "issues" }
@@ -53,7 +54,7 @@ func (p *Issues) scan() ([]issueFile, error) {
 			return nil, fmt.Errorf("plan: read %s: %w", dir, err)
 		}
 		for _, f := range files {
-			m := issueName.FindStringSubmatch(f.Name())
+			m := issueName().FindStringSubmatch(f.Name())
 			if m == nil || f.IsDir() {
 				continue
 			}
@@ -83,7 +84,7 @@ func (p *Issues) scan() ([]issueFile, error) {
 	return out, nil
 }
 
-var firstHeading = regexp.MustCompile(`(?m)^#\s+(.+?)\s*$`)
+var firstHeading = lazyre.New(`(?m)^#\s+(.+?)\s*$`)
 
 // Stories implements Plan.
 func (p *Issues) Stories() ([]Story, error) {
@@ -98,7 +99,7 @@ func (p *Issues) Stories() ([]Story, error) {
 		switch {
 		case err == nil:
 			s.Details = strings.TrimSpace(string(data))
-			if h := firstHeading.FindStringSubmatch(s.Details); h != nil {
+			if h := firstHeading().FindStringSubmatch(s.Details); h != nil {
 				s.Title = h[1]
 			}
 		case errors.Is(err, fs.ErrNotExist):

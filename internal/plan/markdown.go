@@ -3,8 +3,9 @@ package plan
 import (
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/lazyre"
 )
 
 // Markdown is a checklist plan: a story is a checkbox line carrying an id
@@ -21,10 +22,10 @@ func (m *Markdown) Path() string { return m.File }
 // storyLine matches `- [ ] US-001: title`, `* [x] **US-2** - title`,
 // `1. [ ] T-10 title`. The id must be followed by a non-word character, so
 // US-1 never matches the line of US-10.
-var storyLine = regexp.MustCompile(`^(\s*(?:[-*+]|\d+[.)])\s+\[)([ xX])(\]\s+(?:\*\*|__)?)([A-Za-z][A-Za-z0-9]*-[0-9]+)\b((?:\*\*|__)?)(.*)$`)
+var storyLine = lazyre.New(`^(\s*(?:[-*+]|\d+[.)])\s+\[)([ xX])(\]\s+(?:\*\*|__)?)([A-Za-z][A-Za-z0-9]*-[0-9]+)\b((?:\*\*|__)?)(.*)$`)
 
 // heading matches a markdown ATX heading and captures its level and text.
-var heading = regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*\s*$`)
+var heading = lazyre.New(`^(#{1,6})\s+(.*?)\s*#*\s*$`)
 
 type mdStory struct {
 	Story
@@ -74,7 +75,7 @@ func parseMarkdown(lines []string) []mdStory {
 			}
 			continue
 		}
-		if h := heading.FindStringSubmatch(line); h != nil {
+		if h := heading().FindStringSubmatch(line); h != nil {
 			level := len(h[1])
 			if detailID != "" && level <= detailLevel {
 				flush()
@@ -90,7 +91,7 @@ func parseMarkdown(lines []string) []mdStory {
 		if detailID != "" {
 			detail.WriteString(line + "\n")
 		}
-		if s := storyLine.FindStringSubmatch(line); s != nil {
+		if s := storyLine().FindStringSubmatch(line); s != nil {
 			stories = append(stories, mdStory{line: i, Story: Story{
 				ID:       s[4],
 				Title:    cleanTitle(s[6]),
@@ -106,10 +107,10 @@ func parseMarkdown(lines []string) []mdStory {
 	return stories
 }
 
-var headingID = regexp.MustCompile(`^(?:\*\*|__)?([A-Za-z][A-Za-z0-9]*-[0-9]+)\b`)
+var headingID = lazyre.New(`^(?:\*\*|__)?([A-Za-z][A-Za-z0-9]*-[0-9]+)\b`)
 
 func leadingID(text string) string {
-	if m := headingID.FindStringSubmatch(strings.TrimSpace(text)); m != nil {
+	if m := headingID().FindStringSubmatch(strings.TrimSpace(text)); m != nil {
 		return m[1]
 	}
 	return ""
@@ -158,7 +159,7 @@ func (m *Markdown) MarkDone(id string) error {
 		}
 		raw := lines[s.line]
 		body := strings.TrimRight(raw, "\r\n")
-		lines[s.line] = storyLine.ReplaceAllString(body, "${1}x${3}${4}${5}${6}") + raw[len(body):]
+		lines[s.line] = storyLine().ReplaceAllString(body, "${1}x${3}${4}${5}${6}") + raw[len(body):]
 		changed = true
 	}
 	if !found {

@@ -9,10 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/lazyre"
 
 	"github.com/google/renameio/v2"
 )
@@ -77,7 +78,7 @@ func badInput(format string, args ...any) error {
 	return &BadInputError{Msg: fmt.Sprintf(format, args...)}
 }
 
-var prdNumber = regexp.MustCompile(`^[1-9][0-9]{0,8}$`)
+var prdNumber = lazyre.New(`^[1-9][0-9]{0,8}$`)
 
 // Resolve finds the plan. root is the working-tree root; relative paths are
 // taken from cwd. Every path must stay inside root, symlinks included.
@@ -93,7 +94,7 @@ func Resolve(root, cwd string, src Source) (Plan, error) {
 	}
 	switch {
 	case src.PRD != "":
-		if !prdNumber.MatchString(src.PRD) {
+		if !prdNumber().MatchString(src.PRD) {
 			return nil, badInput("plan: --prd takes a positive integer N (the plan is .ralph/PRD-N/plan.md), not %q", src.PRD)
 		}
 		path, err := inside(root, filepath.Join(root, ".ralph", "PRD-"+src.PRD, "plan.md"))

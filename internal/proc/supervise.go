@@ -73,22 +73,51 @@ loop:
 }
 
 // reapGroup ends what the command left behind in its group (a background
-// job, a daemon that did not call setsid) and reaps every orphan re-parented
-// to the supervisor, so nothing writes to the repository once the lock is free.
+// job, a daemon that did not call setsid) and what left the group but, the
+// supervisor being a subreaper, was re-parented to it (a daemon that did call
+// setsid, a detached spawn), and reaps them all, so nothing writes to the
+// repository once the lock is free.
 func reapGroup(pgid int, grace time.Duration, sigs <-chan os.Signal) {
-	if syscall.Kill(-pgid, syscall.SIGTERM) == nil {
+	// Each process gets SIGTERM once, also those re-parented here during
+	// the grace period when their parent dies: a second SIGTERM would make
+	// a process that traps it run its handler again.
+	termed := map[int]bool{}
+	terminateEscaped := func() bool {
+		found := false
+		for _, pid := range children() {
+			if termed[pid] {
+				continue
+			}
+			termed[pid] = true
+			if g, err := syscall.Getpgid(pid); err == nil && g != pgid && syscall.Kill(pid, syscall.SIGTERM) == nil {
+				found = true
+			}
+		}
+		return found
+	}
+	groupLeft := syscall.Kill(-pgid, syscall.SIGTERM) == nil
+	if escaped := terminateEscaped(); groupLeft || escaped {
 		deadline := time.Now().Add(grace)
-		for time.Now().Before(deadline) && groupAlive(pgid) {
+		for time.Now().Before(deadline) && (groupAlive(pgid) || len(children()) > 0) {
 			select {
 			case <-sigs:
 				deadline = time.Now()
 			case <-time.After(20 * time.Millisecond):
 			}
+			terminateEscaped()
 		}
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	signalAll := func(sig syscall.Signal) {
+		_ = syscall.Kill(-pgid, sig)
+		for _, pid := range children() {
+			_ = syscall.Kill(pid, sig)
+		}
+	}
+	// Killing a re-parented process re-parents its own children here in
+	// turn, so kill and reap until none is left.
+	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
+		signalAll(syscall.SIGKILL)
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
 		if errors.Is(err, syscall.ECHILD) {

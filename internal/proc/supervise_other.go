@@ -9,3 +9,7 @@ func supervisorAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 func childAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 func becomeSubreaper() {}
+
+// children is empty without a subreaper: nothing is re-parented to the
+// supervisor.
+func children() []int { return nil }
