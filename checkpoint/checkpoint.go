@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,8 +21,16 @@ import (
 const CheckpointFile = "checkpoint.json"
 
 // snapshotRef keeps the checkpoint's snapshot commit reachable, so git gc
-// never prunes what a rollback must restore.
-const snapshotRef = "refs/wiggum/checkpoint"
+// never prunes what a rollback must restore. Refs are shared by all
+// worktrees, so each worktree gets its own: parallel workers saving at the
+// same moment must not contend for one ref.
+func (s *State) snapshotRef() string {
+	id := "main"
+	if filepath.Clean(s.Repo.GitDir) != filepath.Clean(s.Repo.CommonDir) {
+		id = "worktree-" + filepath.Base(s.Repo.GitDir)
+	}
+	return "refs/wiggum/checkpoints/" + id
+}
 
 // ErrNoCheckpoint means no rollback point has been recorded.
 var ErrNoCheckpoint = errors.New("no checkpoint recorded; run 'wiggum checkpoint' first")
@@ -88,7 +97,7 @@ func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Ch
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: snapshot the working tree: %w", err)
 		}
-		if _, err := s.Repo.Run(ctx, "update-ref", "-m", "wiggum checkpoint", snapshotRef, snap); err != nil {
+		if _, err := s.Repo.Run(ctx, "update-ref", "-m", "wiggum checkpoint", s.snapshotRef(), snap); err != nil {
 			return nil, fmt.Errorf("checkpoint: %w", err)
 		}
 		cp.Snapshot = snap

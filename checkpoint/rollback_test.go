@@ -359,4 +359,15 @@ func TestRollbackInLinkedWorktree(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.dir, RuntimeDir, CheckpointFile)); err == nil {
 		t.Fatal("the worktree's checkpoint leaked into the main tree")
 	}
+	// Dirty checkpoints in both trees keep separate snapshot refs.
+	r.write("dirty-main.txt", "m\n")
+	mustSave(t, r, "")
+	os.WriteFile(filepath.Join(wt, "dirty-wt.txt"), []byte("w\n"), 0o644)
+	if _, err := st.Save(ctx, "", SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refs := r.git("for-each-ref", "--format=%(refname)", "refs/wiggum/checkpoints/")
+	if strings.Count(refs, "\n") != 1 || !strings.Contains(refs, "checkpoints/main") || !strings.Contains(refs, "checkpoints/worktree-wt") {
+		t.Fatalf("snapshot refs: %q", refs)
+	}
 }
