@@ -12,7 +12,9 @@ mkdir -p "$bindir"
 version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 tmp="$bindir/.wiggum.tmp.$$"
 trap 'rm -f "$tmp"' EXIT
-go build -trimpath -ldflags "-X github.com/wiggum-dev/wiggum/internal/cli.Version=$version" -o "$tmp" ./cmd/wiggum
+# No cgo: a static binary starts faster (no dynamic loader), which every hook
+# call pays.
+CGO_ENABLED=0 go build -trimpath -ldflags "-X github.com/wiggum-dev/wiggum/internal/cli.Version=$version" -o "$tmp" ./cmd/wiggum
 mv -f "$tmp" "$bindir/wiggum"
 echo "installed wiggum $version to $bindir/wiggum"
 case ":$PATH:" in

@@ -10,6 +10,9 @@
 # new files and edits, then everything returns to the rollback point. Only
 # the record and the return are timed; the iteration is the same for both.
 set -euo pipefail
+# Build as install.sh does: static, no cgo (os/user via terminfo would
+# otherwise link libc dynamically and add the loader to every start).
+export CGO_ENABLED=0
 
 rounds=${1:-30}
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -3,6 +3,9 @@
 # stdin and decodes the JSON, on the same payloads in the same run, and
 # prints the ratios (target: within 1.5x). Usage: bench/hooks.sh [RUNS]
 set -eu
+# Build as install.sh does: static, no cgo (os/user via terminfo would
+# otherwise link libc dynamically and add the loader to every start).
+export CGO_ENABLED=0
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

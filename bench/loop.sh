@@ -6,6 +6,9 @@
 # ms/iteration for both and the ratio. DESIGN.md's reference: the bash
 # ralph loop spends ~37 ms per iteration; the target is at least 3x less.
 set -eu
+# Build as install.sh does: static, no cgo (os/user via terminfo would
+# otherwise link libc dynamically and add the loader to every start).
+export CGO_ENABLED=0
 N=${N:-100}
 ROUNDS=${ROUNDS:-3}
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -7,6 +7,9 @@
 # mutex), read from the merged events. DESIGN.md: wall time close to
 # (stories / N) x agent time, plus a bounded, measured cost per story.
 set -eu
+# Build as install.sh does: static, no cgo (os/user via terminfo would
+# otherwise link libc dynamically and add the loader to every start).
+export CGO_ENABLED=0
 S=${S:-8}
 T=${T:-1}
 ROUNDS=${ROUNDS:-2}

@@ -96,6 +96,12 @@ func reapGroup(pgid int, grace time.Duration, sigs <-chan os.Signal) {
 		return found
 	}
 	groupLeft := syscall.Kill(-pgid, syscall.SIGTERM) == nil
+	if !groupLeft && noChildren() {
+		// The common case: nothing was left behind. As a subreaper, any
+		// surviving descendant would be a child here, so there is no need
+		// to scan /proc.
+		return
+	}
 	if escaped := terminateEscaped(); groupLeft || escaped {
 		deadline := time.Now().Add(grace)
 		for time.Now().Before(deadline) && (groupAlive(pgid) || len(children()) > 0) {
@@ -125,6 +131,20 @@ func reapGroup(pgid int, grace time.Duration, sigs <-chan os.Signal) {
 		}
 		if pid <= 0 {
 			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// noChildren reaps exited children and reports whether none is left.
+func noChildren() bool {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if errors.Is(err, syscall.ECHILD) {
+			return true
+		}
+		if err != nil || pid == 0 {
+			return false
 		}
 	}
 }
