@@ -74,10 +74,11 @@ type SaveOptions struct {
 // Save records the current state as the rollback point. The caller must hold
 // the agent lock or act inside its session.
 func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Checkpoint, error) {
-	head, branch, err := s.Repo.HeadBranch(ctx)
+	now, err := s.Repo.State(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: read HEAD: %w", err)
+		return nil, fmt.Errorf("checkpoint: read HEAD and status: %w", err)
 	}
+	head, branch := now.Head, now.Branch
 	if head == "" {
 		return nil, exitcode.BadInput("checkpoint: the repository has no commits yet; commit something first")
 	}
@@ -88,11 +89,7 @@ func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Ch
 		return nil, exitcode.BadInput("checkpoint: a %s is in progress; finish or abort it first", op)
 	}
 	cp := &Checkpoint{Head: head, Branch: branch, Session: session, Time: time.Now().UTC()}
-	dirty, err := s.dirty(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if dirty {
+	if now.Dirty {
 		snap, err := s.snapshot(ctx, head, "wiggum checkpoint snapshot")
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: snapshot the working tree: %w", err)
@@ -127,16 +124,6 @@ func (s *State) Load() (*Checkpoint, error) {
 		return nil, err
 	}
 	return &cp, nil
-}
-
-// dirty reports whether anything differs from HEAD: staged, unstaged or
-// untracked-not-ignored.
-func (s *State) dirty(ctx context.Context) (bool, error) {
-	out, err := s.Repo.Run(ctx, "status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=none")
-	if err != nil {
-		return false, fmt.Errorf("git status: %w", err)
-	}
-	return out != "", nil
 }
 
 // snapshot writes a commit, child of parent, whose tree is the whole working

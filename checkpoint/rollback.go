@@ -69,10 +69,11 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if !ok {
 		return nil, refuse("the checkpoint commit %s no longer exists", short(cp.Head))
 	}
-	head, branch, err := s.Repo.HeadBranch(ctx)
+	now, err := s.Repo.State(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("rollback: read HEAD: %w", err)
+		return nil, fmt.Errorf("rollback: read HEAD and status: %w", err)
 	}
+	head, branch, dirty := now.Head, now.Branch, now.Dirty
 	if branch != cp.Branch {
 		return nil, refuse("the branch changed since the checkpoint (was %s, now %s)", branchName(cp.Branch), branchName(branch))
 	}
@@ -97,10 +98,6 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	}
 
 	// What the working tree holds now, and what the checkpoint held.
-	dirty, err := s.dirty(ctx)
-	if err != nil {
-		return nil, err
-	}
 	nowTree, err := s.treeOf(ctx, head)
 	if err != nil {
 		return nil, fmt.Errorf("rollback: %w", err)

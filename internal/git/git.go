@@ -149,28 +149,38 @@ func (r *Repo) Branch(ctx context.Context) (string, error) {
 	return r.optionalLine(ctx, "symbolic-ref", "--quiet", "HEAD")
 }
 
-// HeadBranch returns HEAD's sha and the full ref it is on, in one git call
-// on the common path: ("", "", nil) with no commits yet, branch "" when
-// detached.
-func (r *Repo) HeadBranch(ctx context.Context) (head, branch string, err error) {
-	out, err := r.Line(ctx, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD")
+// Snapshot is HEAD, its branch and whether the working tree differs from
+// it, read with one git call.
+type Snapshot struct {
+	Head   string // "" with no commits yet
+	Branch string // full ref; "" when detached
+	Dirty  bool   // staged, unstaged or untracked-not-ignored changes
+}
+
+// State reads HEAD, the branch and the dirtiness of the working tree with
+// a single `git status --porcelain=v2 --branch`.
+func (r *Repo) State(ctx context.Context) (Snapshot, error) {
+	out, err := r.Run(ctx, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--ignore-submodules=none")
 	if err != nil {
-		// An unborn branch makes HEAD unresolvable; tell that apart from
-		// a real failure.
-		if h, herr := r.Head(ctx); herr == nil && h == "" {
-			return "", "", nil
+		return Snapshot{}, err
+	}
+	var s Snapshot
+	for _, e := range SplitZ(out) {
+		switch {
+		case strings.HasPrefix(e, "# branch.oid "):
+			if oid := strings.TrimPrefix(e, "# branch.oid "); oid != "(initial)" {
+				s.Head = oid
+			}
+		case strings.HasPrefix(e, "# branch.head "):
+			if name := strings.TrimPrefix(e, "# branch.head "); name != "(detached)" {
+				s.Branch = "refs/heads/" + name
+			}
+		case strings.HasPrefix(e, "# "):
+		default:
+			s.Dirty = true
 		}
-		return "", "", err
 	}
-	lines := strings.Split(out, "\n")
-	if len(lines) != 2 {
-		return "", "", fmt.Errorf("git rev-parse HEAD: unexpected output %q", out)
-	}
-	head, branch = lines[0], lines[1]
-	if !strings.HasPrefix(branch, "refs/") {
-		branch = ""
-	}
-	return head, branch, nil
+	return s, nil
 }
 
 // optionalLine runs a --quiet git query whose exit 1 means "there is none".
