@@ -46,12 +46,15 @@ func main() {
 	}
 	fmt.Println()
 	for _, c := range cases {
-		base := timeIt(*dir, c.data, *runs, *baseline)
-		wig := timeIt(*dir, c.data, *runs, *wiggum, c.args...)
+		cmds := [][]string{{*baseline}, append([]string{*wiggum}, c.args...)}
+		if *linked != "" {
+			cmds = append(cmds, []string{*linked})
+		}
+		t := timeAll(*dir, c.data, *runs, cmds)
+		base, wig := t[0], t[1]
 		fmt.Printf("%-62s %10s %10s %6.2fx", c.name, base.Round(time.Microsecond), wig.Round(time.Microsecond), float64(wig)/float64(base))
 		if *linked != "" {
-			l := timeIt(*dir, c.data, *runs, *linked)
-			fmt.Printf(" %10s %6.2fx", l.Round(time.Microsecond), float64(l)/float64(base))
+			fmt.Printf(" %10s %6.2fx", t[2].Round(time.Microsecond), float64(t[2])/float64(base))
 		}
 		fmt.Println()
 	}
@@ -72,23 +75,31 @@ func payload(cwd, event string, input, response map[string]any) []byte {
 	return data
 }
 
-// timeIt runs the command n times (interleaving nothing else) and returns
-// the median wall time of a run.
-func timeIt(dir string, stdin []byte, n int, name string, args ...string) time.Duration {
-	times := make([]time.Duration, 0, n)
+// timeAll runs the commands in turn, n rounds after a warm-up, and returns
+// each one's median wall time. Interleaving the runs spreads the machine's
+// drift (other load, frequency changes) evenly over every command, so the
+// ratios compare like with like.
+func timeAll(dir string, stdin []byte, n int, cmds [][]string) []time.Duration {
+	times := make([][]time.Duration, len(cmds))
 	for i := range n + 10 {
-		cmd := exec.Command(name, args...)
-		cmd.Dir = dir
-		cmd.Stdin = bytes.NewReader(stdin)
-		start := time.Now()
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
-			os.Exit(1)
-		}
-		if i >= 10 { // warm-up
-			times = append(times, time.Since(start))
+		for j, argv := range cmds {
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Dir = dir
+			cmd.Stdin = bytes.NewReader(stdin)
+			start := time.Now()
+			if err := cmd.Run(); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: %v\n", argv[0], err)
+				os.Exit(1)
+			}
+			if i >= 10 { // warm-up
+				times[j] = append(times[j], time.Since(start))
+			}
 		}
 	}
-	slices.Sort(times)
-	return times[len(times)/2]
+	med := make([]time.Duration, len(cmds))
+	for j, ts := range times {
+		slices.Sort(ts)
+		med[j] = ts[len(ts)/2]
+	}
+	return med
 }
