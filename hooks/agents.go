@@ -5,7 +5,8 @@ import (
 	"strings"
 )
 
-// claudeIn is a Claude Code hook payload (also Codex's).
+// claudeIn is a Claude Code hook payload (also Codex's, and Gemini CLI's,
+// whose fields carry the same names).
 type claudeIn struct {
 	SessionID      string `json:"session_id"`
 	Cwd            string `json:"cwd"`
@@ -17,6 +18,15 @@ type claudeIn struct {
 	StopHookActive bool   `json:"stop_hook_active"`
 }
 
+// event fills what every agent's events share.
+func (in *claudeIn) event(agent string) Event {
+	ev := Event{Agent: agent, Name: in.Event, SessionID: in.SessionID, Cwd: in.Cwd, ToolName: in.ToolName,
+		Shell: shellTools[in.ToolName], ExitCode: -1, StopHookActive: in.StopHookActive}
+	ti := parseToolInput(in.ToolInput)
+	ev.Command, ev.FilePath = ti.Command, ti.FilePath
+	return ev
+}
+
 type claude struct{}
 
 func (claude) Parse(data []byte) (Event, error) {
@@ -24,10 +34,7 @@ func (claude) Parse(data []byte) (Event, error) {
 	if err := decode(data, &in); err != nil {
 		return Event{}, err
 	}
-	ev := Event{Agent: "claude", Name: in.Event, SessionID: in.SessionID, Cwd: in.Cwd, ToolName: in.ToolName,
-		Shell: shellTools[in.ToolName], ExitCode: -1, StopHookActive: in.StopHookActive}
-	ti := parseToolInput(in.ToolInput)
-	ev.Command, ev.FilePath = ti.Command, ti.FilePath
+	ev := in.event("claude")
 	switch in.Event {
 	case "PreToolUse":
 		ev.Kind = KindPreTool
@@ -104,28 +111,14 @@ func (codex) Render(ev Event, r Response) []byte {
 	return renderClaude(ev, r, false)
 }
 
-// geminiIn is a Gemini CLI hook payload.
-type geminiIn struct {
-	SessionID      string `json:"session_id"`
-	Cwd            string `json:"cwd"`
-	Event          string `json:"hook_event_name"`
-	ToolName       string `json:"tool_name"`
-	ToolInput      any    `json:"tool_input"`
-	ToolResponse   any    `json:"tool_response"`
-	StopHookActive bool   `json:"stop_hook_active"`
-}
-
 type gemini struct{}
 
 func (gemini) Parse(data []byte) (Event, error) {
-	var in geminiIn
+	var in claudeIn
 	if err := decode(data, &in); err != nil {
 		return Event{}, err
 	}
-	ev := Event{Agent: "gemini", Name: in.Event, SessionID: in.SessionID, Cwd: in.Cwd, ToolName: in.ToolName,
-		Shell: shellTools[in.ToolName], ExitCode: -1, StopHookActive: in.StopHookActive}
-	ti := parseToolInput(in.ToolInput)
-	ev.Command, ev.FilePath = ti.Command, ti.FilePath
+	ev := in.event("gemini")
 	switch in.Event {
 	case "BeforeTool":
 		ev.Kind = KindPreTool
