@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/muesli/termenv"
+
 	"github.com/alecthomas/kong"
 	"github.com/charmbracelet/log"
 
@@ -37,7 +39,14 @@ type Globals struct {
 // Log returns the logger, built on first use so hooks never pay for it.
 func (g *Globals) Log() *log.Logger {
 	if g.logger == nil {
-		l := log.NewWithOptions(g.stderr, log.Options{Prefix: "wiggum"})
+		// The writer is wrapped so the renderer cannot see a terminal:
+		// given one, it queries the terminal's colours, which prints escape
+		// sequences into the user's session and swallows what they type.
+		// Colours are switched on explicitly instead.
+		l := log.NewWithOptions(opaqueWriter{g.stderr}, log.Options{Prefix: "wiggum"})
+		if isTerminal(g.stderr) && os.Getenv("NO_COLOR") == "" {
+			l.SetColorProfile(termenv.ANSI)
+		}
 		if g.LogFormat == "json" {
 			l.SetFormatter(log.JSONFormatter)
 		}
@@ -48,6 +57,9 @@ func (g *Globals) Log() *log.Logger {
 	}
 	return g.logger
 }
+
+// opaqueWriter hides the file behind a writer.
+type opaqueWriter struct{ io.Writer }
 
 // WorkDir is where the command acts.
 func (g *Globals) WorkDir() string {

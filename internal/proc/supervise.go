@@ -35,7 +35,8 @@ func Supervise(args []string) int {
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = childAttr()
+	var restoreTerminal func()
+	cmd.SysProcAttr, restoreTerminal = childAttr()
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "wiggum: cannot start %s: %v\n", argv[0], err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -65,6 +66,7 @@ loop:
 			break loop
 		}
 	}
+	restoreTerminal()
 	reapGroup(pgid, grace, sigs)
 	if hold != nil {
 		hold.Close()

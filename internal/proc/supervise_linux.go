@@ -1,10 +1,14 @@
 package proc
 
 import (
+	"os/signal"
+
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // The supervisor hears of wiggum's death as SIGTERM, which it catches and
@@ -13,8 +17,26 @@ func supervisorAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 }
 
-func childAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+// childAttr puts the command in its own process group, so the whole group
+// can be signalled. When the supervisor's stdin is the terminal and it is in
+// the terminal's foreground group, the command's group becomes the
+// foreground instead: an interactive agent under `wiggum lock` would
+// otherwise be stopped (SIGTTIN) the first time it reads the terminal. The
+// returned function gives the terminal back once the command is done.
+func childAttr() (*syscall.SysProcAttr, func()) {
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+	if err != nil || fg != syscall.Getpgrp() {
+		return attr, func() {}
+	}
+	attr.Foreground, attr.Ctty = true, 0
+	return attr, func() {
+		// Taking the terminal back from a background group raises SIGTTOU;
+		// no command is started after this, so ignoring it here cannot be
+		// inherited by an agent.
+		signal.Ignore(syscall.SIGTTOU)
+		_ = unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, fg)
+	}
 }
 
 // becomeSubreaper makes orphaned descendants of the command re-parent to the

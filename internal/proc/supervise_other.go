@@ -6,7 +6,9 @@ import "syscall"
 
 func supervisorAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 
-func childAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+func childAttr() (*syscall.SysProcAttr, func()) {
+	return &syscall.SysProcAttr{Setpgid: true}, func() {}
+}
 
 func becomeSubreaper() {}
 
