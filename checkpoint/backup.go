@@ -28,7 +28,7 @@ func (s *State) backupCommit(ctx context.Context, head, message string) (string,
 
 // createBackupRef points a new, unique ref under BackupPrefix at commit.
 func (s *State) createBackupRef(ctx context.Context, commit string) (string, error) {
-	stamp := time.Now().UTC().Format("20060102T150405.000000000Z")
+	stamp := time.Now().UTC().Format("20060102T150405Z")
 	for i := 0; i < 100; i++ {
 		ref := BackupPrefix + stamp + "-" + short(commit)[:8]
 		if i > 0 {
