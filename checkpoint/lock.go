@@ -366,6 +366,10 @@ func PIDAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
+// LockPID returns the pid that took the agent lock according to the kernel,
+// or 0 when it is free or that cannot be known (not Linux).
+func (s *State) LockPID() int { return lockPID(s.Path(LockFile)) }
+
 // lockPID returns the pid that took the flock on path, or 0.
 func lockPID(path string) int {
 	if pids, _ := flockHolders(path); len(pids) > 0 {

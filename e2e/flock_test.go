@@ -37,6 +37,10 @@ func TestBashFlockExcludesWiggum(t *testing.T) {
 			t.Fatalf("wiggum %s: refusal does not say since when: %s", args[0], r.stderr)
 		}
 	}
+	// status names the flock holder too, from the kernel's lock table.
+	if r := wiggum(t, dir, nil, "status", "--json"); !strings.Contains(r.stdout, `"pid": `+strconv.Itoa(bash.pid())) || !strings.Contains(r.stdout, `"held": true`) {
+		t.Fatalf("status --json does not name the flock holder %d: %s", bash.pid(), r.stdout)
+	}
 	if r := wiggum(t, dir, []string{"WIGGUM_SESSION=whatever"}, "checkpoint"); r.code != 3 {
 		t.Fatalf("checkpoint with a made-up session while bash holds the lock: exit %d, want 3", r.code)
 	}

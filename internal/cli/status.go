@@ -44,7 +44,7 @@ type StatusReport struct {
 	Worktrees  []worktree.Info  `json:"worktrees,omitempty"` // parallel runs' worktrees (see wiggum worktree list --json)
 	Errors     []string         `json:"errors,omitempty"`
 
-	holderUnreadable, checkpointUnreadable bool
+	holderUnreadable, checkpointUnreadable, foreignHolder bool
 }
 
 // LockStatus is the lock part of StatusReport.
@@ -93,6 +93,10 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 		} else if h != nil {
 			r.Lock.PID, r.Lock.Host, r.Lock.Started, r.Lock.Session, r.Lock.Command = h.PID, h.Host, h.Started, h.Session, h.Command
 			r.Lock.PIDAlive = checkpoint.PIDAlive(h.PID)
+		} else if pid := st.LockPID(); pid > 0 {
+			// No wiggum record: a bash loop's flock, say. The kernel still
+			// knows who took it.
+			r.Lock.PID, r.Lock.PIDAlive, r.foreignHolder = pid, checkpoint.PIDAlive(pid), true
 		}
 	}
 	if cp, err := st.Load(); err == nil {
@@ -148,6 +152,8 @@ func printStatus(g *Globals, r *StatusReport) {
 		fmt.Fprintln(w, "lock:       held; its holder record is unreadable (see the error below)")
 	case r.Lock.PID == 0:
 		fmt.Fprintln(w, "lock:       held by a process that left no wiggum record (a bash ralph loop?)")
+	case r.foreignHolder:
+		fmt.Fprintf(w, "lock:       held by pid %d, which left no wiggum record (a bash ralph loop?)\n", r.Lock.PID)
 	default:
 		alive := "alive"
 		if !r.Lock.PIDAlive {
