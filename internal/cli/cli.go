@@ -154,11 +154,13 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}()
 	kctx, err := parser.Parse(args)
 	if err != nil {
-		fmt.Fprintf(stderr, "wiggum: %v\n", err)
+		// One line, as the exit-code contract promises for usage errors.
+		help := "wiggum --help"
 		var pe *kong.ParseError
 		if errors.As(err, &pe) {
-			fmt.Fprintf(stderr, "run '%s' for usage\n", strings.TrimSpace("wiggum "+commandPath(pe.Context)+" --help"))
+			help = strings.Join(append(append([]string{"wiggum"}, strings.Fields(commandPath(pe.Context))...), "--help"), " ")
 		}
+		fmt.Fprintf(stderr, "wiggum: %v (see '%s')\n", err, help)
 		return exitcode.Usage
 	}
 	ctx, stop := signalContext()

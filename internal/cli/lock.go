@@ -14,7 +14,7 @@ import (
 type LockCmd struct {
 	Wait    time.Duration `help:"Wait up to this long for the lock instead of failing at once (e.g. 30s, 5m)."`
 	Grace   time.Duration `default:"5s" help:"On SIGINT/SIGTERM, how long CMD's process group gets before SIGKILL."`
-	Command []string      `arg:"" passthrough:"" name:"cmd" help:"The command to run, after --."`
+	Command []string      `arg:"" optional:"" passthrough:"" name:"cmd" help:"The command to run, after --."`
 }
 
 // Help is shown by `wiggum lock --help`.
