@@ -59,7 +59,7 @@ func (s *State) Backup(ctx context.Context, reason string) (string, error) {
 		return "", errors.New("backup: the repository has no commits yet")
 	}
 	branch, _ := s.Repo.Branch(ctx)
-	msg := fmt.Sprintf("wiggum backup: %s\n\nhead: %s\nbranch: %s\n", reason, head, branchName(branch))
+	msg := fmt.Sprintf("wiggum backup: %s\n\nhead: %s\nbranch: %s\n", reason, head, BranchName(branch))
 	commit, err := s.snapshot(ctx, head, msg)
 	if err != nil {
 		return "", fmt.Errorf("backup: %w", err)

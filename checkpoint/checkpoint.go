@@ -98,9 +98,7 @@ func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Ch
 			return nil, fmt.Errorf("checkpoint: %w", err)
 		}
 		cp.Snapshot = snap
-		if cp.Untracked, err = s.Repo.Untracked(ctx); err != nil {
-			return nil, fmt.Errorf("checkpoint: list untracked files: %w", err)
-		}
+		cp.Untracked = now.Untracked
 	}
 	path, err := s.Runtime(CheckpointFile)
 	if err != nil {

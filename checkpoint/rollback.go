@@ -75,7 +75,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	}
 	head, branch, dirty := now.Head, now.Branch, now.Dirty
 	if branch != cp.Branch {
-		return nil, refuse("the branch changed since the checkpoint (was %s, now %s)", branchName(cp.Branch), branchName(branch))
+		return nil, refuse("the branch changed since the checkpoint (was %s, now %s)", BranchName(cp.Branch), BranchName(branch))
 	}
 	anc, err := s.Repo.OK(ctx, "merge-base", "--is-ancestor", cp.Head, head)
 	if err != nil {
@@ -130,7 +130,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		return nil, fmt.Errorf("rollback: diff: %w", err)
 	}
 	res.Files = git.SplitZ(out)
-	res.Removed = s.newUntracked(ctx, cp)
+	res.Removed = newUntracked(cp, now.Untracked)
 	if opts.DryRun {
 		return res, nil
 	}
@@ -176,7 +176,7 @@ func backupMessage(reason, head string, cp *Checkpoint) string {
 	if reason == "" {
 		reason = "rollback"
 	}
-	return fmt.Sprintf("wiggum backup: %s\n\nhead: %s\ncheckpoint: %s\nbranch: %s\n", reason, head, cp.Head, branchName(cp.Branch))
+	return fmt.Sprintf("wiggum backup: %s\n\nhead: %s\ncheckpoint: %s\nbranch: %s\n", reason, head, cp.Head, BranchName(cp.Branch))
 }
 
 // checkoutTree writes every file of commit's tree into the working tree
@@ -192,12 +192,9 @@ func (s *State) checkoutTree(ctx context.Context, commit string) error {
 	return err
 }
 
-// newUntracked lists untracked files that did not exist at checkpoint time.
-func (s *State) newUntracked(ctx context.Context, cp *Checkpoint) []string {
-	now, err := s.Repo.Untracked(ctx)
-	if err != nil {
-		return nil
-	}
+// newUntracked lists the files of now (untracked ones) that did not exist
+// at checkpoint time.
+func newUntracked(cp *Checkpoint, now []string) []string {
 	keep := make(map[string]bool, len(cp.Untracked))
 	for _, p := range cp.Untracked {
 		keep[p] = true
@@ -215,7 +212,11 @@ func (s *State) newUntracked(ctx context.Context, cp *Checkpoint) []string {
 // time, and directories that become empty. Missing is fine: a file that is
 // already gone is the wanted outcome.
 func (s *State) removeUntracked(ctx context.Context, cp *Checkpoint) error {
-	for _, rel := range s.newUntracked(ctx, cp) {
+	now, err := s.Repo.Untracked(ctx)
+	if err != nil {
+		return err
+	}
+	for _, rel := range newUntracked(cp, now) {
 		path := filepath.Join(s.Repo.Root, filepath.FromSlash(rel))
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -236,7 +237,9 @@ func short(sha string) string {
 	return sha
 }
 
-func branchName(ref string) string {
+// BranchName renders a full branch ref for people: "main", or "detached
+// HEAD" for "".
+func BranchName(ref string) string {
 	if ref == "" {
 		return "detached HEAD"
 	}

@@ -51,7 +51,7 @@ func (c *CheckpointCmd) Run(ctx context.Context, g *Globals) error {
 	if cp.Snapshot != "" {
 		extra = " (with uncommitted changes)"
 	}
-	fmt.Fprintf(g.stdout, "checkpoint %s on %s%s\n", cp.Head[:12], branchLabel(cp.Branch), extra)
+	fmt.Fprintf(g.stdout, "checkpoint %s on %s%s\n", cp.Head[:12], checkpoint.BranchName(cp.Branch), extra)
 	return nil
 }
 
@@ -103,9 +103,9 @@ func (c *RollbackCmd) Run(ctx context.Context, g *Globals) error {
 		fmt.Fprintf(w, "already at checkpoint %s; nothing to roll back\n", cp.Head[:12])
 		return nil
 	case res.DryRun:
-		fmt.Fprintf(w, "rollback to %s on %s would discard:\n", cp.Head[:12], branchLabel(cp.Branch))
+		fmt.Fprintf(w, "rollback to %s on %s would discard:\n", cp.Head[:12], checkpoint.BranchName(cp.Branch))
 	default:
-		fmt.Fprintf(w, "rolled back to %s on %s; discarded state saved in %s\n", cp.Head[:12], branchLabel(cp.Branch), res.BackupRef)
+		fmt.Fprintf(w, "rolled back to %s on %s; discarded state saved in %s\n", cp.Head[:12], checkpoint.BranchName(cp.Branch), res.BackupRef)
 	}
 	describeDiscard(w, res)
 	if !res.DryRun {
@@ -224,11 +224,4 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-func branchLabel(ref string) string {
-	if ref == "" {
-		return "detached HEAD"
-	}
-	return strings.TrimPrefix(ref, "refs/heads/")
 }

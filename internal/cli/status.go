@@ -167,7 +167,7 @@ func printStatus(g *Globals, r *StatusReport) {
 		if !cp.Ancestor {
 			anc = "NOT an ancestor of HEAD: rollback would refuse"
 		}
-		fmt.Fprintf(w, "checkpoint: %s on %s, %s old, %s\n", cp.Head[:12], branchLabel(cp.Branch),
+		fmt.Fprintf(w, "checkpoint: %s on %s, %s old, %s\n", cp.Head[:12], checkpoint.BranchName(cp.Branch),
 			(time.Duration(cp.AgeSeconds) * time.Second).String(), anc)
 	} else if r.checkpointUnreadable {
 		fmt.Fprintln(w, "checkpoint: unreadable (see the error below)")

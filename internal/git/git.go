@@ -155,10 +155,12 @@ type Snapshot struct {
 	Head   string // "" with no commits yet
 	Branch string // full ref; "" when detached
 	Dirty  bool   // staged, unstaged or untracked-not-ignored changes
+	// Untracked lists the untracked, not ignored files, relative to the root.
+	Untracked []string
 }
 
-// State reads HEAD, the branch and the dirtiness of the working tree with
-// a single `git status --porcelain=v2 --branch`.
+// State reads HEAD, the branch, the dirtiness of the working tree and its
+// untracked files with a single `git status --porcelain=v2 --branch`.
 func (r *Repo) State(ctx context.Context) (Snapshot, error) {
 	out, err := r.Run(ctx, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--ignore-submodules=none")
 	if err != nil {
@@ -176,6 +178,9 @@ func (r *Repo) State(ctx context.Context) (Snapshot, error) {
 				s.Branch = "refs/heads/" + name
 			}
 		case strings.HasPrefix(e, "# "):
+		case strings.HasPrefix(e, "? "):
+			s.Dirty = true
+			s.Untracked = append(s.Untracked, e[2:])
 		default:
 			s.Dirty = true
 		}
