@@ -98,6 +98,7 @@ type runner struct {
 	// coordinated: a parallel worker, whose story is marked done by the
 	// merge coordinator in the main tree, not here.
 	coordinated bool
+	worker      int // a parallel worker's number, from 1; 0 in a serial run
 }
 
 // ProgressFile is the human-readable log, in the runtime directory so that
@@ -123,7 +124,7 @@ func Run(ctx context.Context, st *checkpoint.State, opts Options) (*Summary, err
 		return nil, err
 	}
 	appendLine(r.logPath, fmt.Sprintf("\n## run %s · plan %s · agent %s", r.started.UTC().Format(time.RFC3339), r.planRel, strings.Join(opts.Agent.Argv, " ")))
-	r.event("run_start", map[string]any{"plan": r.planRel, "agent": opts.Agent.Argv, "pid": os.Getpid()})
+	r.event("run_start", planCounts(opts.Plan, map[string]any{"plan": r.planRel, "agent": opts.Agent.Argv, "pid": os.Getpid()}))
 	err = r.loop(ctx)
 	r.finish(err)
 	return &r.sum, err
@@ -288,6 +289,8 @@ func (r *runner) iteration(ctx context.Context, iter int, story *plan.Story) (bo
 		return false, err
 	}
 	attempt := r.tries[story.ID] + 1
+	r.event("iteration_start", map[string]any{"iteration": iter, "story": story.ID, "title": story.Title,
+		"attempt": attempt, "attempts": r.opts.Retries + 1, "worker": r.worker, "output": AgentLog(iter)})
 	r.disp.printf("── iteration %d · %s: %s (attempt %d of %d)", iter, story.ID, story.Title, attempt, r.opts.Retries+1)
 
 	cp, err := r.st.Save(ctx, r.session, checkpoint.SaveOptions{})
@@ -346,11 +349,13 @@ func (r *runner) attempt(ctx context.Context, iter int, story *plan.Story, promp
 		"WIGGUM_STORY="+story.ID,
 		"WIGGUM_ITERATION="+strconv.Itoa(iter),
 	)
+	obs := r.observe(iter, story.ID)
+	defer obs.close()
 	hold := r.lock.Dup()
 	res, err := agent.Run(ctx, r.opts.Agent, agent.Options{
 		Dir: r.st.Repo.Root, Env: env, Prompt: prompt,
 		Timeout: r.opts.Timeout, IdleTimeout: r.opts.IdleTimeout, Grace: r.opts.Grace, Hold: hold,
-		Line: r.disp.line, Event: r.disp.event,
+		Line: obs.line, Event: obs.event,
 	})
 	if hold != nil {
 		hold.Close()
@@ -381,7 +386,7 @@ func (r *runner) attempt(ctx context.Context, iter int, story *plan.Story, promp
 		r.disp.printf("  gate: %s", r.opts.TestCmd)
 		gate, err := agent.Run(ctx, agent.Profile{Name: "gate", Argv: []string{"sh", "-c", r.opts.TestCmd}}, agent.Options{
 			Dir: r.st.Repo.Root, Env: env, Timeout: r.opts.Timeout, Grace: r.opts.Grace,
-			Line: r.disp.line,
+			Line: obs.line,
 		})
 		if err != nil {
 			return outcome{source: "gate", command: r.opts.TestCmd, detail: err.Error(), output: err.Error(), res: res}

@@ -57,16 +57,16 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 	}
 	p := &parallel{r: r, target: target, out: out, inflight: map[string]bool{}, skip: map[string]bool{}}
 	appendLine(r.logPath, fmt.Sprintf("\n## run %s · plan %s · agent %s · %d workers", r.started.UTC().Format(time.RFC3339), r.planRel, strings.Join(opts.Agent.Argv, " "), opts.Workers))
-	r.event("run_start", map[string]any{"plan": r.planRel, "agent": opts.Agent.Argv, "pid": os.Getpid(), "workers": opts.Workers})
+	r.event("run_start", planCounts(opts.Plan, map[string]any{"plan": r.planRel, "agent": opts.Agent.Argv, "pid": os.Getpid(), "workers": opts.Workers}))
 	var wg sync.WaitGroup
-	for range opts.Workers {
+	for i := range opts.Workers {
 		wg.Go(func() {
 			for {
 				s := p.claim(ctx)
 				if s == nil {
 					return
 				}
-				p.work(ctx, s)
+				p.work(ctx, s, i+1)
 				p.mu.Lock()
 				delete(p.inflight, s.ID)
 				p.mu.Unlock()
@@ -143,7 +143,7 @@ func (p *parallel) halt(err error) {
 
 // work runs story's iterations in a fresh worktree, then lands or discards
 // the branch.
-func (p *parallel) work(ctx context.Context, story *plan.Story) {
+func (p *parallel) work(ctx context.Context, story *plan.Story, worker int) {
 	main := p.r.st.Repo
 	w, err := worktree.Create(ctx, main, story.ID, p.target, p.r.opts.Command)
 	if err != nil {
@@ -153,6 +153,7 @@ func (p *parallel) work(ctx context.Context, story *plan.Story) {
 		return
 	}
 	wr := p.worker(w, story)
+	wr.worker = worker
 	done := false
 	for !done {
 		iter := p.nextIter()

@@ -262,3 +262,35 @@ func TestProfiles(t *testing.T) {
 		}
 	}
 }
+
+// A tool event carries the tokens so far: each message counted once though
+// claude repeats its usage on every content block.
+func TestToolEventRunningTokens(t *testing.T) {
+	p := parser{now: time.Now}
+	lines := []string{
+		`{"type":"assistant","message":{"id":"m1","usage":{"input_tokens":10,"cache_read_input_tokens":5,"output_tokens":3},"content":[{"type":"text","text":"hi"}]}}`,
+		`{"type":"assistant","message":{"id":"m1","usage":{"input_tokens":10,"cache_read_input_tokens":5,"output_tokens":4},"content":[{"type":"tool_use","name":"Read","input":{"file_path":"a.go"}}]}}`,
+		`{"type":"assistant","message":{"id":"m2","usage":{"input_tokens":20,"output_tokens":6},"content":[{"type":"tool_use","name":"Bash","input":{"command":"go test"}}]}}`,
+	}
+	var tools []Event
+	for _, l := range lines {
+		evs, ok := p.line([]byte(l))
+		if !ok {
+			t.Fatalf("not parsed: %s", l)
+		}
+		for _, e := range evs {
+			if e.Kind == "tool" {
+				tools = append(tools, e)
+			}
+		}
+	}
+	if len(tools) != 2 {
+		t.Fatalf("tool events = %+v", tools)
+	}
+	if got := tools[0].Usage; got.InputTokens != 15 || got.OutputTokens != 4 {
+		t.Errorf("first tool usage = %+v, want 15 in / 4 out", got)
+	}
+	if got := tools[1].Usage; got.InputTokens != 35 || got.OutputTokens != 10 {
+		t.Errorf("second tool usage = %+v, want 35 in / 10 out", got)
+	}
+}

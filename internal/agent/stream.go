@@ -14,6 +14,9 @@ import (
 type Event struct {
 	Kind string // "init", "text", "tool", "result", "limit"
 	Text string
+	// Usage is the agent's token count so far, from the assistant messages
+	// seen up to this event (cost is known only at the result).
+	Usage Usage
 }
 
 // Usage is what an agent run cost, when the agent reports it.
@@ -36,6 +39,8 @@ type streamLine struct {
 	Subtype string `json:"subtype"`
 	Model   string `json:"model"`
 	Message *struct {
+		ID      string      `json:"id"`
+		Usage   *tokenUsage `json:"usage"`
 		Content []struct {
 			Type  string          `json:"type"`
 			Text  string          `json:"text"`
@@ -48,17 +53,23 @@ type streamLine struct {
 	TotalCostUSD *float64        `json:"total_cost_usd"`
 	CostUSD      *float64        `json:"cost_usd"`
 	NumTurns     int             `json:"num_turns"`
-	Usage        *struct {
-		InputTokens              int `json:"input_tokens"`
-		OutputTokens             int `json:"output_tokens"`
-		CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-		CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-	} `json:"usage"`
-	RateLimit *struct {
+	Usage        *tokenUsage     `json:"usage"`
+	RateLimit    *struct {
 		Status   string `json:"status"`
 		ResetsAt int64  `json:"resetsAt"`
 		Type     string `json:"rateLimitType"`
 	} `json:"rate_limit_info"`
+}
+
+type tokenUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+}
+
+func (t *tokenUsage) input() int {
+	return t.InputTokens + t.CacheCreationInputTokens + t.CacheReadInputTokens
 }
 
 // parser turns stream-json lines into events, usage and limits. Lines that
@@ -67,6 +78,16 @@ type parser struct {
 	usage Usage
 	limit *Limit
 	now   func() time.Time
+	// Running token count: finished messages plus the current one (claude
+	// repeats a message's usage on each of its content blocks).
+	done    Usage
+	msgID   string
+	current Usage
+}
+
+// running is the token count so far.
+func (p *parser) running() Usage {
+	return Usage{InputTokens: p.done.InputTokens + p.current.InputTokens, OutputTokens: p.done.OutputTokens + p.current.OutputTokens}
 }
 
 // line parses one output line; ok is false when it is not a stream-json event.
@@ -91,6 +112,14 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 		if l.Message == nil {
 			break
 		}
+		if u := l.Message.Usage; u != nil {
+			if l.Message.ID != p.msgID {
+				p.done.InputTokens += p.current.InputTokens
+				p.done.OutputTokens += p.current.OutputTokens
+				p.msgID = l.Message.ID
+			}
+			p.current = Usage{InputTokens: u.input(), OutputTokens: u.OutputTokens}
+		}
 		for _, c := range l.Message.Content {
 			switch c.Type {
 			case "text":
@@ -99,7 +128,7 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 				}
 				p.checkLimitText(c.Text)
 			case "tool_use":
-				events = append(events, Event{Kind: "tool", Text: c.Name + toolDetail(c.Input)})
+				events = append(events, Event{Kind: "tool", Text: c.Name + toolDetail(c.Input), Usage: p.running()})
 			}
 		}
 	case "rate_limit_event":
@@ -121,7 +150,7 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 			p.usage.CostUSD = *l.CostUSD
 		}
 		if l.Usage != nil {
-			p.usage.InputTokens = l.Usage.InputTokens + l.Usage.CacheCreationInputTokens + l.Usage.CacheReadInputTokens
+			p.usage.InputTokens = l.Usage.input()
 			p.usage.OutputTokens = l.Usage.OutputTokens
 		}
 		p.usage.Turns = l.NumTurns

@@ -1,0 +1,105 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// What watch reads: iteration_start with the attempt and its output log,
+// throttled tool events with tokens so far, the plan's size at run_start,
+// and the agent's output in its per-attempt log.
+func TestRunRecordsWhatWatchReads(t *testing.T) {
+	st, p := newRepo(t, 2)
+	var out bytes.Buffer
+	// Three tool calls at once: the throttle sends the first at once and
+	// the last at the end of the attempt, never the middle one.
+	o := opts(p, `cat >/dev/null
+echo plain line from $WIGGUM_STORY
+for n in 1 2 3; do
+  echo '{"type":"assistant","message":{"id":"m'$n'","usage":{"input_tokens":10,"output_tokens":2},"content":[{"type":"tool_use","name":"Bash","input":{"command":"step '$n'"}}]}}'
+done
+echo x > "f-$WIGGUM_STORY"`)
+	o.Out = &out
+	if _, err := Run(context.Background(), st, o); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	data, err := os.ReadFile(st.Path(".ralph/wiggum/events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts, tools []map[string]any
+	var runStart map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
+		switch e["event"] {
+		case "run_start":
+			runStart = e
+		case "iteration_start":
+			starts = append(starts, e)
+		case "tool":
+			tools = append(tools, e)
+		}
+	}
+	if runStart["stories"] != 2.0 || runStart["done"] != 0.0 {
+		t.Errorf("run_start = %v, want stories 2 done 0", runStart)
+	}
+	if len(starts) != 2 || starts[0]["story"] != "US-1" || starts[0]["attempt"] != 1.0 || starts[0]["attempts"] != 2.0 || starts[0]["output"] != AgentLog(1) {
+		t.Errorf("iteration_start events = %v", starts)
+	}
+	var got []string
+	for _, e := range tools {
+		got = append(got, e["story"].(string)+" "+e["tool"].(string))
+	}
+	want := "US-1 Bash: step 1|US-1 Bash: step 3|US-2 Bash: step 1|US-2 Bash: step 3"
+	if strings.Join(got, "|") != want {
+		t.Errorf("tool events = %q, want %q", got, want)
+	}
+	if last := tools[1]; last["input_tokens"] != 30.0 || last["output_tokens"] != 6.0 {
+		t.Errorf("tokens so far = %v in / %v out, want 30 / 6", last["input_tokens"], last["output_tokens"])
+	}
+	log, err := os.ReadFile(st.Path(AgentLog(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "plain line from US-2") || !strings.Contains(string(log), "▸ tool: Bash: step 2") {
+		t.Errorf("agent log of iteration 2:\n%s", log)
+	}
+}
+
+func TestAgentLogsBounded(t *testing.T) {
+	st, _ := newRepo(t, 1)
+	dir := st.Path(AgentLogDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= keepAgentLogs+10; i++ {
+		if err := os.WriteFile(st.Path(AgentLog(i)), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &runner{rec: st, disp: newDisplay(&bytes.Buffer{}, false, true, 0)}
+	o := r.observe(keepAgentLogs+11, "US-1")
+	big := strings.Repeat("y", 1<<20)
+	for range 6 {
+		o.line(big)
+	}
+	o.close()
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != keepAgentLogs {
+		t.Errorf("%d logs kept, want %d", len(ents), keepAgentLogs)
+	}
+	fi, err := os.Stat(st.Path(AgentLog(keepAgentLogs + 11)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > maxAgentLog+200 {
+		t.Errorf("log grew to %d bytes, bound %d", fi.Size(), maxAgentLog)
+	}
+}
