@@ -3,6 +3,8 @@ package hooks
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/wiggum-dev/wiggum/guard"
 )
 
 // claudeIn is a Claude Code hook payload (also Codex's, and Gemini CLI's,
@@ -69,11 +71,11 @@ func (claude) Render(ev Event, r Response) []byte {
 func renderClaude(ev Event, r Response, canAsk bool) []byte {
 	switch ev.Kind {
 	case KindPreTool:
-		if r.Decision == Allow {
+		if r.Decision == guard.Allow {
 			return nil
 		}
 		decision, reason := r.Decision.String(), r.Reason
-		if r.Decision == Ask && !canAsk {
+		if r.Decision == guard.Ask && !canAsk {
 			decision = "deny"
 			reason += " (this agent cannot ask the user: run the command yourself outside the agent if it is what you want)"
 		}
@@ -141,9 +143,9 @@ func (gemini) Parse(data []byte) (Event, error) {
 func (gemini) Render(ev Event, r Response) []byte {
 	switch ev.Kind {
 	case KindPreTool:
-		if r.Decision != Allow {
+		if r.Decision != guard.Allow {
 			reason := r.Reason
-			if r.Decision == Ask {
+			if r.Decision == guard.Ask {
 				reason += " (Gemini CLI hooks cannot ask the user: run the command yourself if it is what you want)"
 			}
 			return mustJSON(map[string]any{"decision": "deny", "reason": reason})
@@ -209,7 +211,7 @@ func (cursor) Parse(data []byte) (Event, error) {
 // Cursor answers shell checks with "permission"; older releases read the
 // camelCase message fields, newer ones the snake_case, so both are sent.
 func (cursor) Render(ev Event, r Response) []byte {
-	if ev.Kind == KindPreTool && r.Decision != Allow {
+	if ev.Kind == KindPreTool && r.Decision != guard.Allow {
 		msg := "wiggum: " + r.Reason
 		return mustJSON(map[string]any{
 			"permission": r.Decision.String(), "user_message": msg, "agent_message": r.Reason,

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/wiggum-dev/wiggum/guard"
 )
 
 // Kind is what an agent event means, whatever the agent calls it.
@@ -41,7 +43,7 @@ type Event struct {
 
 // Response is the core's answer, rendered by each agent's adapter.
 type Response struct {
-	Decision Action // for KindPreTool
+	Decision guard.Action // for KindPreTool
 	Reason   string
 	Context  string // additional context for the agent
 }

@@ -22,15 +22,11 @@ func FuzzPayload(f *testing.F) {
 	})
 }
 
-// FuzzGuard: the guard never panics, and a verdict other than allow always
-// carries a reason. Seeds live in testdata/fuzz/FuzzGuard.
-func FuzzGuard(f *testing.F) {
-	f.Add("cd src && git push")
+// FuzzTestRunner: recognising a test run never panics, whatever the
+// command. Seeds live in testdata/fuzz/FuzzTestRunner.
+func FuzzTestRunner(f *testing.F) {
+	f.Add("cd src && go test ./...")
 	f.Fuzz(func(t *testing.T, cmd string) {
-		d := Guard(GuardInput{Command: cmd, Cwd: "/work/repo", Root: "/work/repo", Home: "/home/agent", Branch: "main", Protected: []string{"main"}})
-		if d.Action != Allow && d.Reason == "" {
-			t.Fatalf("%q: %s without a reason", cmd, d.Action)
-		}
 		TestRunner(cmd)
 	})
 }

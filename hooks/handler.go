@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/guard"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
@@ -125,7 +126,7 @@ func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 			return guardCommand(ev, root, opts)
 		}
 		if editTools[ev.ToolName] && ev.FilePath != "" {
-			if r := guardEdit(ev, root, opts); r.Decision != Allow {
+			if r := guardEdit(ev, root, opts); r.Decision != guard.Allow {
 				return r
 			}
 			if opts.RequireRead {
@@ -155,16 +156,36 @@ func guardCommand(ev Event, root string, opts Options) Response {
 	if !guardOn(root, opts) {
 		return Response{}
 	}
-	in := GuardInput{Command: ev.Command, Cwd: ev.Cwd, Root: root}
-	in.Home, _ = os.UserHomeDir()
+	p := guardPolicy(ev.Cwd, root)
+	p.Home, _ = os.UserHomeDir()
 	if root != "" {
-		in.Branch, in.Protected = branches(root)
+		var def string
+		p.Branch, def = branches(root)
+		p.ProtectedBranches = guard.ProtectedBranches(def)
 	}
-	d := Guard(in)
-	if d.Action != Allow {
+	d := guard.Check(ev.Command, p)
+	if d.Action != guard.Allow {
 		debugLog(root, opts, "guard: %s %q: %s", d.Action, ev.Command, d.Reason)
 	}
 	return Response{Decision: d.Action, Reason: "wiggum: " + d.Reason}
+}
+
+// wiggumRefs holds every ref checkpoint writes (checkpoints and
+// checkpoint.BackupPrefix).
+const wiggumRefs = "refs/wiggum/"
+
+// guardPolicy is what the guard protects in the working tree at root:
+// wiggum's runtime state, its git hooks and its refs.
+func guardPolicy(cwd, root string) guard.Policy {
+	p := guard.Policy{
+		Cwd: cwd, Root: root,
+		StatePaths:   []string{checkpoint.LockFile, checkpoint.HolderFile, checkpoint.RuntimeDir + "/"},
+		RefNamespace: wiggumRefs,
+	}
+	for _, name := range GitHooks {
+		p.HookFiles = append(p.HookFiles, ".git/hooks/"+name)
+	}
+	return p
 }
 
 // guardOn reports whether the guard applies to this call.
@@ -184,20 +205,11 @@ func guardEdit(ev Event, root string, opts Options) Response {
 	if !guardOn(root, opts) {
 		return Response{}
 	}
-	g := &guard{in: GuardInput{Cwd: ev.Cwd, Root: root}}
-	target := absPath(ev)
-	if root != "" {
-		if rel, err := filepath.Rel(root, target); err == nil && !strings.HasPrefix(rel, "..") {
-			target = rel
-		}
+	d := guard.CheckEdit(ev.FilePath, guardPolicy(ev.Cwd, root))
+	if d.Action == guard.Allow {
+		return Response{}
 	}
-	if why := g.protectedState(target); why != "" {
-		return Response{Decision: Deny, Reason: fmt.Sprintf("wiggum: %s %s is not allowed during a wiggum session: %s", ev.ToolName, ev.FilePath, why)}
-	}
-	if g.isGitDir(strings.SplitN(filepath.ToSlash(target), "/", 2)[0]) {
-		return Response{Decision: Deny, Reason: fmt.Sprintf("wiggum: %s %s writes inside .git; use git commands instead", ev.ToolName, ev.FilePath)}
-	}
-	return Response{}
+	return Response{Decision: d.Action, Reason: "wiggum: " + ev.ToolName + ": " + d.Reason}
 }
 
 // testRun handles the end of a shell command: a failing test run is logged
@@ -398,7 +410,7 @@ func requireRead(ev Event, root string, opts Options) Response {
 			}
 		}
 	}
-	return Response{Decision: Deny, Reason: fmt.Sprintf("wiggum: read %s before changing it (this session requires reading a file first, so edits are made against its current content)", ev.FilePath)}
+	return Response{Decision: guard.Deny, Reason: fmt.Sprintf("wiggum: read %s before changing it (this session requires reading a file first, so edits are made against its current content)", ev.FilePath)}
 }
 
 // debugLog appends a line to .ralph/wiggum/hook-debug.log (or stderr with

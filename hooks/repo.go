@@ -62,14 +62,13 @@ func gitDirs(root string) (gitDir, commonDir string) {
 	return gitDir, commonDir
 }
 
-// branches returns the checked-out branch ("" when detached or unknown) and
-// the branches nothing may be merged into: main, master and the remote's
-// default branch.
-func branches(root string) (current string, protected []string) {
-	protected = []string{"main", "master"}
+// branches returns the checked-out branch ("" when detached or unknown)
+// and the remote's default branch ("" when unknown), for the guard's
+// protected-branch rule.
+func branches(root string) (current, defaultBranch string) {
 	gitDir, commonDir := gitDirs(root)
 	if gitDir == "" {
-		return "", protected
+		return "", ""
 	}
 	if data, err := os.ReadFile(filepath.Join(gitDir, "HEAD")); err == nil {
 		current = strings.TrimPrefix(strings.TrimSpace(string(data)), "ref: refs/heads/")
@@ -78,11 +77,11 @@ func branches(root string) (current string, protected []string) {
 		}
 	}
 	if data, err := os.ReadFile(filepath.Join(commonDir, "refs", "remotes", "origin", "HEAD")); err == nil {
-		if def, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "ref: refs/remotes/origin/"); ok && def != "main" && def != "master" {
-			protected = append(protected, def)
+		if def, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "ref: refs/remotes/origin/"); ok {
+			defaultBranch = def
 		}
 	}
-	return current, protected
+	return current, defaultBranch
 }
 
 // sessionInfo says whether a wiggum session holds the working tree's agent

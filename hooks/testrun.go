@@ -7,12 +7,14 @@ import (
 	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/wiggum-dev/wiggum/guard"
 )
 
 // TestRunner names the test runner a shell command starts ("go test",
 // "pytest", "npm test", ...), or "" when it runs no tests.
 func TestRunner(command string) string {
-	if len(command) > maxCommand {
+	if len(command) > guard.MaxCommand {
 		return ""
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
@@ -29,11 +31,11 @@ func TestRunner(command string) string {
 		}
 		args := make([]string, 0, len(c.Args))
 		for _, a := range c.Args {
-			s, _ := wordValue(a)
+			s, _ := guard.WordValue(a)
 			args = append(args, s)
 		}
 		found = runnerOf(args)
-		if found == "" && len(args) > 2 && shells[path.Base(args[0])] {
+		if found == "" && len(args) > 2 && guard.IsShell(path.Base(args[0])) {
 			for i, a := range args[1 : len(args)-1] {
 				if strings.HasPrefix(a, "-") && strings.ContainsRune(a, 'c') {
 					found = TestRunner(args[i+2])

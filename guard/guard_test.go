@@ -1,4 +1,4 @@
-package hooks
+package guard
 
 import (
 	"bufio"
@@ -15,9 +15,9 @@ type guardCase struct {
 	command string
 }
 
-// readCorpus parses testdata/guard_corpus.txt.
+// readCorpus parses testdata/corpus.txt.
 func readCorpus(t testing.TB) []guardCase {
-	f, err := os.Open("testdata/guard_corpus.txt")
+	f, err := os.Open("testdata/corpus.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,14 +67,19 @@ func readCorpus(t testing.TB) []guardCase {
 	return cases
 }
 
-func corpusInput(c guardCase) GuardInput {
-	return GuardInput{
-		Command: c.command, Cwd: "/work/repo", Root: "/work/repo", Home: "/home/agent",
-		Branch: c.branch, Protected: []string{"main", "master"},
+// testPolicy is the policy the corpus assumes: wiggum's layout in
+// /work/repo, on branch.
+func testPolicy(branch string) Policy {
+	return Policy{
+		Cwd: "/work/repo", Root: "/work/repo", Home: "/home/agent", Branch: branch,
+		ProtectedBranches: ProtectedBranches(""),
+		StatePaths:        []string{".ralph/.agent-lock", ".ralph/.agent-lock.json", ".ralph/wiggum/"},
+		HookFiles:         []string{".git/hooks/post-commit", ".git/hooks/pre-push"},
+		RefNamespace:      "refs/wiggum/",
 	}
 }
 
-func TestGuardCorpus(t *testing.T) {
+func TestCorpus(t *testing.T) {
 	cases := readCorpus(t)
 	if len(cases) < 150 {
 		t.Fatalf("corpus has %d cases, want at least 150", len(cases))
@@ -82,7 +87,7 @@ func TestGuardCorpus(t *testing.T) {
 	count := map[Action]int{}
 	for _, c := range cases {
 		count[c.want]++
-		d := Guard(corpusInput(c))
+		d := Check(c.command, testPolicy(c.branch))
 		if d.Action != c.want {
 			t.Errorf("line %d: %q: got %s (%s), want %s because %s", c.line, c.command, d.Action, d.Reason, c.want, c.why)
 			continue
@@ -98,30 +103,31 @@ func TestGuardCorpus(t *testing.T) {
 	}
 }
 
-func TestGuardReasonsAreActionable(t *testing.T) {
-	d := Guard(GuardInput{Command: "git reset --hard", Cwd: "/r", Root: "/r"})
+func TestReasonsAreActionable(t *testing.T) {
+	p := Policy{Cwd: "/r", Root: "/r"}
+	d := Check("git reset --hard", p)
 	if !strings.Contains(d.Reason, "wiggum rollback") {
 		t.Errorf("reset --hard reason should point at wiggum rollback: %q", d.Reason)
 	}
-	d = Guard(GuardInput{Command: "git push", Cwd: "/r", Root: "/r"})
+	d = Check("git push", p)
 	if !strings.Contains(d.Reason, "commit locally") {
 		t.Errorf("push reason should say what to do instead: %q", d.Reason)
 	}
 }
 
-func TestGuardHugeCommandAsks(t *testing.T) {
-	d := Guard(GuardInput{Command: strings.Repeat("echo hi; ", maxCommand/8)})
+func TestHugeCommandAsks(t *testing.T) {
+	d := Check(strings.Repeat("echo hi; ", MaxCommand/8), testPolicy("main"))
 	if d.Action != Ask {
 		t.Fatalf("got %v", d)
 	}
 }
 
-func TestGuardDeepNestingAsks(t *testing.T) {
+func TestDeepNestingAsks(t *testing.T) {
 	cmd := "git push"
 	for range maxDepth + 2 {
 		cmd = "eval " + shellQuote(cmd)
 	}
-	if d := Guard(GuardInput{Command: cmd}); d.Action == Allow {
+	if d := Check(cmd, testPolicy("main")); d.Action == Allow {
 		t.Fatalf("deeply nested push allowed: %v", d)
 	}
 }
@@ -130,9 +136,15 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-func BenchmarkGuard(b *testing.B) {
-	in := GuardInput{Command: "cd src && go build ./... && git status", Cwd: "/r", Root: "/r", Branch: "main", Protected: []string{"main"}}
-	for b.Loop() {
-		Guard(in)
-	}
+// FuzzCheck: the guard never panics, and a verdict other than allow always
+// carries a reason. Seeds live in testdata/fuzz/FuzzCheck.
+func FuzzCheck(f *testing.F) {
+	f.Add("cd src && git push")
+	p := testPolicy("main")
+	f.Fuzz(func(t *testing.T, cmd string) {
+		d := Check(cmd, p)
+		if d.Action != Allow && d.Reason == "" {
+			t.Fatalf("%q: %s without a reason", cmd, d.Action)
+		}
+	})
 }

@@ -1,0 +1,6 @@
+// Package guard decides whether a shell command may run during an agent
+// session: it parses the command with a real shell parser, looks through
+// wrappers and nested shells, and denies what would publish work, destroy
+// uncommitted work or history, or tamper with the state, hooks and refs the
+// caller's Policy names. It is pure: no file, process or environment is read.
+package guard

@@ -1,0 +1,178 @@
+package guard
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// files checks commands that delete, move or overwrite files.
+func (w *walk) files(base string, rest []string) {
+	switch base {
+	case "rm", "rmdir", "unlink", "shred", "truncate", "srm", "trash", "trash-put", "gio":
+		w.rm(base, rest)
+	case "mv":
+		for _, p := range operands(rest) {
+			if why := w.g.protectedState(p); why != "" {
+				w.g.verdict(Deny, "mv %s moves wiggum's state; %s", printable(p), why)
+			} else if w.g.isGitDir(p) {
+				w.g.verdict(Deny, "mv %s moves the repository's .git directory away", printable(p))
+			}
+		}
+	case "cp", "install", "ln", "rsync":
+		w.copyTo(base, rest)
+	case "tee", "sponge":
+		for _, p := range operands(rest) {
+			if why := w.g.protectedState(p); why != "" {
+				w.g.verdict(Deny, "%s writes to %s; %s", base, printable(p), why)
+			}
+		}
+	case "dd":
+		for _, a := range rest {
+			if p, ok := strings.CutPrefix(a, "of="); ok {
+				if why := w.g.protectedState(p); why != "" {
+					w.g.verdict(Deny, "dd writes to %s; %s", printable(p), why)
+				}
+			}
+		}
+	case "sed", "perl", "ruby":
+		w.inPlace(base, rest)
+	}
+}
+
+// operands are the arguments that are not options.
+func operands(rest []string) []string {
+	var ops []string
+	dash := false
+	for _, a := range rest {
+		if !dash && a == "--" {
+			dash = true
+			continue
+		}
+		if !dash && strings.HasPrefix(a, "-") && a != "-" {
+			continue
+		}
+		ops = append(ops, a)
+	}
+	return ops
+}
+
+// rm denies deleting protected state or .git, and recursive deletes of
+// the working tree, the home directory or the root.
+func (w *walk) rm(base string, rest []string) {
+	recursive := false
+	for _, a := range rest {
+		if a == "--" {
+			break
+		}
+		if a == "--recursive" || (len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a, "rR")) {
+			recursive = true
+		}
+	}
+	for _, p := range operands(rest) {
+		if why := w.g.protectedState(p); why != "" {
+			w.g.verdict(Deny, "%s %s deletes wiggum's state; %s", base, printable(p), why)
+			continue
+		}
+		if w.g.isGitDir(p) {
+			w.g.verdict(Deny, "%s %s deletes the repository's .git directory, with its history and wiggum's backups under %s", base, printable(p), w.g.p.RefNamespace)
+			continue
+		}
+		if recursive {
+			w.rmTree(base, p)
+		}
+	}
+}
+
+// copyTo denies copying or linking over protected state.
+func (w *walk) copyTo(base string, rest []string) {
+	ops := operands(rest)
+	for i, a := range rest {
+		if (a == "-t" || a == "--target-directory") && i+1 < len(rest) {
+			ops = append(ops, rest[i+1])
+		}
+		if dir, ok := strings.CutPrefix(a, "--target-directory="); ok {
+			ops = append(ops, dir)
+		}
+	}
+	if len(ops) > 0 {
+		dst := ops[len(ops)-1]
+		if why := w.g.protectedState(dst); why != "" {
+			w.g.verdict(Deny, "%s overwrites wiggum's state at %s; %s", base, printable(dst), why)
+		}
+	}
+}
+
+// inPlace denies sed -i (and perl/ruby -i) rewriting protected state.
+func (w *walk) inPlace(base string, rest []string) {
+	inPlace := false
+	for _, a := range rest {
+		if a == "--in-place" || strings.HasPrefix(a, "--in-place=") || (len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a, 'i')) {
+			inPlace = true
+		}
+	}
+	if !inPlace {
+		return
+	}
+	for _, p := range operands(rest) {
+		if why := w.g.protectedState(p); why != "" {
+			w.g.verdict(Deny, "%s -i rewrites %s; %s", base, printable(p), why)
+		}
+	}
+}
+
+// rmTree denies a recursive delete of /, the home directory, the working
+// tree or one of their ancestors, and asks when the target is unknown.
+func (w *walk) rmTree(base, p string) {
+	if p == dynamic {
+		w.g.verdict(Ask, "%s -r of a path only known at run time: if it is empty or the home directory this deletes far too much; spell the path out", base)
+		return
+	}
+	target := strings.TrimSuffix(strings.TrimSuffix(p, "*"), "/")
+	if target == "" && strings.HasPrefix(p, "/") {
+		target = "/"
+	}
+	dirs := w.dirs
+	if len(dirs) > 1 {
+		// The command changes directory first; the rm runs over there.
+		dirs = dirs[1:]
+	}
+	for _, dir := range dirs {
+		var abs string
+		if target == "" { // "*" in dir
+			abs = dir
+		} else {
+			abs = w.g.resolve(dir, target)
+		}
+		if abs == "" {
+			if !filepath.IsAbs(target) && !strings.HasPrefix(target, "~") && (target == "." || target == ".." || strings.HasPrefix(target, "../") || target == "") {
+				w.g.verdict(Ask, "%s -r %s from a directory wiggum's guard cannot know; spell the path out", base, printable(p))
+			}
+			continue
+		}
+		if what := w.g.precious(abs); what != "" {
+			w.g.verdict(Deny, "%s -r %s deletes %s", base, printable(p), what)
+			return
+		}
+	}
+}
+
+// precious names abs when deleting it recursively would destroy the
+// machine's root, the home directory or the working tree.
+func (g *guard) precious(abs string) string {
+	within := func(child, parent string) bool {
+		if parent == "" {
+			return false
+		}
+		rel, err := filepath.Rel(child, parent)
+		return err == nil && (rel == "." || !strings.HasPrefix(rel, ".."))
+	}
+	switch {
+	case abs == "/":
+		return "the whole file system"
+	case g.p.Home != "" && within(abs, g.p.Home):
+		return "the home directory " + g.p.Home
+	case g.p.Root != "" && within(abs, g.p.Root):
+		return "the whole working tree " + g.p.Root + " (and wiggum's state and checkpoint in it)"
+	}
+	return ""
+}

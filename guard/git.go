@@ -1,0 +1,119 @@
+package guard
+
+import (
+	"strings"
+)
+
+// git checks one git invocation (the arguments after "git"). The rules for
+// each subcommand live in git_SUBCOMMAND.go.
+func (w *walk) git(args []string) {
+	i, otherDir := w.gitGlobals(args)
+	if i >= len(args) {
+		return
+	}
+	sub, rest := args[i], args[i+1:]
+	if strings.Contains(sub, dynamic) {
+		w.g.verdict(Ask, "the git subcommand is only known at run time, so wiggum's guard cannot tell what it does")
+		return
+	}
+	switch sub {
+	case "push", "send-pack", "http-push":
+		w.gitPush(sub, rest)
+	case "merge", "pull":
+		w.gitMerge(sub, rest, otherDir)
+	case "reset":
+		w.gitReset(rest)
+	case "clean":
+		w.gitClean(rest)
+	case "checkout":
+		w.gitCheckout(rest)
+	case "restore":
+		w.gitRestore(rest)
+	case "switch":
+		w.gitSwitch(rest)
+	case "branch":
+		w.gitBranch(rest)
+	case "update-ref":
+		w.gitUpdateRef(rest)
+	case "commit":
+		w.gitCommit(rest)
+	case "filter-branch", "filter-repo":
+		w.gitRewrite(sub)
+	case "config":
+		w.gitConfig(rest)
+	}
+	if writesRefs(sub) {
+		w.gitOwnRefs(sub, rest)
+	}
+}
+
+// gitValueOpts are git's global options that take a separate value.
+func gitValueOpt(name string) bool {
+	switch name {
+	case "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix", "--list-cmds":
+		return true
+	}
+	return false
+}
+
+// gitGlobals checks git's global options and returns the index of the
+// subcommand, and whether git runs in a tree other than the policy's.
+func (w *walk) gitGlobals(args []string) (int, bool) {
+	otherDir := false
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			break
+		}
+		name, value, hasValue := strings.Cut(a, "=")
+		if gitValueOpt(name) && !hasValue && i+1 < len(args) {
+			value = args[i+1]
+			i++
+		}
+		switch name {
+		case "-C", "--git-dir", "--work-tree":
+			if !w.sameTree(value) {
+				otherDir = true
+			}
+		case "-c", "--config-env":
+			w.gitInlineConfig(value)
+		}
+	}
+	return i, otherDir
+}
+
+// sameTree reports whether git -C DIR stays in the working tree the guard
+// knows about.
+func (w *walk) sameTree(dir string) bool {
+	if w.g.p.Root == "" {
+		return false
+	}
+	abs := w.g.resolve(w.g.p.Cwd, dir)
+	if abs == "" {
+		return false
+	}
+	rel := strings.TrimPrefix(abs, w.g.p.Root)
+	return abs == w.g.p.Root || (len(rel) < len(abs) && strings.HasPrefix(rel, "/"))
+}
+
+func beforeDashDash(args []string) []string {
+	opts, _ := splitDashDash(args)
+	return opts
+}
+
+// splitDashDash splits args at "--"; paths is nil when there is none.
+func splitDashDash(args []string) (opts, paths []string) {
+	for i, a := range args {
+		if a == "--" {
+			return args[:i], append([]string{}, args[i+1:]...)
+		}
+	}
+	return args, nil
+}
+
+// shortFlag reports whether a is a cluster of short options (-fdx)
+// holding any of the letters.
+func shortFlag(a, letters string) bool {
+	return len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a[1:], letters)
+}

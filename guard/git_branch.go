@@ -1,0 +1,44 @@
+package guard
+
+import (
+	"slices"
+	"strings"
+)
+
+// gitBranch denies deleting or moving branches by force.
+func (w *walk) gitBranch(rest []string) {
+	force := slices.Contains(rest, "--force") || slices.Contains(rest, "-f")
+	for _, a := range beforeDashDash(rest) {
+		if a == "--force" || (a == "--delete" && force) || shortFlag(a, "DMCf") {
+			w.g.verdict(Deny, "git branch %s deletes or moves a branch that may hold unmerged work; use git branch -d (refuses unmerged branches) or leave branches to the loop", a)
+		}
+	}
+}
+
+// gitUpdateRef denies rewriting refs directly.
+func (w *walk) gitUpdateRef(rest []string) {
+	w.g.verdict(Deny, "git update-ref rewrites refs directly, behind the checkpoint's back; use normal commits, and `wiggum rollback`/`wiggum recover` to move between saved states")
+}
+
+// writesRefs names the subcommands that can create, move or delete refs
+// given on their command line.
+func writesRefs(sub string) bool {
+	switch sub {
+	case "branch", "tag", "replace", "symbolic-ref", "reflog", "fetch", "notes", "pack-refs":
+		return true
+	}
+	return false
+}
+
+// gitOwnRefs denies touching the policy's ref namespace.
+func (w *walk) gitOwnRefs(sub string, rest []string) {
+	ns := strings.TrimSuffix(w.g.p.RefNamespace, "/")
+	if ns == "" {
+		return
+	}
+	for _, a := range rest {
+		if strings.Contains(a, ns) {
+			w.g.verdict(Deny, "git %s would touch %s, where wiggum keeps the backups of everything a rollback discarded; use `wiggum recover` to list, restore or prune them", sub, w.g.p.RefNamespace)
+		}
+	}
+}

@@ -1,0 +1,31 @@
+package guard
+
+import (
+	"slices"
+	"strings"
+)
+
+// gitInlineConfig checks git -c KEY=VALUE: an inline alias hides what runs,
+// and core.hooksPath switches the caller's git hooks off.
+func (w *walk) gitInlineConfig(value string) {
+	key, _, _ := strings.Cut(value, "=")
+	key = strings.ToLower(key)
+	if strings.HasPrefix(key, "alias.") {
+		w.g.verdict(Ask, "git -c %s defines a git alias inline; wiggum's guard cannot see what it runs", key)
+	}
+	if key == "core.hookspath" {
+		w.g.verdict(Deny, "git -c core.hooksPath=... bypasses wiggum's git hooks (the commit journal and push guard); run git without it")
+	}
+}
+
+// gitConfig denies setting core.hooksPath.
+func (w *walk) gitConfig(rest []string) {
+	if len(rest) < 2 || slices.Contains(rest, "--get") || slices.Contains(rest, "--list") || slices.Contains(rest, "-l") {
+		return
+	}
+	for _, a := range rest {
+		if strings.EqualFold(a, "core.hooksPath") {
+			w.g.verdict(Deny, "changing core.hooksPath disables wiggum's git hooks (the commit journal and push guard)")
+		}
+	}
+}

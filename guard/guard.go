@@ -1,0 +1,107 @@
+package guard
+
+import (
+	"fmt"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Action is a guard verdict. Higher values win when a command holds several
+// sub-commands.
+type Action int
+
+// Guard verdicts.
+const (
+	Allow Action = iota
+	Ask
+	Deny
+)
+
+func (a Action) String() string {
+	switch a {
+	case Ask:
+		return "ask"
+	case Deny:
+		return "deny"
+	}
+	return "allow"
+}
+
+// Decision is the guard's answer for one shell command.
+type Decision struct {
+	Action Action
+	Reason string // empty only for Allow
+}
+
+// Policy is what the caller knows about where a command runs and what it
+// must not touch. The guard holds no path, ref or branch of its own.
+type Policy struct {
+	Cwd    string // absolute directory the command starts in
+	Root   string // top of the working tree, "" when unknown
+	Home   string // the user's home directory, "" when unknown
+	Branch string // checked out in Root, "" when unknown or detached
+
+	// ProtectedBranches are the branches nothing may be merged into (see
+	// ProtectedBranches).
+	ProtectedBranches []string
+	// StatePaths are the caller's state, relative to Root with "/"
+	// separators: never written, moved or deleted, nor any directory
+	// holding them.
+	StatePaths []string
+	// HookFiles are the git hook files the caller installed, relative to
+	// Root (".git/hooks/pre-push"): never removed, disabled or overwritten.
+	HookFiles []string
+	// RefNamespace is the ref prefix the caller owns ("refs/x/"): no git
+	// command may write or delete refs under it.
+	RefNamespace string
+}
+
+// maxDepth bounds nested shells (bash -c "eval '...'"): past it the guard
+// cannot follow and asks.
+const maxDepth = 8
+
+// MaxCommand is the longest command the guard parses; a longer one is asked
+// about rather than analysed, so a hostile payload cannot make the hook slow.
+const MaxCommand = 256 << 10
+
+// dynamic stands for text only known at run time (an expansion).
+const dynamic = "\x00"
+
+// Check decides whether the shell command cmd may run under policy p.
+func Check(cmd string, p Policy) Decision {
+	if len(cmd) > MaxCommand {
+		return Decision{Ask, fmt.Sprintf("the command is %d bytes long; wiggum's guard does not analyse commands over %d bytes", len(cmd), MaxCommand)}
+	}
+	g := &guard{p: p, best: Decision{Action: Allow}}
+	g.script(cmd, 0)
+	return g.best
+}
+
+// guard accumulates the strongest verdict over every command in a script.
+type guard struct {
+	p    Policy
+	best Decision
+}
+
+func (g *guard) verdict(a Action, format string, args ...any) {
+	if a > g.best.Action {
+		g.best = Decision{a, fmt.Sprintf(format, args...)}
+	}
+}
+
+// script parses src and checks every command in it.
+func (g *guard) script(src string, depth int) {
+	if depth > maxDepth {
+		g.verdict(Ask, "the command nests shells more than %d deep; wiggum's guard cannot follow it", maxDepth)
+		return
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		g.verdict(Ask, "wiggum's guard cannot parse this command (%v), so it cannot tell whether it is safe", err)
+		return
+	}
+	w := &walk{g: g, depth: depth, pipeFrom: map[*syntax.Stmt]*syntax.Stmt{}, stmtOf: map[*syntax.CallExpr]*syntax.Stmt{}}
+	w.dirs = w.cdTargets(f)
+	syntax.Walk(f, w.visit)
+}

@@ -1,0 +1,96 @@
+package guard
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// stateWhy is why protected state must not be touched.
+const stateWhy = "it is wiggum's session state (agent lock, checkpoint, journal); use wiggum commands (`wiggum status`, `wiggum rollback`) instead"
+
+// protectedState explains why p must not be written or deleted, or returns
+// "" when p is not protected. Globs count when they could match.
+func (g *guard) protectedState(p string) string {
+	if p == "" {
+		return ""
+	}
+	if ns := strings.TrimSuffix(g.p.RefNamespace, "/"); ns != "" && strings.Contains(p, ns) {
+		return g.p.RefNamespace + " holds wiggum's backups of everything a rollback discarded; list them with `wiggum recover`"
+	}
+	parts := strings.Split(filepath.ToSlash(p), "/")
+	for _, sp := range g.p.StatePaths {
+		if touches(parts, strings.Split(strings.Trim(sp, "/"), "/")) {
+			return stateWhy
+		}
+	}
+	return ""
+}
+
+// touches reports whether the path parts name the protected path prot, a
+// file under it, or a directory holding it: somewhere in parts a run of
+// components matches prot's components from its first, up to the end of
+// either. The path's components may be globs; "" and "." are skipped.
+func touches(parts, prot []string) bool {
+	for i, part := range parts {
+		if ok, _ := path.Match(part, prot[0]); !ok || part == "" {
+			continue
+		}
+		j := 1
+		for _, next := range parts[i+1:] {
+			if j == len(prot) {
+				break
+			}
+			if next == "" || next == "." {
+				continue
+			}
+			if ok, _ := path.Match(next, prot[j]); !ok {
+				j = -1
+				break
+			}
+			j++
+		}
+		if j >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// isGitDir reports whether p names the working tree's .git (or a glob that
+// matches it) rather than some other repository's.
+func (g *guard) isGitDir(p string) bool {
+	parts := strings.Split(filepath.ToSlash(strings.TrimRight(p, "/")), "/")
+	last := parts[len(parts)-1]
+	if ok, _ := path.Match(last, ".git"); !ok || strings.Contains(p, dynamic) {
+		return false
+	}
+	if !filepath.IsAbs(p) && !strings.HasPrefix(p, "~") {
+		return true
+	}
+	return g.p.Root != "" && filepath.Clean(p) == filepath.Join(g.p.Root, ".git")
+}
+
+// CheckEdit decides whether a file tool (an agent's Edit or Write) may
+// write file, absolute or relative to p.Cwd: protected state and anything
+// inside .git are denied, as the shell rules deny them to rm, mv and >.
+func CheckEdit(file string, p Policy) Decision {
+	g := &guard{p: p}
+	target := filepath.Clean(file)
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(p.Cwd, file)
+	}
+	if p.Root != "" {
+		if rel, err := filepath.Rel(p.Root, target); err == nil && !strings.HasPrefix(rel, "..") {
+			target = rel
+		}
+	}
+	if why := g.protectedState(target); why != "" {
+		return Decision{Deny, fmt.Sprintf("writing %s is not allowed during a wiggum session: %s", file, why)}
+	}
+	if g.isGitDir(strings.SplitN(filepath.ToSlash(target), "/", 2)[0]) {
+		return Decision{Deny, fmt.Sprintf("%s is inside .git; use git commands instead", file)}
+	}
+	return Decision{Action: Allow}
+}

@@ -1,0 +1,160 @@
+package guard
+
+import (
+	"path"
+	"path/filepath"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// walk checks one parsed script.
+type walk struct {
+	g        *guard
+	depth    int
+	pipeFrom map[*syntax.Stmt]*syntax.Stmt // a pipeline stage -> the stage feeding its stdin
+	stmtOf   map[*syntax.CallExpr]*syntax.Stmt
+	dirs     []string // directories commands may run in ("" = unknown)
+	branches []string // branches the script may have checked out
+}
+
+func (w *walk) visit(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.Stmt:
+		if c, ok := n.Cmd.(*syntax.CallExpr); ok {
+			w.stmtOf[c] = n
+		}
+		for _, r := range n.Redirs {
+			w.redirect(r)
+		}
+	case *syntax.BinaryCmd:
+		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+			w.pipeFrom[n.Y] = n.X
+		}
+	case *syntax.CallExpr:
+		w.call(n)
+	case *syntax.DeclClause:
+		// "alias p='git push'" makes code out of data.
+		if n.Variant.Value == "alias" {
+			for _, a := range n.Args {
+				if a.Value != nil {
+					w.g.script(codeText(a.Value), w.depth+1)
+				}
+			}
+		}
+	}
+	return true
+}
+
+// cdTargets lists the directories the script's commands may run in: the
+// start directory and every literal cd target; "" marks one it cannot know.
+func (w *walk) cdTargets(f *syntax.File) []string {
+	dirs := []string{w.g.p.Cwd}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		c, ok := n.(*syntax.CallExpr)
+		if !ok || len(c.Args) == 0 {
+			return true
+		}
+		if name, lit := wordValue(c.Args[0]); !lit || (name != "cd" && name != "pushd") {
+			return true
+		}
+		target := "~"
+		for _, a := range c.Args[1:] {
+			s, lit := wordValue(a)
+			if lit && strings.HasPrefix(s, "-") && s != "-" {
+				continue
+			}
+			target = s
+			if !lit {
+				target = dynamic
+			}
+			break
+		}
+		// Commands run in order, so a relative cd starts from the last one.
+		dirs = append(dirs, w.g.resolve(dirs[len(dirs)-1], target))
+		return true
+	})
+	return dirs
+}
+
+// resolve makes p absolute against base; "" when either is unknown.
+func (g *guard) resolve(base, p string) string {
+	switch {
+	case strings.Contains(p, dynamic) || p == "-":
+		return ""
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		if g.p.Home == "" {
+			return ""
+		}
+		return filepath.Join(g.p.Home, strings.TrimPrefix(p, "~"))
+	case filepath.IsAbs(p):
+		return filepath.Clean(p)
+	case base == "":
+		return ""
+	}
+	return filepath.Join(base, p)
+}
+
+// redirect denies writing into protected state through > and friends.
+func (w *walk) redirect(r *syntax.Redirect) {
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.RdrInOut:
+	default:
+		return
+	}
+	if r.Word == nil {
+		return
+	}
+	target, _ := wordValue(r.Word)
+	if why := w.g.protectedState(target); why != "" {
+		w.g.verdict(Deny, "this command writes to %s with a redirection; %s", target, why)
+	}
+}
+
+// call checks one simple command.
+func (w *walk) call(c *syntax.CallExpr) {
+	args := make([]string, 0, len(c.Args))
+	for _, a := range c.Args {
+		s, _ := wordValue(a)
+		args = append(args, s)
+	}
+	w.command(c, args, 0)
+}
+
+// maxHops bounds wrappers around wrappers (env timeout nice env ...).
+const maxHops = 16
+
+// command checks argv: wrappers (env, timeout, sudo, xargs, ...) are
+// stripped and their command checked; shells and eval have their code
+// parsed; git and file commands go to their rules.
+func (w *walk) command(c *syntax.CallExpr, args []string, hop int) {
+	if len(args) == 0 {
+		return
+	}
+	if hop > maxHops {
+		w.g.verdict(Ask, "the command wraps itself too many times for wiggum's guard to follow")
+		return
+	}
+	name := args[0]
+	if strings.Contains(name, dynamic) {
+		base := name[strings.LastIndex(name, "/")+1:]
+		if base == "" || strings.Contains(base, dynamic) {
+			w.g.verdict(Ask, "the program this command runs is only known at run time (%s), so wiggum's guard cannot tell what it does", printable(name))
+			return
+		}
+		name = base
+	}
+	base := path.Base(name)
+	rest := args[1:]
+	if w.wrapper(c, base, rest, hop) {
+		return
+	}
+	switch {
+	case base == "git":
+		w.git(rest)
+	case IsShell(base):
+		w.shell(c, rest, hop)
+	default:
+		w.files(base, rest)
+	}
+}
