@@ -166,6 +166,7 @@ func guardCommand(ev Event, root string, opts Options) Response {
 	d := guard.Check(ev.Command, p)
 	if d.Action != guard.Allow {
 		debugLog(root, opts, "guard: %s %q: %s", d.Action, ev.Command, d.Reason)
+		recordDenial(ev, root, d)
 	}
 	return Response{Decision: d.Action, Reason: "wiggum: " + d.Reason}
 }
@@ -186,6 +187,28 @@ func guardPolicy(cwd, root string) guard.Policy {
 		p.HookFiles = append(p.HookFiles, ".git/hooks/"+name)
 	}
 	return p
+}
+
+// recordDenial logs a denied (or held for asking) command in the run's
+// event log, where wiggum run's notifications and report find it: the log
+// named by the agent's environment, else the repository's own when wiggum
+// has a runtime directory there. It never creates one.
+func recordDenial(ev Event, root string, d guard.Decision) {
+	path := session.EventLogFromEnv()
+	if path == "" && root != "" {
+		dir := filepath.Join(root, checkpoint.RuntimeDir)
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return
+		}
+		path = filepath.Join(dir, session.EventFile)
+	}
+	if path == "" {
+		return
+	}
+	_ = session.AppendEventAt(path, "guard_denied", map[string]any{
+		"agent": ev.Agent, "decision": d.Action.String(), "command": oneLine(ev.Command),
+		"reason": d.Reason, "story": os.Getenv("WIGGUM_STORY"),
+	})
 }
 
 // guardOn reports whether the guard applies to this call.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/events"
 	"github.com/wiggum-dev/wiggum/internal/session"
 )
 
@@ -468,5 +469,48 @@ func TestEditToolsCannotTouchState(t *testing.T) {
 	Run(context.Background(), "claude", strings.NewReader(in), &out, Options{})
 	if out.Len() != 0 {
 		t.Errorf("editing main.go: %s", out.Bytes())
+	}
+}
+
+// A denial is recorded in the run's event log - the one the agent's
+// environment names (a parallel worker's main tree), else the repository's
+// own - and nowhere when wiggum has no runtime directory to record in.
+func TestDenialIsRecordedInTheRunsEventLog(t *testing.T) {
+	dir := repo(t)
+	t.Setenv(session.EventLogEnv, "")
+	t.Setenv("WIGGUM_STORY", "US-7")
+	hook(t, "claude", "claude_pretooluse_bash.json", dir, Options{Guard: GuardAlways})
+	if _, err := os.Stat(filepath.Join(dir, checkpoint.RuntimeDir)); err == nil {
+		t.Fatal("a denial outside any wiggum state created the runtime directory")
+	}
+
+	st := inSession(t, dir)
+	hook(t, "claude", "claude_pretooluse_bash.json", dir, Options{Guard: GuardSession})
+	own := st.Path(checkpoint.RuntimeDir + "/" + session.EventFile)
+	var got []events.Event
+	if _, err := events.Scan(own, func(e events.Event) error { got = append(got, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != events.GuardDenied || got[0].Decision != "deny" || got[0].Story != "US-7" ||
+		!strings.Contains(got[0].Command, "git push") || got[0].Reason == "" {
+		t.Fatalf("events %+v", got)
+	}
+
+	main := repo(t)
+	mainLog := filepath.Join(main, checkpoint.RuntimeDir, session.EventFile)
+	if err := os.MkdirAll(filepath.Dir(mainLog), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(session.EventLogEnv, mainLog)
+	hook(t, "claude", "claude_pretooluse_bash.json", dir, Options{Guard: GuardSession})
+	var inMain int
+	if _, err := events.Scan(mainLog, func(e events.Event) error { inMain++; return nil }); err != nil || inMain != 1 {
+		t.Fatalf("main log: %d events, %v", inMain, err)
+	}
+	// A variable naming anything but an event log is ignored.
+	t.Setenv(session.EventLogEnv, filepath.Join(main, "main.go"))
+	hook(t, "claude", "claude_pretooluse_bash.json", dir, Options{Guard: GuardSession})
+	if data, _ := os.ReadFile(filepath.Join(main, "main.go")); string(data) != "package main\n" {
+		t.Fatalf("wrote into %s: %q", "main.go", data)
 	}
 }

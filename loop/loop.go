@@ -98,7 +98,10 @@ type runner struct {
 	// coordinated: a parallel worker, whose story is marked done by the
 	// merge coordinator in the main tree, not here.
 	coordinated bool
-	worker      int // a parallel worker's number, from 1; 0 in a serial run
+	// worker numbers a parallel worker (1..N) in its events; 0 is serial.
+	worker int
+	// attemptStarted is when the current iteration began.
+	attemptStarted time.Time
 }
 
 // ProgressFile is the human-readable log, in the runtime directory so that
@@ -289,6 +292,7 @@ func (r *runner) iteration(ctx context.Context, iter int, story *plan.Story) (bo
 		return false, err
 	}
 	attempt := r.tries[story.ID] + 1
+	r.attemptStarted = started
 	r.event("iteration_start", map[string]any{"iteration": iter, "story": story.ID, "title": story.Title,
 		"attempt": attempt, "attempts": r.opts.Retries + 1, "worker": r.worker, "output": AgentLog(iter)})
 	r.disp.printf("── iteration %d · %s: %s (attempt %d of %d)", iter, story.ID, story.Title, attempt, r.opts.Retries+1)
@@ -348,6 +352,7 @@ func (r *runner) attempt(ctx context.Context, iter int, story *plan.Story, promp
 		checkpoint.SessionEnv+"="+r.session,
 		"WIGGUM_STORY="+story.ID,
 		"WIGGUM_ITERATION="+strconv.Itoa(iter),
+		session.EventLogEnv+"="+r.rec.Path(checkpoint.RuntimeDir+"/"+session.EventFile),
 	)
 	obs := r.observe(iter, story.ID)
 	defer obs.close()
@@ -520,6 +525,7 @@ func (r *runner) limited(ctx context.Context, iter int, story *plan.Story, out o
 	if err := r.countdown(ctx, until); err != nil {
 		return false, err
 	}
+	r.event("usage_limit_end", map[string]any{"story": story.ID})
 	r.waited = true
 	return false, nil
 }
@@ -619,6 +625,9 @@ func (r *runner) writeRun(iter int, story *plan.Story, storyStarted time.Time) e
 
 func (r *runner) event(name string, fields map[string]any) {
 	fields["session"] = r.session
+	if r.worker > 0 {
+		fields["worker"] = r.worker
+	}
 	_ = session.AppendEvent(r.rec, name, fields)
 }
 
@@ -626,7 +635,7 @@ func (r *runner) logIteration(iter int, story *plan.Story, result string, out ou
 	// One event per iteration: run.json says what is running now, so the
 	// log records only finished iterations (each append is an fsync).
 	fields := map[string]any{"iteration": iter, "story": story.ID, "title": story.Title, "attempt": r.tries[story.ID] + 1,
-		"outcome": result, "duration_ms": took.Milliseconds()}
+		"outcome": result, "duration_ms": took.Milliseconds(), "started": r.attemptStarted.UTC().Format(time.RFC3339Nano)}
 	line := fmt.Sprintf("- %s iteration %d · %s · %s · %s", time.Now().UTC().Format(time.RFC3339), iter, story.ID, result, took.Round(10*time.Millisecond))
 	if out.commit != "" {
 		fields["commit"] = out.commit

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -26,6 +27,11 @@ const (
 	EventFile    = "events.jsonl"
 	maxFailures  = 50
 	maxOutputLen = 8 << 10
+	// EventLogEnv names, in the environment of an agent that wiggum run
+	// started, the run's event log: hooks running in a parallel worker's
+	// worktree record there, in the main tree, whose log outlives the
+	// worktree.
+	EventLogEnv = "WIGGUM_EVENT_LOG"
 )
 
 // Policies for a failing test run seen by a hook.
@@ -167,6 +173,25 @@ func AppendEvent(st *checkpoint.State, name string, fields map[string]any) error
 	if err != nil {
 		return err
 	}
+	return AppendEventAt(path, name, fields)
+}
+
+// EventLogFromEnv returns the event log named by EventLogEnv, or "" when
+// the variable is unset or does not name a wiggum event log in an
+// existing runtime directory.
+func EventLogFromEnv() string {
+	path := os.Getenv(EventLogEnv)
+	if !filepath.IsAbs(path) || !strings.HasSuffix(path, "/"+checkpoint.RuntimeDir+"/"+EventFile) || strings.Contains(path, "/../") {
+		return ""
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return path
+}
+
+// AppendEventAt is AppendEvent to the event log at path.
+func AppendEventAt(path, name string, fields map[string]any) error {
 	rec := map[string]any{}
 	for k, v := range fields {
 		rec[k] = v

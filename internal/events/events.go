@@ -1,0 +1,156 @@
+// Package events names the records of wiggum's event log
+// (.ralph/wiggum/events.jsonl) and reads it as a stream in bounded memory:
+// a torn last line waits for the rest of its bytes, and a corrupt or
+// oversized line is reported and skipped, never fatal.
+package events
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// Event names: the "event" field of each line. The loop writes the
+// underscored ones; the agent hooks write the hyphenated ones.
+const (
+	RunStart        = "run_start"        // plan, agent, pid, workers, stories, done
+	RunEnd          = "run_end"          // iterations, completed, skipped, open, error
+	IterationStart  = "iteration_start"  // iteration, story, title, attempt, attempts (allowed), worker, output
+	Tool            = "tool"             // story, iteration, worker, tool, tokens so far (throttled)
+	IterationEnd    = "iteration_end"    // + outcome, started, duration_ms, commit, backup, cost_usd, tokens
+	StorySkipped    = "story_skipped"    // story, attempts: failed for good
+	RollbackRefused = "rollback_refused" // story, reason: the run stops
+	Interrupted     = "interrupted"      // iteration, story
+	UsageLimit      = "usage_limit"      // story, message, reset: a limit wait begins (or the run stops)
+	UsageLimitEnd   = "usage_limit_end"  // story: the wait is over
+	Merged          = "merged"           // story, branch, commit, fast_forward, land_ms
+	MergeFailed     = "merge_failed"     // story, branch, error, paths: the branch is kept
+	TestFailure     = "test-failure"     // hook: agent, runner, rollback, story
+	AgentStop       = "agent-stop"       // hook: agent, stop_hook_active, done
+	StoryIncomplete = "story-incomplete" // hook: the agent stopped with its story open
+	GuardDenied     = "guard_denied"     // hook: agent, decision, command, reason, story
+)
+
+// Outcomes of an iteration_end. A failure is "failed (SOURCE)" with SOURCE
+// one of agent, timeout, idle, gate, commit, stop.
+const (
+	OutcomeDone        = "done"
+	OutcomeLimit       = "usage limit"
+	OutcomeInterrupted = "interrupted"
+	outcomeFailed      = "failed"
+)
+
+// Event is one line of the log. It is the union of every event's fields;
+// the comments on the names above say which ones each event sets. Worker
+// is the parallel worker (1..N) that wrote it, 0 in a serial run.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Name    string    `json:"event"`
+	Session string    `json:"session,omitempty"`
+
+	Story     string `json:"story,omitempty"`
+	Title     string `json:"title,omitempty"`
+	Iteration int    `json:"iteration,omitempty"`
+	Attempt   int    `json:"attempt,omitempty"`
+	Worker    int    `json:"worker,omitempty"`
+
+	// run_start
+	Plan    string `json:"plan,omitempty"`
+	Agent   any    `json:"agent,omitempty"` // argv (loop) or agent name (hooks)
+	PID     int    `json:"pid,omitempty"`
+	Workers int    `json:"workers,omitempty"`
+	// run_end
+	Iterations int      `json:"iterations,omitempty"`
+	Completed  []string `json:"completed,omitempty"`
+	Skipped    []string `json:"skipped,omitempty"`
+	Open       int      `json:"open,omitempty"`
+	Error      string   `json:"error,omitempty"`
+
+	// iteration_end
+	Outcome      string    `json:"outcome,omitempty"`
+	Started      time.Time `json:"started,omitzero"`
+	DurationMS   float64   `json:"duration_ms,omitempty"`
+	Commit       string    `json:"commit,omitempty"`
+	Backup       string    `json:"backup,omitempty"`
+	CostUSD      float64   `json:"cost_usd,omitempty"`
+	InputTokens  int64     `json:"input_tokens,omitempty"`
+	OutputTokens int64     `json:"output_tokens,omitempty"`
+
+	// story_skipped: attempts made; iteration_start: attempts allowed
+	Attempts int `json:"attempts,omitempty"`
+	// iteration_start: the attempt's agent output, relative to the root
+	Output string `json:"output,omitempty"`
+	// run_start: stories in the plan
+	Stories int `json:"stories,omitempty"`
+	// tool: the agent's latest tool call
+	ToolCall string `json:"tool,omitempty"`
+	// rollback_refused, guard_denied
+	Reason string `json:"reason,omitempty"`
+	// usage_limit
+	Message string    `json:"message,omitempty"`
+	Reset   time.Time `json:"reset,omitzero"`
+	// merged, merge_failed
+	Branch      string   `json:"branch,omitempty"`
+	FastForward bool     `json:"fast_forward,omitempty"`
+	LandMS      float64  `json:"land_ms,omitempty"`
+	Paths       []string `json:"paths,omitempty"`
+	// test-failure
+	Runner   string `json:"runner,omitempty"`
+	Rollback string `json:"rollback,omitempty"`
+	// guard_denied
+	Decision string `json:"decision,omitempty"`
+	Command  string `json:"command,omitempty"`
+	// run_start: stories already done; agent-stop, story-incomplete: 1
+	// when the story was ticked (true in the log)
+	Done Count `json:"done,omitempty"`
+}
+
+// Count is a number that also reads a JSON boolean as 1 or 0: the "done"
+// key holds a count in run_start and a boolean in the hooks' stop events.
+type Count int
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *Count) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "true":
+		*c = 1
+		return nil
+	case "false", "null":
+		*c = 0
+		return nil
+	}
+	var n int
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*c = Count(n)
+	return nil
+}
+
+// Failed reports whether an iteration_end records a failed attempt.
+func (e *Event) Failed() bool {
+	return strings.HasPrefix(e.Outcome, outcomeFailed)
+}
+
+// FailSource is the SOURCE of a "failed (SOURCE)" outcome, or "".
+func (e *Event) FailSource() string {
+	if !e.Failed() {
+		return ""
+	}
+	s := strings.TrimPrefix(e.Outcome, outcomeFailed)
+	return strings.Trim(strings.TrimSpace(s), "()")
+}
+
+// Duration is how long an iteration_end's attempt took.
+func (e *Event) Duration() time.Duration {
+	return time.Duration(e.DurationMS * float64(time.Millisecond))
+}
+
+// Begin is when an iteration_end's attempt started: its started field, or
+// its end time less its duration in logs written before that field.
+func (e *Event) Begin() time.Time {
+	if !e.Started.IsZero() {
+		return e.Started
+	}
+	return e.Time.Add(-e.Duration())
+}
