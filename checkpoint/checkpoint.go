@@ -74,7 +74,7 @@ type SaveOptions struct {
 // Save records the current state as the rollback point. The caller must hold
 // the agent lock or act inside its session.
 func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Checkpoint, error) {
-	now, err := s.Repo.State(ctx)
+	now, err := s.Repo.Status(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: read HEAD and status: %w", err)
 	}
@@ -89,7 +89,7 @@ func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Ch
 		return nil, exitcode.BadInput("checkpoint: a %s is in progress; finish or abort it first", op)
 	}
 	cp := &Checkpoint{Head: head, Branch: branch, Session: session, Time: time.Now().UTC()}
-	if now.Dirty {
+	if now.Dirty() {
 		snap, err := s.snapshot(ctx, head, "wiggum checkpoint snapshot")
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: snapshot the working tree: %w", err)

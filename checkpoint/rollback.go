@@ -69,11 +69,11 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if !ok {
 		return nil, refuse("the checkpoint commit %s no longer exists", short(cp.Head))
 	}
-	now, err := s.Repo.State(ctx)
+	now, err := s.Repo.Status(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("rollback: read HEAD and status: %w", err)
 	}
-	head, branch, dirty := now.Head, now.Branch, now.Dirty
+	head, branch, dirty := now.Head, now.Branch, now.Dirty()
 	if branch != cp.Branch {
 		return nil, refuse("the branch changed since the checkpoint (was %s, now %s)", BranchName(cp.Branch), BranchName(branch))
 	}

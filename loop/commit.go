@@ -15,24 +15,19 @@ import (
 
 // treeState is what `git status` says about the working tree.
 type treeState struct {
-	paths  []string // every changed, staged or untracked path (both sides of a rename)
+	paths  []string // every changed, staged or untracked path
 	staged []string // paths with staged changes
 }
 
 func status(ctx context.Context, repo *git.Repo) (*treeState, error) {
-	out, err := repo.Run(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+	st, err := repo.Status(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("git status: %w", err)
 	}
-	ts := &treeState{}
-	for _, e := range git.SplitZ(out) {
-		if len(e) < 4 {
-			continue
-		}
-		p := e[3:]
-		ts.paths = append(ts.paths, p)
-		if x := e[0]; x != ' ' && x != '?' && x != '!' {
-			ts.staged = append(ts.staged, p)
+	ts := &treeState{paths: st.Paths()}
+	for _, c := range st.Changes {
+		if c.Staged {
+			ts.staged = append(ts.staged, c.Path)
 		}
 	}
 	return ts, nil

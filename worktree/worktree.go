@@ -235,8 +235,8 @@ func inspect(ctx context.Context, main *git.Repo, in *Info) {
 	if in.Branch != "" && in.Target != "" {
 		in.Merged, _ = main.OK(ctx, "merge-base", "--is-ancestor", in.Branch, in.Target)
 	}
-	out, err := main.Run(ctx, "-C", in.Path, "status", "--porcelain", "--untracked-files=normal")
-	in.Dirty = err != nil || strings.TrimSpace(out) != ""
+	st, err := (&git.Repo{Root: in.Path}).Status(ctx)
+	in.Dirty = err != nil || st.Dirty()
 }
 
 // registered maps each worktree path git knows to its branch ref.

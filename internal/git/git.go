@@ -149,45 +149,6 @@ func (r *Repo) Branch(ctx context.Context) (string, error) {
 	return r.optionalLine(ctx, "symbolic-ref", "--quiet", "HEAD")
 }
 
-// Snapshot is HEAD, its branch and whether the working tree differs from
-// it, read with one git call.
-type Snapshot struct {
-	Head   string // "" with no commits yet
-	Branch string // full ref; "" when detached
-	Dirty  bool   // staged, unstaged or untracked-not-ignored changes
-	// Untracked lists the untracked, not ignored files, relative to the root.
-	Untracked []string
-}
-
-// State reads HEAD, the branch, the dirtiness of the working tree and its
-// untracked files with a single `git status --porcelain=v2 --branch`.
-func (r *Repo) State(ctx context.Context) (Snapshot, error) {
-	out, err := r.Run(ctx, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--ignore-submodules=none")
-	if err != nil {
-		return Snapshot{}, err
-	}
-	var s Snapshot
-	for _, e := range SplitZ(out) {
-		switch {
-		case strings.HasPrefix(e, "# branch.oid "):
-			if oid := strings.TrimPrefix(e, "# branch.oid "); oid != "(initial)" {
-				s.Head = oid
-			}
-		case strings.HasPrefix(e, "# branch.head "):
-			if name := strings.TrimPrefix(e, "# branch.head "); name != "(detached)" {
-				s.Branch = "refs/heads/" + name
-			}
-		case strings.HasPrefix(e, "# "):
-		case strings.HasPrefix(e, "? "):
-			s.Dirty = true
-			s.Untracked = append(s.Untracked, e[2:])
-		default:
-			s.Dirty = true
-		}
-	}
-	return s, nil
-}
-
 // optionalLine runs a --quiet git query whose exit 1 means "there is none".
 func (r *Repo) optionalLine(ctx context.Context, args ...string) (string, error) {
 	out, err := r.Line(ctx, args...)
@@ -235,4 +196,33 @@ func SplitZ(s string) []string {
 		}
 	}
 	return out
+}
+
+// Objects resolves each name (any revision expression, e.g. "x^{tree}")
+// with one `git cat-file --batch-check`: the object id, or "" for a name
+// that names no object.
+func (r *Repo) Objects(ctx context.Context, names ...string) ([]string, error) {
+	var in strings.Builder
+	for _, n := range names {
+		if strings.ContainsAny(n, "\n\x00") {
+			return nil, fmt.Errorf("object name %q has a line break", n)
+		}
+		in.WriteString(n + "\n")
+	}
+	out, err := r.RunEnv(ctx, nil, []byte(in.String()), "cat-file", "--batch-check=%(objectname)")
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != len(names) {
+		return nil, fmt.Errorf("git cat-file: %d answers for %d names", len(lines), len(names))
+	}
+	ids := make([]string, len(names))
+	for i, l := range lines {
+		// A missing or ambiguous name is echoed back with a verdict.
+		if !strings.Contains(l, " ") {
+			ids[i] = l
+		}
+	}
+	return ids, nil
 }

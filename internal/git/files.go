@@ -1,0 +1,94 @@
+package git
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The reads in this file cost a few small file reads and never spawn git:
+// a hook call must cost about what starting a Go binary costs. They
+// understand the files git itself writes (.git as a directory or as a
+// "gitdir:" file in linked worktrees, commondir, HEAD); anything else reads
+// as "unknown", never as a guess.
+
+// FindRoot walks up from dir to the directory holding .git (a directory,
+// or a file in linked worktrees); "" when there is none.
+func FindRoot(dir string) string {
+	dir = filepath.Clean(dir)
+	for {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// Dirs returns the working tree's git dir (.git, or .git/worktrees/NAME in
+// a linked worktree) and the common dir shared by all worktrees; both ""
+// when root holds no readable .git.
+func Dirs(root string) (gitDir, commonDir string) {
+	dotgit := filepath.Join(root, ".git")
+	fi, err := os.Stat(dotgit)
+	if err != nil {
+		return "", ""
+	}
+	gitDir = dotgit
+	if !fi.IsDir() {
+		data, err := os.ReadFile(dotgit)
+		if err != nil {
+			return "", ""
+		}
+		p, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+		if !ok {
+			return "", ""
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(root, p)
+		}
+		gitDir = p
+	}
+	commonDir = gitDir
+	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		c := strings.TrimSpace(string(data))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(gitDir, c)
+		}
+		commonDir = filepath.Clean(c)
+	}
+	return gitDir, commonDir
+}
+
+// HeadBranch returns the short name of the branch checked out in gitDir
+// (HEAD is "ref: refs/heads/NAME"), or "" when HEAD is detached, points
+// outside refs/heads or cannot be read.
+func HeadBranch(gitDir string) string {
+	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return ""
+	}
+	name, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "ref: refs/heads/")
+	if !ok {
+		return ""
+	}
+	return name
+}
+
+// RemoteDefaultBranch returns the short name of the branch origin's HEAD
+// points at (refs/remotes/origin/HEAD, which git keeps as a loose symbolic
+// ref), or "" when it is not recorded.
+func RemoteDefaultBranch(commonDir string) string {
+	data, err := os.ReadFile(filepath.Join(commonDir, "refs", "remotes", "origin", "HEAD"))
+	if err != nil {
+		return ""
+	}
+	name, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "ref: refs/remotes/origin/")
+	if !ok {
+		return ""
+	}
+	return name
+}

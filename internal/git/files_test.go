@@ -1,0 +1,77 @@
+package git
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestFileReadsMainAndLinkedWorktree(t *testing.T) {
+	dir := testRepo(t)
+	sub := filepath.Join(dir, "deep", "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := FindRoot(sub); got != dir {
+		t.Fatalf("FindRoot(%s) = %q, want %q", sub, got, dir)
+	}
+	gitDir, common := Dirs(dir)
+	if gitDir != filepath.Join(dir, ".git") || common != gitDir {
+		t.Fatalf("Dirs: %q %q", gitDir, common)
+	}
+	if b := HeadBranch(gitDir); b != "main" {
+		t.Fatalf("branch %q", b)
+	}
+
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitT(t, dir, "worktree", "add", "-q", "-b", "story/1", wt)
+	if got := FindRoot(wt); got != wt {
+		t.Fatalf("FindRoot in a linked worktree: %q", got)
+	}
+	wgit, wcommon := Dirs(wt)
+	r, err := Open(ctx, wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The file reads agree with git's own answer.
+	if wgit != r.GitDir || wcommon != r.CommonDir {
+		t.Fatalf("Dirs(%s) = %q %q, git says %q %q", wt, wgit, wcommon, r.GitDir, r.CommonDir)
+	}
+	if b := HeadBranch(wgit); b != "story/1" {
+		t.Fatalf("worktree branch %q", b)
+	}
+	gitT(t, wt, "switch", "-q", "--detach")
+	if b := HeadBranch(wgit); b != "" {
+		t.Fatalf("detached HEAD read as branch %q", b)
+	}
+}
+
+func TestFileReadsOutsideAndBroken(t *testing.T) {
+	if got := FindRoot(t.TempDir()); got != "" {
+		// A temp dir under a repository would make this meaningless.
+		t.Skipf("temp dir is inside a repository (%s)", got)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, ".git"), []byte("not a gitdir line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if g, c := Dirs(dir); g != "" || c != "" {
+		t.Fatalf("a broken .git file read as %q %q", g, c)
+	}
+	if b := HeadBranch(filepath.Join(dir, "nowhere")); b != "" {
+		t.Fatalf("missing HEAD read as %q", b)
+	}
+}
+
+func TestRemoteDefaultBranch(t *testing.T) {
+	dir := testRepo(t)
+	_, common := Dirs(dir)
+	if d := RemoteDefaultBranch(common); d != "" {
+		t.Fatalf("no remote, default %q", d)
+	}
+	gitT(t, dir, "update-ref", "refs/remotes/origin/trunk", "HEAD")
+	gitT(t, dir, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/trunk")
+	if d := RemoteDefaultBranch(common); d != "trunk" {
+		t.Fatalf("default %q, want trunk", d)
+	}
+}

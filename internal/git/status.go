@@ -1,0 +1,105 @@
+package git
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Status is what one `git status` says about a working tree. It is the only
+// reading of `git status` in wiggum, so "dirty" has one meaning everywhere:
+// anything staged, changed in the working tree (submodules included) or
+// untracked and not ignored.
+type Status struct {
+	Head   string // "" with no commits yet
+	Branch string // full ref; "" when detached
+	// Changes are the tracked paths that differ from HEAD in the index or
+	// the working tree, and unmerged paths.
+	Changes []Change
+	// Untracked lists the untracked, not ignored files, relative to the root.
+	Untracked []string
+}
+
+// Change is one tracked path that differs from HEAD.
+type Change struct {
+	Path     string
+	Staged   bool // the index differs from HEAD
+	Unstaged bool // the working tree differs from the index
+	Unmerged bool // a conflict is recorded for the path
+}
+
+// Dirty reports whether anything is staged, changed or untracked.
+func (s *Status) Dirty() bool { return len(s.Changes) > 0 || len(s.Untracked) > 0 }
+
+// Paths lists every changed, staged, unmerged or untracked path.
+func (s *Status) Paths() []string {
+	out := make([]string, 0, len(s.Changes)+len(s.Untracked))
+	for _, c := range s.Changes {
+		out = append(out, c.Path)
+	}
+	return append(out, s.Untracked...)
+}
+
+// statusArgs asks for everything Status holds in a stable, NUL-separated
+// form: renames are reported as a deletion and an addition, submodules
+// always count, and no time is spent counting commits ahead of upstream.
+var statusArgs = []string{"status", "--porcelain=v2", "-z", "--branch", "--no-ahead-behind",
+	"--untracked-files=all", "--ignore-submodules=none", "--no-renames"}
+
+// Status reads HEAD, the branch and every difference from HEAD with a
+// single `git status`.
+func (r *Repo) Status(ctx context.Context) (*Status, error) {
+	out, err := r.Run(ctx, statusArgs...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStatus(out)
+}
+
+// ParseStatus reads the output of `git status --porcelain=v2 -z --branch`.
+// A record it does not understand is an error, never "clean".
+func ParseStatus(out string) (*Status, error) {
+	s := &Status{}
+	recs := strings.Split(out, "\x00")
+	for i := 0; i < len(recs); i++ {
+		e := recs[i]
+		switch {
+		case e == "":
+		case strings.HasPrefix(e, "# branch.oid "):
+			if oid := strings.TrimPrefix(e, "# branch.oid "); oid != "(initial)" {
+				s.Head = oid
+			}
+		case strings.HasPrefix(e, "# branch.head "):
+			if name := strings.TrimPrefix(e, "# branch.head "); name != "(detached)" {
+				s.Branch = "refs/heads/" + name
+			}
+		case strings.HasPrefix(e, "# "):
+		case strings.HasPrefix(e, "? "):
+			s.Untracked = append(s.Untracked, e[2:])
+		case strings.HasPrefix(e, "1 "), strings.HasPrefix(e, "2 "), strings.HasPrefix(e, "u "):
+			// 1 XY sub mH mI mW hH hI path
+			// 2 XY sub mH mI mW hH hI Xscore path NUL origPath
+			// u XY sub m1 m2 m3 mW h1 h2 h3 path
+			fields := map[byte]int{'1': 8, '2': 9, 'u': 10}[e[0]]
+			f := strings.SplitN(e, " ", fields+1)
+			if len(f) != fields+1 || len(f[1]) != 2 || f[fields] == "" {
+				return nil, fmt.Errorf("git status: unexpected record %q", e)
+			}
+			c := Change{Path: f[fields], Unmerged: e[0] == 'u'}
+			c.Staged = c.Unmerged || f[1][0] != '.'
+			c.Unstaged = c.Unmerged || f[1][1] != '.'
+			s.Changes = append(s.Changes, c)
+			if e[0] == '2' {
+				// The rename's source follows as a record of its own.
+				if i+1 >= len(recs) || recs[i+1] == "" {
+					return nil, fmt.Errorf("git status: rename of %q without its source", c.Path)
+				}
+				i++
+				s.Changes = append(s.Changes, Change{Path: recs[i], Staged: true})
+			}
+		default:
+			return nil, fmt.Errorf("git status: unexpected record %q", e)
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,142 @@
+package git
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+func TestStatusClean(t *testing.T) {
+	dir := testRepo(t)
+	write(t, dir, "build.log", "ignored\n")
+	st, err := (&Repo{Root: dir}).Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Dirty() || st.Branch != "refs/heads/main" || st.Head != gitT(t, dir, "rev-parse", "HEAD") {
+		t.Fatalf("clean tree read as %+v", st)
+	}
+}
+
+func TestStatusEveryKindOfChange(t *testing.T) {
+	dir := testRepo(t)
+	write(t, dir, "a.txt", "staged\n")
+	gitT(t, dir, "add", "a.txt")
+	write(t, dir, "a.txt", "staged, then changed again\n")
+	gitT(t, dir, "mv", "b.txt", "renamed.txt")
+	write(t, dir, "new dir/with space.txt", "untracked\n")
+	write(t, dir, "x.log", "ignored\n")
+	st, err := (&Repo{Root: dir}).Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Dirty() {
+		t.Fatal("not dirty")
+	}
+	got := map[string]Change{}
+	for _, c := range st.Changes {
+		got[c.Path] = c
+	}
+	want := map[string]Change{
+		"a.txt":       {Path: "a.txt", Staged: true, Unstaged: true},
+		"b.txt":       {Path: "b.txt", Staged: true},
+		"renamed.txt": {Path: "renamed.txt", Staged: true},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("changes %+v, want %+v", got, want)
+	}
+	if !reflect.DeepEqual(st.Untracked, []string{"new dir/with space.txt"}) {
+		t.Fatalf("untracked %q", st.Untracked)
+	}
+	paths := st.Paths()
+	sort.Strings(paths)
+	if strings.Join(paths, ",") != "a.txt,b.txt,new dir/with space.txt,renamed.txt" {
+		t.Fatalf("paths %q", paths)
+	}
+}
+
+func TestStatusUnstagedOnlyAndDeleted(t *testing.T) {
+	dir := testRepo(t)
+	write(t, dir, "a.txt", "changed\n")
+	if err := os.Remove(filepath.Join(dir, "b.txt")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := (&Repo{Root: dir}).Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range st.Changes {
+		if c.Staged || !c.Unstaged {
+			t.Fatalf("%+v: only the working tree changed", c)
+		}
+	}
+	if len(st.Changes) != 2 {
+		t.Fatalf("changes %+v", st.Changes)
+	}
+}
+
+func TestStatusUnmergedDetachedAndInitial(t *testing.T) {
+	dir := testRepo(t)
+	gitT(t, dir, "switch", "-q", "-c", "other")
+	write(t, dir, "a.txt", "other\n")
+	gitT(t, dir, "commit", "-q", "-am", "other")
+	gitT(t, dir, "switch", "-q", "main")
+	write(t, dir, "a.txt", "main\n")
+	gitT(t, dir, "commit", "-q", "-am", "main")
+	gitT(t, dir, "switch", "-q", "--detach")
+	cmd := []string{"merge", "other"}
+	if _, err := (&Repo{Root: dir}).Run(ctx, cmd...); err == nil {
+		t.Fatal("the merge should conflict")
+	}
+	st, err := (&Repo{Root: dir}).Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Branch != "" || st.Head == "" {
+		t.Fatalf("detached: %+v", st)
+	}
+	if len(st.Changes) != 1 || !st.Changes[0].Unmerged || !st.Changes[0].Staged || st.Changes[0].Path != "a.txt" {
+		t.Fatalf("unmerged: %+v", st.Changes)
+	}
+
+	empty := t.TempDir()
+	gitT(t, empty, "init", "-q", "-b", "trunk")
+	st, err = (&Repo{Root: empty}).Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Head != "" || st.Branch != "refs/heads/trunk" || st.Dirty() {
+		t.Fatalf("no commits yet: %+v", st)
+	}
+}
+
+func TestParseStatusRename(t *testing.T) {
+	// Rename records, which --no-renames never asks for, are still read
+	// whole: the source path is a record of its own.
+	out := "# branch.oid " + strings.Repeat("a", 40) + "\x00# branch.head main\x00" +
+		"2 R. N... 100644 100644 100644 " + strings.Repeat("b", 40) + " " + strings.Repeat("b", 40) + " R100 new name.txt\x00old.txt\x00"
+	st, err := ParseStatus(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Changes) != 2 || st.Changes[0].Path != "new name.txt" || st.Changes[1].Path != "old.txt" {
+		t.Fatalf("%+v", st.Changes)
+	}
+}
+
+func TestParseStatusRejectsWhatItDoesNotKnow(t *testing.T) {
+	for _, bad := range []string{
+		"garbage\x00",
+		"1 M. N...\x00",                  // too few fields
+		"2 R. N... 1 2 3 a b R100 x\x00", // rename without its source
+		"u UU N... 1 2\x00",
+		"! ignored.log\x00",
+	} {
+		if st, err := ParseStatus(bad); err == nil {
+			t.Errorf("%q read as %+v", bad, st)
+		}
+	}
+}
