@@ -13,7 +13,6 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
 
 	"github.com/wiggum-dev/wiggum/internal/exitcode"
-	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
@@ -168,14 +167,4 @@ var wiggumIdent = []string{
 // treeOf returns the tree id of a commit.
 func (s *State) treeOf(ctx context.Context, commit string) (string, error) {
 	return s.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", commit+"^{tree}")
-}
-
-// commitExists reports whether sha names a commit in the object store.
-func (s *State) commitExists(ctx context.Context, sha string) (bool, error) {
-	ok, err := s.Repo.OK(ctx, "cat-file", "-e", sha+"^{commit}")
-	var ge *git.Error
-	if errors.As(err, &ge) && ge.Status() == 128 {
-		return false, nil
-	}
-	return ok, err
 }

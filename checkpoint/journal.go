@@ -68,28 +68,6 @@ func (s *State) Journal() ([]JournalEntry, error) {
 	})
 }
 
-// checkJournal refuses unless every commit was journaled as made by session.
-func (s *State) checkJournal(commits []string, session string) error {
-	entries, err := s.Journal()
-	if err != nil {
-		return err
-	}
-	by := make(map[string]string, len(entries))
-	for _, e := range entries {
-		by[e.SHA] = e.Session
-	}
-	for _, c := range commits {
-		who, ok := by[c]
-		switch {
-		case !ok:
-			return refuse("commit %s is not in the commit journal (made while wiggum's post-commit hook was not running), so it may not be this session's to discard", short(c))
-		case who != session:
-			return refuse("commit %s was made %s, not by this session; rolling back would destroy it", short(c), describeSession(who))
-		}
-	}
-	return nil
-}
-
 func describeSession(tok string) string {
 	if tok == "" {
 		return "outside any wiggum session"

@@ -51,51 +51,16 @@ type RollbackResult struct {
 // refs/wiggum/backup/. Otherwise it returns a *RefusedError and changes
 // nothing. The caller must hold the agent lock or act inside its session.
 func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error) {
-	cp, err := s.Load()
-	if errors.Is(err, ErrNoCheckpoint) {
-		return nil, refuse("no checkpoint recorded (run 'wiggum checkpoint' first)")
-	}
+	f, err := s.rollbackFacts(ctx, opts)
 	if err != nil {
+		return nil, fmt.Errorf("rollback: %w", err)
+	}
+	if err := judge(f); err != nil {
 		return nil, err
 	}
-	res := &RollbackResult{Checkpoint: cp, DryRun: opts.DryRun}
-	if op := s.Repo.InProgress(); op != "" {
-		return nil, refuse("a %s is in progress; finish or abort it first", op)
-	}
-	ok, err := s.commitExists(ctx, cp.Head)
-	if err != nil {
-		return nil, fmt.Errorf("rollback: %w", err)
-	}
-	if !ok {
-		return nil, refuse("the checkpoint commit %s no longer exists", short(cp.Head))
-	}
-	now, err := s.Repo.Status(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("rollback: read HEAD and status: %w", err)
-	}
-	head, branch, dirty := now.Head, now.Branch, now.Dirty()
-	if branch != cp.Branch {
-		return nil, refuse("the branch changed since the checkpoint (was %s, now %s)", BranchName(cp.Branch), BranchName(branch))
-	}
-	anc, err := s.Repo.OK(ctx, "merge-base", "--is-ancestor", cp.Head, head)
-	if err != nil {
-		return nil, fmt.Errorf("rollback: %w", err)
-	}
-	if !anc {
-		return nil, refuse("the checkpoint %s is no longer an ancestor of HEAD %s: history was rewritten (reset, rebase or amend) since it was taken, and rolling back would lose commits it cannot account for", short(cp.Head), short(head))
-	}
-	if head != cp.Head {
-		out, err := s.Repo.Run(ctx, "rev-list", cp.Head+".."+head)
-		if err != nil {
-			return nil, fmt.Errorf("rollback: list commits: %w", err)
-		}
-		res.Commits = strings.Fields(out)
-	}
-	if len(res.Commits) > 0 && s.JournalOn() {
-		if err := s.checkJournal(res.Commits, opts.Session); err != nil {
-			return nil, err
-		}
-	}
+	cp, now := f.Checkpoint, f.Now
+	head, dirty := now.Head, now.Dirty()
+	res := &RollbackResult{Checkpoint: cp, DryRun: opts.DryRun, Commits: f.Commits}
 
 	// What the working tree holds now, and what the checkpoint held.
 	nowTree, err := s.treeOf(ctx, head)
@@ -112,13 +77,10 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 			return nil, fmt.Errorf("rollback: %w", err)
 		}
 	}
-	wantTree, err := s.treeOf(ctx, cp.Head)
-	if err != nil {
-		return nil, fmt.Errorf("rollback: %w", err)
-	}
-	if cp.Snapshot != "" {
-		if wantTree, err = s.treeOf(ctx, cp.Snapshot); err != nil {
-			return nil, refuse("the checkpoint's snapshot %s is gone", short(cp.Snapshot))
+	wantTree := f.SnapshotTree
+	if wantTree == "" {
+		if wantTree, err = s.treeOf(ctx, cp.Head); err != nil {
+			return nil, fmt.Errorf("rollback: %w", err)
 		}
 	}
 	if len(res.Commits) == 0 && nowTree == wantTree {
@@ -170,6 +132,69 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		return nil, fmt.Errorf("rollback: remove new files (everything is saved in %s): %w", res.BackupRef, err)
 	}
 	return res, nil
+}
+
+// rollbackFacts reads what the rules judge, changing nothing. It stops
+// early when a fact makes the rest meaningless (no checkpoint, its commit
+// gone): the rule for that fact comes first.
+func (s *State) rollbackFacts(ctx context.Context, opts RollbackOptions) (*rollbackFacts, error) {
+	f := &rollbackFacts{Session: opts.Session, InProgress: s.Repo.InProgress()}
+	cp, err := s.Load()
+	if errors.Is(err, ErrNoCheckpoint) {
+		return f, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.Checkpoint = cp
+	objs := []string{cp.Head + "^{commit}"}
+	if cp.Snapshot != "" {
+		objs = append(objs, cp.Snapshot+"^{tree}")
+	}
+	found, err := s.Repo.Objects(ctx, objs...)
+	if err != nil {
+		return nil, err
+	}
+	f.HeadExists = found[0] != ""
+	if cp.Snapshot != "" {
+		f.SnapshotTree = found[1]
+	}
+	if !f.HeadExists {
+		return f, nil
+	}
+	if f.Now, err = s.Repo.Status(ctx); err != nil {
+		return nil, fmt.Errorf("read HEAD and status: %w", err)
+	}
+	f.Ancestor = true
+	if f.Now.Head != cp.Head {
+		// One walk answers both questions: commits only the checkpoint
+		// reaches (<) mean it is not an ancestor; the others (>) are what
+		// a rollback discards.
+		out, err := s.Repo.Run(ctx, "rev-list", "--left-right", cp.Head+"..."+f.Now.Head)
+		if err != nil {
+			return nil, fmt.Errorf("list commits: %w", err)
+		}
+		for _, l := range strings.Fields(out) {
+			switch l[0] {
+			case '<':
+				f.Ancestor = false
+			case '>':
+				f.Commits = append(f.Commits, l[1:])
+			}
+		}
+	}
+	f.JournalOn = s.JournalOn()
+	if f.JournalOn && len(f.Commits) > 0 {
+		entries, err := s.Journal()
+		if err != nil {
+			return nil, err
+		}
+		f.Journal = make(map[string]JournalEntry, len(entries))
+		for _, e := range entries {
+			f.Journal[e.SHA] = e
+		}
+	}
+	return f, nil
 }
 
 func backupMessage(reason, head string, cp *Checkpoint) string {
