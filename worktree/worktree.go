@@ -97,6 +97,14 @@ type Worker struct {
 // branch left by an earlier run (one that could not merge, say) is never
 // reused: the new one gets a numbered name.
 func Create(ctx context.Context, main *git.Repo, story, target string, command []string) (*Worker, error) {
+	return CreateAt(ctx, main, story, target, "", command)
+}
+
+// CreateAt is Create with the branch starting at start (a commit) instead
+// of target's tip; "" means target's tip. A run shared across machines
+// starts a story where the server's copy of the target, or the story's
+// branch left by a machine that died, is.
+func CreateAt(ctx context.Context, main *git.Repo, story, target, start string, command []string) (*Worker, error) {
 	base, err := Name(story)
 	if err != nil {
 		return nil, err
@@ -107,9 +115,13 @@ func Create(ctx context.Context, main *git.Repo, story, target string, command [
 	}
 	defer mu.Unlock()
 	ctx = context.WithoutCancel(ctx)
-	tip, err := main.Line(ctx, "rev-parse", "--verify", "--quiet", target+"^{commit}")
+	from := target
+	if start != "" {
+		from = start
+	}
+	tip, err := main.Line(ctx, "rev-parse", "--verify", "--quiet", from+"^{commit}")
 	if err != nil {
-		return nil, fmt.Errorf("worktree: resolve %s: %w", target, err)
+		return nil, fmt.Errorf("worktree: resolve %s: %w", from, err)
 	}
 	parent := filepath.Join(main.Root, filepath.FromSlash(Dir))
 	if err := os.MkdirAll(parent, 0o755); err != nil {

@@ -108,7 +108,7 @@ func (r *Repo) OK(ctx context.Context, args ...string) (bool, error) {
 func run(ctx context.Context, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(), env...)
+	cmd.Env = append(CleanEnv(), env...)
 	cmd.SysProcAttr = procAttr()
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
@@ -122,10 +122,10 @@ func run(ctx context.Context, dir string, env []string, stdin []byte, args ...st
 	return stdout.Bytes(), nil
 }
 
-// cleanEnv drops variables that would point git at another repository or
+// CleanEnv drops variables that would point git at another repository or
 // index (a git hook runs with GIT_DIR and GIT_INDEX_FILE set) and pins a
 // stable, non-interactive, untranslated git.
-func cleanEnv() []string {
+func CleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")

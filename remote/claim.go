@@ -1,0 +1,471 @@
+package remote
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/worktree"
+)
+
+// Claim is what a claim ref's commit says: who holds the story, since
+// when, and for how long without a renewal.
+type Claim struct {
+	Story   string    `json:"story"`
+	Machine string    `json:"machine"`
+	Host    string    `json:"host"`
+	PID     int       `json:"pid"`
+	Run     string    `json:"run,omitempty"`
+	Since   time.Time `json:"since"` // first claimed by this holder
+	Time    time.Time `json:"time"`  // last renewed
+	LeaseMS int64     `json:"lease_ms"`
+
+	Ref    string `json:"ref"`    // refs/wiggum/claims/<key>
+	Commit string `json:"commit"` // the claim's value on the server
+	// Unreadable: the ref's commit is not a wiggum claim (written by hand,
+	// or damaged); its commit time and the default lease stand in.
+	Unreadable bool `json:"unreadable,omitempty"`
+}
+
+// Lease is the claim's lease length.
+func (c *Claim) Lease() time.Duration { return time.Duration(c.LeaseMS) * time.Millisecond }
+
+// Expires is when the claim may be taken over unless renewed.
+func (c *Claim) Expires() time.Time { return c.Time.Add(c.Lease()) }
+
+// Stale reports whether the claim's lease ran out at now.
+func (c *Claim) Stale(now time.Time) bool { return now.After(c.Expires()) }
+
+// Conflict is a story whose branch could not merge into the target: its
+// marker ref refs/wiggum/conflicts/<key> points at a commit whose parent is
+// the branch's tip, so the work stays reachable even if the branch goes.
+type Conflict struct {
+	Story   string    `json:"story"`
+	Machine string    `json:"machine"`
+	Host    string    `json:"host"`
+	Time    time.Time `json:"time"`
+	Branch  string    `json:"branch"`
+	Target  string    `json:"target"`
+	Paths   []string  `json:"paths,omitempty"`
+
+	Ref        string `json:"ref"`
+	Commit     string `json:"commit"`
+	Unreadable bool   `json:"unreadable,omitempty"`
+}
+
+// Key is the ref-safe name of a story id (hostile input): the same name
+// its worktree and branch get.
+func Key(story string) (string, error) { return worktree.Name(story) }
+
+// ClaimTakenError is a story another machine holds (or that is marked
+// conflicted); nothing changed.
+type ClaimTakenError struct {
+	Story  string
+	Holder *Claim    // nil when unknown (lost a race just now)
+	Marked *Conflict // set when the story is marked conflicted
+}
+
+func (e *ClaimTakenError) Error() string {
+	switch {
+	case e.Marked != nil:
+		return fmt.Sprintf("claim %s: the story is marked conflicted (%s); resolve it, then wiggum claims release %s", e.Story, e.Marked.Ref, e.Story)
+	case e.Holder != nil:
+		return fmt.Sprintf("claim %s: held by %s/%s (pid %d) until %s", e.Story, e.Holder.Host, e.Holder.Machine, e.Holder.PID, e.Holder.Expires().UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("claim %s: another machine claimed it first", e.Story)
+}
+
+// LeaseLostError is a claim this machine no longer holds: its lease ran
+// out and another machine took it over, or an operator released it. The
+// story's work stays on its local branch.
+type LeaseLostError struct {
+	Story string
+	Now   string // the claim ref's value on the server now; "" when deleted
+}
+
+func (e *LeaseLostError) Error() string {
+	how := "it was taken over by another machine"
+	if e.Now == "" {
+		how = "it was released"
+	}
+	return fmt.Sprintf("claim %s lost: %s after its lease ran out; the work stays on its local branch", e.Story, how)
+}
+
+// IsLeaseLost reports whether err is a lost claim.
+func IsLeaseLost(err error) bool {
+	var l *LeaseLostError
+	return errors.As(err, &l)
+}
+
+// Held is a claim this process holds. It renews itself (Keep) until it is
+// landed, released or lost; every renewal also pushes the story's branch
+// when it moved, in the same atomic push, so a machine that lost its claim
+// can never move the branch.
+type Held struct {
+	r     *Remote
+	key   string
+	Story string
+	// Start is the story's branch on the server when it was claimed (the
+	// work of a machine whose claim was taken over); "" when there is none.
+	Start string
+	// Took is the stale claim this one replaced; nil for a fresh claim.
+	Took *Claim
+
+	mu     sync.Mutex
+	claim  Claim  // as last pushed
+	pushed string // the story branch's value on the server; "" none
+	branch string // the local branch published with renewals
+	done   bool
+
+	lost     chan struct{}
+	lostOnce sync.Once
+	lostErr  error
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+}
+
+// Claim returns the claim as last pushed.
+func (h *Held) Claim() Claim {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.claim
+}
+
+// Lost is closed when the claim is lost; LostErr then says how.
+func (h *Held) Lost() <-chan struct{} { return h.lost }
+
+// LostErr is the *LeaseLostError once Lost is closed, else nil.
+func (h *Held) LostErr() error {
+	select {
+	case <-h.lost:
+		return h.lostErr
+	default:
+		return nil
+	}
+}
+
+func (h *Held) markLost(err error) {
+	h.lostOnce.Do(func() { h.lostErr = err; close(h.lost) })
+}
+
+// Branch is the story's branch on the server.
+func (h *Held) Branch() string { return BranchPrefix + h.key }
+
+// Claim claims story on the server: creates its claim ref only if absent,
+// or takes over a claim whose lease ran out by compare-and-swap on its
+// exact value. view is a recent Fetch; a claim that is live there, or
+// that another machine makes first, is a *ClaimTakenError.
+func (r *Remote) Claim(ctx context.Context, story string, view *View) (*Held, error) {
+	key, err := Key(story)
+	if err != nil {
+		return nil, err
+	}
+	if c := view.Conflicts[key]; c != nil {
+		return nil, &ClaimTakenError{Story: story, Marked: c}
+	}
+	now := r.now()
+	expect := ""
+	old := view.Claims[key]
+	if old != nil {
+		if !old.Stale(now) {
+			return nil, &ClaimTakenError{Story: story, Holder: old}
+		}
+		expect = old.Commit
+	}
+	c := Claim{Story: story, Machine: r.Me.ID, Host: r.Me.Host, PID: os.Getpid(), Run: r.Run,
+		Since: now.UTC(), Time: now.UTC(), LeaseMS: r.Lease.Milliseconds(), Ref: ClaimsPrefix + key}
+	sha, err := r.claimCommit(ctx, &c)
+	if err != nil {
+		return nil, err
+	}
+	c.Commit = sha
+	bad, err := r.push(ctx, "claim "+story, []update{{src: sha, dst: c.Ref, expect: expect}})
+	if err != nil {
+		return nil, err
+	}
+	if len(bad) > 0 {
+		return nil, &ClaimTakenError{Story: story}
+	}
+	h := &Held{r: r, key: key, Story: story, Took: old, claim: c,
+		Start: view.Branches[key], pushed: view.Branches[key],
+		lost: make(chan struct{}), stop: make(chan struct{})}
+	return h, nil
+}
+
+// Follow names the local branch whose commits renewals publish.
+func (h *Held) Follow(branch string) {
+	h.mu.Lock()
+	h.branch = branch
+	h.mu.Unlock()
+}
+
+// Keep renews the claim every third of its lease until Close; a renewal
+// that finds the claim gone or replaced closes Lost. A failed renewal
+// (the server unreachable) is retried on the next tick: the lease, not
+// this process, decides when others may take over.
+func (h *Held) Keep(onError func(error)) {
+	h.wg.Go(func() {
+		t := time.NewTicker(max(h.r.Lease/3, 100*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-h.stop:
+				return
+			case <-h.lost:
+				return
+			case <-t.C:
+			}
+			if err := h.Renew(context.Background()); err != nil && !IsLeaseLost(err) && onError != nil {
+				onError(err)
+			}
+		}
+	})
+}
+
+// Close stops the renewals; it does not release the claim.
+func (h *Held) Close() {
+	h.stopOnce.Do(func() { close(h.stop) })
+	h.wg.Wait()
+}
+
+// Renew replaces the claim with a fresh one by compare-and-swap on its
+// exact current value, publishing the followed branch in the same atomic
+// push when it moved.
+func (h *Held) Renew(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return nil
+	}
+	if err := h.LostErr(); err != nil {
+		return err
+	}
+	c := h.claim
+	c.Time = h.r.now().UTC()
+	sha, err := h.r.claimCommit(ctx, &c)
+	if err != nil {
+		return err
+	}
+	c.Commit = sha
+	ups := []update{{src: sha, dst: c.Ref, expect: h.claim.Commit}}
+	tip, err := h.branchUpdate(ctx, &ups)
+	if err != nil {
+		return err
+	}
+	bad, err := h.r.push(ctx, "renew the claim on "+h.Story, ups)
+	if err != nil {
+		return err
+	}
+	if now, ok := bad[c.Ref]; ok {
+		lerr := &LeaseLostError{Story: h.Story, Now: now}
+		h.markLost(lerr)
+		return lerr
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("remote %s: %s was moved by someone not holding its claim; the claim was not renewed", h.r.Name, h.Branch())
+	}
+	h.claim = c
+	if tip != "" {
+		h.pushed = tip
+	}
+	return nil
+}
+
+// branchUpdate adds the publication of the followed branch to ups when its
+// tip is not what the server has; it returns the tip it publishes.
+func (h *Held) branchUpdate(ctx context.Context, ups *[]update) (string, error) {
+	if h.branch == "" {
+		return "", nil
+	}
+	tip, err := h.r.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", h.branch+"^{commit}")
+	if err != nil || tip == "" || tip == h.pushed {
+		return "", nil
+	}
+	*ups = append(*ups, update{src: tip, dst: h.Branch(), expect: h.pushed})
+	return tip, nil
+}
+
+// Publish pushes the followed branch now (with a renewal).
+func (h *Held) Publish(ctx context.Context) error { return h.Renew(ctx) }
+
+// Release gives the story back: deletes the claim by compare-and-swap on
+// its exact value and, in the same atomic push, publishes the branch's
+// last commits, so nothing committed is lost and another machine can go on
+// from them.
+func (h *Held) Release(ctx context.Context) error {
+	h.Close()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return nil
+	}
+	if err := h.LostErr(); err != nil {
+		return err
+	}
+	ups := []update{{dst: h.claim.Ref, expect: h.claim.Commit}}
+	tip, err := h.branchUpdate(ctx, &ups)
+	if err != nil {
+		return err
+	}
+	bad, err := h.r.push(ctx, "release the claim on "+h.Story, ups)
+	if err != nil {
+		return err
+	}
+	if now, ok := bad[h.claim.Ref]; ok {
+		lerr := &LeaseLostError{Story: h.Story, Now: now}
+		h.markLost(lerr)
+		return lerr
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("remote %s: %s was moved by someone not holding its claim; the claim is kept", h.r.Name, h.Branch())
+	}
+	if tip != "" {
+		h.pushed = tip
+	}
+	h.done = true
+	return nil
+}
+
+// claimCommit writes c as a commit on the empty tree and returns its id.
+func (r *Remote) claimCommit(ctx context.Context, c *Claim) (string, error) {
+	body, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	return r.metaCommit(ctx, "wiggum claim "+c.Story, body, "")
+}
+
+// metaCommit writes a commit on the empty tree (with parent, when given)
+// whose message is subject and a JSON body.
+func (r *Remote) metaCommit(ctx context.Context, subject string, body []byte, parent string) (string, error) {
+	tree, err := r.emptyTree(ctx)
+	if err != nil {
+		return "", err
+	}
+	args := []string{"commit-tree", tree}
+	if parent != "" {
+		args = append(args, "-p", parent)
+	}
+	args = append(args, "-F", "-")
+	msg := []byte(oneLine(subject) + "\n\n" + string(body) + "\n")
+	env := []string{"GIT_AUTHOR_NAME=wiggum", "GIT_AUTHOR_EMAIL=wiggum@" + r.Me.Host, "GIT_COMMITTER_NAME=wiggum", "GIT_COMMITTER_EMAIL=wiggum@" + r.Me.Host}
+	out, err := r.Repo.RunEnv(ctx, env, msg, args...)
+	if err != nil {
+		return "", fmt.Errorf("remote: write a claim commit: %w", err)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+var emptyTreeOnce sync.Map // repo common dir -> tree id
+
+func (r *Remote) emptyTree(ctx context.Context) (string, error) {
+	if t, ok := emptyTreeOnce.Load(r.Repo.CommonDir); ok {
+		return t.(string), nil
+	}
+	out, err := r.Repo.RunEnv(ctx, nil, []byte{}, "hash-object", "-t", "tree", "-w", "--stdin")
+	if err != nil {
+		return "", fmt.Errorf("remote: write the empty tree: %w", err)
+	}
+	t := strings.TrimSpace(out)
+	emptyTreeOnce.Store(r.Repo.CommonDir, t)
+	return t, nil
+}
+
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == 0 {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// readObjects reads commits by id with one cat-file --batch; a missing or
+// oversized object maps to nil.
+func (r *Remote) readObjects(ctx context.Context, ids []string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	data, err := r.Repo.RunEnv(ctx, nil, []byte(strings.Join(ids, "\n")+"\n"), "cat-file", "--batch")
+	if err != nil {
+		return nil, fmt.Errorf("remote: read claims: %w", err)
+	}
+	br := bufio.NewReader(strings.NewReader(data))
+	for _, id := range ids {
+		head, err := br.ReadString('\n')
+		if err != nil {
+			return nil, fmt.Errorf("remote: read claims: short output from git cat-file")
+		}
+		f := strings.Fields(head)
+		if len(f) != 3 {
+			continue // "<id> missing"
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("remote: read claims: bad cat-file header %q", head)
+		}
+		buf := make([]byte, n+1)
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return nil, fmt.Errorf("remote: read claims: %w", err)
+		}
+		if f[1] == "commit" && n <= maxMeta {
+			out[id] = buf[:n]
+		}
+	}
+	return out, nil
+}
+
+// maxMeta bounds the claim and conflict commits read: anything larger was
+// not written by wiggum.
+const maxMeta = 64 << 10
+
+// decodeMeta splits a commit into its committer time and the JSON body of
+// its message; ok is false when there is no JSON object to read.
+func decodeMeta(raw []byte, v any) (committed time.Time, ok bool) {
+	head, msg, _ := strings.Cut(string(raw), "\n\n")
+	for _, line := range strings.Split(head, "\n") {
+		if rest, found := strings.CutPrefix(line, "committer "); found {
+			f := strings.Fields(rest)
+			if len(f) >= 2 {
+				if sec, err := strconv.ParseInt(f[len(f)-2], 10, 64); err == nil {
+					committed = time.Unix(sec, 0).UTC()
+				}
+			}
+		}
+	}
+	i := strings.IndexByte(msg, '{')
+	if i < 0 {
+		return committed, false
+	}
+	return committed, json.Unmarshal([]byte(strings.TrimSpace(msg[i:])), v) == nil
+}
+
+func (r *Remote) decodeClaim(key, sha string, raw []byte) *Claim {
+	c := &Claim{}
+	committed, ok := decodeMeta(raw, c)
+	if !ok || c.Time.IsZero() || c.LeaseMS <= 0 {
+		c = &Claim{Story: key, Since: committed, Time: committed, LeaseMS: DefaultLease.Milliseconds(), Unreadable: true}
+	}
+	c.Ref, c.Commit = ClaimsPrefix+key, sha
+	return c
+}
+
+func decodeConflict(key, sha string, raw []byte) *Conflict {
+	c := &Conflict{}
+	committed, ok := decodeMeta(raw, c)
+	if !ok || c.Story == "" {
+		c = &Conflict{Story: key, Time: committed, Unreadable: true}
+	}
+	c.Ref, c.Commit = ConflictsPrefix+key, sha
+	return c
+}

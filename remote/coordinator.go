@@ -1,0 +1,181 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/worktree"
+)
+
+// Coordinator is the shared side of `wiggum run --remote`: it claims
+// stories for one process's workers and lands them, with the plan read
+// from the server's target branch.
+type Coordinator struct {
+	R       *Remote
+	Main    *git.Repo // the main working tree, on Target
+	Target  string    // refs/heads/<name>
+	PlanRel string
+	// Poll is how often a worker with nothing to claim looks again while
+	// other machines hold the open stories (one may die).
+	Poll time.Duration
+
+	mu      sync.Mutex
+	mine    map[string]bool // stories this process is claiming or holds
+	waiting bool            // one worker already waits for others' stories
+}
+
+// DivergedError is a local target branch with commits the server lacks:
+// a shared run would never land them, so it refuses to start.
+type DivergedError struct{ Target, Remote string }
+
+func (e *DivergedError) Error() string {
+	t := strings.TrimPrefix(e.Target, "refs/heads/")
+	return fmt.Sprintf("run: the local %s has commits that %s/%s lacks; push them (git push %s %s) or reset to the server's before a shared run", t, e.Remote, t, e.Remote, t)
+}
+
+// NewCoordinator fetches the shared state and checks that the local target
+// can follow the server's and that the plan is on it.
+func NewCoordinator(ctx context.Context, r *Remote, main *git.Repo, target, planRel string) (*Coordinator, error) {
+	v, err := r.Fetch(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := main.OK(ctx, "merge-base", "--is-ancestor", target, v.Tip)
+	if err != nil {
+		return nil, fmt.Errorf("run: compare %s with the server's: %w", target, err)
+	}
+	if !ok {
+		return nil, &DivergedError{Target: target, Remote: r.Name}
+	}
+	if _, err := r.PlanAt(ctx, v.Tip, planRel); err != nil {
+		return nil, &BadRemoteError{Msg: err.Error()}
+	}
+	poll := min(max(r.Lease/4, 100*time.Millisecond), time.Second)
+	return &Coordinator{R: r, Main: main, Target: target, PlanRel: planRel, Poll: poll, mine: map[string]bool{}}, nil
+}
+
+// Claim claims the first open story (in the server's plan) that is not in
+// busy and that no other machine holds live, taking over claims whose
+// lease ran out. When the only open stories are held by other machines,
+// one worker per process waits for them (they may land, or die and go
+// stale); the others, and that one when nothing is left, get nil.
+func (c *Coordinator) Claim(ctx context.Context, busy map[string]bool) (*Held, error) {
+	for {
+		h, others, err := c.tryClaim(ctx, busy)
+		if h != nil || err != nil || !others {
+			return h, err
+		}
+		c.mu.Lock()
+		if c.waiting {
+			c.mu.Unlock()
+			return nil, nil
+		}
+		c.waiting = true
+		c.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(c.Poll):
+		}
+		c.mu.Lock()
+		c.waiting = false
+		c.mu.Unlock()
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+	}
+}
+
+// tryClaim makes one pass; others reports open stories held elsewhere.
+func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool) (*Held, bool, error) {
+	v, err := c.R.Fetch(ctx, c.Target)
+	if err != nil {
+		return nil, false, err
+	}
+	stories, err := c.R.PlanAt(ctx, v.Tip, c.PlanRel)
+	if err != nil {
+		return nil, false, err
+	}
+	others := false
+	for _, s := range stories {
+		if s.Done || busy[s.ID] || !c.reserve(s.ID) {
+			continue
+		}
+		h, err := c.R.Claim(ctx, s.ID, v)
+		var taken *ClaimTakenError
+		if errors.As(err, &taken) {
+			c.Forget(s.ID)
+			others = others || taken.Marked == nil
+			continue
+		}
+		if err != nil {
+			c.Forget(s.ID)
+			return nil, false, err
+		}
+		// A story that landed between the fetch and the claim is done on
+		// the server now: its landing deleted the claim we replaced in
+		// the same push that ticked it.
+		tip, err := c.R.FetchTarget(ctx, c.Target)
+		if err == nil && tip != v.Tip {
+			var done bool
+			if done, err = storyDone(ctx, c.R, tip, c.PlanRel, s.ID); err == nil && done {
+				_ = h.Release(ctx)
+				c.Forget(s.ID)
+				continue
+			}
+		}
+		if err != nil {
+			_ = h.Release(ctx)
+			c.Forget(s.ID)
+			return nil, false, err
+		}
+		if h.Start == "" {
+			h.Start = tip
+		}
+		return h, false, nil
+	}
+	return nil, others, nil
+}
+
+func (c *Coordinator) reserve(story string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mine[story] {
+		return false
+	}
+	c.mine[story] = true
+	return true
+}
+
+// Forget drops story from this process's held set (after it landed, was
+// released or lost).
+func (c *Coordinator) Forget(story string) {
+	c.mu.Lock()
+	delete(c.mine, story)
+	c.mu.Unlock()
+}
+
+// Land lands h's branch with the plan tick.
+func (c *Coordinator) Land(ctx context.Context, h *Held, branch, subject string) (*Landed, error) {
+	return h.Land(ctx, LandSpec{Target: c.Target, Branch: branch, PlanRel: c.PlanRel, Subject: subject})
+}
+
+// Follow moves the local target branch, and the main working tree on it,
+// to the server's tip as last fetched. The caller holds the repository
+// mutex (worktree.LockRepo).
+func (c *Coordinator) Follow(ctx context.Context) error {
+	tracking := c.R.Tracking(c.Target)
+	ok, err := c.Main.OK(ctx, "merge-base", "--is-ancestor", c.Target, tracking)
+	if err != nil {
+		return fmt.Errorf("run: compare %s with the server's: %w", c.Target, err)
+	}
+	if !ok {
+		return &DivergedError{Target: c.Target, Remote: c.R.Name}
+	}
+	_, err = worktree.Merge(ctx, c.Main, c.Target, tracking, "wiggum: follow "+c.R.Name)
+	return err
+}

@@ -1,0 +1,349 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/plan"
+)
+
+// LandSpec says what to land where.
+type LandSpec struct {
+	Target  string // the target branch, refs/heads/<name>
+	Branch  string // the local ref holding the story's work
+	PlanRel string // the plan file, relative to the root; ticked inside the landing commit
+	Subject string // the landing commit's subject
+	// MaxAttempts bounds the retries after others landed first; 0 is 30.
+	MaxAttempts int
+}
+
+// Landed is a story on the server's target branch.
+type Landed struct {
+	Commit   string // the landing commit, now the target's tip
+	Base     string // the tip it was built on
+	Attempts int    // pushes it took (more than 1: others landed first)
+	Already  bool   // the branch had nothing the target lacked; only the tick landed
+}
+
+// ConflictError is a story branch that cannot merge into the target. The
+// branch is on the server, the claim released, and the story marked by
+// refs/wiggum/conflicts/<story>, so no machine tries it again until an
+// operator resolves it.
+type ConflictError struct {
+	Story, Branch, Target, Marker string
+	Paths                         []string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s conflicts with %s in %s; its branch %s is kept on the server and the story is marked by %s: merge it by hand, then wiggum claims release %s",
+		e.Story, strings.TrimPrefix(e.Target, "refs/heads/"), strings.Join(e.Paths, ", "), strings.TrimPrefix(e.Branch, "refs/heads/"), e.Marker, e.Story)
+}
+
+// AlreadyLandedError is a story the target's plan already marks done: it
+// landed before this claim was made. Nothing was pushed.
+type AlreadyLandedError struct{ Story string }
+
+func (e *AlreadyLandedError) Error() string {
+	return fmt.Sprintf("%s is already done on the target branch; nothing landed", e.Story)
+}
+
+// TooManyRacesError is a landing that lost the race to other machines more
+// often than its bound; the claim is still held and nothing was lost.
+type TooManyRacesError struct {
+	Story    string
+	Attempts int
+}
+
+func (e *TooManyRacesError) Error() string {
+	return fmt.Sprintf("%s: other machines landed first %d times in a row; gave up for now, the branch is kept", e.Story, e.Attempts)
+}
+
+// Land lands the story: fetches the target, merges the branch into it with
+// git merge-tree (no working tree involved), ticks the story in the plan
+// inside the same commit, and pushes in ONE atomic push the new target
+// (with a lease on the tip it was built on), the claim's deletion (with a
+// lease on the claim's exact value) and the story branch's deletion. When
+// another machine landed first it fetches, rebuilds and retries, with
+// jittered back-off. A lost claim is a *LeaseLostError and a conflict a
+// *ConflictError; neither loses the work.
+func (h *Held) Land(ctx context.Context, spec LandSpec) (*Landed, error) {
+	h.Close()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return nil, fmt.Errorf("remote: %s was already landed or released", h.Story)
+	}
+	if err := h.LostErr(); err != nil {
+		return nil, err
+	}
+	r := h.r
+	if spec.MaxAttempts <= 0 {
+		spec.MaxAttempts = 30
+	}
+	tip, err := r.Repo.Line(ctx, "rev-parse", "--verify", spec.Branch+"^{commit}")
+	if err != nil {
+		return nil, fmt.Errorf("remote: resolve %s: %w", spec.Branch, err)
+	}
+	backoff := 10 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		base, err := r.FetchTarget(ctx, spec.Target)
+		if err != nil {
+			return nil, err
+		}
+		commit, already, paths, err := r.landingCommit(ctx, base, tip, spec, h.Story, h.r.Me)
+		if err != nil {
+			return nil, err
+		}
+		if paths != nil {
+			return nil, h.markConflict(ctx, spec, tip, paths)
+		}
+		ups := []update{
+			{src: commit, dst: spec.Target, expect: base},
+			{dst: h.claim.Ref, expect: h.claim.Commit},
+		}
+		if h.pushed != "" {
+			ups = append(ups, update{dst: h.Branch(), expect: h.pushed})
+		}
+		bad, err := r.push(ctx, "land "+h.Story, ups)
+		if err != nil {
+			if IsNetwork(err) && r.landedAnyway(ctx, ups) {
+				bad, err = map[string]string{}, nil
+			} else {
+				return nil, err
+			}
+		}
+		if len(bad) == 0 {
+			h.done = true
+			_, _ = r.Repo.Run(ctx, "update-ref", r.Tracking(spec.Target), commit)
+			return &Landed{Commit: commit, Base: base, Attempts: attempt, Already: already}, nil
+		}
+		if now, ok := bad[h.claim.Ref]; ok && now != unknown {
+			lerr := &LeaseLostError{Story: h.Story, Now: now}
+			h.markLost(lerr)
+			return nil, lerr
+		}
+		if _, ok := bad[h.claim.Ref]; ok {
+			// Rejected client-side on the claim: read who has it.
+			now, lerr := r.lsRemote(ctx, "land "+h.Story, ups[1:2])
+			if lerr == nil && now[h.claim.Ref] != h.claim.Commit {
+				err := &LeaseLostError{Story: h.Story, Now: now[h.claim.Ref]}
+				h.markLost(err)
+				return nil, err
+			}
+		}
+		if attempt >= spec.MaxAttempts {
+			return nil, &TooManyRacesError{Story: h.Story, Attempts: attempt}
+		}
+		// Someone landed first: back off a jittered while, then rebuild on
+		// the new tip.
+		d := backoff/2 + rand.N(backoff)
+		backoff = min(backoff*2, time.Second)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(d):
+		}
+	}
+}
+
+// landedAnyway reads the server after a push whose answer was lost (a
+// timeout): true when every update was made.
+func (r *Remote) landedAnyway(ctx context.Context, ups []update) bool {
+	now, err := r.lsRemote(ctx, "check the landing", ups)
+	if err != nil {
+		return false
+	}
+	for _, u := range ups {
+		if now[u.dst] != u.src && !(u.src == "" && now[u.dst] == "") {
+			return false
+		}
+	}
+	return true
+}
+
+// landingCommit builds the commit that lands tip on base: their merge with
+// the story ticked in the plan. paths is non-nil on a conflict.
+func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandSpec, story string, me Machine) (commit string, already bool, paths []string, err error) {
+	repo := r.Repo
+	done, err := storyDone(ctx, r, base, spec.PlanRel, story)
+	if err != nil {
+		return "", false, nil, err
+	}
+	if done {
+		return "", false, nil, &AlreadyLandedError{Story: story}
+	}
+	already, err = repo.OK(ctx, "merge-base", "--is-ancestor", tip, base)
+	if err != nil {
+		return "", false, nil, fmt.Errorf("remote: merge-base: %w", err)
+	}
+	tree := base + "^{tree}"
+	parents := []string{"-p", base}
+	if !already {
+		out, err := repo.Run(ctx, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", base, tip)
+		fields := strings.Split(out, "\x00")
+		if err != nil {
+			var ge *git.Error
+			if !errors.As(err, &ge) || ge.Status() != 1 {
+				return "", false, nil, fmt.Errorf("remote: git merge-tree: %w", err)
+			}
+			seen := map[string]bool{}
+			paths = []string{}
+			for _, p := range fields[1:] {
+				if p != "" && !seen[p] {
+					seen[p] = true
+					paths = append(paths, p)
+				}
+			}
+			return "", false, paths, nil
+		}
+		tree = strings.TrimSpace(fields[0])
+		parents = append(parents, "-p", tip)
+	}
+	ticked, err := r.tickTree(ctx, tree, spec.PlanRel, story)
+	if err != nil {
+		return "", false, nil, err
+	}
+	msg := fmt.Sprintf("%s\n\nwiggum landed %s (branch %s) from %s.\n\nWiggum-Story: %s\nWiggum-Machine: %s\n",
+		oneLine(spec.Subject), story, strings.TrimPrefix(BranchPrefix, "refs/heads/")+mustKey(story), me.Host, oneLine(story), me.String())
+	out, err := repo.RunEnv(ctx, nil, []byte(msg), append(append([]string{"commit-tree", ticked}, parents...), "-F", "-")...)
+	if err != nil {
+		return "", false, nil, fmt.Errorf("remote: write the landing commit: %w", err)
+	}
+	return strings.TrimSpace(out), already, nil, nil
+}
+
+func mustKey(story string) string {
+	k, err := Key(story)
+	if err != nil {
+		return "?"
+	}
+	return k
+}
+
+func storyDone(ctx context.Context, r *Remote, commit, planRel, story string) (bool, error) {
+	stories, err := r.PlanAt(ctx, commit, planRel)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range stories {
+		if s.ID == story {
+			return s.Done, nil
+		}
+	}
+	return false, &plan.NotFoundError{ID: story, Path: planRel + " on the target branch"}
+}
+
+// tickTree returns tree with story ticked in its plan, replacing one blob
+// with mktree along the plan's path (no index, so its cost does not grow
+// with the repository).
+func (r *Remote) tickTree(ctx context.Context, tree, planRel, story string) (string, error) {
+	p, dir, err := r.planFile(ctx, tree, planRel)
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	if err := p.MarkDone(story); err != nil {
+		return "", fmt.Errorf("remote: tick %s: %w", story, err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, filepath.Base(planRel)))
+	if err != nil {
+		return "", err
+	}
+	blob, err := r.Repo.RunEnv(ctx, nil, data, "hash-object", "-w", "--stdin")
+	if err != nil {
+		return "", fmt.Errorf("remote: write the ticked plan: %w", err)
+	}
+	resolved, err := r.Repo.Line(ctx, "rev-parse", tree)
+	if err != nil {
+		return "", err
+	}
+	return r.replaceBlob(ctx, resolved, strings.Split(planRel, "/"), strings.TrimSpace(blob))
+}
+
+func (r *Remote) replaceBlob(ctx context.Context, tree string, path []string, blob string) (string, error) {
+	out, err := r.Repo.Run(ctx, "ls-tree", "-z", tree)
+	if err != nil {
+		return "", fmt.Errorf("remote: read tree %s: %w", tree, err)
+	}
+	entries := git.SplitZ(out)
+	found := false
+	for i, e := range entries {
+		meta, name, ok := strings.Cut(e, "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 3 || name != path[0] {
+			continue
+		}
+		sha := blob
+		if len(path) > 1 {
+			if f[1] != "tree" {
+				return "", fmt.Errorf("remote: %s is not a directory in the target", name)
+			}
+			if sha, err = r.replaceBlob(ctx, f[2], path[1:], blob); err != nil {
+				return "", err
+			}
+		}
+		entries[i] = f[0] + " " + f[1] + " " + sha + "\t" + name
+		found = true
+		break
+	}
+	if !found {
+		return "", fmt.Errorf("remote: %s is missing from the target's tree", strings.Join(path, "/"))
+	}
+	in := strings.Join(entries, "\x00") + "\x00"
+	newTree, err := r.Repo.RunEnv(ctx, nil, []byte(in), "mktree", "-z")
+	if err != nil {
+		return "", fmt.Errorf("remote: write a tree: %w", err)
+	}
+	return strings.TrimSpace(newTree), nil
+}
+
+// markConflict publishes the branch, releases the claim and marks the
+// story conflicted, in one atomic push.
+func (h *Held) markConflict(ctx context.Context, spec LandSpec, tip string, paths []string) error {
+	r := h.r
+	c := Conflict{Story: h.Story, Machine: r.Me.ID, Host: r.Me.Host, Time: r.now().UTC(), Branch: h.Branch(), Target: spec.Target, Paths: paths}
+	body, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	marker, err := r.metaCommit(ctx, "wiggum conflict "+h.Story, body, tip)
+	if err != nil {
+		return err
+	}
+	key := mustKey(h.Story)
+	ups := []update{{dst: h.claim.Ref, expect: h.claim.Commit}, {src: marker, dst: ConflictsPrefix + key, expect: ""}}
+	if tip != h.pushed {
+		ups = append(ups, update{src: tip, dst: h.Branch(), expect: h.pushed})
+	}
+	bad, err := r.push(ctx, "mark "+h.Story+" conflicted", ups)
+	if err != nil {
+		return err
+	}
+	if _, ok := bad[h.claim.Ref]; ok {
+		lerr := &LeaseLostError{Story: h.Story, Now: bad[h.claim.Ref]}
+		h.markLost(lerr)
+		return lerr
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("remote %s: could not mark %s conflicted (%s changed meanwhile); the claim is kept", r.Name, h.Story, strings.Join(keys(bad), ", "))
+	}
+	h.done = true
+	h.pushed = tip
+	return &ConflictError{Story: h.Story, Branch: h.Branch(), Target: spec.Target, Marker: ConflictsPrefix + key, Paths: paths}
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,96 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// LiveClaimError is an operator's release of a claim whose lease has not
+// run out; nothing changed.
+type LiveClaimError struct{ Claim *Claim }
+
+func (e *LiveClaimError) Error() string {
+	c := e.Claim
+	return fmt.Sprintf("claims: %s is held by %s/%s (pid %d) and its lease runs until %s; pass --force to release it anyway (that machine then stops the story and keeps its work)",
+		c.Story, c.Host, c.Machine, c.PID, c.Expires().UTC().Format(time.RFC3339))
+}
+
+// NotClaimedError is a story with neither a claim nor a conflict marker.
+type NotClaimedError struct{ Story string }
+
+func (e *NotClaimedError) Error() string {
+	return fmt.Sprintf("claims: %s has no claim and no conflict marker on the server; nothing to release", e.Story)
+}
+
+// Released is what an operator's release removed.
+type Released struct {
+	Claim    *Claim    `json:"claim,omitempty"`
+	Conflict *Conflict `json:"conflict,omitempty"`
+}
+
+// ReleaseStory deletes story's claim and conflict marker on the server,
+// each by compare-and-swap on the value just read, in one atomic push. A
+// live claim is refused unless force.
+func (r *Remote) ReleaseStory(ctx context.Context, target, story string, force bool) (*Released, error) {
+	key, err := Key(story)
+	if err != nil {
+		return nil, err
+	}
+	v, err := r.Fetch(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	out := &Released{Claim: v.Claims[key], Conflict: v.Conflicts[key]}
+	if out.Claim == nil && out.Conflict == nil {
+		return nil, &NotClaimedError{Story: story}
+	}
+	if out.Claim != nil && !out.Claim.Stale(r.now()) && !force {
+		return nil, &LiveClaimError{Claim: out.Claim}
+	}
+	var ups []update
+	if out.Claim != nil {
+		ups = append(ups, update{dst: out.Claim.Ref, expect: out.Claim.Commit})
+	}
+	if out.Conflict != nil {
+		ups = append(ups, update{dst: out.Conflict.Ref, expect: out.Conflict.Commit})
+	}
+	bad, err := r.push(ctx, "release "+story, ups)
+	if err != nil {
+		return nil, err
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("claims: %s changed on the server while releasing it (renewed or taken); nothing was released, look again with wiggum claims list", story)
+	}
+	return out, nil
+}
+
+// LandedStory is one landing on the target branch.
+type LandedStory struct {
+	Story   string    `json:"story"`
+	Commit  string    `json:"commit"`
+	Machine string    `json:"machine"`
+	Time    time.Time `json:"time"`
+}
+
+// Landed lists the stories landed on the fetched target (newest first, at
+// most limit), from the Wiggum-Story trailers of its first-parent history.
+func (r *Remote) Landed(ctx context.Context, target string, limit int) ([]LandedStory, error) {
+	out, err := r.Repo.Run(ctx, "log", "--first-parent", fmt.Sprintf("-n%d", limit),
+		"--format=%H%x00%cI%x00%(trailers:key=Wiggum-Story,valueonly,separator=%x20)%x00%(trailers:key=Wiggum-Machine,valueonly,separator=%x20)%x1e",
+		r.Tracking(target), "--")
+	if err != nil {
+		return nil, fmt.Errorf("remote: read the landings on %s: %w", target, err)
+	}
+	var res []LandedStory
+	for _, rec := range strings.Split(out, "\x1e") {
+		f := strings.Split(strings.TrimSpace(rec), "\x00")
+		if len(f) != 4 || strings.TrimSpace(f[2]) == "" {
+			continue
+		}
+		t, _ := time.Parse(time.RFC3339, f[1])
+		res = append(res, LandedStory{Story: strings.TrimSpace(f[2]), Commit: f[0], Machine: strings.TrimSpace(f[3]), Time: t})
+	}
+	return res, nil
+}

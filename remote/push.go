@@ -1,0 +1,155 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"strings"
+)
+
+// update is one ref change of a push: src "" deletes dst; expect is dst's
+// exact value on the server that the change requires ("" = must not exist).
+type update struct {
+	src, dst, expect string
+}
+
+// unknown stands for "not what was expected" when the server's value was
+// not read.
+const unknown = "?"
+
+// push sends ups in one push (atomic when there are several), each with a
+// lease on its exact expected value. It returns the refs whose expectation
+// did not hold, mapped to their value on the server ("" absent, unknown
+// when not read); an empty map means every update was made. A refusal for
+// any other reason is a *ServerRejectedError.
+func (r *Remote) push(ctx context.Context, op string, ups []update) (map[string]string, error) {
+	args := []string{"push", "--porcelain", "--no-verify"}
+	if len(ups) > 1 {
+		args = append(args, "--atomic")
+	}
+	for _, u := range ups {
+		args = append(args, "--force-with-lease="+u.dst+":"+u.expect)
+	}
+	args = append(args, r.Name)
+	for _, u := range ups {
+		args = append(args, u.src+":"+u.dst)
+	}
+	r.stats.mu.Lock()
+	r.stats.Pushes++
+	r.stats.mu.Unlock()
+	out, stderr, err := r.net(ctx, op, nil, args...)
+	if err == nil {
+		return map[string]string{}, nil
+	}
+	var ne *NetworkError
+	if errors.As(err, &ne) || ctx.Err() != nil {
+		return nil, err
+	}
+	lines := porcelain(out)
+	if len(lines) == 0 {
+		return nil, r.transportError(op, err)
+	}
+	bad := map[string]string{}
+	serverSide := false
+	reason, ref := "", ""
+	for _, u := range ups {
+		l, ok := lines[u.dst]
+		if !ok || l.flag != '!' {
+			continue
+		}
+		switch {
+		case strings.Contains(l.summary, "stale info"), strings.Contains(l.summary, "non-fast-forward"),
+			strings.Contains(l.summary, "fetch first"), strings.Contains(l.summary, "already exists"):
+			bad[u.dst] = unknown
+		case strings.Contains(l.summary, "atomic push failed"), strings.Contains(l.summary, "atomic transaction failed"):
+			serverSide = serverSide || strings.Contains(l.summary, "remote rejected")
+		default:
+			serverSide = true
+			if reason == "" {
+				reason, ref = l.summary, u.dst
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return bad, nil
+	}
+	if serverSide {
+		// The server refused at update time: a lease broken between its
+		// advertisement and the update, or its own rules. Its refs say
+		// which.
+		now, lerr := r.lsRemote(ctx, op, ups)
+		if lerr != nil {
+			return nil, lerr
+		}
+		for _, u := range ups {
+			if now[u.dst] != u.expect {
+				bad[u.dst] = now[u.dst]
+			}
+		}
+		if len(bad) > 0 {
+			return bad, nil
+		}
+		if reason == "" {
+			reason = "atomic transaction failed"
+			ref = ups[0].dst
+		}
+		return nil, &ServerRejectedError{Op: op, Remote: r.Name, Ref: ref, Reason: strings.TrimSpace(reason), Message: remoteLines(stderr)}
+	}
+	return nil, r.transportError(op, err)
+}
+
+// lsRemote reads the server's values of ups' refs ("" when absent).
+func (r *Remote) lsRemote(ctx context.Context, op string, ups []update) (map[string]string, error) {
+	args := []string{"ls-remote", r.Name}
+	for _, u := range ups {
+		args = append(args, u.dst)
+	}
+	out, _, err := r.net(ctx, op+" (reading the server's refs)", nil, args...)
+	if err != nil {
+		var ne *NetworkError
+		if errors.As(err, &ne) {
+			return nil, err
+		}
+		return nil, r.transportError(op, err)
+	}
+	now := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		sha, name, ok := strings.Cut(line, "\t")
+		if ok {
+			now[name] = sha
+		}
+	}
+	return now, nil
+}
+
+type pushLine struct {
+	flag    byte
+	summary string
+}
+
+// porcelain reads `git push --porcelain` status lines by destination ref.
+func porcelain(out string) map[string]pushLine {
+	res := map[string]pushLine{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.SplitN(line, "\t", 3)
+		if len(f) != 3 || len(f[0]) != 1 {
+			continue
+		}
+		i := strings.LastIndexByte(f[1], ':')
+		if i < 0 {
+			continue
+		}
+		res[f[1][i+1:]] = pushLine{flag: f[0][0], summary: f[2]}
+	}
+	return res
+}
+
+// remoteLines keeps what the server said ("remote: ..." lines).
+func remoteLines(stderr string) string {
+	var keep []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "remote:"); ok && strings.TrimSpace(rest) != "" {
+			keep = append(keep, strings.TrimSpace(rest))
+		}
+	}
+	return strings.Join(keep, "\n")
+}

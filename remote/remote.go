@@ -1,0 +1,229 @@
+// Package remote lets wiggum runs on many machines share one plan through
+// the git server they already push to: a story is claimed by creating
+// refs/wiggum/claims/<story> there only if it is absent, kept by
+// compare-and-swap renewals, and landed by one atomic push that moves the
+// target branch (with the plan tick inside the landing commit) and deletes
+// the claim, so no story lands twice and no pushed commit is lost.
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
+)
+
+// Ref namespaces on the server.
+const (
+	ClaimsPrefix    = "refs/wiggum/claims/"
+	ConflictsPrefix = "refs/wiggum/conflicts/"
+	BranchPrefix    = "refs/heads/wiggum/"
+)
+
+// Defaults for Options.
+const (
+	DefaultTimeout = 60 * time.Second
+	DefaultLease   = 5 * time.Minute
+	// MinLease keeps renewals (every third of the lease) from flooding the server.
+	MinLease = time.Second
+)
+
+// Options tune Open.
+type Options struct {
+	// Timeout bounds every network call (fetch, push, ls-remote); 0 is DefaultTimeout.
+	Timeout time.Duration
+	// Lease is how long a claim stays live without a renewal; 0 is DefaultLease.
+	Lease time.Duration
+	// Run names this run in the claims it makes.
+	Run string
+	// Now is the clock (tests); nil is time.Now.
+	Now func() time.Time
+}
+
+// Remote is one named remote of a local clone, used as the coordinator of
+// the machines that share it.
+type Remote struct {
+	Repo    *git.Repo
+	Name    string
+	URL     string
+	Me      Machine
+	Lease   time.Duration
+	Timeout time.Duration
+	Run     string
+	now     func() time.Time
+
+	// fetchMu serialises fetches: they write this clone's
+	// remote-tracking refs, and two at once would fight over ref locks.
+	fetchMu sync.Mutex
+	stats   Stats
+}
+
+// Stats counts this process's network calls, for benchmarks and events.
+type Stats struct {
+	mu      sync.Mutex
+	Fetches int
+	Pushes  int
+}
+
+// Counts returns the fetches and pushes made so far.
+func (r *Remote) Counts() (fetches, pushes int) {
+	r.stats.mu.Lock()
+	defer r.stats.mu.Unlock()
+	return r.stats.Fetches, r.stats.Pushes
+}
+
+// BadRemoteError is a remote name the clone does not have, or an option
+// out of range; nothing was changed.
+type BadRemoteError struct{ Msg string }
+
+func (e *BadRemoteError) Error() string { return e.Msg }
+
+// Open checks that repo has a remote called name and reads this machine's
+// identity.
+func Open(ctx context.Context, repo *git.Repo, name string, opts Options) (*Remote, error) {
+	if name == "" || strings.HasPrefix(name, "-") || strings.ContainsAny(name, " \t\n\x00") {
+		return nil, &BadRemoteError{Msg: fmt.Sprintf("remote: %q is not a remote name", name)}
+	}
+	url, err := repo.Line(ctx, "remote", "get-url", "--push", name)
+	if err != nil {
+		return nil, &BadRemoteError{Msg: fmt.Sprintf("remote: this clone has no remote %q (git remote -v lists them; add one with git remote add %s URL)", name, name)}
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Lease == 0 {
+		opts.Lease = DefaultLease
+	}
+	if opts.Timeout < 0 {
+		return nil, &BadRemoteError{Msg: "remote: the network timeout cannot be negative"}
+	}
+	if opts.Lease < MinLease {
+		return nil, &BadRemoteError{Msg: fmt.Sprintf("remote: a claim lease must be at least %s, got %s", MinLease, opts.Lease)}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	me, err := Identify(repo)
+	if err != nil {
+		return nil, err
+	}
+	return &Remote{Repo: repo, Name: name, URL: url, Me: me, Lease: opts.Lease, Timeout: opts.Timeout, Run: opts.Run, now: opts.Now}, nil
+}
+
+// NetworkError is a network call that failed or did not finish in time.
+// The call changed nothing in the local clone.
+type NetworkError struct {
+	Op, Remote string
+	Timeout    bool
+	Detail     string
+}
+
+func (e *NetworkError) Error() string {
+	if e.Timeout {
+		return fmt.Sprintf("remote %s: %s did not finish in time and was stopped (the server hangs or the network is down); nothing changed locally", e.Remote, e.Op)
+	}
+	return fmt.Sprintf("remote %s: %s failed: %s", e.Remote, e.Op, e.Detail)
+}
+
+// ServerRejectedError is a push the server refused for its own reasons (a
+// hook, a protected ref, a permission); nothing changed on the server.
+type ServerRejectedError struct {
+	Op, Remote string
+	Ref        string
+	Reason     string
+	Message    string // what the server said
+}
+
+func (e *ServerRejectedError) Error() string {
+	msg := fmt.Sprintf("remote %s: the server refused %s (%s: %s)", e.Remote, e.Op, e.Ref, e.Reason)
+	if m := strings.TrimSpace(e.Message); m != "" {
+		msg += ": " + firstLines(m, 3)
+	}
+	return msg + "; check that it allows refs under refs/wiggum/ and atomic pushes"
+}
+
+// IsNetwork reports whether err is a network failure or timeout.
+func IsNetwork(err error) bool {
+	var ne *NetworkError
+	return errors.As(err, &ne)
+}
+
+// net runs a git command that talks to the server, bounded by r.Timeout:
+// it runs in its own process group, which is killed whole on the timeout
+// (an ssh or a remote helper included). For http, a transfer slower than
+// 1 KB/s for the timeout also ends it, inside git.
+func (r *Remote) net(ctx context.Context, op string, stdin []byte, args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	secs := strconv.Itoa(max(1, int(r.Timeout/time.Second)))
+	full := append([]string{"-c", "http.lowSpeedLimit=1000", "-c", "http.lowSpeedTime=" + secs}, args...)
+	cmd := exec.Command("git", full...)
+	cmd.Dir = r.Repo.Root
+	cmd.Env = append(git.CleanEnv(), "GIT_SSH_COMMAND="+sshCommand())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		return "", "", &NetworkError{Op: op, Remote: r.Name, Detail: err.Error()}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		timeout := errors.Is(ctx.Err(), context.DeadlineExceeded)
+		if !timeout {
+			return stdout.String(), stderr.String(), ctx.Err()
+		}
+		return stdout.String(), stderr.String(), &NetworkError{Op: op, Remote: r.Name, Timeout: true}
+	}
+	if err != nil {
+		return stdout.String(), stderr.String(), &git.Error{Args: args, Stderr: stderr.String(), Err: err}
+	}
+	return stdout.String(), stderr.String(), nil
+}
+
+// sshCommand never lets ssh ask for a password or a host key: an unattended
+// machine would wait forever.
+func sshCommand() string {
+	if c := os.Getenv("GIT_SSH_COMMAND"); c != "" {
+		return c
+	}
+	return "ssh -o BatchMode=yes"
+}
+
+// transportError turns a failed network git command into a NetworkError
+// when the failure is the connection, not a refusal.
+func (r *Remote) transportError(op string, err error) error {
+	var ge *git.Error
+	if !errors.As(err, &ge) {
+		return err
+	}
+	return &NetworkError{Op: op, Remote: r.Name, Detail: firstLines(strings.TrimSpace(ge.Stderr), 3)}
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	return strings.Join(lines, " / ")
+}

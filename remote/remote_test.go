@@ -1,0 +1,452 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/gitserver"
+)
+
+const target = "refs/heads/main"
+
+const planText = "# plan\n\n- [ ] S-1: first\n- [ ] S-2: second\n- [ ] S-3: third\n"
+
+type fixture struct {
+	t    *testing.T
+	srv  *gitserver.Server
+	bare string
+	root string
+}
+
+func newFixture(t *testing.T, transport string) *fixture {
+	t.Helper()
+	gitserver.Require(t)
+	root := t.TempDir()
+	srvRoot := filepath.Join(root, "srv")
+	if err := os.MkdirAll(srvRoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bare := gitserver.NewBare(t, srvRoot, "r.git")
+	srv := gitserver.Start(t, transport, srvRoot)
+	gitserver.Seed(t, filepath.Join(root, "seed"), srv.URL("r.git"), map[string]string{"plan.md": planText, "shared.txt": "base\n"})
+	return &fixture{t: t, srv: srv, bare: bare, root: root}
+}
+
+// machine is one clone with its Remote; now shifts its clock.
+func (f *fixture) machine(name string, lease time.Duration, shift time.Duration) *Remote {
+	f.t.Helper()
+	dir := filepath.Join(f.root, name)
+	gitserver.Clone(f.t, f.srv.URL("r.git"), dir)
+	repo, err := git.Open(context.Background(), dir)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	r, err := Open(context.Background(), repo, "origin", Options{Lease: lease, Timeout: 20 * time.Second, Run: name,
+		Now: func() time.Time { return time.Now().Add(shift) }})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return r
+}
+
+func (f *fixture) refs() map[string]string { return gitserver.Refs(f.t, f.bare) }
+
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// work commits file=content on a new local branch from start and returns
+// the branch ref.
+func work(t *testing.T, r *Remote, story, start, file, content string) string {
+	t.Helper()
+	dir := r.Repo.Root
+	branch := "refs/heads/wiggum/" + story
+	gitIn(t, dir, "branch", "--force", "wiggum/"+story, start)
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitIn(t, dir, "worktree", "add", "--quiet", wt, "wiggum/"+story)
+	if err := os.WriteFile(filepath.Join(wt, file), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, wt, "add", "-A")
+	gitIn(t, wt, "commit", "--quiet", "-m", story+" work")
+	gitIn(t, dir, "worktree", "remove", "--force", wt)
+	return branch
+}
+
+func claim(t *testing.T, r *Remote, story string) *Held {
+	t.Helper()
+	v, err := r.Fetch(context.Background(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := r.Claim(context.Background(), story, v)
+	if err != nil {
+		t.Fatalf("claim %s: %v", story, err)
+	}
+	if h.Start == "" {
+		h.Start = v.Tip
+	}
+	return h
+}
+
+func eachTransport(t *testing.T, fn func(t *testing.T, f *fixture)) {
+	for _, tr := range gitserver.Transports {
+		t.Run(tr, func(t *testing.T) { fn(t, newFixture(t, tr)) })
+	}
+}
+
+// An empty lease expectation means create-only, checked by the client
+// against the advertisement and by the server at update time.
+func TestClaimIsCreateOnly(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
+		va, _ := a.Fetch(ctx, target)
+		vb, _ := b.Fetch(ctx, target)
+		ha, err := a.Claim(ctx, "S-1", va)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// b's view is from before a's claim: the client sees the ref now
+		// exists and refuses.
+		_, err = b.Claim(ctx, "S-1", vb)
+		var taken *ClaimTakenError
+		if !errors.As(err, &taken) {
+			t.Fatalf("second claim: %v, want ClaimTakenError", err)
+		}
+		if got := f.refs()[ClaimsPrefix+"S-1"]; got != ha.Claim().Commit {
+			t.Fatalf("claim ref %s, want a's %s", got, ha.Claim().Commit)
+		}
+		// The server's own check: a hook creates the ref between the
+		// advertisement and the update.
+		gitserver.Hook(t, f.bare, "pre-receive", `while read o n r; do
+if [ "$r" = refs/wiggum/claims/S-2 ]; then env -u GIT_QUARANTINE_PATH git update-ref refs/wiggum/claims/S-2 $(git rev-parse refs/wiggum/claims/S-1); fi
+done
+exit 0
+`)
+		_, err = b.Claim(ctx, "S-2", vb)
+		if !errors.As(err, &taken) {
+			t.Fatalf("claim raced on the server: %v, want ClaimTakenError", err)
+		}
+		if got := f.refs()[ClaimsPrefix+"S-2"]; got != ha.Claim().Commit {
+			t.Fatalf("raced claim ref is %s; the server let b overwrite it", got)
+		}
+	})
+}
+
+func TestRenewAndTakeover(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a := f.machine("a", 2*time.Second, 0)
+		// b's clock runs ahead past a's lease: a's claim looks stale.
+		b := f.machine("b", 2*time.Second, 10*time.Second)
+		ha := claim(t, a, "S-1")
+		first := ha.Claim().Commit
+		if err := ha.Renew(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ha.Claim().Commit == first || f.refs()[ClaimsPrefix+"S-1"] != ha.Claim().Commit {
+			t.Fatal("renewal did not replace the claim")
+		}
+		hb := claim(t, b, "S-1")
+		if hb.Took == nil || hb.Took.Commit != ha.Claim().Commit || hb.Took.Machine != a.Me.ID {
+			t.Fatalf("takeover did not replace a's claim: %+v", hb.Took)
+		}
+		err := ha.Renew(ctx)
+		if !IsLeaseLost(err) {
+			t.Fatalf("a's renewal after the takeover: %v, want LeaseLost", err)
+		}
+		select {
+		case <-ha.Lost():
+		default:
+			t.Fatal("Lost not closed")
+		}
+		if f.refs()[ClaimsPrefix+"S-1"] != hb.Claim().Commit {
+			t.Fatal("a's renewal overwrote b's claim")
+		}
+	})
+}
+
+func TestLandTicksAndDeletesClaimAtomically(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a := f.machine("a", time.Minute, 0)
+		h := claim(t, a, "S-2")
+		branch := work(t, a, "S-2", h.Start, "s2.txt", "two\n")
+		h.Follow(branch)
+		if err := h.Publish(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if f.refs()[BranchPrefix+"S-2"] == "" {
+			t.Fatal("the story branch was not published")
+		}
+		l, err := h.Land(ctx, LandSpec{Target: target, Branch: branch, PlanRel: "plan.md", Subject: "Merge S-2: second"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs := f.refs()
+		if refs[target] != l.Commit {
+			t.Fatalf("main is %s, want the landing %s", refs[target], l.Commit)
+		}
+		if _, ok := refs[ClaimsPrefix+"S-2"]; ok {
+			t.Fatal("the claim survived its landing")
+		}
+		if _, ok := refs[BranchPrefix+"S-2"]; ok {
+			t.Fatal("the landed story branch was not deleted")
+		}
+		plan := gitIn(t, f.bare, "show", "main:plan.md")
+		if !strings.Contains(plan, "- [x] S-2: second") || strings.Contains(plan, "- [x] S-1") {
+			t.Fatalf("plan on main:\n%s", plan)
+		}
+		if gitIn(t, f.bare, "show", "main:s2.txt") != "two" {
+			t.Fatal("the work did not land")
+		}
+		parents := strings.Fields(gitIn(t, f.bare, "log", "-1", "--format=%P", "main"))
+		if len(parents) != 2 {
+			t.Fatalf("landing commit parents %v, want the old tip and the branch", parents)
+		}
+		landed, err := a.Landed(ctx, target, 10)
+		if err != nil || len(landed) != 1 || landed[0].Story != "S-2" {
+			t.Fatalf("Landed = %+v, %v", landed, err)
+		}
+		// A second landing of a done story is refused.
+		h2 := claim(t, a, "S-2")
+		_, err = h2.Land(ctx, LandSpec{Target: target, Branch: branch, PlanRel: "plan.md", Subject: "again"})
+		var already *AlreadyLandedError
+		if !errors.As(err, &already) {
+			t.Fatalf("landing a done story again: %v", err)
+		}
+	})
+}
+
+// Two machines land on the same tip at once: one wins, the other's lease
+// on the tip fails (on the server, while the winner's push is in its
+// hook), and it rebuilds and lands after.
+func TestLandRace(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
+		ha, hb := claim(t, a, "S-1"), claim(t, b, "S-3")
+		ba := work(t, a, "S-1", ha.Start, "a.txt", "a\n")
+		bb := work(t, b, "S-3", hb.Start, "b.txt", "b\n")
+		// Hold every push to main in the hook a moment, so both are
+		// built on the same tip and overlap on the server.
+		gitserver.Hook(t, f.bare, "pre-receive", "while read o n r; do case $r in refs/heads/main) sleep 0.5;; esac; done\nexit 0\n")
+		var wg sync.WaitGroup
+		res := make([]*Landed, 2)
+		errs := make([]error, 2)
+		wg.Go(func() {
+			res[0], errs[0] = ha.Land(ctx, LandSpec{Target: target, Branch: ba, PlanRel: "plan.md", Subject: "Merge S-1"})
+		})
+		wg.Go(func() {
+			res[1], errs[1] = hb.Land(ctx, LandSpec{Target: target, Branch: bb, PlanRel: "plan.md", Subject: "Merge S-3"})
+		})
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if res[0].Attempts+res[1].Attempts < 3 {
+			t.Fatalf("attempts %d and %d: the landings did not race", res[0].Attempts, res[1].Attempts)
+		}
+		plan := gitIn(t, f.bare, "show", "main:plan.md")
+		if !strings.Contains(plan, "- [x] S-1") || !strings.Contains(plan, "- [x] S-3") {
+			t.Fatalf("plan:\n%s", plan)
+		}
+		merges := gitIn(t, f.bare, "rev-list", "--count", "--merges", "main")
+		if merges != "2" {
+			t.Fatalf("%s merges on main, want 2", merges)
+		}
+	})
+}
+
+func TestConflictKeepsBranchAndMarks(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
+		ha, hb := claim(t, a, "S-1"), claim(t, b, "S-2")
+		ba := work(t, a, "S-1", ha.Start, "shared.txt", "from a\n")
+		bb := work(t, b, "S-2", hb.Start, "shared.txt", "from b\n")
+		if _, err := ha.Land(ctx, LandSpec{Target: target, Branch: ba, PlanRel: "plan.md", Subject: "Merge S-1"}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := hb.Land(ctx, LandSpec{Target: target, Branch: bb, PlanRel: "plan.md", Subject: "Merge S-2"})
+		var conflict *ConflictError
+		if !errors.As(err, &conflict) || len(conflict.Paths) != 1 || conflict.Paths[0] != "shared.txt" {
+			t.Fatalf("landing: %v, want a conflict in shared.txt", err)
+		}
+		refs := f.refs()
+		tip := gitIn(t, b.Repo.Root, "rev-parse", bb)
+		if refs[BranchPrefix+"S-2"] != tip {
+			t.Fatal("the conflicting branch is not on the server")
+		}
+		if _, ok := refs[ClaimsPrefix+"S-2"]; ok {
+			t.Fatal("the claim was not released")
+		}
+		marker := refs[ConflictsPrefix+"S-2"]
+		if marker == "" || gitIn(t, f.bare, "rev-parse", marker+"^") != tip {
+			t.Fatal("no conflict marker keeping the branch reachable")
+		}
+		// Nobody claims it until an operator releases it.
+		v, _ := a.Fetch(ctx, target)
+		if _, err := a.Claim(ctx, "S-2", v); err == nil {
+			t.Fatal("a conflicted story was claimed")
+		}
+		rel, err := a.ReleaseStory(ctx, target, "S-2", false)
+		if err != nil || rel.Conflict == nil {
+			t.Fatalf("release: %+v %v", rel, err)
+		}
+		if _, ok := f.refs()[ConflictsPrefix+"S-2"]; ok {
+			t.Fatal("the marker survived the release")
+		}
+	})
+}
+
+func TestOperatorReleaseRefusesLiveLease(t *testing.T) {
+	f := newFixture(t, "file")
+	ctx := context.Background()
+	a := f.machine("a", time.Minute, 0)
+	op := f.machine("op", time.Minute, 0)
+	h := claim(t, a, "S-1")
+	_, err := op.ReleaseStory(ctx, target, "S-1", false)
+	var live *LiveClaimError
+	if !errors.As(err, &live) {
+		t.Fatalf("release of a live claim: %v", err)
+	}
+	if f.refs()[ClaimsPrefix+"S-1"] != h.Claim().Commit {
+		t.Fatal("a refused release changed the claim")
+	}
+	if _, err := op.ReleaseStory(ctx, target, "S-1", true); err != nil {
+		t.Fatal(err)
+	}
+	if !IsLeaseLost(h.Renew(ctx)) {
+		t.Fatal("the holder did not notice the forced release")
+	}
+	var none *NotClaimedError
+	if _, err := op.ReleaseStory(ctx, target, "S-1", false); !errors.As(err, &none) {
+		t.Fatalf("release of nothing: %v", err)
+	}
+}
+
+// A pre-receive hook that rejects: a clear ServerRejectedError, nothing
+// changed on the server.
+func TestServerHookRejects(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a := f.machine("a", time.Minute, 0)
+		gitserver.Hook(t, f.bare, "pre-receive", "echo 'refs/wiggum is not allowed here' >&2\nexit 1\n")
+		v, err := a.Fetch(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := f.refs()
+		_, err = a.Claim(ctx, "S-1", v)
+		var rej *ServerRejectedError
+		if !errors.As(err, &rej) || !strings.Contains(err.Error(), "refs/wiggum is not allowed here") {
+			t.Fatalf("claim against a rejecting hook: %v", err)
+		}
+		if len(f.refs()) != len(before) {
+			t.Fatal("a rejected push changed the server")
+		}
+	})
+}
+
+// The server dies in the middle of a landing push: a clear error, the
+// server unchanged, the claim and the branch's work kept.
+func TestServerDiesMidPush(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a := f.machine("a", time.Minute, 0)
+		h := claim(t, a, "S-1")
+		branch := work(t, a, "S-1", h.Start, "a.txt", "a\n")
+		before := f.refs()
+		gitserver.Hook(t, f.bare, "pre-receive", "kill -KILL $PPID\nsleep 2\nexit 1\n")
+		_, err := h.Land(ctx, LandSpec{Target: target, Branch: branch, PlanRel: "plan.md", Subject: "Merge S-1"})
+		if err == nil {
+			t.Fatal("landing through a dying server succeeded")
+		}
+		after := f.refs()
+		for _, ref := range []string{target, ClaimsPrefix + "S-1"} {
+			if after[ref] != before[ref] {
+				t.Fatalf("%s changed on the server: %s -> %s", ref, before[ref], after[ref])
+			}
+		}
+		if gitIn(t, a.Repo.Root, "rev-parse", branch) == "" {
+			t.Fatal("the work is gone")
+		}
+		if f.srv.Transport == "daemon" {
+			f.srv.Stop()
+			_, err := a.Fetch(ctx, target)
+			if !IsNetwork(err) {
+				t.Fatalf("fetch from a stopped daemon: %v", err)
+			}
+		}
+	})
+}
+
+// A network that hangs: every call ends at the timeout with a clear error
+// and changes nothing locally.
+func TestHangingServer(t *testing.T) {
+	gitserver.Require(t)
+	addr := gitserver.Hang(t)
+	for _, url := range []string{"git://" + addr + "/r.git", "http://" + addr + "/r.git"} {
+		t.Run(strings.SplitN(url, ":", 2)[0], func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "c")
+			gitserver.Seed(t, dir, "", map[string]string{"plan.md": planText})
+			gitIn(t, dir, "remote", "add", "origin", url)
+			repo, err := git.Open(context.Background(), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Open(context.Background(), repo, "origin", Options{Timeout: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := gitIn(t, dir, "for-each-ref")
+			began := time.Now()
+			_, err = r.Fetch(context.Background(), target)
+			var ne *NetworkError
+			if !errors.As(err, &ne) || !ne.Timeout || !strings.Contains(err.Error(), "did not finish in time") {
+				t.Fatalf("fetch from a hanging server: %v", err)
+			}
+			if time.Since(began) > time.Minute {
+				t.Fatal("the timeout did not bound the call")
+			}
+			if gitIn(t, dir, "for-each-ref") != before {
+				t.Fatal("a hung fetch changed local refs")
+			}
+		})
+	}
+}
+
+func TestMachineIDStable(t *testing.T) {
+	f := newFixture(t, "file")
+	a := f.machine("a", time.Minute, 0)
+	again, err := Identify(a.Repo)
+	if err != nil || again != a.Me {
+		t.Fatalf("machine id changed: %v %v (%v)", a.Me, again, err)
+	}
+	b := f.machine("b", time.Minute, 0)
+	if b.Me.ID == a.Me.ID {
+		t.Fatal("two clones share a machine id")
+	}
+	if _, err := os.Stat(filepath.Join(a.Repo.Root, machineFile)); err == nil {
+		t.Fatal("the machine id is in the work tree")
+	}
+}
