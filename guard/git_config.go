@@ -3,6 +3,8 @@ package guard
 import (
 	"slices"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // gitInlineConfig checks git -c KEY=VALUE: an inline alias hides what runs,
@@ -27,5 +29,23 @@ func (w *walk) gitConfig(rest []string) {
 		if strings.EqualFold(a, "core.hooksPath") {
 			w.g.verdict(Deny, "changing core.hooksPath disables wiggum's git hooks (the commit journal and push guard)")
 		}
+	}
+}
+
+// assigns checks VAR=value words before a command, and export VAR=value.
+func (w *walk) assigns(as []*syntax.Assign) {
+	for _, a := range as {
+		if a.Name != nil && a.Value != nil {
+			v, _ := wordValue(a.Value)
+			w.gitEnv(a.Name.Value, v)
+		}
+	}
+}
+
+// gitEnv denies setting core.hooksPath through git's configuration
+// variables (GIT_CONFIG_KEY_n, GIT_CONFIG_PARAMETERS).
+func (w *walk) gitEnv(name, value string) {
+	if strings.HasPrefix(name, "GIT_CONFIG") && strings.Contains(strings.ToLower(value), "core.hookspath") {
+		w.g.verdict(Deny, "%s=%s sets core.hooksPath, which bypasses wiggum's git hooks (the commit journal and push guard)", name, printable(value))
 	}
 }

@@ -57,14 +57,6 @@ type Policy struct {
 	RefNamespace string
 }
 
-// maxDepth bounds nested shells (bash -c "eval '...'"): past it the guard
-// cannot follow and asks.
-const maxDepth = 8
-
-// MaxCommand is the longest command the guard parses; a longer one is asked
-// about rather than analysed, so a hostile payload cannot make the hook slow.
-const MaxCommand = 256 << 10
-
 // dynamic stands for text only known at run time (an expansion).
 const dynamic = "\x00"
 
@@ -73,7 +65,7 @@ func Check(cmd string, p Policy) Decision {
 	if len(cmd) > MaxCommand {
 		return Decision{Ask, fmt.Sprintf("the command is %d bytes long; wiggum's guard does not analyse commands over %d bytes", len(cmd), MaxCommand)}
 	}
-	g := &guard{p: p, best: Decision{Action: Allow}}
+	g := &guard{p: p, best: Decision{Action: Allow}, left: newBudget()}
 	g.script(cmd, 0)
 	return g.best
 }
@@ -82,6 +74,7 @@ func Check(cmd string, p Policy) Decision {
 type guard struct {
 	p    Policy
 	best Decision
+	left budget
 }
 
 func (g *guard) verdict(a Action, format string, args ...any) {
@@ -94,6 +87,9 @@ func (g *guard) verdict(a Action, format string, args ...any) {
 func (g *guard) script(src string, depth int) {
 	if depth > maxDepth {
 		g.verdict(Ask, "the command nests shells more than %d deep; wiggum's guard cannot follow it", maxDepth)
+		return
+	}
+	if !g.spendParse(src) {
 		return
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")

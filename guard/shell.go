@@ -24,10 +24,6 @@ func (w *walk) shell(c *syntax.CallExpr, rest []string, hop int) {
 	if len(rest) > 0 && rest[0] == "sh" { // busybox sh
 		rest = rest[1:]
 	}
-	words := c.Args[len(c.Args)-len(rest):]
-	if hop > 0 {
-		words = nil
-	}
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		switch {
@@ -35,21 +31,57 @@ func (w *walk) shell(c *syntax.CallExpr, rest []string, hop int) {
 			if i+1 >= len(rest) {
 				return
 			}
-			code := rest[i+1]
-			if words != nil {
-				code = codeText(words[i+1])
-			}
-			w.g.script(code, w.depth+1)
+			w.g.script(w.code(rest, i+1, hop), w.depth+1)
 			return
 		case a == "-o" || a == "-O" || a == "+o" || a == "+O" || a == "--rcfile" || a == "--init-file":
 			i++
 		case a == "-s" || a == "--":
 		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+"):
 		default:
-			return // runs a script file the guard cannot see
+			w.scriptFile(c, rest, i, hop)
+			return
 		}
 	}
 	w.shellStdin(c)
+}
+
+// scriptFile checks the script a shell or source runs from rest[i]: stdin
+// by name, or a process substitution (sh <(echo git push)) whose output
+// the guard can compute. Another file is not the guard's to read.
+func (w *walk) scriptFile(c *syntax.CallExpr, rest []string, i, hop int) {
+	if rest[i] == "/dev/stdin" || rest[i] == "-" {
+		w.shellStdin(c)
+		return
+	}
+	if hop != 0 || len(rest) > len(w.argSrc) {
+		return
+	}
+	word := w.argSrc[len(w.argSrc)-len(rest)+i]
+	if len(word.Parts) != 1 {
+		return
+	}
+	ps, ok := word.Parts[0].(*syntax.ProcSubst)
+	if !ok || ps.Op == syntax.CmdOut {
+		return
+	}
+	if code, ok := w.stmtsOutput(ps.Stmts); ok {
+		w.g.script(code, w.depth+1)
+		return
+	}
+	w.g.verdict(Ask, "this command runs the output of another command as a script (a process substitution wiggum's guard cannot compute); run the commands directly instead")
+}
+
+// stmtsOutput computes what a list of statements writes on stdout.
+func (w *walk) stmtsOutput(stmts []*syntax.Stmt) (string, bool) {
+	var b strings.Builder
+	for _, st := range stmts {
+		out, ok := w.output(st, 0)
+		if !ok {
+			return "", false
+		}
+		b.WriteString(out)
+	}
+	return b.String(), true
 }
 
 // shellStdin checks the code a shell reads on stdin.
@@ -93,6 +125,12 @@ func (w *walk) stdin(st *syntax.Stmt) (string, bool) {
 		case syntax.WordHdoc:
 			return codeText(r.Word) + "\n", true
 		case syntax.RdrIn:
+			// sh < <(echo ...) reads a process substitution.
+			if len(r.Word.Parts) == 1 {
+				if ps, ok := r.Word.Parts[0].(*syntax.ProcSubst); ok && ps.Op != syntax.CmdOut {
+					return w.stmtsOutput(ps.Stmts)
+				}
+			}
 			return "", false
 		}
 	}
@@ -131,13 +169,9 @@ func (w *walk) filter(st *syntax.Stmt, in string, inOK bool) (string, bool) {
 	if !ok || len(c.Args) == 0 {
 		return "", false
 	}
-	var args []string
-	for _, a := range c.Args {
-		s, lit := wordValue(a)
-		if !lit {
-			return "", false
-		}
-		args = append(args, s)
+	args, _, lit, ok := w.g.expandArgs(c.Args)
+	if !ok || !lit || len(args) == 0 {
+		return "", false
 	}
 	switch path.Base(args[0]) {
 	case "echo":

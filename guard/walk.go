@@ -15,6 +15,7 @@ type walk struct {
 	pipeFrom map[*syntax.Stmt]*syntax.Stmt // a pipeline stage -> the stage feeding its stdin
 	stmtOf   map[*syntax.CallExpr]*syntax.Stmt
 	dirs     []string // directories commands may run in ("" = unknown)
+	argSrc   []*syntax.Word // the word each argument of the current command came from
 	branches []string // branches the script may have checked out
 }
 
@@ -34,6 +35,7 @@ func (w *walk) visit(n syntax.Node) bool {
 	case *syntax.CallExpr:
 		w.call(n)
 	case *syntax.DeclClause:
+		w.assigns(n.Args)
 		// "alias p='git push'" makes code out of data.
 		if n.Variant.Value == "alias" {
 			for _, a := range n.Args {
@@ -113,16 +115,25 @@ func (w *walk) redirect(r *syntax.Redirect) {
 
 // call checks one simple command.
 func (w *walk) call(c *syntax.CallExpr) {
-	args := make([]string, 0, len(c.Args))
-	for _, a := range c.Args {
-		s, _ := wordValue(a)
-		args = append(args, s)
+	w.assigns(c.Assigns)
+	args, src, _, ok := w.g.expandArgs(c.Args)
+	if !ok {
+		return
 	}
+	w.argSrc = src
 	w.command(c, args, 0)
 }
 
-// maxHops bounds wrappers around wrappers (env timeout nice env ...).
-const maxHops = 16
+// code returns the shell code an argument holds: rest ends the command's
+// arguments and i indexes it. At the top level the argument's own word is
+// read, so expansions in it stay unknown rather than empty; past a wrapper
+// only its value is known.
+func (w *walk) code(rest []string, i, hop int) string {
+	if hop == 0 && len(rest) <= len(w.argSrc) {
+		return codeText(w.argSrc[len(w.argSrc)-len(rest)+i])
+	}
+	return rest[i]
+}
 
 // command checks argv: wrappers (env, timeout, sudo, xargs, ...) are
 // stripped and their command checked; shells and eval have their code

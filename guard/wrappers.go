@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -15,20 +16,26 @@ func (w *walk) wrapper(c *syntax.CallExpr, base string, rest []string, hop int) 
 	case "timeout":
 		i := skipOptions(rest, "sk")
 		w.command(c, rest[min(i+1, len(rest)):], hop+1) // +1: the duration
-	case "nice", "ionice", "nohup", "setsid", "stdbuf", "time", "chronic", "unbuffer", "sudo", "doas", "builtin", "exec", "caffeinate", "taskset", "chrt", "systemd-run", "firejail", "catchsegv", "strace", "ltrace", "command":
+	case "nice", "ionice", "nohup", "setsid", "stdbuf", "time", "chronic", "unbuffer", "sudo", "doas", "builtin", "exec", "caffeinate", "taskset", "chrt", "systemd-run", "firejail", "catchsegv", "strace", "ltrace", "command", "xvfb-run", "torsocks", "proxychains", "proxychains4", "entr", "unshare":
 		w.prefixWrapper(c, base, rest, hop)
 	case "xargs":
-		i := skipOptions(rest, "adEeIiLlnPs")
-		tail := rest[min(i, len(rest)):]
-		if len(tail) == 0 {
-			return true // xargs runs echo
+		w.xargs(c, rest, hop)
+	case "parallel":
+		w.parallel(c, rest, hop)
+	case "busybox":
+		if len(rest) > 0 && IsShell(rest[0]) {
+			w.shell(c, rest[1:], hop+1)
+		} else {
+			w.command(c, rest, hop+1)
 		}
-		// The arguments xargs appends come from stdin: unknown.
-		w.command(c, append(append([]string{}, tail...), dynamic), hop+1)
+	case "source", ".":
+		if len(rest) > 0 {
+			w.scriptFile(c, rest, 0, hop)
+		}
 	case "find":
 		w.find(c, rest, hop)
 	case "eval":
-		w.eval(c, rest, hop)
+		w.eval(rest, hop)
 	case "alias":
 		for _, a := range rest {
 			if _, code, ok := strings.Cut(a, "="); ok {
@@ -45,11 +52,7 @@ func (w *walk) wrapper(c *syntax.CallExpr, base string, rest []string, hop int) 
 			w.g.script(strings.Join(rest[i:], " "), w.depth+1)
 		}
 	case "su", "runuser", "script":
-		for i, a := range rest {
-			if (a == "-c" || a == "--command") && i+1 < len(rest) {
-				w.g.script(rest[i+1], w.depth+1)
-			}
-		}
+		w.commandOption(c, base, rest, hop)
 	case "flock":
 		w.flock(c, rest, hop)
 	default:
@@ -82,6 +85,8 @@ loop:
 		case strings.HasPrefix(a, "-"):
 			i++
 		case strings.Contains(a, "=") && !strings.HasPrefix(a, "="):
+			name, value, _ := strings.Cut(a, "=")
+			w.gitEnv(name, value)
 			i++
 		default:
 			break loop
@@ -102,16 +107,11 @@ func (w *walk) prefixWrapper(c *syntax.CallExpr, base string, rest []string, hop
 	w.command(c, rest[min(i, len(rest)):], hop+1)
 }
 
-// eval parses its arguments as code. At the top level the words are taken
-// as written, so expansions inside stay unknown rather than empty.
-func (w *walk) eval(c *syntax.CallExpr, rest []string, hop int) {
-	if hop > 0 {
-		w.g.script(strings.Join(rest, " "), w.depth+1)
-		return
-	}
-	var parts []string
-	for _, a := range c.Args[len(c.Args)-len(rest):] {
-		parts = append(parts, codeText(a))
+// eval parses its arguments as code.
+func (w *walk) eval(rest []string, hop int) {
+	parts := make([]string, len(rest))
+	for i := range rest {
+		parts[i] = w.code(rest, i, hop)
 	}
 	w.g.script(strings.Join(parts, " "), w.depth+1)
 }
@@ -177,7 +177,9 @@ func longTakesValue(opt string) bool {
 	switch opt {
 	case "--signal", "--kill-after", "--adjustment", "--class", "--classdata", "--user", "--group",
 		"--input", "--output", "--error", "--format", "--max-args", "--max-procs", "--max-lines",
-		"--delimiter", "--arg-file", "--replace", "--eof", "--max-chars", "--chdir", "--unset":
+		"--delimiter", "--arg-file", "--replace", "--eof", "--max-chars", "--chdir", "--unset",
+		"--halt", "--jobs", "--sshlogin", "--delay", "--timeout", "--joblog", "--results", "--tagstring",
+		"--colsep", "--tmpdir", "--workdir", "--memfree", "--load", "--retries", "--env", "--profile", "--command":
 		return true
 	}
 	return false
@@ -231,6 +233,148 @@ func (w *walk) findDelete(rest []string) {
 			w.rmTree("find -delete", p)
 		}
 	}
+}
+
+// commandOption follows su, runuser and script: their -c CODE (also in a
+// cluster such as -qc, or --command=CODE), runuser's "-- CMD", and BSD
+// script's "script FILE CMD...".
+func (w *walk) commandOption(c *syntax.CallExpr, base string, rest []string, hop int) {
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a == "--" {
+			if base == "runuser" {
+				w.command(c, rest[i+1:], hop+1)
+			}
+			return
+		}
+		if code, ok := strings.CutPrefix(a, "--command="); ok {
+			w.g.script(code, w.depth+1)
+			return
+		}
+		if a == "--command" || (len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.HasSuffix(a, "c")) {
+			if i+1 < len(rest) {
+				w.g.script(w.code(rest, i+1, hop), w.depth+1)
+			}
+			return
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.Contains(a, "c") {
+			// -cCODE: the rest of the cluster is the command.
+			w.g.script(a[strings.IndexByte(a, 'c')+1:], w.depth+1)
+			return
+		}
+	}
+	if base == "script" {
+		i := skipOptions(rest, "EIOBTmF")
+		if i+1 < len(rest) {
+			w.command(c, rest[i+1:], hop+1)
+		}
+	}
+}
+
+// xargs runs its command with arguments read from stdin: when stdin is
+// static text (echo push | xargs git) they are known, else unknown.
+func (w *walk) xargs(c *syntax.CallExpr, rest []string, hop int) {
+	i := skipOptions(rest, "adEeIiLlnPs")
+	tail := rest[min(i, len(rest)):]
+	if len(tail) == 0 {
+		return // xargs runs echo
+	}
+	replace := ""
+	for j, a := range rest[:i] {
+		if a == "-I" && j+1 < i {
+			replace = rest[j+1]
+		} else if r, ok := strings.CutPrefix(a, "-I"); ok && r != "" {
+			replace = r
+		} else if r, ok := strings.CutPrefix(a, "--replace="); ok {
+			replace = r
+		} else if a == "-i" || a == "--replace" {
+			replace = "{}"
+		}
+	}
+	input, known := "", false
+	if st := w.stmtOf[c]; st != nil && hop == 0 && !slices.ContainsFunc(rest[:i], func(a string) bool { return a == "-a" || strings.HasPrefix(a, "--arg-file") }) {
+		input, known = w.stdin(st)
+	}
+	items := []string{dynamic}
+	if known {
+		items = strings.Fields(input)
+	}
+	if !w.g.spendWords(len(items), len(input)) {
+		return
+	}
+	if replace == "" {
+		w.command(c, append(append([]string{}, tail...), items...), hop+1)
+		return
+	}
+	for _, item := range items {
+		cmd := make([]string, len(tail))
+		for j, a := range tail {
+			cmd[j] = strings.ReplaceAll(a, replace, item)
+		}
+		w.command(c, cmd, hop+1)
+	}
+}
+
+// parallel (GNU parallel) composes shell command lines from a command and
+// the arguments after ::: (or stdin), and runs them in a shell.
+func (w *walk) parallel(c *syntax.CallExpr, rest []string, hop int) {
+	i := skipOptions(rest, "jSINndaEL")
+	cmd, groups := parallelArgs(rest[i:])
+	if len(groups) == 0 {
+		input, known := "", false
+		if st := w.stmtOf[c]; st != nil && hop == 0 {
+			input, known = w.stdin(st)
+		}
+		lines := []string{dynamic}
+		if known {
+			lines = strings.Split(strings.TrimRight(input, "\n"), "\n")
+		}
+		groups = [][]string{lines}
+	}
+	lines := []string{strings.Join(cmd, " ")}
+	for _, g := range groups {
+		if !w.g.spendWords(len(lines)*len(g), 0) {
+			return
+		}
+		var next []string
+		for _, l := range lines {
+			for _, v := range g {
+				next = append(next, composeParallel(l, v))
+			}
+		}
+		lines = next
+	}
+	for _, l := range lines {
+		w.g.script(strings.ReplaceAll(l, dynamic, "$__wiggum_unknown"), w.depth+1)
+	}
+}
+
+// parallelArgs splits parallel's operands into the command and the
+// argument groups after each ::: (a :::: group, read from files, is
+// unknown).
+func parallelArgs(ops []string) (cmd []string, groups [][]string) {
+	for _, a := range ops {
+		switch {
+		case a == ":::" || a == ":::+":
+			groups = append(groups, nil)
+		case a == "::::" || a == "::::+":
+			groups = append(groups, []string{dynamic})
+		case len(groups) == 0:
+			cmd = append(cmd, a)
+		case len(groups[len(groups)-1]) == 0 || groups[len(groups)-1][0] != dynamic:
+			groups[len(groups)-1] = append(groups[len(groups)-1], a)
+		}
+	}
+	return cmd, groups
+}
+
+// composeParallel puts one argument into a parallel command line: in place
+// of {} when there is one, else appended.
+func composeParallel(line, arg string) string {
+	if strings.Contains(line, "{}") {
+		return strings.ReplaceAll(line, "{}", arg)
+	}
+	return strings.TrimSpace(line + " " + arg)
 }
 
 // flock runs its command after the lock file: flock FILE CMD or flock FILE -c CODE.
