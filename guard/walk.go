@@ -14,9 +14,9 @@ type walk struct {
 	depth    int
 	pipeFrom map[*syntax.Stmt]*syntax.Stmt // a pipeline stage -> the stage feeding its stdin
 	stmtOf   map[*syntax.CallExpr]*syntax.Stmt
-	dirs     []string // directories commands may run in ("" = unknown)
+	dirs     []string       // directories commands may run in ("" = unknown)
 	argSrc   []*syntax.Word // the word each argument of the current command came from
-	branches []string // branches the script may have checked out
+	branches []string       // branches the script may have checked out
 }
 
 func (w *walk) visit(n syntax.Node) bool {
