@@ -130,10 +130,10 @@ func TestLockHeldExits3(t *testing.T) {
 func TestValidate(t *testing.T) {
 	st, p := newRepo(t, 1)
 	for name, mod := range map[string]func(*Options){
-		"zero iterations": func(o *Options) { o.MaxIter = 0 },
-		"too many":        func(o *Options) { o.MaxIter = MaxIterationsLimit + 1 },
-		"negative retry":  func(o *Options) { o.Retries = -1 },
-		"no breaker":      func(o *Options) { o.NoProgress = 0 },
+		"negative iterations": func(o *Options) { o.MaxIter = -1 },
+		"too many":            func(o *Options) { o.MaxIter = MaxIterationsLimit + 1 },
+		"negative retry":      func(o *Options) { o.Retries = -1 },
+		"no breaker":          func(o *Options) { o.NoProgress = 0 },
 	} {
 		o := opts(p, "true")
 		mod(&o)

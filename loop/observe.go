@@ -37,7 +37,7 @@ func AgentLog(iter int) string {
 // (the latest one always lands, at the end of the attempt if not before).
 // Its methods are called from the agent's reader goroutine only.
 type observer struct {
-	r       *runner
+	e       *executor
 	iter    int
 	story   string
 	f       *os.File
@@ -46,14 +46,14 @@ type observer struct {
 	pending *agent.Event
 }
 
-func (r *runner) observe(iter int, story string) *observer {
-	o := &observer{r: r, iter: iter, story: story}
-	dir := r.rec.Path(AgentLogDir)
+func (e *executor) observe(iter int, story string) *observer {
+	o := &observer{e: e, iter: iter, story: story}
+	dir := e.run.st.Path(AgentLogDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return o // the log is a courtesy: the attempt runs without it
 	}
 	pruneAgentLogs(dir)
-	o.f, _ = os.OpenFile(r.rec.Path(AgentLog(iter)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	o.f, _ = os.OpenFile(e.run.st.Path(AgentLog(iter)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	return o
 }
 
@@ -72,13 +72,13 @@ func (o *observer) write(s string) {
 // line is one line of the agent's (or the gate's) output.
 func (o *observer) line(s string) {
 	o.write(s + "\n")
-	o.r.disp.line(s)
+	o.e.disp.line(s)
 }
 
 // event is what stream-json says the agent did.
 func (o *observer) event(e agent.Event) {
 	o.write("▸ " + e.Kind + ": " + e.Text + "\n")
-	o.r.disp.event(e)
+	o.e.disp.event(e)
 	if e.Kind != "tool" {
 		return
 	}
@@ -91,7 +91,7 @@ func (o *observer) event(e agent.Event) {
 
 func (o *observer) send(e agent.Event) {
 	o.pending, o.sent = nil, time.Now()
-	o.r.event("tool", map[string]any{"story": o.story, "iteration": o.iter, "worker": o.r.worker,
+	o.e.event("tool", map[string]any{"story": o.story, "iteration": o.iter, "worker": o.e.worker,
 		"tool": e.Text, "input_tokens": e.Usage.InputTokens, "output_tokens": e.Usage.OutputTokens})
 }
 

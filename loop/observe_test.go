@@ -84,8 +84,8 @@ func TestAgentLogsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := &runner{rec: st, disp: newDisplay(&bytes.Buffer{}, false, true, 0)}
-	o := r.observe(keepAgentLogs+11, "US-1")
+	e := &executor{run: &run{st: st}, disp: newDisplay(&bytes.Buffer{}, false, true, 0)}
+	o := e.observe(keepAgentLogs+11, "US-1")
 	big := strings.Repeat("y", 1<<20)
 	for range 6 {
 		o.line(big)

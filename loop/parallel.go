@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -19,14 +18,14 @@ import (
 // MaxWorkers bounds --workers: each worker is an agent and a worktree.
 const MaxWorkers = 32
 
-// parallel runs up to Options.Workers stories at once. Each story gets its
-// own worktree, branch, lease and agent, and runs the serial loop's
-// iterations there; a finished branch is merged into the target branch,
-// and the story ticked in the main tree's plan, by the merge coordinator
-// under the repository mutex - one story at a time, across processes.
+// parallel is the parallel driver: up to Options.Workers stories at once,
+// each in its own worktree, branch, lease and agent, run by the shared
+// executor; a finished branch is merged into the target branch, and the
+// story ticked in the main tree's plan, by the merge coordinator under the
+// repository mutex - one story at a time, across processes.
 type parallel struct {
-	r      *runner // the main tree: agent lock, plan, committer, records
-	target string  // the branch checked out in the main tree
+	r      *run   // the main tree: agent lock, plan, committer, records
+	target string // the branch checked out in the main tree
 	out    *syncWriter
 
 	mu       sync.Mutex
@@ -38,26 +37,21 @@ type parallel struct {
 	failed   error    // a hard error
 	unmerged []string // why each kept branch did not merge
 	kept     []string // those branches
-	sum      Summary
 }
 
 func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summary, error) {
 	out := &syncWriter{w: opts.Out}
-	r, err := start(ctx, st, opts, newDisplay(out, false, opts.Quiet, 0))
+	r, err := open(ctx, st, opts, newDisplay(out, false, opts.Quiet, 0))
 	if err != nil {
 		return nil, err
 	}
-	defer r.lock.Release()
-	if err := r.preflight(ctx); err != nil {
-		return nil, err
-	}
+	defer r.close()
 	target, err := st.Repo.Branch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("run: read branch: %w", err)
 	}
 	p := &parallel{r: r, target: target, out: out, inflight: map[string]bool{}, skip: map[string]bool{}}
-	appendLine(r.logPath, fmt.Sprintf("\n## run %s · plan %s · agent %s · %d workers", r.started.UTC().Format(time.RFC3339), r.planRel, strings.Join(opts.Agent.Argv, " "), opts.Workers))
-	r.event("run_start", planCounts(opts.Plan, map[string]any{"plan": r.planRel, "agent": opts.Agent.Argv, "pid": os.Getpid(), "workers": opts.Workers}))
+	r.begin(opts.Workers)
 	var wg sync.WaitGroup
 	for i := range opts.Workers {
 		wg.Go(func() {
@@ -75,7 +69,6 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 	}
 	wg.Wait()
 	err = p.result(ctx)
-	r.sum = p.sum
 	for _, u := range p.unmerged {
 		r.disp.printf("not merged: %s", u)
 	}
@@ -86,6 +79,9 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 // claim picks the next open story nobody works on, or nil when there is
 // none or the run is stopping.
 func (p *parallel) claim(ctx context.Context) *plan.Story {
+	if p.r.gate.wait(ctx) != nil {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stop != nil || p.failed != nil || ctx.Err() != nil {
@@ -103,19 +99,39 @@ func (p *parallel) claim(ctx context.Context) *plan.Story {
 	for id := range p.inflight {
 		busy[id] = true
 	}
-	s := plan.Next(stories, busy)
-	if s == nil {
-		return nil
+	for {
+		s := plan.Next(stories, busy)
+		if s == nil {
+			return nil
+		}
+		if p.r.led.failed(s.ID) > p.r.opts.Retries || p.r.led.storyOver(s.ID) != "" {
+			busy[s.ID], p.skip[s.ID] = true, true
+			p.r.sum.Skipped = append(p.r.sum.Skipped, s.ID)
+			continue
+		}
+		if why := p.r.led.runOver(); why != "" {
+			if p.stop == nil {
+				p.stop = p.r.budgetStop(why)
+			}
+			return nil
+		}
+		p.inflight[s.ID] = true
+		return s
 	}
-	p.inflight[s.ID] = true
-	return s
 }
 
 // nextIter numbers the next iteration, or returns 0 when none may start.
-func (p *parallel) nextIter() int {
+func (p *parallel) nextIter(ctx context.Context) int {
+	if p.r.gate.wait(ctx) != nil {
+		return 0
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stop != nil || p.failed != nil {
+		return 0
+	}
+	if why := p.r.led.runOver(); why != "" {
+		p.stop = p.r.budgetStop(why)
 		return 0
 	}
 	if p.iter >= p.r.opts.MaxIter {
@@ -123,7 +139,7 @@ func (p *parallel) nextIter() int {
 		return 0
 	}
 	p.iter++
-	p.sum.Iterations = p.iter
+	p.r.sum.Iterations = p.iter
 	return p.iter
 }
 
@@ -141,7 +157,7 @@ func (p *parallel) halt(err error) {
 	}
 }
 
-// work runs story's iterations in a fresh worktree, then lands or discards
+// work runs story's attempts in a fresh worktree, then lands or discards
 // the branch.
 func (p *parallel) work(ctx context.Context, story *plan.Story, worker int) {
 	main := p.r.st.Repo
@@ -152,40 +168,46 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int) {
 		}
 		return
 	}
-	wr := p.worker(w, story)
-	wr.worker = worker
+	ex := p.executor(w, story)
+	ex.worker = worker
 	done := false
 	for !done {
-		iter := p.nextIter()
+		iter := p.nextIter(ctx)
 		if iter == 0 {
 			break
 		}
-		ok, err := wr.iteration(ctx, iter, story)
+		res, err := ex.attempt(ctx, iter, story)
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
 				p.halt(err)
 			}
 			break
 		}
-		done = ok
+		done = res.done
 		if done || ctx.Err() != nil {
 			break
 		}
-		if wr.waited {
-			wr.waited = false
+		if res.limit != nil {
+			if err := p.r.limited(ctx, res); err != nil {
+				if !errors.Is(err, context.Canceled) {
+					p.halt(err)
+				}
+				break
+			}
 			continue
 		}
-		if p.failedIteration() || wr.skip[story.ID] {
+		if res.skipped {
+			p.mu.Lock()
+			p.skip[story.ID] = true
+			p.r.sum.Skipped = append(p.r.sum.Skipped, story.ID)
+			p.mu.Unlock()
+			p.failedIteration()
+			break
+		}
+		if p.failedIteration() {
 			break
 		}
 	}
-	p.mu.Lock()
-	p.sum.Backups = append(p.sum.Backups, wr.sum.Backups...)
-	p.sum.Skipped = append(p.sum.Skipped, wr.sum.Skipped...)
-	if wr.skip[story.ID] {
-		p.skip[story.ID] = true
-	}
-	p.mu.Unlock()
 	// A story committed before a signal is merged all the same.
 	p.land(context.WithoutCancel(ctx), w, story, done)
 }
@@ -202,19 +224,17 @@ func (p *parallel) failedIteration() bool {
 	return p.stop != nil
 }
 
-// worker is a runner for one story in w: the iteration logic of the serial
-// loop, acting on the worktree and recording into the main tree.
-func (p *parallel) worker(w *worktree.Worker, story *plan.Story) *runner {
+// executor runs story's attempts in w, recording into the main tree.
+func (p *parallel) executor(w *worktree.Worker, story *plan.Story) *executor {
 	prefix := &prefixWriter{out: p.out, prefix: "[" + story.ID + "] "}
 	env := []string{checkpoint.SessionEnv + "=" + w.Lease.Holder.Session}
-	return &runner{
-		st: w.State, rec: p.r.st, opts: p.r.opts, lock: w.Lease, session: w.Lease.Holder.Session,
+	return &executor{
+		run: p.r, st: w.State, lock: w.Lease, session: w.Lease.Holder.Session,
 		disp: newDisplay(prefix, false, p.r.opts.Quiet, 0),
 		// The plan is the coordinator's: an agent's edit to the
 		// worktree's copy must not reach the branch and conflict.
-		commit:  newCommitter(w.State.Repo, env, []string{p.r.planRel}),
-		planRel: p.r.planRel, started: p.r.started, logPath: p.r.logPath,
-		tries: map[string]int{}, skip: map[string]bool{}, coordinated: true,
+		commit:   newCommitter(w.State.Repo, env, []string{p.r.planRel}),
+		worktree: w.Path, branch: w.Branch,
 	}
 }
 
@@ -250,9 +270,9 @@ func (p *parallel) land(ctx context.Context, w *worktree.Worker, story *plan.Sto
 		return
 	}
 	took := time.Since(began)
-	p.mu.Lock()
-	p.sum.MergeTime += took
-	p.mu.Unlock()
+	p.r.sumMu.Lock()
+	p.r.sum.MergeTime += took
+	p.r.sumMu.Unlock()
 	how := "merge commit " + m.Commit[:12]
 	switch {
 	case m.Already:
@@ -297,9 +317,9 @@ func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.St
 		p.halt(fmt.Errorf("run: commit the plan with %s done: %w", story.ID, err))
 		return nil
 	}
+	_ = p.r.led.record(journalRec{T: "merge", Story: story.ID, Branch: w.Branch, Commit: m.Commit}, false)
 	p.mu.Lock()
 	p.stalled = 0
-	p.sum.Completed = append(p.sum.Completed, story.ID)
 	p.mu.Unlock()
 	return m
 }
@@ -307,7 +327,7 @@ func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.St
 func (p *parallel) result(ctx context.Context) error {
 	stories, err := p.r.opts.Plan.Stories()
 	if err == nil {
-		p.sum.Left = plan.Open(stories)
+		p.r.sum.Left = plan.Open(stories)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -324,11 +344,15 @@ func (p *parallel) result(ctx context.Context) error {
 	if n := len(p.unmerged); n > 0 {
 		why = append(why, fmt.Sprintf("%d branch(es) could not be merged and are kept (%s)", n, strings.Join(p.kept, ", ")))
 	}
-	if n := len(p.sum.Skipped); n > 0 {
-		why = append(why, fmt.Sprintf("%d story(ies) skipped after %d failed attempts each: %s", n, p.r.opts.Retries+1, strings.Join(p.sum.Skipped, ", ")))
+	if n := len(p.r.sum.Skipped); n > 0 {
+		why = append(why, fmt.Sprintf("%d story(ies) skipped (failed attempts or budget): %s", n, strings.Join(p.r.sum.Skipped, ", ")))
+	}
+	var lim *limitStop
+	if errors.As(p.stop, &lim) && len(p.unmerged) == 0 {
+		return p.stop
 	}
 	if len(why) > 0 {
-		return &StopError{Reason: strings.Join(why, "; ") + fmt.Sprintf("; %d story(ies) open", p.sum.Left)}
+		return &StopError{Reason: strings.Join(why, "; ") + fmt.Sprintf("; %d story(ies) open", p.r.sum.Left)}
 	}
 	return nil
 }

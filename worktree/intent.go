@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
@@ -66,11 +67,104 @@ func finishInterrupted(ctx context.Context, repo *git.Repo) error {
 		return nil
 	}
 	moved, err := repo.OK(ctx, "-C", in.Tree, "diff-index", "--cached", "--quiet", in.New, "--")
-	if err != nil || !moved {
+	if err != nil {
 		return nil
+	}
+	if !moved {
+		// Killed inside read-tree: it had checked every path it changes
+		// was clean, then died writing them, before the index. Finish
+		// its work on exactly those paths.
+		if done, err := finishReadTree(ctx, repo, in); err != nil || !done {
+			return err
+		}
 	}
 	if _, err := repo.Run(ctx, "update-ref", "-m", "wiggum: finish an interrupted merge: "+firstLine(in.Message), in.Target, in.New, in.Old); err != nil {
 		return fmt.Errorf("merge: finish the interrupted merge into %s: %w", short(in.Target), err)
 	}
 	return nil
+}
+
+// finishReadTree completes a two-tree read-tree that died between writing
+// files and writing the index. read-tree checks that every path it changes
+// is clean before it writes any, so such a death leaves the index at Old
+// and only paths that differ between Old and New changed in the tree, each
+// holding New's content, a torn prefix of it, or nothing. Exactly then it
+// moves those paths to New (index and files) and reports true. A tree that
+// read-tree never touched, or that holds anything else (a person's edit),
+// is left alone and reported false: the merge is then undone by not
+// finishing it.
+func finishReadTree(ctx context.Context, repo *git.Repo, in intent) (bool, error) {
+	tree := &git.Repo{Root: in.Tree, GitDir: repo.GitDir, CommonDir: repo.CommonDir}
+	atOld, err := tree.OK(ctx, "diff-index", "--cached", "--quiet", in.Old, "--")
+	if err != nil || !atOld {
+		return false, nil
+	}
+	out, err := tree.Run(ctx, "diff-tree", "-r", "-z", "--no-renames", "--name-status", in.Old, in.New)
+	if err != nil {
+		return false, nil
+	}
+	f := git.SplitZ(out)
+	status := map[string]string{}
+	for i := 0; i+1 < len(f); i += 2 {
+		status[f[i+1]] = f[i]
+	}
+	_, _ = tree.Run(ctx, "update-index", "-q", "--refresh")
+	out, err = tree.Run(ctx, "diff-files", "--name-only", "-z")
+	if err != nil {
+		return false, nil
+	}
+	changed := git.SplitZ(out)
+	for p, st := range status {
+		// Added paths are not in the index yet: a file there is read-tree's
+		// (checked below) or someone's.
+		if st == "A" {
+			if _, err := os.Lstat(filepath.Join(in.Tree, filepath.FromSlash(p))); err == nil {
+				changed = append(changed, p)
+			}
+		}
+	}
+	if len(changed) == 0 {
+		return false, nil
+	}
+	for _, p := range changed {
+		st, ok := status[p]
+		if !ok {
+			return false, nil
+		}
+		have, rerr := os.ReadFile(filepath.Join(in.Tree, filepath.FromSlash(p)))
+		if rerr != nil {
+			if errors.Is(rerr, fs.ErrNotExist) {
+				continue
+			}
+			return false, nil
+		}
+		if st == "D" {
+			return false, nil
+		}
+		want, err := tree.Run(ctx, "cat-file", "blob", in.New+":"+p)
+		if err != nil || !strings.HasPrefix(want, string(have)) {
+			return false, nil
+		}
+	}
+	var keep, gone strings.Builder
+	for p, st := range status {
+		spec := ":(top,literal)" + p + "\x00"
+		if st == "D" {
+			gone.WriteString(spec)
+		} else {
+			keep.WriteString(spec)
+		}
+	}
+	if keep.Len() > 0 {
+		if _, err := tree.RunEnv(ctx, nil, []byte(keep.String()), "checkout", in.New, "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+			return false, fmt.Errorf("merge: finish the interrupted update of %s: %w", in.Tree, err)
+		}
+	}
+	if gone.Len() > 0 {
+		if _, err := tree.RunEnv(ctx, nil, []byte(gone.String()), "rm", "-q", "-f", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+			return false, fmt.Errorf("merge: finish the interrupted update of %s: %w", in.Tree, err)
+		}
+	}
+	ok, err := tree.OK(ctx, "diff-index", "--cached", "--quiet", in.New, "--")
+	return err == nil && ok, nil
 }

@@ -28,18 +28,21 @@ type RunCmd struct {
 	Prompt   string `placeholder:"FILE" type:"existingfile" help:"Prompt template replacing the built-in one."`
 	TestCmd  string `name:"test-cmd" placeholder:"CMD" help:"Gate run after the agent; the story counts as done only if it exits 0."`
 
-	Retries     int           `default:"2" help:"Attempts after the first before a story is skipped."`
-	MaxIter     int           `name:"max-iterations" default:"50" help:"Stop (exit 5) after this many iterations (at most 1000)."`
-	NoProgress  int           `name:"no-progress" default:"5" help:"Stop (exit 5) after this many iterations in a row without a completed story."`
-	Timeout     time.Duration `default:"1h" help:"Stop an agent that runs longer than this (0: no limit)."`
-	IdleTimeout time.Duration `name:"idle-timeout" default:"0s" help:"Stop an agent that prints nothing for this long (0: no limit)."`
-	Grace       time.Duration `default:"10s" help:"Time between SIGTERM and SIGKILL when stopping an agent."`
-	WaitOnLimit bool          `name:"wait-on-limit" help:"When the agent hits its usage limit, wait for the reset (with a countdown) instead of stopping."`
-	AllowDirty  bool          `name:"allow-dirty" help:"Start on a dirty tree; pre-existing changes are left out of every commit."`
-	HookPolicy  string        `name:"hook-policy" enum:"rollback,record" default:"rollback" help:"What wiggum's agent hooks do when they see a test run fail mid-iteration: rollback (to the iteration's checkpoint, saving the attempt first; refused when unsafe) or record (only log it and tell the agent)."`
-	DryRun      bool          `name:"dry-run" help:"Show the stories and the prompts the run would use; change nothing."`
-	Quiet       bool          `short:"q" help:"Do not echo the agent's output, only the loop's progress."`
-	Workers     int           `default:"1" placeholder:"N" help:"Run up to N stories at once, each in its own worktree and branch, merged back one at a time (at most 32)."`
+	Retries      int           `default:"2" help:"Attempts after the first before a story is skipped."`
+	MaxIter      int           `name:"max-iterations" default:"0" help:"Stop (exit 5) after this many iterations; 0 (the default) allows each open story its attempts (stories x (--retries + 1))."`
+	MaxCost      float64       `name:"max-cost" placeholder:"USD" help:"Stop dispatching (exit 5) once the agents report this much spent in the run (kept across a resume)."`
+	MaxStoryCost float64       `name:"max-story-cost" placeholder:"USD" help:"Give up on a story (exit 5 at the end) once its attempts cost this much."`
+	Fresh        bool          `name:"fresh" help:"Start a new run even though an interrupted run of another plan is recorded (what it left is still saved first)."`
+	NoProgress   int           `name:"no-progress" default:"5" help:"Stop (exit 5) after this many iterations in a row without a completed story."`
+	Timeout      time.Duration `default:"1h" help:"Stop an agent that runs longer than this (0: no limit)."`
+	IdleTimeout  time.Duration `name:"idle-timeout" default:"0s" help:"Stop an agent that prints nothing for this long (0: no limit)."`
+	Grace        time.Duration `default:"10s" help:"Time between SIGTERM and SIGKILL when stopping an agent."`
+	WaitOnLimit  bool          `name:"wait-on-limit" help:"When the agent hits its usage limit, wait for the reset (with a countdown) instead of stopping."`
+	AllowDirty   bool          `name:"allow-dirty" help:"Start on a dirty tree; pre-existing changes are left out of every commit."`
+	HookPolicy   string        `name:"hook-policy" enum:"rollback,record" default:"rollback" help:"What wiggum's agent hooks do when they see a test run fail mid-iteration: rollback (to the iteration's checkpoint, saving the attempt first; refused when unsafe) or record (only log it and tell the agent)."`
+	DryRun       bool          `name:"dry-run" help:"Show the stories and the prompts the run would use; change nothing."`
+	Quiet        bool          `short:"q" help:"Do not echo the agent's output, only the loop's progress."`
+	Workers      int           `default:"1" placeholder:"N" help:"Run up to N stories at once, each in its own worktree and branch, merged back one at a time (at most 32)."`
 }
 
 // Help is shown by `wiggum run --help`.
@@ -72,15 +75,47 @@ otherwise the branch is kept. Stories should be independent of each other.
 Each agent (and --test-cmd) runs in its worktree, so relative paths in
 --agent-cmd are taken from there; use absolute ones.
 
+Resume: the run keeps a journal (.ralph/wiggum/run-journal.jsonl) of every
+attempt, its outcome, cost and tokens, and the run's budgets. A run that was
+killed (SIGKILL, OOM, reboot), interrupted (Ctrl-C) or stopped by a usage
+limit is resumed by the next 'wiggum run' with the same plan: each story's
+failed attempts, its failure context and the run's spending carry over. What
+the killed run left is never continued blindly: an unfinished attempt in the
+main tree is rolled back to its checkpoint, and a worktree whose lease is
+free is saved - its branch and uncommitted files in one backup under
+refs/wiggum/backup/ - then removed with its branch. Saving rather than
+continuing, because a killed attempt stopped at an unknown point (a file
+half written, a test half fixed) and its agent's conversation is gone; the
+retry starts clean and its prompt names the backup to take what is useful
+from. A branch the killed run had already merged is never merged again: its
+story is ticked. An interrupted attempt does not count against --retries.
+'wiggum status' says when a run was interrupted and how to resume it.
+
+Usage limits: when an agent reports a usage or rate limit (Claude's
+rate_limit_event or limit text, a 429 from Codex or Gemini), no worker
+starts another attempt; the limited attempt is rolled back and saved, and
+does not count as failed. Without --wait-on-limit the run stops (exit 5)
+and resumes when run again; with it, every worker waits until the reported
+reset (plus up to 30s of jitter; 15m when none is reported) and the story is
+retried. A spending cap, a disabled account or revoked credentials stop the
+run at once (exit 1).
+
+Budgets: --max-cost and --max-story-cost use the cost the agents report.
+Reaching the run's budget stops dispatch; attempts already running finish,
+and only finished stories land. The run exits 5 saying what was spent and
+what is left.
+
 Exit: 0 all stories done; 3 lock held; 4 a rollback was refused; 5 stopped
 with work left (iteration cap, no-progress breaker, skipped stories, usage
-limit); 130/143 interrupted.
+limit, budget); 1 failed (also a final account condition); 130/143
+interrupted.
 
   wiggum run --prd 1 --test-cmd 'go test ./...'
   wiggum run --plan docs/plan.md --agent codex --timeout 30m
   wiggum run --agent-cmd 'my-agent --yes' --max-iterations 10
   wiggum run --dry-run
-  wiggum run --prd 1 --workers 4 --test-cmd 'go test ./...'`
+  wiggum run --prd 1 --workers 4 --test-cmd 'go test ./...'
+  wiggum run --prd 1 --workers 4 --max-cost 20 --wait-on-limit   # overnight`
 }
 
 // Run runs the loop.
@@ -117,6 +152,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		Retries: c.Retries, MaxIter: c.MaxIter, NoProgress: c.NoProgress,
 		Timeout: c.Timeout, IdleTimeout: c.IdleTimeout, Grace: c.Grace,
 		AllowDirty: c.AllowDirty, WaitOnLimit: c.WaitOnLimit, Policy: policy,
+		MaxCost: c.MaxCost, MaxStoryCost: c.MaxStoryCost, Fresh: c.Fresh,
 		Out: g.stdout, Live: isTerminal(g.stdout), Width: termWidth(g.stdout), Quiet: c.Quiet, Command: os.Args,
 		Workers: c.Workers,
 	}

@@ -1,0 +1,450 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/agent"
+	"github.com/wiggum-dev/wiggum/internal/lazyre"
+	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/internal/session"
+)
+
+// executor runs attempts at stories in one working tree - the main tree
+// for the serial driver, a story's worktree for a parallel worker - and
+// records them in the run: checkpoint, prompt, agent, gate, then commit or
+// roll back. The drivers decide what happens between attempts.
+type executor struct {
+	run     *run
+	st      *checkpoint.State // the tree the agent works in
+	lock    *checkpoint.Lock  // its lock (the main lock, or the worktree's lease)
+	session string
+	disp    *display
+	commit  *committer
+	// tick marks the story done in the plan before the success commit, so
+	// work and tick land in one commit; nil for a worker, whose story the
+	// merge coordinator ticks in the main tree.
+	tick     func(*plan.Story) error
+	// attemptStarted is when the current attempt began.
+	attemptStarted time.Time
+	worktree string // for the journal: "" in the main tree
+	// worker numbers a parallel worker (1..N) in its events; 0 is serial.
+	worker int
+	branch   string
+}
+
+// outcome of one attempt.
+type outcome struct {
+	ok      bool
+	source  string // agent, timeout, idle, gate, commit, limit, stop
+	command string
+	output  string
+	detail  string
+	commit  string
+	res     *agent.Result
+	limit   *agent.Limit
+}
+
+// step is what one attempt came to.
+type step struct {
+	done    bool
+	limit   *agent.Limit // a usage limit; the attempt does not count
+	skipped bool         // the story used its last attempt or its budget
+	story   string
+}
+
+// attempt runs one attempt at story and records it. Errors stop the run: a
+// refused rollback, a final condition of the agent's account, state that
+// cannot be written; a signal returns context.Canceled.
+func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (step, error) {
+	r := e.run
+	started := time.Now()
+	if err := e.writeRun(iter, story, started); err != nil {
+		return step{}, err
+	}
+	attempt := r.led.failed(story.ID) + 1
+	e.attemptStarted = started
+	e.event("iteration_start", map[string]any{"iteration": iter, "story": story.ID, "title": story.Title,
+		"attempt": attempt, "attempts": r.opts.Retries + 1, "worker": e.worker, "output": AgentLog(iter)})
+	e.disp.printf("── iteration %d · %s: %s (attempt %d of %d)", iter, story.ID, story.Title, attempt, r.opts.Retries+1)
+
+	cp, err := e.st.Save(ctx, e.session, checkpoint.SaveOptions{})
+	if err != nil {
+		return step{}, err
+	}
+	// Informational until the agent has done something: a start lost to
+	// a power cut leaves an attempt that had nothing to roll back.
+	if err := r.led.record(journalRec{T: "start", Story: story.ID, Attempt: attempt, Iter: iter, Session: e.session,
+		Commit: cp.Head, Worktree: e.worktree, Branch: e.branch}, false); err != nil {
+		return step{}, err
+	}
+	prompt, err := e.prompt(iter, story)
+	if err != nil {
+		return step{}, err
+	}
+	e.disp.begin(fmt.Sprintf("%s (iteration %d)", story.ID, iter))
+	out := e.run1(ctx, iter, story, prompt)
+	e.disp.end()
+	end := journalRec{T: "end", Story: story.ID, Attempt: attempt, Iter: iter}
+	if out.res != nil {
+		u := out.res.Usage
+		end.Cost, end.In, end.Out = u.CostUSD, u.InputTokens, u.OutputTokens
+	}
+
+	if out.ok {
+		end.Outcome, end.Commit = "done", out.commit
+		if err := r.led.record(end, true); err != nil {
+			return step{}, err
+		}
+		r.addCompleted(story.ID)
+		r.setLast("done")
+		e.log(iter, story, attempt, "done", out, "", time.Since(started))
+		e.disp.printf("✔ %s done in %s%s", story.ID, time.Since(started).Round(10*time.Millisecond), commitNote(out.commit))
+		return step{done: true}, nil
+	}
+	if out.limit == nil && ctx.Err() == nil {
+		out.limit = limitIn(out)
+	}
+	// A story committed before the signal stays committed; only an
+	// unfinished attempt is rolled back.
+	if ctx.Err() != nil && out.limit == nil {
+		end.Outcome, end.Source = "interrupted", "signal"
+		return step{}, e.interrupted(iter, story, attempt, cp, end)
+	}
+	backup, rerr := e.rollback(ctx, story, attempt, out)
+	end.Backup, end.Source, end.Command, end.Detail = backup, out.source, out.command, out.detail
+	end.Output = session.Tail(out.output, 4<<10)
+	if rerr != nil {
+		end.Outcome = "failed"
+		_ = r.led.record(end, true)
+		return step{}, rerr
+	}
+	if lim := out.limit; lim != nil {
+		end.Outcome = "limit"
+		if err := r.led.record(end, true); err != nil {
+			return step{}, err
+		}
+		e.log(iter, story, attempt, "usage limit", out, backup, time.Since(started))
+		e.disp.printf("⏸ %s hit a usage limit: %s; rolled back%s (not counted as a failed attempt)", story.ID, lim.Message, backupNote(backup))
+		e.event("usage_limit", map[string]any{"story": story.ID, "message": lim.Message, "reset": lim.Reset})
+		return step{limit: lim, story: story.ID}, nil
+	}
+	end.Outcome = "failed"
+	r.setLast("failed: " + out.source)
+	if err := r.led.record(end, true); err != nil {
+		return step{}, err
+	}
+	_ = session.AppendFailure(r.st, session.Failure{
+		Time: time.Now().UTC(), Story: story.ID, Iteration: iter, Source: out.source,
+		Command: out.command, Output: session.Tail(out.output, 4<<10), Rollback: backup,
+	})
+	e.log(iter, story, attempt, "failed ("+out.source+")", out, backup, time.Since(started))
+	e.disp.printf("✘ %s failed: %s; rolled back%s", story.ID, out.detail, backupNote(backup))
+	if why := finalCondition(out); why != "" {
+		return step{}, &FinalError{Reason: why}
+	}
+	if n := r.led.failed(story.ID); n > r.opts.Retries {
+		e.disp.printf("  skipping %s after %d failed attempts", story.ID, n)
+		e.event("story_skipped", map[string]any{"story": story.ID, "attempts": n})
+		return step{skipped: true}, nil
+	}
+	if why := r.led.storyOver(story.ID); why != "" {
+		e.disp.printf("  skipping %s: %s", story.ID, why)
+		e.event("story_skipped", map[string]any{"story": story.ID, "budget": why})
+		return step{skipped: true}, nil
+	}
+	return step{}, nil
+}
+
+// run1 runs the agent and the gate, and commits on success.
+func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt string) outcome {
+	r := e.run
+	env := append(os.Environ(),
+		checkpoint.SessionEnv+"="+e.session,
+		"WIGGUM_STORY="+story.ID,
+		"WIGGUM_ITERATION="+strconv.Itoa(iter),
+		session.EventLogEnv+"="+r.st.Path(checkpoint.RuntimeDir+"/"+session.EventFile),
+	)
+	obs := e.observe(iter, story.ID)
+	defer obs.close()
+	hold := e.lock.Dup()
+	res, err := agent.Run(ctx, r.opts.Agent, agent.Options{
+		Dir: e.st.Repo.Root, Env: env, Prompt: prompt,
+		Timeout: r.opts.Timeout, IdleTimeout: r.opts.IdleTimeout, Grace: r.opts.Grace, Hold: hold,
+		Line: obs.line, Event: obs.event,
+	})
+	if hold != nil {
+		hold.Close()
+	}
+	cmd := strings.Join(r.opts.Agent.Argv, " ")
+	if err != nil {
+		return outcome{source: "agent", command: cmd, detail: err.Error(), output: err.Error()}
+	}
+	o := outcome{source: "agent", command: cmd, output: res.Output, res: res}
+	switch {
+	case res.Limit != nil:
+		o.source, o.detail, o.limit = "limit", res.Limit.Message, res.Limit
+		return o
+	case res.Stopped == agent.StopTimeout:
+		o.source, o.detail = "timeout", fmt.Sprintf("the agent ran longer than --timeout %s and was stopped", r.opts.Timeout)
+		return o
+	case res.Stopped == agent.StopIdle:
+		o.source, o.detail = "idle", fmt.Sprintf("the agent printed nothing for --idle-timeout %s and was stopped", r.opts.IdleTimeout)
+		return o
+	case res.Stopped != "" || ctx.Err() != nil:
+		o.source, o.detail = "stop", "interrupted"
+		return o
+	case res.ExitCode != 0:
+		o.detail = fmt.Sprintf("the agent exited with status %d", res.ExitCode)
+		return o
+	}
+	if r.opts.TestCmd != "" {
+		e.disp.printf("  gate: %s", r.opts.TestCmd)
+		gate, err := agent.Run(ctx, agent.Profile{Name: "gate", Argv: []string{"sh", "-c", r.opts.TestCmd}}, agent.Options{
+			Dir: e.st.Repo.Root, Env: env, Timeout: r.opts.Timeout, Grace: r.opts.Grace,
+			Line: obs.line,
+		})
+		if err != nil {
+			return outcome{source: "gate", command: r.opts.TestCmd, detail: err.Error(), output: err.Error(), res: res}
+		}
+		if ctx.Err() != nil {
+			return outcome{source: "stop", detail: "interrupted", res: res}
+		}
+		if gate.ExitCode != 0 || gate.Stopped != "" {
+			detail := fmt.Sprintf("--test-cmd exited with status %d", gate.ExitCode)
+			if gate.Stopped == agent.StopTimeout {
+				detail = "--test-cmd ran longer than --timeout"
+			}
+			return outcome{source: "gate", command: r.opts.TestCmd, output: gate.Output, detail: detail, res: res}
+		}
+	}
+	// From here on the iteration completes even if a signal arrives: a
+	// half-made commit helps nobody.
+	cctx := context.WithoutCancel(ctx)
+	sha, err := e.commitWork(cctx, story)
+	if err != nil {
+		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
+	}
+	return outcome{ok: true, commit: sha, res: res}
+}
+
+// commitWork commits the attempt's work; in the main tree the story's tick
+// goes into the same commit (one commit per story), unless the plan is
+// ignored or was dirty before the run, when the tick stays in the file.
+func (e *executor) commitWork(ctx context.Context, story *plan.Story) (string, error) {
+	if e.tick == nil {
+		return e.commit.commitAll(ctx, commitMessage(story))
+	}
+	if err := e.tick(story); err != nil {
+		return "", fmt.Errorf("mark %s done: %w", story.ID, err)
+	}
+	sha, err := e.commit.commitAll(ctx, commitMessage(story))
+	if err == nil && !e.run.tickInTree() {
+		_, _ = e.run.commitTick(ctx, story)
+	}
+	return sha, err
+}
+
+// rollback returns the tree to the attempt's checkpoint. A refusal stops
+// the run: someone else changed the repository, and the loop must not
+// carry on over their work.
+func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int, out outcome) (string, error) {
+	res, err := e.st.Rollback(context.WithoutCancel(ctx), checkpoint.RollbackOptions{
+		Session: e.session,
+		Reason:  fmt.Sprintf("%s attempt %d: %s", story.ID, attempt, out.detail),
+	})
+	if err != nil {
+		var refused *checkpoint.RefusedError
+		if errors.As(err, &refused) {
+			e.run.event("rollback_refused", map[string]any{"story": story.ID, "reason": refused.Reason})
+			return "", fmt.Errorf("run: %s failed (%s) and its rollback was refused, so the loop stops: %w", story.ID, out.detail, err)
+		}
+		return "", fmt.Errorf("run: roll back %s: %w", story.ID, err)
+	}
+	if res.BackupRef != "" {
+		e.run.addBackup(res.BackupRef)
+	}
+	return res.BackupRef, nil
+}
+
+// interrupted rolls back the unfinished attempt if that is safe, and
+// reports what it left.
+func (e *executor) interrupted(iter int, story *plan.Story, attempt int, cp *checkpoint.Checkpoint, end journalRec) error {
+	ctx := context.Background()
+	res, err := e.st.Rollback(ctx, checkpoint.RollbackOptions{Session: e.session, Reason: fmt.Sprintf("%s interrupted in iteration %d", story.ID, iter)})
+	switch {
+	case err != nil:
+		e.disp.printf("interrupted; the unfinished iteration was left as it is (%v). Checkpoint: %.12s", err, cp.Head)
+	case res.NothingToDo:
+		e.disp.printf("interrupted; nothing to roll back")
+	default:
+		e.run.addBackup(res.BackupRef)
+		end.Backup = res.BackupRef
+		e.disp.printf("interrupted; rolled back the unfinished iteration, its work is saved in %s", res.BackupRef)
+	}
+	if err == nil {
+		_ = e.run.led.record(end, true)
+	}
+	e.run.setLast("interrupted")
+	e.event("interrupted", map[string]any{"iteration": iter, "story": story.ID})
+	e.log(iter, story, attempt, "interrupted", outcome{}, end.Backup, 0)
+	return context.Canceled
+}
+
+func (e *executor) log(iter int, story *plan.Story, attempt int, result string, out outcome, backup string, took time.Duration) {
+	e.run.logIteration(iter, story, attempt, result, out, backup, took, e.attemptStarted, e.worker)
+}
+
+// event records an event of this executor's attempt, naming its worker.
+func (e *executor) event(name string, fields map[string]any) {
+	if e.worker > 0 {
+		fields["worker"] = e.worker
+	}
+	e.run.event(name, fields)
+}
+
+func (e *executor) prompt(iter int, story *plan.Story) (string, error) {
+	r := e.run
+	all, err := session.Failures(r.st, story.ID)
+	if err != nil {
+		return "", err
+	}
+	if e.st != r.st {
+		// A parallel worker's agent hooks record test failures in its
+		// worktree; the loop records its own in the main tree.
+		own, err := session.Failures(e.st, story.ID)
+		if err != nil {
+			return "", err
+		}
+		all = append(all, own...)
+		sort.SliceStable(all, func(i, j int) bool { return all[i].Time.Before(all[j].Time) })
+	}
+	// Only this run's failures (a resumed run's included): an old run's
+	// may describe code long gone.
+	since := r.started
+	if !r.led.first.IsZero() && r.led.first.Before(since) {
+		since = r.led.first
+	}
+	var fails []session.Failure
+	for _, f := range all {
+		if !f.Time.Before(since) {
+			fails = append(fails, f)
+		}
+	}
+	failCtx := ""
+	if n := len(fails); n > 0 {
+		f := fails[n-1]
+		var b strings.Builder
+		fmt.Fprintf(&b, "## The previous attempt at this story failed\n\n")
+		if f.Source == "interrupted" {
+			b.WriteString("It was interrupted: wiggum was killed while the agent worked.")
+		} else {
+			fmt.Fprintf(&b, "Iteration %d failed (%s", f.Iteration, f.Source)
+			if f.Command != "" {
+				fmt.Fprintf(&b, ": %s", f.Command)
+			}
+			b.WriteString(").")
+		}
+		if f.Rollback != "" {
+			fmt.Fprintf(&b, " Its changes were rolled back and saved in %s (inspect with `git show %s`).", f.Rollback, f.Rollback)
+		}
+		if out := strings.TrimSpace(f.Output); out != "" && f.Source != "interrupted" {
+			fmt.Fprintf(&b, "\n\nEnd of its output:\n```\n%s\n```", out)
+		}
+		b.WriteString("\n\nAvoid repeating that failure.")
+		failCtx = b.String()
+	}
+	return Render(r.opts.Prompt, Vars{
+		StoryID: story.ID, StoryTitle: story.Title, Story: storyText(story),
+		PlanPath: r.planRel, ProgressPath: relPath(e.st.Repo.Root, r.logPath),
+		Iteration: iter, FailureContext: failCtx,
+	}), nil
+}
+
+func (e *executor) writeRun(iter int, story *plan.Story, storyStarted time.Time) error {
+	r := e.run
+	return session.WriteRun(e.st, session.Run{
+		PID: os.Getpid(), Session: e.session, Plan: r.planRel, Story: story.ID, StoryTitle: story.Title,
+		Iteration: iter, Policy: r.opts.Policy, Started: r.started.UTC(), StoryStarted: storyStarted.UTC(),
+		LastOutcome: r.lastOutcome(),
+	})
+}
+
+func (r *run) addBackup(ref string) {
+	r.sumMu.Lock()
+	r.sum.Backups = append(r.sum.Backups, ref)
+	r.sumMu.Unlock()
+}
+
+func (r *run) addCompleted(id string) {
+	r.sumMu.Lock()
+	r.sum.Completed = append(r.sum.Completed, id)
+	r.sumMu.Unlock()
+}
+
+func (r *run) setLast(s string) {
+	r.sumMu.Lock()
+	r.last = s
+	r.sumMu.Unlock()
+}
+
+func (r *run) lastOutcome() string {
+	r.sumMu.Lock()
+	defer r.sumMu.Unlock()
+	return r.last
+}
+
+// FinalError is an agent account condition no wait will fix - a spending
+// cap reached, the account disabled, its credentials revoked: the run stops
+// (exit 1) and says so.
+type FinalError struct{ Reason string }
+
+func (e *FinalError) Error() string {
+	return "run: stopped: " + e.Reason + "; no retry or wait can fix this - fix the agent's account, then run again to resume"
+}
+
+var (
+	// Texts agents print when their account cannot go on at all.
+	finalText = lazyre.New(`(?i)(spend(ing)?[ _-]cap|spending limit (has been )?reached|credit balance is too low|account (has been |is )?(disabled|suspended|deactivated)|(api key|token|credentials?|oauth token|authentication)[^\n]{0,40}(revoked|invalid|expired)|invalid[ _]api[ _]key|permission_denied.*billing)`)
+	// A usage or rate limit as Codex (HTTP 429, "rate limit") and Gemini
+	// (429 RESOURCE_EXHAUSTED, quota) print it in plain output.
+	limitOut = lazyre.New(`(?i)(\b429\b[^\n]{0,80}(too many requests|rate.?limit|resource_exhausted|quota)|resource_exhausted|rate limit (exceeded|reached)|quota exceeded|usage limit)`)
+	// "try again in 20s", "retry in 37.5s", "retryDelay": "12s"
+	retryIn = lazyre.New(`(?i)(?:try again in|retry in|retryDelay"?:\s*"?)\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|sec|seconds|m|min|minutes|h|hours)\b`)
+)
+
+// finalCondition says why a failed attempt means the account cannot go on.
+func finalCondition(o outcome) string {
+	if m := finalText().FindString(o.output); m != "" {
+		return "the agent says: " + m
+	}
+	return ""
+}
+
+// limitIn finds a usage limit in a failed attempt's output that the
+// agent's stream did not report (plain-text agents: Codex, Gemini).
+func limitIn(o outcome) *agent.Limit {
+	if o.res == nil || o.source != "agent" || finalCondition(o) != "" {
+		return nil
+	}
+	tail := session.Tail(o.output, 16<<10)
+	m := limitOut().FindString(tail)
+	if m == "" {
+		return nil
+	}
+	lim := &agent.Limit{Message: "usage limit: " + strings.TrimSpace(m)}
+	if d := retryIn().FindStringSubmatch(tail); d != nil {
+		v, _ := strconv.ParseFloat(d[1], 64)
+		unit := map[string]time.Duration{"ms": time.Millisecond, "s": time.Second, "sec": time.Second, "seconds": time.Second,
+			"m": time.Minute, "min": time.Minute, "minutes": time.Minute, "h": time.Hour, "hours": time.Hour}[strings.ToLower(d[2])]
+		lim.Reset = time.Now().Add(time.Duration(v * float64(unit)))
+	}
+	return lim
+}

@@ -1,0 +1,226 @@
+package loop
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/statefile"
+)
+
+// JournalFile is the run journal, in the runtime directory. It is an
+// append-only log rather than a state file rewritten whole: each record is
+// one line (JSON, a tab, the CRC-32C of the JSON) written with a single
+// write and fsynced before the loop acts on what it records, so a record
+// costs the same at story 10 and story 10,000 and a crash can only ever cut
+// the last line short - which the next reader recognises by its missing
+// newline or checksum and drops. A damaged line anywhere else makes the
+// journal corrupt: a *statefile.CorruptError naming the file, never "no run".
+const JournalFile = "run-journal.jsonl"
+
+// journalRec is one journal line. T is the kind:
+//
+//	run    a run (or a resumed run) started: plan, session, budgets
+//	start  an attempt at a story started (in a worktree, for a worker)
+//	end    an attempt ended: outcome, cost, tokens, backup, failure context
+//	merge  a worker's branch landed in the target (with the plan tick)
+//	drop   a story the plan no longer has was dropped on resume
+//	close  the run ended by itself; the next run starts afresh
+type journalRec struct {
+	T       string    `json:"t"`
+	Time    time.Time `json:"time"`
+	Story   string    `json:"story,omitempty"`
+	Attempt int       `json:"attempt,omitempty"`
+	Iter    int       `json:"iter,omitempty"`
+
+	// run
+	Plan         string  `json:"plan,omitempty"`
+	Session      string  `json:"session,omitempty"`
+	PID          int     `json:"pid,omitempty"`
+	Workers      int     `json:"workers,omitempty"`
+	MaxCost      float64 `json:"max_cost,omitempty"`
+	MaxStoryCost float64 `json:"max_story_cost,omitempty"`
+
+	// start
+	Worktree string `json:"worktree,omitempty"`
+	Branch   string `json:"branch,omitempty"`
+
+	// end
+	Outcome string  `json:"outcome,omitempty"` // done, failed, limit, interrupted
+	Source  string  `json:"source,omitempty"`
+	Command string  `json:"command,omitempty"`
+	Detail  string  `json:"detail,omitempty"`
+	Output  string  `json:"output,omitempty"` // tail, for the retry prompt
+	Commit  string  `json:"commit,omitempty"`
+	Backup  string  `json:"backup,omitempty"`
+	Cost    float64 `json:"cost_usd,omitempty"`
+	In      int     `json:"input_tokens,omitempty"`
+	Out     int     `json:"output_tokens,omitempty"`
+
+	// drop, close
+	Note string `json:"note,omitempty"`
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func encodeRec(r journalRec) ([]byte, error) {
+	js, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	line := make([]byte, 0, len(js)+10)
+	line = append(line, js...)
+	line = append(line, '\t')
+	line = append(line, fmt.Sprintf("%08x", crc32.Checksum(js, castagnoli))...)
+	return append(line, '\n'), nil
+}
+
+// decodeLine checks and decodes one line (without its newline).
+func decodeLine(line []byte) (journalRec, error) {
+	var r journalRec
+	i := bytes.LastIndexByte(line, '\t')
+	if i < 0 {
+		return r, errors.New("no checksum")
+	}
+	sum, err := strconv.ParseUint(string(line[i+1:]), 16, 32)
+	if err != nil || len(line)-i-1 != 8 {
+		return r, errors.New("bad checksum field")
+	}
+	if crc32.Checksum(line[:i], castagnoli) != uint32(sum) {
+		return r, errors.New("checksum mismatch")
+	}
+	if err := json.Unmarshal(line[:i], &r); err != nil {
+		return r, err
+	}
+	if r.T == "" {
+		return r, errors.New("record without a kind")
+	}
+	return r, nil
+}
+
+// readJournal returns the records of path and the length of its intact
+// prefix. A missing file is no records; a torn last line is dropped (torn
+// reports it); damage before the last line is a *statefile.CorruptError.
+func readJournal(path string) (recs []journalRec, good int64, torn bool, err error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, false, nil
+	}
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("run journal: %w", err)
+	}
+	if len(data) == 0 {
+		return nil, 0, false, &statefile.CorruptError{Path: path, Err: errors.New("the run journal is empty (a run journal always starts with its run record)")}
+	}
+	off := 0
+	for n := 1; off < len(data); n++ {
+		end := bytes.IndexByte(data[off:], '\n')
+		if end < 0 {
+			// Cut short by a crash mid-write: that record was never
+			// acted on.
+			return recs, int64(off), true, nil
+		}
+		line := data[off : off+end]
+		r, derr := decodeLine(line)
+		if derr != nil {
+			if off+end+1 == len(data) && n > 1 && tornTail(line) {
+				return recs, int64(off), true, nil
+			}
+			return nil, 0, false, &statefile.CorruptError{Path: path, Err: fmt.Errorf("line %d: %w", n, derr)}
+		}
+		if n == 1 && r.T != "run" {
+			return nil, 0, false, &statefile.CorruptError{Path: path, Err: fmt.Errorf("line 1 is a %q record, not the run record", r.T)}
+		}
+		recs = append(recs, r)
+		off += end + 1
+	}
+	return recs, int64(off), false, nil
+}
+
+// tornTail reports whether a damaged last line looks like a write that a
+// crash cut short and the file system padded (zeros), rather than an edit.
+func tornTail(line []byte) bool {
+	i := bytes.IndexByte(line, 0)
+	return i >= 0
+}
+
+// journal appends records to the run journal; safe for concurrent workers.
+type journal struct {
+	mu   sync.Mutex
+	path string
+	f    *os.File
+	// sync: fsync each record. Off only in tests of the format.
+	sync bool
+}
+
+// openJournal opens path for appending, cutting off a torn tail first so
+// the next record starts on a line of its own.
+func openJournal(path string, good int64) (*journal, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("run journal: %w", err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() != good {
+		if err := f.Truncate(good); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("run journal: drop the torn last record: %w", err)
+		}
+	}
+	if _, err := f.Seek(good, 0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("run journal: %w", err)
+	}
+	return &journal{path: path, f: f, sync: true}, nil
+}
+
+// add appends r; durable says whether the loop is about to act on it
+// (fsync) or it only informs (written, flushed by the kernel in time).
+func (j *journal) add(r journalRec, durable bool) error {
+	if r.Time.IsZero() {
+		r.Time = time.Now().UTC()
+	}
+	line, err := encodeRec(r)
+	if err != nil {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, err := j.f.Write(line); err != nil {
+		return fmt.Errorf("run journal %s: %w", j.path, err)
+	}
+	if durable && j.sync {
+		if err := j.f.Sync(); err != nil {
+			return fmt.Errorf("run journal %s: %w", j.path, err)
+		}
+	}
+	return nil
+}
+
+func (j *journal) close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.f.Close()
+}
+
+// rewrite replaces the journal with recs (compaction on resume), atomically.
+func rewriteJournal(path string, recs []journalRec) (int64, error) {
+	var buf bytes.Buffer
+	for _, r := range recs {
+		line, err := encodeRec(r)
+		if err != nil {
+			return 0, err
+		}
+		buf.Write(line)
+	}
+	if err := statefile.Write(path, buf.Bytes()); err != nil {
+		return 0, fmt.Errorf("run journal: %w", err)
+	}
+	return int64(buf.Len()), nil
+}

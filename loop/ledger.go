@@ -1,0 +1,168 @@
+package loop
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ledger is what the run knows about its stories and its spending, kept in
+// the run journal so that a resumed run carries on with the same counts:
+// failed attempts, cost and tokens per story and for the run, the budgets.
+// Safe for concurrent workers.
+type ledger struct {
+	mu      sync.Mutex
+	j       *journal
+	stories map[string]*storyBook
+	spent   float64
+	in, out int
+	// budgets in USD; 0 is none.
+	maxCost, maxStoryCost float64
+	// first is when the run first started: failures recorded since then
+	// are this run's, and carry over into a resumed run's prompts.
+	first time.Time
+	// open: attempts started and never ended (a killed run's), by story.
+	open map[string]journalRec
+	// merged: the stories whose landing a worker recorded, with the
+	// target's commit.
+	merged map[string]string
+}
+
+// storyBook is one story's account.
+type storyBook struct {
+	failed      int // attempts that count against --retries
+	interrupted int // attempts cut short by a kill, a signal or a usage limit
+	cost        float64
+	in, out     int
+	done        bool
+}
+
+func newLedger() *ledger {
+	return &ledger{stories: map[string]*storyBook{}, open: map[string]journalRec{}, merged: map[string]string{}}
+}
+
+func (l *ledger) book(id string) *storyBook {
+	b := l.stories[id]
+	if b == nil {
+		b = &storyBook{}
+		l.stories[id] = b
+	}
+	return b
+}
+
+// replay applies one journal record.
+func (l *ledger) replay(r journalRec) {
+	switch r.T {
+	case "run":
+		if l.first.IsZero() {
+			l.first = r.Time
+		}
+		l.maxCost, l.maxStoryCost = r.MaxCost, r.MaxStoryCost
+	case "start":
+		l.open[r.Story] = r
+	case "end":
+		delete(l.open, r.Story)
+		b := l.book(r.Story)
+		b.cost += r.Cost
+		b.in += r.In
+		b.out += r.Out
+		l.spent += r.Cost
+		l.in += r.In
+		l.out += r.Out
+		switch r.Outcome {
+		case "done":
+			b.done = true
+		case "failed":
+			b.failed++
+		default:
+			b.interrupted++
+		}
+	case "merge":
+		l.merged[r.Story] = r.Commit
+	case "drop":
+		delete(l.stories, r.Story)
+		delete(l.open, r.Story)
+		delete(l.merged, r.Story)
+	}
+}
+
+// record appends r to the journal and applies it.
+func (l *ledger) record(r journalRec, durable bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r.Time.IsZero() {
+		r.Time = time.Now().UTC()
+	}
+	if l.j != nil {
+		if err := l.j.add(r, durable); err != nil {
+			return err
+		}
+	}
+	l.replay(r)
+	return nil
+}
+
+// failed returns the failed attempts counted for story.
+func (l *ledger) failed(id string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b := l.stories[id]; b != nil {
+		return b.failed
+	}
+	return 0
+}
+
+// runOver says why the run's budget allows no new attempt, or "".
+func (l *ledger) runOver() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.maxCost > 0 && l.spent >= l.maxCost {
+		return fmt.Sprintf("the run spent %s, reaching --max-cost %s", usd(l.spent), usd(l.maxCost))
+	}
+	return ""
+}
+
+// storyOver says why story's budget allows no new attempt, or "".
+func (l *ledger) storyOver(id string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.stories[id]
+	if l.maxStoryCost > 0 && b != nil && b.cost >= l.maxStoryCost {
+		return fmt.Sprintf("%s spent %s, reaching --max-story-cost %s", id, usd(b.cost), usd(l.maxStoryCost))
+	}
+	return ""
+}
+
+// spending is the run's total, for messages.
+func (l *ledger) spending() (float64, int, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.spent, l.in, l.out
+}
+
+// openAttempts returns the attempts a killed run left unended, by story id.
+func (l *ledger) openAttempts() []journalRec {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]journalRec, 0, len(l.open))
+	for _, r := range l.open {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Story < out[j].Story })
+	return out
+}
+
+func usd(v float64) string { return fmt.Sprintf("$%.2f", v) }
+
+// budgetNote describes spending against the budgets, for stop messages.
+func (l *ledger) budgetNote() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	parts := []string{"spent " + usd(l.spent)}
+	if l.maxCost > 0 {
+		parts = append(parts, fmt.Sprintf("%s of --max-cost %s left", usd(max(0, l.maxCost-l.spent)), usd(l.maxCost)))
+	}
+	return strings.Join(parts, ", ")
+}

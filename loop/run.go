@@ -1,0 +1,512 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/worktree"
+)
+
+// run is what the serial and the parallel driver share: the main tree and
+// its agent lock, the plan, the journal-backed ledger, the records, and the
+// usage-limit gate every worker waits at.
+type run struct {
+	st      *checkpoint.State // the main tree
+	opts    Options
+	lock    *checkpoint.Lock
+	session string
+	disp    *display
+	commit  *committer // the main tree's
+	planRel string
+	// planIgnored: git ignores the plan, so ticks are never committed.
+	planIgnored bool
+	started     time.Time
+	logPath     string
+	led         *ledger
+	gate        *gate
+	resumed     bool
+	sum         Summary
+	sumMu       sync.Mutex
+	last        string // the last attempt's outcome, for run.json
+}
+
+// open takes the agent lock and sets up the run: its journal (resuming a
+// killed run's), then what a killed run left behind is saved and cleaned,
+// then the preflight checks.
+func open(ctx context.Context, st *checkpoint.State, opts Options, disp *display) (*run, error) {
+	lock, err := st.Acquire(ctx, checkpoint.AcquireOptions{Command: opts.Command})
+	if err != nil {
+		return nil, err
+	}
+	r := &run{
+		st: st, opts: opts, lock: lock, session: lock.Holder.Session,
+		disp: disp, started: time.Now(), led: newLedger(), gate: &gate{},
+		planRel: relPath(st.Repo.Root, opts.Plan.Path()),
+	}
+	if err := r.setup(ctx); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *run) setup(ctx context.Context) error {
+	var err error
+	if r.logPath, err = r.st.Runtime(ProgressFile); err != nil {
+		return err
+	}
+	if err := r.openJournal(); err != nil {
+		return err
+	}
+	if err := r.recover(ctx); err != nil {
+		return err
+	}
+	if err := r.preflight(ctx); err != nil {
+		return err
+	}
+	if r.opts.MaxIter == 0 {
+		r.opts.MaxIter = r.defaultMaxIter()
+	}
+	return nil
+}
+
+func (r *run) close() {
+	if r.led.j != nil {
+		_ = r.led.j.close()
+	}
+	_ = r.lock.Release()
+}
+
+// defaultMaxIter allows every open story its remaining attempts.
+func (r *run) defaultMaxIter() int {
+	stories, err := r.opts.Plan.Stories()
+	if err != nil {
+		return MaxIterationsLimit
+	}
+	n := 0
+	for _, s := range stories {
+		if !s.Done {
+			n += max(1, r.opts.Retries+1-r.led.failed(s.ID))
+		}
+	}
+	return min(max(n, 1), MaxIterationsLimit)
+}
+
+// openJournal reads the run journal: an open one (its run was killed or
+// interrupted) is resumed when it is this plan's; a closed or missing one
+// starts a new run. A damaged journal is an error naming the file.
+func (r *run) openJournal() error {
+	path, err := r.st.Runtime(JournalFile)
+	if err != nil {
+		return err
+	}
+	recs, good, torn, err := readJournal(path)
+	if err != nil {
+		return err
+	}
+	open := len(recs) > 0 && recs[len(recs)-1].T != "close"
+	if open && recs[0].Plan != r.planRel && !r.opts.Fresh {
+		return exitcode.BadInput("run: %s records an interrupted run of the plan %s; resume it with the same plan (wiggum run --plan %s), or pass --fresh to start over with %s", relPath(r.st.Repo.Root, path), recs[0].Plan, recs[0].Plan, r.planRel)
+	}
+	if open && recs[0].Plan == r.planRel {
+		for _, rec := range recs {
+			r.led.replay(rec)
+		}
+		r.resumed = true
+	} else {
+		recs, torn = nil, false
+		if good, err = rewriteJournal(path, nil); err != nil {
+			return err
+		}
+	}
+	if r.led.j, err = openJournal(path, good); err != nil {
+		return err
+	}
+	if torn {
+		r.disp.printf("the run journal's last record was cut short by the crash and is dropped (%s)", relPath(r.st.Repo.Root, path))
+	}
+	if r.opts.MaxCost == 0 {
+		r.opts.MaxCost = r.led.maxCost
+	}
+	if r.opts.MaxStoryCost == 0 {
+		r.opts.MaxStoryCost = r.led.maxStoryCost
+	}
+	if r.resumed {
+		spent, _, _ := r.led.spending()
+		r.disp.printf("resuming the interrupted run of %s (started %s; %s spent so far)", r.planRel, r.led.first.Local().Format("Jan 2 15:04"), usd(spent))
+	}
+	return r.led.record(journalRec{T: "run", Plan: r.planRel, Session: r.session, PID: os.Getpid(), Workers: max(r.opts.Workers, 1),
+		MaxCost: r.opts.MaxCost, MaxStoryCost: r.opts.MaxStoryCost}, true)
+}
+
+// recover saves and cleans what a killed run left: its unfinished attempt
+// in the main tree (rolled back to that attempt's checkpoint, saved first),
+// its worktrees and branches (saved, then removed; a branch it had already
+// merged lands its story), and stories the plan no longer has.
+func (r *run) recover(ctx context.Context) error {
+	stories, err := r.opts.Plan.Stories()
+	if err != nil {
+		return err
+	}
+	inPlan := make(map[string]*plan.Story, len(stories))
+	for i := range stories {
+		inPlan[stories[i].ID] = &stories[i]
+	}
+	if r.resumed {
+		r.led.mu.Lock()
+		var gone []string
+		for id := range r.led.stories {
+			if inPlan[id] == nil {
+				gone = append(gone, id)
+			}
+		}
+		for id := range r.led.open {
+			if inPlan[id] == nil && r.led.stories[id] == nil {
+				gone = append(gone, id)
+			}
+		}
+		r.led.mu.Unlock()
+		for _, id := range gone {
+			note := "no longer in the plan: dropped from the run (its spending stays in the run's total)"
+			if err := r.led.record(journalRec{T: "drop", Story: id, Note: note}, false); err != nil {
+				return err
+			}
+			r.disp.printf("%s is %s", id, note)
+		}
+	}
+	if err := r.recoverMain(ctx, inPlan); err != nil {
+		return err
+	}
+	target, _ := r.st.Repo.Branch(ctx)
+	recl, err := worktree.Reclaim(ctx, r.st.Repo, target)
+	if err != nil {
+		return fmt.Errorf("run: clean up the worktrees a killed run left: %w", err)
+	}
+	for _, rc := range recl {
+		if rc.Live {
+			return fmt.Errorf("run: the worktree %s is leased by a live process; stop it first (wiggum worktree list)", rc.Story)
+		}
+		s := inPlan[rc.Story]
+		switch {
+		case rc.Merged && s != nil && !s.Done:
+			// The killed run merged the branch and died before ticking
+			// the story: land it now, never merge it again.
+			if err := r.opts.Plan.MarkDone(s.ID); err != nil {
+				return err
+			}
+			if _, err := r.commitTick(ctx, s); err != nil {
+				return fmt.Errorf("run: tick %s, whose branch a killed run merged: %w", s.ID, err)
+			}
+			_ = r.led.record(journalRec{T: "end", Story: s.ID, Outcome: "done", Note: "merged by the killed run"}, true)
+			r.disp.printf("%s: its branch was merged before the crash; ticked it", s.ID)
+		case rc.Backup != "":
+			r.disp.printf("%s: the killed run's worktree is saved in %s and removed", rc.Story, rc.Backup)
+			if s != nil && !s.Done {
+				r.interruptedAttempt(rc.Story, rc.Backup)
+			}
+		}
+	}
+	// Attempts left open with no worktree or tree to show for them.
+	for _, o := range r.led.openAttempts() {
+		_ = r.led.record(journalRec{T: "end", Story: o.Story, Attempt: o.Attempt, Outcome: "interrupted", Source: "crash"}, false)
+	}
+	return nil
+}
+
+// interruptedAttempt records a killed attempt: not a failure of the agent,
+// so it does not count against --retries, but the next prompt says where
+// its work is.
+func (r *run) interruptedAttempt(story, backup string) {
+	o := r.led.openAttempts()
+	attempt := 0
+	for _, a := range o {
+		if a.Story == story {
+			attempt = a.Attempt
+		}
+	}
+	_ = r.led.record(journalRec{T: "end", Story: story, Attempt: attempt, Outcome: "interrupted", Source: "crash", Backup: backup}, true)
+	_ = session.AppendFailure(r.st, session.Failure{
+		Time: time.Now().UTC(), Story: story, Source: "interrupted",
+		Output: "wiggum was killed during this attempt; what it had done is saved", Rollback: backup,
+	})
+}
+
+// recoverMain rolls back the main tree's unfinished attempt, when the
+// checkpoint on disk is that attempt's (same session, taken after the last
+// attempt ended). A story whose commit (work and tick) landed before the
+// kill is done, not rolled back.
+func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) error {
+	var open *journalRec
+	for _, o := range r.led.openAttempts() {
+		if o.Worktree == "" {
+			open = &o
+		}
+	}
+	if open == nil {
+		return nil
+	}
+	cp, err := r.st.Load()
+	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cp.Session != open.Session || cp.Head != open.Commit {
+		return nil
+	}
+	if s := inPlan[open.Story]; s != nil && s.Done {
+		dirty, err := r.st.Repo.OK(ctx, "diff", "--quiet", "HEAD", "--", r.planRel)
+		if err == nil && dirty {
+			head, _ := r.st.Repo.Line(ctx, "rev-parse", "--short", "HEAD")
+			return r.led.record(journalRec{T: "end", Story: open.Story, Attempt: open.Attempt, Outcome: "done", Commit: head, Note: "committed before the crash"}, true)
+		}
+	}
+	res, err := r.st.Rollback(ctx, checkpoint.RollbackOptions{Session: cp.Session, Reason: open.Story + " interrupted by a crash (attempt " + fmt.Sprint(open.Attempt) + ")"})
+	if err != nil {
+		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted: %w", open.Story, err)
+	}
+	if res.BackupRef != "" {
+		r.disp.printf("%s: rolled back the attempt a crash interrupted; its work is saved in %s", open.Story, res.BackupRef)
+	}
+	if inPlan[open.Story] != nil {
+		r.interruptedAttempt(open.Story, res.BackupRef)
+	}
+	return nil
+}
+
+// preflight refuses a tree the loop could not commit from safely, and
+// records what was dirty before the run so it is never committed.
+func (r *run) preflight(ctx context.Context) error {
+	repo := r.st.Repo
+	head, err := repo.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("run: read HEAD: %w", err)
+	}
+	if head == "" {
+		return exitcode.BadInput("run: the repository has no commits yet; commit something first")
+	}
+	if op := repo.InProgress(); op != "" {
+		return exitcode.BadInput("run: a %s is in progress; finish or abort it first", op)
+	}
+	if branch, err := repo.Branch(ctx); err != nil {
+		return fmt.Errorf("run: read branch: %w", err)
+	} else if branch == "" {
+		return exitcode.BadInput("run: HEAD is detached; switch to the branch the loop should commit to")
+	}
+	// Without an identity every commit would fail, after the agent's work.
+	if _, err := repo.Run(ctx, "var", "GIT_COMMITTER_IDENT"); err != nil {
+		return exitcode.BadInput("run: git does not know who commits here; set it with git config user.name and git config user.email")
+	}
+	ts, err := status(ctx, repo)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	if len(ts.paths) > 0 && !r.opts.AllowDirty {
+		return exitcode.BadInput("run: the working tree has uncommitted changes (%s); commit or stash them, or pass --allow-dirty to leave them out of every commit the loop makes", summarize(ts.paths, 5))
+	}
+	if len(ts.staged) > 0 {
+		return exitcode.BadInput("run: staged changes (%s) would end up in the loop's commits; commit them or unstage them (git restore --staged) first", summarize(ts.staged, 5))
+	}
+	env := []string{checkpoint.SessionEnv + "=" + r.session}
+	r.commit = newCommitter(repo, env, ts.paths)
+	if r.planIgnored, err = repo.OK(ctx, "check-ignore", "-q", "--", r.planRel); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	if r.planIgnored {
+		r.disp.printf("the plan %s is ignored by git: stories are ticked in the file, not committed", r.planRel)
+	}
+	if len(ts.paths) > 0 {
+		r.disp.printf("leaving %d pre-existing change(s) out of every commit: %s", len(ts.paths), summarize(ts.paths, 5))
+	}
+	return nil
+}
+
+// commitTick commits the plan after story was ticked in it, unless git
+// ignores the plan or it was dirty before the run.
+func (r *run) commitTick(ctx context.Context, story *plan.Story) (string, error) {
+	if r.commit == nil {
+		// During recovery, before preflight: the tree was clean apart
+		// from what recovery itself put back.
+		r.commit = newCommitter(r.st.Repo, []string{checkpoint.SessionEnv + "=" + r.session}, nil)
+		defer func() { r.commit = nil }()
+	}
+	switch {
+	case r.planIgnored:
+		return "", nil
+	case r.commit.keepM[r.planRel]:
+		r.disp.printf("  the plan %s had uncommitted changes before the run; marked %s done there but left it out of the commit", r.planRel, story.ID)
+		return "", nil
+	}
+	return r.commit.commitPath(ctx, story.ID+": mark done", r.planRel, r.opts.Plan.Kind() == "issues")
+}
+
+// tickInTree says whether the story's tick goes into the commit with its
+// work (the plan is tracked and was clean before the run).
+func (r *run) tickInTree() bool {
+	return !r.planIgnored && !r.commit.keepM[r.planRel]
+}
+
+func (r *run) event(name string, fields map[string]any) {
+	fields["session"] = r.session
+	_ = session.AppendEvent(r.st, name, fields)
+}
+
+func (r *run) begin(workers int) {
+	w := ""
+	if workers > 1 {
+		w = fmt.Sprintf(" · %d workers", workers)
+	}
+	resumed := ""
+	if r.resumed {
+		resumed = " · resumed"
+	}
+	appendLine(r.logPath, fmt.Sprintf("\n## run %s · plan %s · agent %s%s%s", r.started.UTC().Format(time.RFC3339), r.planRel, strings.Join(r.opts.Agent.Argv, " "), w, resumed))
+	fields := map[string]any{"plan": r.planRel, "agent": r.opts.Agent.Argv, "pid": os.Getpid(), "resumed": r.resumed}
+	if workers > 1 {
+		fields["workers"] = workers
+	}
+	r.event("run_start", planCounts(r.opts.Plan, fields))
+}
+
+// finish reports the run's end and closes its journal when the run ended
+// by itself; a run stopped by a signal or a usage limit stays open, to be
+// resumed.
+func (r *run) finish(err error) {
+	spent, _, _ := r.led.spending()
+	r.sum.Spent = spent
+	r.sum.Resumed = r.resumed
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d iteration(s): %d story(ies) done", r.sum.Iterations, len(r.sum.Completed))
+	if len(r.sum.Skipped) > 0 {
+		fmt.Fprintf(&b, ", %d skipped (%s)", len(r.sum.Skipped), strings.Join(r.sum.Skipped, ", "))
+	}
+	fmt.Fprintf(&b, ", %d open", r.sum.Left)
+	if spent > 0 {
+		fmt.Fprintf(&b, "; %s", r.led.budgetNote())
+	}
+	if len(r.sum.Backups) > 0 {
+		fmt.Fprintf(&b, "; rolled-back attempts saved in %s (wiggum recover)", strings.Join(r.sum.Backups, ", "))
+	}
+	r.disp.printf("%s", b.String())
+	fields := map[string]any{"iterations": r.sum.Iterations, "completed": r.sum.Completed, "skipped": r.sum.Skipped, "open": r.sum.Left, "cost_usd": spent}
+	if err != nil {
+		fields["error"] = err.Error()
+	}
+	r.event("run_end", fields)
+	var lim *limitStop
+	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) {
+		_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
+	}
+	_ = session.ClearRun(r.st)
+}
+
+func closeNote(err error) string {
+	if err == nil {
+		return "done"
+	}
+	return err.Error()
+}
+
+func (r *run) logIteration(iter int, story *plan.Story, attempt int, result string, out outcome, backup string, took time.Duration, started time.Time, worker int) {
+	// One event per iteration: run.json says what is running now, so the
+	// log records only finished iterations (each append is an fsync).
+	fields := map[string]any{"iteration": iter, "story": story.ID, "title": story.Title, "attempt": attempt,
+		"outcome": result, "duration_ms": took.Milliseconds(), "started": started.UTC().Format(time.RFC3339Nano)}
+	if worker > 0 {
+		fields["worker"] = worker
+	}
+	line := fmt.Sprintf("- %s iteration %d · %s · %s · %s", time.Now().UTC().Format(time.RFC3339), iter, story.ID, result, took.Round(10*time.Millisecond))
+	if out.commit != "" {
+		fields["commit"] = out.commit
+		line += " · commit " + out.commit
+	}
+	if backup != "" {
+		fields["backup"] = backup
+		line += " · backup " + backup
+	}
+	if out.res != nil && out.res.Usage.CostUSD+float64(out.res.Usage.InputTokens+out.res.Usage.OutputTokens) > 0 {
+		u := out.res.Usage
+		fields["cost_usd"], fields["input_tokens"], fields["output_tokens"] = u.CostUSD, u.InputTokens, u.OutputTokens
+		line += " · " + u.String()
+	}
+	if out.detail != "" && !out.ok {
+		line += " · " + out.detail
+	}
+	r.event("iteration_end", fields)
+	appendLine(r.logPath, line)
+}
+
+// gate is the run's usage-limit pause: when any attempt reports a limit,
+// no worker starts another until the reset.
+type gate struct {
+	mu     sync.Mutex
+	until  time.Time
+	leader bool // someone is showing the countdown
+}
+
+// pause closes the gate until reset (plus jitter, so many runs do not all
+// return at once), or for a fixed back-off when the reset is unknown. It
+// reports the time and whether the caller leads the wait.
+func (g *gate) pause(reset time.Time) (time.Time, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if reset.IsZero() {
+		reset = time.Now().Add(unknownResetWait)
+	}
+	// Jitter: a tenth of the wait, at most limitJitter.
+	jitter := min(limitJitter, max(time.Until(reset)/10, time.Millisecond))
+	until := reset.Add(time.Duration(rand.Int64N(int64(jitter))))
+	if until.After(g.until) {
+		g.until = until
+	}
+	lead := !g.leader
+	g.leader = true
+	return g.until, lead
+}
+
+// wait blocks while the gate is closed.
+func (g *gate) wait(ctx context.Context) error {
+	for {
+		g.mu.Lock()
+		left := time.Until(g.until)
+		g.mu.Unlock()
+		if left <= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(left, time.Second)):
+		}
+	}
+}
+
+func (g *gate) done() {
+	g.mu.Lock()
+	g.leader = false
+	g.mu.Unlock()
+}
+
+// unknownResetWait is how long a run waits for a usage limit that did not
+// say when it resets; limitJitter is added to every wait.
+const (
+	unknownResetWait = 15 * time.Minute
+	limitJitter      = 30 * time.Second
+)
+
+// limitStop is a run stopped by a usage limit without --wait-on-limit:
+// work is left (exit 5), and the run stays open to be resumed.
+type limitStop struct{ StopError }
+
+func (e *limitStop) Unwrap() error { return &e.StopError }

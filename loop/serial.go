@@ -1,0 +1,161 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/internal/session"
+)
+
+// runSerial is the serial driver: one story at a time in the main tree.
+func runSerial(ctx context.Context, st *checkpoint.State, opts Options) (*Summary, error) {
+	r, err := open(ctx, st, opts, newDisplay(opts.Out, opts.Live, opts.Quiet, opts.Width))
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	ex := &executor{run: r, st: st, lock: r.lock, session: r.session, disp: r.disp, commit: r.commit,
+		tick: func(s *plan.Story) error { return r.opts.Plan.MarkDone(s.ID) }}
+	r.begin(1)
+	err = r.serial(ctx, ex)
+	r.finish(err)
+	return &r.sum, err
+}
+
+func (r *run) serial(ctx context.Context, ex *executor) error {
+	stalled := 0
+	skip := map[string]bool{}
+	for iter := 1; ; iter++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		stories, err := r.opts.Plan.Stories()
+		if err != nil {
+			return err
+		}
+		r.sum.Left = plan.Open(stories)
+		var story *plan.Story
+		for story = plan.Next(stories, skip); story != nil; story = plan.Next(stories, skip) {
+			if r.led.failed(story.ID) > r.opts.Retries {
+				skip[story.ID] = true
+				r.sum.Skipped = append(r.sum.Skipped, story.ID)
+				continue
+			}
+			if why := r.led.storyOver(story.ID); why != "" {
+				skip[story.ID] = true
+				r.sum.Skipped = append(r.sum.Skipped, story.ID)
+				r.disp.printf("skipping %s: %s", story.ID, why)
+				continue
+			}
+			break
+		}
+		if story == nil {
+			if len(skip) > 0 {
+				return &StopError{Reason: fmt.Sprintf("stopped with %d story(ies) skipped (failed attempts or budget): %s", len(r.sum.Skipped), strings.Join(r.sum.Skipped, ", "))}
+			}
+			return nil
+		}
+		if why := r.led.runOver(); why != "" {
+			return r.budgetStop(why)
+		}
+		if iter > r.opts.MaxIter {
+			return &StopError{Reason: fmt.Sprintf("stopped at the iteration cap (--max-iterations %d) with %d story(ies) open", r.opts.MaxIter, r.sum.Left)}
+		}
+		r.sum.Iterations = iter
+		res, err := ex.attempt(ctx, iter, story)
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		switch {
+		case res.done:
+			stalled = 0
+			continue
+		case res.limit != nil:
+			// Waiting out a usage limit is not the agent failing.
+			if err := r.limited(ctx, res); err != nil {
+				return err
+			}
+			continue
+		case res.skipped:
+			skip[story.ID] = true
+			r.sum.Skipped = append(r.sum.Skipped, story.ID)
+		}
+		stalled++
+		if stalled >= r.opts.NoProgress {
+			stories, _ = r.opts.Plan.Stories()
+			r.sum.Left = plan.Open(stories)
+			return &StopError{Reason: fmt.Sprintf("stopped: no story completed in %d iterations in a row (--no-progress %d); %d story(ies) open", stalled, r.opts.NoProgress, r.sum.Left)}
+		}
+	}
+}
+
+// budgetStop is the exit-5 stop of a reached budget, saying what was spent
+// and what is left.
+func (r *run) budgetStop(why string) error {
+	stories, _ := r.opts.Plan.Stories()
+	left := plan.Open(stories)
+	r.sum.Left = left
+	r.event("budget_reached", map[string]any{"reason": why})
+	return &StopError{Reason: fmt.Sprintf("stopped: %s; %s; %d story(ies) left", why, r.led.budgetNote(), left)}
+}
+
+// limited handles a usage limit: without --wait-on-limit the run stops
+// (exit 5) and stays open to be resumed; with it, every worker waits at the
+// gate until the reset, the caller showing the countdown.
+func (r *run) limited(ctx context.Context, res step) error {
+	lim := res.limit
+	when := "at an unknown time"
+	if !lim.Reset.IsZero() {
+		when = "at " + lim.Reset.Local().Format("15:04 MST, Jan 2")
+	}
+	if !r.opts.WaitOnLimit {
+		return &limitStop{StopError{Reason: fmt.Sprintf("stopped: the agent says %s; it resets %s. Run again then to resume (attempts, failures and spending carry over), or pass --wait-on-limit to wait for it", lim.Message, when)}}
+	}
+	until, lead := r.gate.pause(lim.Reset)
+	if !lead {
+		return r.gate.wait(ctx)
+	}
+	defer r.gate.done()
+	r.disp.printf("the agent says %s; waiting until it resets %s (no worker starts an attempt before)", lim.Message, when)
+	r.event("limit_wait_start", map[string]any{"message": lim.Message, "until": until.UTC().Format(time.RFC3339)})
+	_ = session.WriteRun(r.st, session.Run{PID: r.lock.Holder.PID, Session: r.session, Plan: r.planRel, Started: r.started.UTC(),
+		LastOutcome: "waiting for the usage limit to reset at " + until.Local().Format("15:04:05 MST")})
+	began := time.Now()
+	err := r.countdown(ctx)
+	r.event("limit_wait_end", map[string]any{"waited_ms": time.Since(began).Milliseconds(), "interrupted": err != nil})
+	r.event("usage_limit_end", map[string]any{"story": res.story})
+	return err
+}
+
+func (r *run) countdown(ctx context.Context) error {
+	r.disp.begin("usage limit")
+	defer r.disp.end()
+	lastPlain := time.Time{}
+	for {
+		r.gate.mu.Lock()
+		left := time.Until(r.gate.until)
+		r.gate.mu.Unlock()
+		if left <= 0 {
+			return nil
+		}
+		r.disp.mu.Lock()
+		r.disp.activity = "resets in " + left.Round(time.Second).String()
+		r.disp.mu.Unlock()
+		if !r.opts.Live && time.Since(lastPlain) >= 10*time.Minute {
+			r.disp.printf("  waiting for the usage limit to reset: %s left", left.Round(time.Second))
+			lastPlain = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(left, time.Second)):
+		}
+	}
+}

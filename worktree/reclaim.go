@@ -1,0 +1,175 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
+)
+
+// Reclaimed is one worktree a killed run left behind, and what became of it.
+type Reclaimed struct {
+	Story  string `json:"story"`
+	Branch string `json:"branch"`
+	// Merged: the branch had commits of its own and its target already
+	// contains them - the killed run merged it and died before it finished
+	// landing the story (ticking it, removing the worktree).
+	Merged bool `json:"merged"`
+	// Progressed: the branch had commits beyond the commit it started from.
+	Progressed bool   `json:"progressed"`
+	Backup     string `json:"backup,omitempty"` // where its work was saved
+	Live       bool   `json:"live"`             // its lease is held: left alone
+}
+
+// Reclaim removes every worktree under Dir whose lease is free - the
+// leftovers of a run that was killed - after saving whatever is in it: a
+// branch its target does not contain, and any uncommitted file, go into
+// one backup under refs/wiggum/backup/. Then the branch is deleted too, so
+// nothing the killed run made is left behind but the backup. It also
+// forgets worktrees git still lists whose directory is gone, and deletes
+// wiggum/ branches without a worktree that their target already contains
+// (a removal killed before its last step). A branch kept on purpose - one
+// that could not merge - has no worktree and is not contained, so it stays.
+// The caller holds the agent lock of main; each removal takes the
+// repository mutex and the worktree's lease.
+func Reclaim(ctx context.Context, main *git.Repo, target string) ([]Reclaimed, error) {
+	ctx = context.WithoutCancel(ctx)
+	infos, err := List(ctx, main)
+	if err != nil {
+		return nil, err
+	}
+	var out []Reclaimed
+	for _, in := range infos {
+		rc, err := reclaimOne(ctx, main, in.Path)
+		if err != nil {
+			return out, err
+		}
+		if rc != nil {
+			out = append(out, *rc)
+		}
+	}
+	if err := forgetMissing(ctx, main); err != nil {
+		return out, err
+	}
+	return out, deleteMergedBranches(ctx, main, target)
+}
+
+func reclaimOne(ctx context.Context, main *git.Repo, path string) (*Reclaimed, error) {
+	mu, err := LockRepo(ctx, main)
+	if err != nil {
+		return nil, err
+	}
+	defer mu.Unlock()
+	lf, err := takeLease(path)
+	switch {
+	case errors.Is(err, errGone):
+		return nil, nil
+	case errors.Is(err, errHeld):
+		return &Reclaimed{Story: filepath.Base(path), Live: true}, nil
+	case err != nil:
+		return nil, err
+	}
+	defer lf.Close()
+	reg, err := registered(ctx, main)
+	if err != nil {
+		return nil, err
+	}
+	in := describe(ctx, main, reg, path)
+	var m Meta
+	_ = statefile.ReadJSON(filepath.Join(path, filepath.FromSlash(MetaFile)), &m, nil)
+	rc := &Reclaimed{Story: in.Story, Branch: in.Branch}
+	if in.Registered && in.Branch != "" {
+		tip, _ := main.Line(ctx, "rev-parse", "--verify", "--quiet", in.Branch+"^{commit}")
+		rc.Progressed = tip != "" && m.Base != "" && tip != m.Base
+		rc.Merged = in.Merged && rc.Progressed
+		if !in.Merged || in.Dirty {
+			// One backup holds both: its parent is the branch's tip, its
+			// tree the uncommitted files.
+			wrepo, err := git.Open(ctx, in.Path)
+			if err != nil || wrepo.Root != in.Path {
+				return nil, fmt.Errorf("worktree: open %s to save it: %v", in.Name, err)
+			}
+			ref, err := (&checkpoint.State{Repo: wrepo}).Backup(ctx, "a killed run's worktree "+in.Name+" (story "+in.Story+")")
+			if err != nil {
+				return nil, fmt.Errorf("worktree: save %s before removing it: %w", in.Name, err)
+			}
+			rc.Backup = ref
+			in.Dirty = false
+		}
+	}
+	if _, err := removeLeased(ctx, main, in); err != nil {
+		return nil, err
+	}
+	if rc.Backup != "" && in.Branch != "" && !in.Merged {
+		// Saved above: the branch itself is no longer needed.
+		if tip, err := main.Line(ctx, "rev-parse", "--verify", "--quiet", in.Branch); err == nil {
+			if _, err := main.Run(ctx, "update-ref", "-d", in.Branch, tip); err != nil {
+				return nil, fmt.Errorf("worktree: delete %s (saved in %s): %w", short(in.Branch), rc.Backup, err)
+			}
+		}
+	}
+	return rc, nil
+}
+
+// forgetMissing drops git's record of wiggum worktrees whose directory is
+// gone (a removal killed between deleting the directory and telling git).
+func forgetMissing(ctx context.Context, main *git.Repo) error {
+	reg, err := registered(ctx, main)
+	if err != nil {
+		return err
+	}
+	parent := filepath.Join(main.Root, filepath.FromSlash(Dir)) + string(filepath.Separator)
+	stale := false
+	for path := range reg {
+		if !strings.HasPrefix(path, parent) {
+			continue
+		}
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			stale = true
+			_, _ = main.Run(ctx, "worktree", "unlock", path)
+		}
+	}
+	if stale {
+		if _, err := main.Run(ctx, "worktree", "prune"); err != nil {
+			return fmt.Errorf("worktree: prune stale records: %w", err)
+		}
+	}
+	return nil
+}
+
+// deleteMergedBranches deletes wiggum/ branches that no worktree has
+// checked out and that target contains.
+func deleteMergedBranches(ctx context.Context, main *git.Repo, target string) error {
+	if target == "" {
+		return nil
+	}
+	out, err := main.Run(ctx, "for-each-ref", "--merged", target, "--format=%(refname) %(objectname)", BranchPrefix)
+	if err != nil {
+		return fmt.Errorf("worktree: list branches: %w", err)
+	}
+	if strings.TrimSpace(out) == "" {
+		return nil
+	}
+	reg, err := registered(ctx, main)
+	if err != nil {
+		return err
+	}
+	used := map[string]bool{}
+	for _, b := range reg {
+		used[b] = true
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		ref, sha, ok := strings.Cut(line, " ")
+		if !ok || used[ref] {
+			continue
+		}
+		_, _ = main.Run(ctx, "update-ref", "-d", ref, sha)
+	}
+	return nil
+}
