@@ -31,13 +31,13 @@ type executor struct {
 	// tick marks the story done in the plan before the success commit, so
 	// work and tick land in one commit; nil for a worker, whose story the
 	// merge coordinator ticks in the main tree.
-	tick     func(*plan.Story) error
+	tick func(*plan.Story) error
 	// attemptStarted is when the current attempt began.
 	attemptStarted time.Time
-	worktree string // for the journal: "" in the main tree
+	worktree       string // for the journal: "" in the main tree
 	// worker numbers a parallel worker (1..N) in its events; 0 is serial.
 	worker int
-	branch   string
+	branch string
 }
 
 // outcome of one attempt.
