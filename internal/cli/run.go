@@ -43,6 +43,9 @@ type RunCmd struct {
 	DryRun       bool          `name:"dry-run" help:"Show the stories and the prompts the run would use; change nothing."`
 	Quiet        bool          `short:"q" help:"Do not echo the agent's output, only the loop's progress."`
 	Workers      int           `default:"1" placeholder:"N" help:"Run up to N stories at once, each in its own worktree and branch, merged back one at a time (at most 32)."`
+
+	Notify      []string `placeholder:"URL" sep:"none" help:"Send notifications to URL (repeatable): an http(s) JSON webhook, ntfy://HOST/TOPIC, a Slack webhook (https://hooks.slack.com/... or slack://HOST/PATH), or desktop (notify-send). Added to the config file's."`
+	NotifyStuck string   `name:"notify-stuck" placeholder:"DURATION" help:"Notify when no attempt has ended for this long (default 30m, or notify-stuck in the config file; 0 never)."`
 }
 
 // Help is shown by `wiggum run --help`.
@@ -105,6 +108,28 @@ Reaching the run's budget stops dispatch; attempts already running finish,
 and only finished stories land. The run exits 5 saying what was spent and
 what is left.
 
+Notifications (--notify, or notify lines in the config file) tell you when
+the run ends, a story fails for good, the run is stuck (--notify-stuck), a
+usage limit starts and ends, the guard denies the agent a command, or a
+merge conflicts. They are sent in the background: a slow or failing
+endpoint never delays the loop (10s per request, 3 retries with back-off,
+a bounded queue; what is dropped is counted and logged), and at the end
+the run waits at most 5s for the last ones. Secrets in a URL (user info,
+query values, a Slack hook's path, an ntfy topic) are never printed.
+  http(s)://HOST/PATH         POST a JSON body: kind, title, text, severity,
+                              repo, host, story, time, event (the log line)
+  ntfy://HOST/TOPIC           ntfy (https://ntfy.sh/TOPIC too; ntfy+http://
+                              for plain http; ntfy://:TOKEN@HOST/TOPIC)
+  slack://HOST/PATH           a Slack-compatible incoming webhook
+  desktop                     notify-send on this machine
+The config file is $WIGGUM_CONFIG, else $XDG_CONFIG_HOME/wiggum/config, else
+~/.config/wiggum/config - outside the repository, so a secret URL is never
+committed. Lines are key = value:
+  # ~/.config/wiggum/config
+  notify = https://ntfy.sh/my-secret-topic
+  notify = desktop
+  notify-stuck = 45m
+
 Exit: 0 all stories done; 3 lock held; 4 a rollback was refused; 5 stopped
 with work left (iteration cap, no-progress breaker, skipped stories, usage
 limit, budget); 1 failed (also a final account condition); 130/143
@@ -115,7 +140,8 @@ interrupted.
   wiggum run --agent-cmd 'my-agent --yes' --max-iterations 10
   wiggum run --dry-run
   wiggum run --prd 1 --workers 4 --test-cmd 'go test ./...'
-  wiggum run --prd 1 --workers 4 --max-cost 20 --wait-on-limit   # overnight`
+  wiggum run --prd 1 --workers 4 --max-cost 20 --wait-on-limit   # overnight
+  wiggum run --prd 1 --notify ntfy://ntfy.sh/my-topic --notify-stuck 20m`
 }
 
 // Run runs the loop.
@@ -163,7 +189,12 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
+	stopNotify, err := c.startNotify(g, st)
+	if err != nil {
+		return err
+	}
 	_, err = loop.Run(ctx, st, opts)
+	stopNotify()
 	if ierr := Interrupted(ctx); ierr != nil {
 		return ierr
 	}

@@ -1,0 +1,175 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/agent"
+	"github.com/wiggum-dev/wiggum/internal/events"
+	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/loop"
+)
+
+func git(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// A real run whose first story fails for good: the notification about it
+// reaches a healthy endpoint and hangs at another. The loop does not wait
+// for the hanging one - its next story only starts once that request is
+// in flight, and the whole run ends while the handler is still blocked -
+// and the run's final event still reaches the healthy endpoint.
+func TestRunNeverWaitsForAHangingEndpoint(t *testing.T) {
+	h := newHanger(t)
+	ok := newRecorder(t, func(int) int { return 200 })
+	dir := t.TempDir()
+	git(t, dir, "init", "-q")
+	git(t, dir, "config", "user.name", "T")
+	git(t, dir, "config", "user.email", "t@e")
+	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("- [ ] US-1: fails\n- [ ] US-2: waits for the hang\n- [ ] US-3: plain\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-qm", "init")
+	ctx := context.Background()
+	st, err := checkpoint.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Resolve(st.Repo.Root, dir, plan.Source{File: "plan.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered := filepath.Join(t.TempDir(), "entered")
+	go func() {
+		<-h.entered
+		os.WriteFile(entered, nil, 0o644)
+	}()
+	prof, _ := agent.Custom(`cat >/dev/null; case "$WIGGUM_STORY" in
+US-1) exit 1;;
+US-2) while [ ! -e ` + entered + ` ]; do sleep 0.02; done;;
+esac
+echo done > "$WIGGUM_STORY.txt"`)
+
+	logPath := st.Path(checkpoint.RuntimeDir + "/" + session.EventFile)
+	from, err := events.Size(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l logs
+	n := New([]*Sink{mustParse(t, h.srv.URL), mustParse(t, ok.srv.URL)}, Options{Log: l.log})
+	stop := Follow(n, logPath, FollowOptions{From: from, Poll: 10 * time.Millisecond, Repo: "demo"})
+	var out bytes.Buffer
+	_, err = loop.Run(ctx, st, loop.Options{Plan: p, Agent: prof, Retries: 0, MaxIter: 10, NoProgress: 5, Out: &out})
+	if err == nil || !strings.Contains(err.Error(), "skipped") {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	stop()
+	select {
+	case <-h.exited:
+		t.Fatal("the hanging handler returned before the run ended")
+	default:
+	}
+	var kinds []string
+	for len(kinds) < 2 {
+		var m Message
+		r := ok.wait(t)
+		if err := json.Unmarshal(r.Body, &m); err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, m.Kind)
+		if m.Repo != "demo" || m.Event == nil {
+			t.Errorf("message %+v", m)
+		}
+	}
+	if kinds[0] != KindStoryFailed || kinds[1] != KindRunEnd {
+		t.Errorf("healthy endpoint got %v", kinds)
+	}
+	waitFor(t, func() bool { return n.Stats()[1].Sent == 2 })
+	stats := n.Close(0)
+	if s := stats[0]; s.Sent != 0 || s.Failed != 2 {
+		t.Errorf("hanging endpoint: %+v, want both messages not delivered", s)
+	}
+	if !strings.Contains(l.String(), "not delivered") {
+		t.Errorf("log:\n%s", l.String())
+	}
+}
+
+func appendEvents(t *testing.T, path string, evs ...events.Event) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, e := range evs {
+		line, _ := json.Marshal(e)
+		f.Write(append(line, '\n'))
+	}
+}
+
+// Stuck fires once when no attempt ends for the configured time, not
+// during a usage-limit wait, and again only after progress.
+func TestStuck(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	ok := newRecorder(t, func(int) int { return 200 })
+	n := New([]*Sink{mustParse(t, ok.srv.URL)}, Options{})
+	defer n.Close(time.Minute)
+	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	f := &follower{n: n, o: FollowOptions{Stuck: 30 * time.Minute, Log: func(string) {}}, r: events.NewReader(path), t: newTracker(), progress: t0}
+	defer f.r.Close()
+	appendEvents(t, path,
+		events.Event{Name: events.IterationStart, Story: "US-2", Attempt: 2, Worker: 3, Time: t0},
+		events.Event{Name: events.Tool, Story: "US-2", ToolCall: "Bash"},
+	)
+	f.read()
+	f.progress = t0 // as if read at t0
+	f.checkStuck(t0.Add(29 * time.Minute))
+	f.checkStuck(t0.Add(31 * time.Minute))
+	f.checkStuck(t0.Add(45 * time.Minute)) // once only
+	var m Message
+	if err := json.Unmarshal(ok.wait(t).Body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Kind != KindStuck || m.Story != "US-2" || m.Title != "wiggum: no progress for 30m0s" ||
+		m.Text != "No attempt has ended since 10:00 UTC. Running: US-2 attempt 2 (worker 3) since 10:00 UTC." {
+		t.Errorf("stuck message %+v", m)
+	}
+
+	// A usage-limit wait is not being stuck.
+	appendEvents(t, path, events.Event{Name: events.IterationEnd, Story: "US-2", Worker: 3, Outcome: events.OutcomeLimit},
+		events.Event{Name: events.UsageLimit, Message: "limit reached"})
+	f.read()
+	if m := ok.wait(t); !bytes.Contains(m.Body, []byte(KindLimitStart)) {
+		t.Errorf("want the limit message, got %s", m.Body)
+	}
+	f.checkStuck(f.progress.Add(2 * time.Hour))
+	appendEvents(t, path, events.Event{Name: events.UsageLimitEnd})
+	f.read()
+	if m := ok.wait(t); !bytes.Contains(m.Body, []byte(KindLimitEnd)) {
+		t.Errorf("want the limit-end message, got %s", m.Body)
+	}
+	f.checkStuck(f.progress.Add(31 * time.Minute))
+	if err := json.Unmarshal(ok.wait(t).Body, &m); err != nil || m.Kind != KindStuck || strings.Contains(m.Text, "Running") {
+		t.Errorf("second stuck message %+v, %v", m, err)
+	}
+	waitFor(t, func() bool { return n.Stats()[0].Sent == 4 })
+	if c := ok.count(); c != 4 {
+		t.Errorf("%d messages, want stuck, limit start, limit end, stuck", c)
+	}
+}

@@ -1,0 +1,174 @@
+package notify
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/events"
+)
+
+// Kinds of message: the "kind" key of the JSON webhook's body.
+const (
+	KindRunEnd          = "run_end"          // the run ended (done, stopped or failed)
+	KindStoryFailed     = "story_failed"     // a story used all its attempts and is skipped
+	KindStuck           = "stuck"            // no attempt ended for the --notify-stuck time
+	KindLimitStart      = "limit_start"      // the agent hit its usage limit
+	KindLimitEnd        = "limit_end"        // the limit reset; the run goes on
+	KindGuardDenied     = "guard_denied"     // the guard denied the agent a command
+	KindMergeConflict   = "merge_conflict"   // a finished story's branch could not merge; it is kept
+	KindRollbackRefused = "rollback_refused" // a rollback was unsafe; the run stops
+)
+
+// Severities.
+const (
+	SeverityInfo    = "info"
+	SeverityWarning = "warning"
+	SeverityError   = "error"
+)
+
+// Message is one notification. As JSON it is the webhook's body; its keys
+// are stable.
+type Message struct {
+	Kind     string        `json:"kind"`
+	Title    string        `json:"title"`
+	Text     string        `json:"text"`
+	Severity string        `json:"severity"`
+	Repo     string        `json:"repo,omitempty"` // the repository's directory name
+	Host     string        `json:"host,omitempty"`
+	Story    string        `json:"story,omitempty"`
+	Time     time.Time     `json:"time"`
+	Event    *events.Event `json:"event,omitempty"` // the event-log line behind it
+}
+
+// maxField bounds what one field of an event contributes to a message.
+const maxField = 300
+
+// tracker remembers, across the events of one run, what a message about a
+// later event needs: each story's latest backup and each worker's running
+// attempt.
+type tracker struct {
+	backups map[string]string
+	running map[int]events.Event // by worker
+	limited bool
+}
+
+func newTracker() *tracker {
+	return &tracker{backups: map[string]string{}, running: map[int]events.Event{}}
+}
+
+// message turns ev into a notification, or reports false for an event
+// nobody needs to hear about.
+func (t *tracker) message(ev events.Event) (Message, bool) {
+	m := Message{Time: ev.Time, Story: ev.Story, Severity: SeverityInfo}
+	if m.Time.IsZero() {
+		m.Time = time.Now().UTC()
+	}
+	switch ev.Name {
+	case events.IterationStart:
+		t.running[ev.Worker] = ev
+		return m, false
+	case events.IterationEnd:
+		delete(t.running, ev.Worker)
+		if ev.Backup != "" {
+			t.backups[ev.Story] = ev.Backup
+		}
+		return m, false
+	case events.RunEnd:
+		m.Kind = KindRunEnd
+		m.Title = "wiggum: run finished"
+		if ev.Error != "" {
+			m.Title, m.Severity = "wiggum: run stopped", SeverityWarning
+		}
+		m.Text = fmt.Sprintf("%d iteration(s): %d story(ies) done, %d skipped, %d open", ev.Iterations, len(ev.Completed), len(ev.Skipped), ev.Open)
+		if ev.Error != "" {
+			m.Text += ". " + clip(ev.Error)
+		}
+	case events.StorySkipped:
+		m.Kind, m.Severity = KindStoryFailed, SeverityError
+		m.Title = "wiggum: " + clip(ev.Story) + " failed for good"
+		m.Text = fmt.Sprintf("%s failed %d attempt(s) and is skipped for the rest of the run.", clip(ev.Story), ev.Attempts)
+		if b := t.backups[ev.Story]; b != "" {
+			m.Text += " Its last attempt is saved in " + b + " (wiggum recover)."
+		}
+	case events.UsageLimit:
+		t.limited = true
+		m.Kind, m.Severity = KindLimitStart, SeverityWarning
+		m.Title = "wiggum: usage limit reached"
+		m.Text = clip(ev.Message)
+		if !ev.Reset.IsZero() {
+			m.Text += "; it resets at " + ev.Reset.UTC().Format("15:04 UTC, Jan 2")
+		}
+	case events.UsageLimitEnd:
+		t.limited = false
+		m.Kind = KindLimitEnd
+		m.Title = "wiggum: usage limit over"
+		m.Text = "The wait is over; the run goes on."
+	case events.GuardDenied:
+		m.Kind, m.Severity = KindGuardDenied, SeverityWarning
+		m.Title = "wiggum: the guard denied a command"
+		if ev.Decision == "ask" {
+			m.Title = "wiggum: the guard held a command for approval"
+		}
+		m.Text = "`" + clip(ev.Command) + "`: " + clip(ev.Reason)
+		if ev.Story != "" {
+			m.Text = clip(ev.Story) + ": " + m.Text
+		}
+	case events.MergeFailed:
+		m.Kind, m.Severity = KindMergeConflict, SeverityError
+		m.Title = "wiggum: " + clip(ev.Story) + " could not be merged"
+		m.Text = "Its branch " + strings.TrimPrefix(ev.Branch, "refs/heads/") + " is kept: " + clip(firstLine(ev.Error))
+	case events.RollbackRefused:
+		m.Kind, m.Severity = KindRollbackRefused, SeverityError
+		m.Title = "wiggum: a rollback was refused; the run stops"
+		m.Text = clip(ev.Story) + ": " + clip(ev.Reason)
+	default:
+		return m, false
+	}
+	m.Event = &ev
+	return m, true
+}
+
+// stuck is the message for a run in which no attempt ended since last.
+func (t *tracker) stuck(last time.Time, after time.Duration, now time.Time) Message {
+	m := Message{Kind: KindStuck, Severity: SeverityWarning, Time: now.UTC(),
+		Title: "wiggum: no progress for " + after.String()}
+	var running []string
+	for _, w := range slices.Sorted(maps.Keys(t.running)) {
+		ev := t.running[w]
+		s := fmt.Sprintf("%s attempt %d", clip(ev.Story), ev.Attempt)
+		if ev.Worker > 0 {
+			s += fmt.Sprintf(" (worker %d)", ev.Worker)
+		}
+		running = append(running, s+" since "+ev.Time.UTC().Format("15:04 UTC"))
+		if m.Story == "" {
+			m.Story = ev.Story
+		}
+	}
+	m.Text = "No attempt has ended since " + last.UTC().Format("15:04 UTC") + "."
+	if len(running) > 0 {
+		m.Text += " Running: " + strings.Join(running, ", ") + "."
+	}
+	return m
+}
+
+func clip(s string) string {
+	s = strings.ReplaceAll(strings.TrimSpace(s), "\n", " ")
+	if len(s) > maxField {
+		cut := maxField
+		for cut > 0 && s[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
