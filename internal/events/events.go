@@ -13,16 +13,19 @@ import (
 // Event names: the "event" field of each line. The loop writes the
 // underscored ones; the agent hooks write the hyphenated ones.
 const (
-	RunStart        = "run_start"        // plan, agent, pid, workers, stories, done
+	RunStart        = "run_start"        // plan, agent, pid, workers, stories, done, resumed
 	RunEnd          = "run_end"          // iterations, completed, skipped, open, error
 	IterationStart  = "iteration_start"  // iteration, story, title, attempt, attempts (allowed), worker, output
 	Tool            = "tool"             // story, iteration, worker, tool, tokens so far (throttled)
 	IterationEnd    = "iteration_end"    // + outcome, started, duration_ms, commit, backup, cost_usd, tokens
-	StorySkipped    = "story_skipped"    // story, attempts: failed for good
+	StorySkipped    = "story_skipped"    // story, attempts or budget: failed for good
+	BudgetReached   = "budget_reached"   // reason: --max-cost reached, the run stops
 	RollbackRefused = "rollback_refused" // story, reason: the run stops
 	Interrupted     = "interrupted"      // iteration, story
 	UsageLimit      = "usage_limit"      // story, message, reset: a limit wait begins (or the run stops)
 	UsageLimitEnd   = "usage_limit_end"  // story: the wait is over
+	LimitWaitStart  = "limit_wait_start" // message, until: every worker waits for the reset
+	LimitWaitEnd    = "limit_wait_end"   // waited_ms, interrupted
 	Merged          = "merged"           // story, branch, commit, fast_forward, land_ms
 	MergeFailed     = "merge_failed"     // story, branch, error, paths: the branch is kept
 	TestFailure     = "test-failure"     // hook: agent, runner, rollback, story
@@ -80,8 +83,15 @@ type Event struct {
 	Attempts int `json:"attempts,omitempty"`
 	// iteration_start: the attempt's agent output, relative to the root
 	Output string `json:"output,omitempty"`
-	// run_start: stories in the plan
-	Stories int `json:"stories,omitempty"`
+	// run_start: stories in the plan; the run resumes a killed one
+	Stories int  `json:"stories,omitempty"`
+	Resumed bool `json:"resumed,omitempty"`
+	// story_skipped: the story's budget ran out; budget_reached: which
+	Budget string `json:"budget,omitempty"`
+	// limit_wait_start, limit_wait_end
+	Until    time.Time `json:"until,omitzero"`
+	WaitedMS float64   `json:"waited_ms,omitempty"`
+	WaitCut  bool      `json:"interrupted,omitempty"`
 	// tool: the agent's latest tool call
 	ToolCall string `json:"tool,omitempty"`
 	// rollback_refused, guard_denied

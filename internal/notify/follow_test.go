@@ -173,3 +173,40 @@ func TestStuck(t *testing.T) {
 		t.Errorf("%d messages, want stuck, limit start, limit end, stuck", c)
 	}
 }
+
+// Workers hitting one usage limit make one message; a story skipped for
+// its budget and the run's budget say so; events nobody needs are quiet.
+func TestMessages(t *testing.T) {
+	tr := newTracker()
+	var kinds []string
+	for _, ev := range []events.Event{
+		{Name: events.RunStart},
+		{Name: events.IterationStart, Story: "A", Worker: 1},
+		{Name: events.IterationEnd, Story: "A", Worker: 1, Outcome: "failed (gate)", Backup: "refs/wiggum/backup/x"},
+		{Name: events.StorySkipped, Story: "A", Attempts: 3},
+		{Name: events.StorySkipped, Story: "B", Budget: "its attempts cost $2.10 of --max-story-cost $2"},
+		{Name: events.UsageLimit, Worker: 1, Message: "limit"},
+		{Name: events.UsageLimit, Worker: 2, Message: "limit"},
+		{Name: events.LimitWaitStart},
+		{Name: events.UsageLimitEnd},
+		{Name: events.BudgetReached, Reason: "spent $20.01 of --max-cost $20"},
+		{Name: events.Tool},
+		{Name: events.TestFailure},
+	} {
+		m, ok := tr.message(ev)
+		if !ok {
+			continue
+		}
+		kinds = append(kinds, m.Kind)
+		switch {
+		case ev.Name == events.StorySkipped && ev.Story == "A" && !strings.Contains(m.Text, "refs/wiggum/backup/x"):
+			t.Errorf("skipped story's message lacks its backup: %q", m.Text)
+		case ev.Name == events.StorySkipped && ev.Story == "B" && m.Text != "B is skipped: its attempts cost $2.10 of --max-story-cost $2.":
+			t.Errorf("budget skip: %q", m.Text)
+		}
+	}
+	want := []string{KindStoryFailed, KindStoryFailed, KindLimitStart, KindLimitEnd, KindBudget}
+	if strings.Join(kinds, " ") != strings.Join(want, " ") {
+		t.Errorf("kinds %v, want %v", kinds, want)
+	}
+}

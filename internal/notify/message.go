@@ -20,6 +20,7 @@ const (
 	KindGuardDenied     = "guard_denied"     // the guard denied the agent a command
 	KindMergeConflict   = "merge_conflict"   // a finished story's branch could not merge; it is kept
 	KindRollbackRefused = "rollback_refused" // a rollback was unsafe; the run stops
+	KindBudget          = "budget_reached"   // --max-cost was reached; the run stops
 )
 
 // Severities.
@@ -90,10 +91,19 @@ func (t *tracker) message(ev events.Event) (Message, bool) {
 		m.Kind, m.Severity = KindStoryFailed, SeverityError
 		m.Title = "wiggum: " + clip(ev.Story) + " failed for good"
 		m.Text = fmt.Sprintf("%s failed %d attempt(s) and is skipped for the rest of the run.", clip(ev.Story), ev.Attempts)
+		if ev.Budget != "" {
+			m.Text = clip(ev.Story) + " is skipped: " + clip(ev.Budget) + "."
+		}
 		if b := t.backups[ev.Story]; b != "" {
 			m.Text += " Its last attempt is saved in " + b + " (wiggum recover)."
 		}
+	case events.LimitWaitStart:
+		t.limited = true
+		return m, false
 	case events.UsageLimit:
+		if t.limited {
+			return m, false // another worker's; one message per wait
+		}
 		t.limited = true
 		m.Kind, m.Severity = KindLimitStart, SeverityWarning
 		m.Title = "wiggum: usage limit reached"
@@ -120,6 +130,10 @@ func (t *tracker) message(ev events.Event) (Message, bool) {
 		m.Kind, m.Severity = KindMergeConflict, SeverityError
 		m.Title = "wiggum: " + clip(ev.Story) + " could not be merged"
 		m.Text = "Its branch " + strings.TrimPrefix(ev.Branch, "refs/heads/") + " is kept: " + clip(firstLine(ev.Error))
+	case events.BudgetReached:
+		m.Kind, m.Severity = KindBudget, SeverityWarning
+		m.Title = "wiggum: budget reached; no new attempts start"
+		m.Text = clip(ev.Reason)
 	case events.RollbackRefused:
 		m.Kind, m.Severity = KindRollbackRefused, SeverityError
 		m.Title = "wiggum: a rollback was refused; the run stops"
