@@ -19,8 +19,9 @@ import (
 // CheckpointFile holds the rollback point, in the runtime directory.
 const CheckpointFile = "checkpoint.json"
 
-// snapshotRef keeps the checkpoint's snapshot commit reachable, so git gc
-// never prunes what a rollback must restore. Refs are shared by all
+// snapshotRef is wiggum's own record of the checkpoint: it points at the
+// snapshot commit (which it keeps from git gc) or, for a clean tree, at the
+// checkpoint commit. Refs are shared by all
 // worktrees, so each worktree gets its own: parallel workers saving at the
 // same moment must not contend for one ref.
 func (s *State) snapshotRef() string {
@@ -88,16 +89,19 @@ func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Ch
 		return nil, exitcode.BadInput("checkpoint: a %s is in progress; finish or abort it first", op)
 	}
 	cp := &Checkpoint{Head: head, Branch: branch, Session: session, Time: time.Now().UTC()}
+	recorded := head
 	if now.Dirty() {
 		snap, err := s.snapshot(ctx, head, "wiggum checkpoint snapshot")
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: snapshot the working tree: %w", err)
 		}
-		if _, err := s.Repo.Run(ctx, "update-ref", "-m", "wiggum checkpoint", s.snapshotRef(), snap); err != nil {
-			return nil, fmt.Errorf("checkpoint: %w", err)
-		}
-		cp.Snapshot = snap
-		cp.Untracked = now.Untracked
+		cp.Snapshot, cp.Untracked, recorded = snap, now.Untracked, snap
+	}
+	// The ref is wiggum's own record of the checkpoint: a rollback refuses a
+	// checkpoint file that does not agree with it. It also keeps the
+	// snapshot from being pruned by git gc.
+	if _, err := s.Repo.Run(ctx, "update-ref", "-m", "wiggum checkpoint", s.snapshotRef(), recorded); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	path, err := s.Runtime(CheckpointFile)
 	if err != nil {

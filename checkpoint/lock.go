@@ -336,7 +336,7 @@ func (s *State) InSession() (*Holder, bool) {
 
 // WithLock runs fn as part of the current session when this process is in
 // it, else under the agent lock taken without waiting. fn gets the session
-// token it acts for.
+// token it acts for, "" when it runs outside any session.
 func (s *State) WithLock(ctx context.Context, command []string, fn func(session string) error) error {
 	if h, ok := s.InSession(); ok {
 		return fn(h.Session)
@@ -345,7 +345,9 @@ func (s *State) WithLock(ctx context.Context, command []string, fn func(session 
 	if err != nil {
 		return err
 	}
-	ferr := fn(os.Getenv(SessionEnv))
+	// Outside a session there is no session to act for: a stale or
+	// borrowed WIGGUM_SESSION proves nothing.
+	ferr := fn("")
 	if err := l.Release(); err != nil && ferr == nil {
 		ferr = err
 	}

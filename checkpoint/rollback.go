@@ -33,6 +33,11 @@ type RollbackOptions struct {
 	Session string // the session rolling back; journal entries must match it
 	DryRun  bool   // say what would be discarded, change nothing
 	Reason  string // recorded in the backup commit
+	// DiscardForeign goes ahead past commits that cannot be proven the
+	// session's own (made outside it, by another session, unjournaled, or
+	// any commit when rolling back outside a session); they are saved in
+	// the backup like everything else.
+	DiscardForeign bool
 }
 
 // RollbackResult says what a rollback did (or, dry, would do).
@@ -138,7 +143,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 // early when a fact makes the rest meaningless (no checkpoint, its commit
 // gone): the rule for that fact comes first.
 func (s *State) rollbackFacts(ctx context.Context, opts RollbackOptions) (*rollbackFacts, error) {
-	f := &rollbackFacts{Session: opts.Session, InProgress: s.Repo.InProgress()}
+	f := &rollbackFacts{Session: opts.Session, DiscardForeign: opts.DiscardForeign, InProgress: s.Repo.InProgress(), RecordRef: s.snapshotRef()}
 	cp, err := s.Load()
 	if errors.Is(err, ErrNoCheckpoint) {
 		return f, nil
@@ -147,17 +152,17 @@ func (s *State) rollbackFacts(ctx context.Context, opts RollbackOptions) (*rollb
 		return nil, err
 	}
 	f.Checkpoint = cp
-	objs := []string{cp.Head + "^{commit}"}
+	objs := []string{cp.Head + "^{commit}", f.RecordRef}
 	if cp.Snapshot != "" {
-		objs = append(objs, cp.Snapshot+"^{tree}")
+		objs = append(objs, cp.Snapshot+"^{tree}", cp.Snapshot+"^1")
 	}
 	found, err := s.Repo.Objects(ctx, objs...)
 	if err != nil {
 		return nil, err
 	}
-	f.HeadExists = found[0] != ""
+	f.HeadExists, f.Recorded = found[0] != "", found[1]
 	if cp.Snapshot != "" {
-		f.SnapshotTree = found[1]
+		f.SnapshotTree, f.SnapshotParent = found[2], found[3]
 	}
 	if !f.HeadExists {
 		return f, nil

@@ -20,7 +20,16 @@ type rollbackFacts struct {
 	Commits    []string    // commits a rollback would discard, newest first
 	JournalOn  bool        // every commit is journaled by wiggum's post-commit hook
 	Journal    map[string]JournalEntry
-	Session    string // the session rolling back
+	Session    string // the session rolling back; "" outside any session
+	// DiscardForeign lets the rollback discard (after saving) commits it
+	// cannot prove are the session's own.
+	DiscardForeign bool
+	// Recorded is what wiggum's own checkpoint ref points at (the snapshot,
+	// or the checkpoint commit when the tree was clean); "" when missing.
+	Recorded string
+	// SnapshotParent is the first parent of the checkpoint's snapshot.
+	SnapshotParent string
+	RecordRef      string // the ref Recorded was read from
 	// SnapshotTree is the tree of the checkpoint's snapshot ("" when the
 	// checkpoint has none, or it is gone).
 	SnapshotTree string
@@ -37,6 +46,7 @@ var rollbackRules = []rule{
 	{"checkpoint recorded", noCheckpoint},
 	{"no operation in progress", operationInProgress},
 	{"checkpoint commit exists", checkpointGone},
+	{"checkpoint record matches wiggum's own ref", recordMismatch},
 	{"same branch", branchChanged},
 	{"checkpoint is an ancestor of HEAD", notAncestor},
 	{"every discarded commit is this session's", foreignCommit},
@@ -88,19 +98,45 @@ func notAncestor(f *rollbackFacts) string {
 	return ""
 }
 
+// recordMismatch: checkpoint.json is a plain file; a rollback trusts it
+// only as far as it agrees with the ref wiggum moved when it wrote it. An
+// edited head (say, to an older commit) would otherwise discard commits
+// made before the real checkpoint.
+func recordMismatch(f *rollbackFacts) string {
+	cp := f.Checkpoint
+	want := cp.Head
+	if cp.Snapshot != "" {
+		want = cp.Snapshot
+	}
+	switch {
+	case f.Recorded == "":
+		return fmt.Sprintf("wiggum's record of the checkpoint (%s) is missing, so %s cannot be verified; take a new checkpoint", f.RecordRef, CheckpointFile)
+	case f.Recorded != want:
+		return fmt.Sprintf("%s does not match what wiggum recorded when it took the checkpoint (%s is at %s, the file names %s); it was changed by hand or by another tool - take a new checkpoint", CheckpointFile, f.RecordRef, short(f.Recorded), short(want))
+	case cp.Snapshot != "" && f.SnapshotParent != cp.Head:
+		return fmt.Sprintf("%s does not match what wiggum recorded: its snapshot %s was taken on %s, not on %s; take a new checkpoint", CheckpointFile, short(cp.Snapshot), short(f.SnapshotParent), short(cp.Head))
+	}
+	return ""
+}
+
 // foreignCommit: with the journal on, every commit to discard must be
-// journaled as made by the session rolling back.
+// journaled as made by the session rolling back. Outside a session no
+// commit is provably the rollback's own. --discard-foreign goes ahead (the
+// backup still saves them).
 func foreignCommit(f *rollbackFacts) string {
-	if !f.JournalOn {
+	if !f.JournalOn || f.DiscardForeign {
 		return ""
 	}
+	const howto = "; nothing is discarded that cannot be proven this session's own (pass --discard-foreign to discard it anyway - it is saved in a backup first)"
 	for _, c := range f.Commits {
 		e, ok := f.Journal[c]
 		switch {
 		case !ok:
-			return fmt.Sprintf("commit %s is not in the commit journal (made while wiggum's post-commit hook was not running), so it may not be this session's to discard", short(c))
+			return fmt.Sprintf("commit %s is not in the commit journal (made while wiggum's post-commit hook was not running), so it may not be this session's to discard%s", short(c), howto)
+		case f.Session == "":
+			return fmt.Sprintf("this rollback runs outside any wiggum session, so commit %s (made %s) cannot be proven its own%s", short(c), describeSession(e.Session), howto)
 		case e.Session != f.Session:
-			return fmt.Sprintf("commit %s was made %s, not by this session; rolling back would destroy it", short(c), describeSession(e.Session))
+			return fmt.Sprintf("commit %s was made %s, not by this session; rolling back would destroy it%s", short(c), describeSession(e.Session), howto)
 		}
 	}
 	return ""

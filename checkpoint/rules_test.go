@@ -29,6 +29,8 @@ func safeFacts() *rollbackFacts {
 		JournalOn:  true,
 		Journal:    map[string]JournalEntry{shaB: {SHA: shaB, Session: "s1"}},
 		Session:    "s1",
+		Recorded:   shaA,
+		RecordRef:  "refs/wiggum/checkpoints/main",
 	}
 }
 
@@ -58,7 +60,13 @@ func TestEachRuleAlone(t *testing.T) {
 		{foreignCommit, func(f *rollbackFacts) { delete(f.Journal, shaB) }, "not in the commit journal"},
 		{foreignCommit, func(f *rollbackFacts) { f.Journal[shaB] = JournalEntry{SHA: shaB, Session: "s2"} }, "another wiggum session"},
 		{foreignCommit, func(f *rollbackFacts) { f.Journal[shaB] = JournalEntry{SHA: shaB} }, "outside any wiggum session"},
-		{snapshotGone, func(f *rollbackFacts) { f.Checkpoint.Snapshot = shaC }, "snapshot " + shaC[:12] + " is gone"},
+		{recordMismatch, func(f *rollbackFacts) { f.Recorded = "" }, "refs/wiggum/checkpoints/main) is missing"},
+		{recordMismatch, func(f *rollbackFacts) { f.Checkpoint.Head = shaC }, "does not match what wiggum recorded"},
+		{recordMismatch, func(f *rollbackFacts) { f.Checkpoint.Snapshot, f.SnapshotParent = shaC, shaA }, "is at aaaaaaaaaaaa, the file names cccccccccccc"},
+		{recordMismatch, func(f *rollbackFacts) { f.Checkpoint.Snapshot, f.Recorded, f.SnapshotParent = shaC, shaC, shaB }, "was taken on bbbbbbbbbbbb, not on aaaaaaaaaaaa"},
+		{foreignCommit, func(f *rollbackFacts) { f.Session = ""; f.Journal[shaB] = JournalEntry{SHA: shaB} }, "this rollback runs outside any wiggum session"},
+		{foreignCommit, func(f *rollbackFacts) { f.Session = "" }, "outside any wiggum session, so commit bbbbbbbbbbbb (made by another wiggum session (s1"},
+		{snapshotGone, func(f *rollbackFacts) { f.Checkpoint.Snapshot, f.Recorded, f.SnapshotParent = shaC, shaC, shaA }, "snapshot " + shaC[:12] + " is gone"},
 	}
 	for _, c := range cases {
 		f := safeFacts()
@@ -79,6 +87,35 @@ func TestForeignCommitRuleNeedsTheJournal(t *testing.T) {
 	f.JournalOn, f.Journal = false, nil
 	if why := foreignCommit(f); why != "" {
 		t.Fatalf("with the journal off the ancestry check is the rule; got %q", why)
+	}
+}
+
+func TestDiscardForeignPassesOnlyTheJournalRule(t *testing.T) {
+	for _, breakIt := range []func(f *rollbackFacts){
+		func(f *rollbackFacts) { delete(f.Journal, shaB) },
+		func(f *rollbackFacts) { f.Journal[shaB] = JournalEntry{SHA: shaB, Session: "s2"} },
+		func(f *rollbackFacts) { f.Session = "" },
+	} {
+		f := safeFacts()
+		breakIt(f)
+		if foreignCommit(f) == "" {
+			t.Fatal("the broken facts should be refused without --discard-foreign")
+		}
+		f.DiscardForeign = true
+		if err := judge(f); err != nil {
+			t.Fatalf("--discard-foreign: %v", err)
+		}
+	}
+	// It is no licence to rewrite history or trust an edited record.
+	f := safeFacts()
+	f.DiscardForeign, f.Ancestor = true, false
+	if judge(f) == nil {
+		t.Fatal("--discard-foreign let a non-ancestor checkpoint through")
+	}
+	f = safeFacts()
+	f.DiscardForeign, f.Recorded = true, shaC
+	if judge(f) == nil {
+		t.Fatal("--discard-foreign let a mismatched record through")
 	}
 }
 

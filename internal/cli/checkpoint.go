@@ -57,9 +57,10 @@ func (c *CheckpointCmd) Run(ctx context.Context, g *Globals) error {
 
 // RollbackCmd is `wiggum rollback`.
 type RollbackCmd struct {
-	DryRun bool   `help:"Show what would be discarded; change nothing."`
-	Reason string `help:"Why, recorded in the backup commit." default:"manual rollback"`
-	JSON   bool   `name:"json" help:"Print the result as JSON."`
+	DryRun         bool   `help:"Show what would be discarded; change nothing."`
+	Reason         string `help:"Why, recorded in the backup commit." default:"manual rollback"`
+	DiscardForeign bool   `name:"discard-foreign" help:"Discard (after saving them in the backup) commits that cannot be proven this session's own."`
+	JSON           bool   `name:"json" help:"Print the result as JSON."`
 }
 
 // Help is shown by `wiggum rollback --help`.
@@ -67,8 +68,13 @@ func (c *RollbackCmd) Help() string {
 	return `Returns HEAD and the working tree to the checkpoint, but only when that is provably
 safe. It refuses (exit 4) and changes nothing when: there is no checkpoint; its
 commit is gone; it is no longer an ancestor of HEAD; the branch changed; a merge,
-rebase or cherry-pick is in progress; or, with the commit journal on ('wiggum
-install --git'), a commit since the checkpoint was not made by this session.
+rebase or cherry-pick is in progress; checkpoint.json disagrees with the ref
+wiggum moved when it wrote it (an edited record); or, with the commit journal on
+('wiggum install --git'), a commit since the checkpoint cannot be proven this
+session's own: made outside it, by another session, or unjournaled. Outside a
+session (no 'wiggum lock' around it) no commit is provably its own, so a
+standalone rollback refuses to discard any; --discard-foreign goes ahead and
+still saves them. With the journal off, the ancestry check is the rule.
 
 Before discarding anything it saves HEAD plus every staged, unstaged and new file
 as one commit under refs/wiggum/backup/ ('wiggum recover' lists and restores them).
@@ -76,7 +82,8 @@ Then it resets to the checkpoint and removes only the untracked files that did n
 exist when the checkpoint was taken. Ignored files are never touched.
 
   wiggum rollback --dry-run
-  wiggum rollback --reason "tests failed"`
+  wiggum rollback --reason "tests failed"
+  wiggum rollback --discard-foreign     # also discard (and save) commits not provably this session's`
 }
 
 // Run rolls back.
@@ -87,7 +94,7 @@ func (c *RollbackCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	var res *checkpoint.RollbackResult
 	err = st.WithLock(ctx, []string{"wiggum", "rollback"}, func(session string) error {
-		res, err = st.Rollback(ctx, checkpoint.RollbackOptions{Session: session, DryRun: c.DryRun, Reason: c.Reason})
+		res, err = st.Rollback(ctx, checkpoint.RollbackOptions{Session: session, DryRun: c.DryRun, Reason: c.Reason, DiscardForeign: c.DiscardForeign})
 		return err
 	})
 	if err != nil {

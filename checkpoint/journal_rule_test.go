@@ -1,0 +1,109 @@
+package checkpoint
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestJournalRuleEveryCombination: with the journal on, a rollback discards
+// only commits journaled as made by the session rolling back. The
+// checkpoint and the rollback run inside a session ("s1") or outside any
+// (""); the commit since the checkpoint is made by s1, by another session
+// (s2) or outside any. Outside a session nothing is provably the
+// rollback's own. --discard-foreign goes ahead in every case and still
+// saves the commit; with the journal off the ancestry check is the rule.
+func TestJournalRuleEveryCombination(t *testing.T) {
+	for _, cpIn := range []string{"s1", ""} {
+		for _, rbIn := range []string{"s1", ""} {
+			for _, by := range []string{"s1", "s2", ""} {
+				allowed := rbIn != "" && by == rbIn
+				name := fmt.Sprintf("checkpoint %s, commit %s, rollback %s", where(cpIn), where(by), where(rbIn))
+				t.Run(name, func(t *testing.T) {
+					r := newRepo(t)
+					r.installJournalHook()
+					cp := mustSave(t, r, cpIn)
+					sha := r.sessionCommit(by, "work.txt", "work\n")
+					if !allowed {
+						wantRefused(t, r, RollbackOptions{Session: rbIn}, "--discard-foreign")
+					}
+					res, err := r.st.Rollback(ctx, RollbackOptions{Session: rbIn, DiscardForeign: !allowed})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if r.git("rev-parse", "HEAD") != cp.Head || r.exists("work.txt") {
+						t.Fatal("not rolled back")
+					}
+					if got := r.git("rev-parse", res.BackupRef+"^1"); got != sha {
+						t.Fatalf("backup holds %s, want the discarded commit %s", got, sha)
+					}
+				})
+			}
+		}
+	}
+	t.Run("journal off", func(t *testing.T) {
+		r := newRepo(t)
+		cp := mustSave(t, r, "")
+		r.sessionCommit("s2", "work.txt", "work\n")
+		if _, err := r.st.Rollback(ctx, RollbackOptions{}); err != nil {
+			t.Fatalf("with the journal off the ancestry check is the rule: %v", err)
+		}
+		if r.git("rev-parse", "HEAD") != cp.Head {
+			t.Fatal("not rolled back")
+		}
+	})
+}
+
+func where(session string) string {
+	if session == "" {
+		return "outside"
+	}
+	return "in " + session
+}
+
+// TestRollbackRefusesEditedCheckpointRecord: checkpoint.json is edited so
+// its head names a commit older than the real checkpoint. Trusting it
+// would discard the user's commit made before the checkpoint; the record
+// disagrees with wiggum's own ref, so the rollback refuses and changes
+// nothing, with or without --discard-foreign.
+func TestRollbackRefusesEditedCheckpointRecord(t *testing.T) {
+	for _, dirty := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dirty=%v", dirty), func(t *testing.T) {
+			r := newRepo(t)
+			old := r.git("rev-parse", "HEAD")
+			r.commit("user.txt", "made before the checkpoint\n", "user work")
+			if dirty {
+				r.write("notes.txt", "uncommitted\n")
+			}
+			cp := mustSave(t, r, "")
+			r.commit("agent.txt", "agent\n", "agent work")
+
+			path, _ := r.st.Runtime(CheckpointFile)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			edited := strings.Replace(string(data), cp.Head, old, 1)
+			if edited == string(data) {
+				t.Fatal("could not edit the record")
+			}
+			if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			wantRefused(t, r, RollbackOptions{}, "does not match what wiggum recorded")
+			wantRefused(t, r, RollbackOptions{DiscardForeign: true}, "does not match what wiggum recorded")
+			if r.read("user.txt") != "made before the checkpoint\n" {
+				t.Fatal("the user's commit is gone")
+			}
+		})
+	}
+}
+
+func TestRollbackRefusesCheckpointWithoutItsRef(t *testing.T) {
+	r := newRepo(t)
+	mustSave(t, r, "")
+	r.commit("a.txt", "a\n", "a")
+	r.git("update-ref", "-d", "refs/wiggum/checkpoints/main")
+	wantRefused(t, r, RollbackOptions{}, "is missing")
+}
