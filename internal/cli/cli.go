@@ -99,6 +99,7 @@ type CLI struct {
 	Run        RunCmd        `cmd:"" help:"Run the loop over a plan of stories."`
 	Demo       DemoCmd       `cmd:"" help:"Run the whole cycle end to end in a throwaway repository; no agent needed."`
 	Worktree   WorktreeCmd   `cmd:"" help:"List or prune the worktrees of parallel runs; never a live one."`
+	Watch      WatchCmd      `cmd:"" help:"Show the repository's run live: workers, progress, rollbacks, merges (read-only)."`
 	DemoAgent  DemoAgentCmd  `cmd:"" name:"demo-agent" hidden:"" help:"The scripted agent and test gate of wiggum demo."`
 }
 

@@ -1,0 +1,154 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Line renders one event as one plain line, for a log file or a pipe.
+func Line(e Event) string {
+	var b strings.Builder
+	b.WriteString(e.Time.Local().Format("15:04:05"))
+	if e.Worker > 0 {
+		fmt.Fprintf(&b, " [w%d]", e.Worker)
+	} else if e.Worktree != "" {
+		fmt.Fprintf(&b, " [%s]", e.Worktree)
+	}
+	if e.Story != "" {
+		b.WriteString(" " + e.Story)
+	}
+	b.WriteString(" ")
+	switch e.Name {
+	case "run_start":
+		fmt.Fprintf(&b, "run started: plan %s", e.Plan)
+		if e.Workers > 1 {
+			fmt.Fprintf(&b, ", %d workers", e.Workers)
+		}
+		if e.Done != nil && e.Stories > 0 {
+			fmt.Fprintf(&b, ", %d/%d stories done", *e.Done, e.Stories)
+		}
+		if e.PID > 0 {
+			fmt.Fprintf(&b, ", pid %d", e.PID)
+		}
+	case "iteration_start":
+		fmt.Fprintf(&b, "iteration %d, attempt %d/%d: %s", e.Iteration, e.Attempt, e.Attempts, e.Title)
+	case "tool":
+		fmt.Fprintf(&b, "tool %s", e.Tool)
+		if e.InputTokens+e.OutputTokens > 0 {
+			fmt.Fprintf(&b, " (%s)", Tokens(e.InputTokens, e.OutputTokens))
+		}
+	case "iteration_end":
+		fmt.Fprintf(&b, "iteration %d, attempt %d: %s in %s", e.Iteration, e.Attempt, e.Outcome, ms(e.DurationMS))
+		if e.Commit != "" {
+			b.WriteString(", commit " + e.Commit)
+		}
+		if e.Backup != "" {
+			b.WriteString(", rolled back, saved in " + e.Backup)
+		}
+		if e.CostUSD > 0 || e.InputTokens > 0 {
+			fmt.Fprintf(&b, " (%s, %s)", Dollars(e.CostUSD), Tokens(e.InputTokens, e.OutputTokens))
+		}
+	case "run_end":
+		fmt.Fprintf(&b, "run ended: %d done", len(e.Completed))
+		if len(e.Skipped) > 0 {
+			fmt.Fprintf(&b, ", skipped %s", strings.Join(e.Skipped, ", "))
+		}
+		if e.Open != nil {
+			fmt.Fprintf(&b, ", %d open", *e.Open)
+		}
+		if e.Error != "" {
+			b.WriteString(": " + e.Error)
+		}
+	default:
+		// The fold's text where it has one, else the event's name and
+		// the fields people look for.
+		var s State
+		s.Apply(e)
+		if n := len(s.Notices); n > 0 {
+			b.WriteString(s.Notices[n-1].Text)
+		} else {
+			b.WriteString(e.Name)
+			for _, f := range []string{e.Message, e.Reason, e.Error} {
+				if f != "" {
+					b.WriteString(": " + f)
+					break
+				}
+			}
+		}
+	}
+	return strings.ReplaceAll(b.String(), "\n", " ")
+}
+
+// Tokens renders a token count compactly: 12.3k in / 1.2k out.
+func Tokens(in, out int) string {
+	return compact(in) + " in / " + compact(out) + " out"
+}
+
+func compact(n int) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+// Dollars renders a cost.
+func Dollars(v float64) string { return fmt.Sprintf("$%.4f", v) }
+
+// PlainOptions configure Plain.
+type PlainOptions struct {
+	Follow   bool          // keep following until the run ends
+	Interval time.Duration // between polls
+	Alive    func(pid int) bool
+	// Notice receives what is not an event (the run's process vanished,
+	// lines skipped), for stderr.
+	Notice func(string)
+}
+
+// Plain prints the newest run's events, one line each, and with Follow
+// keeps printing new ones until the run ends, its process is gone, or ctx
+// is cancelled.
+func Plain(ctx context.Context, src *Source, w io.Writer, o PlainOptions) error {
+	var st State
+	waiting := false
+	for {
+		evs, err := src.Poll()
+		if err != nil {
+			return fmt.Errorf("watch: read %s: %w", EventLog, err)
+		}
+		for _, e := range evs {
+			st.Apply(e)
+			if _, err := io.WriteString(w, Line(e)+"\n"); err != nil {
+				return err
+			}
+		}
+		if !o.Follow {
+			if !st.Seen && o.Notice != nil {
+				o.Notice("no run recorded in " + EventLog + " yet")
+			}
+			return nil
+		}
+		switch {
+		case st.Ended:
+			return nil
+		case st.Seen && !st.Live(o.Alive):
+			if o.Notice != nil {
+				o.Notice(fmt.Sprintf("the run's process (pid %d) is gone and logged no end: it was killed or crashed", st.PID))
+			}
+			return nil
+		case !st.Seen && !waiting && o.Notice != nil:
+			o.Notice("no run yet; waiting for one to start (ctrl-c to stop)")
+			waiting = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(o.Interval):
+		}
+	}
+}

@@ -1,0 +1,260 @@
+package watch
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// maxNotices bounds the recent-events list.
+const maxNotices = 50
+
+// State is a run as its events tell it. The zero value is "no run yet".
+type State struct {
+	Seen     bool // a run_start was seen
+	Plan     string
+	PID      int
+	Workers  int // 0 or 1: serial
+	Started  time.Time
+	Ended    bool
+	EndTime  time.Time
+	EndError string
+
+	Total, Done int // the plan's stories, and how many are done
+	Iterations  int
+	Cost        float64
+	InTokens    int
+	OutTokens   int
+
+	Slots   []*Worker // by worker number - 1; a serial run has one
+	Notices []Notice  // newest last
+	Last    time.Time // the newest event's time
+
+	storyCost map[string]float64
+	storyDone map[string]bool
+	parallel  bool
+}
+
+// Worker is what one worker is doing.
+type Worker struct {
+	N         int
+	Story     string
+	Title     string
+	Iteration int
+	Attempt   int
+	Attempts  int
+	Started   time.Time
+	Tool      string
+	ToolTime  time.Time
+	InTokens  int
+	OutTokens int
+	Cost      float64 // the story's finished attempts, retries included
+	Output    string  // the attempt's agent output log, relative to the root
+	Busy      bool
+	Outcome   string // the last attempt's, when not busy
+}
+
+// Notice is one event worth a line in the recent list: rollbacks, guard
+// denials, merges, conflicts, limit waits, skips.
+type Notice struct {
+	Time  time.Time
+	Kind  string // rollback, denied, merged, conflict, limit, skipped, failed, done, refused, stopped
+	Story string
+	Text  string
+}
+
+// Apply folds one event into the state. A run_start starts afresh: the view
+// is of the newest run.
+func (s *State) Apply(e Event) {
+	if !e.Time.IsZero() {
+		s.Last = e.Time
+	}
+	switch e.Name {
+	case "run_start":
+		*s = State{Seen: true, Plan: e.Plan, PID: e.PID, Workers: e.Workers, Started: e.Time, Total: e.Stories,
+			Last: e.Time, storyCost: map[string]float64{}, storyDone: map[string]bool{}, parallel: e.Workers > 1}
+		if e.Done != nil {
+			s.Done = *e.Done
+		}
+	case "iteration_start":
+		w := s.slot(e.Worker)
+		*w = Worker{N: w.N, Story: e.Story, Title: e.Title, Iteration: e.Iteration, Attempt: e.Attempt, Attempts: e.Attempts,
+			Started: e.Time, Output: e.Output, Busy: true, Cost: s.storyCost[e.Story]}
+		if e.Iteration > s.Iterations {
+			s.Iterations = e.Iteration
+		}
+	case "tool":
+		w := s.find(e.Worker, e.Story)
+		if w == nil {
+			return
+		}
+		w.Tool, w.ToolTime = e.Tool, e.Time
+		w.InTokens, w.OutTokens = e.InputTokens, e.OutputTokens
+	case "iteration_end":
+		s.Cost += e.CostUSD
+		s.InTokens += e.InputTokens
+		s.OutTokens += e.OutputTokens
+		if s.storyCost != nil {
+			s.storyCost[e.Story] += e.CostUSD
+		}
+		if w := s.find(-1, e.Story); w != nil {
+			w.Busy, w.Outcome, w.Cost = false, e.Outcome, s.storyCost[e.Story]
+			if e.InputTokens+e.OutputTokens > 0 {
+				w.InTokens, w.OutTokens = e.InputTokens, e.OutputTokens
+			}
+		}
+		switch {
+		case e.Outcome == "done":
+			if !s.parallel {
+				s.markDone(e.Story)
+			}
+			s.note(e, "done", fmt.Sprintf("attempt %d done in %s%s", e.Attempt, ms(e.DurationMS), prefixed(", commit ", e.Commit)))
+		case e.Backup != "":
+			s.note(e, "rollback", fmt.Sprintf("attempt %d %s; rolled back, saved in %s", e.Attempt, e.Outcome, e.Backup))
+		case e.Outcome != "":
+			s.note(e, "failed", fmt.Sprintf("attempt %d %s", e.Attempt, e.Outcome))
+		}
+	case "merged":
+		s.markDone(e.Story)
+		s.note(e, "merged", "merged"+prefixed(" as ", short(e.Commit)))
+		if w := s.find(-1, e.Story); w != nil {
+			w.Outcome = "merged"
+		}
+	case "merge_failed":
+		text := "not merged, branch kept: " + e.Error
+		if len(e.Paths) > 0 {
+			text = "merge conflict in " + strings.Join(e.Paths, ", ") + "; branch " + strings.TrimPrefix(e.Branch, "refs/heads/") + " kept"
+		}
+		s.note(e, "conflict", text)
+	case "usage_limit":
+		text := "usage limit: " + e.Message
+		if t, err := time.Parse(time.RFC3339Nano, e.Reset); err == nil && !t.IsZero() && t.Year() > 1 {
+			text += "; resets " + t.Local().Format("15:04")
+		}
+		s.note(e, "limit", text)
+	case "story_skipped":
+		s.note(e, "skipped", fmt.Sprintf("skipped after %d failed attempts", e.Attempts))
+	case "rollback_refused":
+		s.note(e, "refused", "rollback refused: "+e.Reason)
+	case "test-failure":
+		text := "tests failed (" + e.Runner + ")"
+		if e.Rollback != "" {
+			text += "; rolled back by the hook, saved in " + e.Rollback
+		}
+		s.note(e, "rollback", text)
+	case "guard-deny", "guard_denied", "guard-denied", "denied":
+		what := e.Command
+		if what == "" {
+			what = e.Tool
+		}
+		s.note(e, "denied", "guard denied "+quote(what)+prefixed(": ", e.Reason))
+	case "interrupted":
+		s.note(e, "stopped", "interrupted")
+	case "run_end":
+		s.Ended, s.EndTime, s.EndError = true, e.Time, e.Error
+		for _, w := range s.Slots {
+			w.Busy = false
+		}
+		text := fmt.Sprintf("run ended: %d iteration(s), %d done", s.Iterations, len(e.Completed))
+		if e.Error != "" {
+			text += "; " + e.Error
+		}
+		s.note(e, "end", text)
+	}
+}
+
+func (s *State) markDone(story string) {
+	if s.storyDone == nil {
+		s.storyDone = map[string]bool{}
+	}
+	if !s.storyDone[story] {
+		s.storyDone[story] = true
+		s.Done++
+	}
+}
+
+// slot returns worker n's record, creating it (a serial run's is 1).
+func (s *State) slot(n int) *Worker {
+	if n < 1 {
+		n = 1
+	}
+	for len(s.Slots) < n {
+		s.Slots = append(s.Slots, &Worker{N: len(s.Slots) + 1})
+	}
+	return s.Slots[n-1]
+}
+
+// find returns the worker on story (n when known, >= 0).
+func (s *State) find(n int, story string) *Worker {
+	if n >= 1 && n <= len(s.Slots) && s.Slots[n-1].Story == story {
+		return s.Slots[n-1]
+	}
+	if n == 0 && len(s.Slots) == 1 && s.Slots[0].Story == story {
+		return s.Slots[0]
+	}
+	for _, w := range s.Slots {
+		if w.Story == story && story != "" {
+			return w
+		}
+	}
+	return nil
+}
+
+func (s *State) note(e Event, kind, text string) {
+	s.Notices = append(s.Notices, Notice{Time: e.Time, Kind: kind, Story: e.Story, Text: text})
+	if len(s.Notices) > maxNotices {
+		s.Notices = append(s.Notices[:0], s.Notices[len(s.Notices)-maxNotices:]...)
+	}
+}
+
+// Live reports whether the run is still going: started, not ended, and its
+// process alive (alive decides; a crashed run never logs its end).
+func (s *State) Live(alive func(pid int) bool) bool {
+	return s.Seen && !s.Ended && (s.PID == 0 || alive(s.PID))
+}
+
+// Busy lists the workers with an attempt in progress, by number.
+func (s *State) Busy() []*Worker {
+	var out []*Worker
+	for _, w := range s.Slots {
+		if w.Busy {
+			out = append(out, w)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].N < out[j].N })
+	return out
+}
+
+func ms(v float64) string {
+	return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond).String()
+}
+
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func quote(s string) string {
+	if s == "" {
+		return "a command"
+	}
+	return fmt.Sprintf("%q", clip(s, 80))
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

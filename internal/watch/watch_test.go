@@ -1,0 +1,320 @@
+package watch
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// ev builds an event as the loop writes it, through JSON, so the test
+// reads the same shape as the log.
+func ev(t *testing.T, sec int, name string, fields map[string]any) Event {
+	t.Helper()
+	rec := map[string]any{"time": t0.Add(time.Duration(sec) * time.Second).Format(time.RFC3339Nano), "event": name, "session": "s1"}
+	for k, v := range fields {
+		rec[k] = v
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := decode(b)
+	if !ok {
+		t.Fatalf("decode %s", b)
+	}
+	return e
+}
+
+// A parallel run as the loop and hooks record it.
+func parallelRun(t *testing.T) []Event {
+	return []Event{
+		ev(t, 0, "run_start", map[string]any{"plan": "plan.md", "pid": 4242, "workers": 2, "stories": 4, "done": 1}),
+		ev(t, 1, "iteration_start", map[string]any{"iteration": 1, "story": "US-2", "title": "login form", "attempt": 1, "attempts": 3, "worker": 1, "output": ".ralph/wiggum/agent/1.log"}),
+		ev(t, 1, "iteration_start", map[string]any{"iteration": 2, "story": "US-3", "title": "logout", "attempt": 1, "attempts": 3, "worker": 2, "output": ".ralph/wiggum/agent/2.log"}),
+		ev(t, 5, "tool", map[string]any{"story": "US-2", "iteration": 1, "worker": 1, "tool": "Bash: go test ./...", "input_tokens": 12300, "output_tokens": 450}),
+		ev(t, 6, "tool", map[string]any{"story": "US-3", "iteration": 2, "worker": 2, "tool": "Read: logout.go", "input_tokens": 900, "output_tokens": 80}),
+		ev(t, 7, "iteration_end", map[string]any{"iteration": 2, "story": "US-3", "attempt": 1, "worker": 2, "outcome": "failed (gate)", "duration_ms": 6000, "backup": "refs/wiggum/backup/20261123T120007Z-1", "cost_usd": 0.25, "input_tokens": 1000, "output_tokens": 100}),
+		ev(t, 8, "iteration_start", map[string]any{"iteration": 3, "story": "US-3", "title": "logout", "attempt": 2, "attempts": 3, "worker": 2, "output": ".ralph/wiggum/agent/3.log"}),
+		ev(t, 9, "tool", map[string]any{"story": "US-3", "iteration": 3, "worker": 2, "tool": "Edit: logout.go", "input_tokens": 300, "output_tokens": 20}),
+		ev(t, 9, "test-failure", map[string]any{"story": "US-2", "runner": "go test", "rollback": "refs/wiggum/backup/x"}),
+		ev(t, 10, "guard-deny", map[string]any{"story": "US-2", "command": "git push --force", "reason": "pushing is not allowed during a session"}),
+		ev(t, 11, "usage_limit", map[string]any{"story": "US-3", "message": "usage limit reached (five_hour)", "reset": "2026-11-23T17:00:00Z"}),
+		ev(t, 12, "iteration_end", map[string]any{"iteration": 1, "story": "US-2", "attempt": 1, "worker": 1, "outcome": "done", "duration_ms": 11000, "commit": "abc1234", "cost_usd": 0.5}),
+		ev(t, 13, "merged", map[string]any{"story": "US-2", "commit": "abc1234def5678", "branch": "refs/heads/wiggum/US-2"}),
+		ev(t, 14, "merge_failed", map[string]any{"story": "US-4", "branch": "refs/heads/wiggum/US-4", "error": "conflict", "paths": []string{"a.go"}}),
+	}
+}
+
+func TestStateFoldsRun(t *testing.T) {
+	var s State
+	for _, e := range parallelRun(t) {
+		s.Apply(e)
+	}
+	if s.Total != 4 || s.Done != 2 || s.Iterations != 3 {
+		t.Errorf("progress %d/%d, iteration %d; want 2/4, 3", s.Done, s.Total, s.Iterations)
+	}
+	if s.Cost != 0.75 {
+		t.Errorf("cost %v, want 0.75", s.Cost)
+	}
+	if len(s.Slots) != 2 {
+		t.Fatalf("slots %+v", s.Slots)
+	}
+	w2 := s.Slots[1]
+	if w2.Story != "US-3" || w2.Attempt != 2 || !w2.Busy || w2.Cost != 0.25 || w2.Output != ".ralph/wiggum/agent/3.log" {
+		t.Errorf("worker 2 = %+v", w2)
+	}
+	kinds := ""
+	for _, n := range s.Notices {
+		kinds += n.Kind + " "
+	}
+	if kinds != "rollback rollback denied limit done merged conflict " {
+		t.Errorf("notice kinds = %q", kinds)
+	}
+	if !s.Live(func(int) bool { return true }) || s.Live(func(int) bool { return false }) {
+		t.Error("a started run is live exactly while its pid is alive")
+	}
+	s.Apply(ev(t, 20, "run_end", map[string]any{"completed": []string{"US-2"}}))
+	if s.Live(func(int) bool { return true }) {
+		t.Error("an ended run is not live")
+	}
+	// A new run starts afresh.
+	s.Apply(ev(t, 30, "run_start", map[string]any{"plan": "other.md", "stories": 9, "done": 0}))
+	if s.Plan != "other.md" || len(s.Slots) != 0 || len(s.Notices) != 0 || s.Cost != 0 {
+		t.Errorf("new run kept old state: %+v", s)
+	}
+}
+
+func newTestModel(evs []Event) *Model {
+	m := NewModel(nil, 0, func(int) bool { return true })
+	m.now = func() time.Time { return t0.Add(20 * time.Second) }
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	m.Update(EventsMsg(evs))
+	return m
+}
+
+func TestModelView(t *testing.T) {
+	m := newTestModel(parallelRun(t))
+	v := m.View()
+	for _, want := range []string{
+		"wiggum watch · plan.md · live · 20s · 2 workers · $0.7500",
+		"2/4 stories done · iteration 3",
+		"US-2 login form", "merged", // worker 1's story landed
+		"US-3 logout", "2/3", "12s", "Edit: logout.go", "$0.2500", // worker 2 is on its second attempt
+		"merge conflict in a.go; branch wiggum/US-4 kept",
+		`guard denied "git push --force": pushing is not allowed`,
+		"usage limit: usage limit reached (five_hour)",
+		"attempt 1 failed (gate); rolled back, saved in refs/wiggum/backup/20261123T120007Z-1",
+		"? help · q quit",
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+	// Newest notice first.
+	if strings.Index(v, "merge conflict") > strings.Index(v, "usage limit:") {
+		t.Errorf("recent events not newest first:\n%s", v)
+	}
+}
+
+func key(m *Model, k string) tea.Cmd {
+	var msg tea.KeyMsg
+	switch k {
+	case "up":
+		msg = tea.KeyMsg{Type: tea.KeyUp}
+	case "down":
+		msg = tea.KeyMsg{Type: tea.KeyDown}
+	case "enter":
+		msg = tea.KeyMsg{Type: tea.KeyEnter}
+	case "esc":
+		msg = tea.KeyMsg{Type: tea.KeyEsc}
+	case "ctrl+c":
+		msg = tea.KeyMsg{Type: tea.KeyCtrlC}
+	default:
+		msg = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+	}
+	_, cmd := m.Update(msg)
+	return cmd
+}
+
+func TestModelKeys(t *testing.T) {
+	m := newTestModel(parallelRun(t))
+	if !strings.Contains(m.View(), "▸ 1 ") {
+		t.Fatalf("worker 1 not selected at first:\n%s", m.View())
+	}
+	key(m, "down")
+	if !strings.Contains(m.View(), "▸ 2 ") {
+		t.Errorf("down did not select worker 2:\n%s", m.View())
+	}
+	key(m, "down") // past the last: stays
+	key(m, "1")
+	if !strings.Contains(m.View(), "▸ 1 ") {
+		t.Errorf("1 did not select worker 1")
+	}
+	key(m, "?")
+	if v := m.View(); !strings.Contains(v, "follow the selected worker's agent output") {
+		t.Errorf("? shows no help:\n%s", v)
+	}
+	key(m, "x") // any key closes help
+	if strings.Contains(m.View(), "any key closes it") {
+		t.Error("help still shown")
+	}
+	for _, k := range []string{"q", "ctrl+c"} {
+		cmd := key(m, k)
+		if cmd == nil {
+			t.Fatalf("%s returned no command", k)
+		}
+		if _, ok := cmd().(tea.QuitMsg); !ok {
+			t.Errorf("%s does not quit", k)
+		}
+	}
+}
+
+func TestModelFollowsOutput(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, filepath.FromSlash(AgentLogDir))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for i := 1; i <= 100; i++ {
+		fmt.Fprintf(&out, "agent line %d\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "3.log"), []byte(out.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A hostile log naming a file outside the agent logs is not read.
+	if err := os.WriteFile(filepath.Join(root, "secret"), []byte("TOPSECRET"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	evs := parallelRun(t)
+	evs = append(evs, ev(t, 15, "iteration_start", map[string]any{"iteration": 9, "story": "US-9", "attempt": 1, "attempts": 1, "worker": 3, "output": ".ralph/wiggum/agent/../../../secret"}))
+	m := newTestModel(evs)
+	m.src = NewSource(root)
+	key(m, "2")
+	key(m, "enter")
+	v := m.View()
+	if !strings.Contains(v, "following worker 2 · US-3 logout · attempt 2/3") || !strings.Contains(v, "agent line 100") || strings.Contains(v, "agent line 1\n") {
+		t.Errorf("follow view of worker 2:\n%s", v)
+	}
+	key(m, "3")
+	if v := m.View(); strings.Contains(v, "TOPSECRET") || !strings.Contains(v, "(no output yet)") {
+		t.Errorf("followed a path outside the agent logs:\n%s", v)
+	}
+	key(m, "esc")
+	if strings.Contains(m.View(), "following") {
+		t.Error("esc did not leave the follow view")
+	}
+}
+
+func TestModelNoRun(t *testing.T) {
+	m := newTestModel(nil)
+	if v := m.View(); !strings.Contains(v, "no run yet") {
+		t.Errorf("view without a run:\n%s", v)
+	}
+}
+
+func TestModelEndedRun(t *testing.T) {
+	evs := append(parallelRun(t), ev(t, 16, "run_end", map[string]any{"completed": []string{"US-2"}, "error": "1 branch(es) could not be merged"}))
+	m := newTestModel(evs)
+	v := m.View()
+	if !strings.Contains(v, "· ended (1 branch(es) could not be merged) · 16s") || !strings.Contains(v, "run ended") {
+		t.Errorf("ended run:\n%s", v)
+	}
+	m.alive = func(int) bool { return false }
+	m.st.Ended = false
+	if v := m.View(); !strings.Contains(v, "stopped (pid 4242 gone, no end logged)") {
+		t.Errorf("crashed run:\n%s", v)
+	}
+}
+
+// The source reads only complete lines, counts corrupt ones, starts at the
+// newest run, picks up the worktrees' logs, and starts over on a file that
+// was replaced by a shorter one.
+func TestSourceTails(t *testing.T) {
+	root := t.TempDir()
+	logPath := filepath.Join(root, filepath.FromSlash(EventLog))
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(path, s string, flag int) {
+		t.Helper()
+		f, err := os.OpenFile(path, flag|os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	write(logPath, `{"event":"run_start","plan":"old.md","time":"2026-11-23T11:00:00Z"}
+{"event":"iteration_start","story":"OLD-1","time":"2026-11-23T11:00:01Z"}
+{"event":"run_start","plan":"new.md","time":"2026-11-23T12:00:00Z"}
+not json
+{"event":"iteration_start","story":"US-1","worker":1,"time":"2026-11-23T12:00:01Z"}
+{"event":"tool","story":"US-1","to`, os.O_TRUNC)
+	src := NewSource(root)
+	evs, err := src.Poll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names(evs) != "run_start:new.md iteration_start:US-1" || src.Bad != 1 {
+		t.Errorf("first poll = %s, bad %d", names(evs), src.Bad)
+	}
+	write(logPath, `ol":"Bash","time":"2026-11-23T12:00:03Z"}
+`, os.O_APPEND)
+	wt := filepath.Join(root, filepath.FromSlash(WorktreeDir), "US-1", filepath.FromSlash(EventLog))
+	if err := os.MkdirAll(filepath.Dir(wt), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(wt, `{"event":"test-failure","story":"US-1","runner":"go","time":"2026-11-23T12:00:02Z"}
+`, os.O_TRUNC)
+	evs, _ = src.Poll()
+	if names(evs) != "test-failure:US-1 tool:US-1" || evs[0].Worktree != "US-1" {
+		t.Errorf("second poll = %s", names(evs))
+	}
+	if evs, _ = src.Poll(); len(evs) != 0 {
+		t.Errorf("nothing new, got %s", names(evs))
+	}
+	write(logPath, `{"event":"run_start","plan":"again.md","time":"2026-11-23T13:00:00Z"}
+`, os.O_TRUNC)
+	if evs, _ = src.Poll(); names(evs) != "run_start:again.md" {
+		t.Errorf("after the log was replaced: %s", names(evs))
+	}
+}
+
+func names(evs []Event) string {
+	var s []string
+	for _, e := range evs {
+		what := e.Story
+		if e.Plan != "" {
+			what = e.Plan
+		}
+		s = append(s, e.Name+":"+what)
+	}
+	return strings.Join(s, " ")
+}
+
+func TestLine(t *testing.T) {
+	for _, c := range []struct {
+		e    Event
+		want string
+	}{
+		{ev(t, 0, "run_start", map[string]any{"plan": "plan.md", "workers": 8, "stories": 10, "done": 2, "pid": 7}), "run started: plan plan.md, 8 workers, 2/10 stories done, pid 7"},
+		{ev(t, 0, "iteration_start", map[string]any{"story": "US-1", "worker": 3, "iteration": 4, "attempt": 2, "attempts": 3, "title": "a\nb"}), "[w3] US-1 iteration 4, attempt 2/3: a b"},
+		{ev(t, 0, "merge_failed", map[string]any{"story": "US-4", "branch": "refs/heads/wiggum/US-4", "paths": []string{"x"}}), "US-4 merge conflict in x; branch wiggum/US-4 kept"},
+		{ev(t, 0, "something_new", map[string]any{"message": "hello"}), "something_new: hello"},
+	} {
+		if got := Line(c.e); !strings.HasSuffix(got, c.want) {
+			t.Errorf("Line = %q, want suffix %q", got, c.want)
+		}
+	}
+}
