@@ -58,6 +58,7 @@ func (c *WatchCmd) Run(ctx context.Context, g *Globals) error {
 		return exitcode.With(exitcode.Usage, err)
 	}
 	src := watch.NewSource(root)
+	defer src.Close()
 	once := c.Once || c.NoFollow
 	if once || c.Plain || !isTerminal(g.stdout) || !isTerminal(os.Stdin) {
 		err := watch.Plain(ctx, src, g.stdout, watch.PlainOptions{

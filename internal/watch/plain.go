@@ -14,8 +14,6 @@ func Line(e Event) string {
 	b.WriteString(e.Time.Local().Format("15:04:05"))
 	if e.Worker > 0 {
 		fmt.Fprintf(&b, " [w%d]", e.Worker)
-	} else if e.Worktree != "" {
-		fmt.Fprintf(&b, " [%s]", e.Worktree)
 	}
 	if e.Story != "" {
 		b.WriteString(" " + e.Story)
@@ -27,8 +25,8 @@ func Line(e Event) string {
 		if e.Workers > 1 {
 			fmt.Fprintf(&b, ", %d workers", e.Workers)
 		}
-		if e.Done != nil && e.Stories > 0 {
-			fmt.Fprintf(&b, ", %d/%d stories done", *e.Done, e.Stories)
+		if e.Stories > 0 {
+			fmt.Fprintf(&b, ", %d/%d stories done", e.Done, e.Stories)
 		}
 		if e.PID > 0 {
 			fmt.Fprintf(&b, ", pid %d", e.PID)
@@ -36,9 +34,9 @@ func Line(e Event) string {
 	case "iteration_start":
 		fmt.Fprintf(&b, "iteration %d, attempt %d/%d: %s", e.Iteration, e.Attempt, e.Attempts, e.Title)
 	case "tool":
-		fmt.Fprintf(&b, "tool %s", e.Tool)
+		fmt.Fprintf(&b, "tool %s", e.ToolCall)
 		if e.InputTokens+e.OutputTokens > 0 {
-			fmt.Fprintf(&b, " (%s)", Tokens(e.InputTokens, e.OutputTokens))
+			fmt.Fprintf(&b, " (%s)", Tokens(int(e.InputTokens), int(e.OutputTokens)))
 		}
 	case "iteration_end":
 		fmt.Fprintf(&b, "iteration %d, attempt %d: %s in %s", e.Iteration, e.Attempt, e.Outcome, ms(e.DurationMS))
@@ -49,16 +47,14 @@ func Line(e Event) string {
 			b.WriteString(", rolled back, saved in " + e.Backup)
 		}
 		if e.CostUSD > 0 || e.InputTokens > 0 {
-			fmt.Fprintf(&b, " (%s, %s)", Dollars(e.CostUSD), Tokens(e.InputTokens, e.OutputTokens))
+			fmt.Fprintf(&b, " (%s, %s)", Dollars(e.CostUSD), Tokens(int(e.InputTokens), int(e.OutputTokens)))
 		}
 	case "run_end":
 		fmt.Fprintf(&b, "run ended: %d done", len(e.Completed))
 		if len(e.Skipped) > 0 {
 			fmt.Fprintf(&b, ", skipped %s", strings.Join(e.Skipped, ", "))
 		}
-		if e.Open != nil {
-			fmt.Fprintf(&b, ", %d open", *e.Open)
-		}
+		fmt.Fprintf(&b, ", %d open", e.Open)
 		if e.Error != "" {
 			b.WriteString(": " + e.Error)
 		}

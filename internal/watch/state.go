@@ -74,9 +74,7 @@ func (s *State) Apply(e Event) {
 	case "run_start":
 		*s = State{Seen: true, Plan: e.Plan, PID: e.PID, Workers: e.Workers, Started: e.Time, Total: e.Stories,
 			Last: e.Time, storyCost: map[string]float64{}, storyDone: map[string]bool{}, parallel: e.Workers > 1}
-		if e.Done != nil {
-			s.Done = *e.Done
-		}
+		s.Done = int(e.Done)
 	case "iteration_start":
 		w := s.slot(e.Worker)
 		*w = Worker{N: w.N, Story: e.Story, Title: e.Title, Iteration: e.Iteration, Attempt: e.Attempt, Attempts: e.Attempts,
@@ -89,19 +87,19 @@ func (s *State) Apply(e Event) {
 		if w == nil {
 			return
 		}
-		w.Tool, w.ToolTime = e.Tool, e.Time
-		w.InTokens, w.OutTokens = e.InputTokens, e.OutputTokens
+		w.Tool, w.ToolTime = e.ToolCall, e.Time
+		w.InTokens, w.OutTokens = int(e.InputTokens), int(e.OutputTokens)
 	case "iteration_end":
 		s.Cost += e.CostUSD
-		s.InTokens += e.InputTokens
-		s.OutTokens += e.OutputTokens
+		s.InTokens += int(e.InputTokens)
+		s.OutTokens += int(e.OutputTokens)
 		if s.storyCost != nil {
 			s.storyCost[e.Story] += e.CostUSD
 		}
 		if w := s.find(-1, e.Story); w != nil {
 			w.Busy, w.Outcome, w.Cost = false, e.Outcome, s.storyCost[e.Story]
 			if e.InputTokens+e.OutputTokens > 0 {
-				w.InTokens, w.OutTokens = e.InputTokens, e.OutputTokens
+				w.InTokens, w.OutTokens = int(e.InputTokens), int(e.OutputTokens)
 			}
 		}
 		switch {
@@ -129,8 +127,8 @@ func (s *State) Apply(e Event) {
 		s.note(e, "conflict", text)
 	case "usage_limit":
 		text := "usage limit: " + e.Message
-		if t, err := time.Parse(time.RFC3339Nano, e.Reset); err == nil && !t.IsZero() && t.Year() > 1 {
-			text += "; resets " + t.Local().Format("15:04")
+		if !e.Reset.IsZero() {
+			text += "; resets " + e.Reset.Local().Format("15:04")
 		}
 		s.note(e, "limit", text)
 	case "story_skipped":
@@ -143,12 +141,14 @@ func (s *State) Apply(e Event) {
 			text += "; rolled back by the hook, saved in " + e.Rollback
 		}
 		s.note(e, "rollback", text)
-	case "guard-deny", "guard_denied", "guard-denied", "denied":
-		what := e.Command
-		if what == "" {
-			what = e.Tool
+	case "usage_limit_end":
+		s.note(e, "limit", "usage limit over; going on")
+	case "guard_denied":
+		verb := "denied"
+		if e.Decision != "" && e.Decision != "deny" {
+			verb = "held for asking"
 		}
-		s.note(e, "denied", "guard denied "+quote(what)+prefixed(": ", e.Reason))
+		s.note(e, "denied", "guard "+verb+" "+quote(e.Command)+prefixed(": ", e.Reason))
 	case "interrupted":
 		s.note(e, "stopped", "interrupted")
 	case "run_end":
