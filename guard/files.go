@@ -12,8 +12,8 @@ func (w *walk) files(base string, rest []string) {
 		w.rm(base, rest)
 	case "mv":
 		for _, p := range operands(rest) {
-			if why := w.g.protectedState(p); why != "" {
-				w.g.verdict(Deny, "mv %s moves wiggum's state; %s", printable(p), why)
+			if why := w.protected(p); why != "" {
+				w.g.verdict(Deny, "mv %s: %s", printable(p), why)
 			} else if w.g.isGitDir(p) {
 				w.g.verdict(Deny, "mv %s moves the repository's .git directory away", printable(p))
 			}
@@ -22,20 +22,22 @@ func (w *walk) files(base string, rest []string) {
 		w.copyTo(base, rest)
 	case "tee", "sponge":
 		for _, p := range operands(rest) {
-			if why := w.g.protectedState(p); why != "" {
-				w.g.verdict(Deny, "%s writes to %s; %s", base, printable(p), why)
+			if why := w.protected(p); why != "" {
+				w.g.verdict(Deny, "%s writes to %s: %s", base, printable(p), why)
 			}
 		}
 	case "dd":
 		for _, a := range rest {
 			if p, ok := strings.CutPrefix(a, "of="); ok {
-				if why := w.g.protectedState(p); why != "" {
-					w.g.verdict(Deny, "dd writes to %s; %s", printable(p), why)
+				if why := w.protected(p); why != "" {
+					w.g.verdict(Deny, "dd writes to %s: %s", printable(p), why)
 				}
 			}
 		}
 	case "sed", "perl", "ruby":
 		w.inPlace(base, rest)
+	case "chmod", "chattr", "chown", "chgrp", "setfacl":
+		w.chmod(base, rest)
 	}
 }
 
@@ -69,8 +71,8 @@ func (w *walk) rm(base string, rest []string) {
 		}
 	}
 	for _, p := range operands(rest) {
-		if why := w.g.protectedState(p); why != "" {
-			w.g.verdict(Deny, "%s %s deletes wiggum's state; %s", base, printable(p), why)
+		if why := w.protected(p); why != "" {
+			w.g.verdict(Deny, "%s %s: %s", base, printable(p), why)
 			continue
 		}
 		if w.g.isGitDir(p) {
@@ -96,8 +98,8 @@ func (w *walk) copyTo(base string, rest []string) {
 	}
 	if len(ops) > 0 {
 		dst := ops[len(ops)-1]
-		if why := w.g.protectedState(dst); why != "" {
-			w.g.verdict(Deny, "%s overwrites wiggum's state at %s; %s", base, printable(dst), why)
+		if why := w.protected(dst); why != "" {
+			w.g.verdict(Deny, "%s over %s: %s", base, printable(dst), why)
 		}
 	}
 }
@@ -114,10 +116,58 @@ func (w *walk) inPlace(base string, rest []string) {
 		return
 	}
 	for _, p := range operands(rest) {
-		if why := w.g.protectedState(p); why != "" {
-			w.g.verdict(Deny, "%s -i rewrites %s; %s", base, printable(p), why)
+		if why := w.protected(p); why != "" {
+			w.g.verdict(Deny, "%s -i rewrites %s: %s", base, printable(p), why)
 		}
 	}
+}
+
+// chmod denies changing the mode or owner of protected files (chmod -x on
+// a hook switches it off); only adding permissions (+x) is allowed.
+func (w *walk) chmod(base string, rest []string) {
+	ops := operands(rest)
+	if base == "chmod" {
+		// A mode may look like an option: chmod -x FILE.
+		ops = nil
+		for _, a := range rest {
+			if !strings.HasPrefix(a, "-") || (len(a) > 1 && strings.Trim(a[1:], "rwxXst") == "") {
+				ops = append(ops, a)
+			}
+		}
+	}
+	if len(ops) < 2 {
+		return
+	}
+	mode := ops[0]
+	if base == "chmod" && strings.Contains(mode, "+") && !strings.ContainsAny(mode, "-=") {
+		return
+	}
+	for _, p := range ops[1:] {
+		if why := w.protected(p); why != "" {
+			w.g.verdict(Deny, "%s %s %s: %s", base, mode, printable(p), why)
+		}
+	}
+}
+
+// protected is protectedState for a path as the command sees it: also
+// resolved against the directories the script changes into, so
+// "cd .git/hooks && rm pre-push" is caught.
+func (w *walk) protected(p string) string {
+	if why := w.g.protectedState(p); why != "" || p == "" || w.g.p.Root == "" {
+		return why
+	}
+	for _, d := range w.dirs {
+		abs := w.g.resolve(d, p)
+		if abs == "" {
+			continue
+		}
+		if rel, err := filepath.Rel(w.g.p.Root, abs); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			if why := w.g.protectedState(rel); why != "" {
+				return why
+			}
+		}
+	}
+	return ""
 }
 
 // rmTree denies a recursive delete of /, the home directory, the working

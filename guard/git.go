@@ -8,10 +8,13 @@ import (
 // each subcommand live in git_SUBCOMMAND.go.
 func (w *walk) git(args []string) {
 	i, otherDir := w.gitGlobals(args)
-	if i >= len(args) {
+	if i >= len(args) || gitHelp(args[:i]) {
 		return
 	}
 	sub, rest := args[i], args[i+1:]
+	if gitHelp(beforeDashDash(rest)) || (len(rest) == 1 && rest[0] == "-h") {
+		return // git shows the manual or the usage and runs nothing
+	}
 	if strings.Contains(sub, dynamic) {
 		w.g.verdict(Ask, "the git subcommand is only known at run time, so wiggum's guard cannot tell what it does")
 		return
@@ -39,6 +42,14 @@ func (w *walk) git(args []string) {
 		w.gitCommit(rest)
 	case "filter-branch", "filter-repo":
 		w.gitRewrite(sub)
+	case "reflog":
+		w.gitReflog(rest)
+	case "gc", "prune":
+		w.gitPrune(sub, rest)
+	case "stash":
+		w.gitStash(rest)
+	case "rm":
+		w.gitRm(rest)
 	case "config":
 		w.gitConfig(rest)
 	}
@@ -110,6 +121,16 @@ func splitDashDash(args []string) (opts, paths []string) {
 		}
 	}
 	return args, nil
+}
+
+// gitHelp reports whether git's arguments ask for help.
+func gitHelp(args []string) bool {
+	for _, a := range args {
+		if a == "--help" {
+			return true
+		}
+	}
+	return false
 }
 
 // shortFlag reports whether a is a cluster of short options (-fdx)

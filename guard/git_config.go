@@ -18,18 +18,34 @@ func (w *walk) gitInlineConfig(value string) {
 	if key == "core.hookspath" {
 		w.g.verdict(Deny, "git -c core.hooksPath=... bypasses wiggum's git hooks (the commit journal and push guard); run git without it")
 	}
+	if _, v, _ := strings.Cut(value, "="); expiryKey(key) && pruneNow(v) {
+		w.g.verdict(Deny, "git -c %s=%s makes git delete unreachable objects or reflogs at once; not allowed during a wiggum session", key, v)
+	}
 }
 
-// gitConfig denies setting core.hooksPath.
+// gitConfig denies setting core.hooksPath, or expiry dates of now.
 func (w *walk) gitConfig(rest []string) {
 	if len(rest) < 2 || slices.Contains(rest, "--get") || slices.Contains(rest, "--list") || slices.Contains(rest, "-l") {
 		return
 	}
-	for _, a := range rest {
+	for i, a := range rest {
 		if strings.EqualFold(a, "core.hooksPath") {
 			w.g.verdict(Deny, "changing core.hooksPath disables wiggum's git hooks (the commit journal and push guard)")
 		}
+		if expiryKey(strings.ToLower(a)) && i+1 < len(rest) && pruneNow(rest[i+1]) {
+			w.g.verdict(Deny, "git config %s %s makes git delete unreachable objects or reflogs at once; not allowed during a wiggum session", a, rest[i+1])
+		}
 	}
+}
+
+// expiryKey names the settings that decide how long git keeps what a
+// rollback or the user would recover from.
+func expiryKey(key string) bool {
+	switch key {
+	case "gc.pruneexpire", "gc.reflogexpire", "gc.reflogexpireunreachable", "gc.worktreepruneexpire":
+		return true
+	}
+	return false
 }
 
 // assigns checks VAR=value words before a command, and export VAR=value.

@@ -7,11 +7,15 @@ import (
 	"strings"
 )
 
-// stateWhy is why protected state must not be touched.
-const stateWhy = "it is wiggum's session state (agent lock, checkpoint, journal); use wiggum commands (`wiggum status`, `wiggum rollback`) instead"
+// Why the policy's paths must not be touched.
+const (
+	stateWhy = "that is wiggum's session state (agent lock, checkpoint, journal); use wiggum commands (`wiggum status`, `wiggum rollback`) instead"
+	hookWhy  = "that is one of wiggum's git hooks (the commit journal and the push guard); `wiggum uninstall --git` removes them if that is really wanted"
+)
 
-// protectedState explains why p must not be written or deleted, or returns
-// "" when p is not protected. Globs count when they could match.
+// protectedState explains why p must not be written, moved or deleted, or
+// returns "" when p is none of the policy's state, hooks or refs. Globs
+// count when they could match.
 func (g *guard) protectedState(p string) string {
 	if p == "" {
 		return ""
@@ -21,8 +25,15 @@ func (g *guard) protectedState(p string) string {
 	}
 	parts := strings.Split(filepath.ToSlash(p), "/")
 	for _, sp := range g.p.StatePaths {
-		if touches(parts, strings.Split(strings.Trim(sp, "/"), "/")) {
+		if touches(parts, strings.Split(strings.Trim(sp, "/"), "/"), 1) {
 			return stateWhy
+		}
+	}
+	for _, h := range g.p.HookFiles {
+		// The hooks directory and the hook count, not all of .git.
+		prot := strings.Split(strings.Trim(h, "/"), "/")
+		if touches(parts, prot, max(len(prot)-1, 1)) {
+			return hookWhy
 		}
 	}
 	return ""
@@ -30,9 +41,10 @@ func (g *guard) protectedState(p string) string {
 
 // touches reports whether the path parts name the protected path prot, a
 // file under it, or a directory holding it: somewhere in parts a run of
-// components matches prot's components from its first, up to the end of
-// either. The path's components may be globs; "" and "." are skipped.
-func touches(parts, prot []string) bool {
+// at least least components matches prot's components from its first, up
+// to the end of either. The path's components may be globs; "" and "."
+// are skipped.
+func touches(parts, prot []string, least int) bool {
 	for i, part := range parts {
 		if ok, _ := path.Match(part, prot[0]); !ok || part == "" {
 			continue
@@ -51,7 +63,7 @@ func touches(parts, prot []string) bool {
 			}
 			j++
 		}
-		if j >= 0 {
+		if j >= least {
 			return true
 		}
 	}
@@ -89,6 +101,7 @@ func CheckEdit(file string, p Policy) Decision {
 	if why := g.protectedState(target); why != "" {
 		return Decision{Deny, fmt.Sprintf("writing %s is not allowed during a wiggum session: %s", file, why)}
 	}
+
 	if g.isGitDir(strings.SplitN(filepath.ToSlash(target), "/", 2)[0]) {
 		return Decision{Deny, fmt.Sprintf("%s is inside .git; use git commands instead", file)}
 	}

@@ -108,8 +108,8 @@ func (w *walk) redirect(r *syntax.Redirect) {
 		return
 	}
 	target, _ := wordValue(r.Word)
-	if why := w.g.protectedState(target); why != "" {
-		w.g.verdict(Deny, "this command writes to %s with a redirection; %s", target, why)
+	if why := w.protected(target); why != "" {
+		w.g.verdict(Deny, "this command writes to %s with a redirection: %s", printable(target), why)
 	}
 }
 

@@ -226,8 +226,8 @@ func (w *walk) findDelete(rest []string) {
 		if strings.HasPrefix(p, "-") || p == "!" || p == "(" {
 			break
 		}
-		if why := w.g.protectedState(p); why != "" {
-			w.g.verdict(Deny, "find -delete under %s; %s", p, why)
+		if why := w.protected(p); why != "" {
+			w.g.verdict(Deny, "find -delete under %s: %s", printable(p), why)
 		}
 		if !selects {
 			w.rmTree("find -delete", p)
