@@ -1,5 +1,7 @@
 package guard
 
+import "strings"
+
 // The guard's bounds. A command past any of them is asked about, never
 // allowed: a hostile or runaway command must not make the hook slow or let
 // something through because the guard gave up.
@@ -79,14 +81,13 @@ func nesting(src string) int {
 	for i := 0; i < len(src); i++ {
 		c := src[i]
 		if top() == '"' {
-			switch {
-			case c == '\\':
-				i++
-			case c == '"':
+			var opened byte
+			i, opened = inDouble(src, i)
+			switch opened {
+			case '"':
 				stack = stack[:len(stack)-1]
-			case c == '$' && i+1 < len(src) && (src[i+1] == '(' || src[i+1] == '{'):
-				i++
-				push(closer(src[i]))
+			case ')', '}':
+				push(opened)
 			}
 			continue
 		}
@@ -98,11 +99,7 @@ func nesting(src string) int {
 		case '"':
 			push('"')
 		case '#':
-			if i == 0 || isSpace(src[i-1]) || src[i-1] == ';' || src[i-1] == '(' || src[i-1] == '&' || src[i-1] == '|' {
-				for i+1 < len(src) && src[i+1] != '\n' {
-					i++
-				}
-			}
+			i = skipComment(src, i)
 		case '(', '{', '[':
 			push(closer(c))
 		case ')', '}', ']':
@@ -124,6 +121,33 @@ func nesting(src string) int {
 	return deepest
 }
 
+// skipComment returns the index of the last byte of a comment starting at
+// i, or i when the '#' does not start a comment there.
+func skipComment(src string, i int) int {
+	if i > 0 && !isSpace(src[i-1]) && strings.IndexByte(";(&|", src[i-1]) < 0 {
+		return i
+	}
+	for i+1 < len(src) && src[i+1] != '\n' {
+		i++
+	}
+	return i
+}
+
+// inDouble reads one step inside a double-quoted string at i: the index
+// of the last byte read and '"' when the string closes there, or the
+// closer a "$(" or "${" opened.
+func inDouble(src string, i int) (int, byte) {
+	switch c := src[i]; {
+	case c == '\\':
+		return i + 1, 0
+	case c == '"':
+		return i, '"'
+	case c == '$' && i+1 < len(src) && (src[i+1] == '(' || src[i+1] == '{'):
+		return i + 1, closer(src[i+1])
+	}
+	return i, 0
+}
+
 func closer(c byte) byte {
 	switch c {
 	case '(':
@@ -133,6 +157,9 @@ func closer(c byte) byte {
 	}
 	return ']'
 }
+
+// endsWord reports whether c ends a shell word outside quotes.
+func endsWord(c byte) bool { return isSpace(c) || strings.IndexByte(";|&<>)", c) >= 0 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
 
@@ -166,7 +193,7 @@ func heredocStart(src string, i int) (string, int, bool) {
 	}
 	start := j
 	var d []byte
-	for j < len(src) && !isSpace(src[j]) && src[j] != ';' && src[j] != '|' && src[j] != '&' && src[j] != '<' && src[j] != '>' && src[j] != ')' {
+	for j < len(src) && !endsWord(src[j]) {
 		if src[j] != '\'' && src[j] != '"' && src[j] != '\\' {
 			d = append(d, src[j])
 		}

@@ -165,6 +165,9 @@ func (w *walk) command(c *syntax.CallExpr, args []string, hop int) {
 		w.git(rest)
 	case IsShell(base):
 		w.shell(c, rest, hop)
+	case language(base) != "":
+		w.interp(c, base, rest, hop)
+		w.files(base, rest) // perl -i, ruby -i
 	default:
 		w.files(base, rest)
 	}
