@@ -15,9 +15,9 @@ type guardCase struct {
 	command string
 }
 
-// readCorpus parses testdata/corpus.txt.
-func readCorpus(t testing.TB) []guardCase {
-	f, err := os.Open("testdata/corpus.txt")
+// readCorpus parses a corpus file (testdata/corpus.txt's format).
+func readCorpus(t testing.TB, name string) []guardCase {
+	f, err := os.Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func testPolicy(branch string) Policy {
 }
 
 func TestCorpus(t *testing.T) {
-	cases := readCorpus(t)
+	cases := readCorpus(t, "testdata/corpus.txt")
 	if len(cases) < 150 {
 		t.Fatalf("corpus has %d cases, want at least 150", len(cases))
 	}
@@ -99,6 +99,24 @@ func TestCorpus(t *testing.T) {
 	for _, a := range []Action{Allow, Ask, Deny} {
 		if count[a] == 0 {
 			t.Errorf("corpus has no %s case", a)
+		}
+	}
+}
+
+// TestDataIsNotDenied: commands that only mention dangerous words (echo,
+// grep, commit messages, here-documents written to files, interpreters
+// that print) are never denied: the guard's false denials of plain data.
+func TestDataIsNotDenied(t *testing.T) {
+	cases := readCorpus(t, "testdata/data.txt")
+	if len(cases) < 100 {
+		t.Fatalf("data corpus has %d cases, want at least 100", len(cases))
+	}
+	for _, c := range cases {
+		if c.want != Allow {
+			t.Fatalf("line %d: the data corpus holds only allow cases", c.line)
+		}
+		if d := Check(c.command, testPolicy(c.branch)); d.Action != Allow {
+			t.Errorf("line %d: %q: false %s (%s)", c.line, c.command, d.Action, d.Reason)
 		}
 	}
 }
