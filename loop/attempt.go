@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
+
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
@@ -99,6 +101,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (st
 	}
 
 	if out.ok {
+		killpoint.At("attempt-committed")
 		end.Outcome, end.Commit = "done", out.commit
 		if err := r.led.record(end, true); err != nil {
 			return step{}, err
@@ -245,6 +248,7 @@ func (e *executor) commitWork(ctx context.Context, story *plan.Story) (string, e
 	if err := e.tick(story); err != nil {
 		return "", fmt.Errorf("mark %s done: %w", story.ID, err)
 	}
+	killpoint.At("serial-ticked")
 	sha, err := e.commit.commitAll(ctx, commitMessage(story))
 	if err == nil && !e.run.tickInTree() {
 		_, _ = e.run.commitTick(ctx, story)

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"os"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -42,6 +43,7 @@ type journalRec struct {
 
 	// run
 	Plan         string  `json:"plan,omitempty"`
+	Kind         string  `json:"kind,omitempty"`
 	Session      string  `json:"session,omitempty"`
 	PID          int     `json:"pid,omitempty"`
 	Workers      int     `json:"workers,omitempty"`
@@ -223,4 +225,62 @@ func rewriteJournal(path string, recs []journalRec) (int64, error) {
 		return 0, fmt.Errorf("run journal: %w", err)
 	}
 	return int64(buf.Len()), nil
+}
+
+// RunState is what the run journal says about the repository's last run,
+// for `wiggum status`.
+type RunState struct {
+	// Open: the run did not end by itself (killed, interrupted, stopped by
+	// a usage limit) or is running now.
+	Open         bool      `json:"open"`
+	Interrupted  bool      `json:"interrupted"` // open and no live run holds the lock
+	Plan         string    `json:"plan"`
+	Kind         string    `json:"kind,omitempty"`
+	Workers      int       `json:"workers"`
+	Started      time.Time `json:"started"`
+	Runs         int       `json:"runs"` // the first start and each resume
+	Done         []string  `json:"done"`
+	Failed       int       `json:"failed_attempts"`
+	Interrupts   int       `json:"interrupted_attempts"`
+	SpentUSD     float64   `json:"spent_usd"`
+	MaxCost      float64   `json:"max_cost_usd,omitempty"`
+	MaxStoryCost float64   `json:"max_story_cost_usd,omitempty"`
+	Resume       string    `json:"resume_command,omitempty"`
+}
+
+// ReadRunState reads the run journal under root's runtime directory: nil
+// when there is none, a *statefile.CorruptError naming the file when it is
+// damaged.
+func ReadRunState(journalPath string) (*RunState, error) {
+	recs, _, _, err := readJournal(journalPath)
+	if err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	l := newLedger()
+	rs := &RunState{Open: recs[len(recs)-1].T != "close", Plan: recs[0].Plan, Kind: recs[0].Kind, Started: recs[0].Time}
+	for _, r := range recs {
+		l.replay(r)
+		if r.T == "run" {
+			rs.Runs++
+			rs.Workers = r.Workers
+		}
+	}
+	for id, b := range l.stories {
+		if b.done {
+			rs.Done = append(rs.Done, id)
+		}
+		rs.Failed += b.failed
+		rs.Interrupts += b.interrupted
+	}
+	sort.Strings(rs.Done)
+	rs.SpentUSD, rs.MaxCost, rs.MaxStoryCost = l.spent, l.maxCost, l.maxStoryCost
+	flag := "--plan " + rs.Plan
+	if rs.Kind == "issues" {
+		flag = "--issues " + rs.Plan
+	}
+	rs.Resume = "wiggum run " + flag
+	if rs.Workers > 1 {
+		rs.Resume += fmt.Sprintf(" --workers %d", rs.Workers)
+	}
+	return rs, nil
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
+
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/worktree"
@@ -168,6 +170,7 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int) {
 		}
 		return
 	}
+	killpoint.At("worktree-created")
 	ex := p.executor(w, story)
 	ex.worker = worker
 	done := false
@@ -317,6 +320,7 @@ func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.St
 		p.halt(fmt.Errorf("run: commit the plan with %s done: %w", story.ID, err))
 		return nil
 	}
+	killpoint.At("land-ticked")
 	_ = p.r.led.record(journalRec{T: "merge", Story: story.ID, Branch: w.Branch, Commit: m.Commit}, false)
 	p.mu.Lock()
 	p.stalled = 0

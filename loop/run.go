@@ -45,6 +45,13 @@ type run struct {
 // then the preflight checks.
 func open(ctx context.Context, st *checkpoint.State, opts Options, disp *display) (*run, error) {
 	lock, err := st.Acquire(ctx, checkpoint.AcquireOptions{Command: opts.Command})
+	var held *checkpoint.HeldError
+	if errors.As(err, &held) && held.Holder != nil && held.Holder.PID != os.Getpid() && !checkpoint.PIDAlive(held.Holder.PID) {
+		// The holder was killed and its agents are still dying with the
+		// lock they inherited (their supervisor ends them on its
+		// parent's death): wait for that, briefly.
+		lock, err = st.Acquire(ctx, checkpoint.AcquireOptions{Command: opts.Command, Wait: dyingWait})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +152,7 @@ func (r *run) openJournal() error {
 		spent, _, _ := r.led.spending()
 		r.disp.printf("resuming the interrupted run of %s (started %s; %s spent so far)", r.planRel, r.led.first.Local().Format("Jan 2 15:04"), usd(spent))
 	}
-	return r.led.record(journalRec{T: "run", Plan: r.planRel, Session: r.session, PID: os.Getpid(), Workers: max(r.opts.Workers, 1),
+	return r.led.record(journalRec{T: "run", Plan: r.planRel, Kind: r.opts.Plan.Kind(), Session: r.session, PID: os.Getpid(), Workers: max(r.opts.Workers, 1),
 		MaxCost: r.opts.MaxCost, MaxStoryCost: r.opts.MaxStoryCost}, true)
 }
 
@@ -188,13 +195,32 @@ func (r *run) recover(ctx context.Context) error {
 		return err
 	}
 	target, _ := r.st.Repo.Branch(ctx)
-	recl, err := worktree.Reclaim(ctx, r.st.Repo, target)
-	if err != nil {
-		return fmt.Errorf("run: clean up the worktrees a killed run left: %w", err)
+	var recl []worktree.Reclaimed
+	for deadline := time.Now().Add(dyingWait); ; {
+		got, err := worktree.Reclaim(ctx, r.st.Repo, target)
+		if err != nil {
+			return fmt.Errorf("run: clean up the worktrees a killed run left: %w", err)
+		}
+		recl = append(recl, got...)
+		live := ""
+		for _, rc := range got {
+			if rc.Live {
+				live = rc.Story
+			}
+		}
+		if live == "" {
+			break
+		}
+		// We hold the main lock, so no live run owns it: the killed
+		// run's agents are still dying with its lease.
+		if time.Now().After(deadline) {
+			return fmt.Errorf("run: the worktree %s is still leased by a process of a run that is gone; stop it first (wiggum worktree list names its pid)", live)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	for _, rc := range recl {
 		if rc.Live {
-			return fmt.Errorf("run: the worktree %s is leased by a live process; stop it first (wiggum worktree list)", rc.Story)
+			continue
 		}
 		s := inPlan[rc.Story]
 		switch {
@@ -446,6 +472,10 @@ func (r *run) logIteration(iter int, story *plan.Story, attempt int, result stri
 	r.event("iteration_end", fields)
 	appendLine(r.logPath, line)
 }
+
+// dyingWait bounds the wait for a killed run's agents to die, freeing the
+// locks and leases they inherited.
+const dyingWait = 15 * time.Second
 
 // gate is the run's usage-limit pause: when any attempt reports a limit,
 // no worker starts another until the reset.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
+
 	"github.com/wiggum-dev/wiggum/internal/exitcode"
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
@@ -99,6 +101,7 @@ func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) 
 		return nil, err
 	}
 	defer clearIntent(tree)
+	killpoint.At("merge-intent")
 	err = RetryLocked(ctx, func() error {
 		_, err := tree.Run(ctx, "read-tree", "-m", "-u", cur, res.Commit)
 		return err
@@ -111,11 +114,13 @@ func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) 
 		}
 		return nil, &BlockedError{Branch: branch, Target: target, Reason: reason}
 	}
+	killpoint.At("merge-tree-moved")
 	if _, err := tree.Run(ctx, "update-ref", "-m", "wiggum: "+firstLine(message), target, res.Commit, cur); err != nil {
 		// Someone moved target outside the mutex; put the tree back.
 		_, _ = tree.Run(ctx, "read-tree", "-m", "-u", res.Commit, cur)
 		return nil, &BlockedError{Branch: branch, Target: target, Reason: short(target) + " moved during the merge (" + firstLine(err.Error()) + ")"}
 	}
+	killpoint.At("merge-ref-moved")
 	return res, nil
 }
 

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/git"
@@ -103,6 +105,27 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string) (*Reclaimed, e
 			in.Dirty = false
 		}
 	}
+	if !in.Registered && m.Branch != "" {
+		// A removal killed after git forgot the worktree: its branch may
+		// still hold work nothing else has (the backup taken before may
+		// or may not exist). Save its tip, then let it go.
+		in.Branch = m.Branch
+		rc.Branch = m.Branch
+		tip, _ := main.Line(ctx, "rev-parse", "--verify", "--quiet", m.Branch+"^{commit}")
+		if tip != "" {
+			merged, _ := main.OK(ctx, "merge-base", "--is-ancestor", tip, m.Target)
+			rc.Progressed = m.Base != "" && tip != m.Base
+			rc.Merged = merged && rc.Progressed
+			in.Merged = merged
+			if !merged {
+				ref, err := saveTip(ctx, main, tip)
+				if err != nil {
+					return nil, err
+				}
+				rc.Backup = ref
+			}
+		}
+	}
 	if _, err := removeLeased(ctx, main, in); err != nil {
 		return nil, err
 	}
@@ -115,6 +138,24 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string) (*Reclaimed, e
 		}
 	}
 	return rc, nil
+}
+
+// saveTip points a new backup ref at commit.
+func saveTip(ctx context.Context, main *git.Repo, commit string) (string, error) {
+	ref := checkpoint.BackupPrefix + time.Now().UTC().Format("20060102T150405Z") + "-" + commit[:8] + "-reclaimed"
+	for i := 1; ; i++ {
+		try := ref
+		if i > 1 {
+			try += "-" + strconv.Itoa(i)
+		}
+		_, err := main.Run(ctx, "update-ref", "-m", "wiggum: save a killed run's branch", try, commit, "")
+		if err == nil {
+			return try, nil
+		}
+		if i >= 100 {
+			return "", fmt.Errorf("worktree: save %s: %w", commit, err)
+		}
+	}
 }
 
 // forgetMissing drops git's record of wiggum worktrees whose directory is

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
+
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
@@ -159,12 +161,14 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 			return nil, fmt.Errorf("worktree: save %s before removing it: %w", in.Name, err)
 		}
 		r.Backup = ref
+		killpoint.At("remove-saved")
 	}
 	// Twice --force: the worktree is git-locked (so plain git commands leave
 	// it alone) and may hold changes just saved above.
 	if _, err := main.Run(ctx, "worktree", "remove", "--force", "--force", in.Path); err != nil {
 		return nil, fmt.Errorf("worktree: remove %s: %w", in.Name, err)
 	}
+	killpoint.At("remove-unregistered")
 	// git leaves directories that held only ignored files (wiggum's own
 	// state); missing is fine.
 	if err := os.RemoveAll(in.Path); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/loop"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
 
@@ -29,6 +30,10 @@ journal is on, how many backups exist, and the live run's story and iteration.
   journal:    {on, entries}
   backups:    count of refs under refs/wiggum/backup/
   run:        null or {story, story_title, iteration, policy, started, last_outcome}
+  resume:     null, or the last run when it did not end by itself: {open,
+              interrupted (no live run holds the lock), plan, kind, workers,
+              started, runs, done, failed_attempts, interrupted_attempts,
+              spent_usd, max_cost_usd, max_story_cost_usd, resume_command}
   worktrees:  present during or after a parallel run: as wiggum worktree list --json
   error:      present when a state file is corrupt`
 }
@@ -41,6 +46,7 @@ type StatusReport struct {
 	Journal    JournalStatus    `json:"journal"`
 	Backups    int              `json:"backups"`
 	Run        *session.Run     `json:"run"`
+	Resume     *loop.RunState   `json:"resume"`              // null, or the last run when it did not end by itself
 	Worktrees  []worktree.Info  `json:"worktrees,omitempty"` // parallel runs' worktrees (see wiggum worktree list --json)
 	Errors     []string         `json:"errors,omitempty"`
 
@@ -124,6 +130,12 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	} else if run != nil && held {
 		r.Run = run
 	}
+	if rs, err := loop.ReadRunState(st.Path(checkpoint.RuntimeDir + "/" + loop.JournalFile)); err != nil {
+		r.Errors = append(r.Errors, err.Error())
+	} else if rs != nil && rs.Open {
+		rs.Interrupted = !held || !r.Lock.PIDAlive
+		r.Resume = rs
+	}
 	if wts, err := worktree.List(ctx, st.Repo); err != nil {
 		r.Errors = append(r.Errors, err.Error())
 	} else {
@@ -186,6 +198,14 @@ func printStatus(g *Globals, r *StatusReport) {
 			fmt.Fprintf(w, ", last outcome: %s", run.LastOutcome)
 		}
 		fmt.Fprintln(w)
+	}
+	if rs := r.Resume; rs != nil && rs.Interrupted {
+		fmt.Fprintf(w, "resume:     the run of %s started %s was interrupted (killed, signalled or stopped by a usage limit): %d story(ies) done in it, %d failed and %d interrupted attempt(s), %s spent",
+			rs.Plan, rs.Started.Local().Format("Jan 2 15:04"), len(rs.Done), rs.Failed, rs.Interrupts, fmt.Sprintf("$%.2f", rs.SpentUSD))
+		if rs.MaxCost > 0 {
+			fmt.Fprintf(w, " of --max-cost $%.2f", rs.MaxCost)
+		}
+		fmt.Fprintf(w, "\n            resume it with: %s (attempts, failures and spending carry over)\n", rs.Resume)
 	}
 	if len(r.Worktrees) > 0 {
 		var live []string

@@ -1,0 +1,328 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// soakAgent is the scripted agent of the soak: by story number it commits
+// and leaves a file (n%5==0), leaves a file (1), fails its first attempt
+// (2), hangs its first attempt past --timeout (3), or hits a usage limit on
+// its first attempt, Claude's stream-json way (4; n%10==4 only, to keep the
+// waits short). Every commit it makes and every file it leaves is recorded,
+// with its object id, in a log outside the repository, before the next
+// step, so a kill anywhere leaves nothing unrecorded that matters.
+const soakAgent = `cat > /dev/null
+S=$WIGGUM_STORY
+D=$SOAK_DIR
+n=${S#US-}
+c=$(cat "$D/count/$S" 2>/dev/null || echo 0)
+a=$((c + 1))
+echo $a > "$D/count/$S"
+echo "start $S $a $(date +%s%N)" >> "$D/log"
+tok="$S attempt $a pid $$"
+leave() { echo "$tok" > "$1"; echo "file $S $(git hash-object "$1") $1" >> "$D/log"; }
+sleep 0.$((n % 4 + 1))
+case $((n % 5)) in
+0) echo "$tok" > "c-$S.txt"; git add "c-$S.txt"; git commit -q -m "agent: $tok"
+   echo "commit $S $(git rev-parse HEAD)" >> "$D/log"
+   leave "u-$S.txt" ;;
+1) leave "u-$S.txt" ;;
+2) leave "u-$S.txt"; if [ $a -eq 1 ]; then echo "FAIL: tests failed"; exit 1; fi ;;
+3) leave "u-$S.txt"; if [ $a -eq 1 ]; then sleep 30; fi ;;
+4) if [ $a -eq 1 ] && [ $((n % 10)) -eq 4 ]; then
+     leave "p-$S.txt"
+     echo '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":'$(( $(date +%s) + 1 ))',"rateLimitType":"five_hour"}}'
+     exit 1
+   fi
+   leave "u-$S.txt" ;;
+esac
+`
+
+// soakPoints are the steps between two durable effects where a kill is
+// forced (WIGGUM_TEST_KILLPOINT) in some rounds; random kills cover the
+// rest: dispatch, agent work, rollback, plan reads.
+var soakPoints = []string{
+	"worktree-created", "attempt-committed", "merge-intent", "merge-tree-moved",
+	"merge-ref-moved", "land-ticked", "remove-saved", "remove-unregistered",
+}
+
+// soakResult is what the soak measured.
+type soakResult struct {
+	Kills       int     `json:"kills"`
+	Rounds      int     `json:"rounds"`
+	Runs        int     `json:"runs"`
+	Stories     int     `json:"stories_merged"`
+	Commits     int     `json:"agent_commits_checked"`
+	Files       int     `json:"agent_files_checked"`
+	Lost        int     `json:"lost"`
+	FreshMS     float64 `json:"fresh_start_to_first_agent_ms"`
+	ResumeMS    float64 `json:"resume_to_first_agent_ms"`
+	ResumeRatio float64 `json:"resume_ratio"`
+	Seconds     float64 `json:"seconds"`
+}
+
+// TestSoakKillResume runs an 8-worker run over a 40-story plan with the
+// scripted agents, SIGKILLs it at random moments and forced kill points,
+// and resumes it, again and again, until WIGGUM_SOAK_KILLS kills (25 by
+// default, for CI; bench/soak.sh runs 1,000) have landed and the plan is
+// done; each finished plan is checked: every story merged exactly once,
+// every commit and file an agent made reachable from main or refs/wiggum/,
+// no worktree, branch, lock or process left, git fsck clean.
+func TestSoakKillResume(t *testing.T) {
+	kills := 25
+	if v := os.Getenv("WIGGUM_SOAK_KILLS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("WIGGUM_SOAK_KILLS=%q: want a positive number", v)
+		}
+		kills = n
+	}
+	began := time.Now()
+	res := soakResult{}
+	var fresh, resumed []float64
+	for res.Kills < kills {
+		f, r := soakRound(t, &res, kills)
+		fresh = append(fresh, f...)
+		resumed = append(resumed, r...)
+		res.Rounds++
+		t.Logf("round %d done: %d kills so far, %d runs, %s", res.Rounds, res.Kills, res.Runs, time.Since(began).Round(time.Second))
+	}
+	res.Seconds = time.Since(began).Seconds()
+	res.FreshMS, res.ResumeMS = median(fresh), median(resumed)
+	if res.FreshMS > 0 {
+		res.ResumeRatio = res.ResumeMS / res.FreshMS
+	}
+	out, _ := json.MarshalIndent(res, "", "  ")
+	t.Logf("soak: %s", out)
+	if path := os.Getenv("WIGGUM_SOAK_REPORT"); path != "" {
+		if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// soakRound runs one plan to completion through kills, then checks it. It
+// returns the start-to-first-agent times of fresh and resumed runs.
+func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float64) {
+	const stories = 40
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "repo")
+	soak := filepath.Join(dir, "soak")
+	for _, d := range []string{repo, filepath.Join(soak, "count")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agent := filepath.Join(soak, "agent.sh")
+	var plan strings.Builder
+	for i := 1; i <= stories; i++ {
+		fmt.Fprintf(&plan, "- [ ] US-%d: story %d\n", i, i)
+	}
+	writeFile(t, agent, soakAgent)
+	writeFile(t, filepath.Join(repo, "plan.md"), plan.String())
+	mustRun(t, repo, "git", "init", "-q")
+	mustRun(t, repo, "git", "add", "plan.md")
+	mustRun(t, repo, "git", "commit", "-q", "-m", "init")
+
+	args := []string{"run", "--plan", "plan.md", "--workers", "8", "--agent-cmd", "sh " + agent,
+		"--timeout", "2s", "--grace", "200ms", "--wait-on-limit", "--retries", "3", "--no-progress", "1000", "-q"}
+	logPath := filepath.Join(soak, "log")
+	first := true
+	for run := 0; ; run++ {
+		if run > 400 {
+			t.Fatalf("the plan did not finish in %d runs", run)
+		}
+		var env []string
+		env = append(env, "SOAK_DIR="+soak)
+		killing := res.Kills < kills
+		if killing && rand.N(4) == 0 {
+			env = append(env, "WIGGUM_TEST_KILLPOINT="+soakPoints[rand.N(len(soakPoints))])
+		}
+		delay := rand.N(1500 * time.Millisecond)
+		if rand.N(5) == 0 {
+			delay = 1500*time.Millisecond + rand.N(4500*time.Millisecond)
+		}
+		if first {
+			// The fresh start is the baseline of the resume cost: let an
+			// agent start before the kill.
+			delay = max(delay, 2*time.Second)
+		}
+		started := time.Now()
+		p := startWiggum(t, repo, env, args...)
+		res.Runs++
+		if killing {
+			select {
+			case <-p.done:
+			case <-time.After(delay):
+				_ = p.cmd.Process.Signal(syscall.SIGKILL)
+			}
+		}
+		code := p.wait(t)
+		if ms := firstAgentAfter(logPath, started); ms > 0 {
+			if first {
+				fresh = append(fresh, ms)
+			} else {
+				resumed = append(resumed, ms)
+			}
+		}
+		first = false
+		switch code {
+		case 0:
+			soakCheck(t, repo, soak, stories, res)
+			return fresh, resumed
+		case 128 + int(syscall.SIGKILL):
+			res.Kills++
+			if res.Kills%10 == 0 {
+				st := wiggum(t, repo, nil, "status", "--json")
+				if st.code != 0 || !strings.Contains(st.stdout, `"interrupted"`) {
+					t.Fatalf("status after a kill: exit %d\n%s\n%s", st.code, st.stdout, st.stderr)
+				}
+			}
+		default:
+			t.Fatalf("run %d exited %d\nstdout:\n%s\nstderr:\n%s", run, code, tail(p.stdout(), 3000), p.stderr())
+		}
+	}
+}
+
+// firstAgentAfter is how long after t0 the first agent of a run started,
+// in milliseconds, or 0 when none did.
+func firstAgentAfter(logPath string, t0 time.Time) float64 {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) != 4 || fs[0] != "start" {
+			continue
+		}
+		ns, err := strconv.ParseInt(fs[3], 10, 64)
+		if err != nil || ns < t0.UnixNano() {
+			continue
+		}
+		return float64(ns-t0.UnixNano()) / 1e6
+	}
+	return 0
+}
+
+// soakCheck verifies a finished plan.
+func soakCheck(t *testing.T, repo, soak string, stories int, res *soakResult) {
+	t.Helper()
+	plan, err := os.ReadFile(filepath.Join(repo, "plan.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(plan), "[ ]") {
+		t.Fatalf("the run exited 0 with open stories:\n%s", plan)
+	}
+	// Every story merged exactly once: one tick commit each, at most one
+	// merge commit each, and its work in the tree.
+	subjects := strings.Split(strings.TrimSpace(mustRun(t, repo, "git", "log", "--format=%s", "main")), "\n")
+	for i := 1; i <= stories; i++ {
+		id := fmt.Sprintf("US-%d", i)
+		ticks, merges := 0, 0
+		for _, s := range subjects {
+			if s == id+": mark done" {
+				ticks++
+			}
+			if strings.HasPrefix(s, "Merge "+id+": ") {
+				merges++
+			}
+		}
+		if ticks != 1 || merges > 1 {
+			t.Errorf("%s: %d tick commits and %d merges on main, want 1 and at most 1", id, ticks, merges)
+		}
+		if _, err := os.Stat(filepath.Join(repo, "u-"+id+".txt")); err != nil {
+			t.Errorf("%s: its work is not in the tree: %v", id, err)
+		}
+		res.Stories++
+	}
+	// Everything the agents made is reachable from main or refs/wiggum/.
+	refs := strings.Fields(mustRun(t, repo, "git", "for-each-ref", "--format=%(refname)", "refs/wiggum/"))
+	objs := map[string]bool{}
+	out := mustRun(t, repo, "git", append([]string{"rev-list", "--objects", "main"}, refs...)...)
+	for _, line := range strings.Split(out, "\n") {
+		if sha, _, _ := strings.Cut(line, " "); sha != "" {
+			objs[sha] = true
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(soak, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) < 3 || (fs[0] != "commit" && fs[0] != "file") {
+			continue
+		}
+		if fs[0] == "commit" {
+			res.Commits++
+		} else {
+			res.Files++
+		}
+		if !objs[fs[2]] {
+			res.Lost++
+			t.Errorf("lost: %s", line)
+		}
+	}
+	// Nothing left behind.
+	if wts := strings.Count(mustRun(t, repo, "git", "worktree", "list", "--porcelain"), "worktree "); wts != 1 {
+		t.Errorf("%d worktrees registered after the run, want only the main one:\n%s", wts, mustRun(t, repo, "git", "worktree", "list"))
+	}
+	if ents, _ := os.ReadDir(filepath.Join(repo, ".ralph/wiggum/worktrees")); len(ents) > 0 {
+		t.Errorf("worktree directories left: %d", len(ents))
+	}
+	if b := mustRun(t, repo, "git", "for-each-ref", "refs/heads/wiggum/"); b != "" {
+		t.Errorf("worker branches left:\n%s", b)
+	}
+	st := wiggum(t, repo, nil, "status", "--json")
+	var status struct {
+		Lock struct{ Held bool } `json:"lock"`
+		Run  *struct {
+			Interrupted bool `json:"interrupted"`
+		} `json:"resume"`
+	}
+	if err := json.Unmarshal([]byte(st.stdout), &status); err != nil || status.Lock.Held || status.Run != nil {
+		t.Errorf("status after the run: %v\n%s", err, st.stdout)
+	}
+	eventually(t, "the agents' processes to be gone", func() bool { return len(withMarker(soak)) == 0 })
+	if r := run(t, repo, nil, "git", "fsck", "--no-progress", "--no-dangling"); r.code != 0 || strings.TrimSpace(r.stdout+r.stderr) != "" {
+		t.Errorf("git fsck: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
