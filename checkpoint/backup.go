@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
@@ -172,7 +172,7 @@ type RestoreResult struct {
 func (s *State) Restore(ctx context.Context, name string) (*RestoreResult, error) {
 	ref, err := s.resolveBackup(ctx, name)
 	if err != nil {
-		return nil, exitcode.With(exitcode.Usage, err)
+		return nil, badinput.Wrap(err)
 	}
 	if op := s.Repo.InProgress(); op != "" {
 		return nil, refuse("a %s is in progress; finish or abort it first", op)

@@ -10,14 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
 
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
-
-// CheckpointFile holds the rollback point, in the runtime directory.
-const CheckpointFile = "checkpoint.json"
 
 // snapshotRef is wiggum's own record of the checkpoint: it points at the
 // snapshot commit (which it keeps from git gc) or, for a clean tree, at the
@@ -80,13 +78,13 @@ func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Ch
 	}
 	head, branch := now.Head, now.Branch
 	if head == "" {
-		return nil, exitcode.BadInput("checkpoint: the repository has no commits yet; commit something first")
+		return nil, badinput.Errorf("checkpoint: the repository has no commits yet; commit something first")
 	}
 	if branch == "" && !opts.AllowDetached {
-		return nil, exitcode.BadInput("checkpoint: HEAD is detached; switch to a branch or pass --allow-detached")
+		return nil, badinput.Errorf("checkpoint: HEAD is detached; switch to a branch or pass --allow-detached")
 	}
 	if op := s.Repo.InProgress(); op != "" {
-		return nil, exitcode.BadInput("checkpoint: a %s is in progress; finish or abort it first", op)
+		return nil, badinput.Errorf("checkpoint: a %s is in progress; finish or abort it first", op)
 	}
 	cp := &Checkpoint{Head: head, Branch: branch, Session: session, Time: time.Now().UTC()}
 	recorded := head
@@ -103,7 +101,7 @@ func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Ch
 	if _, err := s.Repo.Run(ctx, "update-ref", "-m", "wiggum checkpoint", s.snapshotRef(), recorded); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	path, err := s.Runtime(CheckpointFile)
+	path, err := s.Runtime(layout.CheckpointFile)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +115,7 @@ func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Ch
 // *CorruptError when the file is damaged.
 func (s *State) Load() (*Checkpoint, error) {
 	var cp Checkpoint
-	err := statefile.ReadJSON(s.Path(RuntimeDir+"/"+CheckpointFile), &cp, func() error { return cp.check() })
+	err := statefile.ReadJSON(s.RuntimePath(layout.CheckpointFile), &cp, func() error { return cp.check() })
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNoCheckpoint
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // testRepo is a real git repository in a temp dir.
@@ -25,7 +27,7 @@ func newRepo(t *testing.T) *testRepo {
 	t.Setenv("GIT_AUTHOR_EMAIL", "test@example.com")
 	t.Setenv("GIT_COMMITTER_NAME", "Test")
 	t.Setenv("GIT_COMMITTER_EMAIL", "test@example.com")
-	t.Setenv(SessionEnv, "")
+	t.Setenv(layout.SessionEnv, "")
 	dir := t.TempDir()
 	r := &testRepo{t: t, dir: dir}
 	r.git("init", "-q", "-b", "main")
@@ -99,12 +101,12 @@ func (r *testRepo) fingerprint() string {
 		}
 		rel, _ := filepath.Rel(r.dir, p)
 		if fi.IsDir() {
-			if rel == ".git" || rel == RuntimeDir {
+			if rel == ".git" || rel == layout.RuntimeDir {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if strings.HasPrefix(rel, LockFile) {
+		if strings.HasPrefix(rel, layout.LockFile) {
 			return nil
 		}
 		data, _ := os.ReadFile(p)
@@ -131,10 +133,10 @@ func (r *testRepo) installJournalHook() {
 func (r *testRepo) sessionCommit(tok, rel, content string) string {
 	r.t.Helper()
 	sha := r.commit(rel, content, "work on "+rel)
-	r.t.Setenv(SessionEnv, tok)
+	r.t.Setenv(layout.SessionEnv, tok)
 	if err := r.st.RecordCommit(context.Background()); err != nil {
 		r.t.Fatal(err)
 	}
-	r.t.Setenv(SessionEnv, "")
+	r.t.Setenv(layout.SessionEnv, "")
 	return sha
 }

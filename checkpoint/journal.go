@@ -10,11 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
-
-// JournalFile is the commit journal, in the runtime directory.
-const JournalFile = "journal.jsonl"
 
 // GitHookMarker is the fingerprint line in every git hook wiggum installs;
 // a post-commit hook carrying it means the commit journal is on.
@@ -43,11 +41,11 @@ func (s *State) RecordCommit(ctx context.Context) error {
 		return fmt.Errorf("journal: read HEAD: %v", err)
 	}
 	branch, _ := s.Repo.Branch(ctx)
-	line, err := json.Marshal(JournalEntry{SHA: head, Session: os.Getenv(SessionEnv), Branch: branch, Time: time.Now().UTC()})
+	line, err := json.Marshal(JournalEntry{SHA: head, Session: os.Getenv(layout.SessionEnv), Branch: branch, Time: time.Now().UTC()})
 	if err != nil {
 		return err
 	}
-	path, err := s.Runtime(JournalFile)
+	path, err := s.Runtime(layout.JournalFile)
 	if err != nil {
 		return err
 	}
@@ -60,7 +58,7 @@ func (s *State) RecordCommit(ctx context.Context) error {
 // Journal reads every entry, oldest first. A damaged line is a
 // *CorruptError: a journal that cannot be read proves nothing.
 func (s *State) Journal() ([]JournalEntry, error) {
-	return statefile.ReadJSONLines(s.Path(RuntimeDir+"/"+JournalFile), func(e *JournalEntry) error {
+	return statefile.ReadJSONLines(s.RuntimePath(layout.JournalFile), func(e *JournalEntry) error {
 		if !shaRE().MatchString(e.SHA) {
 			return fmt.Errorf("bad commit id %q", e.SHA)
 		}

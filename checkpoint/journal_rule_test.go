@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // TestJournalRuleEveryCombination: with the journal on, a rollback discards
@@ -79,7 +81,7 @@ func TestRollbackRefusesEditedCheckpointRecord(t *testing.T) {
 			cp := mustSave(t, r, "")
 			r.commit("agent.txt", "agent\n", "agent work")
 
-			path, _ := r.st.Runtime(CheckpointFile)
+			path, _ := r.st.Runtime(layout.CheckpointFile)
 			data, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)

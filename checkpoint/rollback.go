@@ -21,9 +21,6 @@ func (e *RefusedError) Error() string {
 	return "rollback refused: " + e.Reason + "; nothing was changed"
 }
 
-// ExitCode implements exitcode.Coder.
-func (e *RefusedError) ExitCode() int { return 4 }
-
 func refuse(format string, args ...any) error {
 	return &RefusedError{Reason: fmt.Sprintf(format, args...)}
 }

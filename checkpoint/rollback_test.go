@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 var ctx = context.Background()
@@ -130,7 +132,7 @@ func TestRollbackRefusesMissingCheckpointCommit(t *testing.T) {
 	r := newRepo(t)
 	cp := mustSave(t, r, "")
 	cp.Head = strings.Repeat("ab", 20)
-	path, _ := r.st.Runtime(CheckpointFile)
+	path, _ := r.st.Runtime(layout.CheckpointFile)
 	data := `{"head":"` + cp.Head + `","branch":"refs/heads/main","time":"2026-01-01T00:00:00Z"}`
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
@@ -141,7 +143,7 @@ func TestRollbackRefusesMissingCheckpointCommit(t *testing.T) {
 func TestRollbackCorruptCheckpointIsAnError(t *testing.T) {
 	r := newRepo(t)
 	mustSave(t, r, "")
-	path, _ := r.st.Runtime(CheckpointFile)
+	path, _ := r.st.Runtime(layout.CheckpointFile)
 	for _, bad := range []string{"", "{", `{"head":"nope","time":"2026-01-01T00:00:00Z"}`, "\x00\x01garbage", `{"head":"` + strings.Repeat("a", 40) + `"}`} {
 		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
 			t.Fatal(err)
@@ -178,11 +180,11 @@ func TestRollbackSavesEverythingAndRestoresCheckpoint(t *testing.T) {
 	r.sessionCommit("s1", "agent1.txt", "agent commit 1\n")
 	r.git("add", "pre-existing.txt")
 	r.git("commit", "-q", "-m", "agent sweeps it in")
-	r.t.Setenv(SessionEnv, "s1")
+	r.t.Setenv(layout.SessionEnv, "s1")
 	if err := r.st.RecordCommit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r.t.Setenv(SessionEnv, "")
+	r.t.Setenv(layout.SessionEnv, "")
 	r.write("staged.txt", "staged content\n")
 	r.git("add", "staged.txt")
 	r.write("README", "agent edit, unstaged\n")
@@ -356,7 +358,7 @@ func TestRollbackInLinkedWorktree(t *testing.T) {
 	if head, _ := st.Repo.Head(ctx); head != cp.Head {
 		t.Fatal("worktree HEAD moved")
 	}
-	if _, err := os.Stat(filepath.Join(r.dir, RuntimeDir, CheckpointFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(r.dir, layout.RuntimeDir, layout.CheckpointFile)); err == nil {
 		t.Fatal("the worktree's checkpoint leaked into the main tree")
 	}
 	// Dirty checkpoints in both trees keep separate snapshot refs.

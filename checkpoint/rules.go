@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // A rollback is two phases: read the facts below (git reads only), judge
@@ -110,11 +111,11 @@ func recordMismatch(f *rollbackFacts) string {
 	}
 	switch {
 	case f.Recorded == "":
-		return fmt.Sprintf("wiggum's record of the checkpoint (%s) is missing, so %s cannot be verified; take a new checkpoint", f.RecordRef, CheckpointFile)
+		return fmt.Sprintf("wiggum's record of the checkpoint (%s) is missing, so %s cannot be verified; take a new checkpoint", f.RecordRef, layout.CheckpointFile)
 	case f.Recorded != want:
-		return fmt.Sprintf("%s does not match what wiggum recorded when it took the checkpoint (%s is at %s, the file names %s); it was changed by hand or by another tool - take a new checkpoint", CheckpointFile, f.RecordRef, short(f.Recorded), short(want))
+		return fmt.Sprintf("%s does not match what wiggum recorded when it took the checkpoint (%s is at %s, the file names %s); it was changed by hand or by another tool - take a new checkpoint", layout.CheckpointFile, f.RecordRef, short(f.Recorded), short(want))
 	case cp.Snapshot != "" && f.SnapshotParent != cp.Head:
-		return fmt.Sprintf("%s does not match what wiggum recorded: its snapshot %s was taken on %s, not on %s; take a new checkpoint", CheckpointFile, short(cp.Snapshot), short(f.SnapshotParent), short(cp.Head))
+		return fmt.Sprintf("%s does not match what wiggum recorded: its snapshot %s was taken on %s, not on %s; take a new checkpoint", layout.CheckpointFile, short(cp.Snapshot), short(f.SnapshotParent), short(cp.Head))
 	}
 	return ""
 }

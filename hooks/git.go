@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // GitHooks are the git hooks wiggum installs.
@@ -15,7 +16,7 @@ var GitHooks = []string{"post-commit", "pre-push"}
 const AllowPushEnv = "WIGGUM_ALLOW_PUSH"
 
 // PushRefusedError is the pre-push hook's refusal.
-type PushRefusedError struct{ Holder *checkpoint.Holder }
+type PushRefusedError struct{ Holder *layout.Holder }
 
 func (e *PushRefusedError) Error() string {
 	who := "a wiggum session"
@@ -24,9 +25,6 @@ func (e *PushRefusedError) Error() string {
 	}
 	return fmt.Sprintf("push refused: %s holds this repository's agent lock, and an agent must not publish work; push after the session ends, or set %s=1 to push anyway", who, AllowPushEnv)
 }
-
-// ExitCode implements exitcode.Coder: git only needs a non-zero status.
-func (e *PushRefusedError) ExitCode() int { return 1 }
 
 // GitHook runs one git hook. post-commit appends the commit to the journal;
 // pre-push refuses while a wiggum session holds the lock. A hook wiggum does
@@ -47,7 +45,7 @@ func GitHook(ctx context.Context, dir, name string) error {
 		if root == "" {
 			return nil
 		}
-		if s := probeSession(root); !s.Active {
+		if s := layout.At(root).Session(); !s.Active {
 			return nil
 		}
 		st, err := checkpoint.Open(ctx, root)

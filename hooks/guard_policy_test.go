@@ -6,6 +6,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/guard"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // The guard protects what checkpoint and install actually write: a path or
@@ -15,11 +16,11 @@ func TestGuardPolicyCoversWiggumState(t *testing.T) {
 		t.Errorf("backups under %s are outside the guarded refs %s", checkpoint.BackupPrefix, wiggumRefs)
 	}
 	p := guardPolicy("/r", "/r")
-	for _, path := range []string{checkpoint.LockFile, checkpoint.HolderFile, checkpoint.RuntimeDir + "/" + checkpoint.JournalFile, checkpoint.StateDir} {
+	for _, path := range []string{layout.LockFile, layout.HolderFile, layout.RuntimeDir + "/" + layout.JournalFile, layout.StateDir} {
 		if d := guard.Check("rm -f "+path, p); d.Action != guard.Deny {
 			t.Errorf("rm -f %s: %s", path, d.Action)
 		}
-		if d := guard.CheckEdit(path, p); path != checkpoint.StateDir && d.Action != guard.Deny {
+		if d := guard.CheckEdit(path, p); path != layout.StateDir && d.Action != guard.Deny {
 			t.Errorf("edit %s: %s", path, d.Action)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/guard"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
@@ -180,7 +181,7 @@ const wiggumRefs = "refs/wiggum/"
 func guardPolicy(cwd, root string) guard.Policy {
 	p := guard.Policy{
 		Cwd: cwd, Root: root,
-		StatePaths:   []string{checkpoint.LockFile, checkpoint.HolderFile, checkpoint.RuntimeDir + "/"},
+		StatePaths:   []string{layout.LockFile, layout.HolderFile, layout.RuntimeDir + "/"},
 		RefNamespace: wiggumRefs,
 	}
 	for _, name := range GitHooks {
@@ -196,11 +197,11 @@ func guardPolicy(cwd, root string) guard.Policy {
 func recordDenial(ev Event, root string, d guard.Decision) {
 	path := session.EventLogFromEnv()
 	if path == "" && root != "" {
-		dir := filepath.Join(root, checkpoint.RuntimeDir)
+		dir := filepath.Join(root, layout.RuntimeDir)
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			return
 		}
-		path = filepath.Join(dir, session.EventFile)
+		path = filepath.Join(dir, layout.EventFile)
 	}
 	if path == "" {
 		return
@@ -219,7 +220,7 @@ func guardOn(root string, opts Options) bool {
 	case GuardAlways:
 		return true
 	}
-	return probeSession(root).Active
+	return layout.At(root).Session().Active
 }
 
 // guardEdit denies file tools writing into wiggum's state, the same rule
@@ -254,7 +255,7 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 		debugLog(root, opts, "test failure: open state: %v", err)
 		return Response{}
 	}
-	sess := probeSession(root)
+	sess := layout.At(root).Session()
 	run, err := session.ReadRun(st)
 	if err != nil {
 		debugLog(root, opts, "test failure: %v", err)
@@ -324,7 +325,7 @@ func rollback(ctx context.Context, st *checkpoint.State, sess, reason string) (*
 // never blocks the stop: the loop decides what happens next, and an agent
 // kept alive by a Stop hook (stop_hook_active) must be let go.
 func stop(ctx context.Context, ev Event, root string, opts Options) {
-	sess := probeSession(root)
+	sess := layout.At(root).Session()
 	if !sess.Mine {
 		return
 	}
@@ -391,7 +392,7 @@ func readLogPath(root, conversation string) string {
 	if len(name) > 100 {
 		name = name[:100]
 	}
-	return filepath.Join(root, filepath.FromSlash(checkpoint.RuntimeDir), "reads", name)
+	return filepath.Join(root, filepath.FromSlash(layout.RuntimeDir), "reads", name)
 }
 
 func absPath(ev Event) string {
@@ -446,8 +447,8 @@ func debugLog(root string, opts Options, format string, args ...any) {
 	if root == "" {
 		return
 	}
-	dir := filepath.Join(root, filepath.FromSlash(checkpoint.RuntimeDir))
-	if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(checkpoint.StateDir))); err != nil {
+	dir := filepath.Join(root, filepath.FromSlash(layout.RuntimeDir))
+	if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(layout.StateDir))); err != nil {
 		return // never create state in a repository wiggum does not manage
 	}
 	if os.MkdirAll(dir, 0o755) != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/events"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/session"
 )
 
@@ -142,12 +143,12 @@ func inSession(t *testing.T, dir string) *checkpoint.State {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := st.Acquire(ctx, checkpoint.AcquireOptions{})
+	l, err := st.Acquire(ctx, layout.AcquireOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Release() })
-	t.Setenv(checkpoint.SessionEnv, l.Holder.Session)
+	t.Setenv(layout.SessionEnv, l.Holder.Session)
 	return st
 }
 
@@ -161,7 +162,7 @@ func hook(t *testing.T, agent, file, dir string, opts Options) []byte {
 
 func TestGuardOnlyInSession(t *testing.T) {
 	dir := repo(t)
-	t.Setenv(checkpoint.SessionEnv, "")
+	t.Setenv(layout.SessionEnv, "")
 	if out := hook(t, "claude", "claude_pretooluse_bash.json", dir, Options{Guard: GuardSession}); len(out) != 0 {
 		t.Fatalf("outside a session the guard must be off: %s", out)
 	}
@@ -217,7 +218,7 @@ func TestFailingTestsRollBackInSession(t *testing.T) {
 			dir := repo(t)
 			st := inSession(t, dir)
 			ctx := context.Background()
-			cp, err := st.Save(ctx, os.Getenv(checkpoint.SessionEnv), checkpoint.SaveOptions{})
+			cp, err := st.Save(ctx, os.Getenv(layout.SessionEnv), checkpoint.SaveOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,10 +248,10 @@ func TestRecordPolicyOnlyLogs(t *testing.T) {
 	dir := repo(t)
 	st := inSession(t, dir)
 	ctx := context.Background()
-	if _, err := st.Save(ctx, os.Getenv(checkpoint.SessionEnv), checkpoint.SaveOptions{}); err != nil {
+	if _, err := st.Save(ctx, os.Getenv(layout.SessionEnv), checkpoint.SaveOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := session.WriteRun(st, session.Run{Session: os.Getenv(checkpoint.SessionEnv), Story: "US-3", Iteration: 2, Policy: session.PolicyRecord}); err != nil {
+	if err := session.WriteRun(st, session.Run{Session: os.Getenv(layout.SessionEnv), Story: "US-3", Iteration: 2, Policy: session.PolicyRecord}); err != nil {
 		t.Fatal(err)
 	}
 	git(t, dir, "commit", "-q", "--allow-empty", "-m", "attempt")
@@ -288,7 +289,7 @@ func TestRollbackRefusalIsReported(t *testing.T) {
 
 func TestOutsideSessionRecordsOnly(t *testing.T) {
 	dir := repo(t)
-	t.Setenv(checkpoint.SessionEnv, "")
+	t.Setenv(layout.SessionEnv, "")
 	git(t, dir, "commit", "-q", "--allow-empty", "-m", "two")
 	head := git(t, dir, "rev-parse", "HEAD")
 	status := git(t, dir, "status", "--porcelain")
@@ -311,7 +312,7 @@ func TestPassingRunDoesNothing(t *testing.T) {
 	if out := hook(t, "claude", "claude_posttooluse_pass.json", dir, Options{}); len(out) != 0 {
 		t.Fatalf("output for a passing run: %s", out)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".ralph", "wiggum", session.FailureFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, ".ralph", "wiggum", layout.FailureFile)); err == nil {
 		t.Fatal("a passing run was logged as a failure")
 	}
 }
@@ -326,7 +327,7 @@ func TestStopIsRecordedNeverBlocks(t *testing.T) {
 	}
 	hook(t, "gemini", "gemini_afteragent.json", dir, Options{})
 	hook(t, "cursor", "cursor_stop.json", dir, Options{})
-	data, err := os.ReadFile(filepath.Join(dir, ".ralph", "wiggum", session.EventFile))
+	data, err := os.ReadFile(filepath.Join(dir, ".ralph", "wiggum", layout.EventFile))
 	if err != nil || bytes.Count(data, []byte(`"event":"agent-stop"`)) != 4 {
 		t.Fatalf("stop events: %v\n%s", err, data)
 	}
@@ -341,10 +342,10 @@ func TestStopRecordsIncompleteStory(t *testing.T) {
 	if err := os.WriteFile(planPath, []byte("# Plan\n\n- [ ] US-1 first\n- [ ] US-10 tenth\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := session.WriteRun(st, session.Run{Session: os.Getenv(checkpoint.SessionEnv), Plan: "plan.md", Story: "US-1", Iteration: 1}); err != nil {
+	if err := session.WriteRun(st, session.Run{Session: os.Getenv(layout.SessionEnv), Plan: "plan.md", Story: "US-1", Iteration: 1}); err != nil {
 		t.Fatal(err)
 	}
-	events := filepath.Join(dir, ".ralph", "wiggum", session.EventFile)
+	events := filepath.Join(dir, ".ralph", "wiggum", layout.EventFile)
 	hook(t, "claude", "claude_stop.json", dir, Options{})
 	data, _ := os.ReadFile(events)
 	if !bytes.Contains(data, []byte(`"event":"story-incomplete"`)) || !bytes.Contains(data, []byte(`"story":"US-1"`)) {
@@ -406,7 +407,7 @@ func TestGitHooks(t *testing.T) {
 	}
 	st, _ := checkpoint.Open(ctx, dir)
 	j, err := st.Journal()
-	if err != nil || len(j) != 1 || j[0].Session != os.Getenv(checkpoint.SessionEnv) {
+	if err != nil || len(j) != 1 || j[0].Session != os.Getenv(layout.SessionEnv) {
 		t.Fatalf("journal: %+v %v", j, err)
 	}
 	if err := GitHook(ctx, dir, "post-checkout"); err != nil {
@@ -480,13 +481,13 @@ func TestDenialIsRecordedInTheRunsEventLog(t *testing.T) {
 	t.Setenv(session.EventLogEnv, "")
 	t.Setenv("WIGGUM_STORY", "US-7")
 	hook(t, "claude", "claude_pretooluse_bash.json", dir, Options{Guard: GuardAlways})
-	if _, err := os.Stat(filepath.Join(dir, checkpoint.RuntimeDir)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, layout.RuntimeDir)); err == nil {
 		t.Fatal("a denial outside any wiggum state created the runtime directory")
 	}
 
 	st := inSession(t, dir)
 	hook(t, "claude", "claude_pretooluse_bash.json", dir, Options{Guard: GuardSession})
-	own := st.Path(checkpoint.RuntimeDir + "/" + session.EventFile)
+	own := st.Path(layout.RuntimeDir + "/" + layout.EventFile)
 	var got []events.Event
 	if _, err := events.Scan(own, func(e events.Event) error { got = append(got, e); return nil }); err != nil {
 		t.Fatal(err)
@@ -497,7 +498,7 @@ func TestDenialIsRecordedInTheRunsEventLog(t *testing.T) {
 	}
 
 	main := repo(t)
-	mainLog := filepath.Join(main, checkpoint.RuntimeDir, session.EventFile)
+	mainLog := filepath.Join(main, layout.RuntimeDir, layout.EventFile)
 	if err := os.MkdirAll(filepath.Dir(mainLog), 0o755); err != nil {
 		t.Fatal(err)
 	}

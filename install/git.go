@@ -25,9 +25,6 @@ func (e *ForeignHooksPathError) Error() string {
 	return fmt.Sprintf("core.hooksPath is set to %q, so another tool manages this repository's git hooks; wiggum changed nothing. Run again with --force to install wiggum's hooks into that directory (existing hooks there are chained, not deleted)", e.Path)
 }
 
-// ExitCode implements exitcode.Coder: usage, nothing changed.
-func (e *ForeignHooksPathError) ExitCode() int { return 2 }
-
 // shim is the git hook wiggum installs: a small POSIX sh script that runs
 // the hook it replaced (kept as NAME.old) and then `wiggum hook git NAME`.
 // Without a wiggum binary it lets git go on: a missing tool must not make

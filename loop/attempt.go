@@ -14,6 +14,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/agent"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
@@ -26,7 +27,7 @@ import (
 type executor struct {
 	run     *run
 	st      *checkpoint.State // the tree the agent works in
-	lock    *checkpoint.Lock  // its lock (the main lock, or the worktree's lease)
+	lock    *layout.Lock      // its lock (the main lock, or the worktree's lease)
 	session string
 	disp    *display
 	commit  *committer
@@ -170,10 +171,10 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (st
 func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt string) outcome {
 	r := e.run
 	env := append(os.Environ(),
-		checkpoint.SessionEnv+"="+e.session,
+		layout.SessionEnv+"="+e.session,
 		"WIGGUM_STORY="+story.ID,
 		"WIGGUM_ITERATION="+strconv.Itoa(iter),
-		session.EventLogEnv+"="+r.st.Path(checkpoint.RuntimeDir+"/"+session.EventFile),
+		session.EventLogEnv+"="+r.st.Path(layout.RuntimeDir+"/"+layout.EventFile),
 	)
 	obs := e.observe(iter, story.ID)
 	defer obs.close()

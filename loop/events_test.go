@@ -8,13 +8,14 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/events"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/session"
 )
 
 func readEvents(t *testing.T, st *checkpoint.State) []events.Event {
 	t.Helper()
 	var evs []events.Event
-	bad, err := events.Scan(st.Path(checkpoint.RuntimeDir+"/"+session.EventFile), func(e events.Event) error {
+	bad, err := events.Scan(st.Path(layout.RuntimeDir+"/"+layout.EventFile), func(e events.Event) error {
 		evs = append(evs, e)
 		return nil
 	})
@@ -74,7 +75,7 @@ func TestEventsDecode(t *testing.T) {
 		t.Errorf("run_end %+v", end)
 	}
 	got := readFile(t, st.Repo.Root+"/../evlog-US-2")
-	if got != st.Path(checkpoint.RuntimeDir+"/"+session.EventFile)+"\n" {
+	if got != st.Path(layout.RuntimeDir+"/"+layout.EventFile)+"\n" {
 		t.Errorf("agent's %s = %q", session.EventLogEnv, got)
 	}
 }
@@ -102,7 +103,7 @@ func TestParallelEventsNameTheirWorker(t *testing.T) {
 	if len(seen) != 3 || merged != 3 {
 		t.Errorf("workers by story %v, %d merged", seen, merged)
 	}
-	if got := readFile(t, st.Repo.Root+"/../evlog-US-2"); got != st.Path(checkpoint.RuntimeDir+"/"+session.EventFile)+"\n" {
+	if got := readFile(t, st.Repo.Root+"/../evlog-US-2"); got != st.Path(layout.RuntimeDir+"/"+layout.EventFile)+"\n" {
 		t.Errorf("worker agent's %s = %q", session.EventLogEnv, got)
 	}
 }

@@ -23,7 +23,8 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/agent"
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
 )
@@ -86,9 +87,6 @@ type StopError struct{ Reason string }
 
 func (e *StopError) Error() string { return e.Reason }
 
-// ExitCode implements exitcode.Coder.
-func (e *StopError) ExitCode() int { return exitcode.WorkLeft }
-
 // ProgressFile is the human-readable log, in the runtime directory so that
 // no rollback ever erases it and no commit ever carries it.
 const ProgressFile = "progress.md"
@@ -110,22 +108,22 @@ func Run(ctx context.Context, st *checkpoint.State, opts Options) (*Summary, err
 
 func validate(o *Options) error {
 	if o.Workers < 0 || o.Workers > MaxWorkers {
-		return exitcode.BadInput("run: --workers must be between 1 and %d, got %d", MaxWorkers, o.Workers)
+		return badinput.Errorf("run: --workers must be between 1 and %d, got %d", MaxWorkers, o.Workers)
 	}
 	if o.MaxIter < 0 || o.MaxIter > MaxIterationsLimit {
-		return exitcode.BadInput("run: --max-iterations must be between 1 and %d (0: stories x attempts), got %d", MaxIterationsLimit, o.MaxIter)
+		return badinput.Errorf("run: --max-iterations must be between 1 and %d (0: stories x attempts), got %d", MaxIterationsLimit, o.MaxIter)
 	}
 	if o.Retries < 0 || o.Retries > 100 {
-		return exitcode.BadInput("run: --retries must be between 0 and 100, got %d", o.Retries)
+		return badinput.Errorf("run: --retries must be between 0 and 100, got %d", o.Retries)
 	}
 	if o.NoProgress < 1 {
-		return exitcode.BadInput("run: --no-progress must be at least 1, got %d", o.NoProgress)
+		return badinput.Errorf("run: --no-progress must be at least 1, got %d", o.NoProgress)
 	}
 	if o.Timeout < 0 || o.IdleTimeout < 0 {
-		return exitcode.BadInput("run: timeouts cannot be negative")
+		return badinput.Errorf("run: timeouts cannot be negative")
 	}
 	if o.MaxCost < 0 || o.MaxStoryCost < 0 || math.IsNaN(o.MaxCost) || math.IsNaN(o.MaxStoryCost) || math.IsInf(o.MaxCost, 0) || math.IsInf(o.MaxStoryCost, 0) {
-		return exitcode.BadInput("run: --max-cost and --max-story-cost must be amounts in USD, 0 or more")
+		return badinput.Errorf("run: --max-cost and --max-story-cost must be amounts in USD, 0 or more")
 	}
 	if o.Prompt == "" {
 		o.Prompt = DefaultPrompt
@@ -191,7 +189,7 @@ func DryRun(root string, opts Options) error {
 		return err
 	}
 	planRel := relPath(root, opts.Plan.Path())
-	progress := checkpoint.RuntimeDir + "/" + ProgressFile
+	progress := layout.RuntimeDir + "/" + ProgressFile
 	w := opts.Out
 	fmt.Fprintf(w, "plan %s (%s): %d story(ies), %d open\n", planRel, opts.Plan.Kind(), len(stories), plan.Open(stories))
 	for _, s := range stories {

@@ -13,7 +13,8 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/agent"
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/proc"
 )
@@ -101,7 +102,7 @@ func TestRuntimeStateNeverCommitted(t *testing.T) {
 	if strings.Contains(files, ".ralph") {
 		t.Errorf("runtime state committed:\n%s", files)
 	}
-	for _, f := range []string{checkpoint.LockFile, checkpoint.RuntimeDir + "/" + ProgressFile, checkpoint.RuntimeDir + "/events.jsonl"} {
+	for _, f := range []string{layout.LockFile, layout.RuntimeDir + "/" + ProgressFile, layout.RuntimeDir + "/events.jsonl"} {
 		if _, err := os.Stat(st.Path(f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
@@ -113,14 +114,15 @@ func TestRuntimeStateNeverCommitted(t *testing.T) {
 
 func TestLockHeldExits3(t *testing.T) {
 	st, p := newRepo(t, 1)
-	l, err := st.Acquire(context.Background(), checkpoint.AcquireOptions{})
+	l, err := st.Acquire(context.Background(), layout.AcquireOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release()
 	_, err = Run(context.Background(), st, opts(p, "true"))
-	if exitcode.Of(err) != exitcode.Locked {
-		t.Errorf("err = %v (exit %d), want exit 3", err, exitcode.Of(err))
+	var he *layout.HeldError
+	if !errors.As(err, &he) {
+		t.Errorf("err = %v, want a HeldError", err)
 	}
 	if log := gitT(t, st.Repo.Root, "log", "--format=%s"); log != "init\n" {
 		t.Errorf("history changed while locked:\n%s", log)
@@ -137,19 +139,19 @@ func TestValidate(t *testing.T) {
 	} {
 		o := opts(p, "true")
 		mod(&o)
-		if _, err := Run(context.Background(), st, o); exitcode.Of(err) != exitcode.Usage {
+		if _, err := Run(context.Background(), st, o); !badinput.Is(err) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 }
 
-func TestStopErrorIsExit5(t *testing.T) {
+func TestStopErrorWhenWorkLeft(t *testing.T) {
 	st, p := newRepo(t, 3)
 	o := opts(p, "cat >/dev/null; exit 1")
 	o.Retries, o.NoProgress = 0, 10
 	sum, err := Run(context.Background(), st, o)
 	var se *StopError
-	if !errors.As(err, &se) || exitcode.Of(err) != exitcode.WorkLeft {
+	if !errors.As(err, &se) {
 		t.Fatalf("err = %v", err)
 	}
 	if len(sum.Skipped) != 3 || sum.Iterations != 3 {
@@ -194,7 +196,7 @@ func TestRetryPromptCarriesOnlyThisRunsFailure(t *testing.T) {
 	// First run: every attempt fails, leaving failures in the log.
 	o := opts(p, `cat > "`+dir+`/old-$WIGGUM_ITERATION"; echo OLD-RUN-OUTPUT; exit 1`)
 	o.Retries = 0
-	if _, err := Run(context.Background(), st, o); exitcode.Of(err) != exitcode.WorkLeft {
+	if _, err := Run(context.Background(), st, o); !errors.As(err, new(*StopError)) {
 		t.Fatalf("first run: %v", err)
 	}
 	// Second run: the first attempt must not see the old run's failure,

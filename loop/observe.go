@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/agent"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 )
 
@@ -16,7 +16,7 @@ import (
 // in the main tree's runtime directory (a worktree's goes with it).
 const (
 	// AgentLogDir holds one output log per attempt, named by iteration.
-	AgentLogDir = checkpoint.RuntimeDir + "/agent"
+	AgentLogDir = layout.RuntimeDir + "/agent"
 	// maxAgentLog bounds one attempt's log; past it the log says so and
 	// stops growing.
 	maxAgentLog = 4 << 20

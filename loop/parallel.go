@@ -13,6 +13,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
@@ -230,7 +231,7 @@ func (p *parallel) failedIteration() bool {
 // executor runs story's attempts in w, recording into the main tree.
 func (p *parallel) executor(w *worktree.Worker, story *plan.Story) *executor {
 	prefix := &prefixWriter{out: p.out, prefix: "[" + story.ID + "] "}
-	env := []string{checkpoint.SessionEnv + "=" + w.Lease.Holder.Session}
+	env := []string{layout.SessionEnv + "=" + w.Lease.Holder.Session}
 	return &executor{
 		run: p.r, st: w.State, lock: w.Lease, session: w.Lease.Holder.Session,
 		disp: newDisplay(prefix, false, p.r.opts.Quiet, 0),

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/session"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
@@ -88,7 +88,7 @@ echo "$WIGGUM_STORY" > "f-$WIGGUM_STORY"`)
 			t.Errorf("%s committed %d times:%s", id, c, log)
 		}
 	}
-	progress, _ := os.ReadFile(st.Path(checkpoint.RuntimeDir + "/" + ProgressFile))
+	progress, _ := os.ReadFile(st.RuntimePath(ProgressFile))
 	if !bytes.Contains(progress, []byte("3 workers")) || !bytes.Contains(progress, []byte("US-2 · failed (agent)")) {
 		t.Errorf("progress log:\n%s", progress)
 	}
@@ -154,12 +154,12 @@ func TestParallelInterrupt(t *testing.T) {
 // Another loop holds the agent lock: a parallel run changes nothing.
 func TestParallelLockHeld(t *testing.T) {
 	st, o, _ := parallelOpts(t, 2, "true")
-	l, err := st.Acquire(context.Background(), checkpoint.AcquireOptions{})
+	l, err := st.Acquire(context.Background(), layout.AcquireOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release()
-	if _, err := Run(context.Background(), st, o); exitcode.Of(err) != exitcode.Locked {
+	if _, err := Run(context.Background(), st, o); !errors.As(err, new(*layout.HeldError)) {
 		t.Errorf("err = %v", err)
 	}
 	if _, err := os.Stat(st.Path(worktree.Dir)); err == nil {
@@ -189,7 +189,7 @@ func TestParallelLocalEditBlocksMerge(t *testing.T) {
 		}
 	}()
 	_, err := Run(context.Background(), st, o)
-	if exitcode.Of(err) != exitcode.WorkLeft {
+	if !errors.As(err, new(*StopError)) {
 		t.Fatalf("err = %v\n%s", err, out)
 	}
 	if !strings.Contains(out.String(), "was not merged into") {

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
 	"github.com/wiggum-dev/wiggum/worktree"
@@ -23,7 +24,7 @@ import (
 type run struct {
 	st      *checkpoint.State // the main tree
 	opts    Options
-	lock    *checkpoint.Lock
+	lock    *layout.Lock
 	session string
 	disp    *display
 	commit  *committer // the main tree's
@@ -44,13 +45,13 @@ type run struct {
 // killed run's), then what a killed run left behind is saved and cleaned,
 // then the preflight checks.
 func open(ctx context.Context, st *checkpoint.State, opts Options, disp *display) (*run, error) {
-	lock, err := st.Acquire(ctx, checkpoint.AcquireOptions{Command: opts.Command})
-	var held *checkpoint.HeldError
-	if errors.As(err, &held) && held.Holder != nil && held.Holder.PID != os.Getpid() && !checkpoint.PIDAlive(held.Holder.PID) {
+	lock, err := st.Acquire(ctx, layout.AcquireOptions{Command: opts.Command})
+	var held *layout.HeldError
+	if errors.As(err, &held) && held.Holder != nil && held.Holder.PID != os.Getpid() && !layout.PIDAlive(held.Holder.PID) {
 		// The holder was killed and its agents are still dying with the
 		// lock they inherited (their supervisor ends them on its
 		// parent's death): wait for that, briefly.
-		lock, err = st.Acquire(ctx, checkpoint.AcquireOptions{Command: opts.Command, Wait: dyingWait})
+		lock, err = st.Acquire(ctx, layout.AcquireOptions{Command: opts.Command, Wait: dyingWait})
 	}
 	if err != nil {
 		return nil, err
@@ -123,7 +124,7 @@ func (r *run) openJournal() error {
 	}
 	open := len(recs) > 0 && recs[len(recs)-1].T != "close"
 	if open && recs[0].Plan != r.planRel && !r.opts.Fresh {
-		return exitcode.BadInput("run: %s records an interrupted run of the plan %s; resume it with the same plan (wiggum run --plan %s), or pass --fresh to start over with %s", relPath(r.st.Repo.Root, path), recs[0].Plan, recs[0].Plan, r.planRel)
+		return badinput.Errorf("run: %s records an interrupted run of the plan %s; resume it with the same plan (wiggum run --plan %s), or pass --fresh to start over with %s", relPath(r.st.Repo.Root, path), recs[0].Plan, recs[0].Plan, r.planRel)
 	}
 	if open && recs[0].Plan == r.planRel {
 		for _, rec := range recs {
@@ -320,31 +321,31 @@ func (r *run) preflight(ctx context.Context) error {
 		return fmt.Errorf("run: read HEAD: %w", err)
 	}
 	if head == "" {
-		return exitcode.BadInput("run: the repository has no commits yet; commit something first")
+		return badinput.Errorf("run: the repository has no commits yet; commit something first")
 	}
 	if op := repo.InProgress(); op != "" {
-		return exitcode.BadInput("run: a %s is in progress; finish or abort it first", op)
+		return badinput.Errorf("run: a %s is in progress; finish or abort it first", op)
 	}
 	if branch, err := repo.Branch(ctx); err != nil {
 		return fmt.Errorf("run: read branch: %w", err)
 	} else if branch == "" {
-		return exitcode.BadInput("run: HEAD is detached; switch to the branch the loop should commit to")
+		return badinput.Errorf("run: HEAD is detached; switch to the branch the loop should commit to")
 	}
 	// Without an identity every commit would fail, after the agent's work.
 	if _, err := repo.Run(ctx, "var", "GIT_COMMITTER_IDENT"); err != nil {
-		return exitcode.BadInput("run: git does not know who commits here; set it with git config user.name and git config user.email")
+		return badinput.Errorf("run: git does not know who commits here; set it with git config user.name and git config user.email")
 	}
 	ts, err := status(ctx, repo)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	if len(ts.paths) > 0 && !r.opts.AllowDirty {
-		return exitcode.BadInput("run: the working tree has uncommitted changes (%s); commit or stash them, or pass --allow-dirty to leave them out of every commit the loop makes", summarize(ts.paths, 5))
+		return badinput.Errorf("run: the working tree has uncommitted changes (%s); commit or stash them, or pass --allow-dirty to leave them out of every commit the loop makes", summarize(ts.paths, 5))
 	}
 	if len(ts.staged) > 0 {
-		return exitcode.BadInput("run: staged changes (%s) would end up in the loop's commits; commit them or unstage them (git restore --staged) first", summarize(ts.staged, 5))
+		return badinput.Errorf("run: staged changes (%s) would end up in the loop's commits; commit them or unstage them (git restore --staged) first", summarize(ts.staged, 5))
 	}
-	env := []string{checkpoint.SessionEnv + "=" + r.session}
+	env := []string{layout.SessionEnv + "=" + r.session}
 	r.commit = newCommitter(repo, env, ts.paths)
 	if r.planIgnored, err = repo.OK(ctx, "check-ignore", "-q", "--", r.planRel); err != nil {
 		return fmt.Errorf("run: %w", err)
@@ -364,7 +365,7 @@ func (r *run) commitTick(ctx context.Context, story *plan.Story) (string, error)
 	if r.commit == nil {
 		// During recovery, before preflight: the tree was clean apart
 		// from what recovery itself put back.
-		r.commit = newCommitter(r.st.Repo, []string{checkpoint.SessionEnv + "=" + r.session}, nil)
+		r.commit = newCommitter(r.st.Repo, []string{layout.SessionEnv + "=" + r.session}, nil)
 		defer func() { r.commit = nil }()
 	}
 	switch {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
@@ -32,9 +31,6 @@ func (e *ConflictError) Error() string {
 		short(e.Branch), short(e.Target), strings.Join(e.Paths, ", "), short(e.Branch))
 }
 
-// ExitCode: work is left.
-func (e *ConflictError) ExitCode() int { return exitcode.WorkLeft }
-
 // BlockedError is a clean merge the checked-out target could not take: the
 // working tree has changes it would overwrite, or it left the target
 // branch. Nothing changed.
@@ -45,9 +41,6 @@ type BlockedError struct {
 func (e *BlockedError) Error() string {
 	return fmt.Sprintf("%s was not merged into %s: %s; the branch is kept", short(e.Branch), short(e.Target), e.Reason)
 }
-
-// ExitCode: work is left.
-func (e *BlockedError) ExitCode() int { return exitcode.WorkLeft }
 
 func short(ref string) string { return strings.TrimPrefix(ref, "refs/heads/") }
 

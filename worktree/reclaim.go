@@ -12,6 +12,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
@@ -68,11 +69,11 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string) (*Reclaimed, e
 		return nil, err
 	}
 	defer mu.Unlock()
-	lf, err := takeLease(path)
+	lf, err := layout.At(path).TakeLease()
 	switch {
-	case errors.Is(err, errGone):
+	case errors.Is(err, layout.ErrTreeGone):
 		return nil, nil
-	case errors.Is(err, errHeld):
+	case errors.Is(err, layout.ErrLeaseHeld):
 		return &Reclaimed{Story: filepath.Base(path), Live: true}, nil
 	case err != nil:
 		return nil, err

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // Removal says what removing one worktree did.
@@ -73,11 +72,11 @@ func pruneOne(ctx context.Context, main *git.Repo, path string) (*Removal, error
 	}
 	defer mu.Unlock()
 	ctx = context.WithoutCancel(ctx)
-	lf, err := takeLease(path)
+	lf, err := layout.At(path).TakeLease()
 	switch {
-	case errors.Is(err, errGone):
+	case errors.Is(err, layout.ErrTreeGone):
 		return &Removal{Info: Info{Name: filepath.Base(path), Path: path}, Action: "gone"}, nil
-	case errors.Is(err, errHeld):
+	case errors.Is(err, layout.ErrLeaseHeld):
 		reg, rerr := registered(ctx, main)
 		if rerr != nil {
 			return nil, rerr
@@ -92,49 +91,6 @@ func pruneOne(ctx context.Context, main *git.Repo, path string) (*Removal, error
 		return nil, err
 	}
 	return removeLeased(ctx, main, describe(ctx, main, reg, path))
-}
-
-var (
-	errGone = errors.New("worktree is gone")
-	errHeld = errors.New("worktree lease is held")
-)
-
-// takeLease locks path's lease file without waiting and checks that the
-// file locked is still the one in place: another pruner may have removed
-// the worktree between the open and the lock.
-func takeLease(path string) (*os.File, error) {
-	// Mkdir, not MkdirAll: a pruner must never recreate a worktree
-	// directory another pruner has just removed.
-	if err := os.Mkdir(filepath.Join(path, checkpoint.StateDir), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, errGone
-		}
-		return nil, fmt.Errorf("worktree: %w", err)
-	}
-	// O_CREATE: a worktree whose creation crashed before its lease existed
-	// still gets a lease file to lock.
-	lockPath := filepath.Join(path, filepath.FromSlash(checkpoint.LockFile))
-	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errGone
-	}
-	if err != nil {
-		return nil, fmt.Errorf("worktree: open lease: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, errHeld
-		}
-		return nil, fmt.Errorf("worktree: lock lease: %w", err)
-	}
-	held, err1 := f.Stat()
-	now, err2 := os.Stat(lockPath)
-	if err1 != nil || err2 != nil || !os.SameFile(held, now) {
-		f.Close()
-		return nil, errGone
-	}
-	return f, nil
 }
 
 // removeLeased removes a worktree whose lease the caller holds.
@@ -156,7 +112,7 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 		if wrepo.Root != in.Path {
 			return nil, fmt.Errorf("worktree: %s resolved to %s, not to itself; left alone", in.Path, wrepo.Root)
 		}
-		ref, err := (&checkpoint.State{Repo: wrepo}).Backup(ctx, "worktree "+in.Name+" removed with uncommitted changes (story "+in.Story+")")
+		ref, err := checkpoint.FromRepo(wrepo).Backup(ctx, "worktree "+in.Name+" removed with uncommitted changes (story "+in.Story+")")
 		if err != nil {
 			return nil, fmt.Errorf("worktree: save %s before removing it: %w", in.Name, err)
 		}

@@ -20,20 +20,21 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // Dir holds the worktrees, relative to the main working tree's root; it is
 // inside the runtime directory, which git is told to ignore.
-const Dir = checkpoint.RuntimeDir + "/worktrees"
+const Dir = layout.WorktreesDir
 
 // BranchPrefix is where worker branches live.
 const BranchPrefix = "refs/heads/wiggum/"
 
 // MetaFile records, inside each worktree, which story it is for.
-const MetaFile = checkpoint.RuntimeDir + "/worktree.json"
+const MetaFile = layout.WorktreeMeta
 
 // maxName bounds a worktree's directory and branch name.
 const maxName = 48
@@ -52,10 +53,10 @@ type Meta struct {
 // that had to change gets a hash suffix so that distinct ids stay distinct.
 func Name(story string) (string, error) {
 	if strings.TrimSpace(story) == "" {
-		return "", exitcode.BadInput("worktree: empty story id")
+		return "", badinput.Errorf("worktree: empty story id")
 	}
 	if strings.ContainsRune(story, 0) {
-		return "", exitcode.BadInput("worktree: story id %q contains a NUL byte", story)
+		return "", badinput.Errorf("worktree: story id %q contains a NUL byte", story)
 	}
 	var b strings.Builder
 	for _, r := range story {
@@ -88,7 +89,7 @@ type Worker struct {
 	Name  string
 	Path  string
 	State *checkpoint.State // the worktree's own state: checkpoint, hooks, run record
-	Lease *checkpoint.Lock  // the worktree's .ralph/.agent-lock
+	Lease *layout.Lock      // the worktree's .ralph/.agent-lock
 }
 
 // Create makes a worktree and branch for story starting at target's tip,
@@ -167,7 +168,7 @@ func lease(ctx context.Context, name, path string, meta Meta, command []string) 
 		return nil, fmt.Errorf("worktree: %s resolved to %s, not to itself", path, st.Repo.Root)
 	}
 	// A lister probing the lease holds it for an instant; wait that out.
-	l, err := st.Acquire(ctx, checkpoint.AcquireOptions{Wait: 5 * time.Second, Command: command})
+	l, err := st.Acquire(ctx, layout.AcquireOptions{Wait: 5 * time.Second, Command: command})
 	if err != nil {
 		return nil, fmt.Errorf("worktree: lease %s: %w", name, err)
 	}
@@ -227,7 +228,7 @@ func describe(ctx context.Context, main *git.Repo, reg map[string]string, path s
 			in.Branch = m.Branch
 		}
 	}
-	st := &checkpoint.State{Repo: &git.Repo{Root: path}}
+	st := layout.At(path)
 	if held, err := st.Probe(); err == nil && held {
 		in.Held = true
 		if h, err := st.CurrentHolder(); err == nil && h != nil {

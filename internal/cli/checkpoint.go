@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
 )
 
 // CheckpointCmd is `wiggum checkpoint`.
@@ -171,10 +171,10 @@ func (c *RecoverCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	if c.Prune {
 		if c.Ref != "" {
-			return exitcode.BadInput("recover: --prune takes no backup name")
+			return badinput.Errorf("recover: --prune takes no backup name")
 		}
 		if c.OlderThan <= 0 {
-			return exitcode.BadInput("recover: --prune needs --older-than DURATION (e.g. 168h)")
+			return badinput.Errorf("recover: --prune needs --older-than DURATION (e.g. 168h)")
 		}
 		gone, err := st.Prune(ctx, c.OlderThan, c.DryRun)
 		if err != nil {

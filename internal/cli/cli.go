@@ -18,7 +18,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/proc"
 )
 
@@ -77,7 +77,7 @@ func (g *Globals) WorkDir() string {
 func (g *Globals) State(ctx context.Context) (*checkpoint.State, error) {
 	st, err := checkpoint.Open(ctx, g.WorkDir())
 	if err != nil {
-		return nil, exitcode.With(exitcode.Usage, err)
+		return nil, badinput.Wrap(err)
 	}
 	return st, nil
 }
@@ -139,7 +139,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	)
 	if err != nil {
 		fmt.Fprintf(stderr, "wiggum: %v\n", err)
-		return exitcode.Failed
+		return exitFailed
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -149,7 +149,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			}
 			code = int(p)
 			if code != 0 {
-				code = exitcode.Usage
+				code = exitUsage
 			}
 		}
 	}()
@@ -162,18 +162,18 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			help = strings.Join(append(append([]string{"wiggum"}, strings.Fields(commandPath(pe.Context))...), "--help"), " ")
 		}
 		fmt.Fprintf(stderr, "wiggum: %v (see '%s')\n", err, help)
-		return exitcode.Usage
+		return exitUsage
 	}
 	ctx, stop := signalContext()
 	defer stop()
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	err = kctx.Run()
-	code = exitcode.Of(err)
-	var silent exitcode.Silent
+	code = exitCode(err)
+	var silent Silent
 	if err != nil && !errors.As(err, &silent) {
 		fmt.Fprintf(stderr, "wiggum: %v\n", err)
 	}
-	if code == exitcode.OK {
+	if code == exitOK {
 		if sig := caught(ctx); sig != 0 {
 			code = 128 + int(sig)
 		}
@@ -227,7 +227,7 @@ func caught(ctx context.Context) syscall.Signal {
 // Interrupted returns the exit code for a signal-cancelled context.
 func Interrupted(ctx context.Context) error {
 	if sig := caught(ctx); sig != 0 {
-		return exitcode.Silent(128 + int(sig))
+		return Silent(128 + int(sig))
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/demo"
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/proc"
 	"github.com/wiggum-dev/wiggum/internal/session"
@@ -84,7 +84,7 @@ func (c *DemoCmd) Run(ctx context.Context, g *Globals) error {
 		fmt.Fprintf(out, "\nLook at the rolled-back attempt:  git -C %s log --stat -2 %s\n", dir, sum.Backups[0])
 		fmt.Fprintf(out, "List or restore saved attempts:   wiggum -C %s recover\n", dir)
 	}
-	fmt.Fprintf(out, "Progress log: %s\n", filepath.Join(dir, checkpoint.RuntimeDir, loop.ProgressFile))
+	fmt.Fprintf(out, "Progress log: %s\n", filepath.Join(dir, layout.RuntimeDir, loop.ProgressFile))
 	fmt.Fprintf(out, "Clean up:     rm -rf %s\n", dir)
 	return nil
 }
@@ -159,7 +159,7 @@ func (c *DemoAgentCmd) Run(g *Globals) error {
 		code = demo.Agent(os.Stdin, g.stdout, dir)
 	}
 	if code != 0 {
-		return exitcode.Silent(code)
+		return Silent(code)
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/wiggum-dev/wiggum/install"
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
@@ -39,7 +39,7 @@ func (t *installTargets) settingsPath(g *Globals, repo *git.Repo, a *install.Age
 	if t.User {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return "", exitcode.BadInput("install: no home directory for --user: %v", err)
+			return "", badinput.Errorf("install: no home directory for --user: %v", err)
 		}
 		return filepath.Join(home, a.File), nil
 	}
@@ -92,7 +92,7 @@ func (c *InstallCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		ch, err := install.InstallAgent(a, path, opts)
 		if err != nil {
-			return exitcode.With(exitcode.Usage, fmt.Errorf("install %s: %w", a.Name, err))
+			return badinput.Wrap(fmt.Errorf("install %s: %w", a.Name, err))
 		}
 		changed = report(g, ch) || changed
 		if a.Name == "codex" && ch != nil {
@@ -105,7 +105,7 @@ func (c *InstallCmd) Run(ctx context.Context, g *Globals) error {
 			changed = report(g, &chs[i]) || changed
 		}
 		if err != nil {
-			return exitcode.With(exitcode.Usage, fmt.Errorf("install git hooks: %w", err))
+			return badinput.Wrap(fmt.Errorf("install git hooks: %w", err))
 		}
 	}
 	if !changed {
@@ -147,7 +147,7 @@ func (c *UninstallCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		ch, err := install.UninstallAgent(a, path)
 		if err != nil {
-			return exitcode.With(exitcode.Usage, fmt.Errorf("uninstall %s: %w", a.Name, err))
+			return badinput.Wrap(fmt.Errorf("uninstall %s: %w", a.Name, err))
 		}
 		changed = report(g, ch) || changed
 	}
@@ -173,7 +173,7 @@ func openRepo(ctx context.Context, g *Globals, optional bool) (*git.Repo, error)
 		if optional {
 			return &git.Repo{Root: g.WorkDir()}, nil
 		}
-		return nil, exitcode.With(exitcode.Usage, err)
+		return nil, badinput.Wrap(err)
 	}
 	return repo, nil
 }

@@ -5,8 +5,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/wiggum-dev/wiggum/checkpoint"
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/proc"
 )
 
@@ -39,13 +39,13 @@ func (c *LockCmd) Run(ctx context.Context, g *Globals) error {
 		c.Command = c.Command[1:]
 	}
 	if len(c.Command) == 0 {
-		return exitcode.BadInput("lock: no command given; usage: wiggum lock [--wait D] -- CMD ARGS...")
+		return badinput.Errorf("lock: no command given; usage: wiggum lock [--wait D] -- CMD ARGS...")
 	}
 	st, err := g.State(ctx)
 	if err != nil {
 		return err
 	}
-	l, err := st.Acquire(ctx, checkpoint.AcquireOptions{Wait: c.Wait, Command: c.Command})
+	l, err := st.Acquire(ctx, layout.AcquireOptions{Wait: c.Wait, Command: c.Command})
 	if err != nil {
 		// A signal during --wait cancels the wait: that is an interrupt
 		// (130/143), not a failure to lock.
@@ -57,7 +57,7 @@ func (c *LockCmd) Run(ctx context.Context, g *Globals) error {
 	defer l.Release()
 	g.Log().Debug("lock acquired", "session", l.Holder.Session, "cmd", proc.CommandLine(c.Command))
 	hold := l.Dup()
-	env := append(os.Environ(), checkpoint.SessionEnv+"="+l.Holder.Session)
+	env := append(os.Environ(), layout.SessionEnv+"="+l.Holder.Session)
 	p, err := proc.Start(context.WithoutCancel(ctx), c.Command, proc.Options{
 		Dir: g.WorkDir(), Env: env, Stdin: os.Stdin, Stdout: g.stdout, Stderr: g.stderr, Grace: c.Grace, Hold: hold,
 	})
@@ -83,5 +83,5 @@ func (c *LockCmd) Run(ctx context.Context, g *Globals) error {
 	if ierr := Interrupted(ctx); ierr != nil {
 		return ierr
 	}
-	return exitcode.Silent(code)
+	return Silent(code)
 }

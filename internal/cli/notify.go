@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/config"
 	"github.com/wiggum-dev/wiggum/internal/events"
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/notify"
-	"github.com/wiggum-dev/wiggum/internal/session"
 )
 
 // notifyFlush bounds how long a finished run waits for its last
@@ -24,7 +24,7 @@ const notifyFlush = 5 * time.Second
 func (c *RunCmd) startNotify(g *Globals, st *checkpoint.State) (func(), error) {
 	cfg, err := config.Read(config.Path())
 	if err != nil {
-		return nil, exitcode.With(exitcode.Usage, err)
+		return nil, badinput.Wrap(err)
 	}
 	stuck := 30 * time.Minute
 	if cfg.NotifyStuck != nil {
@@ -33,21 +33,21 @@ func (c *RunCmd) startNotify(g *Globals, st *checkpoint.State) (func(), error) {
 	if c.NotifyStuck != "" {
 		stuck, err = time.ParseDuration(c.NotifyStuck)
 		if err != nil || stuck < 0 {
-			return nil, exitcode.BadInput("run: --notify-stuck wants a duration such as 30m, got %q", c.NotifyStuck)
+			return nil, badinput.Errorf("run: --notify-stuck wants a duration such as 30m, got %q", c.NotifyStuck)
 		}
 	}
 	var sinks []*notify.Sink
 	for _, raw := range append(append([]string(nil), cfg.Notify...), c.Notify...) {
 		s, err := notify.Parse(raw)
 		if err != nil {
-			return nil, exitcode.BadInput("run: %v", err)
+			return nil, badinput.Errorf("run: %v", err)
 		}
 		sinks = append(sinks, s)
 	}
 	if len(sinks) == 0 {
 		return func() {}, nil
 	}
-	logPath := st.Path(checkpoint.RuntimeDir + "/" + session.EventFile)
+	logPath := st.Path(layout.RuntimeDir + "/" + layout.EventFile)
 	from, err := events.Size(logPath)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wiggum-dev/wiggum/internal/agent"
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
@@ -148,14 +148,14 @@ interrupted.
 func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	repo, err := git.Open(ctx, g.WorkDir())
 	if err != nil {
-		return exitcode.With(exitcode.Usage, err)
+		return badinput.Wrap(err)
 	}
 	p, err := plan.Resolve(repo.Root, g.WorkDir(), plan.Source{PRD: c.PRD, File: c.Plan, Issues: c.Issues})
 	if err != nil {
 		return err
 	}
 	if c.Workers < 1 || c.Workers > loop.MaxWorkers {
-		return exitcode.BadInput("run: --workers must be between 1 and %d, got %d", loop.MaxWorkers, c.Workers)
+		return badinput.Errorf("run: --workers must be between 1 and %d, got %d", loop.MaxWorkers, c.Workers)
 	}
 	prof, err := c.profile()
 	if err != nil {
@@ -165,7 +165,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if c.Prompt != "" {
 		data, err := os.ReadFile(c.Prompt)
 		if err != nil {
-			return exitcode.BadInput("run: read --prompt: %v", err)
+			return badinput.Errorf("run: read --prompt: %v", err)
 		}
 		tmpl = string(data)
 	}
@@ -199,7 +199,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		return ierr
 	}
 	if errors.Is(err, context.Canceled) {
-		return exitcode.Silent(exitcode.Interrupt)
+		return Silent(exitInterrupt)
 	}
 	return err
 }
@@ -208,17 +208,17 @@ func (c *RunCmd) profile() (agent.Profile, error) {
 	if c.AgentCmd != "" {
 		p, err := agent.Custom(c.AgentCmd)
 		if err != nil {
-			return p, exitcode.BadInput("run: %v", err)
+			return p, badinput.Errorf("run: %v", err)
 		}
 		return p, nil
 	}
 	p, err := agent.Builtin(c.Agent)
 	if err != nil {
-		return p, exitcode.BadInput("run: %v", err)
+		return p, badinput.Errorf("run: %v", err)
 	}
 	// Every iteration would fail the same way; say so once, up front.
 	if _, err := exec.LookPath(p.Argv[0]); err != nil {
-		return p, exitcode.BadInput("run: the %s agent (%s) is not installed or not in PATH; install it, or choose another with --agent or --agent-cmd", c.Agent, p.Argv[0])
+		return p, badinput.Errorf("run: the %s agent (%s) is not installed or not in PATH; install it, or choose another with --agent or --agent-cmd", c.Agent, p.Argv[0])
 	}
 	return p, nil
 }

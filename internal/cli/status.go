@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/session"
 	"github.com/wiggum-dev/wiggum/loop"
 	"github.com/wiggum-dev/wiggum/worktree"
@@ -98,11 +99,11 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 			r.holderUnreadable = true
 		} else if h != nil {
 			r.Lock.PID, r.Lock.Host, r.Lock.Started, r.Lock.Session, r.Lock.Command = h.PID, h.Host, h.Started, h.Session, h.Command
-			r.Lock.PIDAlive = checkpoint.PIDAlive(h.PID)
+			r.Lock.PIDAlive = layout.PIDAlive(h.PID)
 		} else if pid := st.LockPID(); pid > 0 {
 			// No wiggum record: a bash loop's flock, say. The kernel still
 			// knows who took it.
-			r.Lock.PID, r.Lock.PIDAlive, r.foreignHolder = pid, checkpoint.PIDAlive(pid), true
+			r.Lock.PID, r.Lock.PIDAlive, r.foreignHolder = pid, layout.PIDAlive(pid), true
 		}
 	}
 	if cp, err := st.Load(); err == nil {
@@ -130,7 +131,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	} else if run != nil && held {
 		r.Run = run
 	}
-	if rs, err := loop.ReadRunState(st.Path(checkpoint.RuntimeDir + "/" + loop.JournalFile)); err != nil {
+	if rs, err := loop.ReadRunState(st.Path(layout.RuntimeDir + "/" + loop.JournalFile)); err != nil {
 		r.Errors = append(r.Errors, err.Error())
 	} else if rs != nil && rs.Open {
 		rs.Interrupted = !held || !r.Lock.PIDAlive

@@ -10,9 +10,9 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/wiggum-dev/wiggum/checkpoint"
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/watch"
 )
 
@@ -51,18 +51,18 @@ lock and never writes, so it cannot disturb the run.
 // Run shows the run.
 func (c *WatchCmd) Run(ctx context.Context, g *Globals) error {
 	if c.Interval < 10*time.Millisecond || c.Interval > time.Minute {
-		return exitcode.BadInput("watch: --interval must be between 10ms and 1m, got %s", c.Interval)
+		return badinput.Errorf("watch: --interval must be between 10ms and 1m, got %s", c.Interval)
 	}
 	root, err := mainRoot(ctx, g.WorkDir())
 	if err != nil {
-		return exitcode.With(exitcode.Usage, err)
+		return badinput.Wrap(err)
 	}
 	src := watch.NewSource(root)
 	defer src.Close()
 	once := c.Once || c.NoFollow
 	if once || c.Plain || !isTerminal(g.stdout) || !isTerminal(os.Stdin) {
 		err := watch.Plain(ctx, src, g.stdout, watch.PlainOptions{
-			Follow: !once, Interval: c.Interval, Alive: checkpoint.PIDAlive,
+			Follow: !once, Interval: c.Interval, Alive: layout.PIDAlive,
 			Notice: func(s string) { fmt.Fprintln(g.stderr, "wiggum watch: "+s) },
 		})
 		if src.Bad > 0 {
@@ -73,7 +73,7 @@ func (c *WatchCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		return err
 	}
-	m := watch.NewModel(src, c.Interval, checkpoint.PIDAlive)
+	m := watch.NewModel(src, c.Interval, layout.PIDAlive)
 	_, err = tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithOutput(g.stdout), tea.WithInput(os.Stdin)).Run()
 	if ierr := Interrupted(ctx); ierr != nil {
 		return ierr

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
@@ -40,7 +40,7 @@ type WorktreeListCmd struct {
 func (c *WorktreeListCmd) Run(ctx context.Context, g *Globals) error {
 	repo, err := git.Open(ctx, g.WorkDir())
 	if err != nil {
-		return exitcode.With(exitcode.Usage, err)
+		return badinput.Wrap(err)
 	}
 	repo = worktree.Home(ctx, repo)
 	infos, err := worktree.List(ctx, repo)
@@ -103,7 +103,7 @@ branch it merges into contains it, and kept otherwise.`
 func (c *WorktreePruneCmd) Run(ctx context.Context, g *Globals) error {
 	repo, err := git.Open(ctx, g.WorkDir())
 	if err != nil {
-		return exitcode.With(exitcode.Usage, err)
+		return badinput.Wrap(err)
 	}
 	repo = worktree.Home(ctx, repo)
 	res, err := worktree.Prune(ctx, repo, c.DryRun)

@@ -14,8 +14,8 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/events"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
-	"github.com/wiggum-dev/wiggum/internal/session"
 	"github.com/wiggum-dev/wiggum/loop"
 )
 
@@ -66,7 +66,7 @@ US-2) while [ ! -e ` + entered + ` ]; do sleep 0.02; done;;
 esac
 echo done > "$WIGGUM_STORY.txt"`)
 
-	logPath := st.Path(checkpoint.RuntimeDir + "/" + session.EventFile)
+	logPath := st.Path(layout.RuntimeDir + "/" + layout.EventFile)
 	from, err := events.Size(logPath)
 	if err != nil {
 		t.Fatal(err)

@@ -71,9 +71,6 @@ type BadInputError struct{ Msg string }
 
 func (e *BadInputError) Error() string { return e.Msg }
 
-// ExitCode makes a bad plan location a usage error (exit 2).
-func (e *BadInputError) ExitCode() int { return 2 }
-
 func badInput(format string, args ...any) error {
 	return &BadInputError{Msg: fmt.Sprintf(format, args...)}
 }

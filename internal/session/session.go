@@ -17,14 +17,12 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // File names in the runtime directory.
 const (
-	RunFile      = "run.json"
-	FailureFile  = "failures.jsonl"
-	EventFile    = "events.jsonl"
 	maxFailures  = 50
 	maxOutputLen = 8 << 10
 	// EventLogEnv names, in the environment of an agent that wiggum run
@@ -56,7 +54,7 @@ type Run struct {
 
 // WriteRun records the live run atomically.
 func WriteRun(st *checkpoint.State, r Run) error {
-	path, err := st.Runtime(RunFile)
+	path, err := st.Runtime(layout.RunFile)
 	if err != nil {
 		return err
 	}
@@ -73,7 +71,7 @@ func WriteRun(st *checkpoint.State, r Run) error {
 // ReadRun returns the run record, nil when there is none, and a
 // *checkpoint.CorruptError when it cannot be read.
 func ReadRun(st *checkpoint.State) (*Run, error) {
-	path := st.Path(checkpoint.RuntimeDir + "/" + RunFile)
+	path := st.RuntimePath(layout.RunFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -90,7 +88,7 @@ func ReadRun(st *checkpoint.State) (*Run, error) {
 
 // ClearRun removes the run record; a missing one is fine.
 func ClearRun(st *checkpoint.State) error {
-	err := os.Remove(st.Path(checkpoint.RuntimeDir + "/" + RunFile))
+	err := os.Remove(st.RuntimePath(layout.RunFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("session: remove run record: %w", err)
 	}
@@ -116,7 +114,7 @@ func AppendFailure(st *checkpoint.State, f Failure) error {
 		f.Time = time.Now().UTC()
 	}
 	f.Output = Tail(f.Output, maxOutputLen)
-	path, err := st.Runtime(FailureFile)
+	path, err := st.Runtime(layout.FailureFile)
 	if err != nil {
 		return err
 	}
@@ -145,7 +143,7 @@ func AppendFailure(st *checkpoint.State, f Failure) error {
 
 // Failures returns the logged failures of story ("" for all), oldest first.
 func Failures(st *checkpoint.State, story string) ([]Failure, error) {
-	all, err := readFailures(st.Path(checkpoint.RuntimeDir + "/" + FailureFile))
+	all, err := readFailures(st.RuntimePath(layout.FailureFile))
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +167,7 @@ func readFailures(path string) ([]Failure, error) {
 // with a single write under an flock, so lines from concurrent writers never
 // interleave.
 func AppendEvent(st *checkpoint.State, name string, fields map[string]any) error {
-	path, err := st.Runtime(EventFile)
+	path, err := st.Runtime(layout.EventFile)
 	if err != nil {
 		return err
 	}
@@ -181,7 +179,7 @@ func AppendEvent(st *checkpoint.State, name string, fields map[string]any) error
 // existing runtime directory.
 func EventLogFromEnv() string {
 	path := os.Getenv(EventLogEnv)
-	if !filepath.IsAbs(path) || !strings.HasSuffix(path, "/"+checkpoint.RuntimeDir+"/"+EventFile) || strings.Contains(path, "/../") {
+	if !filepath.IsAbs(path) || !strings.HasSuffix(path, "/"+layout.RuntimeDir+"/"+layout.EventFile) || strings.Contains(path, "/../") {
 		return ""
 	}
 	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {

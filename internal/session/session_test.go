@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 func newState(t *testing.T) *checkpoint.State {
@@ -37,7 +38,7 @@ func TestRunRecordRoundTripAndCorrupt(t *testing.T) {
 	if err != nil || r.Story != "US-1" || r.Iteration != 2 || r.Policy != PolicyRecord {
 		t.Fatalf("got %+v, %v", r, err)
 	}
-	path, _ := st.Runtime(RunFile)
+	path, _ := st.Runtime(layout.RunFile)
 	os.WriteFile(path, []byte("{not json"), 0o644)
 	if _, err := ReadRun(st); err == nil || !strings.Contains(err.Error(), "corrupt") {
 		t.Fatalf("corrupt run record: %v", err)
@@ -89,7 +90,7 @@ func TestAppendFailureConcurrentAndCapped(t *testing.T) {
 
 func TestAppendFailureSetsAsideACorruptLog(t *testing.T) {
 	st := newState(t)
-	path, _ := st.Runtime(FailureFile)
+	path, _ := st.Runtime(layout.FailureFile)
 	os.WriteFile(path, []byte("garbage\n"), 0o644)
 	if _, err := Failures(st, ""); err == nil {
 		t.Fatal("a corrupt failure log must be an error when read")

@@ -31,9 +31,6 @@ func (e *CorruptError) Error() string {
 }
 func (e *CorruptError) Unwrap() error { return e.Err }
 
-// ExitCode makes a corrupt state file a failure (exit 1), not bad usage.
-func (e *CorruptError) ExitCode() int { return 1 }
-
 // ReadJSON decodes path into v. A missing file returns an error matching
 // fs.ErrNotExist; undecodable content or a failed check returns
 // *CorruptError.

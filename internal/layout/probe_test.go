@@ -1,6 +1,7 @@
-package checkpoint
+package layout
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -12,7 +13,7 @@ import (
 // and releases the lock; a probe that took the flock even for an instant
 // would make some of those acquisitions return HeldError.
 func TestProbeNeverRefusesAnAcquire(t *testing.T) {
-	r := newRepo(t)
+	tr := At(t.TempDir())
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	var probes atomic.Int64
@@ -21,7 +22,7 @@ func TestProbeNeverRefusesAnAcquire(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
-				if _, err := r.st.Probe(); err != nil {
+				if _, err := tr.Probe(); err != nil {
 					t.Error(err)
 					return
 				}
@@ -31,7 +32,7 @@ func TestProbeNeverRefusesAnAcquire(t *testing.T) {
 	}
 	refused := 0
 	for range 300 {
-		l, err := r.st.Acquire(ctx, AcquireOptions{})
+		l, err := tr.Acquire(context.Background(), AcquireOptions{})
 		var he *HeldError
 		if errors.As(err, &he) {
 			refused++

@@ -1,0 +1,121 @@
+// Package layout owns wiggum's files in a working tree - every path under
+// .ralph/, the lines that hide them from git - and the agent lock on
+// .ralph/.agent-lock with its holder record, session token, probe and
+// worktree lease. Nothing else opens or flocks these files, and nothing here
+// runs git: a Tree is built from a directory alone, so the hook path can use
+// it at the cost of a few file reads.
+package layout
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/renameio/v2"
+)
+
+// Paths relative to the working-tree root.
+const (
+	StateDir   = ".ralph"
+	LockFile   = ".ralph/.agent-lock"      // contract: the bash loop locks the same file
+	HolderFile = ".ralph/.agent-lock.json" // who holds the lock
+	RuntimeDir = ".ralph/wiggum"           // checkpoint, journal, logs
+
+	WorktreesDir = RuntimeDir + "/worktrees"     // parallel workers' worktrees
+	WorktreeMeta = RuntimeDir + "/worktree.json" // a worker's record inside its worktree
+)
+
+// File names inside RuntimeDir.
+const (
+	CheckpointFile = "checkpoint.json"
+	JournalFile    = "journal.jsonl"
+	RunFile        = "run.json"
+	FailureFile    = "failures.jsonl"
+	EventFile      = "events.jsonl"
+	ProgressFile   = "progress.md"
+	DebugLog       = "hook-debug.log"
+	ReadsDir       = "reads"
+)
+
+// SessionEnv is exported by the lock holder to everything it starts
+// (contract).
+const SessionEnv = "WIGGUM_SESSION"
+
+// excludeLines keep runtime state out of every commit and every
+// "untracked files" listing.
+var excludeLines = []string{"/" + LockFile, "/" + HolderFile, "/" + RuntimeDir + "/"}
+
+// StatePaths are the repository-relative paths no agent command may touch:
+// the guard denies writing, moving or deleting anything under them.
+func StatePaths() []string { return []string{StateDir + "/"} }
+
+// IsStatePath reports whether rel (slash-separated, relative to the
+// working-tree root) is wiggum's state or lies inside it.
+func IsStatePath(rel string) bool {
+	rel = strings.TrimPrefix(filepath.ToSlash(filepath.Clean(rel)), "./")
+	return rel == StateDir || strings.HasPrefix(rel, StateDir+"/")
+}
+
+// Tree is one working tree's wiggum layout.
+type Tree struct {
+	Root string // absolute working-tree root
+}
+
+// At returns the layout of the working tree rooted at root.
+func At(root string) Tree { return Tree{Root: root} }
+
+// Path joins a root-relative, slash-separated path onto the root.
+func (t Tree) Path(rel string) string { return filepath.Join(t.Root, filepath.FromSlash(rel)) }
+
+// RuntimePath is the path of a file in the runtime directory.
+func (t Tree) RuntimePath(name string) string { return t.Path(RuntimeDir + "/" + name) }
+
+// Runtime returns the path of a file in the runtime directory, creating the
+// directory.
+func (t Tree) Runtime(name string) (string, error) {
+	dir := t.Path(RuntimeDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", RuntimeDir, err)
+	}
+	return filepath.Join(dir, name), nil
+}
+
+// EnsureExcluded adds the runtime state to infoDir/exclude unless every line
+// is there already.
+func EnsureExcluded(infoDir string) error {
+	path := filepath.Join(infoDir, "exclude")
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	have := map[string]bool{}
+	for _, l := range strings.Split(string(data), "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	var missing []string
+	for _, l := range excludeLines {
+		if !have[l] {
+			missing = append(missing, l)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	out := string(data)
+	if out != "" && !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	out += "# wiggum runtime state\n" + strings.Join(missing, "\n") + "\n"
+	if err := os.MkdirAll(infoDir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", infoDir, err)
+	}
+	// Two wiggums may add the same lines at once; both write the same
+	// content through a rename, so the race is harmless.
+	if err := renameio.WriteFile(path, []byte(out), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

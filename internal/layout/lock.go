@@ -1,0 +1,296 @@
+package layout
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/wiggum-dev/wiggum/internal/statefile"
+)
+
+// Holder is the record the lock holder writes next to the lock file.
+type Holder struct {
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	Started time.Time `json:"started"`
+	Session string    `json:"session"`
+	Command []string  `json:"command,omitempty"`
+}
+
+// Lock is the held agent lock. The lock file itself is never deleted: the
+// bash loop and other wiggums lock the same inode.
+type Lock struct {
+	tree   Tree
+	fl     *flock.Flock
+	mark   *os.File // a second descriptor of the locked file, carrying the live mark
+	Holder Holder
+}
+
+// HeldError says the agent lock belongs to another process.
+type HeldError struct {
+	Holder *Holder // nil when the holder left no record (a bash loop, say)
+	PID    int     // from /proc/locks when known
+	// Without a record, what /proc says about PID: when the process
+	// started and its command line (zero when unknown).
+	Since   time.Time
+	Command string
+}
+
+func (e *HeldError) Error() string {
+	var b strings.Builder
+	b.WriteString("another agent is running: the agent lock " + LockFile + " is held")
+	switch {
+	case e.Holder != nil:
+		fmt.Fprintf(&b, " by pid %d on %s since %s (%s ago)", e.Holder.PID, e.Holder.Host,
+			e.Holder.Started.Local().Format(time.RFC3339), time.Since(e.Holder.Started).Round(time.Second))
+		if len(e.Holder.Command) > 0 {
+			fmt.Fprintf(&b, ", running %q", strings.Join(e.Holder.Command, " "))
+		}
+	case e.PID > 0:
+		fmt.Fprintf(&b, " by pid %d", e.PID)
+		if !e.Since.IsZero() {
+			fmt.Fprintf(&b, " since %s (%s ago)", e.Since.Local().Format(time.RFC3339), time.Since(e.Since).Round(time.Second))
+		}
+		if e.Command != "" {
+			fmt.Fprintf(&b, ", running %q", e.Command)
+		}
+		b.WriteString(" (no wiggum holder record: perhaps a bash ralph loop)")
+	}
+	b.WriteString("; wait for it to finish, or use --wait")
+	return b.String()
+}
+
+// AcquireOptions tunes Acquire.
+type AcquireOptions struct {
+	Wait    time.Duration // 0: fail at once when held
+	Command []string      // recorded in the holder record
+}
+
+// Acquire takes the agent lock, marks it live for probes in any PID
+// namespace, and writes the holder record with a fresh session token.
+func (t Tree) Acquire(ctx context.Context, opts AcquireOptions) (*Lock, error) {
+	if err := os.MkdirAll(t.Path(StateDir), 0o755); err != nil {
+		return nil, fmt.Errorf("lock: create %s: %w", StateDir, err)
+	}
+	fl := flock.New(t.Path(LockFile))
+	var ok bool
+	var err error
+	if opts.Wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, opts.Wait)
+		ok, err = fl.TryLockContext(wctx, 50*time.Millisecond)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = nil
+		}
+	} else {
+		ok, err = fl.TryLock()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", LockFile, err)
+	}
+	if !ok {
+		return nil, t.heldError()
+	}
+	l := &Lock{tree: t, fl: fl}
+	l.mark = dupLocked(fl)
+	if l.mark != nil {
+		if err := setLiveMark(l.mark); err != nil {
+			l.unlock()
+			return nil, fmt.Errorf("lock: mark %s live: %w", LockFile, err)
+		}
+	}
+	host, _ := os.Hostname()
+	l.Holder = Holder{PID: os.Getpid(), Host: host, Started: time.Now().UTC(), Session: newToken(), Command: opts.Command}
+	if err := statefile.WriteJSON(t.Path(HolderFile), l.Holder); err != nil {
+		l.unlock()
+		return nil, fmt.Errorf("lock: write holder record: %w", err)
+	}
+	return l, nil
+}
+
+// Dup returns a new descriptor for the locked open file, so that a
+// supervisor process can inherit it and keep the lock - and its live mark,
+// which belongs to the same open file description - held until the agent's
+// whole process group is gone, even when this process is SIGKILLed. Nil
+// where descriptors cannot be found (not Linux).
+func (l *Lock) Dup() *os.File {
+	if l.mark == nil {
+		return nil
+	}
+	return dupFile(l.mark)
+}
+
+// Release removes the holder record, then unlocks. The order matters: a new
+// holder may write its record the moment the flock is free.
+func (l *Lock) Release() error {
+	if err := os.Remove(l.tree.Path(HolderFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		l.unlock()
+		return fmt.Errorf("lock: remove holder record: %w", err)
+	}
+	return l.unlock()
+}
+
+func (l *Lock) unlock() error {
+	if l.mark != nil {
+		// Closing the last descriptor of this process drops the live mark
+		// with the flock; a supervisor's inherited one keeps both.
+		l.mark.Close()
+		l.mark = nil
+	}
+	return l.fl.Unlock()
+}
+
+// recordWait bounds how long a refused caller waits for a wiggum that has
+// just taken the lock to write its holder record: the record follows the
+// flock by a file write and an fsync, and a caller that gave up in between
+// could not say who holds the lock or since when.
+const recordWait = 2 * time.Second
+
+func (t Tree) heldError() error {
+	deadline := time.Now().Add(recordWait)
+	for {
+		e := t.readHeld()
+		if e.Holder != nil || e.PID <= 0 || !sameExecutable(e.PID) || time.Now().After(deadline) {
+			if e.Holder == nil && e.PID > 0 {
+				e.Since, e.Command = describeProcess(e.PID)
+			}
+			return e
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// readHeld reads who holds the lock: the holder record, when it belongs to
+// the pid /proc/locks names (or that pid is unknown), and that pid.
+func (t Tree) readHeld() *HeldError {
+	e := &HeldError{}
+	var h Holder
+	if err := statefile.ReadJSON(t.Path(HolderFile), &h, nil); err == nil && h.PID > 0 {
+		e.Holder = &h
+	}
+	if pid := t.LockPID(); pid > 0 {
+		e.PID = pid
+		if e.Holder != nil && e.Holder.PID != pid {
+			// The record is stale (its writer was killed) or the holder has
+			// not written its own yet.
+			e.Holder = nil
+		}
+	}
+	return e
+}
+
+// Probe reports whether anyone holds the agent lock. It never takes the
+// lock, not even for an instant: a probe that did would make a concurrent
+// `wiggum lock` fail for no reason. A wiggum holder is seen from any PID
+// namespace (its live mark is a lock the kernel tests without regard to
+// namespaces); a holder that is not wiggum (a bash loop's flock) is seen
+// through /proc/locks, which a PID namespace of its own filters.
+func (t Tree) Probe() (held bool, err error) {
+	return probeFile(t.Path(LockFile))
+}
+
+// LockPID returns the pid that took the agent lock according to the
+// kernel, or 0 when it is free or that cannot be known (not Linux, or a
+// holder outside this PID namespace).
+func (t Tree) LockPID() int {
+	if pids, _ := flockHolders(t.Path(LockFile)); len(pids) > 0 {
+		return pids[0]
+	}
+	return 0
+}
+
+// CurrentHolder returns the holder record when the lock is held and the
+// record belongs to the holder, else nil.
+func (t Tree) CurrentHolder() (*Holder, error) {
+	held, err := t.Probe()
+	if err != nil || !held {
+		return nil, err
+	}
+	var h Holder
+	if err := statefile.ReadJSON(t.Path(HolderFile), &h, nil); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if pid := t.LockPID(); pid > 0 && pid != h.PID && !PIDAlive(h.PID) {
+		return nil, nil
+	}
+	return &h, nil
+}
+
+// InSession reports whether this process runs inside the session of the
+// current lock holder: WIGGUM_SESSION matches the live holder's token.
+func (t Tree) InSession() (*Holder, bool) {
+	tok := os.Getenv(SessionEnv)
+	if tok == "" {
+		return nil, false
+	}
+	h, err := t.CurrentHolder()
+	if err != nil || h == nil || h.Session != tok {
+		return nil, false
+	}
+	return h, true
+}
+
+// WithLock runs fn as part of the current session when this process is in
+// it, else under the agent lock taken without waiting. fn gets the session
+// token it acts for, "" when it runs outside any session.
+func (t Tree) WithLock(ctx context.Context, command []string, fn func(session string) error) error {
+	if h, ok := t.InSession(); ok {
+		return fn(h.Session)
+	}
+	l, err := t.Acquire(ctx, AcquireOptions{Command: command})
+	if err != nil {
+		return err
+	}
+	// Outside a session there is no session to act for: a stale or
+	// borrowed WIGGUM_SESSION proves nothing.
+	ferr := fn("")
+	if err := l.Release(); err != nil && ferr == nil {
+		ferr = err
+	}
+	return ferr
+}
+
+// SessionInfo says whether a wiggum session holds the agent lock, and
+// whether this process is part of it.
+type SessionInfo struct {
+	Active  bool   // a live wiggum holder has the lock
+	Mine    bool   // WIGGUM_SESSION matches the holder's token
+	Session string // the holder's token
+}
+
+// Session reads the holder record and probes the lock; it is the hook
+// path's question, answered with two file reads and a lock test. The
+// record is written before and removed before the flock is released, so a
+// missing record means no wiggum session; the probe tells a live holder
+// from a record left by a SIGKILLed one.
+func (t Tree) Session() SessionInfo {
+	if t.Root == "" {
+		return SessionInfo{}
+	}
+	var h Holder
+	if err := statefile.ReadJSON(t.Path(HolderFile), &h, nil); err != nil || h.Session == "" {
+		return SessionInfo{}
+	}
+	if held, err := t.Probe(); err != nil || !held {
+		return SessionInfo{}
+	}
+	tok := os.Getenv(SessionEnv)
+	return SessionInfo{Active: true, Mine: tok != "" && tok == h.Session, Session: h.Session}
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
