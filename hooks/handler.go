@@ -3,6 +3,7 @@ package hooks
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -64,6 +65,17 @@ func Run(ctx context.Context, agent string, stdin io.Reader, stdout io.Writer, o
 		_, _ = stdout.Write(out)
 	}()
 	data, err := readPayload(stdin)
+	if errors.Is(err, errTooLarge) {
+		// Unread is not allowed: a PreToolUse the guard cannot read is
+		// asked about during a session.
+		debugLog("", opts, "%s hook: %v", agent, err)
+		ev = oversized(ad, data)
+		root = findRoot(ev.Cwd)
+		if ev.Kind == KindPreTool && guardOn(root, opts) {
+			resp = Response{Decision: guard.Ask, Reason: fmt.Sprintf("wiggum: this tool call's hook payload is over %d bytes, more than wiggum's guard reads, so it cannot tell whether the call is safe", MaxPayload)}
+		}
+		return
+	}
 	if err != nil {
 		debugLog("", opts, "%s hook: %v", agent, err)
 		return
@@ -91,6 +103,47 @@ func safeRender(ad Adapter, ev Event, r Response) (out []byte) {
 	return ad.Render(ev, r)
 }
 
+// errTooLarge is a payload over MaxPayload; readPayload returns its start.
+var errTooLarge = errors.New("payload too large to read")
+
+// oversized recovers what an agent's event is from the start of a payload
+// too large to decode: the top-level string fields that come before the
+// large one (Claude Code sends the event name and cwd before tool_input).
+func oversized(ad Adapter, prefix []byte) Event {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	fields := map[string]string{}
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return Event{}
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			break
+		}
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			break
+		}
+		var str string
+		if json.Unmarshal(v, &str) == nil {
+			fields[key] = str
+		}
+	}
+	small, err := json.Marshal(fields)
+	if err != nil {
+		return Event{}
+	}
+	ev, err := ad.Parse(small)
+	if err != nil {
+		return Event{}
+	}
+	if ev.Cwd == "" {
+		ev.Cwd, _ = os.Getwd()
+	}
+	return ev
+}
+
 // readPayload reads stdin up to MaxPayload, giving up after stdinWait.
 func readPayload(r io.Reader) ([]byte, error) {
 	type result struct {
@@ -108,7 +161,7 @@ func readPayload(r io.Reader) ([]byte, error) {
 			return nil, fmt.Errorf("read stdin: %w", res.err)
 		}
 		if len(res.data) > MaxPayload {
-			return nil, fmt.Errorf("payload over %d bytes ignored", MaxPayload)
+			return res.data[:MaxPayload], fmt.Errorf("%w: over %d bytes", errTooLarge, MaxPayload)
 		}
 		if len(bytes.TrimSpace(res.data)) == 0 {
 			return nil, errors.New("empty payload")

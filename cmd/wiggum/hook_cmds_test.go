@@ -3,12 +3,40 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"strconv"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func init() {
 	extraCmds["jsonvalid"] = jsonValid
+	extraCmds["bigpayload"] = bigPayload
+}
+
+// bigpayload FILE EVENT KIB writes a Claude Code hook payload for EVENT
+// whose Bash command is KIB kibibytes long, shaped as Claude Code sends it
+// (event name and cwd before tool_input).
+func bigPayload(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: bigpayload FILE EVENT KIB")
+	}
+	kib, err := strconv.Atoi(args[2])
+	if err != nil {
+		ts.Fatalf("bigpayload: %v", err)
+	}
+	head, err := json.Marshal(map[string]string{"session_id": "s1", "cwd": ts.Getenv("WORK"), "hook_event_name": args[1], "tool_name": "Bash"})
+	if err != nil {
+		ts.Fatalf("bigpayload: %v", err)
+	}
+	var b bytes.Buffer
+	b.Write(head[:len(head)-1])
+	b.WriteString(`,"tool_input":{"command":"echo `)
+	b.Write(bytes.Repeat([]byte("x"), kib<<10))
+	b.WriteString(`"}}`)
+	if err := os.WriteFile(ts.MkAbs(args[0]), b.Bytes(), 0o644); err != nil {
+		ts.Fatalf("bigpayload: %v", err)
+	}
 }
 
 // jsonvalid FILE... requires each file to be empty or one JSON object: what
