@@ -60,6 +60,10 @@ type Options struct {
 	Width       int  // the terminal's columns, when Live
 	Quiet       bool // do not echo the agent's output
 	Command     []string
+	// Coordinator, when set, shares the run with other machines through a
+	// git server (wiggum run --remote): stories are claimed there before
+	// they start and land there, always through worktrees as with Workers.
+	Coordinator Coordinator
 	// Workers > 1 runs that many stories at once, each in its own worktree
 	// (RunParallel).
 	Workers int
@@ -100,7 +104,7 @@ func Run(ctx context.Context, st *checkpoint.State, opts Options) (*Summary, err
 	if err := validate(&opts); err != nil {
 		return nil, err
 	}
-	if opts.Workers > 1 {
+	if opts.Workers > 1 || opts.Coordinator != nil {
 		return runParallel(ctx, st, opts)
 	}
 	return runSerial(ctx, st, opts)

@@ -40,6 +40,9 @@ type parallel struct {
 	failed   error    // a hard error
 	unmerged []string // why each kept branch did not merge
 	kept     []string // those branches
+
+	coord Coordinator        // a run shared with other machines; nil when local
+	held  map[string]Claimed // the shared stories this process works on
 }
 
 func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summary, error) {
@@ -54,6 +57,9 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 		return nil, fmt.Errorf("run: read branch: %w", err)
 	}
 	p := &parallel{r: r, target: target, out: out, inflight: map[string]bool{}, skip: map[string]bool{}}
+	if opts.Coordinator != nil {
+		p.share(ctx, opts.Coordinator)
+	}
 	r.begin(opts.Workers)
 	var wg sync.WaitGroup
 	for i := range opts.Workers {
@@ -71,7 +77,13 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 		})
 	}
 	wg.Wait()
+	if p.coord != nil {
+		p.follow(ctx)
+	}
 	err = p.result(ctx)
+	if p.coord != nil {
+		r.event("remote_stats", p.coord.Stats())
+	}
 	for _, u := range p.unmerged {
 		r.disp.printf("not merged: %s", u)
 	}
@@ -84,6 +96,9 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 func (p *parallel) claim(ctx context.Context) *plan.Story {
 	if p.r.gate.wait(ctx) != nil {
 		return nil
+	}
+	if p.coord != nil {
+		return p.claimShared(ctx)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -164,8 +179,12 @@ func (p *parallel) halt(err error) {
 // the branch.
 func (p *parallel) work(ctx context.Context, story *plan.Story, worker int) {
 	main := p.r.st.Repo
-	w, err := worktree.Create(ctx, main, story.ID, p.target, p.r.opts.Command)
+	held, start := p.heldClaim(story.ID)
+	w, err := worktree.CreateAt(ctx, main, story.ID, p.target, start, p.r.opts.Command)
 	if err != nil {
+		if held != nil {
+			p.giveBack(ctx, held)
+		}
 		if ctx.Err() == nil {
 			p.halt(fmt.Errorf("run: %s: %w", story.ID, err))
 		}
@@ -174,13 +193,16 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int) {
 	killpoint.At("worktree-created")
 	ex := p.executor(w, story)
 	ex.worker = worker
+	// A shared story stops when another machine takes its claim over.
+	sctx, unshare := p.storyContext(ctx, held, w)
+	defer unshare()
 	done := false
 	for !done {
 		iter := p.nextIter(ctx)
 		if iter == 0 {
 			break
 		}
-		res, err := ex.attempt(ctx, iter, story)
+		res, err := ex.attempt(sctx, iter, story)
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
 				p.halt(err)
@@ -188,7 +210,7 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int) {
 			break
 		}
 		done = res.done
-		if done || ctx.Err() != nil {
+		if done || sctx.Err() != nil {
 			break
 		}
 		if res.limit != nil {
@@ -213,6 +235,10 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int) {
 		}
 	}
 	// A story committed before a signal is merged all the same.
+	if held != nil {
+		p.landShared(context.WithoutCancel(ctx), w, story, done, held)
+		return
+	}
 	p.land(context.WithoutCancel(ctx), w, story, done)
 }
 

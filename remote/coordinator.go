@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
 
@@ -64,16 +65,16 @@ func NewCoordinator(ctx context.Context, r *Remote, main *git.Repo, target, plan
 // lease ran out. When the only open stories are held by other machines,
 // one worker per process waits for them (they may land, or die and go
 // stale); the others, and that one when nothing is left, get nil.
-func (c *Coordinator) Claim(ctx context.Context, busy map[string]bool) (*Held, error) {
+func (c *Coordinator) Claim(ctx context.Context, busy map[string]bool) (*Held, plan.Story, error) {
 	for {
-		h, others, err := c.tryClaim(ctx, busy)
+		h, story, others, err := c.tryClaim(ctx, busy)
 		if h != nil || err != nil || !others {
-			return h, err
+			return h, story, err
 		}
 		c.mu.Lock()
 		if c.waiting {
 			c.mu.Unlock()
-			return nil, nil
+			return nil, plan.Story{}, nil
 		}
 		c.waiting = true
 		c.mu.Unlock()
@@ -85,20 +86,21 @@ func (c *Coordinator) Claim(ctx context.Context, busy map[string]bool) (*Held, e
 		c.waiting = false
 		c.mu.Unlock()
 		if ctx.Err() != nil {
-			return nil, nil
+			return nil, plan.Story{}, nil
 		}
 	}
 }
 
 // tryClaim makes one pass; others reports open stories held elsewhere.
-func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool) (*Held, bool, error) {
+func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool) (*Held, plan.Story, bool, error) {
+	none := plan.Story{}
 	v, err := c.R.Fetch(ctx, c.Target)
 	if err != nil {
-		return nil, false, err
+		return nil, none, false, err
 	}
 	stories, err := c.R.PlanAt(ctx, v.Tip, c.PlanRel)
 	if err != nil {
-		return nil, false, err
+		return nil, none, false, err
 	}
 	others := false
 	for _, s := range stories {
@@ -114,7 +116,7 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool) (*Held
 		}
 		if err != nil {
 			c.Forget(s.ID)
-			return nil, false, err
+			return nil, none, false, err
 		}
 		// A story that landed between the fetch and the claim is done on
 		// the server now: its landing deleted the claim we replaced in
@@ -131,14 +133,14 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool) (*Held
 		if err != nil {
 			_ = h.Release(ctx)
 			c.Forget(s.ID)
-			return nil, false, err
+			return nil, none, false, err
 		}
 		if h.Start == "" {
 			h.Start = tip
 		}
-		return h, false, nil
+		return h, s, false, nil
 	}
-	return nil, others, nil
+	return nil, none, others, nil
 }
 
 func (c *Coordinator) reserve(story string) bool {

@@ -100,6 +100,7 @@ type CLI struct {
 	Demo       DemoCmd       `cmd:"" help:"Run the whole cycle end to end in a throwaway repository; no agent needed."`
 	Worktree   WorktreeCmd   `cmd:"" help:"List or prune the worktrees of parallel runs; never a live one."`
 	Watch      WatchCmd      `cmd:"" help:"Show the repository's run live: workers, progress, rollbacks, merges (read-only)."`
+	Claims     ClaimsCmd     `cmd:"" help:"List or release the story claims of runs shared across machines (--remote)."`
 	DemoAgent  DemoAgentCmd  `cmd:"" name:"demo-agent" hidden:"" help:"The scripted agent and test gate of wiggum demo."`
 }
 

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,6 +18,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
 	"github.com/wiggum-dev/wiggum/loop"
+	"github.com/wiggum-dev/wiggum/remote"
 )
 
 // RunCmd is `wiggum run`.
@@ -46,6 +50,8 @@ type RunCmd struct {
 
 	Notify      []string `placeholder:"URL" sep:"none" help:"Send notifications to URL (repeatable): an http(s) JSON webhook, ntfy://HOST/TOPIC, a Slack webhook (https://hooks.slack.com/... or slack://HOST/PATH), or desktop (notify-send). Added to the config file's."`
 	NotifyStuck string   `name:"notify-stuck" placeholder:"DURATION" help:"Notify when no attempt has ended for this long (default 30m, or notify-stuck in the config file; 0 never)."`
+	Remote       string        `placeholder:"NAME" help:"Share the plan with wiggum runs on other machines through this git remote: claim each story there before working on it, land by atomic push (see Scaling out in the README)."`
+	RemoteFlags
 }
 
 // Help is shown by `wiggum run --help`.
@@ -130,6 +136,19 @@ committed. Lines are key = value:
   notify = desktop
   notify-stuck = 45m
 
+With --remote NAME the plan is shared with wiggum runs on other machines (each
+its own clone, serial or --workers N) through that git remote, with no
+service of its own: a story is claimed there as refs/wiggum/claims/<story>,
+created only if absent, and renewed every third of --lease while its agent
+works; its branch wiggum/<story> is pushed as it progresses. It lands by ONE
+atomic push that moves the target branch (merge commit with the plan tick
+inside, leased on the tip it was built on) and deletes the claim; another
+machine landing first means fetch, re-merge and retry. A machine silent
+past its lease loses the story to another, which goes on from its pushed
+branch; its own late landing is refused. A conflict keeps the branch on the
+server and marks refs/wiggum/conflicts/<story>. See wiggum status --remote
+and wiggum claims.
+
 Exit: 0 all stories done; 3 lock held; 4 a rollback was refused; 5 stopped
 with work left (iteration cap, no-progress breaker, skipped stories, usage
 limit, budget); 1 failed (also a final account condition); 130/143
@@ -141,7 +160,8 @@ interrupted.
   wiggum run --dry-run
   wiggum run --prd 1 --workers 4 --test-cmd 'go test ./...'
   wiggum run --prd 1 --workers 4 --max-cost 20 --wait-on-limit   # overnight
-  wiggum run --prd 1 --notify ntfy://ntfy.sh/my-topic --notify-stuck 20m`
+  wiggum run --prd 1 --notify ntfy://ntfy.sh/my-topic --notify-stuck 20m
+  wiggum run --prd 1 --workers 2 --remote origin --lease 10m`
 }
 
 // Run runs the loop.
@@ -185,6 +205,13 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if c.DryRun {
 		return loop.DryRun(repo.Root, opts)
 	}
+	if c.Remote != "" {
+		coord, err := c.coordinator(ctx, repo, p, g)
+		if err != nil {
+			return err
+		}
+		opts.Coordinator = coord
+	}
 	st, err := g.State(ctx)
 	if err != nil {
 		return err
@@ -202,6 +229,32 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		return Silent(exitInterrupt)
 	}
 	return err
+}
+
+// coordinator opens the shared run of --remote.
+func (c *RunCmd) coordinator(ctx context.Context, repo *git.Repo, p plan.Plan, g *Globals) (loop.Coordinator, error) {
+	if err := sharePlan(p); err != nil {
+		return nil, err
+	}
+	_, r, err := openRemote(ctx, repo.Root, c.Remote, c.RemoteFlags)
+	if err != nil {
+		return nil, err
+	}
+	target, err := targetBranch(ctx, repo, "")
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(repo.Root, p.Path())
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return nil, badinput.Errorf("run: the plan %s is outside the repository", p.Path())
+	}
+	r.Run = strconv.Itoa(os.Getpid()) + "-" + time.Now().UTC().Format("20060102T150405Z")
+	coord, err := remote.NewCoordinator(ctx, r, repo, target, filepath.ToSlash(rel))
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	log := g.Log()
+	return &sharedRun{c: coord, onError: func(err error) { log.Warn("renewing a claim failed; retrying", "err", err) }}, nil
 }
 
 func (c *RunCmd) profile() (agent.Profile, error) {

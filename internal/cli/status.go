@@ -16,7 +16,10 @@ import (
 
 // StatusCmd is `wiggum status`.
 type StatusCmd struct {
-	JSON bool `name:"json" help:"Print stable JSON for scripts (see --help)."`
+	JSON   bool   `name:"json" help:"Print stable JSON for scripts (see --help)."`
+	Remote string `placeholder:"NAME" help:"Show the run shared through this git remote instead: claims (who, since when, lease left), conflicted and landed stories."`
+	Target string `placeholder:"BRANCH" help:"With --remote: the shared target branch (default: the current branch)."`
+	RemoteFlags
 }
 
 // Help is shown by `wiggum status --help`.
@@ -36,7 +39,16 @@ journal is on, how many backups exist, and the live run's story and iteration.
               started, runs, done, failed_attempts, interrupted_attempts,
               spent_usd, max_cost_usd, max_story_cost_usd, resume_command}
   worktrees:  present during or after a parallel run: as wiggum worktree list --json
-  error:      present when a state file is corrupt`
+  error:      present when a state file is corrupt
+
+With --remote NAME (after fetching the shared refs) --json prints instead:
+  {remote, target, tip, machine,
+   claims: [{story, machine, host, pid, run, since, time, lease_ms, ref, commit, live, lease_left_seconds, mine}],
+   conflicts: [{story, machine, host, time, branch, target, paths, ref, commit}],
+   landed: [{story, commit, machine, time}]}
+
+  wiggum status --json
+  wiggum status --remote origin`
 }
 
 // StatusReport is the --json output.
@@ -83,6 +95,17 @@ type JournalStatus struct {
 
 // Run prints the status.
 func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
+	if c.Remote != "" {
+		rep, err := sharedStatus(ctx, g, c.Remote, c.Target, c.RemoteFlags)
+		if err != nil {
+			return err
+		}
+		if c.JSON {
+			return writeJSON(g.stdout, rep)
+		}
+		printShared(g.stdout, rep, true)
+		return nil
+	}
 	st, err := g.State(ctx)
 	if err != nil {
 		return err

@@ -1,0 +1,234 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/worktree"
+)
+
+// Coordinator shares a run with other machines (wiggum run --remote): the
+// parallel runner claims each story through it before the story starts,
+// and lands a finished story through it instead of merging locally.
+type Coordinator interface {
+	// Claim claims the next open story not in busy; nil when none is left
+	// for this process.
+	Claim(ctx context.Context, busy map[string]bool) (Claimed, error)
+	// Follow moves the local target branch, and the main tree on it, to
+	// the shared one. The caller holds the repository mutex.
+	Follow(ctx context.Context) error
+	// Stats are fields for the run_end event (network calls made).
+	Stats() map[string]any
+}
+
+// Claimed is a story this process holds for the run.
+type Claimed interface {
+	Story() plan.Story
+	// Start is the commit the story's worktree starts from.
+	Start() string
+	// Fields describe the claim for the claimed event.
+	Fields() map[string]any
+	// Follow names the branch to publish while the story is worked on.
+	Follow(branch string)
+	// Lost is closed when another machine took the story over.
+	Lost() <-chan struct{}
+	// Land lands the branch (with the plan tick); an error keeps it.
+	Land(ctx context.Context, branch, subject string) (commit string, attempts int, err error)
+	// Release gives the story back, publishing the branch's commits.
+	Release(ctx context.Context) error
+}
+
+// share starts a shared run: the local target follows the server's.
+func (p *parallel) share(ctx context.Context, c Coordinator) {
+	p.coord, p.held = c, map[string]Claimed{}
+	p.follow(ctx)
+}
+
+// follow moves the local target to the shared one as last fetched.
+func (p *parallel) follow(ctx context.Context) {
+	mu, err := worktree.LockRepo(context.WithoutCancel(ctx), p.r.st.Repo)
+	if err != nil {
+		p.halt(err)
+		return
+	}
+	defer mu.Unlock()
+	if err := p.coord.Follow(context.WithoutCancel(ctx)); err != nil {
+		p.r.disp.printf("the local %s does not follow the shared one: %v", short(p.target), err)
+	}
+}
+
+// claimShared claims the next story on the server.
+func (p *parallel) claimShared(ctx context.Context) *plan.Story {
+	if p.r.gate.wait(ctx) != nil {
+		return nil
+	}
+	p.mu.Lock()
+	if p.stop != nil || p.failed != nil || ctx.Err() != nil {
+		p.mu.Unlock()
+		return nil
+	}
+	busy := maps.Clone(p.skip)
+	maps.Copy(busy, p.inflight)
+	p.mu.Unlock()
+	for {
+		c, err := p.coord.Claim(ctx, busy)
+		if err != nil {
+			if ctx.Err() == nil {
+				p.halt(fmt.Errorf("run: %w", err))
+			}
+			return nil
+		}
+		if c == nil {
+			return nil
+		}
+		s := c.Story()
+		// This run's own record of the story (attempts, budgets) still
+		// decides whether it may go on here.
+		if p.r.led.failed(s.ID) > p.r.opts.Retries || p.r.led.storyOver(s.ID) != "" {
+			p.giveBack(ctx, c)
+			busy[s.ID] = true
+			p.mu.Lock()
+			p.skip[s.ID] = true
+			p.r.sum.Skipped = append(p.r.sum.Skipped, s.ID)
+			p.mu.Unlock()
+			continue
+		}
+		if why := p.r.led.runOver(); why != "" {
+			p.giveBack(ctx, c)
+			p.mu.Lock()
+			if p.stop == nil {
+				p.stop = p.r.budgetStop(why)
+			}
+			p.mu.Unlock()
+			return nil
+		}
+		p.mu.Lock()
+		p.inflight[s.ID] = true
+		p.held[s.ID] = c
+		p.mu.Unlock()
+		p.r.event("claimed", c.Fields())
+		return &s
+	}
+}
+
+// heldClaim returns the claim on story and the commit its worktree starts
+// from; nil and "" in a local run.
+func (p *parallel) heldClaim(story string) (Claimed, string) {
+	if p.coord == nil {
+		return nil, ""
+	}
+	p.mu.Lock()
+	c := p.held[story]
+	p.mu.Unlock()
+	if c == nil {
+		return nil, ""
+	}
+	return c, c.Start()
+}
+
+// storyContext is ctx, also cancelled when c is lost; it makes the claim
+// publish w's branch while the story is worked on.
+func (p *parallel) storyContext(ctx context.Context, c Claimed, w *worktree.Worker) (context.Context, func()) {
+	if c == nil {
+		return ctx, func() {}
+	}
+	c.Follow(w.Branch)
+	sctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-c.Lost():
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	return sctx, cancel
+}
+
+// giveBack releases a claim whose story is not going on here.
+func (p *parallel) giveBack(ctx context.Context, c Claimed) {
+	id := c.Story().ID
+	if err := c.Release(context.WithoutCancel(ctx)); err != nil {
+		p.r.disp.printf("  %s: its claim could not be released (%v); it lapses when its lease runs out", id, err)
+	}
+	p.mu.Lock()
+	delete(p.held, id)
+	p.mu.Unlock()
+}
+
+// landShared is land for a shared run: the story lands on the server by
+// one atomic push (the plan tick inside), then the local target follows;
+// an unfinished story's claim is given back with its branch published; a
+// story whose claim was lost keeps its work on its local branch.
+func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *plan.Story, done bool, c Claimed) {
+	main := p.r.st.Repo
+	landed := false
+	select {
+	case <-c.Lost():
+		p.r.event("claim_lost", map[string]any{"story": story.ID, "branch": w.Branch})
+		p.r.disp.printf("✘ %s: another machine took its claim over; this attempt's commits stay on %s", story.ID, short(w.Branch))
+		p.mu.Lock()
+		p.skip[story.ID] = true
+		delete(p.held, story.ID)
+		p.mu.Unlock()
+	default:
+		if !done {
+			p.giveBack(ctx, c)
+			break
+		}
+		began := time.Now()
+		commit, attempts, err := c.Land(ctx, w.Branch, "Merge "+commitMessage(story))
+		took := time.Since(began)
+		p.mu.Lock()
+		delete(p.held, story.ID)
+		p.mu.Unlock()
+		if err != nil {
+			p.mu.Lock()
+			p.skip[story.ID] = true
+			p.unmerged = append(p.unmerged, err.Error())
+			p.kept = append(p.kept, short(w.Branch))
+			p.mu.Unlock()
+			// Give the story back with its branch published unless the
+			// landing already did (a conflict) or cannot (a lost claim).
+			_ = c.Release(ctx)
+			p.r.event("land_failed", map[string]any{"story": story.ID, "branch": w.Branch, "error": err.Error()})
+			p.r.disp.printf("✘ %s", err)
+			break
+		}
+		landed = true
+		p.mu.Lock()
+		p.stalled = 0
+		p.mu.Unlock()
+		p.r.sumMu.Lock()
+		p.r.sum.MergeTime += took
+		p.r.sumMu.Unlock()
+		p.r.event("landed", map[string]any{"story": story.ID, "branch": w.Branch, "commit": commit, "attempts": attempts,
+			"land_ms": float64(took.Microseconds()) / 1000})
+		p.r.disp.printf("⇢ %s landed on %s (commit %.12s, %d push(es))", story.ID, short(p.target), commit, attempts)
+	}
+	mu, err := worktree.LockRepo(ctx, main)
+	if err != nil {
+		_ = w.Lease.Release()
+		p.halt(err)
+		return
+	}
+	defer mu.Unlock()
+	if landed {
+		if err := p.coord.Follow(ctx); err != nil {
+			p.r.disp.printf("  the local %s does not follow the shared one: %v", short(p.target), err)
+		}
+	}
+	rem, err := w.Release(ctx, main)
+	if err != nil {
+		p.halt(fmt.Errorf("run: remove the worktree of %s: %w", story.ID, err))
+		return
+	}
+	if rem.Backup != "" {
+		p.r.disp.printf("  %s: uncommitted work in its worktree is saved in %s", story.ID, rem.Backup)
+	}
+}
+
+func short(ref string) string { return strings.TrimPrefix(ref, "refs/heads/") }
