@@ -112,7 +112,14 @@ func (h *Held) Land(ctx context.Context, spec LandSpec) (*Landed, error) {
 		if h.pushed != "" {
 			ups = append(ups, update{dst: h.Branch(), expect: h.pushed})
 		}
+		// The push moves this clone's remote-tracking ref of the target
+		// too: no fetch of this process may write it meanwhile.
+		r.fetchMu.Lock()
 		bad, err := r.push(ctx, "land "+h.Story, ups)
+		if err == nil && len(bad) == 0 {
+			_, _ = r.Repo.Run(ctx, "update-ref", r.Tracking(spec.Target), commit)
+		}
+		r.fetchMu.Unlock()
 		if err != nil {
 			if IsNetwork(err) && r.landedAnyway(ctx, ups) {
 				bad, err = map[string]string{}, nil
@@ -122,7 +129,6 @@ func (h *Held) Land(ctx context.Context, spec LandSpec) (*Landed, error) {
 		}
 		if len(bad) == 0 {
 			h.done = true
-			_, _ = r.Repo.Run(ctx, "update-ref", r.Tracking(spec.Target), commit)
 			return &Landed{Commit: commit, Base: base, Attempts: attempt, Already: already}, nil
 		}
 		if now, ok := bad[h.claim.Ref]; ok && now != unknown {

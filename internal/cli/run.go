@@ -50,7 +50,7 @@ type RunCmd struct {
 
 	Notify      []string `placeholder:"URL" sep:"none" help:"Send notifications to URL (repeatable): an http(s) JSON webhook, ntfy://HOST/TOPIC, a Slack webhook (https://hooks.slack.com/... or slack://HOST/PATH), or desktop (notify-send). Added to the config file's."`
 	NotifyStuck string   `name:"notify-stuck" placeholder:"DURATION" help:"Notify when no attempt has ended for this long (default 30m, or notify-stuck in the config file; 0 never)."`
-	Remote       string        `placeholder:"NAME" help:"Share the plan with wiggum runs on other machines through this git remote: claim each story there before working on it, land by atomic push (see Scaling out in the README)."`
+	Remote      string   `placeholder:"NAME" help:"Share the plan with wiggum runs on other machines through this git remote: claim each story there before working on it, land by atomic push (see Scaling out in the README)."`
 	RemoteFlags
 }
 
