@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -59,12 +60,10 @@ func Line(e Event) string {
 			b.WriteString(": " + e.Error)
 		}
 	default:
-		// The fold's text where it has one, else the event's name and
-		// the fields people look for.
-		var s State
-		s.Apply(e)
-		if n := len(s.Notices); n > 0 {
-			b.WriteString(s.Notices[n-1].Text)
+		// The notice's text where it has one, else the event's name
+		// and the fields people look for.
+		if _, text := describe(e); text != "" {
+			b.WriteString(text)
 		} else {
 			b.WriteString(e.Name)
 			for _, f := range []string{e.Message, e.Reason, e.Error} {
@@ -109,19 +108,21 @@ type PlainOptions struct {
 // Plain prints the newest run's events, one line each, and with Follow
 // keeps printing new ones until the run ends, its process is gone, or ctx
 // is cancelled.
-func Plain(ctx context.Context, src *Source, w io.Writer, o PlainOptions) error {
+func Plain(ctx context.Context, src *Source, out io.Writer, o PlainOptions) error {
 	var st State
 	waiting := false
+	w := bufio.NewWriterSize(out, 64<<10)
 	for {
-		evs, err := src.Poll()
+		err := src.Each(func(e Event) {
+			st.Apply(e)
+			w.WriteString(Line(e))
+			w.WriteByte('\n')
+		})
+		if ferr := w.Flush(); ferr != nil {
+			return ferr
+		}
 		if err != nil {
 			return fmt.Errorf("watch: read %s: %w", EventLog, err)
-		}
-		for _, e := range evs {
-			st.Apply(e)
-			if _, err := io.WriteString(w, Line(e)+"\n"); err != nil {
-				return err
-			}
 		}
 		if !o.Follow {
 			if !st.Seen && o.Notice != nil {

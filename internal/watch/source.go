@@ -1,8 +1,11 @@
 package watch
 
 import (
+	"bytes"
 	"errors"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/wiggum-dev/wiggum/internal/events"
@@ -22,21 +25,27 @@ type Source struct {
 	Root string
 	// Bad counts lines that were not events (corrupt or oversized) and
 	// were skipped.
-	Bad int
-	r   *events.Reader
-	// started: the first poll skips to the newest run.
-	started bool
+	Bad  int
+	path string
+	r    *events.Reader
 }
 
 // NewSource follows the log of the working tree at root.
 func NewSource(root string) *Source {
-	return &Source{Root: root, r: events.NewReader(filepath.Join(root, filepath.FromSlash(EventLog)))}
+	return &Source{Root: root, path: filepath.Join(root, filepath.FromSlash(EventLog))}
 }
 
-// Poll returns the events appended since the last call. The first call
-// returns the newest run's events only.
-func (s *Source) Poll() ([]Event, error) {
-	var out []Event
+// Each calls fn for each event appended since the last call, in order. The
+// first call starts at the newest run, found without decoding the runs
+// before it.
+func (s *Source) Each(fn func(Event)) error {
+	if s.r == nil {
+		off, err := lastRunStart(s.path)
+		if err != nil {
+			return err
+		}
+		s.r = events.NewReaderAt(s.path, off)
+	}
 	off := s.r.Offset()
 	for {
 		e, err := s.r.Next()
@@ -52,18 +61,73 @@ func (s *Source) Poll() ([]Event, error) {
 				off = 0
 				continue
 			}
-			s.started = true
-			return out, nil
+			return nil
 		case err != nil:
-			return out, err
+			return err
 		}
-		if !s.started && e.Name == events.RunStart {
-			out = out[:0]
-		}
-		out = append(out, e)
+		fn(e)
 		off = s.r.Offset()
 	}
 }
 
+// Poll returns the events appended since the last call.
+func (s *Source) Poll() ([]Event, error) {
+	var out []Event
+	err := s.Each(func(e Event) { out = append(out, e) })
+	return out, err
+}
+
 // Close releases the log.
-func (s *Source) Close() error { return s.r.Close() }
+func (s *Source) Close() error {
+	if s.r == nil {
+		return nil
+	}
+	return s.r.Close()
+}
+
+// runStartMark is how the newest run's first line is found without
+// decoding: the loop's JSON has no spaces, and only a run_start has it.
+var runStartMark = []byte(`"event":"run_start"`)
+
+// lastRunStart returns the offset of the line holding the last run_start
+// in the log at path, reading it backwards in blocks; 0 when there is none
+// (or no log).
+func lastRunStart(path string) (int64, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	const block = 256 << 10
+	var tail []byte // the start of the block read before, for marks across blocks
+	found := false
+	for end := fi.Size(); end > 0; {
+		start := max(0, end-block)
+		buf := make([]byte, end-start, end-start+int64(len(tail)))
+		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if !found {
+			buf = append(buf, tail...)
+			if i := bytes.LastIndex(buf, runStartMark); i >= 0 {
+				found, buf = true, buf[:i]
+			}
+		}
+		if found {
+			if nl := bytes.LastIndexByte(buf, '\n'); nl >= 0 {
+				return start + int64(nl) + 1, nil
+			}
+		} else {
+			tail = append([]byte(nil), buf[:min(len(buf), len(runStartMark))]...)
+		}
+		end = start
+	}
+	return 0, nil
+}

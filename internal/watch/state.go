@@ -73,8 +73,7 @@ func (s *State) Apply(e Event) {
 	switch e.Name {
 	case "run_start":
 		*s = State{Seen: true, Plan: e.Plan, PID: e.PID, Workers: e.Workers, Started: e.Time, Total: e.Stories,
-			Last: e.Time, storyCost: map[string]float64{}, storyDone: map[string]bool{}, parallel: e.Workers > 1}
-		s.Done = int(e.Done)
+			Done: int(e.Done), Last: e.Time, storyCost: map[string]float64{}, storyDone: map[string]bool{}, parallel: e.Workers > 1}
 	case "iteration_start":
 		w := s.slot(e.Worker)
 		*w = Worker{N: w.N, Story: e.Story, Title: e.Title, Iteration: e.Iteration, Attempt: e.Attempt, Attempts: e.Attempts,
@@ -83,85 +82,100 @@ func (s *State) Apply(e Event) {
 			s.Iterations = e.Iteration
 		}
 	case "tool":
-		w := s.find(e.Worker, e.Story)
-		if w == nil {
-			return
+		if w := s.find(e.Worker, e.Story); w != nil {
+			w.Tool, w.ToolTime = e.ToolCall, e.Time
+			w.InTokens, w.OutTokens = int(e.InputTokens), int(e.OutputTokens)
 		}
-		w.Tool, w.ToolTime = e.ToolCall, e.Time
-		w.InTokens, w.OutTokens = int(e.InputTokens), int(e.OutputTokens)
 	case "iteration_end":
 		s.Cost += e.CostUSD
 		s.InTokens += int(e.InputTokens)
 		s.OutTokens += int(e.OutputTokens)
-		if s.storyCost != nil {
-			s.storyCost[e.Story] += e.CostUSD
+		if s.storyCost == nil {
+			s.storyCost = map[string]float64{}
 		}
+		s.storyCost[e.Story] += e.CostUSD
 		if w := s.find(-1, e.Story); w != nil {
 			w.Busy, w.Outcome, w.Cost = false, e.Outcome, s.storyCost[e.Story]
 			if e.InputTokens+e.OutputTokens > 0 {
 				w.InTokens, w.OutTokens = int(e.InputTokens), int(e.OutputTokens)
 			}
 		}
-		switch {
-		case e.Outcome == "done":
-			if !s.parallel {
-				s.markDone(e.Story)
-			}
-			s.note(e, "done", fmt.Sprintf("attempt %d done in %s%s", e.Attempt, ms(e.DurationMS), prefixed(", commit ", e.Commit)))
-		case e.Backup != "":
-			s.note(e, "rollback", fmt.Sprintf("attempt %d %s; rolled back, saved in %s", e.Attempt, e.Outcome, e.Backup))
-		case e.Outcome != "":
-			s.note(e, "failed", fmt.Sprintf("attempt %d %s", e.Attempt, e.Outcome))
+		if e.Outcome == "done" && !s.parallel {
+			s.markDone(e.Story)
 		}
 	case "merged":
 		s.markDone(e.Story)
-		s.note(e, "merged", "merged"+prefixed(" as ", short(e.Commit)))
 		if w := s.find(-1, e.Story); w != nil {
 			w.Outcome = "merged"
 		}
-	case "merge_failed":
-		text := "not merged, branch kept: " + e.Error
-		if len(e.Paths) > 0 {
-			text = "merge conflict in " + strings.Join(e.Paths, ", ") + "; branch " + strings.TrimPrefix(e.Branch, "refs/heads/") + " kept"
-		}
-		s.note(e, "conflict", text)
-	case "usage_limit":
-		text := "usage limit: " + e.Message
-		if !e.Reset.IsZero() {
-			text += "; resets " + e.Reset.Local().Format("15:04")
-		}
-		s.note(e, "limit", text)
-	case "story_skipped":
-		s.note(e, "skipped", fmt.Sprintf("skipped after %d failed attempts", e.Attempts))
-	case "rollback_refused":
-		s.note(e, "refused", "rollback refused: "+e.Reason)
-	case "test-failure":
-		text := "tests failed (" + e.Runner + ")"
-		if e.Rollback != "" {
-			text += "; rolled back by the hook, saved in " + e.Rollback
-		}
-		s.note(e, "rollback", text)
-	case "usage_limit_end":
-		s.note(e, "limit", "usage limit over; going on")
-	case "guard_denied":
-		verb := "denied"
-		if e.Decision != "" && e.Decision != "deny" {
-			verb = "held for asking"
-		}
-		s.note(e, "denied", "guard "+verb+" "+quote(e.Command)+prefixed(": ", e.Reason))
-	case "interrupted":
-		s.note(e, "stopped", "interrupted")
 	case "run_end":
 		s.Ended, s.EndTime, s.EndError = true, e.Time, e.Error
 		for _, w := range s.Slots {
 			w.Busy = false
 		}
-		text := fmt.Sprintf("run ended: %d iteration(s), %d done", s.Iterations, len(e.Completed))
+	}
+	if kind, text := describe(e); kind != "" {
+		s.Notices = append(s.Notices, Notice{Time: e.Time, Kind: kind, Story: e.Story, Text: text})
+		if len(s.Notices) > maxNotices {
+			s.Notices = append(s.Notices[:0], s.Notices[len(s.Notices)-maxNotices:]...)
+		}
+	}
+}
+
+// describe says what an event worth a notice was: its kind and one line
+// of text; "" for the rest.
+func describe(e Event) (kind, text string) {
+	switch e.Name {
+	case "iteration_end":
+		switch {
+		case e.Outcome == "done":
+			return "done", fmt.Sprintf("attempt %d done in %s%s", e.Attempt, ms(e.DurationMS), prefixed(", commit ", e.Commit))
+		case e.Backup != "":
+			return "rollback", fmt.Sprintf("attempt %d %s; rolled back, saved in %s", e.Attempt, e.Outcome, e.Backup)
+		case e.Outcome != "":
+			return "failed", fmt.Sprintf("attempt %d %s", e.Attempt, e.Outcome)
+		}
+	case "merged":
+		return "merged", "merged" + prefixed(" as ", short(e.Commit))
+	case "merge_failed":
+		if len(e.Paths) > 0 {
+			return "conflict", "merge conflict in " + strings.Join(e.Paths, ", ") + "; branch " + strings.TrimPrefix(e.Branch, "refs/heads/") + " kept"
+		}
+		return "conflict", "not merged, branch kept: " + e.Error
+	case "usage_limit":
+		text := "usage limit: " + e.Message
+		if !e.Reset.IsZero() {
+			text += "; resets " + e.Reset.Local().Format("15:04")
+		}
+		return "limit", text
+	case "usage_limit_end":
+		return "limit", "usage limit over; going on"
+	case "story_skipped":
+		return "skipped", fmt.Sprintf("skipped after %d failed attempts", e.Attempts)
+	case "rollback_refused":
+		return "refused", "rollback refused: " + e.Reason
+	case "test-failure":
+		text := "tests failed (" + e.Runner + ")"
+		if e.Rollback != "" {
+			text += "; rolled back by the hook, saved in " + e.Rollback
+		}
+		return "rollback", text
+	case "guard_denied":
+		verb := "denied"
+		if e.Decision != "" && e.Decision != "deny" {
+			verb = "held for asking"
+		}
+		return "denied", "guard " + verb + " " + quote(e.Command) + prefixed(": ", e.Reason)
+	case "interrupted":
+		return "stopped", "interrupted"
+	case "run_end":
+		text := fmt.Sprintf("run ended: %d iteration(s), %d done", e.Iterations, len(e.Completed))
 		if e.Error != "" {
 			text += "; " + e.Error
 		}
-		s.note(e, "end", text)
+		return "end", text
 	}
+	return "", ""
 }
 
 func (s *State) markDone(story string) {
@@ -199,13 +213,6 @@ func (s *State) find(n int, story string) *Worker {
 		}
 	}
 	return nil
-}
-
-func (s *State) note(e Event, kind, text string) {
-	s.Notices = append(s.Notices, Notice{Time: e.Time, Kind: kind, Story: e.Story, Text: text})
-	if len(s.Notices) > maxNotices {
-		s.Notices = append(s.Notices[:0], s.Notices[len(s.Notices)-maxNotices:]...)
-	}
 }
 
 // Live reports whether the run is still going: started, not ended, and its

@@ -44,15 +44,18 @@ func NewModel(src *Source, interval time.Duration, alive func(int) bool) *Model 
 }
 
 func (m *Model) poll() {
-	evs, err := m.src.Poll()
-	m.err = err
-	m.apply(evs)
+	m.err = m.src.Each(m.st.Apply)
+	m.clampSel()
 }
 
 func (m *Model) apply(evs []Event) {
 	for _, e := range evs {
 		m.st.Apply(e)
 	}
+	m.clampSel()
+}
+
+func (m *Model) clampSel() {
 	if m.sel >= len(m.st.Slots) {
 		m.sel = max(0, len(m.st.Slots)-1)
 	}

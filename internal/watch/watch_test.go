@@ -311,3 +311,31 @@ func TestLine(t *testing.T) {
 		}
 	}
 }
+
+// The first poll finds the newest run by its mark, across read blocks and
+// with lines of other runs before it.
+func TestLastRunStart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "events.jsonl")
+	var b strings.Builder
+	for i := range 3 {
+		fmt.Fprintf(&b, `{"event":"run_start","plan":"run%d.md","time":"2026-11-23T12:00:00Z"}`+"\n", i)
+		for j := range 4000 { // 4000 lines of ~120 bytes: runs span blocks
+			fmt.Fprintf(&b, `{"event":"tool","story":"US-%d","tool":"Bash: %s","time":"2026-11-23T12:00:01Z"}`+"\n", j, strings.Repeat("x", 40))
+		}
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	off, err := lastRunStart(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if want := strings.LastIndex(string(data), `{"event":"run_start"`); off != int64(want) {
+		t.Errorf("offset %d, want %d", off, want)
+	}
+	if off, _ := lastRunStart(filepath.Join(dir, "missing")); off != 0 {
+		t.Errorf("missing log: offset %d", off)
+	}
+}
