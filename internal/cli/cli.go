@@ -101,6 +101,7 @@ type CLI struct {
 	Worktree   WorktreeCmd   `cmd:"" help:"List or prune the worktrees of parallel runs; never a live one."`
 	Watch      WatchCmd      `cmd:"" help:"Show the repository's run live: workers, progress, rollbacks, merges (read-only)."`
 	Claims     ClaimsCmd     `cmd:"" help:"List or release the story claims of runs shared across machines (--remote)."`
+	Report     ReportCmd     `cmd:"" help:"Show what a run did per story: attempts, outcome, time, tokens, cost (text, --json, --html)."`
 	DemoAgent  DemoAgentCmd  `cmd:"" name:"demo-agent" hidden:"" help:"The scripted agent and test gate of wiggum demo."`
 }
 

@@ -1,0 +1,293 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+const fixture = "testdata/parallel.jsonl"
+
+var generated = time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)
+
+func build(t *testing.T, path string, o Options) *Report {
+	t.Helper()
+	r, err := Build(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// The fixture is a 3-worker run, after an older run the report must
+// ignore: retries, a story failed for good, a merge conflict, a
+// usage-limit wait, a guard denial, an interrupted last attempt, a hostile
+// title, and a torn last line.
+func TestBuildParallelRun(t *testing.T) {
+	r := build(t, fixture, Options{})
+	if r.Plan != ".ralph/PRD-1/plan.md" || r.Workers != 3 || r.Outcome != RunInterrupted || r.PlanStories != 9 || r.Skipped != 0 || r.TestFail != 1 {
+		t.Errorf("run: plan %q workers %d outcome %q plan stories %d skipped %d test failures %d", r.Plan, r.Workers, r.Outcome, r.PlanStories, r.Skipped, r.TestFail)
+	}
+	want := map[string]struct {
+		outcome  string
+		attempts int
+		backups  int
+		cost     float64
+	}{
+		"US-1": {StoryDone, 1, 0, 1.42},
+		"US-2": {StoryDone, 2, 1, 1.98},
+		"US-3": {StoryFailed, 3, 3, 1.48},
+		"US-4": {StoryUnmerged, 1, 0, 2.05},
+		"US-5": {StoryDone, 2, 1, 1.53},
+		"US-6": {StoryDone, 1, 0, 0.95},
+		"US-7": {StoryDone, 1, 0, 1.60},
+		"US-8": {StoryOpen, 1, 1, 0.40},
+	}
+	var ids []string
+	for _, s := range r.Stories {
+		ids = append(ids, s.ID)
+		w, ok := want[s.ID]
+		if !ok {
+			t.Errorf("unexpected story %s (the older run's?)", s.ID)
+			continue
+		}
+		if s.Outcome != w.outcome || len(s.Attempts) != w.attempts || len(s.Backups) != w.backups || !near(s.CostUSD, w.cost) {
+			t.Errorf("%s: outcome %q, %d attempts, %d backups, $%.2f; want %+v", s.ID, s.Outcome, len(s.Attempts), len(s.Backups), s.CostUSD, w)
+		}
+	}
+	if len(ids) != len(want) {
+		t.Errorf("stories %v", ids)
+	}
+	us4 := r.Stories[slices.IndexFunc(r.Stories, func(s *Story) bool { return s.ID == "US-4" })]
+	if us4.Branch != "wiggum/US-4" || !slices.Equal(us4.Conflicts, []string{"api/limit.go", "api/router.go"}) {
+		t.Errorf("US-4 kept branch %q, conflicts %v", us4.Branch, us4.Conflicts)
+	}
+	us2 := r.Stories[slices.IndexFunc(r.Stories, func(s *Story) bool { return s.ID == "US-2" })]
+	a := us2.Attempts[0]
+	if a.Worker != 2 || a.Number != 1 || a.Outcome != "failed (gate)" || a.End.Sub(a.Start) != 417*time.Second || a.Backup == "" {
+		t.Errorf("US-2 attempt 1: %+v", a)
+	}
+	tot := r.Totals
+	if tot.Stories != 8 || tot.Done != 5 || tot.Failed != 1 || tot.Unmerged != 1 || tot.Open != 1 || tot.Attempts != 12 || tot.Failures != 4 ||
+		!near(tot.CostUSD, 11.41) || tot.InputTokens != 1_442_000 || tot.Seconds != 2765 {
+		t.Errorf("totals %+v", tot)
+	}
+	if len(r.Waits) != 1 || r.Waits[0].End.Sub(r.Waits[0].Start) != 720*time.Second {
+		t.Errorf("waits %+v", r.Waits)
+	}
+	if len(r.Denials) != 1 || r.Denials[0].Command != "git push --force origin main" || r.Denials[0].Story != "US-2" {
+		t.Errorf("denials %+v", r.Denials)
+	}
+}
+
+func near(a, b float64) bool { return a-b < 0.005 && b-a < 0.005 }
+
+// A run still going: its open attempt is running, drawn up to now; a run
+// with no end whose process is gone is unfinished; a resumed run keeps
+// the killed run's attempts.
+func TestRunningUnfinishedAndResumed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	lines := `{"time":"2026-11-23T10:00:00Z","event":"run_start","plan":"p.md","pid":77}
+{"time":"2026-11-23T10:00:01Z","event":"iteration_start","iteration":1,"story":"A","title":"a","attempt":1}
+{"time":"2026-11-23T10:01:01Z","event":"iteration_end","iteration":1,"story":"A","attempt":1,"outcome":"failed (agent)","started":"2026-11-23T10:00:01Z","cost_usd":0.5,"backup":"refs/wiggum/backup/x"}
+{"time":"2026-11-23T10:01:02Z","event":"iteration_start","iteration":2,"story":"A","title":"a","attempt":2}
+`
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 23, 10, 5, 2, 0, time.UTC)
+	r := build(t, path, Options{Now: now, Alive: func(pid int) bool { return pid == 77 }})
+	s := r.Stories[0]
+	if r.Outcome != RunRunning || s.Outcome != StoryRunning || s.Attempts[1].Outcome != StoryRunning || s.Seconds != 300 {
+		t.Errorf("running: run %q story %q attempt %q seconds %v", r.Outcome, s.Outcome, s.Attempts[1].Outcome, s.Seconds)
+	}
+	if _, end := r.Span(); !end.Equal(now) {
+		t.Errorf("a running run is drawn up to now, not %v", end)
+	}
+	if !strings.Contains(Timeline(r), ">now</text>") {
+		t.Error("no now line on a running run's timeline")
+	}
+	r = build(t, path, Options{Now: now, Alive: func(int) bool { return false }})
+	if r.Outcome != RunUnfinished || r.Stories[0].Attempts[1].Outcome != "unfinished" || r.Stories[0].Outcome != StoryOpen {
+		t.Errorf("unfinished: run %q attempt %q story %q", r.Outcome, r.Stories[0].Attempts[1].Outcome, r.Stories[0].Outcome)
+	}
+
+	resumed := `{"time":"2026-11-23T11:00:00Z","event":"run_start","plan":"p.md","pid":78,"resumed":true}
+{"time":"2026-11-23T11:00:01Z","event":"iteration_start","iteration":3,"story":"A","title":"a","attempt":2}
+{"time":"2026-11-23T11:02:01Z","event":"iteration_end","iteration":3,"story":"A","attempt":2,"outcome":"done","started":"2026-11-23T11:00:01Z","cost_usd":0.25}
+{"time":"2026-11-23T11:02:02Z","event":"run_end","iterations":3,"completed":["A"]}
+`
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+	f.WriteString(resumed)
+	f.Close()
+	r = build(t, path, Options{})
+	s = r.Stories[0]
+	if !r.Resumed || r.Outcome != RunDone || len(s.Attempts) != 3 || s.Attempts[1].Outcome != "unfinished" || s.Outcome != StoryDone || !near(s.CostUSD, 0.75) {
+		t.Errorf("resumed: %+v, story %+v", r, s)
+	}
+}
+
+func TestNoRunAndUnreadableLines(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Build(filepath.Join(dir, "missing.jsonl"), Options{}); !errors.Is(err, ErrNoRun) {
+		t.Errorf("missing log: %v", err)
+	}
+	path := filepath.Join(dir, "events.jsonl")
+	os.WriteFile(path, []byte("garbage\n{\"event\":\"run_start\",\"plan\":\"p\"}\n{\"event\":\"iteration_end\",\"outcome\":7}\n"), 0o644)
+	r := build(t, path, Options{})
+	if r.Skipped != 2 {
+		t.Errorf("skipped %d lines, want 2", r.Skipped)
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, r); err != nil || !strings.Contains(b.String(), "2 line(s) of the event log could not be read") {
+		t.Errorf("text: %v\n%s", err, b.String())
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test -update to accept):\n%s", name, got)
+	}
+}
+
+// The text report, whole: no control character from the log reaches the
+// terminal.
+func TestText(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteText(&b, build(t, fixture, Options{})); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.ContainsAny(b.Bytes(), "\x1b\x07\r") {
+		t.Error("a control character reached the text report")
+	}
+	golden(t, "parallel.txt", b.Bytes())
+}
+
+// The JSON keys are the documented ones, and stable.
+func TestJSONKeys(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, build(t, fixture, Options{})); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(v any) []string {
+		var ks []string
+		for k := range v.(map[string]any) {
+			ks = append(ks, k)
+		}
+		slices.Sort(ks)
+		return ks
+	}
+	check := func(what string, v any, want string) {
+		t.Helper()
+		if got := strings.Join(keys(v), " "); got != want {
+			t.Errorf("%s keys:\n got %s\nwant %s", what, got, want)
+		}
+	}
+	check("report", m, "agent ended error guard_denials limit_waits outcome plan plan_stories started stories test_failures_seen totals workers")
+	check("totals", m["totals"], "attempts cost_usd done failed failed_attempts input_tokens not_merged open output_tokens seconds stories")
+	stories := m["stories"].([]any)
+	byID := map[string]any{}
+	for _, s := range stories {
+		byID[s.(map[string]any)["id"].(string)] = s
+	}
+	check("story US-4", byID["US-4"], "attempts backups commit conflict_paths cost_usd id input_tokens kept_branch merge_error outcome output_tokens seconds title")
+	check("story US-3", byID["US-3"], "attempts backups cost_usd id input_tokens outcome output_tokens seconds skip_reason title")
+	check("attempt", byID["US-2"].(map[string]any)["attempts"].([]any)[0], "backup cost_usd end input_tokens iteration number outcome output_tokens start worker")
+	check("limit wait", m["limit_waits"].([]any)[0], "end message start")
+	check("denial", m["guard_denials"].([]any)[0], "command decision reason story time")
+}
+
+// The page is well-formed XML (so the SVG inside is too), holds no script
+// element, loads nothing from anywhere, and shows the hostile title only
+// as text.
+func TestHTMLWellFormedAndSelfContained(t *testing.T) {
+	r := build(t, fixture, Options{})
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r, generated); err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(bytes.NewReader(b.Bytes()))
+	dec.Strict = true
+	counts := map[string]int{}
+	var texts strings.Builder
+	var stack []string
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed: %v", err)
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			stack = append(stack, e.Name.Local)
+			counts[e.Name.Local]++
+			for _, a := range e.Attr {
+				switch {
+				case a.Name.Local == "src", a.Name.Local == "href", strings.HasPrefix(a.Name.Local, "on"):
+					t.Errorf("<%s %s=%q>: the page must load and run nothing", e.Name.Local, a.Name.Local, a.Value)
+				case strings.Contains(a.Value, "url(") && a.Value != "url(#hatch)":
+					t.Errorf("<%s %s=%q> refers outside the page", e.Name.Local, a.Name.Local, a.Value)
+				}
+			}
+		case xml.EndElement:
+			stack = stack[:len(stack)-1]
+		case xml.CharData:
+			if len(stack) > 0 && stack[len(stack)-1] == "style" && (strings.Contains(string(e), "@import") || strings.Contains(string(e), "url(")) {
+				t.Error("the stylesheet loads something")
+			}
+			texts.Write(e)
+		}
+	}
+	if counts["script"] != 0 || counts["iframe"] != 0 || counts["img"] != 0 || counts["link"] != 0 {
+		t.Errorf("elements: %v", counts)
+	}
+	if counts["svg"] != 1 || counts["table"] != 1 || counts["tr"] != 10 {
+		t.Errorf("want one svg, one table of 8 stories + head + total: %v", counts)
+	}
+	// One bar per attempt plus lane stripes, legend boxes and the wait.
+	if counts["rect"] < 12 {
+		t.Errorf("%d rects for 12 attempts", counts["rect"])
+	}
+	if !strings.Contains(texts.String(), `<script>alert("x")</script> &`) {
+		t.Error("the hostile title is not shown as text")
+	}
+	if strings.Contains(b.String(), "<script>") {
+		t.Error("the hostile title reached the page unescaped")
+	}
+}
+
+func TestTickStep(t *testing.T) {
+	for span, want := range map[float64]time.Duration{5: time.Second, 60: 10 * time.Second, 2765: 5 * time.Minute, 8 * 3600: time.Hour, 40 * 86400: 4 * 86400 * time.Second} {
+		if got := tickStep(span); got != want {
+			t.Errorf("tickStep(%v) = %v, want %v", span, got, want)
+		}
+	}
+}

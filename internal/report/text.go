@@ -1,0 +1,211 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+)
+
+// WriteJSON writes r as indented JSON.
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes r for a person at a terminal. Text from the log (story
+// titles, commands) is stripped of control characters, so it cannot move
+// the cursor or recolour the terminal.
+func WriteText(w io.Writer, r *Report) error {
+	ew := &errWriter{w: w}
+	start, end := r.Span()
+	head := fmt.Sprintf("run of %s · started %s · %s", clean(r.Plan), start.UTC().Format("2006-01-02 15:04:05 UTC"), Dur(end.Sub(start).Seconds()))
+	if r.Workers > 1 {
+		head += fmt.Sprintf(" · %d workers", r.Workers)
+	}
+	if r.Resumed {
+		head += " · resumed"
+	}
+	ew.printf("%s\n", head)
+	status := r.Outcome
+	switch {
+	case r.Outcome == RunInterrupted:
+		status += " (by a signal)"
+	case r.Error != "":
+		status += ": " + clean(r.Error)
+	}
+	ew.printf("%s\n", status)
+	t := r.Totals
+	ew.printf("%d story(ies): %d done, %d failed, %d not merged, %d open · %d attempt(s), %d failed · %s in / %s out tokens · %s\n",
+		t.Stories, t.Done, t.Failed, t.Unmerged, t.Open, t.Attempts, t.Failures, Tokens(t.InputTokens), Tokens(t.OutputTokens), USD(t.CostUSD))
+	if r.PlanStories > t.Stories {
+		ew.printf("(the plan has %d stories; the run reached %d)\n", r.PlanStories, t.Stories)
+	}
+	if len(r.Stories) > 0 {
+		ew.printf("\n")
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "STORY\tOUTCOME\tATTEMPTS\tTIME\tTOKENS IN\tTOKENS OUT\tCOST\n")
+		for _, s := range r.Stories {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", clean(s.ID), s.Outcome, len(s.Attempts), Dur(s.Seconds), Tokens(s.InputTokens), Tokens(s.OutputTokens), USD(s.CostUSD))
+		}
+		fmt.Fprintf(tw, "total\t\t%d\t%s\t%s\t%s\t%s\n", t.Attempts, Dur(t.Seconds), Tokens(t.InputTokens), Tokens(t.OutputTokens), USD(t.CostUSD))
+		tw.Flush()
+	}
+	for _, s := range r.Stories {
+		ew.printf("\n%s: %s (%s)\n", clean(s.ID), clean(s.Title), s.Outcome)
+		for _, a := range s.Attempts {
+			line := fmt.Sprintf("  attempt %d  iteration %d", a.Number, a.Iteration)
+			if a.Worker > 0 {
+				line += fmt.Sprintf("  worker %d", a.Worker)
+			}
+			line += "  " + a.Start.UTC().Format("15:04:05")
+			if !a.End.IsZero() {
+				line += "-" + a.End.UTC().Format("15:04:05") + " " + Dur(a.End.Sub(a.Start).Seconds())
+			}
+			line += "  " + a.Outcome
+			if a.CostUSD > 0 || a.InputTokens > 0 {
+				line += fmt.Sprintf("  %s, %s tokens", USD(a.CostUSD), Tokens(a.InputTokens+a.OutputTokens))
+			}
+			if a.Commit != "" {
+				line += "  commit " + clean(a.Commit)
+			}
+			if a.Backup != "" {
+				line += "  saved in " + clean(a.Backup)
+			}
+			ew.printf("%s\n", line)
+		}
+		if s.SkipReason != "" && s.Outcome == StoryFailed {
+			ew.printf("  skipped: %s\n", clean(s.SkipReason))
+		}
+		if s.Branch != "" {
+			ew.printf("  branch %s kept: %s\n", clean(s.Branch), clean(firstLine(s.MergeError)))
+			if len(s.Conflicts) > 0 {
+				ew.printf("  conflicts in: %s\n", clean(strings.Join(s.Conflicts, ", ")))
+			}
+		}
+	}
+	if look := lookAt(r); len(look) > 0 {
+		ew.printf("\nto look at:\n")
+		for _, l := range look {
+			ew.printf("  %-60s # %s\n", clean(l.Cmd), clean(l.Why))
+		}
+	}
+	if len(r.Waits) > 0 {
+		ew.printf("\nusage-limit waits:\n")
+		for _, wt := range r.Waits {
+			d := "still waiting"
+			if !wt.End.IsZero() {
+				d = Dur(wt.End.Sub(wt.Start).Seconds())
+			}
+			ew.printf("  %s  %s  %s\n", wt.Start.UTC().Format("15:04:05"), d, clean(wt.Message))
+		}
+	}
+	if len(r.Denials) > 0 {
+		ew.printf("\nguard denials:\n")
+		for _, d := range r.Denials {
+			if d.Decision == "more" {
+				ew.printf("  (%s)\n", d.Reason)
+				continue
+			}
+			ew.printf("  %s  %s  %s: %s\n", d.Time.UTC().Format("15:04:05"), clean(d.Story), clean(d.Command), clean(d.Reason))
+		}
+	}
+	if r.TestFail > 0 {
+		ew.printf("\nfailing test runs seen by the hooks mid-attempt: %d\n", r.TestFail)
+	}
+	if r.Skipped > 0 {
+		ew.printf("\n%d line(s) of the event log could not be read and were skipped\n", r.Skipped)
+	}
+	return ew.err
+}
+
+type look struct{ Cmd, Why string }
+
+// lookAt lists what a person should inspect: saved attempts and kept
+// branches, with the command that shows each.
+func lookAt(r *Report) []look {
+	var out []look
+	for _, s := range r.Stories {
+		for _, a := range s.Attempts {
+			if a.Backup != "" {
+				out = append(out, look{"git show --stat " + a.Backup, fmt.Sprintf("%s attempt %d: %s", s.ID, a.Number, a.Outcome)})
+			}
+		}
+		if s.Branch != "" {
+			out = append(out, look{"git log --oneline HEAD.." + s.Branch, s.ID + ": not merged"})
+		}
+	}
+	return out
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	fmt.Fprintf(e, format, args...)
+}
+
+// clean replaces control characters (escape sequences included) so text
+// from the log can only be read, never interpreted by a terminal.
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r) {
+			return '�'
+		}
+		return r
+	}, s)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Dur formats seconds compactly: 850ms, 12.3s, 5m12s, 1h02m.
+func Dur(sec float64) string {
+	d := time.Duration(sec * float64(time.Second))
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// Tokens formats a token count: 950, 12.3k, 1.25M.
+func Tokens(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprint(n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.2fM", float64(n)/1e6)
+}
+
+// USD formats a cost.
+func USD(c float64) string {
+	return fmt.Sprintf("$%.2f", c)
+}
