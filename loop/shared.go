@@ -185,6 +185,16 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 		p.mu.Lock()
 		delete(p.held, story.ID)
 		p.mu.Unlock()
+		if err != nil && lost(c) {
+			// Another machine took the story over while this one worked:
+			// its landing is refused, its work stays on its branch.
+			p.r.event("claim_lost", map[string]any{"story": story.ID, "branch": w.Branch, "error": err.Error()})
+			p.r.disp.printf("✘ %s: %v", story.ID, err)
+			p.mu.Lock()
+			p.skip[story.ID] = true
+			p.mu.Unlock()
+			break
+		}
 		if err != nil {
 			p.mu.Lock()
 			p.skip[story.ID] = true
@@ -228,6 +238,15 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 	}
 	if rem.Backup != "" {
 		p.r.disp.printf("  %s: uncommitted work in its worktree is saved in %s", story.ID, rem.Backup)
+	}
+}
+
+func lost(c Claimed) bool {
+	select {
+	case <-c.Lost():
+		return true
+	default:
+		return false
 	}
 }
 

@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/gitserver"
+)
+
+// fleetAgent is the scripted agent of the shared-run proofs. Every run
+// appends "story machine" to $FLEET_LOG (the record of claim winners: an
+// agent runs only for a story its machine claimed). AGENT_MODE=hang
+// commits partial work, signals, and hangs (to be SIGKILLed); pause
+// commits its work, signals, and sleeps a while (to be SIGSTOPped).
+const fleetAgent = `set -e
+echo "$WIGGUM_STORY $MACHINE" >> "$FLEET_LOG"
+echo "$WIGGUM_STORY by $MACHINE" > "f-$WIGGUM_STORY.txt"
+case "$AGENT_MODE" in
+hang|pause)
+  echo "$MACHINE" > "partial-$WIGGUM_STORY.txt"
+  git add "partial-$WIGGUM_STORY.txt"
+  git commit -q -m "partial $WIGGUM_STORY by $MACHINE"
+  : > "$SIGNAL_DIR/started-$WIGGUM_STORY"
+  if [ "$AGENT_MODE" = hang ]; then sleep 300; else sleep 3; fi
+  ;;
+esac
+`
+
+type fleet struct {
+	t      *testing.T
+	srv    *gitserver.Server
+	bare   string
+	dir    string
+	agent  string
+	log    string
+	signal string
+}
+
+func newFleet(t *testing.T, transport string, stories int) *fleet {
+	t.Helper()
+	gitserver.Require(t)
+	dir := t.TempDir()
+	srvRoot := filepath.Join(dir, "srv")
+	if err := os.MkdirAll(srvRoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := &fleet{t: t, dir: dir, bare: gitserver.NewBare(t, srvRoot, "r.git"), agent: filepath.Join(dir, "agent.sh"),
+		log: filepath.Join(dir, "winners.log"), signal: filepath.Join(dir, "signals")}
+	f.srv = gitserver.Start(t, transport, srvRoot)
+	var plan strings.Builder
+	plan.WriteString("# plan\n\n")
+	for i := 1; i <= stories; i++ {
+		fmt.Fprintf(&plan, "- [ ] US-%d: story %d\n", i, i)
+	}
+	gitserver.Seed(t, filepath.Join(dir, "seed"), f.srv.URL("r.git"), map[string]string{"plan.md": plan.String()})
+	if err := os.WriteFile(f.agent, []byte(fleetAgent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(f.signal, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// machine clones the server and starts wiggum run --remote in the clone.
+func (f *fleet) machine(name string, env []string, args ...string) *bg {
+	f.t.Helper()
+	clone := filepath.Join(f.dir, name)
+	if _, err := os.Stat(clone); err != nil {
+		gitserver.Clone(f.t, f.srv.URL("r.git"), clone)
+	}
+	env = append([]string{"MACHINE=" + name, "FLEET_LOG=" + f.log, "SIGNAL_DIR=" + f.signal}, env...)
+	all := append([]string{"run", "--plan", "plan.md", "--agent-cmd", "sh " + f.agent, "--remote", "origin", "-q"}, args...)
+	return startWiggum(f.t, clone, env, all...)
+}
+
+func (f *fleet) git(args ...string) string {
+	f.t.Helper()
+	return strings.TrimSpace(mustRun(f.t, f.bare, "git", args...))
+}
+
+// landings counts the landing commits on the server's main per story
+// (Wiggum-Story trailers of its first-parent history).
+func (f *fleet) landings() map[string]int {
+	out := f.git("log", "--first-parent", "--format=%(trailers:key=Wiggum-Story,valueonly,separator=%x20)", "main")
+	n := map[string]int{}
+	for _, s := range strings.Fields(out) {
+		n[s]++
+	}
+	return n
+}
+
+// winners reads the agent runs per story and the machines that ran them.
+func (f *fleet) winners() map[string][]string {
+	data, _ := os.ReadFile(f.log)
+	w := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if story, machine, ok := strings.Cut(line, " "); ok {
+			w[story] = append(w[story], machine)
+		}
+	}
+	return w
+}
+
+func waitLong(t *testing.T, b *bg, within time.Duration) int {
+	t.Helper()
+	select {
+	case <-b.done:
+	case <-time.After(within):
+		t.Fatalf("pid %d did not exit within %s\nstdout: %s\nstderr: %s", b.pid(), within, b.stdout(), b.stderr())
+	}
+	if b.exitStatus.Signaled() {
+		return 128 + int(b.exitStatus.Signal())
+	}
+	return b.exitStatus.ExitStatus()
+}
+
+// 4 machines x 2 workers x 24 stories through git daemon: every story lands
+// exactly once, no story is claimed (run) twice, no merge is lost, and
+// nothing is left on the server.
+func TestFleetLandsEveryStoryOnce(t *testing.T) {
+	const stories = 24
+	f := newFleet(t, "daemon", stories)
+	var ms []*bg
+	for i := 1; i <= 4; i++ {
+		ms = append(ms, f.machine(fmt.Sprintf("m%d", i), nil, "--workers", "2"))
+	}
+	for i, m := range ms {
+		if code := waitLong(t, m, 4*time.Minute); code != 0 {
+			t.Fatalf("machine m%d exited %d\nstdout: %s\nstderr: %s", i+1, code, m.stdout(), m.stderr())
+		}
+	}
+	landed := f.landings()
+	winners := f.winners()
+	for i := 1; i <= stories; i++ {
+		id := fmt.Sprintf("US-%d", i)
+		if landed[id] != 1 {
+			t.Errorf("%s landed %d times", id, landed[id])
+		}
+		if len(winners[id]) != 1 {
+			t.Errorf("%s was worked on by %v: a duplicate claim", id, winners[id])
+		}
+		if got := f.git("show", "main:f-"+id+".txt"); !strings.HasPrefix(got, id+" by m") {
+			t.Errorf("%s's work is not on main: %q", id, got)
+		}
+	}
+	if len(landed) != stories {
+		t.Errorf("landings for %d stories, want %d: %v", len(landed), stories, landed)
+	}
+	if n := f.git("rev-list", "--count", "--merges", "main"); n != fmt.Sprint(stories) {
+		t.Errorf("%s merge commits on main, want %d", n, stories)
+	}
+	plan := f.git("show", "main:plan.md")
+	if strings.Count(plan, "- [x] US-") != stories || strings.Contains(plan, "- [ ] ") {
+		t.Errorf("plan on main:\n%s", plan)
+	}
+	if refs := f.git("for-each-ref", "refs/wiggum", "refs/heads/wiggum"); refs != "" {
+		t.Errorf("left on the server:\n%s", refs)
+	}
+	// The machines shared the work: more than one landed something.
+	by := map[string]bool{}
+	for _, ms := range winners {
+		by[ms[0]] = true
+	}
+	if len(by) < 2 {
+		t.Errorf("one machine did everything: %v", by)
+	}
+}
+
+// A machine SIGKILLed mid-story: its claim goes stale after the lease,
+// another machine takes it over, goes on from the commits the dead one had
+// pushed, and lands the story once; those commits stay reachable.
+func TestKilledMachineIsTakenOver(t *testing.T) {
+	for _, tr := range []string{"daemon", "file"} {
+		t.Run(tr, func(t *testing.T) {
+			f := newFleet(t, tr, 2)
+			a := f.machine("a", []string{"AGENT_MODE=hang"}, "--lease", "2s")
+			waitFile(t, filepath.Join(f.signal, "started-US-1"))
+			// Its renewals publish the partial commit.
+			eventually(t, "a's partial commit on the server", func() bool {
+				out, err := exec.Command("git", "-C", f.bare, "log", "--format=%s", "wiggum/US-1").Output()
+				return err == nil && strings.Contains(string(out), "partial US-1 by a")
+			})
+			partial := f.git("rev-parse", "wiggum/US-1")
+			if err := syscall.Kill(a.pid(), syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			a.wait(t)
+			b := f.machine("b", nil, "--lease", "2s")
+			if code := waitLong(t, b, 2*time.Minute); code != 0 {
+				t.Fatalf("b exited %d\nstdout: %s\nstderr: %s", code, b.stdout(), b.stderr())
+			}
+			if !strings.Contains(b.stdout(), "US-1 landed") {
+				t.Fatalf("b did not land US-1:\n%s", b.stdout())
+			}
+			events, _ := os.ReadFile(filepath.Join(f.dir, "b", ".ralph", "wiggum", "events.jsonl"))
+			if !regexp.MustCompile(`"event":"claimed".*"took_over":"[^"]+"`).Match(events) && !regexp.MustCompile(`"took_over":"[^"]+".*"event":"claimed"`).Match(events) {
+				t.Fatalf("b's claim of US-1 was not a takeover:\n%s", events)
+			}
+			landed := f.landings()
+			if landed["US-1"] != 1 || landed["US-2"] != 1 {
+				t.Fatalf("landings %v, want each story once", landed)
+			}
+			if out := f.git("merge-base", "--is-ancestor", partial, "main"); out != "" {
+				t.Fatal(out)
+			}
+			if got := f.git("show", "main:partial-US-1.txt"); got != "a" {
+				t.Fatalf("the dead machine's pushed work is not on main: %q", got)
+			}
+			if refs := f.git("for-each-ref", "refs/wiggum"); refs != "" {
+				t.Fatalf("left on the server:\n%s", refs)
+			}
+		})
+	}
+}
+
+// A machine paused (SIGSTOP) past its lease: another takes the story over
+// and lands it; the paused one, continued, cannot land its stale work (its
+// claim is gone) and keeps it on its local branch.
+func TestPausedMachineCannotLandStaleWork(t *testing.T) {
+	f := newFleet(t, "daemon", 1)
+	a := f.machine("a", []string{"AGENT_MODE=pause"}, "--lease", "2s")
+	waitFile(t, filepath.Join(f.signal, "started-US-1"))
+	if err := syscall.Kill(a.pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	b := f.machine("b", nil, "--lease", "2s")
+	code := waitLong(t, b, 2*time.Minute)
+	if err := syscall.Kill(a.pid(), syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 || !strings.Contains(b.stdout(), "US-1 landed") {
+		t.Fatalf("b exited %d without landing US-1\nstdout: %s\nstderr: %s", code, b.stdout(), b.stderr())
+	}
+	codeA := waitLong(t, a, 2*time.Minute)
+	if codeA != 0 {
+		t.Fatalf("a exited %d\nstdout: %s\nstderr: %s", codeA, a.stdout(), a.stderr())
+	}
+	if !strings.Contains(a.stdout(), "took its claim over") && !strings.Contains(a.stdout(), "claim US-1 lost") {
+		t.Fatalf("a did not report losing its claim:\n%s", a.stdout())
+	}
+	if landed := f.landings(); landed["US-1"] != 1 {
+		t.Fatalf("US-1 landed %d times", landed["US-1"])
+	}
+	// What landed is b's attempt (on top of whatever a had pushed before
+	// the pause), never a's late one.
+	if got := f.git("show", "main:f-US-1.txt"); got != "US-1 by b" {
+		t.Fatalf("main has a's stale work: f-US-1.txt = %q", got)
+	}
+	// a's work is on its local branch.
+	out := mustRun(t, filepath.Join(f.dir, "a"), "git", "log", "--format=%s", "--branches=wiggum/*")
+	if !strings.Contains(out, "partial US-1 by a") {
+		t.Fatalf("a's work is not on a local branch:\n%s", out)
+	}
+	w := f.winners()["US-1"]
+	sort.Strings(w)
+	if strings.Join(w, ",") != "a,b" {
+		t.Fatalf("US-1 was run by %v, want a then b", w)
+	}
+}
