@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
@@ -74,7 +74,7 @@ func (c *WatchCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	m := watch.NewModel(src, c.Interval, layout.PIDAlive)
-	_, err = tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithOutput(g.stdout), tea.WithInput(os.Stdin)).Run()
+	_, err = tea.NewProgram(m, tea.WithContext(ctx), tea.WithOutput(g.stdout), tea.WithInput(os.Stdin)).Run()
 	if ierr := Interrupted(ctx); ierr != nil {
 		return ierr
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 )
 
 // Model is the full-screen view: a bubbletea model over a Source.
@@ -82,7 +82,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.poll()
 		m.readOutput()
 		return m, m.tick()
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		return m, m.key(msg.String())
 	}
 	return m, nil
@@ -176,7 +176,15 @@ var (
 )
 
 // View draws the screen.
-func (m *Model) View() string {
+// View is the full-screen frame.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.Render())
+	v.AltScreen = true
+	return v
+}
+
+// Render draws the screen as text.
+func (m *Model) Render() string {
 	w := max(m.width, 40)
 	var b strings.Builder
 	line := func(s string, style ...lipgloss.Style) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 )
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -102,7 +102,7 @@ func newTestModel(evs []Event) *Model {
 
 func TestModelView(t *testing.T) {
 	m := newTestModel(parallelRun(t))
-	v := m.View()
+	v := m.Render()
 	for _, want := range []string{
 		"wiggum watch · plan.md · live · 20s · 2 workers · $0.7500",
 		"2/4 stories done · iteration 3",
@@ -125,20 +125,20 @@ func TestModelView(t *testing.T) {
 }
 
 func key(m *Model, k string) tea.Cmd {
-	var msg tea.KeyMsg
+	var msg tea.KeyPressMsg
 	switch k {
 	case "up":
-		msg = tea.KeyMsg{Type: tea.KeyUp}
+		msg = tea.KeyPressMsg{Code: tea.KeyUp}
 	case "down":
-		msg = tea.KeyMsg{Type: tea.KeyDown}
+		msg = tea.KeyPressMsg{Code: tea.KeyDown}
 	case "enter":
-		msg = tea.KeyMsg{Type: tea.KeyEnter}
+		msg = tea.KeyPressMsg{Code: tea.KeyEnter}
 	case "esc":
-		msg = tea.KeyMsg{Type: tea.KeyEsc}
+		msg = tea.KeyPressMsg{Code: tea.KeyEscape}
 	case "ctrl+c":
-		msg = tea.KeyMsg{Type: tea.KeyCtrlC}
+		msg = tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
 	default:
-		msg = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+		msg = tea.KeyPressMsg{Code: []rune(k)[0], Text: k}
 	}
 	_, cmd := m.Update(msg)
 	return cmd
@@ -146,24 +146,24 @@ func key(m *Model, k string) tea.Cmd {
 
 func TestModelKeys(t *testing.T) {
 	m := newTestModel(parallelRun(t))
-	if !strings.Contains(m.View(), "▸ 1 ") {
-		t.Fatalf("worker 1 not selected at first:\n%s", m.View())
+	if !strings.Contains(m.Render(), "▸ 1 ") {
+		t.Fatalf("worker 1 not selected at first:\n%s", m.Render())
 	}
 	key(m, "down")
-	if !strings.Contains(m.View(), "▸ 2 ") {
-		t.Errorf("down did not select worker 2:\n%s", m.View())
+	if !strings.Contains(m.Render(), "▸ 2 ") {
+		t.Errorf("down did not select worker 2:\n%s", m.Render())
 	}
 	key(m, "down") // past the last: stays
 	key(m, "1")
-	if !strings.Contains(m.View(), "▸ 1 ") {
+	if !strings.Contains(m.Render(), "▸ 1 ") {
 		t.Errorf("1 did not select worker 1")
 	}
 	key(m, "?")
-	if v := m.View(); !strings.Contains(v, "follow the selected worker's agent output") {
+	if v := m.Render(); !strings.Contains(v, "follow the selected worker's agent output") {
 		t.Errorf("? shows no help:\n%s", v)
 	}
 	key(m, "x") // any key closes help
-	if strings.Contains(m.View(), "any key closes it") {
+	if strings.Contains(m.Render(), "any key closes it") {
 		t.Error("help still shown")
 	}
 	for _, k := range []string{"q", "ctrl+c"} {
@@ -200,23 +200,23 @@ func TestModelFollowsOutput(t *testing.T) {
 	m.src = NewSource(root)
 	key(m, "2")
 	key(m, "enter")
-	v := m.View()
+	v := m.Render()
 	if !strings.Contains(v, "following worker 2 · US-3 logout · attempt 2/3") || !strings.Contains(v, "agent line 100") || strings.Contains(v, "agent line 1\n") {
 		t.Errorf("follow view of worker 2:\n%s", v)
 	}
 	key(m, "3")
-	if v := m.View(); strings.Contains(v, "TOPSECRET") || !strings.Contains(v, "(no output yet)") {
+	if v := m.Render(); strings.Contains(v, "TOPSECRET") || !strings.Contains(v, "(no output yet)") {
 		t.Errorf("followed a path outside the agent logs:\n%s", v)
 	}
 	key(m, "esc")
-	if strings.Contains(m.View(), "following") {
+	if strings.Contains(m.Render(), "following") {
 		t.Error("esc did not leave the follow view")
 	}
 }
 
 func TestModelNoRun(t *testing.T) {
 	m := newTestModel(nil)
-	if v := m.View(); !strings.Contains(v, "no run yet") {
+	if v := m.Render(); !strings.Contains(v, "no run yet") {
 		t.Errorf("view without a run:\n%s", v)
 	}
 }
@@ -224,13 +224,13 @@ func TestModelNoRun(t *testing.T) {
 func TestModelEndedRun(t *testing.T) {
 	evs := append(parallelRun(t), ev(t, 16, "run_end", map[string]any{"completed": []string{"US-2"}, "error": "1 branch(es) could not be merged"}))
 	m := newTestModel(evs)
-	v := m.View()
+	v := m.Render()
 	if !strings.Contains(v, "· ended (1 branch(es) could not be merged) · 16s") || !strings.Contains(v, "run ended") {
 		t.Errorf("ended run:\n%s", v)
 	}
 	m.alive = func(int) bool { return false }
 	m.st.Ended = false
-	if v := m.View(); !strings.Contains(v, "stopped (pid 4242 gone, no end logged)") {
+	if v := m.Render(); !strings.Contains(v, "stopped (pid 4242 gone, no end logged)") {
 		t.Errorf("crashed run:\n%s", v)
 	}
 }
