@@ -37,7 +37,7 @@ func BenchmarkFirstFrame(b *testing.B) {
 		for range b.N {
 			src := NewSource(root)
 			m := NewModel(src, time.Second, func(int) bool { return true })
-			if v := m.View(); !strings.Contains(v, "1000/1000 stories done") {
+			if v := m.Render(); !strings.Contains(v, "1000/1000 stories done") {
 				b.Fatalf("first frame:\n%s", v)
 			}
 			src.Close()
