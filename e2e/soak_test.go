@@ -168,6 +168,13 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 				_ = p.cmd.Process.Signal(syscall.SIGKILL)
 			}
 		}
+		select {
+		case <-p.done:
+		case <-time.After(3 * time.Minute):
+			_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+			time.Sleep(time.Second)
+			t.Fatalf("run %d (killing %v) did not end in 3 minutes\nstdout:\n%s\nstderr:\n%s\nprocesses: %v", run, killing, tail(p.stdout(), 4000), tail(p.stderr(), 20000), withMarker(soak))
+		}
 		code := p.wait(t)
 		if ms := firstAgentAfter(logPath, started); ms > 0 {
 			if first {

@@ -195,6 +195,16 @@ func (r *run) recover(ctx context.Context) error {
 	if err := r.recoverMain(ctx, inPlan); err != nil {
 		return err
 	}
+	if restored, err := r.untick(ctx); err != nil {
+		return err
+	} else if restored {
+		if stories, err = r.opts.Plan.Stories(); err != nil {
+			return err
+		}
+		for i := range stories {
+			inPlan[stories[i].ID] = &stories[i]
+		}
+	}
 	target, _ := r.st.Repo.Branch(ctx)
 	var recl []worktree.Reclaimed
 	for deadline := time.Now().Add(dyingWait); ; {
@@ -248,6 +258,39 @@ func (r *run) recover(ctx context.Context) error {
 		_ = r.led.record(journalRec{T: "end", Story: o.Story, Attempt: o.Attempt, Outcome: "interrupted", Source: "crash"}, false)
 	}
 	return nil
+}
+
+// untick undoes ticks a killed merge coordinator wrote into the plan and
+// never committed (it died between the two), by restoring the committed
+// plan - only when ticks are all that differ: a worktree whose branch was
+// merged is then ticked again, and committed, by recover. It reports
+// whether it restored the plan.
+func (r *run) untick(ctx context.Context) (bool, error) {
+	if r.opts.Plan.Kind() == "issues" {
+		return false, nil
+	}
+	head, err := r.st.Repo.Run(ctx, "show", "HEAD:"+r.planRel)
+	if err != nil {
+		return false, nil // not committed (or ignored): nothing to compare
+	}
+	now, err := os.ReadFile(r.opts.Plan.Path())
+	if err != nil || string(now) == head {
+		return false, nil
+	}
+	was, is := strings.Split(head, "\n"), strings.Split(string(now), "\n")
+	if len(was) != len(is) {
+		return false, nil
+	}
+	for i := range was {
+		if was[i] != is[i] && strings.Replace(was[i], "[ ]", "[x]", 1) != is[i] && strings.Replace(was[i], "false", "true", 1) != is[i] {
+			return false, nil
+		}
+	}
+	if _, err := r.st.Repo.Run(ctx, "checkout", "HEAD", "--", r.planRel); err != nil {
+		return false, fmt.Errorf("run: restore the plan a killed run ticked without committing: %w", err)
+	}
+	r.disp.printf("the plan had ticks a killed run never committed; restored it (stories whose branch was merged are ticked again)")
+	return true, nil
 }
 
 // interruptedAttempt records a killed attempt: not a failure of the agent,
