@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -162,6 +164,9 @@ func (r *run) openJournal() error {
 // its worktrees and branches (saved, then removed; a branch it had already
 // merged lands its story), and stories the plan no longer has.
 func (r *run) recover(ctx context.Context) error {
+	if err := waitIndexFree(ctx, r.st.Repo.GitDir); err != nil {
+		return err
+	}
 	stories, err := r.opts.Plan.Stories()
 	if err != nil {
 		return err
@@ -258,6 +263,28 @@ func (r *run) recover(ctx context.Context) error {
 		_ = r.led.record(journalRec{T: "end", Story: o.Story, Attempt: o.Attempt, Outcome: "interrupted", Source: "crash"}, false)
 	}
 	return nil
+}
+
+// waitIndexFree waits while git's index lock of gitDir exists: a killed
+// run's git commands get SIGTERM at its death and remove their lock on the
+// way out, which can take a moment. One that stays is a git process that
+// died without cleaning up (or a person's live git): named, not removed.
+func waitIndexFree(ctx context.Context, gitDir string) error {
+	lock := filepath.Join(gitDir, "index.lock")
+	deadline := time.Now().Add(dyingWait)
+	for {
+		if _, err := os.Lstat(lock); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("run: %s exists for more than %s: a git command is running or died without removing it; if no git is running, remove it and run again", lock, dyingWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // untick undoes ticks a killed merge coordinator wrote into the plan and

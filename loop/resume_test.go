@@ -1,0 +1,270 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
+)
+
+// costLine is a stream-json result line reporting cost.
+func costLine(usd string, ok bool) string {
+	isErr := "true"
+	if ok {
+		isErr = "false"
+	}
+	return `echo '{"type":"result","subtype":"success","is_error":` + isErr + `,"result":"r","total_cost_usd":` + usd + `,"usage":{"input_tokens":10,"output_tokens":5}}'`
+}
+
+const limitLine = `echo '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":'$(( $(date +%s) + 3600 ))',"rateLimitType":"five_hour"}}'`
+
+func journalPath(t *testing.T, dir string) string {
+	return filepath.Join(dir, ".ralph/wiggum", JournalFile)
+}
+
+// A run stopped by a usage limit stays open; the next run resumes it with
+// the failed attempt counted, its failure in the prompt, and its spending.
+func TestResumeKeepsAttemptsFailuresAndSpending(t *testing.T) {
+	st, p := newRepo(t, 1)
+	dir := t.TempDir()
+	// Attempt 1 fails (costing $0.25), attempt 2 hits the limit.
+	script := `n=$(cat "` + dir + `/n" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "` + dir + `/n"
+cat > "` + dir + `/prompt-$n"
+case $n in
+1) echo BROKEN-BUILD-OUTPUT; ` + costLine("0.25", false) + `; exit 1 ;;
+2) ` + limitLine + `; exit 1 ;;
+*) echo ok > done.txt; ` + costLine("0.5", true) + ` ;;
+esac`
+	o := opts(p, script)
+	o.Retries = 2
+	var out bytes.Buffer
+	o.Out = &out
+	_, err := Run(context.Background(), st, o)
+	var lim *limitStop
+	if !errors.As(err, &lim) || exitcode.Of(err) != exitcode.WorkLeft {
+		t.Fatalf("first run: %v\n%s", err, out.String())
+	}
+	rs, err := ReadRunState(journalPath(t, st.Repo.Root))
+	if err != nil || rs == nil || !rs.Open || rs.Failed != 1 || rs.SpentUSD != 0.25 {
+		t.Fatalf("run state after the limit stop: %+v, %v", rs, err)
+	}
+	out.Reset()
+	sum, err := Run(context.Background(), st, o)
+	if err != nil {
+		t.Fatalf("resumed run: %v\n%s", err, out.String())
+	}
+	if !sum.Resumed || sum.Spent != 0.75 {
+		t.Errorf("summary %+v, want resumed with $0.75 spent", sum)
+	}
+	if !strings.Contains(out.String(), "(attempt 2 of 3)") {
+		t.Errorf("the resumed run did not carry the failed attempt over:\n%s", out.String())
+	}
+	prompt, _ := os.ReadFile(filepath.Join(dir, "prompt-3"))
+	if !strings.Contains(string(prompt), "BROKEN-BUILD-OUTPUT") {
+		t.Errorf("the resumed run's prompt lacks the earlier failure:\n%s", prompt)
+	}
+	rs, err = ReadRunState(journalPath(t, st.Repo.Root))
+	if err != nil || rs == nil || rs.Open {
+		t.Errorf("a finished run's journal should be closed: %+v, %v", rs, err)
+	}
+}
+
+// --max-cost stops dispatch with exit 5 saying what was spent; the next
+// run of a killed one keeps the budget and the spending.
+func TestBudgets(t *testing.T) {
+	st, p := newRepo(t, 3)
+	o := opts(p, `cat >/dev/null; echo x > "f-$WIGGUM_STORY"; `+costLine("0.4", true))
+	o.MaxCost = 0.7
+	var out bytes.Buffer
+	o.Out = &out
+	sum, err := Run(context.Background(), st, o)
+	var se *StopError
+	if !errors.As(err, &se) || exitcode.Of(err) != exitcode.WorkLeft {
+		t.Fatalf("err = %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"reaching --max-cost $0.70", "spent $0.80", "1 story(ies) left"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("stop message %q lacks %q", err, want)
+		}
+	}
+	if len(sum.Completed) != 2 {
+		t.Errorf("completed %v, want 2 stories before the budget", sum.Completed)
+	}
+
+	// Per story: a story that keeps failing is given up at its budget.
+	st2, p2 := newRepo(t, 2)
+	o = opts(p2, `cat >/dev/null; if [ "$WIGGUM_STORY" = US-1 ]; then `+costLine("0.3", false)+`; exit 1; fi; echo x > f; `+costLine("0.1", true))
+	o.Retries, o.MaxStoryCost = 10, 0.5
+	sum, err = Run(context.Background(), st2, o)
+	if exitcode.Of(err) != exitcode.WorkLeft || len(sum.Skipped) != 1 || sum.Skipped[0] != "US-1" || len(sum.Completed) != 1 {
+		t.Fatalf("story budget: %v, %+v", err, sum)
+	}
+	if sum.Iterations != 3 {
+		t.Errorf("%d iterations, want 2 at US-1 (then over budget) and 1 at US-2", sum.Iterations)
+	}
+}
+
+// A damaged journal is an error naming it, and the run changes nothing; a
+// torn last record (a crash mid-append) is dropped.
+func TestJournalDamage(t *testing.T) {
+	st, p := newRepo(t, 1)
+	path := journalPath(t, st.Repo.Root)
+	good, err := encodeRec(journalRec{T: "run", Plan: "plan.md", Session: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, _ := encodeRec(journalRec{T: "start", Story: "US-1", Attempt: 1})
+	for name, content := range map[string]string{
+		"empty":          "",
+		"garbage":        "not a journal\n",
+		"bad checksum":   strings.Replace(string(good), "plan.md", "plan.mx", 1) + string(start),
+		"no run record":  string(start),
+		"damaged middle": string(good) + "{\"t\":\"start\"}\t00000000\n" + string(start),
+	} {
+		if err := statefile.Write(path, []byte(content)); err != nil {
+			t.Fatal(err)
+		}
+		before := gitT(t, st.Repo.Root, "log", "--format=%H")
+		_, err := Run(context.Background(), st, opts(p, "true"))
+		var ce *statefile.CorruptError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), JournalFile) || exitcode.Of(err) != exitcode.Failed {
+			t.Errorf("%s: err = %v, want a corrupt-journal error naming the file", name, err)
+		}
+		if after := gitT(t, st.Repo.Root, "log", "--format=%H"); after != before {
+			t.Errorf("%s: history changed", name)
+		}
+		if data, _ := os.ReadFile(path); string(data) != content {
+			t.Errorf("%s: the journal was changed", name)
+		}
+	}
+	// Torn: the last record has no newline, or the file system padded it.
+	for name, tail := range map[string]string{"cut short": `{"t":"end","sto`, "zero padded": "\x00\x00\x00\x00\n"} {
+		recs, n, torn, err := func() ([]journalRec, int64, bool, error) {
+			if err := os.WriteFile(path, append(append([]byte{}, good...), tail...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return readJournal(path)
+		}()
+		if err != nil || !torn || len(recs) != 1 || n != int64(len(good)) {
+			t.Errorf("%s: %d records, %d good bytes, torn %v, %v", name, len(recs), n, torn, err)
+		}
+	}
+}
+
+// A journal of another plan is refused with the reason (exit 2, nothing
+// changed) unless --fresh; stories removed from the plan are dropped.
+func TestPlanChangedBetweenRuns(t *testing.T) {
+	st, p := newRepo(t, 3)
+	o := opts(p, `cat >/dev/null; `+limitLine+`; exit 1`)
+	if _, err := Run(context.Background(), st, o); exitcode.Of(err) != exitcode.WorkLeft {
+		t.Fatalf("limit stop: %v", err)
+	}
+	other := filepath.Join(st.Repo.Root, "other.md")
+	if err := os.WriteFile(other, []byte("- [ ] X-1: other\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, st.Repo.Root, "add", "other.md")
+	gitT(t, st.Repo.Root, "commit", "-qm", "other plan")
+	op, err := plan.Resolve(st.Repo.Root, st.Repo.Root, plan.Source{File: "other.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(journalPath(t, st.Repo.Root))
+	_, err = Run(context.Background(), st, opts(op, "true"))
+	if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "interrupted run of the plan plan.md") || !strings.Contains(err.Error(), "--fresh") {
+		t.Fatalf("another plan: %v", err)
+	}
+	if after, _ := os.ReadFile(journalPath(t, st.Repo.Root)); !bytes.Equal(before, after) {
+		t.Error("a refused run changed the journal")
+	}
+
+	// US-2 leaves the plan (US-1 was attempted and is journaled): dropped.
+	if err := os.WriteFile(p.Path(), []byte("- [ ] US-3: story 3\n- [ ] US-4: new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, st.Repo.Root, "commit", "-qam", "edit plan")
+	var out bytes.Buffer
+	o = opts(p, `cat >/dev/null; echo x > "f-$WIGGUM_STORY"`)
+	o.Out = &out
+	if _, err := Run(context.Background(), st, o); err != nil {
+		t.Fatalf("resume after the plan changed: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "US-1 is no longer in the plan: dropped") {
+		t.Errorf("no note about the dropped story:\n%s", out.String())
+	}
+	rs, _ := ReadRunState(journalPath(t, st.Repo.Root))
+	if rs == nil || rs.Open || strings.Join(rs.Done, ",") != "US-3,US-4" {
+		t.Errorf("run state %+v", rs)
+	}
+
+	// --fresh starts over with the other plan.
+	if _, err := Run(context.Background(), st, o); err != nil {
+		t.Fatal(err)
+	}
+	o2 := opts(op, `cat >/dev/null; `+limitLine+`; exit 1`)
+	if _, err := Run(context.Background(), st, o2); exitcode.Of(err) != exitcode.WorkLeft {
+		t.Fatal(err)
+	}
+	o3 := opts(p, "true")
+	o3.Fresh = true
+	if _, err := Run(context.Background(), st, o3); err != nil {
+		t.Errorf("--fresh: %v", err)
+	}
+}
+
+// Account conditions no wait fixes stop the run (exit 1); a plain-text 429
+// (Codex, Gemini) is a usage limit that does not count as a failed attempt.
+func TestFinalConditionAndPlainLimit(t *testing.T) {
+	st, p := newRepo(t, 1)
+	o := opts(p, `cat >/dev/null; echo partial > p.txt; echo "Error: Your credit balance is too low to access the API"; exit 1`)
+	_, err := Run(context.Background(), st, o)
+	var fe *FinalError
+	if !errors.As(err, &fe) || exitcode.Of(err) != exitcode.Failed || !strings.Contains(err.Error(), "credit balance is too low") {
+		t.Fatalf("final condition: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(st.Repo.Root, "p.txt")); err == nil {
+		t.Error("the attempt was not rolled back")
+	}
+
+	st, p = newRepo(t, 1)
+	dir := t.TempDir()
+	o = opts(p, `cat >/dev/null; if [ ! -e "`+dir+`/once" ]; then touch "`+dir+`/once"; echo "stream error: unexpected status 429 Too Many Requests: Rate limit reached. Please try again in 1s."; exit 1; fi; echo ok > ok.txt`)
+	o.WaitOnLimit, o.Retries = true, 0
+	var out bytes.Buffer
+	o.Out = &out
+	if _, err := Run(context.Background(), st, o); err != nil {
+		t.Fatalf("a 429 with --wait-on-limit and no retries left must still retry: %v\n%s", err, out.String())
+	}
+	events, _ := os.ReadFile(filepath.Join(st.Repo.Root, ".ralph/wiggum/events.jsonl"))
+	for _, ev := range []string{`"event":"limit_wait_start"`, `"event":"limit_wait_end"`} {
+		if !bytes.Contains(events, []byte(ev)) {
+			t.Errorf("no %s event", ev)
+		}
+	}
+}
+
+// --max-iterations defaults to every open story's attempts: a 60-story plan
+// is not cut short at an old fixed default.
+func TestMaxIterationsFollowsThePlan(t *testing.T) {
+	st, p := newRepo(t, 60)
+	o := opts(p, `cat >/dev/null; echo x > "f-$WIGGUM_STORY"`)
+	o.MaxIter = 0
+	sum, err := Run(context.Background(), st, o)
+	if err != nil || len(sum.Completed) != 60 {
+		t.Fatalf("%v, %d completed", err, len(sum.Completed))
+	}
+	// One commit per story: the work and the tick together.
+	if n := strings.Count(gitT(t, st.Repo.Root, "log", "--format=%s"), "\n"); n != 61 {
+		t.Errorf("%d commits, want 60 stories + init", n)
+	}
+	if files := gitT(t, st.Repo.Root, "show", "--name-only", "--format=", "HEAD"); files != "f-US-60\nplan.md\n" {
+		t.Errorf("last commit holds %q, want the story's file and the plan", files)
+	}
+}
