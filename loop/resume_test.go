@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wiggum-dev/wiggum/internal/exitcode"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
@@ -48,7 +48,7 @@ esac`
 	o.Out = &out
 	_, err := Run(context.Background(), st, o)
 	var lim *limitStop
-	if !errors.As(err, &lim) || exitcode.Of(err) != exitcode.WorkLeft {
+	if !errors.As(err, &lim) || !isStop(err) {
 		t.Fatalf("first run: %v\n%s", err, out.String())
 	}
 	rs, err := ReadRunState(journalPath(t, st.Repo.Root))
@@ -86,7 +86,7 @@ func TestBudgets(t *testing.T) {
 	o.Out = &out
 	sum, err := Run(context.Background(), st, o)
 	var se *StopError
-	if !errors.As(err, &se) || exitcode.Of(err) != exitcode.WorkLeft {
+	if !errors.As(err, &se) {
 		t.Fatalf("err = %v\n%s", err, out.String())
 	}
 	for _, want := range []string{"reaching --max-cost $0.70", "spent $0.80", "1 story(ies) left"} {
@@ -103,7 +103,7 @@ func TestBudgets(t *testing.T) {
 	o = opts(p2, `cat >/dev/null; if [ "$WIGGUM_STORY" = US-1 ]; then `+costLine("0.3", false)+`; exit 1; fi; echo x > f; `+costLine("0.1", true))
 	o.Retries, o.MaxStoryCost = 10, 0.5
 	sum, err = Run(context.Background(), st2, o)
-	if exitcode.Of(err) != exitcode.WorkLeft || len(sum.Skipped) != 1 || sum.Skipped[0] != "US-1" || len(sum.Completed) != 1 {
+	if !isStop(err) || len(sum.Skipped) != 1 || sum.Skipped[0] != "US-1" || len(sum.Completed) != 1 {
 		t.Fatalf("story budget: %v, %+v", err, sum)
 	}
 	if sum.Iterations != 3 {
@@ -134,7 +134,7 @@ func TestJournalDamage(t *testing.T) {
 		before := gitT(t, st.Repo.Root, "log", "--format=%H")
 		_, err := Run(context.Background(), st, opts(p, "true"))
 		var ce *statefile.CorruptError
-		if !errors.As(err, &ce) || !strings.Contains(err.Error(), JournalFile) || exitcode.Of(err) != exitcode.Failed {
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), JournalFile) {
 			t.Errorf("%s: err = %v, want a corrupt-journal error naming the file", name, err)
 		}
 		if after := gitT(t, st.Repo.Root, "log", "--format=%H"); after != before {
@@ -163,7 +163,7 @@ func TestJournalDamage(t *testing.T) {
 func TestPlanChangedBetweenRuns(t *testing.T) {
 	st, p := newRepo(t, 3)
 	o := opts(p, `cat >/dev/null; `+limitLine+`; exit 1`)
-	if _, err := Run(context.Background(), st, o); exitcode.Of(err) != exitcode.WorkLeft {
+	if _, err := Run(context.Background(), st, o); !isStop(err) {
 		t.Fatalf("limit stop: %v", err)
 	}
 	other := filepath.Join(st.Repo.Root, "other.md")
@@ -178,7 +178,7 @@ func TestPlanChangedBetweenRuns(t *testing.T) {
 	}
 	before, _ := os.ReadFile(journalPath(t, st.Repo.Root))
 	_, err = Run(context.Background(), st, opts(op, "true"))
-	if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "interrupted run of the plan plan.md") || !strings.Contains(err.Error(), "--fresh") {
+	if !badinput.Is(err) || !strings.Contains(err.Error(), "interrupted run of the plan plan.md") || !strings.Contains(err.Error(), "--fresh") {
 		t.Fatalf("another plan: %v", err)
 	}
 	if after, _ := os.ReadFile(journalPath(t, st.Repo.Root)); !bytes.Equal(before, after) {
@@ -209,7 +209,7 @@ func TestPlanChangedBetweenRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	o2 := opts(op, `cat >/dev/null; `+limitLine+`; exit 1`)
-	if _, err := Run(context.Background(), st, o2); exitcode.Of(err) != exitcode.WorkLeft {
+	if _, err := Run(context.Background(), st, o2); !isStop(err) {
 		t.Fatal(err)
 	}
 	o3 := opts(p, "true")
@@ -226,7 +226,7 @@ func TestFinalConditionAndPlainLimit(t *testing.T) {
 	o := opts(p, `cat >/dev/null; echo partial > p.txt; echo "Error: Your credit balance is too low to access the API"; exit 1`)
 	_, err := Run(context.Background(), st, o)
 	var fe *FinalError
-	if !errors.As(err, &fe) || exitcode.Of(err) != exitcode.Failed || !strings.Contains(err.Error(), "credit balance is too low") {
+	if !errors.As(err, &fe) || isStop(err) || badinput.Is(err) || !strings.Contains(err.Error(), "credit balance is too low") {
 		t.Fatalf("final condition: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(st.Repo.Root, "p.txt")); err == nil {
@@ -267,4 +267,9 @@ func TestMaxIterationsFollowsThePlan(t *testing.T) {
 	if files := gitT(t, st.Repo.Root, "show", "--name-only", "--format=", "HEAD"); files != "f-US-60\nplan.md\n" {
 		t.Errorf("last commit holds %q, want the story's file and the plan", files)
 	}
+}
+
+func isStop(err error) bool {
+	var se *StopError
+	return errors.As(err, &se)
 }
