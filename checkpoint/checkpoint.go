@@ -97,18 +97,53 @@ func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Ch
 	}
 	// The ref is wiggum's own record of the checkpoint: a rollback refuses a
 	// checkpoint file that does not agree with it. It also keeps the
-	// snapshot from being pruned by git gc.
-	if _, err := s.Repo.Run(ctx, "update-ref", "-m", "wiggum checkpoint", s.snapshotRef(), recorded); err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
-	}
-	path, err := s.Runtime(layout.CheckpointFile)
+	// snapshot from being pruned by git gc. The record and the ref cannot
+	// move together, so the new record is written aside first: a checkpoint
+	// killed after moving the ref leaves a pending record that agrees with
+	// it, and a rollback takes that one (see currentCheckpoint).
+	pending, err := s.Runtime(layout.CheckpointPending)
 	if err != nil {
 		return nil, err
 	}
-	if err := statefile.WriteJSON(path, cp); err != nil {
-		return nil, fmt.Errorf("checkpoint: write %s: %w", path, err)
+	if err := statefile.WriteJSON(pending, cp); err != nil {
+		return nil, fmt.Errorf("checkpoint: write %s: %w", pending, err)
+	}
+	if _, err := s.Repo.Run(ctx, "update-ref", "-m", "wiggum checkpoint", s.snapshotRef(), recorded); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := os.Rename(pending, s.RuntimePath(layout.CheckpointFile)); err != nil {
+		return nil, fmt.Errorf("checkpoint: record: %w", err)
 	}
 	return cp, nil
+}
+
+// recordedValue is what wiggum's checkpoint ref points at for cp.
+func (cp *Checkpoint) recordedValue() string {
+	if cp.Snapshot != "" {
+		return cp.Snapshot
+	}
+	return cp.Head
+}
+
+// currentCheckpoint is the rollback point a rollback judges: the record
+// in checkpoint.json, or - when a checkpoint was killed between moving its
+// ref and renaming its record into place - the pending record that agrees
+// with the ref. A pending record the ref does not name never took effect.
+func (s *State) currentCheckpoint(ctx context.Context) (*Checkpoint, error) {
+	cp, err := s.Load()
+	if err != nil && !errors.Is(err, ErrNoCheckpoint) {
+		return nil, err
+	}
+	var pending Checkpoint
+	perr := statefile.ReadJSON(s.RuntimePath(layout.CheckpointPending), &pending, func() error { return pending.check() })
+	if perr != nil {
+		return cp, err // no pending record (or a torn one, which never took effect)
+	}
+	ref, rerr := s.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", s.snapshotRef())
+	if rerr == nil && ref == pending.recordedValue() && (cp == nil || ref != cp.recordedValue()) {
+		return &pending, nil
+	}
+	return cp, err
 }
 
 // Load reads the rollback point: ErrNoCheckpoint when there is none, a

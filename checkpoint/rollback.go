@@ -141,7 +141,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 // gone): the rule for that fact comes first.
 func (s *State) rollbackFacts(ctx context.Context, opts RollbackOptions) (*rollbackFacts, error) {
 	f := &rollbackFacts{Session: opts.Session, DiscardForeign: opts.DiscardForeign, InProgress: s.Repo.InProgress(), RecordRef: s.snapshotRef()}
-	cp, err := s.Load()
+	cp, err := s.currentCheckpoint(ctx)
 	if errors.Is(err, ErrNoCheckpoint) {
 		return f, nil
 	}

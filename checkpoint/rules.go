@@ -105,10 +105,7 @@ func notAncestor(f *rollbackFacts) string {
 // made before the real checkpoint.
 func recordMismatch(f *rollbackFacts) string {
 	cp := f.Checkpoint
-	want := cp.Head
-	if cp.Snapshot != "" {
-		want = cp.Snapshot
-	}
+	want := cp.recordedValue()
 	switch {
 	case f.Recorded == "":
 		return fmt.Sprintf("wiggum's record of the checkpoint (%s) is missing, so %s cannot be verified; take a new checkpoint", f.RecordRef, layout.CheckpointFile)

@@ -31,6 +31,9 @@ const (
 // File names inside RuntimeDir.
 const (
 	CheckpointFile = "checkpoint.json"
+	// CheckpointPending is a checkpoint being taken: written before
+	// wiggum's checkpoint ref moves, renamed to CheckpointFile after.
+	CheckpointPending = "checkpoint.pending.json"
 	JournalFile    = "journal.jsonl"
 	RunFile        = "run.json"
 	FailureFile    = "failures.jsonl"

@@ -1,0 +1,76 @@
+package checkpoint
+
+import (
+	"os"
+	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
+)
+
+// A checkpoint killed after moving wiggum's checkpoint ref but before its
+// record was renamed into place leaves the old checkpoint.json beside a
+// pending record that agrees with the ref. The rollback that follows must
+// judge the checkpoint that took effect - not refuse it as "changed by
+// hand", and not roll back to the older one (which would discard the work
+// committed between the two).
+func TestRollbackAfterCheckpointKilledMidRecord(t *testing.T) {
+	r := newRepo(t)
+	tok := "s1"
+	mustSave(t, r, tok)
+	r.sessionCommit(tok, "between.txt", "committed between the two checkpoints\n")
+
+	// The second checkpoint, stopped where a SIGKILL can stop it: the
+	// pending record written and the ref moved, the rename not done.
+	r.write("wip.txt", "uncommitted at the second checkpoint\n")
+	second := mustSave(t, r, tok)
+	final := r.st.RuntimePath(layout.CheckpointFile)
+	pending := r.st.RuntimePath(layout.CheckpointPending)
+	data, err := os.ReadFile(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pending, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.git("update-ref", r.st.snapshotRef(), second.recordedValue())
+	// checkpoint.json still names the first checkpoint.
+	first := *second
+	first.Head, first.Snapshot, first.Untracked = r.git("rev-parse", "HEAD~1"), "", nil
+	if err := statefile.WriteJSON(final, &first); err != nil {
+		t.Fatal(err)
+	}
+
+	r.write("later.txt", "the agent's later file\n")
+	r.t.Setenv(layout.SessionEnv, tok)
+	if _, err := r.st.Rollback(ctx, RollbackOptions{Session: tok}); err != nil {
+		t.Fatalf("rollback after a checkpoint killed mid-record: %v", err)
+	}
+	if !r.exists("between.txt") || r.read("wip.txt") != "uncommitted at the second checkpoint\n" {
+		t.Fatal("the rollback went past the checkpoint that took effect")
+	}
+	if r.exists("later.txt") {
+		t.Fatal("the rollback kept a file made after the checkpoint")
+	}
+}
+
+// A pending record whose ref never moved (killed before update-ref) never
+// took effect: the rollback judges checkpoint.json, and an edited pending
+// record cannot stand in for it.
+func TestPendingRecordWithoutItsRefIsIgnored(t *testing.T) {
+	r := newRepo(t)
+	cp := mustSave(t, r, "")
+	r.commit("agent.txt", "agent\n", "agent work")
+	forged := *cp
+	forged.Head = r.git("rev-parse", "HEAD")
+	if err := statefile.WriteJSON(r.st.RuntimePath(layout.CheckpointPending), &forged); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.st.currentCheckpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Head != cp.Head {
+		t.Fatalf("a pending record the ref does not name was taken: %s, want %s", got.Head, cp.Head)
+	}
+}
