@@ -34,13 +34,13 @@ const (
 	// CheckpointPending is a checkpoint being taken: written before
 	// wiggum's checkpoint ref moves, renamed to CheckpointFile after.
 	CheckpointPending = "checkpoint.pending.json"
-	JournalFile    = "journal.jsonl"
-	RunFile        = "run.json"
-	FailureFile    = "failures.jsonl"
-	EventFile      = "events.jsonl"
-	ProgressFile   = "progress.md"
-	DebugLog       = "hook-debug.log"
-	ReadsDir       = "reads"
+	JournalFile       = "journal.jsonl"
+	RunFile           = "run.json"
+	FailureFile       = "failures.jsonl"
+	EventFile         = "events.jsonl"
+	ProgressFile      = "progress.md"
+	DebugLog          = "hook-debug.log"
+	ReadsDir          = "reads"
 )
 
 // SessionEnv is exported by the lock holder to everything it starts
