@@ -22,7 +22,7 @@ const (
 	maxAgentLog = 4 << 20
 	// keepAgentLogs bounds how many attempts' logs are kept.
 	keepAgentLogs = 64
-	// toolEvery throttles the "tool" event: each one is an fsync'd append.
+	// toolEvery throttles the "tool" event: each one is an append to the log.
 	toolEvery = 2 * time.Second
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/wiggum-dev/wiggum/loop"
 )
 
-func git(t *testing.T, dir string, args ...string) {
+func git(t testing.TB, dir string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir

@@ -165,7 +165,8 @@ func readFailures(path string) ([]Failure, error) {
 
 // AppendEvent appends one JSON line to the event log. Each line is written
 // with a single write under an flock, so lines from concurrent writers never
-// interleave.
+// interleave; it is not fsynced (statefile.AppendLog): the log informs, and
+// an fsync per event cost the loop milliseconds per iteration.
 func AppendEvent(st *checkpoint.State, name string, fields map[string]any) error {
 	path, err := st.Runtime(layout.EventFile)
 	if err != nil {
@@ -200,7 +201,7 @@ func AppendEventAt(path, name string, fields map[string]any) error {
 	if err != nil {
 		return err
 	}
-	return statefile.AppendLine(path, line)
+	return statefile.AppendLog(path, line)
 }
 
 // Tail returns at most n bytes from the end of s, cut at a line start when

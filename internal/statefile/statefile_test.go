@@ -40,8 +40,14 @@ func TestReadJSONMissingIsNotExistCorruptIsCorrupt(t *testing.T) {
 	}
 }
 
-// Concurrent appenders never interleave or lose lines.
+// Concurrent appenders never interleave or lose lines, synced or not.
 func TestAppendLineConcurrent(t *testing.T) {
+	for name, appendFn := range map[string]func(string, []byte) error{"AppendLine": AppendLine, "AppendLog": AppendLog} {
+		t.Run(name, func(t *testing.T) { appendConcurrently(t, appendFn) })
+	}
+}
+
+func appendConcurrently(t *testing.T, appendFn func(string, []byte) error) {
 	p := filepath.Join(t.TempDir(), "log.jsonl")
 	const writers, each = 8, 50
 	var wg sync.WaitGroup
@@ -51,7 +57,7 @@ func TestAppendLineConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
 				line, _ := json.Marshal(map[string]string{"w": fmt.Sprint(w), "pad": string(make([]byte, 3000))})
-				if err := AppendLine(p, line); err != nil {
+				if err := appendFn(p, line); err != nil {
 					t.Error(err)
 				}
 			}
