@@ -52,6 +52,8 @@ func (w *walk) git(args []string) {
 		w.gitRm(rest)
 	case "config":
 		w.gitConfig(rest)
+	case "submodule", "bisect", "rebase":
+		w.gitRunsCode(sub, rest)
 	}
 	if writesRefs(sub) {
 		w.gitOwnRefs(sub, rest)

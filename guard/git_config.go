@@ -13,6 +13,8 @@ func (w *walk) gitInlineConfig(value string) {
 	key, _, _ := strings.Cut(value, "=")
 	key = strings.ToLower(key)
 	if strings.HasPrefix(key, "alias.") {
+		_, v, _ := strings.Cut(value, "=")
+		w.gitAlias(v)
 		w.g.verdict(Ask, "git -c %s defines a git alias inline; wiggum's guard cannot see what it runs", key)
 	}
 	if key == "core.hookspath" {
@@ -31,6 +33,9 @@ func (w *walk) gitConfig(rest []string) {
 	for i, a := range rest {
 		if strings.EqualFold(a, "core.hooksPath") {
 			w.g.verdict(Deny, "changing core.hooksPath disables wiggum's git hooks (the commit journal and push guard)")
+		}
+		if strings.HasPrefix(strings.ToLower(a), "alias.") && i+1 < len(rest) {
+			w.gitAlias(rest[i+1])
 		}
 		if expiryKey(strings.ToLower(a)) && i+1 < len(rest) && pruneNow(rest[i+1]) {
 			w.g.verdict(Deny, "git config %s %s makes git delete unreachable objects or reflogs at once; not allowed during a wiggum session", a, rest[i+1])

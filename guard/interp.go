@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"path"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -22,6 +23,8 @@ func language(base string) string {
 		return base
 	case "node", "nodejs":
 		return "node"
+	case "awk", "gawk", "mawk", "nawk":
+		return "awk"
 	}
 	if strings.HasPrefix(base, "python3.") || strings.HasPrefix(base, "python2.") {
 		return "python"
@@ -67,6 +70,9 @@ func interpLang(lang string) string {
 // instead (or reads stdin only when neither is set).
 func inlineCode(base string, rest []string) (code string, found, script bool) {
 	lang := language(base)
+	if lang == "awk" {
+		return awkProgram(rest)
+	}
 	if lang == "deno" {
 		if len(rest) > 1 && rest[0] == "eval" {
 			return strings.Join(operands(rest[1:]), "\n"), true, false
@@ -105,6 +111,29 @@ func inlineCode(base string, rest []string) (code string, found, script bool) {
 		}
 	}
 	return strings.Join(parts, "\n"), len(parts) > 0, false
+}
+
+// awkProgram finds awk's program: the first operand, unless -f names a
+// program file.
+func awkProgram(rest []string) (code string, found, script bool) {
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case a == "-f" || strings.HasPrefix(a, "--file"):
+			return "", false, true
+		case a == "-F" || a == "-v" || a == "--assign" || a == "--field-separator":
+			i++
+		case a == "--":
+			if i+1 < len(rest) {
+				return rest[i+1], true, false
+			}
+			return "", false, false
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+		default:
+			return a, true, false
+		}
+	}
+	return "", false, false
 }
 
 // codeOption reads one option of an interpreter: whether it carries code
@@ -165,6 +194,27 @@ func (g *guard) interpCode(lang, code string, depth int) {
 	l.calls(func(name string, kind callKind, from, to int) {
 		g.interpCall(l, name, kind, from, to, depth)
 	})
+	if lang == "awk" {
+		g.awkPipes(l, depth)
+	}
+}
+
+// awkPipes checks awk's command pipes: "cmd" | getline runs cmd, and
+// print ... | "sh" feeds a shell what the program prints.
+func (g *guard) awkPipes(l *lexed, depth int) {
+	for i, lit := range l.lits {
+		after := strings.TrimLeft(string(l.masked[lit.end:]), " \t")
+		if rest, ok := strings.CutPrefix(after, "|"); ok && strings.HasPrefix(strings.TrimLeft(rest, " \t"), "getline") {
+			g.script(lit.value, depth+1)
+		}
+		before := strings.TrimRight(string(l.masked[:lit.start]), " \t")
+		if strings.HasSuffix(before, "|") && IsShell(path.Base(strings.Fields(lit.value + " x")[0])) {
+			for _, prev := range l.lits[:i] {
+				g.probe(prev.value, depth+1)
+			}
+			g.verdict(Ask, "this awk program prints into a shell (| %q); wiggum's guard cannot tell what runs there", lit.value)
+		}
+	}
 }
 
 // callKind is what a call does with its arguments.
@@ -217,6 +267,10 @@ func runner(lang, name, code string) (callKind, bool) {
 			return runsCommand, has("Deno.")
 		case "eval", "Function":
 			return evalsCode, true
+		}
+	case "awk":
+		if name == "system" {
+			return runsCommand, true
 		}
 	case "php":
 		switch name {

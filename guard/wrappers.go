@@ -56,9 +56,61 @@ func (w *walk) wrapper(c *syntax.CallExpr, base string, rest []string, hop int) 
 	case "flock":
 		w.flock(c, rest, hop)
 	default:
+		return w.launcher(c, base, rest, hop)
+	}
+	return true
+}
+
+// launcher checks the command a tool launches on the agent's behalf: a
+// project runner (uv run, poetry run, bundle exec, npm exec), a terminal
+// multiplexer (tmux, screen) or a scheduler reading its job on stdin (at,
+// batch); it reports whether base is one.
+func (w *walk) launcher(c *syntax.CallExpr, base string, rest []string, hop int) bool {
+	switch base {
+	case "uv", "poetry", "pipenv", "pdm", "rye", "hatch", "bundle", "npm", "pnpm", "yarn":
+		if len(rest) < 2 || (rest[0] != "run" && rest[0] != "exec") || ((base == "npm" || base == "pnpm" || base == "yarn") && rest[0] != "exec") {
+			return false
+		}
+		i := skipOptions(rest[1:], "")
+		w.command(c, rest[1+i:], hop+1)
+	case "screen":
+		i := skipOptions(rest, "ScTpehsX")
+		w.command(c, rest[min(i, len(rest)):], hop+1)
+	case "tmux":
+		w.tmux(rest)
+	case "at", "batch":
+		if !slices.Contains(rest, "-f") {
+			w.shellStdin(c)
+		}
+	default:
 		return false
 	}
 	return true
+}
+
+// tmux checks the shell command a new session, window or pane runs, and
+// the keys send-keys types.
+func (w *walk) tmux(rest []string) {
+	i := skipOptions(rest, "LSfc")
+	if i >= len(rest) {
+		return
+	}
+	sub, args := rest[i], rest[i+1:]
+	switch sub {
+	case "new", "new-session", "new-window", "neww", "split-window", "splitw", "respawn-pane", "respawnp", "respawn-window", "respawnw":
+		j := skipOptions(args, "cesntxyFlLbB")
+		if j < len(args) {
+			w.g.script(strings.Join(args[j:], " "), w.depth+1)
+		}
+	case "send-keys", "send":
+		var keys []string
+		for j := skipOptions(args, "tN"); j < len(args); j++ {
+			if args[j] != "Enter" && args[j] != "C-m" && args[j] != "KPEnter" {
+				keys = append(keys, args[j])
+			}
+		}
+		w.g.script(strings.Join(keys, " "), w.depth+1)
+	}
 }
 
 // env runs its command after options and VAR=value words; -S splits a
@@ -158,11 +210,17 @@ func skipOptions(args []string, valueOpts string) int {
 				i++
 			}
 		case len(a) > 1 && a[0] == '-':
-			// -n10 carries its value; -n 10 does not. Old nice takes -10.
-			last := a[len(a)-1]
+			// As getopt reads a cluster: the first option taking a value
+			// takes the rest of the cluster (-n10), or the next argument
+			// when it ends the cluster (-dmS name). Old nice takes -10.
 			i++
-			if len(a) == 2 && strings.IndexByte(valueOpts, last) >= 0 && i < len(args) {
-				i++
+			for j := 1; j < len(a); j++ {
+				if strings.IndexByte(valueOpts, a[j]) >= 0 {
+					if j == len(a)-1 && i < len(args) {
+						i++
+					}
+					break
+				}
 			}
 		default:
 			return i
