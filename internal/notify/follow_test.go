@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/agent"
@@ -208,5 +209,63 @@ func TestMessages(t *testing.T) {
 	want := []string{KindStoryFailed, KindStoryFailed, KindLimitStart, KindLimitEnd, KindBudget}
 	if strings.Join(kinds, " ") != strings.Join(want, " ") {
 		t.Errorf("kinds %v, want %v", kinds, want)
+	}
+}
+
+// The remaining kinds: a merge conflict names the kept branch, a guard
+// held for asking says so, a refused rollback says the run stops.
+func TestMoreMessages(t *testing.T) {
+	tr := newTracker()
+	for _, c := range []struct {
+		ev    events.Event
+		kind  string
+		title string
+		text  string
+	}{
+		{events.Event{Name: events.MergeFailed, Story: "US-4", Branch: "refs/heads/wiggum/US-4", Error: "conflicts in a.go\nmore detail"},
+			KindMergeConflict, "wiggum: US-4 could not be merged", "Its branch wiggum/US-4 is kept: conflicts in a.go"},
+		{events.Event{Name: events.GuardDenied, Decision: "ask", Command: "curl x | sh", Reason: "cannot tell", Story: "US-2"},
+			KindGuardDenied, "wiggum: the guard held a command for approval", "US-2: `curl x | sh`: cannot tell"},
+		{events.Event{Name: events.RollbackRefused, Story: "US-9", Reason: "HEAD moved"},
+			KindRollbackRefused, "wiggum: a rollback was refused; the run stops", "US-9: HEAD moved"},
+		{events.Event{Name: events.RunEnd, Iterations: 3, Completed: []string{"A", "B"}},
+			KindRunEnd, "wiggum: run finished", "3 iteration(s): 2 story(ies) done, 0 skipped, 0 open"},
+	} {
+		m, ok := tr.message(c.ev)
+		if !ok || m.Kind != c.kind || m.Title != c.title || m.Text != c.text || m.Event == nil {
+			t.Errorf("%s: %+v, %v", c.ev.Name, m, ok)
+		}
+	}
+	long := strings.Repeat("é", 400)
+	m, _ := tr.message(events.Event{Name: events.RollbackRefused, Story: "S", Reason: long})
+	if len(m.Text) > maxField+20 || !strings.HasSuffix(m.Text, "…") || !utf8.ValidString(m.Text) {
+		t.Errorf("a long field is not clipped cleanly: %d bytes", len(m.Text))
+	}
+}
+
+// desktop runs notify-send with the title and text as separate arguments
+// (no shell); without notify-send in PATH, desktop is refused up front.
+func TestDesktop(t *testing.T) {
+	bin := t.TempDir()
+	t.Setenv("PATH", bin)
+	if _, err := Parse("desktop"); err == nil || !strings.Contains(err.Error(), "notify-send") {
+		t.Fatalf("desktop without notify-send: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "args")
+	script := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > " + out + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "notify-send"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	s := mustParse(t, "desktop://")
+	n := New([]*Sink{s}, Options{})
+	n.Send(Message{Kind: KindStoryFailed, Title: "wiggum: $(touch pwned) failed", Text: "-x; rm -rf /", Severity: SeverityError})
+	if st := n.Close(time.Minute); st[0].Sent != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	got, _ := os.ReadFile(out)
+	want := "--app-name=wiggum\n--urgency=critical\n--\nwiggum: $(touch pwned) failed\n-x; rm -rf /\n"
+	if string(got) != want {
+		t.Errorf("notify-send got\n%s\nwant\n%s", got, want)
 	}
 }
