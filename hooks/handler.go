@@ -243,6 +243,16 @@ func guardPolicy(cwd, root string) guard.Policy {
 	return p
 }
 
+// runEvent records an event in the run's event log: the one the agent's
+// environment names (a parallel worker's hooks run in its worktree, whose
+// own log goes with it), else st's.
+func runEvent(st *checkpoint.State, name string, fields map[string]any) error {
+	if path := session.EventLogFromEnv(); path != "" {
+		return session.AppendEventAt(path, name, fields)
+	}
+	return session.AppendEvent(st, name, fields)
+}
+
 // recordDenial logs a denied (or held for asking) command in the run's
 // event log, where wiggum run's notifications and report find it: the log
 // named by the agent's environment, else the repository's own when wiggum
@@ -352,7 +362,7 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 	if err := session.AppendFailure(st, f); err != nil {
 		debugLog(root, opts, "append failure: %v", err)
 	}
-	_ = session.AppendEvent(st, "test-failure", map[string]any{"agent": ev.Agent, "runner": runner, "rollback": f.Rollback, "story": f.Story})
+	_ = runEvent(st, "test-failure", map[string]any{"agent": ev.Agent, "runner": runner, "rollback": f.Rollback, "story": f.Story})
 	return Response{Context: msg}
 }
 
@@ -401,7 +411,7 @@ func stop(ctx context.Context, ev Event, root string, opts Options) {
 		}
 		fields["done"] = done
 	}
-	if err := session.AppendEvent(st, name, fields); err != nil {
+	if err := runEvent(st, name, fields); err != nil {
 		debugLog(root, opts, "stop: %v", err)
 	}
 }

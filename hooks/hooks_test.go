@@ -267,6 +267,18 @@ func TestRecordPolicyOnlyLogs(t *testing.T) {
 	if len(fs) != 1 || fs[0].Iteration != 2 || !strings.Contains(fs[0].Output, "FAIL") {
 		t.Fatalf("failure log: %+v", fs)
 	}
+	// The event goes to the run's log the environment names (a parallel
+	// worker's main tree), the failure context stays with the tree.
+	mainLog := filepath.Join(repo(t), layout.RuntimeDir, layout.EventFile)
+	if err := os.MkdirAll(filepath.Dir(mainLog), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(session.EventLogEnv, mainLog)
+	hook(t, "claude", "claude_posttoolusefailure.json", dir, Options{})
+	var got []string
+	if _, err := events.Scan(mainLog, func(e events.Event) error { got = append(got, e.Name+" "+e.Story); return nil }); err != nil || len(got) != 1 || got[0] != events.TestFailure+" US-3" {
+		t.Fatalf("main log: %v, %v", got, err)
+	}
 }
 
 func TestRollbackRefusalIsReported(t *testing.T) {
