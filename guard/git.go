@@ -135,6 +135,14 @@ func gitHelp(args []string) bool {
 	return false
 }
 
+// longOpt reports whether a is the long option full or an abbreviation of
+// it git accepts (git takes any unambiguous prefix: --har is --hard);
+// least is the shortest prefix that is unambiguous for the subcommand.
+func longOpt(a, full string, least int) bool {
+	name, _, _ := strings.Cut(a, "=")
+	return len(name) >= least && strings.HasPrefix(full, name)
+}
+
 // shortFlag reports whether a is a cluster of short options (-fdx)
 // holding any of the letters.
 func shortFlag(a, letters string) bool {

@@ -7,9 +7,9 @@ import (
 
 // gitBranch denies deleting or moving branches by force.
 func (w *walk) gitBranch(rest []string) {
-	force := slices.Contains(rest, "--force") || slices.Contains(rest, "-f")
+	force := slices.ContainsFunc(rest, func(a string) bool { return a == "-f" || longOpt(a, "--force", 6) })
 	for _, a := range beforeDashDash(rest) {
-		if a == "--force" || (a == "--delete" && force) || shortFlag(a, "DMCf") {
+		if longOpt(a, "--force", 6) || (longOpt(a, "--delete", 4) && force) || shortFlag(a, "DMCf") {
 			w.g.verdict(Deny, "git branch %s deletes or moves a branch that may hold unmerged work; use git branch -d (refuses unmerged branches) or leave branches to the loop", a)
 		}
 	}

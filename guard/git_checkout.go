@@ -9,7 +9,7 @@ import "strings"
 func (w *walk) gitCheckout(rest []string) {
 	opts, paths := splitDashDash(rest)
 	for _, a := range opts {
-		if a == "-f" || a == "--force" {
+		if a == "-f" || longOpt(a, "--force", 4) {
 			w.g.verdict(Deny, "git checkout --force throws away uncommitted changes; commit or stash them first")
 		}
 	}
@@ -79,7 +79,7 @@ func (w *walk) gitRestore(rest []string) {
 func (w *walk) gitSwitch(rest []string) {
 	for j, a := range rest {
 		switch {
-		case a == "--discard-changes" || a == "-f" || a == "--force":
+		case longOpt(a, "--discard-changes", 4) || a == "-f" || longOpt(a, "--force", 4):
 			w.g.verdict(Deny, "git switch %s throws away uncommitted changes; commit or stash them first", a)
 		case (a == "-c" || a == "-C") && j+1 < len(rest):
 			w.branches = append(w.branches, rest[j+1])

@@ -7,7 +7,7 @@ func (w *walk) gitClean(rest []string) {
 	force, dry := false, false
 	for _, a := range beforeDashDash(rest) {
 		switch {
-		case a == "--force":
+		case longOpt(a, "--force", 3):
 			force = true
 		case a == "--dry-run":
 			dry = true

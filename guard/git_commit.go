@@ -17,7 +17,7 @@ func commitNoVerify(args []string) bool {
 		switch {
 		case a == "--":
 			return false
-		case a == "--no-verify":
+		case longOpt(a, "--no-verify", 6):
 			return true
 		case strings.HasPrefix(a, "--"):
 			if !strings.Contains(a, "=") && commitLongValue(a) {

@@ -39,8 +39,11 @@ func (w *walk) gitPrune(sub string, rest []string) {
 		return
 	}
 	for i, a := range rest {
-		when, ok := strings.CutPrefix(a, "--prune=")
-		if !ok && a == "--prune" && i+1 < len(rest) {
+		name, when, ok := strings.Cut(a, "=")
+		if !longOpt(name, "--prune", 4) {
+			continue
+		}
+		if !ok && i+1 < len(rest) {
 			when = rest[i+1]
 		}
 		if pruneNow(when) {

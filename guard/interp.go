@@ -42,7 +42,12 @@ func (w *walk) interp(c *syntax.CallExpr, base string, rest []string, hop int) {
 		return
 	}
 	if script {
-		return // a script file the guard cannot see
+		for _, a := range rest {
+			if text, ok := w.writtenFile(a); ok {
+				w.g.interpCode(interpLang(lang), text, w.depth+1)
+			}
+		}
+		return // otherwise a script file the guard cannot see
 	}
 	st := w.stmtOf[c]
 	if st == nil || hop > 0 || !w.hasStdin(st) {
@@ -381,11 +386,7 @@ func (g *guard) interpCall(l *lexed, name string, kind callKind, from, to int, d
 		}
 		return
 	}
-	all := make([]string, len(args))
-	for i, a := range args {
-		all[i] = a.value
-	}
-	joined := strings.Join(all, " ")
+	joined := l.join(args)
 	if kind == runsCommand && literalFirst {
 		main := args[0].value
 		if len(args) > 1 && !strings.Contains(main, " ") {
@@ -401,6 +402,24 @@ func (g *guard) interpCall(l *lexed, name string, kind callKind, from, to int, d
 	if kind == runsCommand && !literalFirst && g.best.Action < Deny {
 		g.verdict(Ask, "this %s code runs a command built at run time (%s), so wiggum's guard cannot tell what it does; put the command in the shell instead", l.lang, name)
 	}
+}
+
+// join reads an argument list as one command line: literals glued by a
+// concatenation operator ("gi"."t push", 'git' + ' push', or python's
+// adjacent literals) are one word, others are separate words.
+func (l *lexed) join(args []literal) string {
+	var b strings.Builder
+	for i, a := range args {
+		if i > 0 {
+			switch strings.TrimSpace(string(l.masked[args[i-1].end:a.start])) {
+			case "", ".", "+", "..":
+			default:
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString(a.value)
+	}
+	return b.String()
 }
 
 // maxCandidates bounds the readings of one call's arguments.

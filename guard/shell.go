@@ -53,6 +53,10 @@ func (w *walk) scriptFile(c *syntax.CallExpr, rest []string, i, hop int) {
 		w.shellStdin(c)
 		return
 	}
+	if text, ok := w.writtenFile(rest[i]); ok {
+		w.g.script(text, w.depth+1)
+		return
+	}
 	if hop != 0 || len(rest) > len(w.argSrc) {
 		return
 	}

@@ -14,9 +14,10 @@ type walk struct {
 	depth    int
 	pipeFrom map[*syntax.Stmt]*syntax.Stmt // a pipeline stage -> the stage feeding its stdin
 	stmtOf   map[*syntax.CallExpr]*syntax.Stmt
-	dirs     []string       // directories commands may run in ("" = unknown)
-	argSrc   []*syntax.Word // the word each argument of the current command came from
-	branches []string       // branches the script may have checked out
+	dirs     []string          // directories commands may run in ("" = unknown)
+	argSrc   []*syntax.Word    // the word each argument of the current command came from
+	written  map[string]string // files the script writes with static text, by cleaned path
+	branches []string          // branches the script may have checked out
 }
 
 func (w *walk) visit(n syntax.Node) bool {
@@ -27,6 +28,7 @@ func (w *walk) visit(n syntax.Node) bool {
 		}
 		for _, r := range n.Redirs {
 			w.redirect(r)
+			w.record(n, r)
 		}
 	case *syntax.BinaryCmd:
 		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
@@ -113,6 +115,37 @@ func (w *walk) redirect(r *syntax.Redirect) {
 	}
 }
 
+// record remembers the static text a statement writes into a file
+// (echo 'git push' > p.sh, cat > p.sh <<EOF), so running that file later in
+// the same command is checked like the text itself.
+func (w *walk) record(st *syntax.Stmt, r *syntax.Redirect) {
+	if r.Op != syntax.RdrOut && r.Op != syntax.AppOut && r.Op != syntax.RdrClob || r.Word == nil {
+		return
+	}
+	target, lit := wordValue(r.Word)
+	if !lit {
+		return
+	}
+	out, ok := w.output(st, 0)
+	if !ok {
+		return
+	}
+	if w.written == nil {
+		w.written = map[string]string{}
+	}
+	key := filepath.Clean(target)
+	if r.Op == syntax.AppOut {
+		out = w.written[key] + out
+	}
+	w.written[key] = out
+}
+
+// writtenFile returns the text the script wrote into path, if it did.
+func (w *walk) writtenFile(path string) (string, bool) {
+	text, ok := w.written[filepath.Clean(path)]
+	return text, ok
+}
+
 // call checks one simple command.
 func (w *walk) call(c *syntax.CallExpr) {
 	w.assigns(c.Assigns)
@@ -154,6 +187,10 @@ func (w *walk) command(c *syntax.CallExpr, args []string, hop int) {
 			return
 		}
 		name = base
+	}
+	if text, ok := w.writtenFile(name); ok && strings.Contains(name, "/") {
+		w.g.script(text, w.depth+1) // ./p.sh written earlier in the command
+		return
 	}
 	base := path.Base(name)
 	rest := args[1:]
