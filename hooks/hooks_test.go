@@ -107,9 +107,11 @@ func checkValidOutput(t testing.TB, what string, out []byte) {
 	}
 }
 
-// repo makes a git repository with one commit.
+// repo makes a git repository with one commit. The hooks under test must
+// not log into the event log of a run the tests themselves run under.
 func repo(t *testing.T) string {
 	t.Helper()
+	t.Setenv(session.EventLogEnv, "")
 	dir := t.TempDir()
 	dir, _ = filepath.EvalSymlinks(dir)
 	git(t, dir, "init", "-q", "-b", "main")
