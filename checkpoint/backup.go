@@ -47,20 +47,51 @@ func (s *State) createBackupRef(ctx context.Context, commit string) (string, err
 	return "", errors.New("could not find a free backup ref name")
 }
 
+// backupAndMove creates a new backup ref at commit and moves cp's branch
+// (HEAD itself when detached) from head back to the checkpoint, in one ref
+// transaction: both happen or neither. A branch that moved since head was
+// read is a refusal with nothing changed.
+func (s *State) backupAndMove(ctx context.Context, commit string, cp *Checkpoint, head string) (string, error) {
+	ref := cp.Branch
+	if ref == "" {
+		ref = "HEAD"
+	}
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	for i := 0; i < 100; i++ {
+		backup := BackupPrefix + stamp + "-" + short(commit)[:8]
+		if i > 0 {
+			backup += "-" + strconv.Itoa(i)
+		}
+		tx := fmt.Sprintf("create %s %s\nupdate %s %s %s\n", backup, commit, ref, cp.Head, head)
+		_, err := s.Repo.RunEnv(ctx, nil, []byte(tx), "update-ref", "--no-deref", "-m", "wiggum rollback to "+short(cp.Head), "--stdin")
+		if err == nil {
+			return backup, nil
+		}
+		var ge *git.Error
+		if !errors.As(err, &ge) {
+			return "", fmt.Errorf("rollback: save backup: %w", err)
+		}
+		if strings.Contains(ge.Stderr, backup) && strings.Contains(ge.Stderr, "exists") {
+			continue
+		}
+		return "", refuse("HEAD moved while rolling back (%s)", strings.TrimSpace(ge.Stderr))
+	}
+	return "", errors.New("rollback: save backup: could not find a free backup ref name")
+}
+
 // Backup saves HEAD plus every uncommitted (tracked and untracked, not
 // ignored) file as one commit under refs/wiggum/backup/, leaving the index
 // and working tree untouched. It returns the ref.
 func (s *State) Backup(ctx context.Context, reason string) (string, error) {
-	head, err := s.Repo.Head(ctx)
+	now, err := s.Repo.Status(ctx)
 	if err != nil {
-		return "", fmt.Errorf("backup: read HEAD: %w", err)
+		return "", fmt.Errorf("backup: read HEAD and status: %w", err)
 	}
-	if head == "" {
+	if now.Head == "" {
 		return "", errors.New("backup: the repository has no commits yet")
 	}
-	branch, _ := s.Repo.Branch(ctx)
-	msg := fmt.Sprintf("wiggum backup: %s\n\nhead: %s\nbranch: %s\n", reason, head, BranchName(branch))
-	commit, err := s.snapshot(ctx, head, msg)
+	msg := fmt.Sprintf("wiggum backup: %s\n\nhead: %s\nbranch: %s\n", reason, now.Head, BranchName(now.Branch))
+	commit, _, _, err := s.snapshot(ctx, now, msg, false)
 	if err != nil {
 		return "", fmt.Errorf("backup: %w", err)
 	}

@@ -72,7 +72,9 @@ type SaveOptions struct {
 // Save records the current state as the rollback point. The caller must hold
 // the agent lock or act inside its session.
 func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Checkpoint, error) {
-	now, err := s.Repo.Status(ctx)
+	// The one status call also refreshes the index's stat data, so neither
+	// this snapshot nor the rollback's hashes an unchanged file twice.
+	now, err := s.Repo.RefreshStatus(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: read HEAD and status: %w", err)
 	}
@@ -89,7 +91,7 @@ func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Ch
 	cp := &Checkpoint{Head: head, Branch: branch, Session: session, Time: time.Now().UTC()}
 	recorded := head
 	if now.Dirty() {
-		snap, err := s.snapshot(ctx, head, "wiggum checkpoint snapshot")
+		snap, _, _, err := s.snapshot(ctx, now, "wiggum checkpoint snapshot", false)
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: snapshot the working tree: %w", err)
 		}
@@ -160,48 +162,9 @@ func (s *State) Load() (*Checkpoint, error) {
 	return &cp, nil
 }
 
-// snapshot writes a commit, child of parent, whose tree is the whole working
-// tree (tracked and untracked, not ignored). A temporary index is used, so
-// the user's index is untouched.
-func (s *State) snapshot(ctx context.Context, parent, message string, extraParents ...string) (string, error) {
-	tmp, err := os.CreateTemp(s.Repo.GitDir, "wiggum-index-")
-	if err != nil {
-		return "", err
-	}
-	tmpPath := tmp.Name()
-	tmp.Close()
-	os.Remove(tmpPath) // git wants to create the index itself
-	defer os.Remove(tmpPath)
-	env := []string{"GIT_INDEX_FILE=" + tmpPath}
-	if _, err := s.Repo.RunEnv(ctx, env, nil, "read-tree", parent); err != nil {
-		return "", err
-	}
-	if _, err := s.Repo.RunEnv(ctx, env, nil, "add", "-A", "--", "."); err != nil {
-		return "", err
-	}
-	tree, err := s.Repo.RunEnv(ctx, env, nil, "write-tree")
-	if err != nil {
-		return "", err
-	}
-	args := []string{"commit-tree", strings.TrimSpace(tree), "-p", parent}
-	for _, p := range extraParents {
-		args = append(args, "-p", p)
-	}
-	out, err := s.Repo.RunEnv(ctx, wiggumIdent, []byte(message+"\n"), append(args, "-F", "-")...)
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(out), nil
-}
-
 // wiggumIdent signs the commits wiggum makes for itself (snapshots and
 // backups), so they work in a repository with no identity configured.
 var wiggumIdent = []string{
 	"GIT_AUTHOR_NAME=wiggum", "GIT_AUTHOR_EMAIL=wiggum@localhost",
 	"GIT_COMMITTER_NAME=wiggum", "GIT_COMMITTER_EMAIL=wiggum@localhost",
-}
-
-// treeOf returns the tree id of a commit.
-func (s *State) treeOf(ctx context.Context, commit string) (string, error) {
-	return s.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", commit+"^{tree}")
 }

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // RefusedError is a rollback that was not safe. Nothing was changed.
@@ -61,77 +58,61 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		return nil, err
 	}
 	cp, now := f.Checkpoint, f.Now
-	head, dirty := now.Head, now.Dirty()
+	head := now.Head
 	res := &RollbackResult{Checkpoint: cp, DryRun: opts.DryRun, Commits: f.Commits}
+	msg := backupMessage(opts.Reason, head, cp)
 
 	// What the working tree holds now, and what the checkpoint held.
-	nowTree, err := s.treeOf(ctx, head)
-	if err != nil {
-		return nil, fmt.Errorf("rollback: %w", err)
-	}
+	nowTree := f.HeadTree
 	var current string // snapshot commit of the working tree, when dirty
-	if dirty {
-		current, err = s.snapshot(ctx, head, backupMessage(opts.Reason, head, cp))
+	var idx *treeIndex // the private index behind it, reused to restore
+	if now.Dirty() {
+		current, nowTree, idx, err = s.snapshot(ctx, now, msg, !opts.DryRun)
 		if err != nil {
 			return nil, fmt.Errorf("rollback: snapshot the working tree: %w", err)
 		}
-		if nowTree, err = s.treeOf(ctx, current); err != nil {
-			return nil, fmt.Errorf("rollback: %w", err)
-		}
+		defer idx.remove()
 	}
-	wantTree := f.SnapshotTree
-	if wantTree == "" {
-		if wantTree, err = s.treeOf(ctx, cp.Head); err != nil {
-			return nil, fmt.Errorf("rollback: %w", err)
-		}
+	wantTree := f.CheckpointTree
+	if cp.Snapshot != "" {
+		wantTree = f.SnapshotTree
 	}
 	if len(res.Commits) == 0 && nowTree == wantTree {
 		res.NothingToDo = true
 		return res, nil
 	}
-	out, err := s.Repo.Run(ctx, "diff", "--name-only", "-z", "--no-renames", wantTree, nowTree)
+	changes, err := s.diffTrees(ctx, nowTree, wantTree)
 	if err != nil {
 		return nil, fmt.Errorf("rollback: diff: %w", err)
 	}
-	res.Files = git.SplitZ(out)
+	for _, c := range changes {
+		res.Files = append(res.Files, c.path)
+	}
 	res.Removed = newUntracked(cp, now.Untracked)
 	if opts.DryRun {
 		return res, nil
 	}
 
-	// Save first: nothing is discarded that is not in a backup ref.
+	// Save first: nothing is discarded that is not in a backup ref. The
+	// backup ref and the branch move are one ref transaction, and the branch
+	// moves only if it still is where it was checked: a commit that lands
+	// meanwhile makes both fail instead of being lost.
 	if current == "" {
-		current, err = s.backupCommit(ctx, head, backupMessage(opts.Reason, head, cp))
+		current, err = s.backupCommit(ctx, head, msg)
 		if err != nil {
 			return nil, fmt.Errorf("rollback: save backup: %w", err)
 		}
 	}
-	if res.BackupRef, err = s.createBackupRef(ctx, current); err != nil {
-		return nil, fmt.Errorf("rollback: save backup: %w", err)
+	lk, err := s.lockIndex()
+	if err != nil {
+		return nil, err
 	}
-
-	// Move the branch only if it still is where we checked it: a commit
-	// that lands meanwhile makes this fail instead of being lost.
-	ref := cp.Branch
-	args := []string{"update-ref", "-m", "wiggum rollback to " + short(cp.Head)}
-	if ref == "" {
-		args = append(args, "--no-deref", "HEAD")
-	} else {
-		args = append(args, ref)
+	defer lk.release()
+	if res.BackupRef, err = s.backupAndMove(ctx, current, cp, head); err != nil {
+		return nil, err
 	}
-	if _, err := s.Repo.Run(ctx, append(args, cp.Head, head)...); err != nil {
-		return nil, refuse("HEAD moved while rolling back (%v); your state is saved in %s", err, res.BackupRef)
-	}
-	if _, err := s.Repo.Run(ctx, "reset", "--hard", "--quiet"); err != nil {
-		return nil, fmt.Errorf("rollback: reset to %s (everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
-	}
-	if cp.Snapshot != "" {
-		if err := s.checkoutTree(ctx, cp.Snapshot); err != nil {
-			return nil, fmt.Errorf("rollback: restore uncommitted files of the checkpoint (everything is saved in %s): %w", res.BackupRef, err)
-		}
-	}
-	if err := s.removeUntracked(ctx, cp); err != nil {
-		return nil, fmt.Errorf("rollback: remove new files (everything is saved in %s): %w", res.BackupRef, err)
+	if err := s.restoreTree(ctx, lk, idx, cp, changes); err != nil {
+		return nil, fmt.Errorf("rollback: return the working tree to %s (everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
 	}
 	return res, nil
 }
@@ -149,7 +130,11 @@ func (s *State) rollbackFacts(ctx context.Context, opts RollbackOptions) (*rollb
 		return nil, err
 	}
 	f.Checkpoint = cp
-	objs := []string{cp.Head + "^{commit}", f.RecordRef}
+	if f.Now, err = s.Repo.Status(ctx); err != nil {
+		return nil, fmt.Errorf("read HEAD and status: %w", err)
+	}
+	// One object lookup answers every question about objects and refs.
+	objs := []string{cp.Head + "^{commit}", f.RecordRef, cp.Head + "^{tree}", f.Now.Head + "^{tree}"}
 	if cp.Snapshot != "" {
 		objs = append(objs, cp.Snapshot+"^{tree}", cp.Snapshot+"^1")
 	}
@@ -157,15 +142,12 @@ func (s *State) rollbackFacts(ctx context.Context, opts RollbackOptions) (*rollb
 	if err != nil {
 		return nil, err
 	}
-	f.HeadExists, f.Recorded = found[0] != "", found[1]
+	f.HeadExists, f.Recorded, f.CheckpointTree, f.HeadTree = found[0] != "", found[1], found[2], found[3]
 	if cp.Snapshot != "" {
-		f.SnapshotTree, f.SnapshotParent = found[2], found[3]
+		f.SnapshotTree, f.SnapshotParent = found[4], found[5]
 	}
 	if !f.HeadExists {
 		return f, nil
-	}
-	if f.Now, err = s.Repo.Status(ctx); err != nil {
-		return nil, fmt.Errorf("read HEAD and status: %w", err)
 	}
 	f.Ancestor = true
 	if f.Now.Head != cp.Head {
@@ -233,28 +215,6 @@ func newUntracked(cp *Checkpoint, now []string) []string {
 		}
 	}
 	return out
-}
-
-// removeUntracked deletes untracked files that did not exist at checkpoint
-// time, and directories that become empty. Missing is fine: a file that is
-// already gone is the wanted outcome.
-func (s *State) removeUntracked(ctx context.Context, cp *Checkpoint) error {
-	now, err := s.Repo.Untracked(ctx)
-	if err != nil {
-		return err
-	}
-	for _, rel := range newUntracked(cp, now) {
-		path := filepath.Join(s.Repo.Root, filepath.FromSlash(rel))
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		for dir := filepath.Dir(path); dir != s.Repo.Root && strings.HasPrefix(dir, s.Repo.Root); dir = filepath.Dir(dir) {
-			if os.Remove(dir) != nil {
-				break
-			}
-		}
-	}
-	return nil
 }
 
 func short(sha string) string {

@@ -31,6 +31,9 @@ type rollbackFacts struct {
 	// SnapshotParent is the first parent of the checkpoint's snapshot.
 	SnapshotParent string
 	RecordRef      string // the ref Recorded was read from
+	// The trees of HEAD and the checkpoint commit, read with the rest for
+	// the acting phase.
+	HeadTree, CheckpointTree string
 	// SnapshotTree is the tree of the checkpoint's snapshot ("" when the
 	// checkpoint has none, or it is gone).
 	SnapshotTree string

@@ -178,15 +178,6 @@ func (r *Repo) InProgress() string {
 	return ""
 }
 
-// Untracked lists untracked files that are not ignored, relative to the root.
-func (r *Repo) Untracked(ctx context.Context) ([]string, error) {
-	out, err := r.Run(ctx, "ls-files", "-z", "--others", "--exclude-standard")
-	if err != nil {
-		return nil, err
-	}
-	return SplitZ(out), nil
-}
-
 // SplitZ splits NUL-terminated git output.
 func SplitZ(s string) []string {
 	var out []string

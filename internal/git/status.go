@@ -56,6 +56,18 @@ func (r *Repo) Status(ctx context.Context) (*Status, error) {
 	return ParseStatus(out)
 }
 
+// RefreshStatus is Status that also lets git write back the stat data it
+// refreshed (as a plain `git status` does when it can take the index lock
+// at once; it never waits for it). Files that were touched without being
+// changed are then hashed once, not by every later read.
+func (r *Repo) RefreshStatus(ctx context.Context) (*Status, error) {
+	out, err := r.RunEnv(ctx, []string{"GIT_OPTIONAL_LOCKS=1"}, nil, statusArgs...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStatus(out)
+}
+
 // ParseStatus reads the output of `git status --porcelain=v2 -z --branch`.
 // A record it does not understand is an error, never "clean".
 func ParseStatus(out string) (*Status, error) {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStatusClean(t *testing.T) {
@@ -138,5 +139,30 @@ func TestParseStatusRejectsWhatItDoesNotKnow(t *testing.T) {
 		if st, err := ParseStatus(bad); err == nil {
 			t.Errorf("%q read as %+v", bad, st)
 		}
+	}
+}
+
+func TestRefreshStatusWritesBackStatData(t *testing.T) {
+	dir := testRepo(t)
+	// Touch a file without changing it: its stat data in the index is stale.
+	p := filepath.Join(dir, "a.txt")
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(p, later, later); err != nil {
+		t.Fatal(err)
+	}
+	stale := gitT(t, dir, "ls-files", "--debug", "a.txt")
+	r := &Repo{Root: dir}
+	if _, err := r.Status(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitT(t, dir, "ls-files", "--debug", "a.txt"); got != stale {
+		t.Fatal("Status wrote the index")
+	}
+	st, err := r.RefreshStatus(ctx)
+	if err != nil || st.Dirty() {
+		t.Fatalf("%+v %v", st, err)
+	}
+	if got := gitT(t, dir, "ls-files", "--debug", "a.txt"); got == stale {
+		t.Fatal("RefreshStatus left the stale stat data")
 	}
 }
