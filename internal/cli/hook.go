@@ -44,24 +44,35 @@ problems go to .ralph/wiggum/hook-debug.log (and stderr with -v).
   wiggum hook git pre-push origin url`
 }
 
-// HookAgentCmd answers one agent event.
+// HookAgentCmd answers one agent event. Its flags are parsed by
+// parseAgentHook alone - the same parser the fast path before kong uses -
+// so they are declared once, in hookFlags.
 type HookAgentCmd struct {
-	Guard       string `enum:"session,always,off" default:"session" help:"When the command guard is on: session (while a wiggum session holds the lock), always, off."`
-	RequireRead bool   `name:"require-read" help:"Deny editing an existing file not read first in this conversation."`
+	Args []string `arg:"" optional:"" passthrough:"" help:"Hook flags, see above."`
+}
+
+// Help lists the flags from the table the parser reads.
+func (c *HookAgentCmd) Help() string {
+	var b strings.Builder
+	b.WriteString("Hook flags (after the agent name; an unknown one is reported and ignored, never blocking the agent):\n")
+	for _, f := range hookFlags {
+		fmt.Fprintf(&b, "  %-28s %s\n", f.usage, f.help)
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 // Run answers the event. One command type serves every agent; the agent is
 // the subcommand's name ("hook claude").
 func (c *HookAgentCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
-	opts := hooks.Options{Guard: c.Guard, RequireRead: c.RequireRead}
-	if g.Verbose {
-		opts.Verbose = g.stderr
-	}
 	agent := ""
 	if words := strings.Fields(k.Command()); len(words) > 1 {
 		agent = words[1]
 	}
-	hooks.Run(ctx, agent, os.Stdin, g.stdout, opts)
+	h, _ := parseAgentHook(append([]string{"hook", agent}, c.Args...))
+	if g.Verbose {
+		h.opts.Verbose = g.stderr
+	}
+	h.run(os.Stdin, g.stdout, g.stderr)
 	return nil
 }
 
@@ -104,6 +115,20 @@ type agentHook struct {
 	warnings []string
 }
 
+// hookFlags are the flags of `wiggum hook AGENT`.
+var hookFlags = []struct {
+	name, usage, help string
+	value             bool // takes a value
+	set               func(h *agentHook, v string)
+}{
+	{"--guard", "--guard=session|always|off", "When the command guard is on: while a wiggum session holds the lock (default), always, or off.", true,
+		func(h *agentHook, v string) { h.setGuard(v) }},
+	{"--require-read", "--require-read", "Deny editing an existing file not read first in this conversation.", false,
+		func(h *agentHook, _ string) { h.opts.RequireRead = true }},
+	{"--verbose", "-v, --verbose", "Also write problems to stderr.", false,
+		func(h *agentHook, _ string) { h.opts.Verbose = os.Stderr }},
+}
+
 func parseAgentHook(args []string) (agentHook, bool) {
 	if len(args) < 2 || args[0] != "hook" {
 		return agentHook{}, false
@@ -112,27 +137,30 @@ func parseAgentHook(args []string) (agentHook, bool) {
 	if _, ok := hooks.Adapters[h.agent]; !ok {
 		return agentHook{}, false
 	}
-	verbose := false
+next:
 	for i := 2; i < len(args); i++ {
 		a := args[i]
-		switch {
-		case a == "-h" || a == "--help":
+		if a == "-h" || a == "--help" {
 			return agentHook{}, false
-		case a == "--require-read":
-			h.opts.RequireRead = true
-		case a == "-v" || a == "--verbose":
-			verbose = true
-		case a == "--guard" && i+1 < len(args):
-			i++
-			h.setGuard(args[i])
-		case strings.HasPrefix(a, "--guard="):
-			h.setGuard(strings.TrimPrefix(a, "--guard="))
-		default:
-			h.warnings = append(h.warnings, fmt.Sprintf("unknown flag %q ignored", a))
 		}
-	}
-	if verbose {
-		h.opts.Verbose = os.Stderr
+		if a == "-v" {
+			a = "--verbose"
+		}
+		for _, f := range hookFlags {
+			switch {
+			case a == f.name && !f.value:
+				f.set(&h, "")
+				continue next
+			case a == f.name && i+1 < len(args):
+				i++
+				f.set(&h, args[i])
+				continue next
+			case f.value && strings.HasPrefix(a, f.name+"="):
+				f.set(&h, strings.TrimPrefix(a, f.name+"="))
+				continue next
+			}
+		}
+		h.warnings = append(h.warnings, fmt.Sprintf("unknown flag %q ignored", a))
 	}
 	return h, true
 }

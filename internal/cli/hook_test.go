@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/wiggum-dev/wiggum/hooks"
+)
+
+// The fast path and `wiggum hook AGENT` under kong share one parser and one
+// flag table; a bad flag or value warns and never fails the agent.
+func TestParseAgentHook(t *testing.T) {
+	for _, c := range []struct {
+		args     []string
+		ok       bool
+		guard    string
+		read     bool
+		verbose  bool
+		warnings int
+	}{
+		{[]string{"hook", "claude"}, true, hooks.GuardSession, false, false, 0},
+		{[]string{"hook", "codex", "--guard", "always", "--require-read"}, true, hooks.GuardAlways, true, false, 0},
+		{[]string{"hook", "gemini", "--guard=off", "-v"}, true, hooks.GuardOff, false, true, 0},
+		{[]string{"hook", "cursor", "--guard=sometimes", "--bogus"}, true, hooks.GuardSession, false, false, 2},
+		{[]string{"hook", "claude", "--guard"}, true, hooks.GuardSession, false, false, 1},
+		{[]string{"hook", "claude", "--help"}, false, "", false, false, 0},
+		{[]string{"hook", "git", "pre-push"}, false, "", false, false, 0},
+		{[]string{"status"}, false, "", false, false, 0},
+	} {
+		h, ok := parseAgentHook(c.args)
+		name := strings.Join(c.args, " ")
+		if ok != c.ok {
+			t.Errorf("%s: ok = %v", name, ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if h.opts.Guard != c.guard || h.opts.RequireRead != c.read || (h.opts.Verbose != nil) != c.verbose || len(h.warnings) != c.warnings {
+			t.Errorf("%s: guard %q read %v verbose %v warnings %q", name, h.opts.Guard, h.opts.RequireRead, h.opts.Verbose != nil, h.warnings)
+		}
+	}
+}
