@@ -164,7 +164,7 @@ func (r *run) openJournal() error {
 // its worktrees and branches (saved, then removed; a branch it had already
 // merged lands its story), and stories the plan no longer has.
 func (r *run) recover(ctx context.Context) error {
-	if err := waitIndexFree(ctx, r.st.Repo.GitDir); err != nil {
+	if err := waitGitLocks(ctx, r.st.Repo.CommonDir); err != nil {
 		return err
 	}
 	stories, err := r.opts.Plan.Stories()
@@ -265,15 +265,17 @@ func (r *run) recover(ctx context.Context) error {
 	return nil
 }
 
-// waitIndexFree waits while git's index lock of gitDir exists: a killed
-// run's git commands get SIGTERM at its death and remove their lock on the
-// way out, which can take a moment. One that stays is a git process that
-// died without cleaning up (or a person's live git): named, not removed.
-func waitIndexFree(ctx context.Context, gitDir string) error {
-	lock := filepath.Join(gitDir, "index.lock")
+// waitGitLocks waits while git lock files (index.lock, a ref's .lock, in
+// the shared git dir and every worktree's) exist: a killed run's git
+// commands get SIGTERM at its death and remove their locks on the way out,
+// which can take a moment on a busy machine. One that stays is a git
+// process that died without cleaning up (or a person's live git): named,
+// never removed.
+func waitGitLocks(ctx context.Context, commonDir string) error {
 	deadline := time.Now().Add(dyingWait)
 	for {
-		if _, err := os.Lstat(lock); errors.Is(err, fs.ErrNotExist) {
+		lock := gitLockFile(commonDir)
+		if lock == "" {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -285,6 +287,28 @@ func waitIndexFree(ctx context.Context, gitDir string) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// gitLockFile returns a git lock file under commonDir, or "".
+func gitLockFile(commonDir string) string {
+	found := ""
+	_ = filepath.WalkDir(commonDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || found != "" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() {
+			if rel, _ := filepath.Rel(commonDir, path); rel == "objects" || rel == "logs" || rel == "hooks" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		// wiggum's own flock files are not git's locks.
+		if strings.HasSuffix(d.Name(), ".lock") && !strings.HasPrefix(d.Name(), "wiggum-") {
+			found = path
+		}
+		return nil
+	})
+	return found
 }
 
 // untick undoes ticks a killed merge coordinator wrote into the plan and
