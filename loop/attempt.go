@@ -104,7 +104,10 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (st
 	if out.ok {
 		killpoint.At("attempt-committed")
 		end.Outcome, end.Commit = "done", out.commit
-		if err := r.led.record(end, true); err != nil {
+		// Not synced: the commit is the durable record of a done story (a
+		// resume after a power cut finds it ticked in the committed plan);
+		// a worker's done record is synced by its merge's journal entry.
+		if err := r.led.record(end, e.tick == nil); err != nil {
 			return step{}, err
 		}
 		r.addCompleted(story.ID)

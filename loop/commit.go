@@ -81,6 +81,15 @@ func (c *committer) changes(ctx context.Context) (*treeState, error) {
 // commitAll commits every change in the working tree except kept paths. It
 // returns the new commit's short id, or "" when nothing changed.
 func (c *committer) commitAll(ctx context.Context, message string) (string, error) {
+	if len(c.keep) == 0 {
+		// Nothing to leave out: git add -A and commit say themselves
+		// whether anything changed (commit's "nothing to commit" is
+		// ""), so the status call would only cost a process.
+		if _, err := c.git(ctx, nil, "add", "-A", "--", ":/"); err != nil {
+			return "", fmt.Errorf("stage changes: %w", err)
+		}
+		return c.run(ctx, append(append([]string{}, noAutoGC...), "commit", "-m", message))
+	}
 	ts, err := c.changes(ctx)
 	if err != nil {
 		return "", err
@@ -88,11 +97,7 @@ func (c *committer) commitAll(ctx context.Context, message string) (string, erro
 	if len(ts.paths) == 0 && len(ts.staged) == 0 {
 		return "", nil
 	}
-	if len(c.keep) == 0 {
-		if _, err := c.git(ctx, nil, "add", "-A", "--", ":/"); err != nil {
-			return "", fmt.Errorf("stage changes: %w", err)
-		}
-	} else if err := c.stageExcept(ctx, ts); err != nil {
+	if err := c.stageExcept(ctx, ts); err != nil {
 		return "", fmt.Errorf("stage changes: %w", err)
 	}
 	return c.run(ctx, append(append([]string{}, noAutoGC...), "commit", "-m", message))

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -164,7 +165,7 @@ func (r *run) openJournal() error {
 // its worktrees and branches (saved, then removed; a branch it had already
 // merged lands its story), and stories the plan no longer has.
 func (r *run) recover(ctx context.Context) error {
-	if err := waitGitLocks(ctx, r.st.Repo.CommonDir); err != nil {
+	if err := r.waitGitLocks(ctx); err != nil {
 		return err
 	}
 	stories, err := r.opts.Plan.Stories()
@@ -268,10 +269,13 @@ func (r *run) recover(ctx context.Context) error {
 // waitGitLocks waits while git lock files (index.lock, a ref's .lock, in
 // the shared git dir and every worktree's) exist: a killed run's git
 // commands get SIGTERM at its death and remove their locks on the way out,
-// which can take a moment on a busy machine. One that stays is a git
-// process that died without cleaning up (or a person's live git): named,
-// never removed.
-func waitGitLocks(ctx context.Context, commonDir string) error {
+// which can take a moment on a busy machine. A lock that outlives the wait
+// while no git process works in the repository was left by a git that
+// died without cleaning up (killed with SIGKILL, or by a reboot): it is
+// removed, and said so. With a git process still working there, it is an
+// error naming the file.
+func (r *run) waitGitLocks(ctx context.Context) error {
+	commonDir := r.st.Repo.CommonDir
 	deadline := time.Now().Add(dyingWait)
 	for {
 		lock := gitLockFile(commonDir)
@@ -279,7 +283,14 @@ func waitGitLocks(ctx context.Context, commonDir string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("run: %s exists for more than %s: a git command is running or died without removing it; if no git is running, remove it and run again", lock, dyingWait)
+			if pid := gitWorkingIn(r.st.Repo.Root, commonDir); pid > 0 {
+				return fmt.Errorf("run: %s exists for more than %s and git (pid %d) is working in the repository; run again when it is done", lock, dyingWait, pid)
+			}
+			if err := os.Remove(lock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("run: remove the stale git lock %s: %w", lock, err)
+			}
+			r.disp.printf("removed %s, left by a git process that died without cleaning up", lock)
+			continue
 		}
 		select {
 		case <-ctx.Done():
@@ -287,6 +298,32 @@ func waitGitLocks(ctx context.Context, commonDir string) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// gitWorkingIn returns the pid of a live git process whose working
+// directory is inside root or the git dir, or 0.
+func gitWorkingIn(root, commonDir string) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err != nil || !strings.HasPrefix(strings.TrimSpace(string(comm)), "git") {
+			continue
+		}
+		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
+		if err != nil {
+			continue
+		}
+		for _, dir := range []string{root, commonDir} {
+			if cwd == dir || strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
+				return pid
+			}
+		}
+	}
+	return 0
 }
 
 // gitLockFile returns a git lock file under commonDir, or "".

@@ -62,7 +62,7 @@ func WriteRun(st *checkpoint.State, r Run) error {
 	if err != nil {
 		return err
 	}
-	if err := statefile.Write(path, append(data, '\n')); err != nil {
+	if err := statefile.Replace(path, append(data, '\n')); err != nil {
 		return fmt.Errorf("session: write run record: %w", err)
 	}
 	return nil

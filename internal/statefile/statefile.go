@@ -71,6 +71,35 @@ func Write(path string, data []byte) error {
 	return renameio.WriteFile(path, data, 0o644)
 }
 
+// Replace replaces path with data atomically (temp file, rename) without
+// an fsync: a crash of the process never leaves it torn, a power cut may
+// leave the old content or an empty file. For records of what is running
+// right now (rewritten every iteration), where an fsync buys nothing.
+func Replace(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(f.Name(), 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		_ = os.Remove(f.Name())
+	}
+	return werr
+}
+
 // AppendLine appends line and a newline to path with one write under an
 // flock, synced, so lines from concurrent writers never interleave.
 func AppendLine(path string, line []byte) error {
