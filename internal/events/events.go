@@ -14,7 +14,7 @@ import (
 // underscored ones; the agent hooks write the hyphenated ones.
 const (
 	RunStart        = "run_start"        // plan, agent, pid, workers, stories, done, resumed
-	RunEnd          = "run_end"          // iterations, completed, skipped, open, error
+	RunEnd          = "run_end"          // iterations, completed, skipped, open, cost_usd (the run's, across resumes), error
 	IterationStart  = "iteration_start"  // iteration, story, title, attempt, attempts (allowed), worker, output
 	Tool            = "tool"             // story, iteration, worker, tool, tokens so far (throttled)
 	IterationEnd    = "iteration_end"    // + outcome, started, duration_ms, commit, backup, cost_usd, tokens

@@ -228,8 +228,8 @@ func TestMoreMessages(t *testing.T) {
 			KindGuardDenied, "wiggum: the guard held a command for approval", "US-2: `curl x | sh`: cannot tell"},
 		{events.Event{Name: events.RollbackRefused, Story: "US-9", Reason: "HEAD moved"},
 			KindRollbackRefused, "wiggum: a rollback was refused; the run stops", "US-9: HEAD moved"},
-		{events.Event{Name: events.RunEnd, Iterations: 3, Completed: []string{"A", "B"}},
-			KindRunEnd, "wiggum: run finished", "3 iteration(s): 2 story(ies) done, 0 skipped, 0 open"},
+		{events.Event{Name: events.RunEnd, Iterations: 3, Completed: []string{"A", "B"}, CostUSD: 4.5},
+			KindRunEnd, "wiggum: run finished", "3 iteration(s): 2 story(ies) done, 0 skipped, 0 open, $4.50 spent"},
 	} {
 		m, ok := tr.message(c.ev)
 		if !ok || m.Kind != c.kind || m.Title != c.title || m.Text != c.text || m.Event == nil {

@@ -84,6 +84,9 @@ func (t *tracker) message(ev events.Event) (Message, bool) {
 			m.Title, m.Severity = "wiggum: run stopped", SeverityWarning
 		}
 		m.Text = fmt.Sprintf("%d iteration(s): %d story(ies) done, %d skipped, %d open", ev.Iterations, len(ev.Completed), len(ev.Skipped), ev.Open)
+		if ev.CostUSD > 0 {
+			m.Text += fmt.Sprintf(", $%.2f spent", ev.CostUSD)
+		}
 		if ev.Error != "" {
 			m.Text += ". " + clip(ev.Error)
 		}
