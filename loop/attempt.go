@@ -18,6 +18,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/internal/telemetry"
 )
 
 // executor runs attempts at stories in one working tree - the main tree
@@ -41,6 +42,8 @@ type executor struct {
 	// worker numbers a parallel worker (1..N) in its events; 0 is serial.
 	worker int
 	branch string
+	span   *telemetry.Span // the current attempt's
+	source string          // what failed it, for its span
 }
 
 // outcome of one attempt.
@@ -66,7 +69,7 @@ type step struct {
 // attempt runs one attempt at story and records it. Errors stop the run: a
 // refused rollback, a final condition of the agent's account, state that
 // cannot be written; a signal returns context.Canceled.
-func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (step, error) {
+func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (res step, err error) {
 	r := e.run
 	started := time.Now()
 	if err := e.writeRun(iter, story, started); err != nil {
@@ -77,6 +80,8 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (st
 	e.event("iteration_start", map[string]any{"iteration": iter, "story": story.ID, "title": story.Title,
 		"attempt": attempt, "attempts": r.opts.Retries + 1, "worker": e.worker, "output": AgentLog(iter)})
 	e.disp.printf("── iteration %d · %s: %s (attempt %d of %d)", iter, story.ID, story.Title, attempt, r.opts.Retries+1)
+	e.startAttempt(iter, story, attempt)
+	defer func() { e.endAttempt(res, err) }()
 
 	cp, err := e.st.Save(ctx, e.session, checkpoint.SaveOptions{})
 	if err != nil {
@@ -95,6 +100,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (st
 	e.disp.begin(fmt.Sprintf("%s (iteration %d)", story.ID, iter))
 	out := e.run1(ctx, iter, story, prompt)
 	e.disp.end()
+	e.traceOutcome(story, out)
 	end := journalRec{T: "end", Story: story.ID, Attempt: attempt, Iter: iter}
 	if out.res != nil {
 		u := out.res.Usage
@@ -182,11 +188,13 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	obs := e.observe(iter, story.ID)
 	defer obs.close()
 	hold := e.lock.Dup()
+	sp := e.span.Start(telemetry.SpanAgent, telemetry.Attrs{"wiggum.agent": r.opts.Agent.Name, "process.command_line": strings.Join(r.opts.Agent.Argv, " ")})
 	res, err := agent.Run(ctx, r.opts.Agent, agent.Options{
 		Dir: e.st.Repo.Root, Env: env, Prompt: prompt,
 		Timeout: r.opts.Timeout, IdleTimeout: r.opts.IdleTimeout, Grace: r.opts.Grace, Hold: hold,
 		Line: obs.line, Event: obs.event,
 	})
+	endProcess(sp, res, err)
 	if hold != nil {
 		hold.Close()
 	}
@@ -214,10 +222,12 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	}
 	if r.opts.TestCmd != "" {
 		e.disp.printf("  gate: %s", r.opts.TestCmd)
+		sp := e.span.Start(telemetry.SpanGate, telemetry.Attrs{"process.command_line": r.opts.TestCmd})
 		gate, err := agent.Run(ctx, agent.Profile{Name: "gate", Argv: []string{"sh", "-c", r.opts.TestCmd}}, agent.Options{
 			Dir: e.st.Repo.Root, Env: env, Timeout: r.opts.Timeout, Grace: r.opts.Grace,
 			Line: obs.line,
 		})
+		endProcess(sp, gate, err)
 		if err != nil {
 			return outcome{source: "gate", command: r.opts.TestCmd, detail: err.Error(), output: err.Error(), res: res}
 		}
@@ -263,7 +273,15 @@ func (e *executor) commitWork(ctx context.Context, story *plan.Story) (string, e
 // rollback returns the tree to the attempt's checkpoint. A refusal stops
 // the run: someone else changed the repository, and the loop must not
 // carry on over their work.
-func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int, out outcome) (string, error) {
+func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int, out outcome) (backup string, err error) {
+	sp := e.span.Start(telemetry.SpanRollback, telemetry.Attrs{telemetry.AttrStory: story.ID, "wiggum.reason": out.detail})
+	defer func() {
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		sp.End(telemetry.Attrs{"wiggum.backup": backup}, msg)
+	}()
 	res, err := e.st.Rollback(context.WithoutCancel(ctx), checkpoint.RollbackOptions{
 		Session: e.session,
 		Reason:  fmt.Sprintf("%s attempt %d: %s", story.ID, attempt, out.detail),

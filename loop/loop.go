@@ -27,6 +27,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/internal/telemetry"
 )
 
 // MaxIterationsLimit is the hard upper bound on --max-iterations, a safety
@@ -67,6 +68,8 @@ type Options struct {
 	// Workers > 1 runs that many stories at once, each in its own worktree
 	// (RunParallel).
 	Workers int
+	// Tracer exports the run as a trace; nil exports nothing.
+	Tracer *telemetry.Tracer
 }
 
 // Summary is how a run ended.

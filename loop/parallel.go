@@ -15,6 +15,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/internal/telemetry"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
 
@@ -237,9 +238,10 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int) {
 	// A story committed before a signal is merged all the same.
 	if held != nil {
 		p.landShared(context.WithoutCancel(ctx), w, story, done, held)
-		return
+	} else {
+		p.land(context.WithoutCancel(ctx), w, story, done)
 	}
-	p.land(context.WithoutCancel(ctx), w, story, done)
+	p.r.endStory(story.ID, storyOutcome(done, p.skipped(story.ID)))
 }
 
 // failedIteration counts an iteration that completed no story and reports
@@ -318,7 +320,13 @@ func (p *parallel) land(ctx context.Context, w *worktree.Worker, story *plan.Sto
 // could not land.
 func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.Story) *worktree.Merged {
 	msg := fmt.Sprintf("Merge %s\n\nwiggum merged %s (branch %s).\n", commitMessage(story), story.ID, strings.TrimPrefix(w.Branch, "refs/heads/"))
+	sp := p.r.storySpan(story).Start(telemetry.SpanMerge, telemetry.Attrs{telemetry.AttrStory: story.ID, "wiggum.branch": w.Branch})
 	m, err := worktree.Merge(ctx, p.r.st.Repo, p.target, w.Branch, msg)
+	if err != nil {
+		sp.End(telemetry.Attrs{telemetry.AttrOutcome: "not merged"}, err.Error())
+	} else {
+		sp.End(telemetry.Attrs{telemetry.AttrOutcome: "merged", "wiggum.commit": m.Commit, "wiggum.fast_forward": m.FastForward}, "")
+	}
 	var conflict *worktree.ConflictError
 	var blocked *worktree.BlockedError
 	switch {

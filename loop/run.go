@@ -42,6 +42,7 @@ type run struct {
 	sum         Summary
 	sumMu       sync.Mutex
 	last        string // the last attempt's outcome, for run.json
+	trace       spans
 }
 
 // open takes the agent lock and sets up the run: its journal (resuming a
@@ -535,6 +536,7 @@ func (r *run) begin(workers int) {
 		fields["workers"] = workers
 	}
 	r.event("run_start", planCounts(r.opts.Plan, fields))
+	r.traceStart(workers)
 }
 
 // finish reports the run's end and closes its journal when the run ended
@@ -562,6 +564,7 @@ func (r *run) finish(err error) {
 		fields["error"] = err.Error()
 	}
 	r.event("run_end", fields)
+	r.traceEnd(err)
 	var lim *limitStop
 	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) {
 		_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)

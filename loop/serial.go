@@ -75,6 +75,7 @@ func (r *run) serial(ctx context.Context, ex *executor) error {
 		}
 		switch {
 		case res.done:
+			r.endStory(story.ID, "done")
 			stalled = 0
 			continue
 		case res.limit != nil:
@@ -84,6 +85,7 @@ func (r *run) serial(ctx context.Context, ex *executor) error {
 			}
 			continue
 		case res.skipped:
+			r.endStory(story.ID, "skipped")
 			skip[story.ID] = true
 			r.sum.Skipped = append(r.sum.Skipped, story.ID)
 		}

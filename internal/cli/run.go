@@ -17,6 +17,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/internal/telemetry"
 	"github.com/wiggum-dev/wiggum/loop"
 	"github.com/wiggum-dev/wiggum/remote"
 )
@@ -136,6 +137,16 @@ committed. Lines are key = value:
   notify = desktop
   notify-stuck = 45m
 
+Watch a run from another terminal with wiggum watch. With the standard
+OpenTelemetry variables set (OTEL_EXPORTER_OTLP_ENDPOINT or
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf
+or grpc; OTEL_EXPORTER_OTLP_HEADERS; OTEL_SERVICE_NAME) the run is exported
+as one trace: spans wiggum.run > wiggum.story > wiggum.attempt > wiggum.agent,
+wiggum.gate, wiggum.rollback, and wiggum.story > wiggum.merge, with story id,
+outcome, tokens and cost. Without them nothing is set up or sent; a collector
+that does not answer costs the run at most 5s at its end.
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 wiggum run --workers 4
+
 With --remote NAME the plan is shared with wiggum runs on other machines (each
 its own clone, serial or --workers N) through that git remote, with no
 service of its own: a story is claimed there as refs/wiggum/claims/<story>,
@@ -212,6 +223,17 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		opts.Coordinator = coord
 	}
+	// A bad OTEL_* setting is refused before anything changes.
+	tracer, err := telemetry.FromEnv(ctx, Version, func(err error) { g.Log().Warn("telemetry: " + err.Error()) })
+	if err != nil {
+		return badinput.Wrap(err)
+	}
+	defer func() {
+		if err := tracer.Shutdown(); err != nil {
+			g.Log().Warn(err.Error())
+		}
+	}()
+	opts.Tracer = tracer
 	st, err := g.State(ctx)
 	if err != nil {
 		return err

@@ -1,0 +1,235 @@
+// Package telemetry exports a run as one OpenTelemetry trace when the
+// standard OTEL_EXPORTER_OTLP_* variables ask for it. Without them nothing
+// is set up - no SDK, no exporter, no goroutine - and every span is a nil
+// *Span whose methods do nothing.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ShutdownTimeout bounds how long the end of a run waits for its spans to
+// be exported: a slow or hanging collector costs at most this, once.
+const ShutdownTimeout = 5 * time.Second
+
+// Protocols of OTEL_EXPORTER_OTLP_PROTOCOL that wiggum exports with.
+const (
+	ProtocolHTTP = "http/protobuf"
+	ProtocolGRPC = "grpc"
+)
+
+// ConfigError is an OTEL_* variable wiggum cannot honour.
+type ConfigError struct{ Msg string }
+
+func (e *ConfigError) Error() string { return "telemetry: " + e.Msg }
+
+// Configured reports whether the environment asks for traces: an OTLP
+// endpoint is set, and neither OTEL_SDK_DISABLED nor OTEL_TRACES_EXPORTER
+// turns them off.
+func Configured() bool {
+	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
+		return false
+	}
+	if e := os.Getenv("OTEL_TRACES_EXPORTER"); e != "" && e != "otlp" {
+		return false
+	}
+	return os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
+}
+
+// Tracer makes a run's spans. A nil *Tracer makes nil spans.
+type Tracer struct {
+	tp *sdktrace.TracerProvider
+	tr trace.Tracer
+}
+
+// FromEnv sets up OTLP export as the standard variables say (endpoint,
+// protocol, headers, timeout, service name), or returns nil when they do
+// not ask for it. onError receives export errors (never called from the
+// loop's goroutines' critical path: the batch exporter runs apart).
+func FromEnv(ctx context.Context, version string, onError func(error)) (*Tracer, error) {
+	if !Configured() {
+		return nil, nil
+	}
+	proto := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	if proto == "" {
+		proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	var (
+		exp sdktrace.SpanExporter
+		err error
+	)
+	switch proto {
+	case "", ProtocolHTTP:
+		exp, err = otlptracehttp.New(ctx)
+	case ProtocolGRPC:
+		exp, err = otlptracegrpc.New(ctx)
+	default:
+		return nil, &ConfigError{Msg: fmt.Sprintf("OTEL_EXPORTER_OTLP_PROTOCOL %q is not supported; use %s or %s", proto, ProtocolHTTP, ProtocolGRPC)}
+	}
+	if err != nil {
+		return nil, &ConfigError{Msg: "OTLP exporter: " + err.Error()}
+	}
+	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(),
+		resource.WithAttributes(attribute.String("service.name", serviceName()), attribute.String("service.version", version)))
+	if err != nil && res == nil {
+		return nil, &ConfigError{Msg: "resource: " + err.Error()}
+	}
+	if onError != nil {
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(onError))
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	return &Tracer{tp: tp, tr: tp.Tracer("github.com/wiggum-dev/wiggum")}, nil
+}
+
+func serviceName() string {
+	if s := os.Getenv("OTEL_SERVICE_NAME"); s != "" {
+		return s
+	}
+	return "wiggum"
+}
+
+// Shutdown exports what is left and stops, within ShutdownTimeout.
+func (t *Tracer) Shutdown() error {
+	if t == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer cancel()
+	err := t.tp.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("telemetry: spans not exported within %s; the collector did not answer", ShutdownTimeout)
+	}
+	return err
+}
+
+// Start begins a root span: the run's.
+func (t *Tracer) Start(name string, attrs Attrs) *Span {
+	if t == nil {
+		return nil
+	}
+	ctx, s := t.tr.Start(context.Background(), name, trace.WithAttributes(attrs.kv()...))
+	return &Span{tr: t, ctx: ctx, s: s}
+}
+
+// Attrs are span attributes: string, bool, int, int64, float64 or
+// []string values.
+type Attrs map[string]any
+
+func (a Attrs) kv() []attribute.KeyValue {
+	out := make([]attribute.KeyValue, 0, len(a))
+	for k, v := range a {
+		switch v := v.(type) {
+		case string:
+			out = append(out, attribute.String(k, v))
+		case bool:
+			out = append(out, attribute.Bool(k, v))
+		case int:
+			out = append(out, attribute.Int(k, v))
+		case int64:
+			out = append(out, attribute.Int64(k, v))
+		case float64:
+			out = append(out, attribute.Float64(k, v))
+		case []string:
+			out = append(out, attribute.StringSlice(k, v))
+		default:
+			out = append(out, attribute.String(k, fmt.Sprint(v)))
+		}
+	}
+	return out
+}
+
+// Span is one timed step of a run. A nil *Span does nothing, so the loop
+// calls it unconditionally. It is safe for concurrent use.
+type Span struct {
+	tr  *Tracer
+	ctx context.Context
+	s   trace.Span
+
+	mu   sync.Mutex
+	sums map[string]float64 // added up over children, set at End
+}
+
+// Start begins a child span.
+func (s *Span) Start(name string, attrs Attrs) *Span {
+	if s == nil {
+		return nil
+	}
+	ctx, c := s.tr.tr.Start(s.ctx, name, trace.WithAttributes(attrs.kv()...))
+	return &Span{tr: s.tr, ctx: ctx, s: c}
+}
+
+// Set sets attributes now.
+func (s *Span) Set(attrs Attrs) {
+	if s == nil {
+		return
+	}
+	s.s.SetAttributes(attrs.kv()...)
+}
+
+// Add adds v to the numeric attribute key, recorded when the span ends
+// (a story's cost over its attempts, say).
+func (s *Span) Add(key string, v float64) {
+	if s == nil || v == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sums == nil {
+		s.sums = map[string]float64{}
+	}
+	s.sums[key] += v
+}
+
+// End ends the span with attrs; failure, when not "", marks it an error
+// with that description.
+func (s *Span) End(attrs Attrs, failure string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	for k, v := range s.sums {
+		s.s.SetAttributes(attribute.Float64(k, v))
+	}
+	s.mu.Unlock()
+	s.s.SetAttributes(attrs.kv()...)
+	if failure != "" {
+		s.s.SetStatus(codes.Error, failure)
+	}
+	s.s.End()
+}
+
+// Span names and attribute keys of a run's trace. Token counts use the
+// OpenTelemetry GenAI conventions' names.
+const (
+	SpanRun      = "wiggum.run"
+	SpanStory    = "wiggum.story"
+	SpanAttempt  = "wiggum.attempt"
+	SpanAgent    = "wiggum.agent"
+	SpanGate     = "wiggum.gate"
+	SpanRollback = "wiggum.rollback"
+	SpanMerge    = "wiggum.merge"
+
+	AttrStory        = "wiggum.story.id"
+	AttrOutcome      = "wiggum.outcome"
+	AttrAttempt      = "wiggum.attempt"
+	AttrIteration    = "wiggum.iteration"
+	AttrWorker       = "wiggum.worker"
+	AttrCost         = "wiggum.cost_usd"
+	AttrInputTokens  = "gen_ai.usage.input_tokens"
+	AttrOutputTokens = "gen_ai.usage.output_tokens"
+)
