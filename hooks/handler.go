@@ -313,26 +313,26 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 	if root == "" {
 		return Response{}
 	}
+	sess := layout.At(root).Session()
+	if !sess.Mine {
+		return failedOutside(ev, root, runner, opts)
+	}
 	st, err := checkpoint.Open(ctx, root)
 	if err != nil {
 		debugLog(root, opts, "test failure: open state: %v", err)
 		return Response{}
 	}
-	sess := layout.At(root).Session()
 	run, err := session.ReadRun(st)
 	if err != nil {
 		debugLog(root, opts, "test failure: %v", err)
 		run = nil
 	}
 	f := session.Failure{Source: "test-hook", Command: ev.Command, Output: Tail(ev.Output, 80, 8<<10)}
-	if run != nil && sess.Mine {
+	if run != nil {
 		f.Story, f.Iteration = run.Story, run.Iteration
 	}
 	msg := fmt.Sprintf("wiggum: tests failed (%s).", runner)
 	switch {
-	case !sess.Mine:
-		f.Rollback = "not attempted: outside a wiggum session"
-		msg += " The failure was recorded; outside a wiggum session nothing is rolled back."
 	case run != nil && run.Policy == session.PolicyRecord:
 		f.Rollback = "not attempted: the session's policy is record"
 		msg += " The failure was recorded for the next attempt; fix the code and run the tests again."
@@ -364,6 +364,33 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 	}
 	_ = runEvent(st, "test-failure", map[string]any{"agent": ev.Agent, "runner": runner, "rollback": f.Rollback, "story": f.Story})
 	return Response{Context: msg}
+}
+
+// failedOutside records a failing test run seen outside any wiggum
+// session, where nothing is rolled back, at the cost of a hook that only
+// reads its payload: no git process, one appended line in the failure log
+// and one in the event log, no fsync, no temporary file.
+func failedOutside(ev Event, root, runner string, opts Options) Response {
+	f := session.Failure{Source: "test-hook", Command: ev.Command, Output: Tail(ev.Output, 80, 8<<10),
+		Rollback: "not attempted: outside a wiggum session"}
+	t := layout.At(root)
+	// The runtime directory is made invisible to git before anything is
+	// created in it, as checkpoint.Open would, from the files alone.
+	if info := infoDir(root); info != "" {
+		if err := layout.EnsureExcluded(info); err != nil {
+			debugLog(root, opts, "test failure: %v", err)
+			return Response{}
+		}
+	}
+	path, err := t.Runtime(layout.FailureFile)
+	if err == nil {
+		err = session.AppendFailureAt(path, f)
+	}
+	if err != nil {
+		debugLog(root, opts, "append failure: %v", err)
+	}
+	_ = session.AppendEventAt(t.RuntimePath(layout.EventFile), "test-failure", map[string]any{"agent": ev.Agent, "runner": runner, "rollback": f.Rollback})
+	return Response{Context: fmt.Sprintf("wiggum: tests failed (%s). The failure was recorded; outside a wiggum session nothing is rolled back.", runner)}
 }
 
 // rollback runs one rollback at a time: an agent runs tool calls in

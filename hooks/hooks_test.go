@@ -529,3 +529,62 @@ func TestDenialIsRecordedInTheRunsEventLog(t *testing.T) {
 		t.Fatalf("wrote into %s: %q", "main.go", data)
 	}
 }
+
+// TestOutsideSessionFailureIsCheap: a failing test run outside a session
+// costs what reading the payload costs: no git process (a spy git on PATH
+// counts them), the failure log appended to rather than rewritten (same
+// file, old bytes untouched), and nothing written to the system temp dir.
+func TestOutsideSessionFailureIsCheap(t *testing.T) {
+	dir := repo(t)
+	t.Setenv(layout.SessionEnv, "")
+	hook(t, "claude", "claude_posttoolusefailure.json", dir, Options{}) // creates the log
+	for range 30 {
+		hook(t, "claude", "claude_posttoolusefailure.json", dir, Options{})
+	}
+	logPath := filepath.Join(dir, filepath.FromSlash(layout.RuntimeDir), layout.FailureFile)
+	before, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fiBefore, _ := os.Stat(logPath)
+
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spy := t.TempDir()
+	calls := filepath.Join(spy, "calls")
+	script := "#!/bin/sh\necho \"$@\" >> " + calls + "\nexec " + realGit + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(spy, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", spy+string(os.PathListSeparator)+os.Getenv("PATH"))
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+
+	out := hook(t, "claude", "claude_posttoolusefailure.json", dir, Options{})
+	if !bytes.Contains(out, []byte("outside a wiggum session nothing is rolled back")) {
+		t.Fatalf("answer: %s", out)
+	}
+	if data, err := os.ReadFile(calls); err == nil {
+		t.Fatalf("the hook ran git:\n%s", data)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Fatalf("the hook wrote into the system temp dir: %v", entries)
+	}
+	after, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fiAfter, _ := os.Stat(logPath)
+	if !os.SameFile(fiBefore, fiAfter) || !bytes.HasPrefix(after, before) || len(after) == len(before) {
+		t.Fatal("the failure log was rewritten, not appended to")
+	}
+	st, _ := checkpoint.Open(context.Background(), dir)
+	if fs, err := session.Failures(st, ""); err != nil || len(fs) != 32 {
+		t.Fatalf("failures: %d, %v", len(fs), err)
+	}
+	if status := git(t, dir, "status", "--porcelain"); status != "" {
+		t.Fatalf("runtime state visible to git: %s", status)
+	}
+}

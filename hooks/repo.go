@@ -1,6 +1,8 @@
 package hooks
 
 import (
+	"path/filepath"
+
 	gitfiles "github.com/wiggum-dev/wiggum/internal/git"
 )
 
@@ -20,4 +22,13 @@ func branches(root string) (current, defaultBranch string) {
 		return "", ""
 	}
 	return gitfiles.HeadBranch(gitDir), gitfiles.RemoteDefaultBranch(commonDir)
+}
+
+// infoDir is the repository's shared info directory (where exclude
+// lives), "" when root holds no readable .git.
+func infoDir(root string) string {
+	if _, common := gitfiles.Dirs(root); common != "" {
+		return filepath.Join(common, "info")
+	}
+	return ""
 }

@@ -29,6 +29,14 @@ func main() {
 	}
 	out.WriteString("PASS\nok  \texample.com/pkg\t0.412s\n")
 	post := payload(*dir, "PostToolUse", map[string]any{"command": "go test -v ./..."}, map[string]any{"stdout": out.String(), "stderr": "", "interrupted": false})
+	var failing strings.Builder
+	failing.WriteString("Exit code 1\n")
+	for i := range 1000 {
+		fmt.Fprintf(&failing, "=== RUN   TestCase%d\n    case_test.go:%d: got %d, want %d\n--- FAIL: TestCase%d (0.00s)\n", i, i%90+10, i, i+1, i)
+	}
+	failing.WriteString("FAIL\nFAIL\texample.com/pkg\t0.412s\nFAIL\n")
+	fail := payload(*dir, "PostToolUseFailure", map[string]any{"command": "go test -v ./..."}, nil)
+	fail = append(fail[:len(fail)-1], []byte(`,"error":`+strconvQuote(failing.String())+`}`)...)
 	pre := payload(*dir, "PreToolUse", map[string]any{"command": "cd src && go build ./... && git status"}, nil)
 
 	cases := []struct {
@@ -37,6 +45,7 @@ func main() {
 		args []string
 	}{
 		{"PostToolUse, 1,000 lines of passing go test -v", post, []string{"hook", "claude"}},
+		{"PostToolUseFailure, 1,000 failing tests, outside a session", fail, []string{"hook", "claude"}},
 		{"PreToolUse `cd src && go build ./... && git status`, guard on", pre, []string{"hook", "claude", "--guard", "always"}},
 		{"PreToolUse, same command, outside a session", pre, []string{"hook", "claude"}},
 	}
@@ -73,6 +82,14 @@ func payload(cwd, event string, input, response map[string]any) []byte {
 		panic(err)
 	}
 	return data
+}
+
+func strconvQuote(s string) string {
+	data, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
 }
 
 // timeAll runs the commands in turn, n rounds after a warm-up, and returns

@@ -106,38 +106,73 @@ type Failure struct {
 	Rollback  string    `json:"rollback,omitempty"`
 }
 
-// AppendFailure adds f to the failure log, keeping the newest entries only.
-// The whole rewrite happens under an flock, so concurrent hooks never lose
-// each other's entries.
+// AppendFailure adds f to the failure log of st's working tree.
 func AppendFailure(st *checkpoint.State, f Failure) error {
-	if f.Time.IsZero() {
-		f.Time = time.Now().UTC()
-	}
-	f.Output = Tail(f.Output, maxOutputLen)
 	path, err := st.Runtime(layout.FailureFile)
 	if err != nil {
 		return err
 	}
+	return AppendFailureAt(path, f)
+}
+
+// AppendFailureAt adds f to the failure log at path as one appended line,
+// under an flock, so concurrent hooks never lose each other's entries. The
+// log is read (never decoded) to find damage and its length; it is
+// rewritten only when it is damaged - the damaged copy is kept aside
+// rather than blocking every later failure from being recorded - or holds
+// twice the entries readers keep, so most appends write one line and
+// nothing else. Like the event log it is not fsynced.
+func AppendFailureAt(path string, f Failure) error {
+	if f.Time.IsZero() {
+		f.Time = time.Now().UTC()
+	}
+	f.Output = Tail(f.Output, maxOutputLen)
+	line, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
 	return statefile.WithLock(path, func() error {
-		old, err := readFailures(path)
-		if err != nil {
-			// A damaged log is replaced rather than blocking every later
-			// failure from being recorded; the damaged copy is kept aside.
-			_ = os.Rename(path, path+".corrupt")
-			old = nil
+		data, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
-		old = append(old, f)
-		if len(old) > maxFailures {
-			old = old[len(old)-maxFailures:]
-		}
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		for _, e := range old {
-			if err := enc.Encode(e); err != nil {
-				return err
+		lines := 0
+		for l := range bytes.Lines(data) {
+			if len(bytes.TrimSpace(l)) == 0 {
+				continue
 			}
+			if !bytes.HasSuffix(l, []byte("\n")) || !json.Valid(l) {
+				_ = os.Rename(path, path+".corrupt")
+				return statefile.Write(path, append(line, '\n'))
+			}
+			lines++
 		}
-		return statefile.Write(path, buf.Bytes())
+		if lines >= 2*maxFailures {
+			old, err := readFailures(path)
+			if err != nil {
+				_ = os.Rename(path, path+".corrupt")
+				old = nil
+			}
+			old = append(old, f)
+			old = old[max(0, len(old)-maxFailures):]
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			for _, e := range old {
+				if err := enc.Encode(e); err != nil {
+					return err
+				}
+			}
+			return statefile.Write(path, buf.Bytes())
+		}
+		fl, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		_, werr := fl.Write(append(line, '\n'))
+		if cerr := fl.Close(); werr == nil {
+			werr = cerr
+		}
+		return werr
 	})
 }
 
@@ -159,8 +194,13 @@ func Failures(st *checkpoint.State, story string) ([]Failure, error) {
 	return out, nil
 }
 
+// readFailures returns the newest maxFailures entries of the log.
 func readFailures(path string) ([]Failure, error) {
-	return statefile.ReadJSONLines[Failure](path, nil)
+	all, err := statefile.ReadJSONLines[Failure](path, nil)
+	if len(all) > maxFailures {
+		all = all[len(all)-maxFailures:]
+	}
+	return all, err
 }
 
 // AppendEvent appends one JSON line to the event log. Each line is written

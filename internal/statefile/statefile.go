@@ -68,7 +68,9 @@ func Write(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return renameio.WriteFile(path, data, 0o644)
+	// The temporary file goes beside path, never into the system temp
+	// directory (another file system, or a place other users can see).
+	return renameio.WriteFile(path, data, 0o644, renameio.WithTempDir(filepath.Dir(path)))
 }
 
 // Replace replaces path with data atomically (temp file, rename) without
