@@ -83,6 +83,10 @@ func (e *ClaimTakenError) Error() string {
 	return fmt.Sprintf("claim %s: another machine claimed it first", e.Story)
 }
 
+// ErrStaleView is a claim refused because the target moved since the
+// view it was made from; fetch a new view and try again. Nothing changed.
+var ErrStaleView = errors.New("remote: the target branch moved since the claims were read; read them again")
+
 // LeaseLostError is a claim this machine no longer holds: its lease ran
 // out and another machine took it over, or an operator released it. The
 // story's work stays on its local branch.
@@ -188,12 +192,25 @@ func (r *Remote) Claim(ctx context.Context, story string, view *View) (*Held, er
 		return nil, err
 	}
 	c.Commit = sha
-	bad, err := r.push(ctx, "claim "+story, []update{{src: sha, dst: c.Ref, expect: expect}})
+	ups := []update{{src: sha, dst: c.Ref, expect: expect}}
+	if view.Tip != "" {
+		// The target is pinned at the tip the view saw: an unchanged ref
+		// is not sent, but its lease is checked against the server's
+		// answer to this same push, so a story that landed since the
+		// view cannot be claimed from it. (A landing that slips in
+		// between that answer and the update still cannot land the
+		// story twice: a landing refuses a story the target marks done.)
+		ups = append(ups, update{src: view.Tip, dst: view.Target, expect: view.Tip})
+	}
+	bad, err := r.push(ctx, "claim "+story, ups)
 	if err != nil {
 		return nil, err
 	}
-	if len(bad) > 0 {
+	if _, ok := bad[c.Ref]; ok {
 		return nil, &ClaimTakenError{Story: story}
+	}
+	if len(bad) > 0 {
+		return nil, ErrStaleView
 	}
 	h := &Held{r: r, key: key, Story: story, Took: old, claim: c,
 		Start: view.Branches[key], pushed: view.Branches[key],
@@ -389,38 +406,42 @@ func oneLine(s string) string {
 	}, s)
 }
 
-// readObjects reads commits by id with one cat-file --batch; a missing or
-// oversized object maps to nil.
-func (r *Remote) readObjects(ctx context.Context, ids []string) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	if len(ids) == 0 {
+// object is one object read by readObjects.
+type object struct {
+	typ  string
+	data []byte
+}
+
+// readObjects reads objects by name (an id, or rev:path) with one cat-file
+// --batch; a missing one is absent from the map.
+func (r *Remote) readObjects(ctx context.Context, names []string) (map[string]object, error) {
+	out := map[string]object{}
+	if len(names) == 0 {
 		return out, nil
 	}
-	data, err := r.Repo.RunEnv(ctx, nil, []byte(strings.Join(ids, "\n")+"\n"), "cat-file", "--batch")
+	data, err := r.Repo.RunEnv(ctx, nil, []byte(strings.Join(names, "\n")+"\n"), "cat-file", "--batch")
 	if err != nil {
-		return nil, fmt.Errorf("remote: read claims: %w", err)
+		return nil, fmt.Errorf("remote: read objects: %w", err)
 	}
 	br := bufio.NewReader(strings.NewReader(data))
-	for _, id := range ids {
+	for _, name := range names {
 		head, err := br.ReadString('\n')
 		if err != nil {
-			return nil, fmt.Errorf("remote: read claims: short output from git cat-file")
+			return nil, fmt.Errorf("remote: read objects: short output from git cat-file")
 		}
 		f := strings.Fields(head)
 		if len(f) != 3 {
-			continue // "<id> missing"
+			continue // "<name> missing"
 		}
 		n, err := strconv.Atoi(f[2])
 		if err != nil || n < 0 {
-			return nil, fmt.Errorf("remote: read claims: bad cat-file header %q", head)
+			return nil, fmt.Errorf("remote: read objects: bad cat-file header %q", head)
 		}
 		buf := make([]byte, n+1)
 		if _, err := io.ReadFull(br, buf); err != nil {
-			return nil, fmt.Errorf("remote: read claims: %w", err)
+			return nil, fmt.Errorf("remote: read objects: %w", err)
 		}
-		if f[1] == "commit" && n <= maxMeta {
-			out[id] = buf[:n]
-		}
+		out[name] = object{typ: f[1], data: buf[:n]}
 	}
 	return out, nil
 }

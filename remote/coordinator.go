@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -56,20 +57,23 @@ func NewCoordinator(ctx context.Context, r *Remote, main *git.Repo, target, plan
 	if _, err := r.PlanAt(ctx, v.Tip, planRel); err != nil {
 		return nil, &BadRemoteError{Msg: err.Error()}
 	}
-	poll := min(max(r.Lease/4, 100*time.Millisecond), time.Second)
+	poll := min(max(r.Lease/8, 100*time.Millisecond), 300*time.Millisecond)
 	return &Coordinator{R: r, Main: main, Target: target, PlanRel: planRel, Poll: poll, mine: map[string]bool{}}, nil
 }
 
-// Claim claims the first open story (in the server's plan) that is not in
-// busy and that no other machine holds live, taking over claims whose
-// lease ran out. When the only open stories are held by other machines,
-// one worker per process waits for them (they may land, or die and go
-// stale); the others, and that one when nothing is left, get nil.
+// Claim claims an open story (in the server's plan) that is not in busy
+// and that no other machine holds live, taking over claims whose lease ran
+// out. When the only open stories are held by other machines, one worker
+// per process waits for them (they may land, or die and go stale); the
+// others, and that one when nothing is left, get nil.
 func (c *Coordinator) Claim(ctx context.Context, busy map[string]bool) (*Held, plan.Story, error) {
 	for {
-		h, story, others, err := c.tryClaim(ctx, busy)
-		if h != nil || err != nil || !others {
+		h, story, next, err := c.tryClaim(ctx, busy)
+		switch {
+		case h != nil || err != nil || next == nothingLeft:
 			return h, story, err
+		case next == lookAgain:
+			continue
 		}
 		c.mu.Lock()
 		if c.waiting {
@@ -91,56 +95,68 @@ func (c *Coordinator) Claim(ctx context.Context, busy map[string]bool) (*Held, p
 	}
 }
 
-// tryClaim makes one pass; others reports open stories held elsewhere.
-func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool) (*Held, plan.Story, bool, error) {
+// What a pass that claimed nothing found.
+const (
+	nothingLeft = iota // no open story is left for this process
+	othersHold         // open stories are held by other machines
+	lookAgain          // the target moved under the pass: look again now
+)
+
+// tryClaim makes one pass over the server's plan.
+func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool) (*Held, plan.Story, int, error) {
 	none := plan.Story{}
-	v, err := c.R.Fetch(ctx, c.Target)
+	v, err := c.R.FetchPlan(ctx, c.Target, c.PlanRel)
 	if err != nil {
-		return nil, none, false, err
+		return nil, none, nothingLeft, err
 	}
-	stories, err := c.R.PlanAt(ctx, v.Tip, c.PlanRel)
-	if err != nil {
-		return nil, none, false, err
-	}
-	others := false
-	for _, s := range stories {
+	next := nothingLeft
+	for _, s := range spread(v.Plan) {
 		if s.Done || busy[s.ID] || !c.reserve(s.ID) {
 			continue
 		}
 		h, err := c.R.Claim(ctx, s.ID, v)
 		var taken *ClaimTakenError
-		if errors.As(err, &taken) {
+		switch {
+		case errors.As(err, &taken):
 			c.Forget(s.ID)
-			others = others || taken.Marked == nil
-			continue
-		}
-		if err != nil {
-			c.Forget(s.ID)
-			return nil, none, false, err
-		}
-		// A story that landed between the fetch and the claim is done on
-		// the server now: its landing deleted the claim we replaced in
-		// the same push that ticked it.
-		tip, err := c.R.FetchTarget(ctx, c.Target)
-		if err == nil && tip != v.Tip {
-			var done bool
-			if done, err = storyDone(ctx, c.R, tip, c.PlanRel, s.ID); err == nil && done {
-				_ = h.Release(ctx)
-				c.Forget(s.ID)
-				continue
+			if taken.Marked == nil {
+				next = othersHold
 			}
-		}
-		if err != nil {
-			_ = h.Release(ctx)
+			continue
+		case errors.Is(err, ErrStaleView):
 			c.Forget(s.ID)
-			return nil, none, false, err
+			return nil, none, lookAgain, nil
+		case err != nil:
+			c.Forget(s.ID)
+			return nil, none, nothingLeft, err
 		}
 		if h.Start == "" {
-			h.Start = tip
+			// The worktree starts from the server's tip, fetched already.
+			h.Start = v.Tip
 		}
-		return h, s, false, nil
+		return h, s, nothingLeft, nil
 	}
-	return nil, none, others, nil
+	return nil, none, next, nil
+}
+
+// spread orders the open stories for claiming: the plan's order, except
+// that the first few are tried from a random one on, so that machines
+// reading the same plan at once do not all race for the same story.
+func spread(stories []plan.Story) []plan.Story {
+	var open []plan.Story
+	for _, s := range stories {
+		if !s.Done {
+			open = append(open, s)
+		}
+	}
+	window := min(len(open), 8)
+	if window < 2 {
+		return open
+	}
+	k := rand.N(window)
+	out := append([]plan.Story{}, open[k:window]...)
+	out = append(out, open[:k]...)
+	return append(out, open[window:]...)
 }
 
 func (c *Coordinator) reserve(story string) bool {

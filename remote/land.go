@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -30,7 +29,6 @@ type Landed struct {
 	Commit   string // the landing commit, now the target's tip
 	Base     string // the tip it was built on
 	Attempts int    // pushes it took (more than 1: others landed first)
-	Already  bool   // the branch had nothing the target lacked; only the tick landed
 }
 
 // ConflictError is a story branch that cannot merge into the target. The
@@ -98,7 +96,7 @@ func (h *Held) Land(ctx context.Context, spec LandSpec) (*Landed, error) {
 		if err != nil {
 			return nil, err
 		}
-		commit, already, paths, err := r.landingCommit(ctx, base, tip, spec, h.Story, h.r.Me)
+		commit, paths, err := r.landingCommit(ctx, base, tip, spec, h.Story, h.r.Me)
 		if err != nil {
 			return nil, err
 		}
@@ -129,7 +127,7 @@ func (h *Held) Land(ctx context.Context, spec LandSpec) (*Landed, error) {
 		}
 		if len(bad) == 0 {
 			h.done = true
-			return &Landed{Commit: commit, Base: base, Attempts: attempt, Already: already}, nil
+			return &Landed{Commit: commit, Base: base, Attempts: attempt}, nil
 		}
 		if now, ok := bad[h.claim.Ref]; ok && now != unknown {
 			lerr := &LeaseLostError{Story: h.Story, Now: now}
@@ -177,53 +175,63 @@ func (r *Remote) landedAnyway(ctx context.Context, ups []update) bool {
 
 // landingCommit builds the commit that lands tip on base: their merge with
 // the story ticked in the plan. paths is non-nil on a conflict.
-func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandSpec, story string, me Machine) (commit string, already bool, paths []string, err error) {
+func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandSpec, story string, me Machine) (commit string, paths []string, err error) {
 	repo := r.Repo
-	done, err := storyDone(ctx, r, base, spec.PlanRel, story)
+	out, err := repo.Run(ctx, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", base, tip)
+	fields := strings.Split(out, "\x00")
 	if err != nil {
-		return "", false, nil, err
-	}
-	if done {
-		return "", false, nil, &AlreadyLandedError{Story: story}
-	}
-	already, err = repo.OK(ctx, "merge-base", "--is-ancestor", tip, base)
-	if err != nil {
-		return "", false, nil, fmt.Errorf("remote: merge-base: %w", err)
-	}
-	tree := base + "^{tree}"
-	parents := []string{"-p", base}
-	if !already {
-		out, err := repo.Run(ctx, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", base, tip)
-		fields := strings.Split(out, "\x00")
-		if err != nil {
-			var ge *git.Error
-			if !errors.As(err, &ge) || ge.Status() != 1 {
-				return "", false, nil, fmt.Errorf("remote: git merge-tree: %w", err)
-			}
-			seen := map[string]bool{}
-			paths = []string{}
-			for _, p := range fields[1:] {
-				if p != "" && !seen[p] {
-					seen[p] = true
-					paths = append(paths, p)
-				}
-			}
-			return "", false, paths, nil
+		var ge *git.Error
+		if !errors.As(err, &ge) || ge.Status() != 1 {
+			return "", nil, fmt.Errorf("remote: git merge-tree: %w", err)
 		}
-		tree = strings.TrimSpace(fields[0])
-		parents = append(parents, "-p", tip)
+		seen := map[string]bool{}
+		paths = []string{}
+		for _, p := range fields[1:] {
+			if p != "" && !seen[p] {
+				seen[p] = true
+				paths = append(paths, p)
+			}
+		}
+		return "", paths, nil
 	}
-	ticked, err := r.tickTree(ctx, tree, spec.PlanRel, story)
+	tree := strings.TrimSpace(fields[0])
+	// The plan as the target has it (is the story still open?) and as the
+	// merge has it (what to tick), in one read.
+	baseName, treeName := base+":"+spec.PlanRel, tree+":"+spec.PlanRel
+	objs, err := r.readObjects(ctx, []string{baseName, treeName})
 	if err != nil {
-		return "", false, nil, err
+		return "", nil, err
+	}
+	if objs[baseName].typ != "blob" || objs[treeName].typ != "blob" {
+		return "", nil, fmt.Errorf("remote: the plan %s is missing from the target or from the merge with %s", spec.PlanRel, story)
+	}
+	stories, err := parsePlan(objs[baseName].data, spec.PlanRel)
+	if err != nil {
+		return "", nil, err
+	}
+	found := false
+	for _, s := range stories {
+		if s.ID == story {
+			if s.Done {
+				return "", nil, &AlreadyLandedError{Story: story}
+			}
+			found = true
+		}
+	}
+	if !found {
+		return "", nil, &plan.NotFoundError{ID: story, Path: spec.PlanRel + " on the target branch"}
+	}
+	ticked, err := r.tickTree(ctx, tree, objs[treeName].data, spec.PlanRel, story)
+	if err != nil {
+		return "", nil, err
 	}
 	msg := fmt.Sprintf("%s\n\nwiggum landed %s (branch %s) from %s.\n\nWiggum-Story: %s\nWiggum-Machine: %s\n",
 		oneLine(spec.Subject), story, strings.TrimPrefix(BranchPrefix, "refs/heads/")+mustKey(story), me.Host, oneLine(story), me.String())
-	out, err := repo.RunEnv(ctx, nil, []byte(msg), append(append([]string{"commit-tree", ticked}, parents...), "-F", "-")...)
+	out, err = repo.RunEnv(ctx, nil, []byte(msg), "commit-tree", ticked, "-p", base, "-p", tip, "-F", "-")
 	if err != nil {
-		return "", false, nil, fmt.Errorf("remote: write the landing commit: %w", err)
+		return "", nil, fmt.Errorf("remote: write the landing commit: %w", err)
 	}
-	return strings.TrimSpace(out), already, nil, nil
+	return strings.TrimSpace(out), nil, nil
 }
 
 func mustKey(story string) string {
@@ -234,24 +242,11 @@ func mustKey(story string) string {
 	return k
 }
 
-func storyDone(ctx context.Context, r *Remote, commit, planRel, story string) (bool, error) {
-	stories, err := r.PlanAt(ctx, commit, planRel)
-	if err != nil {
-		return false, err
-	}
-	for _, s := range stories {
-		if s.ID == story {
-			return s.Done, nil
-		}
-	}
-	return false, &plan.NotFoundError{ID: story, Path: planRel + " on the target branch"}
-}
-
-// tickTree returns tree with story ticked in its plan, replacing one blob
-// with mktree along the plan's path (no index, so its cost does not grow
-// with the repository).
-func (r *Remote) tickTree(ctx context.Context, tree, planRel, story string) (string, error) {
-	p, dir, err := r.planFile(ctx, tree, planRel)
+// tickTree returns tree with story ticked in its plan (whose content is
+// data), replacing one blob with mktree along the plan's path (no index,
+// so its cost does not grow with the repository).
+func (r *Remote) tickTree(ctx context.Context, tree string, data []byte, planRel, story string) (string, error) {
+	p, dir, err := planFile(data, planRel)
 	if err != nil {
 		return "", err
 	}
@@ -259,19 +254,15 @@ func (r *Remote) tickTree(ctx context.Context, tree, planRel, story string) (str
 	if err := p.MarkDone(story); err != nil {
 		return "", fmt.Errorf("remote: tick %s: %w", story, err)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, filepath.Base(planRel)))
+	ticked, err := os.ReadFile(p.Path())
 	if err != nil {
 		return "", err
 	}
-	blob, err := r.Repo.RunEnv(ctx, nil, data, "hash-object", "-w", "--stdin")
+	blob, err := r.Repo.RunEnv(ctx, nil, ticked, "hash-object", "-w", "--stdin")
 	if err != nil {
 		return "", fmt.Errorf("remote: write the ticked plan: %w", err)
 	}
-	resolved, err := r.Repo.Line(ctx, "rev-parse", tree)
-	if err != nil {
-		return "", err
-	}
-	return r.replaceBlob(ctx, resolved, strings.Split(planRel, "/"), strings.TrimSpace(blob))
+	return r.replaceBlob(ctx, tree, strings.Split(planRel, "/"), strings.TrimSpace(blob))
 }
 
 func (r *Remote) replaceBlob(ctx context.Context, tree string, path []string, blob string) (string, error) {

@@ -22,6 +22,7 @@ type View struct {
 	Claims    map[string]*Claim    // by story key
 	Conflicts map[string]*Conflict // by story key
 	Branches  map[string]string    // story branches' tips by story key
+	Plan      []plan.Story         // the plan at Tip, when asked for
 	Fetched   time.Time
 }
 
@@ -38,6 +39,11 @@ func (r *Remote) mirror(kind string) string {
 // Fetch reads the server's target branch, claims, conflict markers and
 // story branches in one fetch (atomic for the local refs it updates).
 func (r *Remote) Fetch(ctx context.Context, target string) (*View, error) {
+	return r.FetchPlan(ctx, target, "")
+}
+
+// FetchPlan is Fetch that also reads the plan planRel at the target's tip.
+func (r *Remote) FetchPlan(ctx context.Context, target, planRel string) (*View, error) {
 	if err := r.fetch(ctx, "fetch "+strings.TrimPrefix(target, "refs/heads/")+" and the claims", target,
 		"+"+target+":"+r.Tracking(target),
 		"+"+ClaimsPrefix+"*:"+r.mirror("claims")+"*",
@@ -46,7 +52,7 @@ func (r *Remote) Fetch(ctx context.Context, target string) (*View, error) {
 	); err != nil {
 		return nil, err
 	}
-	return r.Local(ctx, target)
+	return r.Local(ctx, target, planRel)
 }
 
 // FetchTarget fetches only the target branch and returns its tip.
@@ -54,7 +60,27 @@ func (r *Remote) FetchTarget(ctx context.Context, target string) (string, error)
 	if err := r.fetch(ctx, "fetch "+strings.TrimPrefix(target, "refs/heads/"), target, "+"+target+":"+r.Tracking(target)); err != nil {
 		return "", err
 	}
-	return r.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", r.Tracking(target)+"^{commit}")
+	return r.readRef(ctx, r.Tracking(target))
+}
+
+// readRef reads a ref: its loose file when there is one (a fetch writes
+// it; no process to start), else through git.
+func (r *Remote) readRef(ctx context.Context, ref string) (string, error) {
+	if data, err := os.ReadFile(filepath.Join(r.Repo.CommonDir, filepath.FromSlash(ref))); err == nil {
+		if sha := strings.TrimSpace(string(data)); len(sha) >= 40 && !strings.HasPrefix(sha, "ref:") {
+			return sha, nil
+		}
+	}
+	return r.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+}
+
+// RemoteTip reads the target's tip on the server without fetching.
+func (r *Remote) RemoteTip(ctx context.Context, target string) (string, error) {
+	now, err := r.lsRemote(ctx, "read "+strings.TrimPrefix(target, "refs/heads/"), []update{{dst: target}})
+	if err != nil {
+		return "", err
+	}
+	return now[target], nil
 }
 
 func (r *Remote) fetch(ctx context.Context, op, target string, refspecs ...string) error {
@@ -77,8 +103,8 @@ func (r *Remote) fetch(ctx context.Context, op, target string, refspecs ...strin
 }
 
 // Local reads the view the last Fetch left in this clone, without the
-// network.
-func (r *Remote) Local(ctx context.Context, target string) (*View, error) {
+// network; with planRel, also the plan's stories at the tip.
+func (r *Remote) Local(ctx context.Context, target, planRel string) (*View, error) {
 	v := &View{Target: target, Claims: map[string]*Claim{}, Conflicts: map[string]*Conflict{}, Branches: map[string]string{}, Fetched: r.now()}
 	out, err := r.Repo.Run(ctx, "for-each-ref", "--format=%(objectname) %(refname)", r.Tracking(target), "refs/wiggum/remotes/"+r.Name+"/")
 	if err != nil {
@@ -104,17 +130,39 @@ func (r *Remote) Local(ctx context.Context, target string) (*View, error) {
 			v.Branches[strings.TrimPrefix(ref, r.mirror("branches"))] = sha
 		}
 	}
+	planName := ""
+	if planRel != "" && v.Tip != "" {
+		planName = v.Tip + ":" + planRel
+		ids = append(ids, planName)
+	}
 	objs, err := r.readObjects(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	for key, sha := range claims {
-		v.Claims[key] = r.decodeClaim(key, sha, objs[sha])
+		v.Claims[key] = r.decodeClaim(key, sha, meta(objs[sha]))
 	}
 	for key, sha := range conflicts {
-		v.Conflicts[key] = decodeConflict(key, sha, objs[sha])
+		v.Conflicts[key] = decodeConflict(key, sha, meta(objs[sha]))
+	}
+	if planName != "" {
+		o, ok := objs[planName]
+		if !ok || o.typ != "blob" {
+			return nil, fmt.Errorf("remote: the plan %s is not in %.12s: it must be committed on the target branch", planRel, v.Tip)
+		}
+		if v.Plan, err = parsePlan(o.data, planRel); err != nil {
+			return nil, err
+		}
 	}
 	return v, nil
+}
+
+// meta keeps a commit small enough to be a claim or a marker.
+func meta(o object) []byte {
+	if o.typ != "commit" || len(o.data) > maxMeta {
+		return nil
+	}
+	return o.data
 }
 
 // SortedClaims lists the view's claims by story key.
@@ -141,7 +189,15 @@ func (v *View) SortedConflicts() []*Conflict {
 // in commit: the plan lives on the target branch, so the server's tip, not
 // a local file, says which stories are done.
 func (r *Remote) PlanAt(ctx context.Context, commit, planRel string) ([]plan.Story, error) {
-	p, dir, err := r.planFile(ctx, commit, planRel)
+	data, err := r.Repo.Run(ctx, "cat-file", "blob", commit+":"+planRel)
+	if err != nil {
+		return nil, fmt.Errorf("remote: the plan %s is not in %.12s: it must be committed on the target branch: %w", planRel, commit, err)
+	}
+	return parsePlan([]byte(data), planRel)
+}
+
+func parsePlan(data []byte, planRel string) ([]plan.Story, error) {
+	p, dir, err := planFile(data, planRel)
 	if err != nil {
 		return nil, err
 	}
@@ -149,18 +205,15 @@ func (r *Remote) PlanAt(ctx context.Context, commit, planRel string) ([]plan.Sto
 	return p.Stories()
 }
 
-// planFile writes planRel at commit into a temporary directory and opens it.
-func (r *Remote) planFile(ctx context.Context, commit, planRel string) (plan.Plan, string, error) {
-	data, err := r.Repo.Run(ctx, "cat-file", "blob", commit+":"+planRel)
-	if err != nil {
-		return nil, "", fmt.Errorf("remote: the plan %s is not in %.12s: it must be committed on the target branch: %w", planRel, commit, err)
-	}
+// planFile writes a plan's content into a temporary directory, under its
+// own name (which says its kind), and opens it there.
+func planFile(data []byte, planRel string) (plan.Plan, string, error) {
 	dir, err := os.MkdirTemp("", "wiggum-plan-")
 	if err != nil {
 		return nil, "", err
 	}
 	base := path.Base(planRel)
-	if err := os.WriteFile(filepath.Join(dir, base), []byte(data), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, base), data, 0o644); err != nil {
 		os.RemoveAll(dir)
 		return nil, "", err
 	}

@@ -1,0 +1,91 @@
+#!/bin/sh
+# bench/remote.sh: `wiggum run --remote` with M "machines" (M clones, one
+# wiggum process each) sharing S stories through git daemon on 127.0.0.1,
+# for M = 1, 2, 4, 8; the agent sleeps T seconds. Prints wall time against
+# the ideal ceil(S/M)·T computed for the same S and T (efficiency = ideal /
+# wall; DESIGN.md: at least 0.8 at 4 machines), the pushes and fetches per
+# story (remote_stats events), and the milliseconds of claim + landing per
+# story (claim_ms of the claimed events, land_ms of the landed ones; the
+# landing's figure includes its fetch, merge-tree, tick, commit and the
+# atomic push, and any retry after another machine landed first).
+set -eu
+export CGO_ENABLED=0
+S=${S:-32}
+T=${T:-1}
+MACHINES=${MACHINES:-1 2 4 8}
+here=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+daemon=
+cleanup() {
+	[ -n "$daemon" ] && kill "$daemon" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+(cd "$here" && go build -o "$tmp/wiggum" ./cmd/wiggum)
+
+export GIT_CONFIG_NOSYSTEM=1 HOME="$tmp" GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com \
+	GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
+git config --global init.defaultBranch main
+
+now() { date +%s%N; }
+
+cat > "$tmp/agent.sh" <<AGENT
+cat > /dev/null
+sleep $T
+echo "\$WIGGUM_STORY" > "f-\$WIGGUM_STORY.txt"
+AGENT
+
+mkdir -p "$tmp/srv"
+port=$((20000 + $$ % 20000))
+tries=0
+while :; do
+	git daemon --reuseaddr --enable=receive-pack --export-all --base-path="$tmp/srv" \
+		--listen=127.0.0.1 --port=$port "$tmp/srv" 2>/dev/null &
+	daemon=$!
+	sleep 0.3
+	if kill -0 "$daemon" 2>/dev/null; then break; fi
+	tries=$((tries + 1))
+	[ $tries -lt 20 ] || { echo "could not start git daemon" >&2; exit 1; }
+	port=$((port + 1))
+done
+url="git://127.0.0.1:$port"
+
+sum() { awk '{s += $1; c++} END {printf "%.1f", (c ? s : 0)}'; }
+
+for m in $MACHINES; do
+	name=r$m
+	git init -q --bare "$tmp/srv/$name.git"
+	rm -rf "$tmp/seed" && mkdir "$tmp/seed" && cd "$tmp/seed" && git init -q
+	i=1
+	while [ $i -le "$S" ]; do echo "- [ ] US-$i: story $i"; i=$((i + 1)); done > plan.md
+	git add plan.md && git commit -q -m init && git push -q "$url/$name.git" main
+	k=1
+	while [ $k -le "$m" ]; do git clone -q "$url/$name.git" "$tmp/$name-m$k"; k=$((k + 1)); done
+	t0=$(now)
+	k=1
+	pids=
+	while [ $k -le "$m" ]; do
+		(cd "$tmp/$name-m$k" && "$tmp/wiggum" run --plan plan.md --agent-cmd "sh $tmp/agent.sh" --remote origin -q > ../$name-m$k.log 2>&1) &
+		pids="$pids $!"
+		k=$((k + 1))
+	done
+	fail=0
+	for p in $pids; do wait "$p" || fail=1; done
+	t1=$(now)
+	[ $fail -eq 0 ] || { echo "a machine failed:" >&2; cat "$tmp/$name"-m*.log >&2; exit 1; }
+	cd "$tmp/srv/$name.git"
+	[ "$(git show main:plan.md | grep -c '^- \[x\]')" -eq "$S" ] || { echo "not every story landed" >&2; exit 1; }
+	[ "$(git rev-list --count --merges main)" -eq "$S" ] || { echo "a story landed twice or not at all" >&2; exit 1; }
+	ev() { cat "$tmp/$name"-m*/.ralph/wiggum/events.jsonl | grep "\"event\":\"$1\""; }
+	claim=$(ev claimed | sed 's/.*"claim_ms":\([0-9.]*\).*/\1/' | sum)
+	land=$(ev landed | sed 's/.*"land_ms":\([0-9.]*\).*/\1/' | sum)
+	pushes=$(ev remote_stats | sed 's/.*"pushes":\([0-9]*\).*/\1/' | sum)
+	fetches=$(ev remote_stats | sed 's/.*"fetches":\([0-9]*\).*/\1/' | sum)
+	retries=$(ev landed | sed 's/.*"attempts":\([0-9]*\).*/\1/' | awk '{s += $1 - 1} END {print s + 0}')
+	w=$((t1 - t0))
+	ideal=$(echo "(($S + $m - 1) / $m) * $T * 1000000000" | bc)
+	printf 'machines %d: %6.2f s wall, ideal %5.2f s, efficiency %.2f; per story: claim %5.1f ms + landing %5.1f ms = %5.1f ms, %.2f pushes, %.2f fetches; landing retries %d\n' \
+		"$m" "$(echo "$w / 1000000000" | bc -l)" "$(echo "$ideal / 1000000000" | bc -l)" "$(echo "$ideal / $w" | bc -l)" \
+		"$(echo "$claim / $S" | bc -l)" "$(echo "$land / $S" | bc -l)" "$(echo "($claim + $land) / $S" | bc -l)" \
+		"$(echo "$pushes / $S" | bc -l)" "$(echo "$fetches / $S" | bc -l)" "$retries"
+done
