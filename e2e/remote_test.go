@@ -110,6 +110,22 @@ func (f *fleet) winners() map[string][]string {
 	return w
 }
 
+// startedStory waits for an agent in hang or pause mode to signal, and
+// returns its story.
+func startedStory(t *testing.T, dir string) string {
+	t.Helper()
+	var story string
+	eventually(t, "an agent to start", func() bool {
+		found, _ := filepath.Glob(filepath.Join(dir, "started-*"))
+		if len(found) == 0 {
+			return false
+		}
+		story = strings.TrimPrefix(filepath.Base(found[0]), "started-")
+		return true
+	})
+	return story
+}
+
 func waitLong(t *testing.T, b *bg, within time.Duration) int {
 	t.Helper()
 	select {
@@ -183,13 +199,13 @@ func TestKilledMachineIsTakenOver(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			f := newFleet(t, tr, 2)
 			a := f.machine("a", []string{"AGENT_MODE=hang"}, "--lease", "2s")
-			waitFile(t, filepath.Join(f.signal, "started-US-1"))
+			story := startedStory(t, f.signal)
 			// Its renewals publish the partial commit.
 			eventually(t, "a's partial commit on the server", func() bool {
-				out, err := exec.Command("git", "-C", f.bare, "log", "--format=%s", "wiggum/US-1").Output()
-				return err == nil && strings.Contains(string(out), "partial US-1 by a")
+				out, err := exec.Command("git", "-C", f.bare, "log", "--format=%s", "wiggum/"+story).Output()
+				return err == nil && strings.Contains(string(out), "partial "+story+" by a")
 			})
-			partial := f.git("rev-parse", "wiggum/US-1")
+			partial := f.git("rev-parse", "wiggum/"+story)
 			if err := syscall.Kill(a.pid(), syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
@@ -198,8 +214,8 @@ func TestKilledMachineIsTakenOver(t *testing.T) {
 			if code := waitLong(t, b, 2*time.Minute); code != 0 {
 				t.Fatalf("b exited %d\nstdout: %s\nstderr: %s", code, b.stdout(), b.stderr())
 			}
-			if !strings.Contains(b.stdout(), "US-1 landed") {
-				t.Fatalf("b did not land US-1:\n%s", b.stdout())
+			if !strings.Contains(b.stdout(), story+" landed") {
+				t.Fatalf("b did not land %s:\n%s", story, b.stdout())
 			}
 			events, _ := os.ReadFile(filepath.Join(f.dir, "b", ".ralph", "wiggum", "events.jsonl"))
 			if !regexp.MustCompile(`"event":"claimed".*"took_over":"[^"]+"`).Match(events) && !regexp.MustCompile(`"took_over":"[^"]+".*"event":"claimed"`).Match(events) {
@@ -212,7 +228,7 @@ func TestKilledMachineIsTakenOver(t *testing.T) {
 			if out := f.git("merge-base", "--is-ancestor", partial, "main"); out != "" {
 				t.Fatal(out)
 			}
-			if got := f.git("show", "main:partial-US-1.txt"); got != "a" {
+			if got := f.git("show", "main:partial-"+story+".txt"); got != "a" {
 				t.Fatalf("the dead machine's pushed work is not on main: %q", got)
 			}
 			if refs := f.git("for-each-ref", "refs/wiggum"); refs != "" {
@@ -228,7 +244,7 @@ func TestKilledMachineIsTakenOver(t *testing.T) {
 func TestPausedMachineCannotLandStaleWork(t *testing.T) {
 	f := newFleet(t, "daemon", 1)
 	a := f.machine("a", []string{"AGENT_MODE=pause"}, "--lease", "2s")
-	waitFile(t, filepath.Join(f.signal, "started-US-1"))
+	startedStory(t, f.signal)
 	if err := syscall.Kill(a.pid(), syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}

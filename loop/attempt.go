@@ -44,6 +44,11 @@ type executor struct {
 	branch string
 	span   *telemetry.Span // the current attempt's
 	source string          // what failed it, for its span
+	// keep, when it says so, leaves an interrupted attempt as it is rather
+	// than rolling it back: a shared story lost to another machine keeps
+	// the agent's commits on its branch (the worktree's removal saves the
+	// rest).
+	keep func() bool
 }
 
 // outcome of one attempt.
@@ -303,6 +308,13 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 // interrupted rolls back the unfinished attempt if that is safe, and
 // reports what it left.
 func (e *executor) interrupted(iter int, story *plan.Story, attempt int, cp *checkpoint.Checkpoint, end journalRec) error {
+	if e.keep != nil && e.keep() {
+		e.disp.printf("stopped: another machine took %s over; this attempt's commits stay on %s", story.ID, strings.TrimPrefix(e.branch, "refs/heads/"))
+		e.run.setLast("interrupted")
+		e.event("interrupted", map[string]any{"iteration": iter, "story": story.ID, "kept": e.branch})
+		e.log(iter, story, attempt, "interrupted", outcome{}, "", 0)
+		return context.Canceled
+	}
 	ctx := context.Background()
 	res, err := e.st.Rollback(ctx, checkpoint.RollbackOptions{Session: e.session, Reason: fmt.Sprintf("%s interrupted in iteration %d", story.ID, iter)})
 	switch {

@@ -195,7 +195,7 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int) {
 	ex := p.executor(w, story)
 	ex.worker = worker
 	// A shared story stops when another machine takes its claim over.
-	sctx, unshare := p.storyContext(ctx, held, w)
+	sctx, unshare := p.storyContext(ctx, held, w, ex)
 	defer unshare()
 	done := false
 	for !done {

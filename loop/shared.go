@@ -131,12 +131,14 @@ func (p *parallel) heldClaim(story string) (Claimed, string) {
 }
 
 // storyContext is ctx, also cancelled when c is lost; it makes the claim
-// publish w's branch while the story is worked on.
-func (p *parallel) storyContext(ctx context.Context, c Claimed, w *worktree.Worker) (context.Context, func()) {
+// publish w's branch while the story is worked on, and a lost story keep
+// its attempt's commits rather than roll them back.
+func (p *parallel) storyContext(ctx context.Context, c Claimed, w *worktree.Worker, ex *executor) (context.Context, func()) {
 	if c == nil {
 		return ctx, func() {}
 	}
 	c.Follow(w.Branch)
+	ex.keep = func() bool { return lost(c) }
 	sctx, cancel := context.WithCancel(ctx)
 	go func() {
 		select {
