@@ -20,6 +20,7 @@ type ReportCmd struct {
 	HTML   bool   `name:"html" xor:"format" help:"One self-contained HTML page with a timeline and the cost table: on stdout, or with -o (or on a terminal) in a file whose path is printed."`
 	Output string `short:"o" name:"output" placeholder:"FILE" help:"Write the report to FILE and print its path."`
 	Events string `name:"events" placeholder:"FILE" type:"existingfile" help:"Read this event log (a copy from another machine, say) instead of the repository's."`
+	File   string `arg:"" optional:"" placeholder:"FILE" help:"Same as -o FILE (so --html FILE works)."`
 }
 
 // Help is shown by `wiggum report --help`.
@@ -52,7 +53,7 @@ Exit: 0 reported; 1 no run recorded yet, or the log cannot be read.
 
   wiggum report
   wiggum report --json | jq '.stories[] | select(.outcome != "done") | .id'
-  wiggum report --html -o run.html
+  wiggum report --html -o run.html       # or: wiggum report --html run.html
   wiggum report --html > run.html
   wiggum report --events copied-events.jsonl`
 }
@@ -62,6 +63,12 @@ const reportFile = layout.RuntimeDir + "/report.html"
 
 // Run writes the report.
 func (c *ReportCmd) Run(ctx context.Context, g *Globals) error {
+	if c.File != "" && c.Output != "" {
+		return badinput.Errorf("report: give the output file once, as -o FILE or as FILE")
+	}
+	if c.File != "" {
+		c.Output = c.File
+	}
 	path := c.Events
 	alive := func(int) bool { return true } // another machine's run: cannot tell
 	var root string
