@@ -98,6 +98,11 @@ type codex struct{}
 func (codex) Parse(data []byte) (Event, error) {
 	ev, err := claude{}.Parse(data)
 	ev.Agent = "codex"
+	if ev.ToolName == "apply_patch" {
+		// Codex's file-edit tool: tool_input.command is the patch.
+		ev.Paths = patchPaths(ev.Command)
+		ev.Command = ""
+	}
 	if ev.Kind == KindPostTool && ev.ExitCode > 0 {
 		// Codex reports failed commands through PostToolUse with the exit
 		// code in the tool response.
@@ -111,6 +116,21 @@ func (codex) Render(ev Event, r Response) []byte {
 		ev.Name = "PostToolUse"
 	}
 	return renderClaude(ev, r, false)
+}
+
+// patchPaths lists the files a codex patch adds, updates, deletes or moves
+// to.
+func patchPaths(patch string) []string {
+	var out []string
+	for line := range strings.Lines(patch) {
+		line = strings.TrimRight(line, "\r\n")
+		for _, p := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
+			if rest, ok := strings.CutPrefix(line, p); ok && strings.TrimSpace(rest) != "" {
+				out = append(out, strings.TrimSpace(rest))
+			}
+		}
+	}
+	return out
 }
 
 type gemini struct{}

@@ -33,9 +33,10 @@ type Event struct {
 	ToolName  string // as the agent named it
 	Shell     bool   // the tool runs a shell command
 	Command   string
-	FilePath  string // for file tools
-	Output    string // what the tool printed (stdout and stderr)
-	ExitCode  int    // -1 when the agent does not say
+	FilePath  string   // for file tools
+	Paths     []string // for a tool that edits several files (codex's apply_patch)
+	Output    string   // what the tool printed (stdout and stderr)
+	ExitCode  int      // -1 when the agent does not say
 	// StopHookActive is set when the agent is already continuing because
 	// of a Stop hook: blocking again would trap it in a loop.
 	StopHookActive bool

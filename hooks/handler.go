@@ -179,6 +179,13 @@ func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 		if ev.Shell && ev.Command != "" {
 			return guardCommand(ev, root, opts)
 		}
+		for _, p := range ev.Paths {
+			one := ev
+			one.FilePath = p
+			if r := guardEdit(one, root, opts); r.Decision != guard.Allow {
+				return r
+			}
+		}
 		if editTools[ev.ToolName] && ev.FilePath != "" {
 			if r := guardEdit(ev, root, opts); r.Decision != guard.Allow {
 				return r

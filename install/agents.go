@@ -52,7 +52,9 @@ var Agents = map[string]*Agent{
 		return evs
 	}},
 	"codex": {Name: "codex", File: ".codex/hooks.json", timeoutUnit: 1, events: func(rr bool) []event {
-		evs := []event{{"PreToolUse", "Bash", 10}, {"PostToolUse", "Bash", 120}, {"Stop", "", 30}}
+		// Codex reports its shell as Bash and its file edits as
+		// apply_patch (tool_input.command holds the patch).
+		evs := []event{{"PreToolUse", "Bash|apply_patch", 10}, {"PostToolUse", "Bash", 120}, {"Stop", "", 30}}
 		if rr {
 			evs = append(evs, event{"SessionStart", "", 10})
 		}

@@ -49,6 +49,8 @@ type executor struct {
 	// the agent's commits on its branch (the worktree's removal saves the
 	// rest).
 	keep func() bool
+	// ran: this executor has run an agent attempt.
+	ran bool
 }
 
 // outcome of one attempt.
@@ -106,6 +108,8 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	out := e.run1(ctx, iter, story, prompt)
 	e.disp.end()
 	e.traceOutcome(story, out)
+	first := !e.ran
+	e.ran = true
 	end := journalRec{T: "end", Story: story.ID, Attempt: attempt, Iter: iter}
 	if out.res != nil {
 		u := out.res.Usage
@@ -167,6 +171,13 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	e.disp.printf("✘ %s failed: %s; rolled back%s", story.ID, out.detail, backupNote(backup))
 	if why := finalCondition(out); why != "" {
 		return step{}, &FinalError{Reason: why}
+	}
+	if first && out.res != nil && out.res.Unstarted() {
+		// An agent that fails its first attempt before doing anything (no
+		// auth, an untrusted folder, a refusal) fails every attempt the
+		// same way: stop now, in its own words.
+		e.event("agent_unusable", map[string]any{"story": story.ID, "exit_code": out.res.ExitCode})
+		return step{}, out.res.Unusable(r.opts.Agent.Name)
 	}
 	if n := r.led.failed(story.ID); n > r.opts.Retries {
 		e.disp.printf("  skipping %s after %d failed attempts", story.ID, n)

@@ -14,6 +14,12 @@ import (
 type Profile struct {
 	Name string
 	Argv []string
+	// Events is set when the agent prints a JSON event stream wiggum reads
+	// (tool calls, tokens), so a run that never got going can be told from
+	// one that failed at its work.
+	Events bool
+	// Env is added to the agent's environment.
+	Env []string
 }
 
 // builtins are the non-interactive invocations of each agent, checked
@@ -24,15 +30,26 @@ type Profile struct {
 var builtins = map[string]Profile{
 	// -p is print (headless) mode and reads the prompt from stdin;
 	// stream-json needs --verbose in print mode.
-	"claude": {Name: "claude", Argv: []string{
+	"claude": {Name: "claude", Events: true, Argv: []string{
 		"claude", "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}},
 	// `codex exec -` reads the prompt from stdin; workspace-write lets it
-	// edit the repository (--full-auto is the deprecated spelling).
-	"codex": {Name: "codex", Argv: []string{"codex", "exec", "--sandbox", "workspace-write", "-"}},
+	// edit the repository; --json is its event stream (tool calls,
+	// tokens, errors). Codex runs a project's .codex/hooks.json only in a
+	// trusted project (--trust records the trust in ~/.codex/config.toml)
+	// and only hooks the user approved: --dangerously-bypass-hook-trust
+	// runs them unapproved, which Preflight allows only when every
+	// project hook is wiggum's own.
+	"codex": {Name: "codex", Events: true, Argv: []string{"codex", "exec", "--json", "--sandbox", "workspace-write",
+		"--trust", "--dangerously-bypass-hook-trust", "-"}},
 	// --execute with no message argument reads the message from stdin.
 	"amp": {Name: "amp", Argv: []string{"amp", "--execute", "--dangerously-allow-all"}},
 	// Piped stdin puts gemini in headless mode; yolo approves tool calls.
-	"gemini": {Name: "gemini", Argv: []string{"gemini", "--approval-mode=yolo"}},
+	// Headless gemini exits 55 in a folder the user never trusted, and
+	// ignores the folder's .gemini/settings.json (wiggum's hooks) there.
+	// GEMINI_CLI_TRUST_WORKSPACE=true trusts it for this run only; its
+	// --skip-trust flag is not enough, as it is read after the settings.
+	"gemini": {Name: "gemini", Events: true, Argv: []string{"gemini", "--approval-mode=yolo", "--output-format", "stream-json"},
+		Env: []string{"GEMINI_CLI_TRUST_WORKSPACE=true"}},
 	// `opencode run` reads a piped stdin to EOF as the message.
 	"opencode": {Name: "opencode", Argv: []string{"opencode", "run"}},
 }
@@ -54,6 +71,7 @@ func Builtin(name string) (Profile, error) {
 		return Profile{}, fmt.Errorf("unknown agent %q (built in: %s; or use --agent-cmd)", name, strings.Join(Names(), ", "))
 	}
 	p.Argv = append([]string(nil), p.Argv...)
+	p.Env = append([]string(nil), p.Env...)
 	return p, nil
 }
 

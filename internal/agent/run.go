@@ -48,6 +48,33 @@ type Result struct {
 	Output   string        `json:"-"` // the last tailBytes of output, events rendered as text
 	Usage    Usage         `json:"usage"`
 	Limit    *Limit        `json:"-"`
+	// ToolCalls counts the tool calls seen in the agent's event stream;
+	// Error is the last error the stream reported.
+	ToolCalls int    `json:"tool_calls,omitempty"`
+	Error     string `json:"-"`
+	events    bool
+}
+
+// Unstarted reports whether the agent failed before doing anything: it
+// exited non-zero with no tool call, no model token and no usage limit.
+// Only an agent whose event stream wiggum reads can tell.
+func (r *Result) Unstarted() bool {
+	return r.events && r.ExitCode != 0 && r.Stopped == "" && r.Limit == nil && r.ToolCalls == 0 &&
+		r.Usage.InputTokens == 0 && r.Usage.OutputTokens == 0
+}
+
+// Unusable describes an agent that failed before doing anything, in its
+// own words: the last error it reported, else the end of its output.
+func (r *Result) Unusable(name string) *UnusableError {
+	msg := strings.TrimSpace(r.Error)
+	if msg == "" {
+		lines := strings.Split(strings.TrimSpace(r.Output), "\n")
+		msg = strings.Join(lines[max(0, len(lines)-5):], "\n")
+	}
+	if msg == "" {
+		msg = "no output"
+	}
+	return &UnusableError{Agent: name, Reason: fmt.Sprintf("it exited with status %d before doing anything: %s", r.ExitCode, msg)}
 }
 
 const (
@@ -74,7 +101,7 @@ func Run(ctx context.Context, prof Profile, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("agent: input pipe: %w", err)
 	}
 	p, err := proc.Start(ctx, prof.Argv, proc.Options{
-		Dir: opts.Dir, Env: opts.Env, Stdin: inR, Stdout: outW, Stderr: outW, Grace: opts.Grace, Hold: opts.Hold,
+		Dir: opts.Dir, Env: append(append([]string(nil), opts.Env...), prof.Env...), Stdin: inR, Stdout: outW, Stderr: outW, Grace: opts.Grace, Hold: opts.Hold,
 	})
 	outW.Close()
 	inR.Close()
@@ -158,6 +185,9 @@ wait:
 	res.Output = r.tail.String()
 	res.Usage = r.parser.usage
 	res.Limit = r.parser.limit
+	res.ToolCalls = r.parser.tools
+	res.Error = r.parser.lastError
+	res.events = prof.Events
 	return res, nil
 }
 

@@ -33,21 +33,15 @@ type Limit struct {
 	Reset   time.Time
 }
 
-// streamLine is the part of a claude stream-json event wiggum reads.
+// streamLine is the part of a JSON-lines event wiggum reads: claude's
+// stream-json, codex exec --json and gemini's stream-json share one decoder
+// (their type names do not collide).
 type streamLine struct {
 	Type    string `json:"type"`
 	Subtype string `json:"subtype"`
 	Model   string `json:"model"`
-	Message *struct {
-		ID      string      `json:"id"`
-		Usage   *tokenUsage `json:"usage"`
-		Content []struct {
-			Type  string          `json:"type"`
-			Text  string          `json:"text"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
-		} `json:"content"`
-	} `json:"message"`
+	// An object for claude (the API message), a string for codex's error.
+	Message      json.RawMessage `json:"message"`
 	Result       json.RawMessage `json:"result"`
 	IsError      bool            `json:"is_error"`
 	TotalCostUSD *float64        `json:"total_cost_usd"`
@@ -59,6 +53,37 @@ type streamLine struct {
 		ResetsAt int64  `json:"resetsAt"`
 		Type     string `json:"rateLimitType"`
 	} `json:"rate_limit_info"`
+
+	// codex exec --json
+	Item *struct {
+		Type    string `json:"type"`
+		Command string `json:"command"`
+		Text    string `json:"text"`
+	} `json:"item"`
+	Error json.RawMessage `json:"error"`
+
+	// gemini --output-format stream-json
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolName   string          `json:"tool_name"`
+	Parameters json.RawMessage `json:"parameters"`
+	Status     string          `json:"status"`
+	Stats      *struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+	} `json:"stats"`
+}
+
+// claudeMessage is the API message in a claude assistant event.
+type claudeMessage struct {
+	ID      string      `json:"id"`
+	Usage   *tokenUsage `json:"usage"`
+	Content []struct {
+		Type  string          `json:"type"`
+		Text  string          `json:"text"`
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+	} `json:"content"`
 }
 
 type tokenUsage struct {
@@ -83,6 +108,10 @@ type parser struct {
 	done    Usage
 	msgID   string
 	current Usage
+	// tools counts the tool calls the agent made; lastError is the last
+	// error the agent reported in its event stream.
+	tools     int
+	lastError string
 }
 
 // running is the token count so far.
@@ -100,8 +129,8 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 		return nil, false
 	}
 	switch l.Type {
-	case "system":
-		if l.Subtype == "init" {
+	case "system", "init", "thread.started":
+		if l.Type != "system" || l.Subtype == "init" {
 			text := "session started"
 			if l.Model != "" {
 				text += " (" + l.Model + ")"
@@ -109,18 +138,19 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 			events = append(events, Event{Kind: "init", Text: text})
 		}
 	case "assistant":
-		if l.Message == nil {
+		var m claudeMessage
+		if json.Unmarshal(l.Message, &m) != nil {
 			break
 		}
-		if u := l.Message.Usage; u != nil {
-			if l.Message.ID != p.msgID {
+		if u := m.Usage; u != nil {
+			if m.ID != p.msgID {
 				p.done.InputTokens += p.current.InputTokens
 				p.done.OutputTokens += p.current.OutputTokens
-				p.msgID = l.Message.ID
+				p.msgID = m.ID
 			}
 			p.current = Usage{InputTokens: u.input(), OutputTokens: u.OutputTokens}
 		}
-		for _, c := range l.Message.Content {
+		for _, c := range m.Content {
 			switch c.Type {
 			case "text":
 				if t := strings.TrimSpace(c.Text); t != "" {
@@ -128,6 +158,7 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 				}
 				p.checkLimitText(c.Text)
 			case "tool_use":
+				p.tools++
 				events = append(events, Event{Kind: "tool", Text: c.Name + toolDetail(c.Input), Usage: p.running()})
 			}
 		}
@@ -140,7 +171,37 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 			p.limit = lim
 			events = append(events, Event{Kind: "limit", Text: lim.Message})
 		}
+	case "item.started", "item.completed":
+		events = p.codexItem(l)
+	case "turn.completed":
+		if l.Usage != nil {
+			p.usage.InputTokens += l.Usage.input()
+			p.usage.OutputTokens += l.Usage.OutputTokens
+			p.usage.Turns++
+		}
+	case "turn.failed", "error":
+		text := errorText(l.Error)
+		if text == "" {
+			_ = json.Unmarshal(l.Message, &text)
+		}
+		if text != "" && text != p.lastError {
+			p.lastError = text
+			p.checkLimitText(text)
+			events = append(events, Event{Kind: "result", Text: "error: " + firstLine(text)})
+		}
+	case "tool_use":
+		p.tools++
+		events = append(events, Event{Kind: "tool", Text: l.ToolName + toolDetail(l.Parameters), Usage: p.usage})
+	case "message":
+		var text string
+		if l.Role == "assistant" && json.Unmarshal(l.Content, &text) == nil && strings.TrimSpace(text) != "" {
+			events = append(events, Event{Kind: "text", Text: strings.TrimSpace(text)})
+		}
 	case "result":
+		if l.Stats != nil || l.Status != "" {
+			events = p.geminiResult(l)
+			break
+		}
 		var text string
 		_ = json.Unmarshal(l.Result, &text)
 		switch {
@@ -157,6 +218,7 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 		p.checkLimitText(text)
 		summary := l.Subtype
 		if l.IsError {
+			p.lastError = text
 			summary = "error: " + firstLine(text)
 		}
 		events = append(events, Event{Kind: "result", Text: summary})
@@ -166,13 +228,68 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 	return events, true
 }
 
+// codexItem reads codex's item events: a command or file change is a tool
+// call when it starts, a message when it completes.
+func (p *parser) codexItem(l streamLine) []Event {
+	if l.Item == nil {
+		return nil
+	}
+	switch {
+	case l.Type == "item.started" && (l.Item.Type == "command_execution" || l.Item.Type == "file_change" || l.Item.Type == "mcp_tool_call"):
+		p.tools++
+		text := l.Item.Type
+		if l.Item.Command != "" {
+			text = "shell: " + clip(firstLine(l.Item.Command), 100)
+		}
+		return []Event{{Kind: "tool", Text: text, Usage: p.usage}}
+	case l.Type == "item.completed" && l.Item.Type == "agent_message":
+		if t := strings.TrimSpace(l.Item.Text); t != "" {
+			p.checkLimitText(t)
+			return []Event{{Kind: "text", Text: t}}
+		}
+	}
+	return nil
+}
+
+// geminiResult reads gemini's closing event: token counts, or the error
+// that ended the run.
+func (p *parser) geminiResult(l streamLine) []Event {
+	if l.Stats != nil {
+		p.usage.InputTokens = l.Stats.InputTokens
+		p.usage.OutputTokens = l.Stats.OutputTokens
+	}
+	if l.Status == "error" {
+		text := errorText(l.Error)
+		p.lastError = text
+		p.checkLimitText(text)
+		return []Event{{Kind: "result", Text: "error: " + firstLine(text)}}
+	}
+	return []Event{{Kind: "result", Text: l.Status}}
+}
+
+// errorText reads an error that is a string or an object with a message.
+func errorText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var o struct {
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(raw, &o)
+	return o.Message
+}
+
 var (
 	// Older claude: "Claude AI usage limit reached|1762952400".
 	limitEpoch = lazyre.New(`usage limit reached\|([0-9]{9,11})`)
 	// Newer: "You've hit your limit · resets 1:30am (Asia/Dhaka)",
 	// "5-hour limit reached ∙ resets 2am", "resets Apr 23 at 4pm (America/Recife)".
-	limitText  = lazyre.New(`(?i)(hit your limit|limit reached|usage limit)`)
-	limitReset = lazyre.New(`(?i)resets\s+(?:([A-Z][a-z]{2})\s+([0-9]{1,2})\s+at\s+)?([0-9]{1,2})(?::([0-9]{2}))?\s*(am|pm)(?:\s*\(([^)]+)\))?`)
+	limitText     = lazyre.New(`(?i)(hit your limit|limit reached|usage limit)`)
+	limitTryAgain = lazyre.New(`(?i)try again at\s+([0-9]{1,2}(?::[0-9]{2})?\s*[ap]m)`)
+	apiRejected   = lazyre.New(`API Error: (?:Request rejected )?\(?429\b`)
+	quotaText     = lazyre.New(`(?i)exhausted your (?:daily )?(?:quota|capacity)|RESOURCE_EXHAUSTED`)
+	limitReset    = lazyre.New(`(?i)resets\s+(?:([A-Z][a-z]{2})\s+([0-9]{1,2})\s+at\s+)?([0-9]{1,2})(?::([0-9]{2}))?\s*(am|pm)(?:\s*\(([^)]+)\))?`)
 )
 
 func (p *parser) checkLimitText(text string) {
@@ -181,10 +298,20 @@ func (p *parser) checkLimitText(text string) {
 		p.limit = &Limit{Message: "Claude usage limit reached", Reset: time.Unix(sec, 0)}
 		return
 	}
-	if !limitText().MatchString(text) || !strings.Contains(strings.ToLower(text), "reset") {
-		return
+	lower := strings.ToLower(text)
+	switch {
+	case limitText().MatchString(text) && strings.Contains(lower, "reset"):
+		p.limit = &Limit{Message: firstLine(text), Reset: parseReset(text, p.now())}
+	case limitText().MatchString(text) && strings.Contains(lower, "try again at"):
+		// codex: "You've hit your usage limit. ... or try again at 1:17 PM."
+		p.limit = &Limit{Message: firstLine(text), Reset: parseReset(limitTryAgain().ReplaceAllString(text, "resets $1"), p.now())}
+	case apiRejected().MatchString(text):
+		// claude with an API key: the API's 429, after its own retries.
+		p.limit = &Limit{Message: firstLine(text)}
+	case quotaText().MatchString(text):
+		// gemini: "You have exhausted your daily quota on this model."
+		p.limit = &Limit{Message: strings.Trim(firstLine(text), "[]")}
 	}
-	p.limit = &Limit{Message: firstLine(text), Reset: parseReset(text, p.now())}
 }
 
 // parseReset reads "resets [Mon D at ]H[:MM]am|pm[ (Zone)]" as the next such

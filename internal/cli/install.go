@@ -95,8 +95,10 @@ func (c *InstallCmd) Run(ctx context.Context, g *Globals) error {
 			return badinput.Wrap(fmt.Errorf("install %s: %w", a.Name, err))
 		}
 		changed = report(g, ch) || changed
-		if a.Name == "codex" && ch != nil {
-			fmt.Fprintln(g.stdout, "note: Codex runs hooks only when ~/.codex/config.toml has codex_hooks = true under [features]")
+		if ch != nil {
+			for _, n := range installNotes[a.Name] {
+				fmt.Fprintln(g.stdout, "note: "+n)
+			}
 		}
 	}
 	if c.Git {
@@ -192,4 +194,16 @@ func report(g *Globals, ch *install.Change) bool {
 	c.Path = shown
 	fmt.Fprint(g.stdout, c.Diff())
 	return true
+}
+
+// installNotes are what a user must know for the hooks to run at all.
+var installNotes = map[string][]string{
+	"codex": {
+		"Codex runs a project's .codex/hooks.json only in a trusted project, and only hooks you approved (/hooks in codex); unapproved hooks are skipped without a word",
+		"'wiggum run --agent codex' passes --trust and --dangerously-bypass-hook-trust itself (only while every hook in .codex/hooks.json is wiggum's); running codex yourself, trust the project and approve the hooks once",
+	},
+	"gemini": {
+		"headless gemini refuses a folder it was never told to trust (exit 55) and ignores its .gemini/settings.json (these hooks) there, even with --skip-trust; 'wiggum run --agent gemini' sets GEMINI_CLI_TRUST_WORKSPACE=true for its run, running gemini yourself trust the folder (/permissions) or set that variable",
+		"gemini turns git hooks off in its shell (core.hooksPath is emptied), so wiggum's git hooks do not run for the agent's git commands; the BeforeTool guard is what stops a push",
+	},
 }

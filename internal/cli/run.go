@@ -160,6 +160,32 @@ branch; its own late landing is refused. A conflict keeps the branch on the
 server and marks refs/wiggum/conflicts/<story>. See wiggum status --remote
 and wiggum claims.
 
+Built-in agents run headless with every tool call allowed (a loop has
+nobody to answer a prompt; the lock, checkpoints and hooks are the guard
+rails), and with what each needs for wiggum's hooks to run:
+  claude  claude -p --output-format stream-json --verbose
+          --dangerously-skip-permissions. claude refuses that as root unless
+          IS_SANDBOX=1: as root, wiggum stops before the first attempt and
+          says so; set IS_SANDBOX=1 yourself on a disposable machine.
+  codex   codex exec --json --sandbox workspace-write --trust
+          --dangerously-bypass-hook-trust -. Codex runs a project's
+          .codex/hooks.json only in a trusted project (--trust records that
+          in ~/.codex/config.toml) and only hooks the user approved; wiggum
+          bypasses the approval only when every hook in .codex/hooks.json is
+          its own, and otherwise refuses to start.
+  gemini  GEMINI_CLI_TRUST_WORKSPACE=true gemini --approval-mode=yolo
+          --output-format stream-json. Headless gemini exits 55 in a
+          folder it was never told to trust, and ignores the folder's
+          .gemini/settings.json (wiggum's hooks) there; the variable trusts
+          it for the run only (its --skip-trust flag starts it, but still
+          without the folder's hooks). Gemini also turns git hooks off in
+          its shell (core.hooksPath=""), so wiggum's pre-push and
+          post-commit hooks never run there: its guard hook is the only
+          stop for a push.
+An agent that fails on the run's first attempt before doing anything (no
+tool call, no model answer: missing auth, a refusal) stops the run at once
+with exit 1 and its own message; the plan and the tree stay as they were.
+
 Exit: 0 all stories done; 3 lock held; 4 a rollback was refused; 5 stopped
 with work left (iteration cap, no-progress breaker, skipped stories, usage
 limit, budget); 1 failed (also a final account condition); 130/143
@@ -191,6 +217,11 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	prof, err := c.profile()
 	if err != nil {
 		return err
+	}
+	if !c.DryRun {
+		if err := agent.Preflight(prof, repo.Root, os.Environ()); err != nil {
+			return err
+		}
 	}
 	var tmpl string
 	if c.Prompt != "" {

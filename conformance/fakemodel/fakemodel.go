@@ -1,0 +1,217 @@
+// Package fakemodel is a scripted model server on 127.0.0.1 that speaks the
+// wire protocols of the real agent clients (Anthropic Messages, OpenAI
+// Responses, Gemini generateContent, all streamed) and records every request,
+// so a test can drive a real client through a fixed sequence of tool calls
+// and assert what the client sent back.
+package fakemodel
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Turn is one scripted model answer. Exactly one of Shell, Text or Status is
+// set.
+type Turn struct {
+	// Shell asks the client to run this command with its shell tool.
+	Shell string
+	// Patch asks the client to apply this patch with its file-edit tool
+	// (Codex's apply_patch; the other clients write the file with their
+	// shell tool instead).
+	Patch string
+	// Text is a final answer: the client's turn ends.
+	Text string
+	// Status answers with this HTTP error (e.g. 429), in the body and
+	// headers the client's own service sends for a usage limit.
+	Status int
+	// Reset is when a usage limit resets (for Status 429); zero means one
+	// hour from now.
+	Reset time.Time
+}
+
+// Request is one recorded request.
+type Request struct {
+	Protocol string // "anthropic", "openai", "gemini", or "" for an unknown path
+	Method   string
+	Path     string
+	Header   http.Header // without credentials
+	Body     []byte
+	// Turn is the index of the scripted turn this request was answered
+	// with, or -1 for a side request (token counting, titles, model list).
+	Turn int
+}
+
+// Usage is what every scripted answer reports: fixed, so tests can assert
+// that a client passed it on.
+const (
+	InputTokens  = 1200
+	OutputTokens = 34
+)
+
+// Server plays a script of turns to whichever client calls it.
+type Server struct {
+	URL string // http://127.0.0.1:PORT, no trailing slash
+
+	srv *http.Server
+	ln  net.Listener
+
+	mu    sync.Mutex
+	turns []Turn
+	next  int
+	reqs  []Request
+	seq   int
+}
+
+// Start listens on a random loopback port and serves until Close.
+func Start(turns ...Turn) (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("fakemodel: listen: %w", err)
+	}
+	s := &Server{URL: "http://" + ln.Addr().String(), ln: ln, turns: turns}
+	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// Close stops the server and drops open connections.
+func (s *Server) Close() error { return s.srv.Close() }
+
+// Script replaces the turns still to be played and forgets the recorded
+// requests, so one server can serve several runs of a test.
+func (s *Server) Script(turns ...Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.turns, s.next, s.reqs = turns, 0, nil
+}
+
+// Requests returns every recorded request, in arrival order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// Scripted returns the requests that were answered from the script, in
+// order: Scripted()[i] is the request answered with turn i.
+func (s *Server) Scripted() []Request {
+	var out []Request
+	for _, r := range s.Requests() {
+		if r.Turn >= 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Played is how many turns have been answered.
+func (s *Server) Played() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
+}
+
+// secretHeaders are left out of recordings.
+var secretHeaders = map[string]bool{
+	"Authorization": true, "X-Api-Key": true, "X-Goog-Api-Key": true, "Cookie": true,
+}
+
+// take records a request and, when it is a main agent request, takes the
+// next turn. Past the end of the script every main request gets a final
+// answer, so a client never loops on an exhausted script.
+func (s *Server) take(r *http.Request, protocol string, body []byte, main bool) (Turn, int, int) {
+	h := http.Header{}
+	for k, v := range r.Header {
+		if !secretHeaders[http.CanonicalHeaderKey(k)] {
+			h[k] = v
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	rec := Request{Protocol: protocol, Method: r.Method, Path: r.URL.RequestURI(), Header: h, Body: body, Turn: -1}
+	t := Turn{Text: "done"}
+	if main {
+		rec.Turn = s.next
+		if s.next < len(s.turns) {
+			t = s.turns[s.next]
+		}
+		s.next++
+	}
+	s.reqs = append(s.reqs, rec)
+	return t, rec.Turn, s.seq
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	p := r.URL.Path
+	switch {
+	case strings.HasSuffix(p, "/messages/count_tokens"):
+		s.take(r, "anthropic", body, false)
+		writeJSON(w, 200, map[string]any{"input_tokens": InputTokens})
+	case strings.HasSuffix(p, "/messages"):
+		s.anthropic(w, r, body)
+	case strings.HasSuffix(p, "/responses"):
+		s.openai(w, r, body)
+	case strings.Contains(p, ":streamGenerateContent"), strings.Contains(p, ":generateContent"):
+		s.gemini(w, r, body)
+	case strings.Contains(p, ":countTokens"):
+		s.take(r, "gemini", body, false)
+		writeJSON(w, 200, map[string]any{"totalTokens": InputTokens})
+	case strings.HasSuffix(p, "/models") && r.Method == http.MethodGet:
+		s.take(r, "", body, false)
+		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{}, "models": []any{}, "has_more": false})
+	default:
+		s.take(r, "", body, false)
+		writeJSON(w, 404, map[string]any{"error": map[string]any{"message": "fakemodel: no such endpoint " + p}})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// sse writes server-sent events; a named event gets an "event:" line.
+type sse struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func startSSE(w http.ResponseWriter) *sse {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(200)
+	f, _ := w.(http.Flusher)
+	return &sse{w: w, f: f}
+}
+
+func (e *sse) send(name string, v any) {
+	var b bytes.Buffer
+	if name != "" {
+		fmt.Fprintf(&b, "event: %s\n", name)
+	}
+	data, _ := json.Marshal(v)
+	fmt.Fprintf(&b, "data: %s\n\n", data)
+	_, _ = e.w.Write(b.Bytes())
+	if e.f != nil {
+		e.f.Flush()
+	}
+}
+
+func nowUnix() int64 { return time.Now().Unix() }
+
+func resetOf(t Turn) time.Time {
+	if t.Reset.IsZero() {
+		return time.Now().Add(time.Hour).Truncate(time.Second)
+	}
+	return t.Reset
+}

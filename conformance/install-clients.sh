@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the real agent clients the conformance suite drives, at pinned
+# versions, into a cache outside the work tree:
+#   ${WIGGUM_AGENT_CACHE:-$HOME/.cache/wiggum-agents}/<pkg>@<version>/node_modules/.bin/<bin>
+# Idempotent: a client already installed at its pinned version is skipped.
+# The pins are the versions the suite was checked against; bump them here
+# (and in conformance/README.md) together.
+set -euo pipefail
+
+cache=${WIGGUM_AGENT_CACHE:-$HOME/.cache/wiggum-agents}
+pins=(
+	"@anthropic-ai/claude-code@2.1.330 claude"
+	"@openai/codex@0.169.0 codex"
+	"@google/gemini-cli@0.61.0 gemini"
+)
+
+mkdir -p "$cache"
+for pin in "${pins[@]}"; do
+	set -- $pin
+	spec=$1 bin=$2
+	dir="$cache/${spec//\//+}"
+	if [ -x "$dir/node_modules/.bin/$bin" ] && [ -e "$dir/.installed" ]; then
+		echo "have $spec"
+		continue
+	fi
+	echo "installing $spec into $dir"
+	rm -rf "$dir.tmp"
+	mkdir -p "$dir.tmp"
+	npm install --prefix "$dir.tmp" --no-save --no-audit --no-fund --loglevel=error "$spec" >/dev/null
+	rm -rf "$dir"
+	mv "$dir.tmp" "$dir"
+	# npm wrote absolute paths nowhere we depend on: .bin links are relative.
+	touch "$dir/.installed"
+done

@@ -1,0 +1,167 @@
+package conformance
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wiggum-dev/wiggum/conformance/fakemodel"
+)
+
+// denyReason asks wiggum's guard (as a Claude Code hook, guard always on)
+// why it denies command: the text the model must then see.
+func (w *world) denyReason(command string) string {
+	w.t.Helper()
+	payload, _ := json.Marshal(map[string]any{"session_id": "x", "cwd": w.dir, "hook_event_name": "PreToolUse",
+		"tool_name": "Bash", "tool_input": map[string]any{"command": command}})
+	path := filepath.Join(w.t.TempDir(), "payload.json")
+	writeFile(w.t, path, string(payload))
+	out := w.cmd(w.dir, "sh", "-c", "wiggum hook claude --guard always < "+path)
+	var resp struct {
+		Out struct {
+			Decision string `json:"permissionDecision"`
+			Reason   string `json:"permissionDecisionReason"`
+		} `json:"hookSpecificOutput"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || resp.Out.Decision != "deny" {
+		w.t.Fatalf("the guard does not deny %q: %s", command, out)
+	}
+	return resp.Out.Reason
+}
+
+// (a) The guard's deny reaches the model as the tool's result, and the
+// command never runs.
+func TestGuardDenyReachesModel(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		const push = "git push origin HEAD:refs/heads/pushed"
+		w := newWorld(t, c, fakemodel.Turn{Shell: push}, fakemodel.Turn{Text: "done"})
+		w.run(0)
+		if refs := w.remoteRefs(); strings.Contains(refs, "pushed") {
+			t.Fatalf("the denied push reached the remote:\n%s", refs)
+		}
+		reason := w.denyReason(push)
+		if !hasText(w.turnRequest(1).Body, reason) {
+			t.Fatalf("the model's next request does not carry the guard's reason %q:\n%.3000s", reason, w.turnRequest(1).Body)
+		}
+	})
+}
+
+// (b) A failing test run - failing with its exit code, or "passing"
+// through | tee - is rolled back mid-iteration, saved under
+// refs/wiggum/backup/, and the model is told.
+func TestFailingTestRunRolledBack(t *testing.T) {
+	for _, how := range []struct{ name, cmd string }{
+		{"exit", "npm test"},
+		{"tee", "npm test 2>&1 | tee test.log"},
+	} {
+		t.Run(how.name, func(t *testing.T) {
+			forEachClient(t, func(t *testing.T, c client) {
+				w := newWorld(t, c, fakemodel.Turn{Shell: "echo attempt > attempt.txt && " + how.cmd}, fakemodel.Turn{Text: "done"})
+				w.run(0)
+				if _, err := os.Stat(filepath.Join(w.dir, "attempt.txt")); err == nil {
+					t.Fatal("attempt.txt survived the failing test run: nothing was rolled back")
+				}
+				b := w.backups()
+				if len(b) == 0 {
+					t.Fatalf("no backup under refs/wiggum/backup/\nrequests:\n%s", w.requestLog())
+				}
+				if got := w.git("show", b[0]+":attempt.txt"); got != "attempt\n" {
+					t.Fatalf("the backup %s does not hold the attempt: %q", b[0], got)
+				}
+				if !hasText(w.turnRequest(1).Body, "wiggum: tests failed (npm test)") {
+					t.Fatalf("the model's next request does not carry wiggum's message:\n%.3000s", w.turnRequest(1).Body)
+				}
+			})
+		})
+	}
+}
+
+// (c) wiggum run commits the story end to end, ticks it, and records the
+// tokens (and cost, where the client reports one) in the event log.
+func TestRunCommitsStory(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "echo hello > story.txt"}, fakemodel.Turn{Text: "done"})
+		w.run(0)
+		if log := w.git("log", "--format=%s"); !strings.Contains(log, "US-1: make the change") {
+			t.Fatalf("no story commit:\n%s", log)
+		}
+		if got := w.git("show", "HEAD:story.txt"); got != "hello\n" {
+			t.Fatalf("story.txt not committed: %q", got)
+		}
+		if st := w.git("status", "--porcelain"); st != "" {
+			t.Fatalf("tree left dirty:\n%s", st)
+		}
+		plan, _ := os.ReadFile(filepath.Join(w.dir, "plan.md"))
+		if !strings.Contains(string(plan), "- [x] US-1") {
+			t.Fatalf("story not ticked:\n%s", plan)
+		}
+		e := w.event("iteration_end")
+		in, _ := e["input_tokens"].(float64)
+		out, _ := e["output_tokens"].(float64)
+		if in < fakemodel.InputTokens || out < fakemodel.OutputTokens {
+			t.Fatalf("tokens not recorded (server answered %d in / %d out per turn): %v", fakemodel.InputTokens, fakemodel.OutputTokens, e)
+		}
+		if cost, _ := e["cost_usd"].(float64); c.name == "claude" && cost <= 0 {
+			t.Fatalf("claude reports its cost, none recorded: %v", e)
+		}
+	})
+}
+
+// (d) A usage-limit answer stops the run (exit 5) with a usage_limit event,
+// and the plan stays open.
+func TestUsageLimitRecognised(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Status: 429})
+		out := w.run(5)
+		e := w.event("usage_limit")
+		if msg, _ := e["message"].(string); msg == "" {
+			t.Fatalf("usage_limit event without the agent's message: %v", e)
+		}
+		if !strings.Contains(out, "stopped: the agent says") {
+			t.Fatalf("the run does not say why it stopped:\n%s", out)
+		}
+		plan, _ := os.ReadFile(filepath.Join(w.dir, "plan.md"))
+		if !strings.Contains(string(plan), "- [ ] US-1") {
+			t.Fatalf("the plan changed:\n%s", plan)
+		}
+	})
+}
+
+// (e) The pre-push backstop holds for a push the guard cannot see (a
+// script the agent wrote), from the agent's own shell - inside Codex that
+// is a new PID namespace - and from a new PID namespace made on purpose: a
+// session is live wherever the push is made from.
+//
+// Not for gemini: gemini-cli empties core.hooksPath in its shell, so no git
+// hook runs there and its BeforeTool guard is the only stop for a push
+// (TestGuardDenyReachesModel).
+func TestPrePushBackstop(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		if c.name == "gemini" {
+			return
+		}
+		w := newWorld(t, c,
+			fakemodel.Turn{Shell: "printf 'git push origin HEAD:refs/heads/scripted\\n' > push.sh && sh push.sh"},
+			fakemodel.Turn{Shell: "printf 'git push origin HEAD:refs/heads/unshared\\n' > push2.sh && unshare --pid --fork --mount-proc sh push2.sh"},
+			fakemodel.Turn{Text: "done"})
+		w.run(0)
+		if w.srv.Played() < 3 {
+			t.Fatalf("the client stopped early\n%s", w.requestLog())
+		}
+		if refs := w.remoteRefs(); strings.Contains(refs, "scripted") || strings.Contains(refs, "unshared") {
+			t.Fatalf("a push during the session reached the remote:\n%s", refs)
+		}
+	})
+}
+
+// The same backstop without an agent: wiggum lock -- unshare ... git push.
+func TestPrePushBackstopUnshare(t *testing.T) {
+	w := newWorld(t, client{})
+	out, code := w.exec(w.dir, filepath.Join(wiggumDir, "wiggum"), "lock", "--", "unshare", "--pid", "--fork", "--mount-proc",
+		"git", "push", "origin", "HEAD:refs/heads/unshared")
+	if code == 0 || strings.Contains(w.remoteRefs(), "unshared") {
+		t.Fatalf("a push from a new PID namespace inside a session went through (exit %d):\n%s", code, out)
+	}
+}

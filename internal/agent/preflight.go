@@ -1,0 +1,102 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// UnusableError is an agent that cannot work here at all: retrying it is
+// pointless, so a loop stops at once with the agent's own words.
+type UnusableError struct {
+	Agent  string
+	Reason string
+}
+
+func (e *UnusableError) Error() string {
+	return fmt.Sprintf("the %s agent cannot run: %s", e.Agent, e.Reason)
+}
+
+// IsUnusable reports whether err says the agent cannot run at all.
+func IsUnusable(err error) bool {
+	var u *UnusableError
+	return errors.As(err, &u)
+}
+
+// Preflight finds what would make every attempt of a built-in agent fail,
+// or run without wiggum's hooks, before the first one starts. root is the
+// repository the agent will work in; env is the agent's environment.
+func Preflight(p Profile, root string, env []string) error {
+	switch p.Name {
+	case "claude":
+		if slices.Contains(p.Argv, "--dangerously-skip-permissions") && os.Geteuid() == 0 && getenv(env, "IS_SANDBOX") != "1" {
+			return &UnusableError{Agent: "claude", Reason: "claude refuses --dangerously-skip-permissions as root; " +
+				"run wiggum as a normal user, or on a disposable machine or container set IS_SANDBOX=1 (claude's own switch for that)"}
+		}
+	case "codex":
+		foreign, err := foreignCodexHooks(filepath.Join(root, ".codex", "hooks.json"))
+		if err != nil {
+			return &UnusableError{Agent: "codex", Reason: err.Error()}
+		}
+		if len(foreign) > 0 {
+			return &UnusableError{Agent: "codex", Reason: fmt.Sprintf(".codex/hooks.json has hooks that are not wiggum's (%s); "+
+				"wiggum runs codex with --dangerously-bypass-hook-trust so that its own hooks run, and will not do that for hooks "+
+				"nobody approved: remove them, or approve them in codex (/hooks) and run it with --agent-cmd",
+				strings.Join(foreign, "; "))}
+		}
+	}
+	return nil
+}
+
+// foreignCodexHooks lists the hook commands in a codex hooks file that are
+// not wiggum's.
+func foreignCodexHooks(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var doc struct {
+		Hooks map[string][]struct {
+			Hooks []struct {
+				Command string `json:"command"`
+			} `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s is not valid hooks JSON (%v); fix it before running codex", path, err)
+	}
+	var out []string
+	for _, groups := range doc.Hooks {
+		for _, g := range groups {
+			for _, h := range g.Hooks {
+				f := strings.Fields(h.Command)
+				if len(f) >= 2 && filepath.Base(f[0]) == "wiggum" && f[1] == "hook" {
+					continue
+				}
+				if !slices.Contains(out, h.Command) {
+					out = append(out, h.Command)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func getenv(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
