@@ -92,7 +92,8 @@ func TestCodexApplyPatchGuarded(t *testing.T) {
 	const patch = "*** Begin Patch\n*** Add File: .ralph/wiggum/checkpoint.json\n+{}\n*** End Patch\n"
 	w := newWorld(t, clients[1], fakemodel.Turn{Patch: patch}, fakemodel.Turn{Text: "done"})
 	w.run(0)
-	if !hasText(w.turnRequest(1).Body, "wiggum: apply_patch .ralph/wiggum/checkpoint.json is not allowed during a wiggum session") {
-		t.Fatalf("the model's next request does not carry the guard's reason:\n%.3000s", w.turnRequest(1).Body)
+	reason := w.hookDenies("codex", map[string]any{"tool_name": "apply_patch", "tool_input": map[string]any{"command": patch}})
+	if !hasText(w.turnRequest(1).Body, reason) {
+		t.Fatalf("the model's next request does not carry the guard's reason %q:\n%.3000s", reason, w.turnRequest(1).Body)
 	}
 }

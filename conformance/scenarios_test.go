@@ -14,11 +14,18 @@ import (
 // why it denies command: the text the model must then see.
 func (w *world) denyReason(command string) string {
 	w.t.Helper()
-	payload, _ := json.Marshal(map[string]any{"session_id": "x", "cwd": w.dir, "hook_event_name": "PreToolUse",
-		"tool_name": "Bash", "tool_input": map[string]any{"command": command}})
+	return w.hookDenies("claude", map[string]any{"tool_name": "Bash", "tool_input": map[string]any{"command": command}})
+}
+
+// hookDenies runs `wiggum hook AGENT --guard always` on a PreToolUse
+// payload and returns the reason it denies it with.
+func (w *world) hookDenies(agent string, payload map[string]any) string {
+	w.t.Helper()
+	payload["session_id"], payload["cwd"], payload["hook_event_name"] = "x", w.dir, "PreToolUse"
+	data, _ := json.Marshal(payload)
 	path := filepath.Join(w.t.TempDir(), "payload.json")
-	writeFile(w.t, path, string(payload))
-	out := w.cmd(w.dir, "sh", "-c", "wiggum hook claude --guard always < "+path)
+	writeFile(w.t, path, string(data))
+	out := w.cmd(w.dir, "sh", "-c", "wiggum hook "+agent+" --guard always < "+path)
 	var resp struct {
 		Out struct {
 			Decision string `json:"permissionDecision"`
@@ -26,7 +33,7 @@ func (w *world) denyReason(command string) string {
 		} `json:"hookSpecificOutput"`
 	}
 	if err := json.Unmarshal([]byte(out), &resp); err != nil || resp.Out.Decision != "deny" {
-		w.t.Fatalf("the guard does not deny %q: %s", command, out)
+		w.t.Fatalf("the guard does not deny %v: %s", payload, out)
 	}
 	return resp.Out.Reason
 }

@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Lines recorded from codex 0.169 (exec --json) and gemini-cli 0.61
+// (--output-format stream-json) against conformance/fakemodel.
+const (
+	codexRun = `{"type":"thread.started","thread_id":"01a20856-d930-72d2-9755-de411dbab562"}
+{"type":"turn.started"}
+{"type":"item.started","item":{"id":"item_0","type":"command_execution","command":"/bin/bash -lc 'echo hi > f.txt'","aggregated_output":"","exit_code":null,"status":"in_progress"}}
+{"type":"item.completed","item":{"id":"item_0","type":"command_execution","command":"/bin/bash -lc 'echo hi > f.txt'","aggregated_output":"","exit_code":0,"status":"completed"}}
+{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"all done"}}
+{"type":"turn.completed","usage":{"input_tokens":2400,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":68,"reasoning_output_tokens":0}}`
+	codexLimit = `{"type":"thread.started","thread_id":"01a20856-e193-7002-a808-5019d0547514"}
+{"type":"turn.started"}
+{"type":"error","message":"You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at 1:17 PM."}
+{"type":"turn.failed","error":{"message":"You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at 1:17 PM."}}`
+	geminiRun = `{"type":"init","timestamp":"2026-11-23T12:17:26.754Z","session_id":"9c85aab9","model":"auto"}
+{"type":"message","timestamp":"2026-11-23T12:17:26.756Z","role":"user","content":"make f\n"}
+{"type":"tool_use","timestamp":"2026-11-23T12:17:26.873Z","tool_name":"run_shell_command","tool_id":"t1","parameters":{"command":"echo hi > f.txt","description":"x"}}
+{"type":"tool_result","timestamp":"2026-11-23T12:17:26.961Z","tool_id":"t1","status":"success","output":""}
+{"type":"message","timestamp":"2026-11-23T12:17:26.976Z","role":"assistant","content":"all done","delta":true}
+{"type":"result","timestamp":"2026-11-23T12:17:26.979Z","status":"success","stats":{"total_tokens":3702,"input_tokens":3600,"output_tokens":102,"cached":0,"input":3600,"duration_ms":225,"tool_calls":1}}`
+	geminiLimit = `{"type":"init","timestamp":"2026-11-23T12:22:59.089Z","session_id":"f6295fc7","model":"auto"}
+{"type":"result","timestamp":"2026-11-23T12:22:59.487Z","status":"error","error":{"type":"unknown","message":"[API Error: You have exhausted your daily quota on this model.]\nPlease wait and try again later."}}`
+	claudeAPI429 = `{"type":"result","subtype":"success","is_error":true,"result":"API Error: Request rejected (429) · This request would exceed your account's rate limit. Please try again later.","total_cost_usd":0}`
+)
+
+func parseAll(t *testing.T, lines string) (*parser, []Event) {
+	t.Helper()
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.Local)
+	p := &parser{now: func() time.Time { return now }}
+	var all []Event
+	for _, l := range strings.Split(lines, "\n") {
+		evs, ok := p.line([]byte(l))
+		if !ok {
+			t.Fatalf("not recognised as an event: %s", l)
+		}
+		all = append(all, evs...)
+	}
+	return p, all
+}
+
+func kinds(evs []Event) string {
+	var k []string
+	for _, e := range evs {
+		k = append(k, e.Kind)
+	}
+	return strings.Join(k, ",")
+}
+
+func TestCodexAndGeminiStreams(t *testing.T) {
+	for _, tc := range []struct {
+		name, lines, kinds string
+		in, out, tools     int
+	}{
+		{"codex", codexRun, "init,tool,text", 2400, 68, 1},
+		{"gemini", geminiRun, "init,tool,text,result", 3600, 102, 1},
+	} {
+		p, evs := parseAll(t, tc.lines)
+		if got := kinds(evs); got != tc.kinds {
+			t.Errorf("%s: events %s, want %s", tc.name, got, tc.kinds)
+		}
+		if p.usage.InputTokens != tc.in || p.usage.OutputTokens != tc.out || p.tools != tc.tools {
+			t.Errorf("%s: usage %+v, %d tools; want %d in / %d out, %d tools", tc.name, p.usage, p.tools, tc.in, tc.out, tc.tools)
+		}
+		if p.limit != nil {
+			t.Errorf("%s: a limit in a normal run: %+v", tc.name, p.limit)
+		}
+	}
+}
+
+func TestClientLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name, lines, msg string
+		reset            string // HH:MM local, or "" for unknown
+	}{
+		{"codex", codexLimit, "You’ve hit your usage limit", "13:17"},
+		{"gemini", geminiLimit, "API Error: You have exhausted your daily quota on this model.", ""},
+		{"claude-api-key", claudeAPI429, "API Error: Request rejected (429)", ""},
+	} {
+		p, _ := parseAll(t, tc.lines)
+		if p.limit == nil {
+			t.Errorf("%s: limit not recognised", tc.name)
+			continue
+		}
+		if !strings.Contains(p.limit.Message, tc.msg) {
+			t.Errorf("%s: message %q, want it to contain %q", tc.name, p.limit.Message, tc.msg)
+		}
+		got := ""
+		if !p.limit.Reset.IsZero() {
+			got = p.limit.Reset.Format("15:04")
+		}
+		if got != tc.reset {
+			t.Errorf("%s: reset %q, want %q", tc.name, got, tc.reset)
+		}
+	}
+}
+
+func TestUnstarted(t *testing.T) {
+	p, _ := parseAll(t, `{"type":"result","subtype":"success","is_error":true,"result":"Invalid API key · Please run /login"}`)
+	r := &Result{ExitCode: 1, events: true, ToolCalls: p.tools, Usage: p.usage, Error: p.lastError}
+	if !r.Unstarted() {
+		t.Fatal("a run that failed before any tool call or token is not unstarted")
+	}
+	if u := r.Unusable("claude"); !strings.Contains(u.Error(), "Invalid API key") {
+		t.Fatalf("the agent's own words are missing: %v", u)
+	}
+	for _, r := range []*Result{
+		{ExitCode: 1, events: true, ToolCalls: 1},
+		{ExitCode: 1, events: true, Usage: Usage{InputTokens: 10}},
+		{ExitCode: 1, events: false},
+		{ExitCode: 0, events: true},
+		{ExitCode: 1, events: true, Limit: &Limit{}},
+	} {
+		if r.Unstarted() {
+			t.Errorf("unstarted: %+v", r)
+		}
+	}
+}
