@@ -46,6 +46,8 @@ type Request struct {
 	// Turn is the index of the scripted turn this request was answered
 	// with, or -1 for a side request (token counting, titles, model list).
 	Turn int
+	// Time is when the request arrived.
+	Time time.Time
 }
 
 // Usage is what every scripted answer reports: fixed, so tests can assert
@@ -136,7 +138,7 @@ func (s *Server) take(r *http.Request, protocol string, body []byte, main bool) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	rec := Request{Protocol: protocol, Method: r.Method, Path: r.URL.RequestURI(), Header: h, Body: body, Turn: -1}
+	rec := Request{Protocol: protocol, Method: r.Method, Path: r.URL.RequestURI(), Header: h, Body: body, Turn: -1, Time: time.Now()}
 	t := Turn{Text: "done"}
 	if main {
 		rec.Turn = s.next
