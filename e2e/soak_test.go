@@ -139,8 +139,13 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 		"--timeout", "2s", "--grace", "200ms", "--wait-on-limit", "--retries", "3", "--no-progress", "1000", "-q"}
 	logPath := filepath.Join(soak, "log")
 	first := true
+	// startup estimates how long a run takes to get its first agent going
+	// on this machine now (it grows with the load): kills are spread over
+	// that window and past it, and one run in three gets time to land
+	// stories, so every plan finishes whatever the load.
+	startup := 1500 * time.Millisecond
 	for run := 0; ; run++ {
-		if run > 400 {
+		if run > 3000 {
 			t.Fatalf("the plan did not finish in %d runs", run)
 		}
 		var env []string
@@ -149,9 +154,10 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 		if killing && rand.N(4) == 0 {
 			env = append(env, "WIGGUM_TEST_KILLPOINT="+soakPoints[rand.N(len(soakPoints))])
 		}
-		delay := rand.N(1500 * time.Millisecond)
-		if rand.N(5) == 0 {
-			delay = 1500*time.Millisecond + rand.N(4500*time.Millisecond)
+		window := startup * 3 / 2
+		delay := rand.N(window)
+		if rand.N(3) == 0 {
+			delay = window + rand.N(8*time.Second)
 		}
 		if first {
 			// The fresh start is the baseline of the resume cost: let an
@@ -177,6 +183,7 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 		}
 		code := p.wait(t)
 		if ms := firstAgentAfter(logPath, started); ms > 0 {
+			startup = (startup*3 + time.Duration(ms*float64(time.Millisecond))) / 4
 			if first {
 				fresh = append(fresh, ms)
 			} else {
