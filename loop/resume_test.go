@@ -89,7 +89,7 @@ func TestBudgets(t *testing.T) {
 	if !errors.As(err, &se) {
 		t.Fatalf("err = %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"reaching --max-cost $0.70", "spent $0.80", "1 story(ies) left"} {
+	for _, want := range []string{"the run spent $0.80, reaching --max-cost $0.70", "1 story(ies) left"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("stop message %q lacks %q", err, want)
 		}

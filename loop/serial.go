@@ -105,7 +105,7 @@ func (r *run) budgetStop(why string) error {
 	left := plan.Open(stories)
 	r.sum.Left = left
 	r.event("budget_reached", map[string]any{"reason": why})
-	return &StopError{Reason: fmt.Sprintf("stopped: %s; %s; %d story(ies) left", why, r.led.budgetNote(), left)}
+	return &StopError{Reason: fmt.Sprintf("stopped: %s, so no attempt is started; %d story(ies) left", why, left)}
 }
 
 // limited handles a usage limit: without --wait-on-limit the run stops
