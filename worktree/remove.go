@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 
@@ -122,7 +123,21 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 	// Twice --force: the worktree is git-locked (so plain git commands leave
 	// it alone) and may hold changes just saved above.
 	if _, err := main.Run(ctx, "worktree", "remove", "--force", "--force", in.Path); err != nil {
-		return nil, fmt.Errorf("worktree: remove %s: %w", in.Name, err)
+		var ge *git.Error
+		if !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "validation failed") {
+			return nil, fmt.Errorf("worktree: remove %s: %w", in.Name, err)
+		}
+		// A creation killed inside git worktree add: git registered the
+		// worktree but never wrote its .git file, so it will not remove
+		// it. Nothing in it is anyone's work yet: remove the directory,
+		// then let git forget the entry.
+		if err := os.RemoveAll(in.Path); err != nil {
+			return nil, fmt.Errorf("worktree: remove %s: %w", in.Path, err)
+		}
+		_, _ = main.Run(ctx, "worktree", "unlock", in.Path)
+		if _, err := main.Run(ctx, "worktree", "prune"); err != nil {
+			return nil, fmt.Errorf("worktree: forget %s: %w", in.Name, err)
+		}
 	}
 	killpoint.At("remove-unregistered")
 	// git leaves directories that held only ignored files (wiggum's own
