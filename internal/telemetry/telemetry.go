@@ -13,13 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -53,54 +48,8 @@ func Configured() bool {
 
 // Tracer makes a run's spans. A nil *Tracer makes nil spans.
 type Tracer struct {
-	tp *sdktrace.TracerProvider
-	tr trace.Tracer
-}
-
-// FromEnv sets up OTLP export as the standard variables say (endpoint,
-// protocol, headers, timeout, service name), or returns nil when they do
-// not ask for it. onError receives export errors (never called from the
-// loop's goroutines' critical path: the batch exporter runs apart).
-func FromEnv(ctx context.Context, version string, onError func(error)) (*Tracer, error) {
-	if !Configured() {
-		return nil, nil
-	}
-	proto := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	if proto == "" {
-		proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
-	}
-	var (
-		exp sdktrace.SpanExporter
-		err error
-	)
-	switch proto {
-	case "", ProtocolHTTP:
-		exp, err = otlptracehttp.New(ctx)
-	case ProtocolGRPC:
-		exp, err = otlptracegrpc.New(ctx)
-	default:
-		return nil, &ConfigError{Msg: fmt.Sprintf("OTEL_EXPORTER_OTLP_PROTOCOL %q is not supported; use %s or %s", proto, ProtocolHTTP, ProtocolGRPC)}
-	}
-	if err != nil {
-		return nil, &ConfigError{Msg: "OTLP exporter: " + err.Error()}
-	}
-	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(),
-		resource.WithAttributes(attribute.String("service.name", serviceName()), attribute.String("service.version", version)))
-	if err != nil && res == nil {
-		return nil, &ConfigError{Msg: "resource: " + err.Error()}
-	}
-	if onError != nil {
-		otel.SetErrorHandler(otel.ErrorHandlerFunc(onError))
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &Tracer{tp: tp, tr: tp.Tracer("github.com/wiggum-dev/wiggum")}, nil
-}
-
-func serviceName() string {
-	if s := os.Getenv("OTEL_SERVICE_NAME"); s != "" {
-		return s
-	}
-	return "wiggum"
+	tr       trace.Tracer
+	shutdown func(context.Context) error
 }
 
 // Shutdown exports what is left and stops, within ShutdownTimeout.
@@ -110,7 +59,7 @@ func (t *Tracer) Shutdown() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
-	err := t.tp.Shutdown(ctx)
+	err := t.shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("telemetry: spans not exported within %s; the collector did not answer", ShutdownTimeout)
 	}
