@@ -145,6 +145,7 @@ func TestWatchTerminal(t *testing.T) {
 		"wiggum watch · plan.md · live", "2 workers", "0/4 stories done",
 		"US-1 story number 1", "US-2 story number 2", "Bash: go test ./US-1", "Bash: go test ./US-2", "1.2k in / 34 out")
 	saveCapture(t, "watch-live.txt", screen)
+	savePNG(t, "watch-live.png", tm.run("capture-pane", "-p", "-e"))
 
 	tm.keys("2")
 	tm.keys("Enter")
@@ -162,6 +163,7 @@ func TestWatchTerminal(t *testing.T) {
 	}
 	screen = tm.waitScreen("the finished plan", "4/4 stories done", "· ended ·", "merged", "run ended")
 	saveCapture(t, "watch-ended.txt", screen)
+	savePNG(t, "watch-ended.png", tm.run("capture-pane", "-p", "-e"))
 
 	tm.keys("q")
 	tm.waitScreen("watch to quit", "watch exited 0")
@@ -287,4 +289,89 @@ func patienceDeadline() func() bool {
 		time.Sleep(50 * time.Millisecond)
 		return time.Now().After(end)
 	}
+}
+
+// savePNG renders a captured screen (with its colours: capture-pane -e)
+// as HTML and has headless Chromium take a screenshot of it - a picture of
+// the terminal for people, kept beside the text capture. Best effort: the
+// text capture is the artifact the test stands on.
+func savePNG(t *testing.T, name, ansi string) {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Logf("no chromium: %s not rendered", name)
+		return
+	}
+	dir, _ := filepath.Abs(artifactDir)
+	page := filepath.Join(t.TempDir(), "screen.html")
+	if err := os.WriteFile(page, []byte(ansiHTML(ansi)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	png := filepath.Join(dir, name)
+	cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--window-size=1000,700", "--screenshot="+png, "file://"+page)
+	cmd.Env = baseEnv
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Logf("chromium could not render %s: %v\n%s", name, err, out)
+		return
+	}
+	t.Logf("terminal screenshot saved in %s", png)
+}
+
+var sgrColours = []string{"#2e3436", "#cc0000", "#4e9a06", "#c4a000", "#3465a4", "#75507b", "#06989a", "#d3d7cf"}
+
+// ansiHTML turns a screen with SGR escapes (bold, faint, reverse, the 8
+// colours) into a page that shows it as a terminal would.
+func ansiHTML(s string) string {
+	var b strings.Builder
+	b.WriteString(`<html><body style="margin:0;background:#1e1e1e"><pre style="margin:0;padding:12px;font:13px/1.25 'DejaVu Sans Mono',monospace;color:#e0e0e0">`)
+	open := false
+	for len(s) > 0 {
+		i := strings.Index(s, "\x1b[")
+		if i < 0 {
+			b.WriteString(htmlEscape(s))
+			break
+		}
+		b.WriteString(htmlEscape(s[:i]))
+		s = s[i+2:]
+		j := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != ';' })
+		if j < 0 {
+			break
+		}
+		params, final := s[:j], s[j]
+		s = s[j+1:]
+		if final != 'm' {
+			continue
+		}
+		if open {
+			b.WriteString("</span>")
+			open = false
+		}
+		var style []string
+		for _, p := range strings.Split(params, ";") {
+			switch {
+			case p == "1":
+				style = append(style, "font-weight:bold")
+			case p == "2":
+				style = append(style, "opacity:0.6")
+			case p == "7":
+				style = append(style, "background:#e0e0e0;color:#1e1e1e")
+			case len(p) == 2 && p[0] == '3' && p[1] >= '0' && p[1] <= '7':
+				style = append(style, "color:"+sgrColours[p[1]-'0'])
+			}
+		}
+		if len(style) > 0 {
+			b.WriteString(`<span style="` + strings.Join(style, ";") + `">`)
+			open = true
+		}
+	}
+	if open {
+		b.WriteString("</span>")
+	}
+	b.WriteString("</pre></body></html>")
+	return b.String()
+}
+
+func htmlEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
