@@ -27,6 +27,10 @@ type State struct {
 	InTokens    int
 	OutTokens   int
 
+	// LimitUntil is when the usage limit the run waits for resets; zero
+	// when it is not waiting.
+	LimitUntil time.Time
+
 	Slots   []*Worker // by worker number - 1; a serial run has one
 	Notices []Notice  // newest last
 	Last    time.Time // the newest event's time
@@ -103,7 +107,11 @@ func (s *State) Apply(e Event) {
 		if e.Outcome == "done" && !s.parallel {
 			s.markDone(e.Story)
 		}
-	case "merged":
+	case "limit_wait_start":
+		s.LimitUntil = e.Until
+	case "limit_wait_end":
+		s.LimitUntil = time.Time{}
+	case "merged", "landed":
 		s.markDone(e.Story)
 		if w := s.find(-1, e.Story); w != nil {
 			w.Outcome = "merged"
@@ -137,6 +145,14 @@ func describe(e Event) (kind, text string) {
 		}
 	case "merged":
 		return "merged", "merged" + prefixed(" as ", short(e.Commit))
+	case "landed":
+		return "merged", "landed on the remote" + prefixed(" as ", short(e.Commit))
+	case "land_failed", "claim_lost":
+		return "conflict", strings.ReplaceAll(e.Name, "_", " ") + prefixed(": ", e.Error) + "; branch " + strings.TrimPrefix(e.Branch, "refs/heads/") + " kept"
+	case "limit_wait_start":
+		return "limit", "all workers wait for the usage limit to reset at " + e.Until.Local().Format("15:04")
+	case "budget_reached":
+		return "stopped", "budget reached: " + e.Reason
 	case "merge_failed":
 		if len(e.Paths) > 0 {
 			return "conflict", "merge conflict in " + strings.Join(e.Paths, ", ") + "; branch " + strings.TrimPrefix(e.Branch, "refs/heads/") + " kept"

@@ -303,6 +303,9 @@ func (m *Model) header() string {
 		s += fmt.Sprintf(" · stopped (pid %d gone, no end logged)", m.st.PID)
 	default:
 		s += " · live"
+		if !m.st.LimitUntil.IsZero() {
+			s += " · paused for the usage limit until " + m.st.LimitUntil.Local().Format("15:04")
+		}
 	}
 	s += " · " + end.Sub(m.st.Started).Truncate(time.Second).String()
 	if m.st.Workers > 1 {

@@ -339,3 +339,26 @@ func TestLastRunStart(t *testing.T) {
 		t.Errorf("missing log: offset %d", off)
 	}
 }
+
+// A shared run lands on a remote, and a usage limit pauses every worker:
+// both show.
+func TestModelRemoteAndLimitWait(t *testing.T) {
+	evs := []Event{
+		ev(t, 0, "run_start", map[string]any{"plan": "plan.md", "pid": 1, "workers": 2, "stories": 2, "done": 0}),
+		ev(t, 1, "iteration_start", map[string]any{"iteration": 1, "story": "US-1", "attempt": 1, "attempts": 1, "worker": 1}),
+		ev(t, 2, "landed", map[string]any{"story": "US-1", "commit": "0123456789abcdef", "branch": "refs/heads/wiggum/US-1"}),
+		ev(t, 3, "limit_wait_start", map[string]any{"message": "limit", "until": "2026-11-23T17:00:00Z"}),
+	}
+	m := newTestModel(evs)
+	v := m.Render()
+	local := time.Date(2026, 11, 23, 17, 0, 0, 0, time.UTC).Local().Format("15:04")
+	for _, want := range []string{"1/2 stories done", "landed on the remote as 0123456789ab", "paused for the usage limit until " + local} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+	m.Update(EventsMsg{ev(t, 9, "limit_wait_end", map[string]any{})})
+	if strings.Contains(m.Render(), "paused") {
+		t.Errorf("still paused after limit_wait_end:\n%s", m.Render())
+	}
+}
