@@ -93,6 +93,12 @@ func (h *Held) Land(ctx context.Context, spec LandSpec) (*Landed, error) {
 	backoff := 10 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		base, err := r.FetchTarget(ctx, spec.Target)
+		for try := 1; err != nil && IsNetwork(err) && !isTimeout(err) && try < 3 && ctx.Err() == nil; try++ {
+			// A connection that failed (not one that hung) is worth
+			// another try before the story is given back.
+			time.Sleep(time.Duration(try) * 200 * time.Millisecond)
+			base, err = r.FetchTarget(ctx, spec.Target)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -343,4 +349,9 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+func isTimeout(err error) bool {
+	var ne *NetworkError
+	return errors.As(err, &ne) && ne.Timeout
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/worktree"
 )
 
 // View is the server's shared state as of one fetch.
@@ -86,11 +87,19 @@ func (r *Remote) RemoteTip(ctx context.Context, target string) (string, error) {
 func (r *Remote) fetch(ctx context.Context, op, target string, refspecs ...string) error {
 	r.fetchMu.Lock()
 	defer r.fetchMu.Unlock()
+	// A fetch's connectivity check reads every worktree's HEAD, which
+	// git worktree add writes in two steps: no worktree may come or go
+	// meanwhile (the repository mutex guards both).
+	mu, err := worktree.LockRepo(ctx, r.Repo)
+	if err != nil {
+		return err
+	}
+	defer mu.Unlock()
 	r.stats.mu.Lock()
 	r.stats.Fetches++
 	r.stats.mu.Unlock()
 	args := append([]string{"fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", "--atomic", "--no-recurse-submodules", r.Name}, refspecs...)
-	_, _, err := r.net(ctx, op, nil, args...)
+	_, _, err = r.net(ctx, op, nil, args...)
 	if err == nil {
 		return nil
 	}
