@@ -153,6 +153,19 @@ func TestNoRunAndUnreadableLines(t *testing.T) {
 	if err := WriteText(&b, r); err != nil || !strings.Contains(b.String(), "2 line(s) of the event log could not be read") {
 		t.Errorf("text: %v\n%s", err, b.String())
 	}
+	// A run with nothing in it yet still renders.
+	b.Reset()
+	if err := WriteHTML(&b, r, generated); err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(&b)
+	for {
+		if _, err := dec.Token(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("empty run's page: %v", err)
+		}
+	}
 }
 
 func golden(t *testing.T, name string, got []byte) {
