@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -27,7 +28,7 @@ func notifyServer(ts *testscript.TestScript, neg bool, args []string) {
 	mode, name := args[0], args[1]
 	release := make(chan struct{})
 	var mu sync.Mutex
-	logPath := ts.MkAbs(name + ".log")
+	logPath := filepath.Join(ts.Getenv("WORK"), name+".log")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		mu.Lock()
