@@ -241,7 +241,7 @@ const wiggumRefs = "refs/wiggum/"
 func guardPolicy(cwd, root string) guard.Policy {
 	p := guard.Policy{
 		Cwd: cwd, Root: root,
-		StatePaths:   []string{layout.LockFile, layout.HolderFile, layout.RuntimeDir + "/"},
+		StatePaths:   layout.StatePaths(),
 		RefNamespace: wiggumRefs,
 	}
 	for _, name := range GitHooks {

@@ -51,16 +51,11 @@ const SessionEnv = "WIGGUM_SESSION"
 // "untracked files" listing.
 var excludeLines = []string{"/" + LockFile, "/" + HolderFile, "/" + RuntimeDir + "/"}
 
-// StatePaths are the repository-relative paths no agent command may touch:
-// the guard denies writing, moving or deleting anything under them.
-func StatePaths() []string { return []string{StateDir + "/"} }
-
-// IsStatePath reports whether rel (slash-separated, relative to the
-// working-tree root) is wiggum's state or lies inside it.
-func IsStatePath(rel string) bool {
-	rel = strings.TrimPrefix(filepath.ToSlash(filepath.Clean(rel)), "./")
-	return rel == StateDir || strings.HasPrefix(rel, StateDir+"/")
-}
+// StatePaths are the repository-relative paths no agent command may touch
+// (a trailing "/" is a directory): the lock, its holder record and the
+// runtime directory - the same paths the exclude lines hide from git. The
+// rest of .ralph/ (a plan, progress notes) is the user's and the agent's.
+func StatePaths() []string { return []string{LockFile, HolderFile, RuntimeDir + "/"} }
 
 // Tree is one working tree's wiggum layout.
 type Tree struct {
