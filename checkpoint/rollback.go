@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // RefusedError is a rollback that was not safe. Nothing was changed.
@@ -81,13 +83,11 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		res.NothingToDo = true
 		return res, nil
 	}
-	changes, err := s.diffTrees(ctx, nowTree, wantTree)
+	out, err := s.Repo.Run(ctx, "diff-tree", "-r", "--name-only", "-z", "--no-renames", wantTree, nowTree)
 	if err != nil {
 		return nil, fmt.Errorf("rollback: diff: %w", err)
 	}
-	for _, c := range changes {
-		res.Files = append(res.Files, c.path)
-	}
+	res.Files = git.SplitZ(out)
 	res.Removed = newUntracked(cp, now.Untracked)
 	if opts.DryRun {
 		return res, nil
@@ -111,7 +111,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if res.BackupRef, err = s.backupAndMove(ctx, current, cp, head); err != nil {
 		return nil, err
 	}
-	if err := s.restoreTree(ctx, lk, idx, cp, changes); err != nil {
+	if err := s.restoreTree(ctx, lk, idx, cp, nowTree, wantTree); err != nil {
 		return nil, fmt.Errorf("rollback: return the working tree to %s (everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
 	}
 	return res, nil

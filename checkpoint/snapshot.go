@@ -150,44 +150,16 @@ func (l *indexLock) release() {
 	}
 }
 
-// treeChange is one path whose content differs between the working tree
-// now and the checkpoint's tree.
-type treeChange struct {
-	path string
-	mode string // the checkpoint's mode; "" when the path is not in it
-	oid  string // the checkpoint's blob
-}
-
-// diffTrees lists what differs from now to want, from one
-// `git diff-tree --raw`.
-func (s *State) diffTrees(ctx context.Context, now, want string) ([]treeChange, error) {
-	out, err := s.Repo.Run(ctx, "diff-tree", "-r", "-z", "--no-renames", "--raw", now, want)
-	if err != nil {
-		return nil, err
-	}
-	// :srcmode dstmode srcoid dstoid status NUL path NUL
-	f := strings.Split(out, "\x00")
-	var list []treeChange
-	for i := 0; i+1 < len(f); i += 2 {
-		meta := strings.Fields(strings.TrimPrefix(f[i], ":"))
-		if len(meta) != 5 {
-			return nil, fmt.Errorf("git diff-tree: unexpected record %q", f[i])
-		}
-		c := treeChange{path: f[i+1]}
-		if meta[4] != "D" {
-			c.mode, c.oid = meta[1], meta[3]
-		}
-		list = append(list, c)
-	}
-	return list, nil
-}
-
-// restoreTree makes the working tree hold the checkpoint's tree and the
-// index hold cp.Head's tree, under lk, touching only the changed paths:
-// no other file is read, stat'ed or written. idx is a private index that
-// matches the working tree (made by snapshot); nil means the user's index
-// does (the tree was clean).
-func (s *State) restoreTree(ctx context.Context, lk *indexLock, idx *treeIndex, cp *Checkpoint, changes []treeChange) error {
+// restoreTree makes the working tree hold want (the checkpoint's tree)
+// and the index hold cp.Head's tree, under lk. idx is a private index that
+// holds now, the working tree's tree, with the user's stat data (made by
+// snapshot); nil means the user's index does (the tree was clean). A
+// two-tree read-tree from now to want is what git checkout does: entries
+// the trees share are kept without reading, stat'ing or writing their
+// files; only the paths that differ are written or removed (with the
+// directories that leaves empty). --reset lets it overwrite an ignored
+// file in the way, as reset --hard would.
+func (s *State) restoreTree(ctx context.Context, lk *indexLock, idx *treeIndex, cp *Checkpoint, now, want string) error {
 	if idx == nil {
 		idx = s.newTreeIndex()
 		if err := s.linkIndex(idx); err != nil {
@@ -195,37 +167,8 @@ func (s *State) restoreTree(ctx context.Context, lk *indexLock, idx *treeIndex, 
 		}
 	}
 	defer idx.remove()
-	// The private index takes the checkpoint's entries for the changed
-	// paths (mode 0 drops one); removals first, so a file that must become
-	// a directory (or the reverse) never conflicts.
-	var info, write strings.Builder
-	for _, c := range changes {
-		if c.mode == "" {
-			fmt.Fprintf(&info, "0 %s\t%s\x00", strings.Repeat("0", len(cp.Head)), c.path)
-		}
-	}
-	for _, c := range changes {
-		if c.mode != "" {
-			fmt.Fprintf(&info, "%s %s\t%s\x00", c.mode, c.oid, c.path)
-			write.WriteString(c.path + "\x00")
-		}
-	}
-	if _, err := s.Repo.RunEnv(ctx, idx.env, []byte(info.String()), "update-index", "--add", "--replace", "-z", "--index-info"); err != nil {
+	if _, err := s.Repo.RunEnv(ctx, idx.env, nil, "read-tree", "--reset", "-u", now, want); err != nil {
 		return err
-	}
-	for _, c := range changes {
-		if c.mode == "" {
-			if err := s.removeFile(c.path); err != nil {
-				return err
-			}
-		}
-	}
-	if write.Len() > 0 {
-		// -u records the written files' stat data, so the next status does
-		// not hash them again.
-		if _, err := s.Repo.RunEnv(ctx, idx.env, []byte(write.String()), "checkout-index", "-f", "-u", "-z", "--stdin"); err != nil {
-			return err
-		}
 	}
 	if cp.Snapshot == "" {
 		// The private index now is the checkpoint commit's tree.
@@ -242,22 +185,4 @@ func (s *State) restoreTree(ctx context.Context, lk *indexLock, idx *treeIndex, 
 		}
 	}
 	return lk.commit()
-}
-
-// removeFile deletes a working-tree file the checkpoint does not have, and
-// the directories that leaves empty. Missing is fine: gone is the goal.
-func (s *State) removeFile(rel string) error {
-	path := filepath.Join(s.Repo.Root, filepath.FromSlash(rel))
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		if fi, serr := os.Lstat(path); serr == nil && fi.IsDir() {
-			return nil // a submodule's checkout: left alone, as git does
-		}
-		return err
-	}
-	for dir := filepath.Dir(path); dir != s.Repo.Root && strings.HasPrefix(dir, s.Repo.Root); dir = filepath.Dir(dir) {
-		if os.Remove(dir) != nil {
-			break
-		}
-	}
-	return nil
 }
