@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Measures what `wiggum checkpoint` + `wiggum rollback` cost against the raw
-# git commands a careful shell loop would need for the same job, in one run
-# on the same temporary repository, and prints the ratio.
+# Measures what `wiggum checkpoint` + `wiggum rollback` cost against git's
+# own floor for the same job, in one run on the same temporary repository,
+# and prints the ratio. bench/scale.sh draws the same comparison at 1k to
+# 100k files and with a large file.
 #
 # usage: bench/checkpoint.sh [ROUNDS]   (default 30)
 #
@@ -57,50 +58,23 @@ iteration() {
 	echo "edit $1" >> src/file3.txt
 }
 
-# raw_snapshot PARENT: a commit of the whole working tree (tracked and
-# untracked, not ignored) built with a temporary index, as stash does.
-raw_snapshot() {
-	local idx="$PWD/.git/bench-index" tree
-	rm -f "$idx"
-	GIT_INDEX_FILE=$idx git read-tree "$1"
-	GIT_INDEX_FILE=$idx git add -A -- .
-	tree=$(GIT_INDEX_FILE=$idx git write-tree)
-	rm -f "$idx"
-	git commit-tree "$tree" -p "$1" -m snapshot
-}
-
+# The raw git floor of the same job (not a copy of wiggum's method):
+# recording is `git stash create` (tracked changes through the index) plus
+# hashing the untracked files; returning is `git reset --hard` plus
+# `git restore --worktree` of the checkpoint's own uncommitted paths
+# (untracked files survive the reset; the agent's new files are removed
+# after the timing). wiggum additionally takes the agent lock, checks that
+# the rollback is safe, backs up everything it discards and removes the
+# new files.
 raw_checkpoint() {
-	cp_head=$(git rev-parse HEAD)
-	cp_branch=$(git symbolic-ref -q HEAD)
-	cp_snap=""
-	if [ -n "$(git status --porcelain --untracked-files=all)" ]; then
-		cp_snap=$(raw_snapshot "$cp_head")
-		git update-ref refs/bench/checkpoint "$cp_snap"
-	fi
-	git ls-files -z --others --exclude-standard > .git/bench-untracked
-	printf '%s %s %s\n' "$cp_head" "$cp_branch" "$cp_snap" > .git/bench-checkpoint
+	cp_snap=$(git stash create)
+	git ls-files -z -o --exclude-standard | tr '\0' '\n' | git hash-object -w --stdin-paths > /dev/null
 }
 
 raw_rollback() {
-	local head backup
-	head=$(git rev-parse HEAD)
-	git merge-base --is-ancestor "$cp_head" "$head"
-	git rev-list "$cp_head..$head" > /dev/null
-	backup=$(raw_snapshot "$head")
-	git update-ref "refs/bench/backup/$1" "$backup" ""
-	git update-ref "$cp_branch" "$cp_head" "$head"
-	git reset -q --hard
-	if [ -n "$cp_snap" ]; then
-		local idx="$PWD/.git/bench-index"
-		GIT_INDEX_FILE=$idx git read-tree "$cp_snap^{tree}"
-		GIT_INDEX_FILE=$idx git checkout-index -a -f
-		rm -f "$idx"
-	fi
-	# clean: remove the untracked files that did not exist at checkpoint time
-	git ls-files -z --others --exclude-standard |
-		grep -zvxF -f <(tr '\0' '\n' < .git/bench-untracked) |
-		xargs -0 -r rm -f --
-	find src -type d -empty -delete
+	git reset -q --hard "$base"
+	# shellcheck disable=SC2046
+	git restore --source="$cp_snap" --worktree -- $(git diff --name-only "$base" "$cp_snap")
 }
 
 check_restored() {
@@ -127,7 +101,8 @@ for r in $(seq 1 "$rounds"); do
 	git reset -q --hard "$base"; git clean -qfd; dirty
 	t0=$(now); raw_checkpoint; t1=$(now)
 	iteration "r$r"
-	t2=$(now); raw_rollback "$r"; t3=$(now)
+	t2=$(now); raw_rollback; t3=$(now)
+	rm -rf src/new src/b.txt
 	check_restored "$base" "raw git rollback"
 	raw_ns=$((raw_ns + t1 - t0 + t3 - t2))
 done
@@ -137,5 +112,5 @@ raw_ms=$(awk -v n="$raw_ns" -v r="$rounds" 'BEGIN { printf "%.1f", n / r / 1e6 }
 ratio=$(awk -v a="$wig_ns" -v b="$raw_ns" 'BEGIN { printf "%.2f", a / b }')
 echo "rounds:                       $rounds (200 tracked files; dirty tree; 1 commit + 2 new files + 1 edit per iteration)"
 echo "wiggum checkpoint + rollback: $wig_ms ms per round"
-echo "raw git equivalent:           $raw_ms ms per round"
+echo "raw git floor:                $raw_ms ms per round"
 echo "ratio wiggum / raw git:       ${ratio}x"
