@@ -60,14 +60,22 @@ func gen(dir, count string) error {
 
 // point is one row of the results: a case, an operation and its times.
 type point struct {
-	label, op      string
-	wiggum, before float64 // ms; before is 0 when no older build was timed
-	floor          float64 // ms
+	label, op              string
+	wiggum, floor, before  float64 // wall ms; before is 0 when no older build was timed
+	wigCPU, floorCPU, bCPU float64 // CPU ms of all processes
+}
+
+func div(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
 }
 
 // plot draws, per operation (checkpoint, rollback), the ratio to the raw
 // git floor for each case: one curve for this build, one for the older
-// build when it was timed, and the target line.
+// build when it was timed, and the target line; the wall-time curve of
+// this build has a CPU-time twin, which a busy machine does not inflate.
 func plot(results, out string) error {
 	f, err := os.Open(results)
 	if err != nil {
@@ -77,16 +85,14 @@ func plot(results, out string) error {
 	var pts []point
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		// case op wiggum_ms floor_ms before_ms
+		// case op wiggum_ms floor_ms before_ms wiggum_cpu_ms floor_cpu_ms before_cpu_ms
 		fl := strings.Split(sc.Text(), "\t")
-		if len(fl) < 4 || fl[0] == "case" {
+		if len(fl) < 8 || fl[0] == "case" {
 			continue
 		}
 		p := point{label: fl[0], op: fl[1]}
-		p.wiggum, _ = strconv.ParseFloat(fl[2], 64)
-		p.floor, _ = strconv.ParseFloat(fl[3], 64)
-		if len(fl) > 4 {
-			p.before, _ = strconv.ParseFloat(fl[4], 64)
+		for i, v := range []*float64{&p.wiggum, &p.floor, &p.before, &p.wigCPU, &p.floorCPU, &p.bCPU} {
+			*v, _ = strconv.ParseFloat(fl[i+2], 64)
 		}
 		if p.floor > 0 {
 			pts = append(pts, p)
@@ -105,17 +111,22 @@ func plot(results, out string) error {
 			labels = append(labels, p.label)
 		}
 		maxRatio = math.Max(maxRatio, math.Max(p.wiggum, p.before)/p.floor)
+		if p.floorCPU > 0 {
+			maxRatio = math.Max(maxRatio, p.wigCPU/p.floorCPU)
+		}
 	}
 	if len(labels) == 0 {
 		return fmt.Errorf("%s holds no results", results)
 	}
-	maxRatio = math.Ceil(maxRatio)
+	// A log scale: an older build's 30x and this build's 1.3x on one plot.
+	maxRatio = math.Pow(2, math.Ceil(math.Log2(maxRatio)))
+	const minRatio = 0.5
 	const w, left, top, panelH, gap = 640, 60, 40, 220, 60
 	height := top + len(ops)*(panelH+gap)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="14">wiggum / raw git floor, same repository, same run (lower is better)</text>`+"\n", left)
+	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="14">wiggum / raw git floor, same repository, same run (log scale, lower is better)</text>`+"\n", left)
 	plotW := float64(w - left - 30)
 	x := func(i int) float64 {
 		if len(labels) == 1 {
@@ -125,12 +136,15 @@ func plot(results, out string) error {
 	}
 	for pi, op := range ops {
 		y0 := float64(top + pi*(panelH+gap))
-		y := func(r float64) float64 { return y0 + panelH - panelH*r/maxRatio }
+		y := func(r float64) float64 {
+			r = math.Max(r, minRatio)
+			return y0 + panelH - panelH*math.Log(r/minRatio)/math.Log(maxRatio/minRatio)
+		}
 		fmt.Fprintf(&b, `<text x="%d" y="%.0f" font-weight="bold">%s</text>`+"\n", left, y0-6, op)
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.0f" x2="%d" y2="%.0f" stroke="black"/>`+"\n", left, y0, left, y0+panelH)
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.0f" x2="%d" y2="%.0f" stroke="black"/>`+"\n", left, y0+panelH, w-30, y0+panelH)
-		for r := 0.0; r <= maxRatio; r++ {
-			fmt.Fprintf(&b, `<text x="%d" y="%.0f" text-anchor="end">%.0fx</text>`+"\n", left-6, y(r)+4, r)
+		for r := minRatio; r <= maxRatio; r *= 2 {
+			fmt.Fprintf(&b, `<text x="%d" y="%.0f" text-anchor="end">%gx</text>`+"\n", left-6, y(r)+4, r)
 			fmt.Fprintf(&b, `<line x1="%d" y1="%.0f" x2="%d" y2="%.0f" stroke="#ddd"/>`+"\n", left, y(r), w-30, y(r))
 		}
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="green" stroke-dasharray="6 4"/><text x="%d" y="%.1f" fill="green">target 1.5x</text>`+"\n",
@@ -138,18 +152,18 @@ func plot(results, out string) error {
 		for i, l := range labels {
 			fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">%s</text>`+"\n", x(i), y0+panelH+16, html.EscapeString(l))
 		}
-		for _, curve := range []struct {
+		for ci, curve := range []struct {
 			color, name string
-			val         func(p point) float64
+			ratio       func(p point) float64 // 0 when not measured
 		}{
-			{"#1f77b4", "this build", func(p point) float64 { return p.wiggum }},
-			{"#d62728", "before", func(p point) float64 { return p.before }},
+			{"#1f77b4", "this build, wall", func(p point) float64 { return p.wiggum / p.floor }},
+			{"#17becf", "this build, CPU", func(p point) float64 { return div(p.wigCPU, p.floorCPU) }},
+			{"#d62728", "before, wall", func(p point) float64 { return p.before / p.floor }},
 		} {
 			var path []string
 			for i, l := range labels {
 				for _, p := range pts {
-					if p.label == l && p.op == op && curve.val(p) > 0 {
-						r := curve.val(p) / p.floor
+					if r := curve.ratio(p); p.label == l && p.op == op && r > 0 {
 						path = append(path, fmt.Sprintf("%.1f,%.1f", x(i), y(r)))
 						fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/><text x="%.1f" y="%.1f" fill="%s">%.2fx</text>`+"\n",
 							x(i), y(r), curve.color, x(i)+5, y(r)-5, curve.color, r)
@@ -158,7 +172,7 @@ func plot(results, out string) error {
 			}
 			if len(path) > 0 {
 				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", curve.color, strings.Join(path, " "))
-				fmt.Fprintf(&b, `<text x="%d" y="%.0f" fill="%s">%s</text>`+"\n", w-200, y0+14+map[string]float64{"this build": 0, "before": 14}[curve.name], curve.color, curve.name)
+				fmt.Fprintf(&b, `<text x="%d" y="%.0f" fill="%s">%s</text>`+"\n", w-200, y0+14+14*float64(ci), curve.color, curve.name)
 			}
 		}
 	}
