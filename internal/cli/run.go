@@ -15,6 +15,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/notify"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
 	"github.com/wiggum-dev/wiggum/internal/telemetry"
@@ -122,7 +123,9 @@ merge conflicts, or the budget (--max-cost) is reached. They are sent in the bac
 endpoint never delays the loop (10s per request, 3 retries with back-off,
 a bounded queue; what is dropped is counted and logged), and at the end
 the run waits at most 5s for the last ones. Secrets in a URL (user info,
-query values, a Slack hook's path, an ntfy topic) are never printed.
+query values, a Slack hook's path, an ntfy topic) are never printed or
+recorded; but a command line is visible to other users of the machine (ps),
+so keep secret URLs in the config file.
   http(s)://HOST/PATH         POST a JSON body: kind, title, text, severity,
                               repo, host, story, time, event (the log line)
   ntfy://HOST/TOPIC           ntfy (https://ntfy.sh/TOPIC too; ntfy+http://
@@ -241,7 +244,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		Timeout: c.Timeout, IdleTimeout: c.IdleTimeout, Grace: c.Grace,
 		AllowDirty: c.AllowDirty, WaitOnLimit: c.WaitOnLimit, Policy: policy,
 		MaxCost: c.MaxCost, MaxStoryCost: c.MaxStoryCost, Fresh: c.Fresh,
-		Out: g.stdout, Live: isTerminal(g.stdout), Width: termWidth(g.stdout), Quiet: c.Quiet, Command: os.Args,
+		Out: g.stdout, Live: isTerminal(g.stdout), Width: termWidth(g.stdout), Quiet: c.Quiet, Command: notify.RedactArgs(os.Args),
 		Workers: c.Workers,
 	}
 	if c.DryRun {

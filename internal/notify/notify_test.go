@@ -358,3 +358,19 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// Command lines recorded for others to read carry --notify destinations
+// redacted, parseable or not.
+func TestRedactArgs(t *testing.T) {
+	in := []string{"wiggum", "run", "--notify", "https://u:pw-SECRET@example.com/hook?token=SECRET2", "--notify=ntfy://ntfy.sh/SECRET-topic",
+		"--notify", "desktop", "--notify", "bogus:SECRET3", "--plan", "p.md", "--notify"}
+	got := RedactArgs(in)
+	want := []string{"wiggum", "run", "--notify", "https://***@example.com/hook?token=***", "--notify=ntfy://ntfy.sh/***",
+		"--notify", "desktop", "--notify", "***", "--plan", "p.md", "--notify"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if in[3] != "https://u:pw-SECRET@example.com/hook?token=SECRET2" {
+		t.Error("RedactArgs changed its input")
+	}
+}

@@ -187,3 +187,42 @@ func redactRaw(raw string) string {
 	}
 	return "***"
 }
+
+// Shown is raw, a destination as the user wrote it, with its secrets
+// replaced by "***" - whether or not it parses.
+func Shown(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		if r := strings.TrimSpace(raw); r == "desktop" || r == "desktop://" {
+			return r
+		}
+		return redactRaw(raw)
+	}
+	format := FormatWebhook
+	switch s := strings.ToLower(u.Scheme); {
+	case strings.HasPrefix(s, "ntfy") || strings.ToLower(u.Hostname()) == "ntfy.sh":
+		format = FormatNtfy
+	case strings.HasPrefix(s, "slack") || strings.ToLower(u.Hostname()) == "hooks.slack.com":
+		format = FormatSlack
+	}
+	hasUser := u.User != nil
+	u.User = nil
+	return redactSink(format, u, hasUser)
+}
+
+// RedactArgs returns a command line with the destination of every
+// --notify flag in it Shown, for records other users can read (the lock
+// holder's command line, wiggum status).
+func RedactArgs(args []string) []string {
+	out := make([]string, len(args))
+	copy(out, args)
+	for i, a := range out {
+		switch {
+		case a == "--notify" && i+1 < len(out):
+			out[i+1] = Shown(out[i+1])
+		case strings.HasPrefix(a, "--notify="):
+			out[i] = "--notify=" + Shown(strings.TrimPrefix(a, "--notify="))
+		}
+	}
+	return out
+}
