@@ -7,7 +7,11 @@
 # story (remote_stats events), and the milliseconds of claim + landing per
 # story (claim_ms of the claimed events, land_ms of the landed ones; the
 # landing's figure includes its fetch, merge-tree, tick, commit and the
-# atomic push, and any retry after another machine landed first).
+# atomic push, and any retry after another machine landed first). Also the
+# speedup over the 1-machine run of the same session divided by M: that
+# scaling efficiency does not charge the protocol for what one machine
+# already spends per story (a loaded box makes every process slower), and
+# the load average before and after, because it does.
 set -eu
 export CGO_ENABLED=0
 S=${S:-32}
@@ -50,6 +54,8 @@ while :; do
 done
 url="git://127.0.0.1:$port"
 
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+single=0
 sum() { awk '{s += $1; c++} END {printf "%.1f", (c ? s : 0)}'; }
 
 for m in $MACHINES; do
@@ -83,9 +89,13 @@ for m in $MACHINES; do
 	fetches=$(ev remote_stats | sed 's/.*"fetches":\([0-9]*\).*/\1/' | sum)
 	retries=$(ev landed | sed 's/.*"attempts":\([0-9]*\).*/\1/' | awk '{s += $1 - 1} END {print s + 0}')
 	w=$((t1 - t0))
+	[ "$m" -eq 1 ] && single=$w
+	scaling=n/a
+	[ "$single" -gt 0 ] && scaling=$(printf '%.2f' "$(echo "$single / $w / $m" | bc -l)")
 	ideal=$(echo "(($S + $m - 1) / $m) * $T * 1000000000" | bc)
-	printf 'machines %d: %6.2f s wall, ideal %5.2f s, efficiency %.2f; per story: claim %5.1f ms + landing %5.1f ms = %5.1f ms, %.2f pushes, %.2f fetches; landing retries %d\n' \
-		"$m" "$(echo "$w / 1000000000" | bc -l)" "$(echo "$ideal / 1000000000" | bc -l)" "$(echo "$ideal / $w" | bc -l)" \
+	printf 'machines %d: %6.2f s wall, ideal %5.2f s, efficiency %.2f, scaling vs 1 machine %s; per story: claim %5.1f ms + landing %5.1f ms = %5.1f ms, %.2f pushes, %.2f fetches; landing retries %d\n' \
+		"$m" "$(echo "$w / 1000000000" | bc -l)" "$(echo "$ideal / 1000000000" | bc -l)" "$(echo "$ideal / $w" | bc -l)" "$scaling" \
 		"$(echo "$claim / $S" | bc -l)" "$(echo "$land / $S" | bc -l)" "$(echo "($claim + $land) / $S" | bc -l)" \
 		"$(echo "$pushes / $S" | bc -l)" "$(echo "$fetches / $S" | bc -l)" "$retries"
 done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

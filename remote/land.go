@@ -90,8 +90,8 @@ func (h *Held) Land(ctx context.Context, spec LandSpec) (*Landed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remote: resolve %s: %w", spec.Branch, err)
 	}
-	backoff := 10 * time.Millisecond
 	for attempt := 1; ; attempt++ {
+		began := time.Now()
 		base, err := r.FetchTarget(ctx, spec.Target)
 		for try := 1; err != nil && IsNetwork(err) && !isTimeout(err) && try < 3 && ctx.Err() == nil; try++ {
 			// A connection that failed (not one that hung) is worth
@@ -152,10 +152,13 @@ func (h *Held) Land(ctx context.Context, spec LandSpec) (*Landed, error) {
 		if attempt >= spec.MaxAttempts {
 			return nil, &TooManyRacesError{Story: h.Story, Attempts: attempt}
 		}
-		// Someone landed first: back off a jittered while, then rebuild on
-		// the new tip.
-		d := backoff/2 + rand.N(backoff)
-		backoff = min(backoff*2, time.Second)
+		// Someone landed first. Machines that lost together would collide
+		// again if they retried together: each waits a random part of a
+		// window as long as an attempt takes here (the time the tip must
+		// stay still for a landing), widening with the losses, then
+		// rebuilds on the new tip.
+		window := max(time.Since(began), 10*time.Millisecond) * time.Duration(min(attempt, 4))
+		d := rand.N(window)
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -1,0 +1,108 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/gitserver"
+)
+
+// BenchmarkClaimLand is one story's coordination against git daemon on
+// 127.0.0.1, without the agent: read the shared state and claim (fetch,
+// claim push), then land (fetch, merge-tree, tick, atomic push). It reports
+// the two parts per story; the baseline in the same run is a bare
+// `git ls-remote`, one round trip to the same server.
+func BenchmarkClaimLand(b *testing.B) {
+	gitserver.Require(b)
+	root := b.TempDir()
+	srvRoot := filepath.Join(root, "srv")
+	if err := os.MkdirAll(srvRoot, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	gitserver.NewBare(b, srvRoot, "r.git")
+	srv := gitserver.Start(b, "daemon", srvRoot)
+	var plan strings.Builder
+	n := b.N + 1
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&plan, "- [ ] US-%d: story %d\n", i, i)
+	}
+	gitserver.Seed(b, filepath.Join(root, "seed"), srv.URL("r.git"), map[string]string{"plan.md": plan.String()})
+	dir := filepath.Join(root, "m")
+	gitserver.Clone(b, srv.URL("r.git"), dir)
+	ctx := context.Background()
+	repo, err := git.Open(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := Open(ctx, repo, "origin", Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// One work commit per story, made before the clock starts.
+	v, err := r.Fetch(ctx, target)
+	if err != nil {
+		b.Fatal(err)
+	}
+	baseTree, err := repo.Run(ctx, "ls-tree", v.Tip)
+	if err != nil {
+		b.Fatal(err)
+	}
+	branches := make([]string, n+1)
+	for i := 1; i <= n; i++ {
+		blob, err := repo.RunEnv(ctx, nil, []byte(fmt.Sprintf("work %d\n", i)), "hash-object", "-w", "--stdin")
+		if err != nil {
+			b.Fatal(err)
+		}
+		tree, err := repo.RunEnv(ctx, nil, []byte(baseTree+fmt.Sprintf("100644 blob %s\tf-%d.txt\n", strings.TrimSpace(blob), i)), "mktree")
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := repo.Run(ctx, "commit-tree", strings.TrimSpace(tree), "-p", v.Tip, "-m", fmt.Sprintf("US-%d work", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		branches[i] = "refs/heads/wiggum/US-" + fmt.Sprint(i)
+		if _, err := repo.Run(ctx, "update-ref", branches[i], strings.TrimSpace(c)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var claim, land, rtt time.Duration
+	b.ResetTimer()
+	for i := 1; i <= b.N; i++ {
+		t0 := time.Now()
+		if _, _, err := r.net(ctx, "ls-remote", nil, "ls-remote", r.Name, target); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		v, err := r.FetchPlan(ctx, target, "plan.md")
+		if err != nil {
+			b.Fatal(err)
+		}
+		story := fmt.Sprintf("US-%d", i)
+		h, err := r.Claim(ctx, story, v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		if _, err := h.Land(ctx, LandSpec{Target: target, Branch: branches[i], PlanRel: "plan.md", Subject: "Merge " + story}); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		rtt += t1.Sub(t0)
+		claim += t2.Sub(t1)
+		land += t3.Sub(t2)
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(ms(claim), "claim-ms/story")
+	b.ReportMetric(ms(land), "land-ms/story")
+	b.ReportMetric(ms(claim+land), "claim+land-ms/story")
+	b.ReportMetric(ms(rtt), "ls-remote-ms")
+	b.ReportMetric((ms(claim)+ms(land))/ms(rtt), "x-ls-remote")
+}
