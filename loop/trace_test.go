@@ -43,7 +43,7 @@ if [ "$WIGGUM_STORY" = US-1 ] && [ ! -e ../failed-once ]; then touch ../failed-o
 	get := func(s tracetest.SpanStub, key string) string {
 		for _, kv := range s.Attributes {
 			if string(kv.Key) == key {
-				return kv.Value.Emit()
+				return kv.Value.String()
 			}
 		}
 		return ""
@@ -85,7 +85,7 @@ if [ "$WIGGUM_STORY" = US-1 ] && [ ! -e ../failed-once ]; then touch ../failed-o
 				t.Errorf("US-1's cost over its two attempts = %s, want 1", got)
 			}
 		}
-		if s.Name == telemetry.SpanRun && get(s, "wiggum.completed") != attribute.IntValue(2).Emit() {
+		if s.Name == telemetry.SpanRun && get(s, "wiggum.completed") != attribute.IntValue(2).String() {
 			t.Errorf("run span: completed = %s", get(s, "wiggum.completed"))
 		}
 	}
