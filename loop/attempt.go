@@ -119,10 +119,10 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	if out.ok {
 		killpoint.At("attempt-committed")
 		end.Outcome, end.Commit = "done", out.commit
-		// Not synced: the commit is the durable record of a done story (a
-		// resume after a power cut finds it ticked in the committed plan);
-		// a worker's done record is synced by its merge's journal entry.
-		if err := r.led.record(end, e.tick == nil); err != nil {
+		// Not synced: git holds the durable record of a done story - a
+		// resume after a power cut finds it ticked in the committed plan,
+		// or a worker's branch merged or, if not yet, saved and retried.
+		if err := r.led.record(end, false); err != nil {
 			return step{}, err
 		}
 		r.addCompleted(story.ID)

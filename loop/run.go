@@ -202,6 +202,13 @@ func (r *run) recover(ctx context.Context) error {
 	if err := r.recoverMain(ctx, inPlan); err != nil {
 		return err
 	}
+	// A plan write killed between its temp file and the rename leaves the
+	// temp file (never anyone's work: the plan is only written by ticks).
+	if tmps, _ := filepath.Glob(filepath.Join(filepath.Dir(r.opts.Plan.Path()), "."+filepath.Base(r.opts.Plan.Path())+".tmp-*")); len(tmps) > 0 {
+		for _, tmp := range tmps {
+			_ = os.Remove(tmp)
+		}
+	}
 	if restored, err := r.untick(ctx); err != nil {
 		return err
 	} else if restored {

@@ -14,8 +14,6 @@ import (
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
-
-	"github.com/google/renameio/v2"
 )
 
 // Story is one unit of work.
@@ -200,14 +198,34 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// writeAtomic replaces path with data (temp file, fsync, rename), keeping
-// the file's permission bits.
+// writeAtomic replaces path with data (temp file, rename), keeping the
+// file's permission bits: a crash never leaves a torn plan. It does not
+// fsync: the loop commits the tick right after, and git does not fsync
+// that commit either (core.fsync off), so a sync here would buy no
+// durability the commit lacks - and cost milliseconds that grow with the
+// plan's size on every tick.
 func writeAtomic(path string, data []byte) error {
 	mode := fs.FileMode(0o644)
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	if err := renameio.WriteFile(path, data, mode); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err == nil {
+		_, err = f.Write(data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Chmod(f.Name(), mode)
+		}
+		if err == nil {
+			err = os.Rename(f.Name(), path)
+		}
+		if err != nil {
+			_ = os.Remove(f.Name())
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("plan: write %s: %w", path, err)
 	}
 	return nil
