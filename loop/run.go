@@ -277,11 +277,12 @@ func (r *run) recover(ctx context.Context) error {
 // waitGitLocks waits while git lock files (index.lock, a ref's .lock, in
 // the shared git dir and every worktree's) exist: a killed run's git
 // commands get SIGTERM at its death and remove their locks on the way out,
-// which can take a moment on a busy machine. A lock that outlives the wait
-// while no git process works in the repository was left by a git that
-// died without cleaning up (killed with SIGKILL, or by a reboot): it is
-// removed, and said so. With a git process still working there, it is an
-// error naming the file.
+// which can take a moment on a busy machine. A lock while no git process
+// works in the repository was left by a git that died without cleaning up
+// (killed with SIGKILL, or by a reboot): the caller holds the agent lock,
+// so no wiggum is working here either, and it is removed, and said so.
+// With a git process still working there past the wait, it is an error
+// naming the file.
 func (r *run) waitGitLocks(ctx context.Context) error {
 	commonDir := r.st.Repo.CommonDir
 	deadline := time.Now().Add(dyingWait)
@@ -290,15 +291,16 @@ func (r *run) waitGitLocks(ctx context.Context) error {
 		if lock == "" {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			if pid := gitWorkingIn(r.st.Repo.Root, commonDir); pid > 0 {
-				return fmt.Errorf("run: %s exists for more than %s and git (pid %d) is working in the repository; run again when it is done", lock, dyingWait, pid)
-			}
+		pid := gitWorkingIn(r.st.Repo.Root, commonDir)
+		if pid == 0 {
 			if err := os.Remove(lock); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("run: remove the stale git lock %s: %w", lock, err)
 			}
 			r.disp.printf("removed %s, left by a git process that died without cleaning up", lock)
 			continue
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("run: %s exists for more than %s and git (pid %d) is working in the repository; run again when it is done", lock, dyingWait, pid)
 		}
 		select {
 		case <-ctx.Done():
