@@ -91,7 +91,20 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string) (*Reclaimed, e
 		tip, _ := main.Line(ctx, "rev-parse", "--verify", "--quiet", in.Branch+"^{commit}")
 		rc.Progressed = tip != "" && m.Base != "" && tip != m.Base
 		rc.Merged = in.Merged && rc.Progressed
-		if !in.Merged || in.Dirty {
+		_, gerr := os.Lstat(filepath.Join(in.Path, ".git"))
+		switch {
+		case errors.Is(gerr, os.ErrNotExist):
+			// Killed inside git worktree add, before its .git file: no
+			// agent ever worked here. Only the branch can hold anything.
+			in.Dirty = false
+			if !in.Merged && tip != "" {
+				ref, err := saveTip(ctx, main, tip)
+				if err != nil {
+					return nil, err
+				}
+				rc.Backup = ref
+			}
+		case !in.Merged || in.Dirty:
 			// One backup holds both: its parent is the branch's tip, its
 			// tree the uncommitted files.
 			wrepo, err := git.Open(ctx, in.Path)
