@@ -368,12 +368,20 @@ func (r *Remote) metaCommit(ctx context.Context, subject string, body []byte, pa
 	if err != nil {
 		return "", err
 	}
+	msg := []byte(oneLine(subject) + "\n\n" + string(body) + "\n")
+	if r.obj.dir != "" {
+		var parents []string
+		if parent != "" {
+			parents = []string{parent}
+		}
+		who := "wiggum <wiggum@" + oneLine(r.Me.Host) + ">"
+		return r.obj.commit(tree, parents, who, who, r.now(), msg)
+	}
 	args := []string{"commit-tree", tree}
 	if parent != "" {
 		args = append(args, "-p", parent)
 	}
 	args = append(args, "-F", "-")
-	msg := []byte(oneLine(subject) + "\n\n" + string(body) + "\n")
 	env := []string{"GIT_AUTHOR_NAME=wiggum", "GIT_AUTHOR_EMAIL=wiggum@" + r.Me.Host, "GIT_COMMITTER_NAME=wiggum", "GIT_COMMITTER_EMAIL=wiggum@" + r.Me.Host}
 	out, err := r.Repo.RunEnv(ctx, env, msg, args...)
 	if err != nil {
@@ -387,6 +395,13 @@ var emptyTreeOnce sync.Map // repo common dir -> tree id
 func (r *Remote) emptyTree(ctx context.Context) (string, error) {
 	if t, ok := emptyTreeOnce.Load(r.Repo.CommonDir); ok {
 		return t.(string), nil
+	}
+	if r.obj.dir != "" {
+		t, err := r.obj.write("tree", nil)
+		if err == nil {
+			emptyTreeOnce.Store(r.Repo.CommonDir, t)
+		}
+		return t, err
 	}
 	out, err := r.Repo.RunEnv(ctx, nil, []byte{}, "hash-object", "-t", "tree", "-w", "--stdin")
 	if err != nil {

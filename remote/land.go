@@ -236,6 +236,13 @@ func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandS
 	}
 	msg := fmt.Sprintf("%s\n\nwiggum landed %s (branch %s) from %s.\n\nWiggum-Story: %s\nWiggum-Machine: %s\n",
 		oneLine(spec.Subject), story, strings.TrimPrefix(BranchPrefix, "refs/heads/")+mustKey(story), me.Host, oneLine(story), me.String())
+	if r.obj.dir != "" && r.obj.author != "" && r.obj.committer != "" {
+		commit, err := r.obj.commit(ticked, []string{base, tip}, r.obj.author, r.obj.committer, time.Now(), []byte(msg))
+		if err != nil {
+			return "", nil, fmt.Errorf("remote: write the landing commit: %w", err)
+		}
+		return commit, nil, nil
+	}
 	out, err = repo.RunEnv(ctx, nil, []byte(msg), "commit-tree", ticked, "-p", base, "-p", tip, "-F", "-")
 	if err != nil {
 		return "", nil, fmt.Errorf("remote: write the landing commit: %w", err)
@@ -267,7 +274,12 @@ func (r *Remote) tickTree(ctx context.Context, tree string, data []byte, planRel
 	if err != nil {
 		return "", err
 	}
-	blob, err := r.Repo.RunEnv(ctx, nil, ticked, "hash-object", "-w", "--stdin")
+	var blob string
+	if r.obj.dir != "" {
+		blob, err = r.obj.write("blob", ticked)
+	} else {
+		blob, err = r.Repo.RunEnv(ctx, nil, ticked, "hash-object", "-w", "--stdin")
+	}
 	if err != nil {
 		return "", fmt.Errorf("remote: write the ticked plan: %w", err)
 	}
@@ -302,6 +314,9 @@ func (r *Remote) replaceBlob(ctx context.Context, tree string, path []string, bl
 	}
 	if !found {
 		return "", fmt.Errorf("remote: %s is missing from the target's tree", strings.Join(path, "/"))
+	}
+	if r.obj.dir != "" {
+		return r.obj.tree(entries)
 	}
 	in := strings.Join(entries, "\x00") + "\x00"
 	newTree, err := r.Repo.RunEnv(ctx, nil, []byte(in), "mktree", "-z")

@@ -65,6 +65,7 @@ type Remote struct {
 	// remote-tracking refs, and two at once would fight over ref locks.
 	fetchMu sync.Mutex
 	stats   Stats
+	obj     objects
 }
 
 // Stats counts this process's network calls, for benchmarks and events.
@@ -116,7 +117,9 @@ func Open(ctx context.Context, repo *git.Repo, name string, opts Options) (*Remo
 	if err != nil {
 		return nil, err
 	}
-	return &Remote{Repo: repo, Name: name, URL: url, Me: me, Lease: opts.Lease, Timeout: opts.Timeout, Run: opts.Run, now: opts.Now}, nil
+	r := &Remote{Repo: repo, Name: name, URL: url, Me: me, Lease: opts.Lease, Timeout: opts.Timeout, Run: opts.Run, now: opts.Now}
+	r.obj = r.openObjects(ctx)
+	return r, nil
 }
 
 // NetworkError is a network call that failed or did not finish in time.

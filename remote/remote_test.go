@@ -220,6 +220,10 @@ func TestLandTicksAndDeletesClaimAtomically(t *testing.T) {
 		if len(parents) != 2 {
 			t.Fatalf("landing commit parents %v, want the old tip and the branch", parents)
 		}
+		// The objects wiggum wrote itself (claims, the ticked plan, trees,
+		// the landing commit) are what git would write.
+		gitIn(t, f.bare, "fsck", "--strict", "--no-dangling")
+		gitIn(t, a.Repo.Root, "fsck", "--strict", "--no-dangling")
 		landed, err := a.Landed(ctx, target, 10)
 		if err != nil || len(landed) != 1 || landed[0].Story != "S-2" {
 			t.Fatalf("Landed = %+v, %v", landed, err)
@@ -449,4 +453,38 @@ func TestMachineIDStable(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(a.Repo.Root, machineFile)); err == nil {
 		t.Fatal("the machine id is in the work tree")
 	}
+}
+
+func TestObjectsMatchGit(t *testing.T) {
+	f := newFixture(t, "file")
+	a := f.machine("a", time.Minute, 0)
+	if a.obj.dir == "" || a.obj.committer == "" {
+		t.Fatalf("objects not written in-process in a plain SHA-1 clone: %+v", a.obj)
+	}
+	data := []byte("- [x] S-1: first\n")
+	blob, err := a.obj.write("blob", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("git", "hash-object", "--stdin")
+	cmd.Dir = a.Repo.Root
+	cmd.Stdin = strings.NewReader(string(data))
+	want, _ := cmd.Output()
+	if blob != strings.TrimSpace(string(want)) {
+		t.Fatalf("blob %s, git says %s", blob, want)
+	}
+	head := gitIn(t, a.Repo.Root, "rev-parse", "HEAD^{tree}")
+	entries := strings.Split(strings.TrimRight(gitIn(t, a.Repo.Root, "ls-tree", "-z", head), "\x00"), "\x00")
+	tree, err := a.obj.tree(entries)
+	if err != nil || tree != head {
+		t.Fatalf("tree rewritten as %s (%v), want %s", tree, err, head)
+	}
+	c, err := a.obj.commit(tree, []string{gitIn(t, a.Repo.Root, "rev-parse", "HEAD")}, a.obj.author, a.obj.committer, time.Now(), []byte("x\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ := gitIn(t, a.Repo.Root, "cat-file", "-t", c); typ != "commit" {
+		t.Fatalf("%s is a %s", c, typ)
+	}
+	gitIn(t, a.Repo.Root, "fsck", "--strict", "--no-dangling")
 }

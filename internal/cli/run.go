@@ -160,8 +160,10 @@ inside, leased on the tip it was built on) and deletes the claim; another
 machine landing first means fetch, re-merge and retry. A machine silent
 past its lease loses the story to another, which goes on from its pushed
 branch; its own late landing is refused. A conflict keeps the branch on the
-server and marks refs/wiggum/conflicts/<story>. See wiggum status --remote
-and wiggum claims.
+server and marks refs/wiggum/conflicts/<story>. Even with one worker, a
+shared story runs in its own worktree, as with --workers. See wiggum status
+--remote and wiggum claims, and Scaling out in the README for what the
+server must allow.
 
 Built-in agents run headless with every tool call allowed (a loop has
 nobody to answer a prompt; the lock, checkpoints and hooks are the guard
