@@ -172,3 +172,33 @@ func TestPrePushBackstopUnshare(t *testing.T) {
 		t.Fatalf("a push from a new PID namespace inside a session went through (exit %d):\n%s", code, out)
 	}
 }
+
+// An attempt in which the agent committed and then its tests failed is
+// rolled back commit and all: the commit is provably the session's own
+// (the commit journal has it), so nothing is refused. (Inside codex's
+// sandbox .git is read-only: its commit fails and only the file is rolled
+// back.)
+//
+// Not for gemini: its shell empties core.hooksPath, so the post-commit hook
+// never journals the agent's commit and the rollback refuses it as not
+// provably the session's own (the attempt is kept and the model told).
+func TestAgentCommitRolledBack(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		if c.name == "gemini" {
+			return
+		}
+		w := newWorld(t, c, fakemodel.Turn{Shell: "echo wip > wip.txt && git add wip.txt && git commit -qm wip; npm test"},
+			fakemodel.Turn{Text: "done"})
+		head := strings.TrimSpace(w.git("rev-parse", "HEAD"))
+		w.run(0)
+		if _, err := os.Stat(filepath.Join(w.dir, "wip.txt")); err == nil {
+			t.Fatalf("wip.txt survived the failing test run\nrequests:\n%s", w.requestLog())
+		}
+		if log := w.git("log", "--format=%s", head+"..HEAD"); strings.Contains(log, "wip") {
+			t.Fatalf("the agent's commit survived the rollback:\n%s", log)
+		}
+		if !hasText(w.turnRequest(1).Body, "wiggum: tests failed (npm test)") {
+			t.Fatalf("the model's next request does not carry wiggum's message:\n%.3000s", w.turnRequest(1).Body)
+		}
+	})
+}
