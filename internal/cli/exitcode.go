@@ -7,6 +7,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/hooks"
 	"github.com/wiggum-dev/wiggum/install"
+	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
@@ -49,6 +50,7 @@ func exitCode(err error) int {
 		badPlan  *plan.BadInputError
 		hooksDir *install.ForeignHooksPathError
 		push     *hooks.PushRefusedError
+		unusable *agent.UnusableError
 	)
 	switch {
 	case err == nil:
@@ -63,6 +65,10 @@ func exitCode(err error) int {
 		return exitWorkLeft
 	case errors.As(err, &push), errors.As(err, &corrupt):
 		// git only needs a non-zero status from a refusing pre-push hook.
+		return exitFailed
+	case errors.As(err, &unusable):
+		// An agent that cannot run here failed the run, whatever its
+		// message says about the input.
 		return exitFailed
 	case badinput.Is(err), errors.As(err, &badPlan), errors.As(err, &hooksDir):
 		return exitUsage
