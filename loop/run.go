@@ -372,7 +372,17 @@ func (r *run) untick(ctx context.Context) (bool, error) {
 		return false, nil // not committed (or ignored): nothing to compare
 	}
 	now, err := os.ReadFile(r.opts.Plan.Path())
-	if err != nil || string(now) == head {
+	if err != nil {
+		return false, nil
+	}
+	if string(now) == head {
+		// A tick commit killed after moving HEAD and before writing the
+		// index leaves the index behind HEAD for the plan alone.
+		if same, err := r.st.Repo.OK(ctx, "diff", "--cached", "--quiet", "HEAD", "--", r.planRel); err == nil && !same {
+			if _, err := r.st.Repo.Run(ctx, "reset", "-q", "--", r.planRel); err != nil {
+				return false, fmt.Errorf("run: bring the index of the plan up to date after a killed commit: %w", err)
+			}
+		}
 		return false, nil
 	}
 	was, is := strings.Split(head, "\n"), strings.Split(string(now), "\n")

@@ -89,6 +89,12 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string) (*Reclaimed, e
 	rc := &Reclaimed{Story: in.Story, Branch: in.Branch}
 	if in.Registered && in.Branch != "" {
 		tip, _ := main.Line(ctx, "rev-parse", "--verify", "--quiet", in.Branch+"^{commit}")
+		if tip == "" {
+			// Its branch is gone: only a reclaim deletes it, after saving
+			// the branch and the files; that reclaim was killed before it
+			// removed the worktree. Nothing here is unsaved.
+			in.Dirty, in.Branch = false, ""
+		}
 		rc.Progressed = tip != "" && m.Base != "" && tip != m.Base
 		rc.Merged = in.Merged && rc.Progressed
 		_, gerr := os.Lstat(filepath.Join(in.Path, ".git"))
@@ -104,6 +110,7 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string) (*Reclaimed, e
 				}
 				rc.Backup = ref
 			}
+		case tip == "":
 		case !in.Merged || in.Dirty:
 			// One backup holds both: its parent is the branch's tip, its
 			// tree the uncommitted files.
@@ -140,16 +147,19 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string) (*Reclaimed, e
 			}
 		}
 	}
-	if _, err := removeLeased(ctx, main, in); err != nil {
-		return nil, err
-	}
 	if rc.Backup != "" && in.Branch != "" && !in.Merged {
-		// Saved above: the branch itself is no longer needed.
+		// Saved above: the branch is no longer needed. Deleted before the
+		// worktree, so a kill in between leaves a worktree whose missing
+		// branch says "already saved", never a branch nobody removes.
 		if tip, err := main.Line(ctx, "rev-parse", "--verify", "--quiet", in.Branch); err == nil {
 			if _, err := main.Run(ctx, "update-ref", "-d", in.Branch, tip); err != nil {
 				return nil, fmt.Errorf("worktree: delete %s (saved in %s): %w", short(in.Branch), rc.Backup, err)
 			}
 		}
+		in.Branch = ""
+	}
+	if _, err := removeLeased(ctx, main, in); err != nil {
+		return nil, err
 	}
 	return rc, nil
 }
