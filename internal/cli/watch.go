@@ -21,6 +21,7 @@ type WatchCmd struct {
 	Once     bool          `name:"once" help:"Print the newest run's events and exit, without following."`
 	NoFollow bool          `name:"no-follow" help:"Same as --once."`
 	Plain    bool          `name:"plain" help:"Plain lines, one per event, even on a terminal."`
+	JSON     bool          `name:"json" help:"Print each event as one JSON object (the event log's record; implies --plain)."`
 	Interval time.Duration `name:"interval" default:"250ms" help:"How often to look for new events."`
 }
 
@@ -45,6 +46,7 @@ lock and never writes, so it cannot disturb the run.
   wiggum watch                     # full-screen, live
   wiggum watch --once              # the newest run's events, then exit
   wiggum watch | grep -E 'merged|rolled back'
+  wiggum watch --once --json | jq -r 'select(.event == "tool") | .tool'
   wiggum watch -C ../other-repo --plain`
 }
 
@@ -60,9 +62,9 @@ func (c *WatchCmd) Run(ctx context.Context, g *Globals) error {
 	src := watch.NewSource(root)
 	defer src.Close()
 	once := c.Once || c.NoFollow
-	if once || c.Plain || !isTerminal(g.stdout) || !isTerminal(os.Stdin) {
+	if once || c.Plain || c.JSON || !isTerminal(g.stdout) || !isTerminal(os.Stdin) {
 		err := watch.Plain(ctx, src, g.stdout, watch.PlainOptions{
-			Follow: !once, Interval: c.Interval, Alive: layout.PIDAlive,
+			Follow: !once, Interval: c.Interval, JSON: c.JSON, Alive: layout.PIDAlive,
 			Notice: func(s string) { fmt.Fprintln(g.stderr, "wiggum watch: "+s) },
 		})
 		if src.Bad > 0 {

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"bufio"
+	"encoding/json"
 	"context"
 	"fmt"
 	"io"
@@ -100,6 +101,8 @@ type PlainOptions struct {
 	Follow   bool          // keep following until the run ends
 	Interval time.Duration // between polls
 	Alive    func(pid int) bool
+	// JSON prints each event as its JSON record instead of a line of text.
+	JSON bool
 	// Notice receives what is not an event (the run's process vanished,
 	// lines skipped), for stderr.
 	Notice func(string)
@@ -115,7 +118,13 @@ func Plain(ctx context.Context, src *Source, out io.Writer, o PlainOptions) erro
 	for {
 		err := src.Each(func(e Event) {
 			st.Apply(e)
-			w.WriteString(Line(e))
+			if o.JSON {
+				if b, err := json.Marshal(e); err == nil {
+					w.Write(b)
+				}
+			} else {
+				w.WriteString(Line(e))
+			}
 			w.WriteByte('\n')
 		})
 		if ferr := w.Flush(); ferr != nil {
