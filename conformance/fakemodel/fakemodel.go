@@ -17,8 +17,7 @@ import (
 	"time"
 )
 
-// Turn is one scripted model answer. Exactly one of Shell, Text or Status is
-// set.
+// Turn is one scripted model answer: one of Shell, Patch, Text or Status.
 type Turn struct {
 	// Shell asks the client to run this command with its shell tool.
 	Shell string
@@ -209,8 +208,7 @@ func (e *sse) send(name string, v any) {
 	}
 }
 
-func nowUnix() int64 { return time.Now().Unix() }
-
+// resetOf is when a scripted usage limit resets.
 func resetOf(t Turn) time.Time {
 	if t.Reset.IsZero() {
 		return time.Now().Add(time.Hour).Truncate(time.Second)

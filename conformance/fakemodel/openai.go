@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // openaiReq is the part of a Responses request the server reads.
@@ -52,7 +53,7 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, body []byte) {
 		w.Header().Set("x-codex-primary-reset-at", strconv.FormatInt(reset.Unix(), 10))
 		writeJSON(w, turn.Status, map[string]any{"error": map[string]any{
 			"type": "usage_limit_reached", "message": "The usage limit has been reached", "plan_type": "plus",
-			"resets_at": reset.Unix(), "resets_in_seconds": int(max(0, reset.Unix()-nowUnix()))}})
+			"resets_at": reset.Unix(), "resets_in_seconds": int(max(0, time.Until(reset).Seconds()))}})
 		return
 	}
 	id := fmt.Sprintf("resp_%d", seq)
