@@ -195,7 +195,7 @@ func TestFleetLandsEveryStoryOnce(t *testing.T) {
 // another machine takes it over, goes on from the commits the dead one had
 // pushed, and lands the story once; those commits stay reachable.
 func TestKilledMachineIsTakenOver(t *testing.T) {
-	for _, tr := range []string{"daemon", "file"} {
+	for _, tr := range gitserver.Transports {
 		t.Run(tr, func(t *testing.T) {
 			f := newFleet(t, tr, 2)
 			a := f.machine("a", []string{"AGENT_MODE=hang"}, "--lease", "2s")
@@ -280,5 +280,32 @@ func TestPausedMachineCannotLandStaleWork(t *testing.T) {
 	sort.Strings(w)
 	if strings.Join(w, ",") != "a,b" {
 		t.Fatalf("US-1 was run by %v, want a then b", w)
+	}
+}
+
+// A machine restarted after a SIGKILL goes on with the story its dead
+// process held at once - the claim is its own and its pid is gone - rather
+// than waiting out the lease (an hour here).
+func TestRestartedMachineTakesItsOwnStoryAtOnce(t *testing.T) {
+	f := newFleet(t, "daemon", 1)
+	a := f.machine("a", []string{"AGENT_MODE=hang"}, "--lease", "1h")
+	story := startedStory(t, f.signal)
+	if err := syscall.Kill(a.pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a.wait(t)
+	a2 := f.machine("a", nil, "--lease", "1h")
+	if code := waitLong(t, a2, 2*time.Minute); code != 0 {
+		t.Fatalf("the restarted machine exited %d\nstdout: %s\nstderr: %s", code, a2.stdout(), a2.stderr())
+	}
+	events, _ := os.ReadFile(filepath.Join(f.dir, "a", ".ralph", "wiggum", "events.jsonl"))
+	if !strings.Contains(string(events), `"took_over_why":"its process is gone"`) {
+		t.Fatalf("the restart did not take its own dead claim over:\n%s", events)
+	}
+	if landed := f.landings(); landed[story] != 1 {
+		t.Fatalf("%s landed %d times", story, landed[story])
+	}
+	if refs := f.git("for-each-ref", "refs/wiggum"); refs != "" {
+		t.Fatalf("left on the server:\n%s", refs)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/worktree"
@@ -122,6 +123,9 @@ type Held struct {
 	Start string
 	// Took is the stale claim this one replaced; nil for a fresh claim.
 	Took *Claim
+	// TookDead: Took's lease had not run out, but it was this clone's
+	// own claim from a process that is gone.
+	TookDead bool
 
 	mu     sync.Mutex
 	claim  Claim  // as last pushed
@@ -179,9 +183,12 @@ func (r *Remote) Claim(ctx context.Context, story string, view *View) (*Held, er
 	now := r.now()
 	expect := ""
 	old := view.Claims[key]
+	dead := false
 	if old != nil {
 		if !old.Stale(now) {
-			return nil, &ClaimTakenError{Story: story, Holder: old}
+			if dead = r.deadHere(old); !dead {
+				return nil, &ClaimTakenError{Story: story, Holder: old}
+			}
 		}
 		expect = old.Commit
 	}
@@ -212,10 +219,22 @@ func (r *Remote) Claim(ctx context.Context, story string, view *View) (*Held, er
 	if len(bad) > 0 {
 		return nil, ErrStaleView
 	}
-	h := &Held{r: r, key: key, Story: story, Took: old, claim: c,
+	h := &Held{r: r, key: key, Story: story, Took: old, TookDead: dead, claim: c,
 		Start: view.Branches[key], pushed: view.Branches[key],
 		lost: make(chan struct{}), stop: make(chan struct{})}
 	return h, nil
+}
+
+// deadHere reports whether c was made by an earlier process of this very
+// clone whose pid is gone: a machine restarted after a crash goes on with
+// its own stories at once instead of waiting out their leases. A reused
+// pid only makes it wait for the lease, as for any other machine.
+func (r *Remote) deadHere(c *Claim) bool {
+	if c.Unreadable || c.Machine != r.Me.ID || c.Host != r.Me.Host || c.PID <= 0 || c.PID == os.Getpid() {
+		return false
+	}
+	err := syscall.Kill(c.PID, 0)
+	return errors.Is(err, syscall.ESRCH)
 }
 
 // Follow names the local branch whose commits renewals publish.

@@ -488,3 +488,35 @@ func TestObjectsMatchGit(t *testing.T) {
 	}
 	gitIn(t, a.Repo.Root, "fsck", "--strict", "--no-dangling")
 }
+
+// A machine restarted after a crash takes its own dead process's claims
+// over at once; another machine's, or a live process's, wait for the lease.
+func TestOwnDeadClaimTakenOverAtOnce(t *testing.T) {
+	f := newFixture(t, "file")
+	ctx := context.Background()
+	a := f.machine("a", time.Minute, 0)
+	b := f.machine("b", time.Minute, 0)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	c := Claim{Story: "S-1", Machine: a.Me.ID, Host: a.Me.Host, PID: dead.Process.Pid, Since: now, Time: now,
+		LeaseMS: time.Minute.Milliseconds(), Ref: ClaimsPrefix + "S-1"}
+	sha, err := a.claimCommit(ctx, &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad, err := a.push(ctx, "plant a claim", []update{{src: sha, dst: c.Ref}}); err != nil || len(bad) > 0 {
+		t.Fatalf("plant: %v %v", bad, err)
+	}
+	vb, _ := b.Fetch(ctx, target)
+	var taken *ClaimTakenError
+	if _, err := b.Claim(ctx, "S-1", vb); !errors.As(err, &taken) {
+		t.Fatalf("another machine took a live-leased claim: %v", err)
+	}
+	h := claim(t, a, "S-1")
+	if h.Took == nil || h.Took.Commit != sha {
+		t.Fatalf("a did not take its dead process's claim over: %+v", h.Took)
+	}
+}

@@ -87,6 +87,10 @@ func (s *sharedClaim) Fields() map[string]any {
 		"claim_ms": float64(s.took.Microseconds()) / 1000, "start": s.h.Start}
 	if s.h.Took != nil {
 		f["took_over"] = s.h.Took.Host + "/" + s.h.Took.Machine
+		f["took_over_why"] = "lease ran out"
+		if s.h.TookDead {
+			f["took_over_why"] = "its process is gone"
+		}
 	}
 	return f
 }
