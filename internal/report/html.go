@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 )
@@ -55,7 +56,7 @@ func WriteHTML(w io.Writer, r *Report, generated time.Time) error {
 		v.WaitRows = append(v.WaitRows, [3]string{wt.Start.UTC().Format("15:04:05"), d, wt.Message})
 	}
 	var buf bytes.Buffer
-	if err := pageTmpl.Execute(&buf, v); err != nil {
+	if err := pageTmpl().Execute(&buf, v); err != nil {
 		return err
 	}
 	// html/template escapes markup but passes control characters through;
@@ -114,9 +115,12 @@ func outcomeClass(outcome string) string {
 	return "idle"
 }
 
-var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05") },
-}).Parse(`<!DOCTYPE html>
+// pageTmpl is parsed on first use, not at init: every wiggum process (each
+// hook call) would otherwise parse it.
+var pageTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"clock": func(t time.Time) string { return t.UTC().Format("15:04:05") },
+	}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8"/>
@@ -195,3 +199,4 @@ footer { color: var(--muted); font-size: 12px; }
 </body>
 </html>
 `))
+})
