@@ -1,6 +1,11 @@
 // Command hookbench times `wiggum hook claude` against a minimal Go program
 // that only reads stdin and decodes the JSON, on the same payloads in the
 // same run, and prints the ratios. See bench/hooks.sh.
+//
+// Besides the median wall time it prints each binary's median CPU time
+// (user+system) and minor page faults per call: on a loaded machine the wall
+// time moves with the other load, while faults do not move at all and CPU
+// time far less, so they show where a difference comes from.
 package main
 
 import (
@@ -12,15 +17,27 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
 func main() {
 	wiggum := flag.String("wiggum", "wiggum", "the wiggum binary")
+	before := flag.String("before", "", "an earlier wiggum binary to time in the same run (optional)")
 	baseline := flag.String("baseline", "", "the minimal reader binary")
 	linked := flag.String("linked", "", "the minimal reader with wiggum's packages linked (optional)")
 	dir := flag.String("dir", ".", "a git working tree to run in (the payloads' cwd)")
 	runs := flag.Int("n", 300, "runs per case")
+	type bin struct{ label, path string }
+	var also []bin
+	flag.Func("also", "LABEL=PATH: another stdin reader to time as a baseline (repeatable)", func(v string) error {
+		label, path, ok := strings.Cut(v, "=")
+		if !ok || label == "" || path == "" {
+			return fmt.Errorf("want LABEL=PATH, got %q", v)
+		}
+		also = append(also, bin{label, path})
+		return nil
+	})
 	flag.Parse()
 
 	var out strings.Builder
@@ -49,26 +66,46 @@ func main() {
 		{"PreToolUse `cd src && go build ./... && git status`, guard on", pre, []string{"hook", "claude", "--guard", "always"}},
 		{"PreToolUse, same command, outside a session", pre, []string{"hook", "claude"}},
 	}
-	fmt.Printf("%-62s %10s %10s %7s", "case (median of "+fmt.Sprint(*runs)+" runs)", "minimal", "wiggum", "ratio")
-	if *linked != "" {
-		fmt.Printf(" %10s %7s", "linked", "ratio")
+
+	// The binaries, in the order they are run each round.
+	bins := []bin{{"minimal", *baseline}}
+	if *before != "" {
+		bins = append(bins, bin{"before", *before})
 	}
-	fmt.Println()
+	bins = append(bins, bin{"wiggum", *wiggum})
+	if *linked != "" {
+		bins = append(bins, bin{"linked", *linked})
+	}
+	bins = append(bins, also...)
+
+	fmt.Printf("median of %d interleaved runs per binary; ratio = wall time / minimal's\n", *runs)
 	for _, c := range cases {
-		cmds := [][]string{{*baseline}, append([]string{*wiggum}, c.args...)}
-		if *linked != "" {
-			cmds = append(cmds, []string{*linked})
+		cmds := make([][]string, len(bins))
+		for i, b := range bins {
+			cmds[i] = []string{b.path}
+			if b.label == "wiggum" || b.label == "before" {
+				cmds[i] = append(cmds[i], c.args...)
+			}
 		}
-		t := timeAll(*dir, c.data, *runs, cmds)
-		base, wig := t[0], t[1]
-		fmt.Printf("%-62s %10s %10s %6.2fx", c.name, base.Round(time.Microsecond), wig.Round(time.Microsecond), float64(wig)/float64(base))
-		if *linked != "" {
-			fmt.Printf(" %10s %6.2fx", t[2].Round(time.Microsecond), float64(t[2])/float64(base))
+		ms := timeAll(*dir, c.data, *runs, cmds)
+		fmt.Printf("\n%s\n", c.name)
+		fmt.Printf("  %-14s %10s %7s %10s %8s\n", "binary", "wall", "ratio", "cpu", "faults")
+		for i, b := range bins {
+			m := ms[i]
+			fmt.Printf("  %-14s %10s %6.2fx %10s %8d\n", b.label, m.wall.Round(time.Microsecond), float64(m.wall)/float64(ms[0].wall),
+				m.cpu.Round(time.Microsecond), m.faults)
 		}
-		fmt.Println()
+		if *linked != "" {
+			w := ms[slices.IndexFunc(bins, func(b bin) bool { return b.label == "wiggum" })]
+			l := ms[slices.IndexFunc(bins, func(b bin) bool { return b.label == "linked" })]
+			fmt.Printf("  wiggum / linked: %.2fx\n", float64(w.wall)/float64(l.wall))
+		}
 	}
 	if *linked != "" {
-		fmt.Println("linked: the minimal reader with every wiggum package linked (init functions only), the floor for any wiggum subcommand")
+		fmt.Println("\nlinked: the minimal reader with every wiggum package linked (their init functions run, nothing else)")
+	}
+	if len(also) > 0 {
+		fmt.Println("other rows: the minimal reader with the named packages linked")
 	}
 }
 
@@ -92,12 +129,20 @@ func strconvQuote(s string) string {
 	return string(data)
 }
 
+// measure is one binary's medians over the runs of a case.
+type measure struct {
+	wall, cpu time.Duration
+	faults    int64 // minor page faults
+}
+
 // timeAll runs the commands in turn, n rounds after a warm-up, and returns
-// each one's median wall time. Interleaving the runs spreads the machine's
-// drift (other load, frequency changes) evenly over every command, so the
-// ratios compare like with like.
-func timeAll(dir string, stdin []byte, n int, cmds [][]string) []time.Duration {
-	times := make([][]time.Duration, len(cmds))
+// each one's medians. Interleaving the runs spreads the machine's drift
+// (other load, frequency changes) evenly over every command, so the ratios
+// compare like with like.
+func timeAll(dir string, stdin []byte, n int, cmds [][]string) []measure {
+	walls := make([][]time.Duration, len(cmds))
+	cpus := make([][]time.Duration, len(cmds))
+	faults := make([][]int64, len(cmds))
 	for i := range n + 10 {
 		for j, argv := range cmds {
 			cmd := exec.Command(argv[0], argv[1:]...)
@@ -108,15 +153,28 @@ func timeAll(dir string, stdin []byte, n int, cmds [][]string) []time.Duration {
 				fmt.Fprintf(os.Stderr, "%s: %v\n", argv[0], err)
 				os.Exit(1)
 			}
-			if i >= 10 { // warm-up
-				times[j] = append(times[j], time.Since(start))
+			wall := time.Since(start)
+			if i < 10 { // warm-up
+				continue
+			}
+			walls[j] = append(walls[j], wall)
+			cpus[j] = append(cpus[j], cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				faults[j] = append(faults[j], ru.Minflt)
 			}
 		}
 	}
-	med := make([]time.Duration, len(cmds))
-	for j, ts := range times {
-		slices.Sort(ts)
-		med[j] = ts[len(ts)/2]
+	ms := make([]measure, len(cmds))
+	for j := range cmds {
+		ms[j] = measure{wall: median(walls[j]), cpu: median(cpus[j]), faults: median(faults[j])}
 	}
-	return med
+	return ms
+}
+
+func median[T int64 | time.Duration](xs []T) T {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }
