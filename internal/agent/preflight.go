@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,4 +100,43 @@ func getenv(env []string, key string) string {
 		}
 	}
 	return v
+}
+
+// hookFiles are where each agent reads hooks: the project's files, then
+// the user's (relative to the home directory).
+var hookFiles = map[string]struct{ project, user []string }{
+	"claude": {[]string{".claude/settings.json", ".claude/settings.local.json"}, []string{".claude/settings.json"}},
+	"codex":  {[]string{".codex/hooks.json"}, []string{".codex/hooks.json"}},
+	"gemini": {[]string{".gemini/settings.json"}, []string{".gemini/settings.json"}},
+}
+
+// HooksMissing returns a warning when none of the agent's hook files in the
+// repository or the home directory registers wiggum's hooks: the run would
+// have no guard and no mid-iteration rollback, and should say so.
+func HooksMissing(p Profile, root, home string) string {
+	files, ok := hookFiles[p.Name]
+	if !ok {
+		return ""
+	}
+	want := []byte("wiggum hook " + p.Name)
+	var paths []string
+	for _, f := range files.project {
+		paths = append(paths, filepath.Join(root, f))
+	}
+	if home != "" {
+		for _, f := range files.user {
+			paths = append(paths, filepath.Join(home, f))
+		}
+	}
+	if p.Name == "codex" {
+		if ch := os.Getenv("CODEX_HOME"); ch != "" {
+			paths = append(paths, filepath.Join(ch, "hooks.json"))
+		}
+	}
+	for _, path := range paths {
+		if data, err := os.ReadFile(path); err == nil && bytes.Contains(data, want) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("wiggum's hooks are not installed for %s here, so the agent runs without the command guard and without the mid-iteration test rollback; run 'wiggum install --%s' to add them", p.Name, p.Name)
 }

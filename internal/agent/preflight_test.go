@@ -61,3 +61,30 @@ func TestPreflightClaudeRoot(t *testing.T) {
 		t.Fatalf("the refusal does not name the fix: %v", err)
 	}
 }
+
+func TestHooksMissing(t *testing.T) {
+	for _, name := range []string{"claude", "codex", "gemini"} {
+		prof, err := Builtin(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, home := t.TempDir(), t.TempDir()
+		t.Setenv("CODEX_HOME", "")
+		if w := HooksMissing(prof, root, home); !strings.Contains(w, "wiggum install --"+name) {
+			t.Errorf("%s: no warning without hooks: %q", name, w)
+		}
+		file := hookFiles[name].user[0]
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(home, file)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, file), []byte(`{"hooks":{"X":[{"hooks":[{"command":"wiggum hook `+name+`"}]}]}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if w := HooksMissing(prof, root, home); w != "" {
+			t.Errorf("%s: warned with the user's hooks installed: %q", name, w)
+		}
+	}
+	if w := HooksMissing(Profile{Name: "amp"}, t.TempDir(), ""); w != "" {
+		t.Errorf("an agent wiggum has no hooks for is warned about: %q", w)
+	}
+}

@@ -187,6 +187,8 @@ rails), and with what each needs for wiggum's hooks to run:
           its shell (core.hooksPath=""), so wiggum's pre-push and
           post-commit hooks never run there: its guard hook is the only
           stop for a push.
+A built-in agent whose hooks wiggum cannot find (in the repository or the
+home directory) gets a warning at the start: it would run with no guard.
 An agent that fails on the run's first attempt before doing anything (no
 tool call, no model answer: missing auth, a refusal) stops the run at once
 with exit 1 and its own message; the plan and the tree stay as they were.
@@ -226,6 +228,10 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if !c.DryRun {
 		if err := agent.Preflight(prof, repo.Root, os.Environ()); err != nil {
 			return err
+		}
+		home, _ := os.UserHomeDir()
+		if warn := agent.HooksMissing(prof, repo.Root, home); warn != "" {
+			g.Log().Warn(warn)
 		}
 	}
 	var tmpl string
