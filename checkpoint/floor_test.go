@@ -216,3 +216,24 @@ func TestCheckpointSnapshotLeavesTheIndexAlone(t *testing.T) {
 		t.Fatalf("left behind: %v", entries)
 	}
 }
+
+// TestRollbackRestoresATrackedFileNowIgnored: the agent untracks a file
+// that matches an ignore rule and leaves its own version in place; the
+// rollback brings the checkpoint's back, as reset --hard would.
+func TestRollbackRestoresATrackedFileNowIgnored(t *testing.T) {
+	r := newRepo(t)
+	r.write("keep.log", "tracked although ignored\n")
+	r.git("add", "-f", "keep.log")
+	r.git("commit", "-q", "-m", "a tracked log")
+	mustSave(t, r, "")
+	want := r.fingerprint()
+	r.git("rm", "-q", "--cached", "keep.log")
+	r.git("commit", "-q", "-m", "untrack it")
+	r.write("keep.log", "the agent's, ignored now\n")
+	if _, err := r.st.Rollback(ctx, RollbackOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.fingerprint(); got != want {
+		t.Fatalf("not back at the checkpoint:\nwant\n%s\ngot\n%s", want, got)
+	}
+}

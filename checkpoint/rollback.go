@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // RefusedError is a rollback that was not safe. Nothing was changed.
@@ -83,11 +81,13 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		res.NothingToDo = true
 		return res, nil
 	}
-	out, err := s.Repo.Run(ctx, "diff-tree", "-r", "--name-only", "-z", "--no-renames", wantTree, nowTree)
+	changes, err := s.diffTrees(ctx, nowTree, wantTree)
 	if err != nil {
 		return nil, fmt.Errorf("rollback: diff: %w", err)
 	}
-	res.Files = git.SplitZ(out)
+	for _, c := range changes {
+		res.Files = append(res.Files, c.path)
+	}
 	res.Removed = newUntracked(cp, now.Untracked)
 	if opts.DryRun {
 		return res, nil
@@ -103,6 +103,12 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 			return nil, fmt.Errorf("rollback: save backup: %w", err)
 		}
 	}
+	var uncommitted []treeChange
+	if cp.Snapshot != "" {
+		if uncommitted, err = s.diffTrees(ctx, f.SnapshotTree, f.CheckpointTree); err != nil {
+			return nil, fmt.Errorf("rollback: diff: %w", err)
+		}
+	}
 	lk, err := s.lockIndex()
 	if err != nil {
 		return nil, err
@@ -111,7 +117,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if res.BackupRef, err = s.backupAndMove(ctx, current, cp, head); err != nil {
 		return nil, err
 	}
-	if err := s.restoreTree(ctx, lk, idx, cp, nowTree, wantTree); err != nil {
+	if err := s.restoreTree(ctx, lk, idx, cp, changes, uncommitted); err != nil {
 		return nil, fmt.Errorf("rollback: return the working tree to %s (everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
 	}
 	return res, nil

@@ -150,16 +150,70 @@ func (l *indexLock) release() {
 	}
 }
 
-// restoreTree makes the working tree hold want (the checkpoint's tree)
-// and the index hold cp.Head's tree, under lk. idx is a private index that
-// holds now, the working tree's tree, with the user's stat data (made by
-// snapshot); nil means the user's index does (the tree was clean). A
-// two-tree read-tree from now to want is what git checkout does: entries
-// the trees share are kept without reading, stat'ing or writing their
-// files; only the paths that differ are written or removed (with the
-// directories that leaves empty). --reset lets it overwrite an ignored
-// file in the way, as reset --hard would.
-func (s *State) restoreTree(ctx context.Context, lk *indexLock, idx *treeIndex, cp *Checkpoint, now, want string) error {
+// treeChange is one path that differs between two trees, as the second
+// tree has it.
+type treeChange struct {
+	path string
+	mode string // "" when the second tree does not have the path
+	oid  string
+}
+
+// diffTrees lists what differs from tree a to tree b, from one
+// `git diff-tree --raw` (identical subtrees are skipped unread).
+func (s *State) diffTrees(ctx context.Context, a, b string) ([]treeChange, error) {
+	out, err := s.Repo.Run(ctx, "diff-tree", "-r", "-z", "--no-renames", "--raw", a, b)
+	if err != nil {
+		return nil, err
+	}
+	// :amode bmode aoid boid status NUL path NUL
+	f := strings.Split(out, "\x00")
+	var list []treeChange
+	for i := 0; i+1 < len(f); i += 2 {
+		meta := strings.Fields(strings.TrimPrefix(f[i], ":"))
+		if len(meta) != 5 {
+			return nil, fmt.Errorf("git diff-tree: unexpected record %q", f[i])
+		}
+		c := treeChange{path: f[i+1]}
+		if meta[4] != "D" {
+			c.mode, c.oid = meta[1], meta[3]
+		}
+		list = append(list, c)
+	}
+	return list, nil
+}
+
+// setEntries points the private index's entries for changes at the second
+// tree's blobs (dropping those it lacks), with no stat data: git checks
+// those files on its next read. Removals go first, so a file that must
+// become a directory (or the reverse) never conflicts.
+func (s *State) setEntries(ctx context.Context, idx *treeIndex, changes []treeChange, hexLen int) error {
+	var info strings.Builder
+	zero := strings.Repeat("0", hexLen)
+	for _, c := range changes {
+		if c.mode == "" {
+			fmt.Fprintf(&info, "0 %s\t%s\x00", zero, c.path)
+		}
+	}
+	for _, c := range changes {
+		if c.mode != "" {
+			fmt.Fprintf(&info, "%s %s\t%s\x00", c.mode, c.oid, c.path)
+		}
+	}
+	if info.Len() == 0 {
+		return nil
+	}
+	_, err := s.Repo.RunEnv(ctx, idx.env, []byte(info.String()), "update-index", "--add", "--replace", "-z", "--index-info")
+	return err
+}
+
+// restoreTree makes the working tree hold the checkpoint's tree and the
+// index hold cp.Head's tree, under lk, touching only the paths in changes
+// (from the working tree's tree to the checkpoint's): no other file is
+// read, stat'ed or written, and no other index entry loses its stat data.
+// idx is a private index that matches the working tree (made by
+// snapshot); nil means the user's index does (the tree was clean).
+// uncommitted lists what the checkpoint's snapshot changed from cp.Head.
+func (s *State) restoreTree(ctx context.Context, lk *indexLock, idx *treeIndex, cp *Checkpoint, changes, uncommitted []treeChange) error {
 	if idx == nil {
 		idx = s.newTreeIndex()
 		if err := s.linkIndex(idx); err != nil {
@@ -167,22 +221,51 @@ func (s *State) restoreTree(ctx context.Context, lk *indexLock, idx *treeIndex, 
 		}
 	}
 	defer idx.remove()
-	if _, err := s.Repo.RunEnv(ctx, idx.env, nil, "read-tree", "--reset", "-u", now, want); err != nil {
+	if err := s.setEntries(ctx, idx, changes, len(cp.Head)); err != nil {
 		return err
 	}
-	if cp.Snapshot == "" {
-		// The private index now is the checkpoint commit's tree.
-		if err := os.Rename(idx.path, lk.path); err != nil {
-			return fmt.Errorf("replace the index: %w", err)
+	var write strings.Builder
+	for _, c := range changes {
+		if c.mode == "" {
+			if err := s.removeFile(c.path); err != nil {
+				return err
+			}
+		} else if c.mode != "160000" { // a submodule is not checked out here, as git does
+			write.WriteString(c.path + "\x00")
 		}
-	} else {
-		// The index gets the checkpoint commit's tree; its uncommitted
-		// changes stay in the working tree only, as when it was taken. A
-		// single-tree merge keeps the stat data of every entry whose
-		// content matches, reading no file.
-		if _, err := s.Repo.RunEnv(ctx, idx.env, nil, "read-tree", "-m", "--index-output="+lk.path, cp.Head); err != nil {
+	}
+	if write.Len() > 0 {
+		// -f replaces whatever is in the way (an ignored file, a directory
+		// where a file belongs); -u records the written files' stat data.
+		if _, err := s.Repo.RunEnv(ctx, idx.env, []byte(write.String()), "checkout-index", "-f", "-u", "-z", "--stdin"); err != nil {
 			return err
 		}
 	}
+	// The index gets the checkpoint commit's tree: its uncommitted changes
+	// stay in the working tree only, as when it was taken.
+	if err := s.setEntries(ctx, idx, uncommitted, len(cp.Head)); err != nil {
+		return err
+	}
+	if err := os.Rename(idx.path, lk.path); err != nil {
+		return fmt.Errorf("replace the index: %w", err)
+	}
 	return lk.commit()
+}
+
+// removeFile deletes a working-tree file the checkpoint does not have, and
+// the directories that leaves empty. Missing is fine: gone is the goal.
+func (s *State) removeFile(rel string) error {
+	path := filepath.Join(s.Repo.Root, filepath.FromSlash(rel))
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if fi, serr := os.Lstat(path); serr == nil && fi.IsDir() {
+			return nil // a submodule's checkout: left alone, as git does
+		}
+		return err
+	}
+	for dir := filepath.Dir(path); dir != s.Repo.Root && strings.HasPrefix(dir, s.Repo.Root); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil {
+			break
+		}
+	}
+	return nil
 }
