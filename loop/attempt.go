@@ -71,6 +71,10 @@ type step struct {
 	limit   *agent.Limit // a usage limit; the attempt does not count
 	skipped bool         // the story used its last attempt or its budget
 	story   string
+	// With a limit and --wait-on-limit: the gate is closed until then, and
+	// lead says this attempt closed it (and shows the wait).
+	until time.Time
+	lead  bool
 }
 
 // attempt runs one attempt at story and records it. Errors stop the run: a
@@ -104,6 +108,10 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	if err != nil {
 		return step{}, err
 	}
+	// A limit another worker hit while this one was getting ready.
+	if err := r.gate.wait(ctx); err != nil {
+		return step{}, err
+	}
 	e.disp.begin(fmt.Sprintf("%s (iteration %d)", story.ID, iter))
 	out := e.run1(ctx, iter, story, prompt)
 	e.disp.end()
@@ -134,6 +142,16 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	if out.limit == nil && ctx.Err() == nil {
 		out.limit = limitIn(out)
 	}
+	var held step
+	if out.limit != nil {
+		// Every worker stops starting attempts now, before this one's
+		// rollback: waiting at the gate, or not at all when the run stops.
+		if r.opts.WaitOnLimit {
+			held.until, held.lead = r.gate.pause(out.limit.Reset)
+		} else {
+			r.noDispatch.Store(true)
+		}
+	}
 	// A story committed before the signal stays committed; only an
 	// unfinished attempt is rolled back.
 	if ctx.Err() != nil && out.limit == nil {
@@ -156,7 +174,8 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		e.log(iter, story, attempt, "usage limit", out, backup, time.Since(started))
 		e.disp.printf("⏸ %s hit a usage limit: %s; rolled back%s (not counted as a failed attempt)", story.ID, lim.Message, backupNote(backup))
 		e.event("usage_limit", map[string]any{"story": story.ID, "message": lim.Message, "reset": lim.Reset})
-		return step{limit: lim, story: story.ID}, nil
+		held.limit, held.story = lim, story.ID
+		return held, nil
 	}
 	end.Outcome = "failed"
 	r.setLast("failed: " + out.source)

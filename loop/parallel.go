@@ -103,7 +103,7 @@ func (p *parallel) claim(ctx context.Context) *plan.Story {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stop != nil || p.failed != nil || ctx.Err() != nil {
+	if p.stop != nil || p.failed != nil || ctx.Err() != nil || p.r.noDispatch.Load() {
 		return nil
 	}
 	stories, err := p.r.opts.Plan.Stories()
@@ -146,7 +146,7 @@ func (p *parallel) nextIter(ctx context.Context) int {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stop != nil || p.failed != nil {
+	if p.stop != nil || p.failed != nil || p.r.noDispatch.Load() {
 		return 0
 	}
 	if why := p.r.led.runOver(); why != "" {

@@ -3,11 +3,14 @@ package loop
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/plan"
@@ -272,4 +275,59 @@ func TestMaxIterationsFollowsThePlan(t *testing.T) {
 func isStop(err error) bool {
 	var se *StopError
 	return errors.As(err, &se)
+}
+
+// With --workers, a usage limit seen by one worker pauses them all: the
+// wait is logged once as limit_wait_start/limit_wait_end, no attempt starts
+// inside it, and the limited story is retried without counting a failure.
+func TestParallelLimitPausesEveryWorker(t *testing.T) {
+	st, p := newRepo(t, 4)
+	dir := t.TempDir()
+	o := opts(p, `cat >/dev/null; date +%s%N >> "`+dir+`/starts"
+if [ "$WIGGUM_STORY" = US-1 ] && [ ! -e "`+dir+`/limited" ]; then
+  touch "`+dir+`/limited"
+  echo '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":'$(( $(date +%s) + 2 ))',"rateLimitType":"five_hour"}}'
+  exit 1
+fi
+sleep 0.2; echo x > "f-$WIGGUM_STORY"`)
+	o.Workers, o.Retries, o.WaitOnLimit = 2, 0, true
+	var out bytes.Buffer
+	o.Out = &out
+	sum, err := Run(context.Background(), st, o)
+	if err != nil || len(sum.Completed) != 4 {
+		t.Fatalf("%v, %+v\n%s", err, sum, out.String())
+	}
+	events, err := os.ReadFile(filepath.Join(st.Repo.Root, ".ralph/wiggum/events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waitStart, waitEnd time.Time
+	for _, line := range strings.Split(string(events), "\n") {
+		var ev struct {
+			Event string    `json:"event"`
+			Time  time.Time `json:"time"`
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil {
+			continue
+		}
+		switch ev.Event {
+		case "limit_wait_start":
+			if !waitStart.IsZero() {
+				t.Error("two waits for one limit")
+			}
+			waitStart = ev.Time
+		case "limit_wait_end":
+			waitEnd = ev.Time
+		}
+	}
+	if waitStart.IsZero() || waitEnd.IsZero() {
+		t.Fatalf("no limit wait in the events:\n%s", events)
+	}
+	starts, _ := os.ReadFile(filepath.Join(dir, "starts"))
+	for _, f := range strings.Fields(string(starts)) {
+		ns, _ := strconv.ParseInt(f, 10, 64)
+		if at := time.Unix(0, ns); at.After(waitStart) && at.Before(waitEnd) {
+			t.Errorf("an agent started at %s, inside the wait %s..%s", at, waitStart, waitEnd)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -43,6 +44,9 @@ type run struct {
 	sumMu       sync.Mutex
 	last        string // the last attempt's outcome, for run.json
 	trace       spans
+	// noDispatch: a usage limit stops the run (no --wait-on-limit); no
+	// worker starts another attempt.
+	noDispatch atomic.Bool
 }
 
 // open takes the agent lock and sets up the run: its journal (resuming a

@@ -120,7 +120,7 @@ func (r *run) limited(ctx context.Context, res step) error {
 	if !r.opts.WaitOnLimit {
 		return &limitStop{StopError{Reason: fmt.Sprintf("stopped: the agent says %s; it resets %s. Run again then to resume (attempts, failures and spending carry over), or pass --wait-on-limit to wait for it", lim.Message, when)}}
 	}
-	until, lead := r.gate.pause(lim.Reset)
+	until, lead := res.until, res.lead
 	if !lead {
 		return r.gate.wait(ctx)
 	}
