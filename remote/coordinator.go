@@ -67,13 +67,19 @@ func NewCoordinator(ctx context.Context, r *Remote, main *git.Repo, target, plan
 // per process waits for them (they may land, or die and go stale); the
 // others, and that one when nothing is left, get nil.
 func (c *Coordinator) Claim(ctx context.Context, busy map[string]bool) (*Held, plan.Story, error) {
+	// The first pass may read what a fetch of this process left a moment
+	// ago (a landing fetches every shared ref); any other looks again.
+	reuse := time.Since(c.R.Fresh()) < reuseView
 	for {
-		h, story, next, err := c.tryClaim(ctx, busy)
+		h, story, next, err := c.tryClaim(ctx, busy, reuse)
+		reuse = false
 		switch {
-		case h != nil || err != nil || next == nothingLeft:
+		case h != nil || err != nil:
 			return h, story, err
 		case next == lookAgain:
 			continue
+		case next == nothingLeft:
+			return nil, plan.Story{}, nil
 		}
 		c.mu.Lock()
 		if c.waiting {
@@ -95,6 +101,11 @@ func (c *Coordinator) Claim(ctx context.Context, busy map[string]bool) (*Held, p
 	}
 }
 
+// reuseView is how old a fetch may be for a claim to start from it: a view
+// gone stale costs a refused claim push, never a wrong claim (the claim is
+// created only if absent, with the target pinned at the view's tip).
+const reuseView = time.Second
+
 // What a pass that claimed nothing found.
 const (
 	nothingLeft = iota // no open story is left for this process
@@ -103,12 +114,19 @@ const (
 )
 
 // tryClaim makes one pass over the server's plan.
-func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool) (*Held, plan.Story, int, error) {
+func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse bool) (*Held, plan.Story, int, error) {
 	none := plan.Story{}
-	v, err := c.R.FetchPlan(ctx, c.Target, c.PlanRel)
+	var v *View
+	var err error
+	if reuse {
+		v, err = c.R.Local(ctx, c.Target, c.PlanRel)
+	} else {
+		v, err = c.R.FetchPlan(ctx, c.Target, c.PlanRel)
+	}
 	if err != nil {
 		return nil, none, nothingLeft, err
 	}
+
 	next := nothingLeft
 	for _, s := range spread(v.Plan) {
 		if s.Done || busy[s.ID] || !c.reserve(s.ID) {
@@ -135,6 +153,11 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool) (*Held
 			h.Start = v.Tip
 		}
 		return h, s, nothingLeft, nil
+	}
+	if reuse {
+		// Nothing claimable in a reused view proves nothing: look at the
+		// server before saying so.
+		return nil, none, lookAgain, nil
 	}
 	return nil, none, next, nil
 }

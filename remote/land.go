@@ -92,12 +92,14 @@ func (h *Held) Land(ctx context.Context, spec LandSpec) (*Landed, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		began := time.Now()
-		base, err := r.FetchTarget(ctx, spec.Target)
+		// Every shared ref, not only the target: the same one fetch, and
+		// the next claim of this process can read its view from it.
+		base, err := r.fetchAll(ctx, spec.Target)
 		for try := 1; err != nil && IsNetwork(err) && !isTimeout(err) && try < 3 && ctx.Err() == nil; try++ {
 			// A connection that failed (not one that hung) is worth
 			// another try before the story is given back.
 			time.Sleep(time.Duration(try) * 200 * time.Millisecond)
-			base, err = r.FetchTarget(ctx, spec.Target)
+			base, err = r.fetchAll(ctx, spec.Target)
 		}
 		if err != nil {
 			return nil, err

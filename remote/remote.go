@@ -65,6 +65,9 @@ type Remote struct {
 	// remote-tracking refs, and two at once would fight over ref locks.
 	fetchMu sync.Mutex
 	stats   Stats
+	// fresh is when the last fetch of every shared ref began.
+	freshMu sync.Mutex
+	fresh   time.Time
 	obj     objects
 }
 

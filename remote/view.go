@@ -45,23 +45,35 @@ func (r *Remote) Fetch(ctx context.Context, target string) (*View, error) {
 
 // FetchPlan is Fetch that also reads the plan planRel at the target's tip.
 func (r *Remote) FetchPlan(ctx context.Context, target, planRel string) (*View, error) {
+	if _, err := r.fetchAll(ctx, target); err != nil {
+		return nil, err
+	}
+	return r.Local(ctx, target, planRel)
+}
+
+// fetchAll fetches the target and every shared ref, notes when, and returns
+// the target's tip.
+func (r *Remote) fetchAll(ctx context.Context, target string) (string, error) {
+	began := time.Now()
 	if err := r.fetch(ctx, "fetch "+strings.TrimPrefix(target, "refs/heads/")+" and the claims", target,
 		"+"+target+":"+r.Tracking(target),
 		"+"+ClaimsPrefix+"*:"+r.mirror("claims")+"*",
 		"+"+ConflictsPrefix+"*:"+r.mirror("conflicts")+"*",
 		"+"+BranchPrefix+"*:"+r.mirror("branches")+"*",
 	); err != nil {
-		return nil, err
-	}
-	return r.Local(ctx, target, planRel)
-}
-
-// FetchTarget fetches only the target branch and returns its tip.
-func (r *Remote) FetchTarget(ctx context.Context, target string) (string, error) {
-	if err := r.fetch(ctx, "fetch "+strings.TrimPrefix(target, "refs/heads/"), target, "+"+target+":"+r.Tracking(target)); err != nil {
 		return "", err
 	}
+	r.freshMu.Lock()
+	r.fresh = began
+	r.freshMu.Unlock()
 	return r.readRef(ctx, r.Tracking(target))
+}
+
+// Fresh says when the last full fetch began (zero: never).
+func (r *Remote) Fresh() time.Time {
+	r.freshMu.Lock()
+	defer r.freshMu.Unlock()
+	return r.fresh
 }
 
 // readRef reads a ref: its loose file when there is one (a fetch writes
@@ -73,15 +85,6 @@ func (r *Remote) readRef(ctx context.Context, ref string) (string, error) {
 		}
 	}
 	return r.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
-}
-
-// RemoteTip reads the target's tip on the server without fetching.
-func (r *Remote) RemoteTip(ctx context.Context, target string) (string, error) {
-	now, err := r.lsRemote(ctx, "read "+strings.TrimPrefix(target, "refs/heads/"), []update{{dst: target}})
-	if err != nil {
-		return "", err
-	}
-	return now[target], nil
 }
 
 func (r *Remote) fetch(ctx context.Context, op, target string, refspecs ...string) error {
