@@ -82,11 +82,16 @@ func newWorld(t *testing.T, c client, turns ...fakemodel.Turn) *world {
 		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com",
 		"npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false",
 		"TERM=dumb", "NO_COLOR=1", "CI=",
+		// gemini writes an error report for every failed request there.
+		"TMPDIR="+filepath.Join(base, "tmp"),
 	)
 	if c.env != nil {
 		w.env = append(w.env, c.env(t, home, srv.URL)...)
 	}
 	writeFile(t, filepath.Join(home, ".gitconfig"), "[init]\n\tdefaultBranch = main\n")
+	if err := os.MkdirAll(filepath.Join(base, "tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	writeFile(t, filepath.Join(w.dir, "plan.md"), "- [ ] US-1: make the change\n")
 	writeFile(t, filepath.Join(w.dir, "package.json"), `{"name": "app", "private": true, "scripts": {"test": "node --test"}}`+"\n")
 	writeFile(t, filepath.Join(w.dir, "app.test.js"), failingTest)
