@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -335,7 +336,7 @@ func (c *RunCmd) profile() (agent.Profile, error) {
 	}
 	// Every iteration would fail the same way; say so once, up front.
 	if _, err := exec.LookPath(p.Argv[0]); err != nil {
-		return p, badinput.Errorf("run: the %s agent (%s) is not installed or not in PATH; install it, or choose another with --agent or --agent-cmd", c.Agent, p.Argv[0])
+		return p, &agent.UnusableError{Agent: c.Agent, Reason: fmt.Sprintf("%s is not installed or not in PATH; install it, or choose another with --agent or --agent-cmd", p.Argv[0])}
 	}
 	return p, nil
 }
