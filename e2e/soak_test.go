@@ -204,8 +204,14 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 			res.Kills++
 			if res.Kills%10 == 0 {
 				st := wiggum(t, repo, nil, "status", "--json")
-				if st.code != 0 || !strings.Contains(st.stdout, `"interrupted"`) {
-					t.Fatalf("status after a kill: exit %d\n%s\n%s", st.code, st.stdout, st.stderr)
+				var s struct {
+					Resume *struct {
+						Interrupted bool   `json:"interrupted"`
+						Command     string `json:"resume_command"`
+					} `json:"resume"`
+				}
+				if st.code != 0 || json.Unmarshal([]byte(st.stdout), &s) != nil || s.Resume == nil || !s.Resume.Interrupted || !strings.Contains(s.Resume.Command, "--plan plan.md --workers 8") {
+					t.Fatalf("status after a kill does not say the run was interrupted and how to resume: exit %d\n%s\n%s", st.code, st.stdout, st.stderr)
 				}
 			}
 		default:
