@@ -117,11 +117,11 @@ func AppendFailure(st *checkpoint.State, f Failure) error {
 
 // AppendFailureAt adds f to the failure log at path as one appended line,
 // under an flock, so concurrent hooks never lose each other's entries. The
-// log is read (never decoded) to find damage and its length; it is
-// rewritten only when it is damaged - the damaged copy is kept aside
-// rather than blocking every later failure from being recorded - or holds
-// twice the entries readers keep, so most appends write one line and
-// nothing else. Like the event log it is not fsynced.
+// log is read (never decoded) for its length and its last line; it is
+// rewritten only when that line is damaged - the damaged copy is kept
+// aside rather than blocking every later failure from being recorded - or
+// it holds twice the entries readers keep, so most appends write one line
+// and nothing else. Like the event log it is not fsynced.
 func AppendFailureAt(path string, f Failure) error {
 	if f.Time.IsZero() {
 		f.Time = time.Now().UTC()
@@ -136,17 +136,17 @@ func AppendFailureAt(path string, f Failure) error {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		lines := 0
-		for l := range bytes.Lines(data) {
-			if len(bytes.TrimSpace(l)) == 0 {
-				continue
-			}
-			if !bytes.HasSuffix(l, []byte("\n")) || !json.Valid(l) {
+		// Every write is whole lines under this lock, so damage shows at
+		// the end (a torn or foreign last line); damage inside is found by
+		// readers and by the compaction below.
+		if len(data) > 0 {
+			last := data[bytes.LastIndexByte(data[:len(data)-1], '\n')+1:]
+			if data[len(data)-1] != '\n' || !json.Valid(last) {
 				_ = os.Rename(path, path+".corrupt")
 				return statefile.Write(path, append(line, '\n'))
 			}
-			lines++
 		}
+		lines := bytes.Count(data, []byte("\n"))
 		if lines >= 2*maxFailures {
 			old, err := readFailures(path)
 			if err != nil {
