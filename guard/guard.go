@@ -55,6 +55,12 @@ type Policy struct {
 	// RefNamespace is the ref prefix the caller owns ("refs/x/"): no git
 	// command may write or delete refs under it.
 	RefNamespace string
+	// ReadFile reads a script file a command runs by path (sh push.sh,
+	// ./push.sh, python3 push.py), given its absolute path, so the guard
+	// judges what the file holds. An error matching fs.ErrNotExist means
+	// the command runs nothing; any other error, or more than MaxScript
+	// bytes, is asked about. nil: script files are not read.
+	ReadFile func(path string) ([]byte, error)
 }
 
 // dynamic stands for text only known at run time (an expansion).
@@ -72,9 +78,10 @@ func Check(cmd string, p Policy) Decision {
 
 // guard accumulates the strongest verdict over every command in a script.
 type guard struct {
-	p    Policy
-	best Decision
-	left budget
+	p     Policy
+	best  Decision
+	left  budget
+	files map[string]scriptRead // script files read, by absolute path
 }
 
 func (g *guard) verdict(a Action, format string, args ...any) {

@@ -2,7 +2,9 @@ package guard
 
 import (
 	"bufio"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,6 +15,25 @@ type guardCase struct {
 	branch  string
 	why     string
 	command string
+	files   map[string]string // script files on disk, by absolute path
+}
+
+// policy is testPolicy with the case's files readable through ReadFile.
+func (c guardCase) policy() Policy {
+	p := testPolicy(c.branch)
+	p.ReadFile = mapReader(c.files)
+	return p
+}
+
+// mapReader reads files from an in-memory map, as the hooks read the disk.
+func mapReader(files map[string]string) func(string) ([]byte, error) {
+	return func(name string) ([]byte, error) {
+		text, ok := files[name]
+		if !ok {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		}
+		return []byte(text), nil
+	}
 }
 
 // readCorpus parses a corpus file (testdata/corpus.txt's format).
@@ -25,12 +46,22 @@ func readCorpus(t testing.TB, name string) []guardCase {
 	var cases []guardCase
 	var cur *guardCase
 	var body []string
-	flush := func() {
-		if cur != nil {
-			cur.command = strings.TrimRight(strings.Join(body, "\n"), "\n")
-			cases = append(cases, *cur)
+	file := "" // the file the body's lines go to, "" for the command
+	endBody := func() {
+		text := strings.Join(body, "\n")
+		if file == "" {
+			cur.command = strings.TrimRight(text, "\n")
+		} else {
+			cur.files[file] = text + "\n"
 		}
 		body = nil
+	}
+	flush := func() {
+		if cur != nil {
+			endBody()
+			cases = append(cases, *cur)
+		}
+		file = ""
 	}
 	sc := bufio.NewScanner(f)
 	n := 0
@@ -61,6 +92,18 @@ func readCorpus(t testing.TB, name string) []guardCase {
 		if cur == nil || strings.HasPrefix(line, "##") {
 			continue
 		}
+		if name, ok := strings.CutPrefix(line, "--- "); ok {
+			// A script file on disk: relative names are in /work/repo.
+			endBody()
+			if cur.files == nil {
+				cur.files = map[string]string{}
+			}
+			file = name
+			if !filepath.IsAbs(file) {
+				file = filepath.Join("/work/repo", file)
+			}
+			continue
+		}
 		body = append(body, line)
 	}
 	flush()
@@ -87,7 +130,7 @@ func TestCorpus(t *testing.T) {
 	count := map[Action]int{}
 	for _, c := range cases {
 		count[c.want]++
-		d := Check(c.command, testPolicy(c.branch))
+		d := Check(c.command, c.policy())
 		if d.Action != c.want {
 			t.Errorf("line %d: %q: got %s (%s), want %s because %s", c.line, c.command, d.Action, d.Reason, c.want, c.why)
 			continue
@@ -115,7 +158,7 @@ func TestDataIsNotDenied(t *testing.T) {
 		if c.want != Allow {
 			t.Fatalf("line %d: the data corpus holds only allow cases", c.line)
 		}
-		if d := Check(c.command, testPolicy(c.branch)); d.Action != Allow {
+		if d := Check(c.command, c.policy()); d.Action != Allow {
 			t.Errorf("line %d: %q: false %s (%s)", c.line, c.command, d.Action, d.Reason)
 		}
 	}

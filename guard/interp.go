@@ -42,12 +42,19 @@ func (w *walk) interp(c *syntax.CallExpr, base string, rest []string, hop int) {
 		return
 	}
 	if script {
+		written := false
 		for _, a := range rest {
 			if text, ok := w.writtenFile(a); ok {
 				w.g.interpCode(interpLang(lang), text, w.depth+1)
+				written = true
 			}
 		}
-		return // otherwise a script file the guard cannot see
+		if i := scriptOperand(lang, rest); i >= 0 && !written {
+			for _, text := range w.scriptTexts(rest[i]) {
+				w.g.interpCode(interpLang(lang), dropShebang(text), w.depth+1)
+			}
+		}
+		return
 	}
 	st := w.stmtOf[c]
 	if st == nil || hop > 0 || !w.hasStdin(st) {
@@ -447,9 +454,9 @@ func candidates(args []literal, joined string) []string {
 // probe checks src as shell and keeps only a deny: text that might be a
 // command counts when it clearly is a dangerous one.
 func (g *guard) probe(src string, depth int) {
-	sub := &guard{p: g.p, best: Decision{Action: Allow}, left: g.left}
+	sub := &guard{p: g.p, best: Decision{Action: Allow}, left: g.left, files: g.files}
 	sub.script(src, depth)
-	g.left = sub.left
+	g.left, g.files = sub.left, sub.files
 	if sub.best.Action == Deny {
 		g.verdict(Deny, "%s", sub.best.Reason)
 	}

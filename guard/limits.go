@@ -26,11 +26,11 @@ const (
 
 // budget is what one Check may still spend.
 type budget struct {
-	words, bytes, parsed int
+	words, bytes, parsed, reads int
 }
 
 func newBudget() budget {
-	return budget{words: maxWords, bytes: maxExpanded, parsed: maxParsed}
+	return budget{words: maxWords, bytes: maxExpanded, parsed: maxParsed, reads: maxReads}
 }
 
 // spendWords takes n words of total length size from the budget, asking

@@ -46,8 +46,9 @@ func (w *walk) shell(c *syntax.CallExpr, rest []string, hop int) {
 }
 
 // scriptFile checks the script a shell or source runs from rest[i]: stdin
-// by name, or a process substitution (sh <(echo git push)) whose output
-// the guard can compute. Another file is not the guard's to read.
+// by name, a process substitution (sh <(echo git push)) whose output the
+// guard can compute, a file the command writes, or a file on disk read
+// through the policy.
 func (w *walk) scriptFile(c *syntax.CallExpr, rest []string, i, hop int) {
 	if rest[i] == "/dev/stdin" || rest[i] == "-" {
 		w.shellStdin(c)
@@ -55,6 +56,12 @@ func (w *walk) scriptFile(c *syntax.CallExpr, rest []string, i, hop int) {
 	}
 	if text, ok := w.writtenFile(rest[i]); ok {
 		w.g.script(text, w.depth+1)
+		return
+	}
+	if texts := w.scriptTexts(rest[i]); len(texts) > 0 {
+		for _, text := range texts {
+			w.g.script(text, w.depth+1)
+		}
 		return
 	}
 	if hop != 0 || len(rest) > len(w.argSrc) {

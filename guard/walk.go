@@ -206,6 +206,9 @@ func (w *walk) command(c *syntax.CallExpr, args []string, hop int) {
 		w.interp(c, base, rest, hop)
 		w.files(base, rest) // perl -i, ruby -i
 	default:
+		if strings.Contains(name, "/") {
+			w.runFile(name) // ./push.sh
+		}
 		w.files(base, rest)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -243,11 +244,36 @@ func guardPolicy(cwd, root string) guard.Policy {
 		Cwd: cwd, Root: root,
 		StatePaths:   layout.StatePaths(),
 		RefNamespace: wiggumRefs,
+		ReadFile:     readScript,
 	}
 	for _, name := range GitHooks {
 		p.HookFiles = append(p.HookFiles, ".git/hooks/"+name)
 	}
 	return p
+}
+
+// readScript reads a script file a guarded command runs: a regular file
+// (symlinks followed, their loops ended by the kernel), at most
+// guard.MaxScript+1 bytes. A directory or device is refused unread, and
+// the file is opened without blocking, so a FIFO swapped in cannot hang
+// the hook.
+func readScript(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return io.ReadAll(io.LimitReader(f, guard.MaxScript+1))
 }
 
 // runEvent records an event in the run's event log: the one the agent's
