@@ -207,3 +207,38 @@ func TestAgentCommitRolledBack(t *testing.T) {
 		}
 	})
 }
+
+// (f) A script the agent writes with its file tool and runs in its next
+// step is judged by what it holds: the guard reads push.sh when the agent
+// runs `sh push.sh`. For gemini that is the only stop - its shell turns
+// git hooks off, so the pre-push backstop never runs there.
+//
+// gemini only: the fake model's file-write turn speaks gemini's
+// write_file (Claude Code and Codex keep the pre-push backstop,
+// TestPrePushBackstop).
+func TestGuardReadsWrittenScript(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		if c.name != "gemini" {
+			return
+		}
+		const script = "git push origin HEAD:refs/heads/scripted\n"
+		w := newWorld(t, c,
+			fakemodel.Turn{WriteFile: "push.sh", WriteContent: script},
+			fakemodel.Turn{Shell: "sh push.sh"},
+			fakemodel.Turn{Text: "done"})
+		w.run(0)
+		if w.srv.Played() < 3 {
+			t.Fatalf("the client stopped early\n%s", w.requestLog())
+		}
+		if refs := w.remoteRefs(); strings.Contains(refs, "scripted") {
+			t.Fatalf("the push in the written script reached the remote:\n%s", refs)
+		}
+		if got, err := os.ReadFile(filepath.Join(w.dir, "push.sh")); err != nil || string(got) != script {
+			t.Fatalf("write_file did not write push.sh (%v): %q\nrequests:\n%s", err, got, w.requestLog())
+		}
+		reason := w.denyReason("sh push.sh")
+		if !hasText(w.turnRequest(2).Body, reason) {
+			t.Fatalf("the model's next request does not carry the guard's reason %q:\n%.3000s", reason, w.turnRequest(2).Body)
+		}
+	})
+}

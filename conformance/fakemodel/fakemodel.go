@@ -17,7 +17,8 @@ import (
 	"time"
 )
 
-// Turn is one scripted model answer: one of Shell, Patch, Text or Status.
+// Turn is one scripted model answer: one of Shell, Patch, WriteFile, Text
+// or Status.
 type Turn struct {
 	// Shell asks the client to run this command with its shell tool.
 	Shell string
@@ -25,6 +26,10 @@ type Turn struct {
 	// (Codex's apply_patch; the other clients write the file with their
 	// shell tool instead).
 	Patch string
+	// WriteFile asks the client to write WriteContent to this path
+	// (relative to its working directory) with its file-write tool
+	// (gemini's write_file).
+	WriteFile, WriteContent string
 	// Text is a final answer: the client's turn ends.
 	Text string
 	// Status answers with this HTTP error (e.g. 429), in the body and

@@ -52,6 +52,9 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, body []byte) {
 	if turn.Shell != "" {
 		part = map[string]any{"functionCall": map[string]any{"name": "run_shell_command",
 			"args": map[string]any{"command": turn.Shell, "description": "scripted turn"}}}
+	} else if turn.WriteFile != "" {
+		part = map[string]any{"functionCall": map[string]any{"name": "write_file",
+			"args": map[string]any{"file_path": turn.WriteFile, "content": turn.WriteContent}}}
 	} else if gc := req.GenerationConfig; !main && gc.ResponseMimeType == "application/json" {
 		// A side request wants JSON of a schema (the model router's
 		// complexity score, the next-speaker check): give it the smallest
