@@ -34,8 +34,8 @@ func (t *treeIndex) remove() {
 
 // newTreeIndex names a private index in the git dir (so renames within it
 // are atomic), removing any left by a killed process with the same pid.
-func (s *State) newTreeIndex() *treeIndex {
-	t := &treeIndex{path: filepath.Join(s.Repo.GitDir, fmt.Sprintf("wiggum-index-%d", os.Getpid()))}
+func (s *State) newTreeIndex(suffix string) *treeIndex {
+	t := &treeIndex{path: filepath.Join(s.Repo.GitDir, fmt.Sprintf("wiggum-index-%d%s", os.Getpid(), suffix))}
 	t.env = []string{"GIT_INDEX_FILE=" + t.path}
 	t.remove()
 	return t
@@ -48,7 +48,7 @@ func (s *State) indexPath() string { return filepath.Join(s.Repo.GitDir, "index"
 // describes it (tracked and untracked, not ignored) and returns it with
 // its tree. The user's index and working tree are untouched.
 func (s *State) worktreeIndex(ctx context.Context, now *git.Status) (*treeIndex, string, error) {
-	t := s.newTreeIndex()
+	t := s.newTreeIndex("")
 	err := s.linkIndex(t)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -182,10 +182,10 @@ func (s *State) diffTrees(ctx context.Context, a, b string) ([]treeChange, error
 	return list, nil
 }
 
-// setEntries points the private index's entries for changes at the second
-// tree's blobs (dropping those it lacks), with no stat data: git checks
-// those files on its next read. Removals go first, so a file that must
-// become a directory (or the reverse) never conflicts.
+// setEntries points idx's entries for changes at their blobs (dropping
+// those without one), with no stat data: git checks those files on its
+// next read. Removals go first, so a file that must become a directory (or
+// the reverse) never conflicts.
 func (s *State) setEntries(ctx context.Context, idx *treeIndex, changes []treeChange, hexLen int) error {
 	var info strings.Builder
 	zero := strings.Repeat("0", hexLen)
@@ -213,37 +213,53 @@ func (s *State) setEntries(ctx context.Context, idx *treeIndex, changes []treeCh
 // idx is a private index that matches the working tree (made by
 // snapshot); nil means the user's index does (the tree was clean).
 // uncommitted lists what the checkpoint's snapshot changed from cp.Head.
+//
+// The files are written from a second private index holding only the
+// changed entries, so the full index is rewritten once, at the end.
 func (s *State) restoreTree(ctx context.Context, lk *indexLock, idx *treeIndex, cp *Checkpoint, changes, uncommitted []treeChange) error {
-	if idx == nil {
-		idx = s.newTreeIndex()
-		if err := s.linkIndex(idx); err != nil {
-			return fmt.Errorf("copy the index: %w", err)
-		}
-	}
-	defer idx.remove()
-	if err := s.setEntries(ctx, idx, changes, len(cp.Head)); err != nil {
-		return err
-	}
-	var write strings.Builder
+	var write []treeChange
 	for _, c := range changes {
 		if c.mode == "" {
 			if err := s.removeFile(c.path); err != nil {
 				return err
 			}
 		} else if c.mode != "160000" { // a submodule is not checked out here, as git does
-			write.WriteString(c.path + "\x00")
+			write = append(write, c)
 		}
 	}
-	if write.Len() > 0 {
+	if len(write) > 0 {
+		w := s.newTreeIndex("changes")
+		defer w.remove()
+		if err := s.setEntries(ctx, w, write, len(cp.Head)); err != nil {
+			return err
+		}
 		// -f replaces whatever is in the way (an ignored file, a directory
-		// where a file belongs); -u records the written files' stat data.
-		if _, err := s.Repo.RunEnv(ctx, idx.env, []byte(write.String()), "checkout-index", "-f", "-u", "-z", "--stdin"); err != nil {
+		// where a file belongs).
+		if _, err := s.Repo.RunEnv(ctx, w.env, nil, "checkout-index", "-f", "-a"); err != nil {
 			return err
 		}
 	}
-	// The index gets the checkpoint commit's tree: its uncommitted changes
-	// stay in the working tree only, as when it was taken.
-	if err := s.setEntries(ctx, idx, uncommitted, len(cp.Head)); err != nil {
+	if idx == nil {
+		idx = s.newTreeIndex("")
+		if err := s.linkIndex(idx); err != nil {
+			return fmt.Errorf("copy the index: %w", err)
+		}
+	}
+	defer idx.remove()
+	// The index gets the checkpoint commit's tree: the changed paths at
+	// the checkpoint's blobs, except that its uncommitted changes stay in
+	// the working tree only, as when it was taken.
+	final := make([]treeChange, 0, len(changes)+len(uncommitted))
+	own := make(map[string]bool, len(uncommitted))
+	for _, u := range uncommitted {
+		own[u.path] = true
+	}
+	for _, c := range changes {
+		if !own[c.path] {
+			final = append(final, c)
+		}
+	}
+	if err := s.setEntries(ctx, idx, append(final, uncommitted...), len(cp.Head)); err != nil {
 		return err
 	}
 	if err := os.Rename(idx.path, lk.path); err != nil {
