@@ -83,7 +83,7 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 	}
 	err = p.result(ctx)
 	if p.coord != nil {
-		r.event("remote_stats", p.coord.Stats())
+		err = p.sharedResult(err)
 	}
 	for _, u := range p.unmerged {
 		r.disp.printf("not merged: %s", u)

@@ -243,6 +243,17 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 	}
 }
 
+// sharedResult records the run's network calls, and makes a shared run
+// that leaves stories open - marked conflicted on the server, so no
+// machine works on them - end with work left rather than done.
+func (p *parallel) sharedResult(err error) error {
+	p.r.event("remote_stats", p.coord.Stats())
+	if err == nil && p.r.sum.Left > 0 {
+		return &StopError{Reason: fmt.Sprintf("%d story(ies) open and claimed by no machine: marked conflicted on the server (wiggum status --remote shows them; resolve, then wiggum claims release STORY)", p.r.sum.Left)}
+	}
+	return err
+}
+
 func lost(c Claimed) bool {
 	select {
 	case <-c.Lost():
