@@ -50,9 +50,9 @@ func (w *walk) interp(c *syntax.CallExpr, base string, rest []string, hop int) {
 			}
 		}
 		if i := scriptOperand(lang, rest); i >= 0 && !written {
-			for _, text := range w.scriptTexts(rest[i]) {
-				w.g.interpCode(interpLang(lang), dropShebang(text), w.depth+1)
-			}
+			w.judgeScripts(rest[i], func(g *guard, text string) {
+				g.interpCode(interpLang(lang), dropShebang(text), w.depth+1)
+			})
 		}
 		return
 	}

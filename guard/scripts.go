@@ -30,8 +30,23 @@ type scriptRead struct {
 	ok   bool // text is a script to judge
 }
 
-// scriptTexts reads the script file name (relative names against every
-// directory the command may run in) and returns the texts to judge.
+// judgeScripts reads the script file name (relative names against every
+// directory the command may run in) and judges each text found with
+// judge; a verdict names the script. It reports whether a file was found.
+func (w *walk) judgeScripts(name string, judge func(g *guard, text string)) bool {
+	texts := w.scriptTexts(name)
+	for _, text := range texts {
+		sub := &guard{p: w.g.p, best: Decision{Action: Allow}, left: w.g.left, files: w.g.files}
+		judge(sub, text)
+		w.g.left, w.g.files = sub.left, sub.files
+		if sub.best.Action != Allow {
+			w.g.verdict(sub.best.Action, "the script %s: %s", printable(name), sub.best.Reason)
+		}
+	}
+	return len(texts) > 0
+}
+
+// scriptTexts reads the script file name and returns the texts to judge.
 func (w *walk) scriptTexts(name string) []string {
 	if w.g.p.ReadFile == nil || name == "" || strings.Contains(name, dynamic) {
 		return nil
@@ -91,15 +106,15 @@ func (g *guard) readScriptFile(p string) scriptRead {
 // scripts/x.py): by its #! line, or as shell when it has none (the shell
 // runs a file the kernel cannot execute).
 func (w *walk) runFile(name string) {
-	for _, text := range w.scriptTexts(name) {
+	w.judgeScripts(name, func(g *guard, text string) {
 		prog := interpreterOf(text)
 		switch {
 		case IsShell(prog):
-			w.g.script(text, w.depth+1)
+			g.script(text, w.depth+1)
 		case language(prog) != "":
-			w.g.interpCode(interpLang(language(prog)), dropShebang(text), w.depth+1)
+			g.interpCode(interpLang(language(prog)), dropShebang(text), w.depth+1)
 		}
-	}
+	})
 }
 
 // interpreterOf returns the base name of the program a script's #! line

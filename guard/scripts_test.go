@@ -154,3 +154,17 @@ func TestScriptOperand(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptReasonNamesTheScript: the agent is told which script holds
+// what is denied, through every script on the way.
+func TestScriptReasonNamesTheScript(t *testing.T) {
+	p := testPolicy("main")
+	p.ReadFile = mapReader(map[string]string{
+		"/work/repo/a.sh":       "echo one\nsh tools/b.sh\n",
+		"/work/repo/tools/b.sh": "git push\n",
+	})
+	d := Check("bash a.sh", p)
+	if d.Action != Deny || !strings.HasPrefix(d.Reason, "the script a.sh: the script tools/b.sh: ") || !strings.Contains(d.Reason, "commit locally") {
+		t.Fatalf("got %v", d)
+	}
+}

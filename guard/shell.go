@@ -58,10 +58,7 @@ func (w *walk) scriptFile(c *syntax.CallExpr, rest []string, i, hop int) {
 		w.g.script(text, w.depth+1)
 		return
 	}
-	if texts := w.scriptTexts(rest[i]); len(texts) > 0 {
-		for _, text := range texts {
-			w.g.script(text, w.depth+1)
-		}
+	if w.judgeScripts(rest[i], func(g *guard, text string) { g.script(text, w.depth+1) }) {
 		return
 	}
 	if hop != 0 || len(rest) > len(w.argSrc) {

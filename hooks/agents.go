@@ -25,7 +25,7 @@ func (in *claudeIn) event(agent string) Event {
 	ev := Event{Agent: agent, Name: in.Event, SessionID: in.SessionID, Cwd: in.Cwd, ToolName: in.ToolName,
 		Shell: shellTools[in.ToolName], ExitCode: -1, StopHookActive: in.StopHookActive}
 	ti := parseToolInput(in.ToolInput)
-	ev.Command, ev.FilePath = ti.Command, ti.FilePath
+	ev.Command, ev.FilePath, ev.Dir = ti.Command, ti.FilePath, ti.Dir
 	return ev
 }
 

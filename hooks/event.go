@@ -33,10 +33,14 @@ type Event struct {
 	ToolName  string // as the agent named it
 	Shell     bool   // the tool runs a shell command
 	Command   string
-	FilePath  string   // for file tools
-	Paths     []string // for a tool that edits several files (codex's apply_patch)
-	Output    string   // what the tool printed (stdout and stderr)
-	ExitCode  int      // -1 when the agent does not say
+	// Dir is the directory a shell tool says it runs Command in (gemini's
+	// dir_path), "" for Cwd. It only places the command for the guard:
+	// which repository and session apply is Cwd's.
+	Dir      string
+	FilePath string   // for file tools
+	Paths    []string // for a tool that edits several files (codex's apply_patch)
+	Output   string   // what the tool printed (stdout and stderr)
+	ExitCode int      // -1 when the agent does not say
 	// StopHookActive is set when the agent is already continuing because
 	// of a Stop hook: blocking again would trap it in a loop.
 	StopHookActive bool
@@ -85,6 +89,7 @@ func decode(data []byte, v any) error {
 type toolInput struct {
 	Command  string
 	FilePath string
+	Dir      string // where a shell tool runs its command, when it says
 }
 
 // Payload parts are decoded as generic JSON values, once: agent payloads
@@ -107,6 +112,13 @@ func parseToolInput(v any) toolInput {
 	}
 	m, _ := v.(map[string]any)
 	in := toolInput{Command: str(m, "command")}
+	// gemini's run_shell_command takes dir_path (directory before 0.50),
+	// codex's exec_command workdir.
+	for _, k := range []string{"dir_path", "directory", "workdir"} {
+		if in.Dir = str(m, k); in.Dir != "" {
+			break
+		}
+	}
 	for _, k := range []string{"file_path", "notebook_path", "path"} {
 		if in.FilePath = str(m, k); in.FilePath != "" {
 			break

@@ -218,7 +218,16 @@ func guardCommand(ev Event, root string, opts Options) Response {
 	if !guardOn(root, opts) {
 		return Response{}
 	}
-	p := guardPolicy(ev.Cwd, root)
+	cwd := ev.Cwd
+	if ev.Dir != "" {
+		// The tool's own directory places the command: the scripts it runs
+		// by path and the files it names are there.
+		cwd = ev.Dir
+		if !filepath.IsAbs(cwd) {
+			cwd = filepath.Join(ev.Cwd, cwd)
+		}
+	}
+	p := guardPolicy(cwd, root)
 	p.Home, _ = os.UserHomeDir()
 	if root != "" {
 		var def string
