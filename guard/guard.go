@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -82,6 +83,10 @@ type guard struct {
 	best  Decision
 	left  budget
 	files map[string]scriptRead // script files read, by absolute path
+	// outer lists the directories the scripts being walked, this one and
+	// those enclosing it, may run commands in: a script file that a nested
+	// shell runs by a relative name is looked for in each.
+	outer []string
 }
 
 func (g *guard) verdict(a Action, format string, args ...any) {
@@ -106,5 +111,8 @@ func (g *guard) script(src string, depth int) {
 	}
 	w := &walk{g: g, depth: depth, pipeFrom: map[*syntax.Stmt]*syntax.Stmt{}, stmtOf: map[*syntax.CallExpr]*syntax.Stmt{}}
 	w.dirs = w.cdTargets(f)
+	saved := g.outer
+	g.outer = append(slices.Clip(saved), w.dirs...)
 	syntax.Walk(f, w.visit)
+	g.outer = saved
 }

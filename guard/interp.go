@@ -454,7 +454,7 @@ func candidates(args []literal, joined string) []string {
 // probe checks src as shell and keeps only a deny: text that might be a
 // command counts when it clearly is a dangerous one.
 func (g *guard) probe(src string, depth int) {
-	sub := &guard{p: g.p, best: Decision{Action: Allow}, left: g.left, files: g.files}
+	sub := &guard{p: g.p, best: Decision{Action: Allow}, left: g.left, files: g.files, outer: g.outer}
 	sub.script(src, depth)
 	g.left, g.files = sub.left, sub.files
 	if sub.best.Action == Deny {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -36,7 +37,7 @@ type scriptRead struct {
 func (w *walk) judgeScripts(name string, judge func(g *guard, text string)) bool {
 	texts := w.scriptTexts(name)
 	for _, text := range texts {
-		sub := &guard{p: w.g.p, best: Decision{Action: Allow}, left: w.g.left, files: w.g.files}
+		sub := &guard{p: w.g.p, best: Decision{Action: Allow}, left: w.g.left, files: w.g.files, outer: w.g.outer}
 		judge(sub, text)
 		w.g.left, w.g.files = sub.left, sub.files
 		if sub.best.Action != Allow {
@@ -53,7 +54,7 @@ func (w *walk) scriptTexts(name string) []string {
 	}
 	var texts []string
 	seen := map[string]bool{}
-	for _, d := range w.dirs {
+	for _, d := range append(slices.Clip(w.dirs), w.g.outer...) {
 		p := w.g.resolve(d, name)
 		if p == "" || seen[p] {
 			continue
