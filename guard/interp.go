@@ -60,7 +60,7 @@ func (w *walk) interp(c *syntax.CallExpr, base string, rest []string, hop int) {
 	if st == nil || hop > 0 || !w.hasStdin(st) {
 		return
 	}
-	if code, ok := w.stdin(st); ok {
+	if code, ok := w.scriptStdin(st); ok {
 		w.g.interpCode(interpLang(lang), code, w.depth+1)
 		return
 	}

@@ -47,6 +47,13 @@ func (w *walk) judgeScripts(name string, judge func(g *guard, text string)) bool
 	return len(texts) > 0
 }
 
+// fileText is the text of a script file fed to a shell on stdin: every
+// candidate found, one after the other; false when none is.
+func (w *walk) fileText(name string) (string, bool) {
+	texts := w.scriptTexts(name)
+	return strings.Join(texts, "\n"), len(texts) > 0
+}
+
 // scriptTexts reads the script file name and returns the texts to judge.
 func (w *walk) scriptTexts(name string) []string {
 	if w.g.p.ReadFile == nil || name == "" || strings.Contains(name, dynamic) {

@@ -66,6 +66,9 @@ func TestScriptReadsOnlyWhenRunByPath(t *testing.T) {
 		{"python3 -c 'print(1)'", 0},
 		{"python3 -m pytest", 0},
 		{"cat push.sh", 0},
+		{"cat build.sh > copy.sh && cat build.sh | grep go", 0},
+		{"cat build.sh | sh", 1},
+		{"bash < build.sh", 1},
 		{"echo 'go vet' > p.sh && sh p.sh", 0}, // the command's own text is judged
 		{"sh build.sh", 1},
 		{"sh build.sh; ./build.sh; bash build.sh", 1},

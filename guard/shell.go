@@ -3,6 +3,7 @@ package guard
 import (
 	"encoding/base64"
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -98,7 +99,7 @@ func (w *walk) shellStdin(c *syntax.CallExpr) {
 	if st == nil {
 		return
 	}
-	if code, ok := w.stdin(st); ok {
+	if code, ok := w.scriptStdin(st); ok {
 		w.g.script(code, w.depth+1)
 		return
 	} else if code == "" && !w.hasStdin(st) {
@@ -121,6 +122,15 @@ func (w *walk) hasStdin(st *syntax.Stmt) bool {
 	return false
 }
 
+// scriptStdin is stdin for a shell or interpreter reading its code there:
+// a script file on disk fed to it (sh < push.sh, cat push.sh | sh) is
+// read through the policy.
+func (w *walk) scriptStdin(st *syntax.Stmt) (string, bool) {
+	w.readStdin = true
+	defer func() { w.readStdin = false }()
+	return w.stdin(st)
+}
+
 // stdin computes what st reads on stdin when that is static.
 func (w *walk) stdin(st *syntax.Stmt) (string, bool) {
 	for _, r := range st.Redirs {
@@ -138,6 +148,9 @@ func (w *walk) stdin(st *syntax.Stmt) (string, bool) {
 				if ps, ok := r.Word.Parts[0].(*syntax.ProcSubst); ok && ps.Op != syntax.CmdOut {
 					return w.stmtsOutput(ps.Stmts)
 				}
+			}
+			if name, lit := wordValue(r.Word); lit && w.readStdin {
+				return w.fileText(name) // sh < push.sh
 			}
 			return "", false
 		}
@@ -189,6 +202,17 @@ func (w *walk) filter(st *syntax.Stmt, in string, inOK bool) (string, bool) {
 	case "cat":
 		if len(args) == 1 && inOK {
 			return in, true
+		}
+		if len(args) > 1 && w.readStdin && !slices.ContainsFunc(args[1:], func(a string) bool { return strings.HasPrefix(a, "-") }) {
+			var b strings.Builder
+			for _, name := range args[1:] { // cat push.sh | sh
+				text, ok := w.fileText(name)
+				if !ok {
+					return "", false
+				}
+				b.WriteString(text)
+			}
+			return b.String(), true
 		}
 	case "base64":
 		if inOK {

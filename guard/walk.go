@@ -18,6 +18,9 @@ type walk struct {
 	argSrc   []*syntax.Word    // the word each argument of the current command came from
 	written  map[string]string // files the script writes with static text, by cleaned path
 	branches []string          // branches the script may have checked out
+	// readStdin is set while computing the code a shell or interpreter
+	// reads on stdin: only then are files fed to it read from disk.
+	readStdin bool
 }
 
 func (w *walk) visit(n syntax.Node) bool {
