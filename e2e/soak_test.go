@@ -70,6 +70,7 @@ type soakResult struct {
 	ResumeMS    float64 `json:"resume_to_first_agent_ms"`
 	ResumeRatio float64 `json:"resume_ratio"`
 	Seconds     float64 `json:"seconds"`
+	Complete    bool    `json:"complete"` // false: written after a round, the soak goes on
 }
 
 // TestSoakKillResume runs an 8-worker run over a 40-story plan with the
@@ -97,14 +98,27 @@ func TestSoakKillResume(t *testing.T) {
 		resumed = append(resumed, r...)
 		res.Rounds++
 		t.Logf("round %d done: %d kills so far, %d runs, %s", res.Rounds, res.Kills, res.Runs, time.Since(began).Round(time.Second))
+		if t.Failed() {
+			return
+		}
+		// The figures so far, after every round that passed its checks,
+		// for a long soak read before it ends.
+		writeSoakReport(t, res, fresh, resumed, began, false)
 	}
+	writeSoakReport(t, res, fresh, resumed, began, true)
+}
+
+func writeSoakReport(t *testing.T, res soakResult, fresh, resumed []float64, began time.Time, final bool) {
+	res.Complete = final
 	res.Seconds = time.Since(began).Seconds()
 	res.FreshMS, res.ResumeMS = median(fresh), median(resumed)
 	if res.FreshMS > 0 {
 		res.ResumeRatio = res.ResumeMS / res.FreshMS
 	}
 	out, _ := json.MarshalIndent(res, "", "  ")
-	t.Logf("soak: %s", out)
+	if final {
+		t.Logf("soak: %s", out)
+	}
 	if path := os.Getenv("WIGGUM_SOAK_REPORT"); path != "" {
 		if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -206,6 +207,16 @@ func (r *run) recover(ctx context.Context) error {
 	if err := r.recoverMain(ctx, inPlan); err != nil {
 		return err
 	}
+	// A holder record written when the killed run took the lock, cut
+	// between its temp file and the rename, leaves the temp file beside it
+	// (outside the excluded runtime directory); nothing else writes there.
+	if tmps, _ := filepath.Glob(r.st.Path(path.Dir(layout.HolderFile) + "/." + path.Base(layout.HolderFile) + "*")); len(tmps) > 0 {
+		for _, tmp := range tmps {
+			if filepath.Base(tmp) != filepath.Base(layout.HolderFile) {
+				_ = os.Remove(tmp)
+			}
+		}
+	}
 	// A plan write killed between its temp file and the rename leaves the
 	// temp file (never anyone's work: the plan is only written by ticks).
 	if tmps, _ := filepath.Glob(filepath.Join(filepath.Dir(r.opts.Plan.Path()), "."+filepath.Base(r.opts.Plan.Path())+".tmp-*")); len(tmps) > 0 {
@@ -225,8 +236,26 @@ func (r *run) recover(ctx context.Context) error {
 	}
 	target, _ := r.st.Repo.Branch(ctx)
 	var recl []worktree.Reclaimed
+	// A branch the killed run merged before it ticked the story: tick it
+	// now, before its worktree goes, and never merge it again.
+	landed := func(rc worktree.Reclaimed) error {
+		s := inPlan[rc.Story]
+		if s == nil || s.Done {
+			return nil
+		}
+		if err := r.opts.Plan.MarkDone(s.ID); err != nil {
+			return err
+		}
+		if _, err := r.commitTick(ctx, s); err != nil {
+			return fmt.Errorf("run: tick %s, whose branch a killed run merged: %w", s.ID, err)
+		}
+		s.Done = true
+		_ = r.led.record(journalRec{T: "end", Story: s.ID, Outcome: "done", Note: "merged by the killed run"}, true)
+		r.disp.printf("%s: its branch was merged before the crash; ticked it", s.ID)
+		return nil
+	}
 	for deadline := time.Now().Add(dyingWait); ; {
-		got, err := worktree.Reclaim(ctx, r.st.Repo, target)
+		got, err := worktree.Reclaim(ctx, r.st.Repo, target, landed)
 		if err != nil {
 			return fmt.Errorf("run: clean up the worktrees a killed run left: %w", err)
 		}
@@ -253,17 +282,7 @@ func (r *run) recover(ctx context.Context) error {
 		}
 		s := inPlan[rc.Story]
 		switch {
-		case rc.Merged && s != nil && !s.Done:
-			// The killed run merged the branch and died before ticking
-			// the story: land it now, never merge it again.
-			if err := r.opts.Plan.MarkDone(s.ID); err != nil {
-				return err
-			}
-			if _, err := r.commitTick(ctx, s); err != nil {
-				return fmt.Errorf("run: tick %s, whose branch a killed run merged: %w", s.ID, err)
-			}
-			_ = r.led.record(journalRec{T: "end", Story: s.ID, Outcome: "done", Note: "merged by the killed run"}, true)
-			r.disp.printf("%s: its branch was merged before the crash; ticked it", s.ID)
+		case rc.Merged:
 		case rc.Backup != "":
 			r.disp.printf("%s: the killed run's worktree is saved in %s and removed", rc.Story, rc.Backup)
 			if s != nil && !s.Done {

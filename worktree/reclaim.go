@@ -40,8 +40,13 @@ type Reclaimed struct {
 // (a removal killed before its last step). A branch kept on purpose - one
 // that could not merge - has no worktree and is not contained, so it stays.
 // The caller holds the agent lock of main; each removal takes the
-// repository mutex and the worktree's lease.
-func Reclaim(ctx context.Context, main *git.Repo, target string) ([]Reclaimed, error) {
+// repository mutex and the worktree's lease. landed is called, under both,
+// for a worktree whose branch the killed run had merged, before the
+// worktree goes: the caller ticks the story there, so that a kill at any
+// point leaves either the worktree (and the call to come) or the tick -
+// never a merged story that looks unfinished and is done, and merged,
+// again. An error from it keeps the worktree.
+func Reclaim(ctx context.Context, main *git.Repo, target string, landed func(Reclaimed) error) ([]Reclaimed, error) {
 	ctx = context.WithoutCancel(ctx)
 	infos, err := List(ctx, main)
 	if err != nil {
@@ -49,7 +54,7 @@ func Reclaim(ctx context.Context, main *git.Repo, target string) ([]Reclaimed, e
 	}
 	var out []Reclaimed
 	for _, in := range infos {
-		rc, err := reclaimOne(ctx, main, in.Path)
+		rc, err := reclaimOne(ctx, main, in.Path, landed)
 		if err != nil {
 			return out, err
 		}
@@ -63,7 +68,7 @@ func Reclaim(ctx context.Context, main *git.Repo, target string) ([]Reclaimed, e
 	return out, deleteMergedBranches(ctx, main, target)
 }
 
-func reclaimOne(ctx context.Context, main *git.Repo, path string) (*Reclaimed, error) {
+func reclaimOne(ctx context.Context, main *git.Repo, path string, landed func(Reclaimed) error) (*Reclaimed, error) {
 	mu, err := LockRepo(ctx, main)
 	if err != nil {
 		return nil, err
@@ -145,6 +150,11 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string) (*Reclaimed, e
 				}
 				rc.Backup = ref
 			}
+		}
+	}
+	if rc.Merged && landed != nil {
+		if err := landed(*rc); err != nil {
+			return nil, err
 		}
 	}
 	if rc.Backup != "" && in.Branch != "" && !in.Merged {
