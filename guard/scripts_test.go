@@ -171,3 +171,24 @@ func TestScriptReasonNamesTheScript(t *testing.T) {
 		t.Fatalf("got %v", d)
 	}
 }
+
+// FuzzCheckScript: whatever a script file holds, running it by path in any
+// of the ways the guard reads never panics, and a verdict other than allow
+// carries a reason.
+func FuzzCheckScript(f *testing.F) {
+	f.Add("#!/bin/sh\ngit push\n")
+	f.Add("#!/usr/bin/env python3\nimport os\nos.system('git push')\n")
+	f.Add("sh s.sh\n")
+	for _, cmd := range []string{"sh s.sh", "./s.sh", "python3 s.sh", "node s.sh", "cat s.sh | sh", "awk -f s.sh"} {
+		f.Add(cmd)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		p := testPolicy("main")
+		p.ReadFile = mapReader(map[string]string{"/work/repo/s.sh": text})
+		for _, cmd := range []string{"sh s.sh", "./s.sh", "python3 s.sh", "node s.sh", "perl s.sh", "cat s.sh | sh", "awk -f s.sh"} {
+			if d := Check(cmd, p); d.Action != Allow && d.Reason == "" {
+				t.Fatalf("%q over %q: %s without a reason", cmd, text, d.Action)
+			}
+		}
+	})
+}
