@@ -101,11 +101,11 @@ func (g *guard) readScriptFile(p string) scriptRead {
 	case err != nil:
 		g.verdict(Ask, "this command runs %s, which wiggum's guard cannot read as a script (%v)", printable(p), err)
 		return scriptRead{}
+	case bytes.IndexByte(b[:min(len(b), 1024)], 0) >= 0:
+		return scriptRead{} // a compiled program, not a script, whatever its size
 	case len(b) > MaxScript:
 		g.verdict(Ask, "this command runs %s, a script over %d bytes; wiggum's guard does not read that much, so it cannot tell what it does", printable(p), MaxScript)
 		return scriptRead{}
-	case bytes.IndexByte(b[:min(len(b), 1024)], 0) >= 0:
-		return scriptRead{} // a compiled program, not a script
 	}
 	return scriptRead{text: string(b), ok: true}
 }

@@ -38,6 +38,7 @@ func TestScriptFileBounds(t *testing.T) {
 		{"too large", "sh big.sh", "echo hi\n" + strings.Repeat("#", MaxScript), nil, Ask},
 		{"just fits", "sh big.sh", "git push\n" + strings.Repeat("#", MaxScript-9), nil, Deny},
 		{"compiled program", "./tool", "\x7fELF\x02\x01\x01\x00git push", nil, Allow},
+		{"large compiled program", "./bin/tool --help", "\x7fELF\x02\x01\x01\x00" + strings.Repeat("x", 2*MaxScript), nil, Allow},
 		{"interpreter file too large", "python3 big.py", strings.Repeat("x = 1\n", MaxScript/5), nil, Ask},
 	}
 	for _, c := range cases {

@@ -25,6 +25,7 @@ func TestReadScriptBounds(t *testing.T) {
 	}
 	push := write("push.sh", "git push\n")
 	big := write("big.sh", strings.Repeat("#", 3*guard.MaxScript))
+	write("tool", "\x7fELF\x02\x01\x01\x00"+strings.Repeat("x", 3*guard.MaxScript))
 	link := filepath.Join(dir, "link.sh")
 	loop := filepath.Join(dir, "loop.sh")
 	fifo := filepath.Join(dir, "fifo")
@@ -59,7 +60,7 @@ func TestReadScriptBounds(t *testing.T) {
 	p := guardPolicy(dir, dir)
 	for cmd, want := range map[string]guard.Action{
 		"sh push.sh": guard.Deny, "./link.sh": guard.Deny, "sh big.sh": guard.Ask,
-		"sh fifo": guard.Ask, "sh missing.sh": guard.Allow,
+		"sh fifo": guard.Ask, "sh missing.sh": guard.Allow, "./tool --version": guard.Allow,
 	} {
 		if d := guard.Check(cmd, p); d.Action != want {
 			t.Errorf("%q: got %v, want %s", cmd, d, want)
