@@ -25,7 +25,14 @@ func TestReadScriptBounds(t *testing.T) {
 	}
 	push := write("push.sh", "git push\n")
 	big := write("big.sh", strings.Repeat("#", 3*guard.MaxScript))
-	write("tool", "\x7fELF\x02\x01\x01\x00"+strings.Repeat("x", 3*guard.MaxScript))
+	tool := write("tool", "\x7fELF\x02\x01\x01\x00"+strings.Repeat("x", 3*guard.MaxScript))
+	if b, err := readScript(tool); err != nil || len(b) != 1024 {
+		t.Errorf("a compiled program: read %d bytes, %v; want its first KiB", len(b), err)
+	}
+	small := write("small.sh", strings.Repeat("y", 1024)+"git push\n")
+	if b, err := readScript(small); err != nil || !strings.HasSuffix(string(b), "git push\n") || len(b) != 1033 {
+		t.Errorf("a script past its first KiB: read %d bytes, %v", len(b), err)
+	}
 	link := filepath.Join(dir, "link.sh")
 	loop := filepath.Join(dir, "loop.sh")
 	fifo := filepath.Join(dir, "fifo")

@@ -263,9 +263,9 @@ func guardPolicy(cwd, root string) guard.Policy {
 
 // readScript reads a script file a guarded command runs: a regular file
 // (symlinks followed, their loops ended by the kernel), at most
-// guard.MaxScript+1 bytes. A directory or device is refused unread, and
-// the file is opened without blocking, so a FIFO swapped in cannot hang
-// the hook.
+// guard.MaxScript+1 bytes, only the first KiB of a compiled program. A
+// directory or device is refused unread, and the file is opened without
+// blocking, so a FIFO swapped in cannot hang the hook.
 func readScript(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -282,7 +282,18 @@ func readScript(path string) ([]byte, error) {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
-	return io.ReadAll(io.LimitReader(f, guard.MaxScript+1))
+	// A compiled program shows a NUL in its first KiB, all the guard needs
+	// to see to leave it be: the rest is not read.
+	head := make([]byte, 1024)
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, err
+	}
+	if head = head[:n]; n < len(head) || bytes.IndexByte(head, 0) >= 0 {
+		return head, nil
+	}
+	rest, err := io.ReadAll(io.LimitReader(f, guard.MaxScript+1-int64(n)))
+	return append(head, rest...), err
 }
 
 // runEvent records an event in the run's event log: the one the agent's
