@@ -38,6 +38,17 @@ func (w *world) hookDenies(agent string, payload map[string]any) string {
 	return resp.Out.Reason
 }
 
+// hookOut is what `wiggum hook AGENT --guard always` answers for a shell
+// command: "" when the guard lets it run.
+func (w *world) hookOut(agent, command string) string {
+	w.t.Helper()
+	data, _ := json.Marshal(map[string]any{"session_id": "x", "cwd": w.dir, "hook_event_name": "PreToolUse",
+		"tool_name": "Bash", "tool_input": map[string]any{"command": command}})
+	path := filepath.Join(w.t.TempDir(), "payload.json")
+	writeFile(w.t, path, string(data))
+	return strings.TrimSpace(w.cmd(w.dir, "sh", "-c", "wiggum hook "+agent+" --guard always < "+path))
+}
+
 // (a) The guard's deny reaches the model as the tool's result, and the
 // command never runs.
 func TestGuardDenyReachesModel(t *testing.T) {
@@ -149,16 +160,28 @@ func TestPrePushBackstop(t *testing.T) {
 		if c.name == "gemini" {
 			return
 		}
-		w := newWorld(t, c,
-			fakemodel.Turn{Shell: "printf 'git push origin HEAD:refs/heads/scripted\\n' > push.sh && sh push.sh"},
-			fakemodel.Turn{Shell: "printf 'git push origin HEAD:refs/heads/unshared\\n' > push2.sh && unshare --pid --fork --mount-proc sh push2.sh"},
-			fakemodel.Turn{Text: "done"})
+		// The script is named through a variable: the guard reads a script
+		// a command writes or names, so only this way does the push get
+		// past it to the pre-push hook.
+		scripted := "printf 'git push origin HEAD:refs/heads/scripted\\n' > push.sh; f=push.sh; sh \"$f\""
+		unshared := "printf 'git push origin HEAD:refs/heads/unshared\\n' > push2.sh; f=push2.sh; unshare --pid --fork --mount-proc sh \"$f\""
+		w := newWorld(t, c, fakemodel.Turn{Shell: scripted}, fakemodel.Turn{Shell: unshared}, fakemodel.Turn{Text: "done"})
+		for _, cmd := range []string{scripted, unshared} {
+			if out := w.hookOut("claude", cmd); out != "" {
+				t.Fatalf("the guard stops %q itself, so the backstop is not tested: %s", cmd, out)
+			}
+		}
 		w.run(0)
 		if w.srv.Played() < 3 {
 			t.Fatalf("the client stopped early\n%s", w.requestLog())
 		}
 		if refs := w.remoteRefs(); strings.Contains(refs, "scripted") || strings.Contains(refs, "unshared") {
 			t.Fatalf("a push during the session reached the remote:\n%s", refs)
+		}
+		for i := 1; i <= 2; i++ {
+			if !hasText(w.turnRequest(i).Body, "push refused: ") {
+				t.Fatalf("turn %d: the pre-push hook's refusal is not in the model's next request:\n%.3000s", i, w.turnRequest(i).Body)
+			}
 		}
 	})
 }
