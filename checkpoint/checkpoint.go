@@ -19,13 +19,17 @@ import (
 
 // snapshotRef is wiggum's own record of the checkpoint: it points at the
 // snapshot commit (which it keeps from git gc) or, for a clean tree, at the
-// checkpoint commit. Refs are shared by all
-// worktrees, so each worktree gets its own: parallel workers saving at the
-// same moment must not contend for one ref.
-func (s *State) snapshotRef() string {
+// checkpoint commit.
+func (s *State) snapshotRef() string { return RecordRef(s.Repo.GitDir, s.Repo.CommonDir) }
+
+// RecordRef is the checkpoint ref of the working tree whose git dir is
+// gitDir. Refs are shared by all worktrees, so each worktree gets its own:
+// parallel workers saving at the same moment must not contend for one ref.
+// Whoever removes a worktree deletes its ref with it.
+func RecordRef(gitDir, commonDir string) string {
 	id := "main"
-	if filepath.Clean(s.Repo.GitDir) != filepath.Clean(s.Repo.CommonDir) {
-		id = "worktree-" + filepath.Base(s.Repo.GitDir)
+	if filepath.Clean(gitDir) != filepath.Clean(commonDir) {
+		id = "worktree-" + filepath.Base(gitDir)
 	}
 	return "refs/wiggum/checkpoints/" + id
 }

@@ -122,6 +122,12 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 	}
 	// Twice --force: the worktree is git-locked (so plain git commands leave
 	// it alone) and may hold changes just saved above.
+	// The worktree's checkpoint ref lives in the shared refs and would
+	// outlive it; it matters only while the worktree does, and the lease is
+	// held, so it goes first (missing is fine).
+	if gitDir, commonDir := git.Dirs(in.Path); gitDir != "" && gitDir != commonDir {
+		_, _ = main.Run(ctx, "update-ref", "-d", checkpoint.RecordRef(gitDir, commonDir))
+	}
 	if _, err := main.Run(ctx, "worktree", "remove", "--force", "--force", in.Path); err != nil {
 		var ge *git.Error
 		if !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "validation failed") {
