@@ -62,6 +62,14 @@ type Policy struct {
 	// the command runs nothing; any other error, or more than MaxScript
 	// bytes, is asked about. nil: script files are not read.
 	ReadFile func(path string) ([]byte, error)
+	// Preexisting reports whether a script file was last changed before
+	// the agent's session began (a project's own ./gradlew, say), as
+	// opposed to written during it. In such a script only clear denials
+	// count: what the guard cannot follow there (a program held in a
+	// variable) is the project's, not the agent's, and asking would stop
+	// every Java build under agents that cannot ask. nil: every script is
+	// judged as if the agent wrote it.
+	Preexisting func(path string) bool
 }
 
 // dynamic stands for text only known at run time (an expansion).
@@ -87,9 +95,21 @@ type guard struct {
 	// those enclosing it, may run commands in: a script file that a nested
 	// shell runs by a relative name is looked for in each.
 	outer []string
+	// lenient: judging a script that predates the session, whose own
+	// unclear parts are not asked about (see Policy.Preexisting).
+	lenient bool
 }
 
 func (g *guard) verdict(a Action, format string, args ...any) {
+	if a == Ask && g.lenient {
+		return
+	}
+	g.firm(a, format, args...)
+}
+
+// firm records a verdict that stands even in a lenient script: a clear
+// denial, or an ask that comes from a script the agent may have written.
+func (g *guard) firm(a Action, format string, args ...any) {
 	if a > g.best.Action {
 		g.best = Decision{a, fmt.Sprintf(format, args...)}
 	}

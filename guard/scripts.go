@@ -29,37 +29,43 @@ const maxReads = 32
 type scriptRead struct {
 	text string
 	ok   bool // text is a script to judge
+	pre  bool // changed last before the session began
 }
 
 // judgeScripts reads the script file name (relative names against every
 // directory the command may run in) and judges each text found with
 // judge; a verdict names the script. It reports whether a file was found.
 func (w *walk) judgeScripts(name string, judge func(g *guard, text string)) bool {
-	texts := w.scriptTexts(name)
-	for _, text := range texts {
-		sub := &guard{p: w.g.p, best: Decision{Action: Allow}, left: w.g.left, files: w.g.files, outer: w.g.outer}
-		judge(sub, text)
+	reads := w.scriptReads(name)
+	for _, r := range reads {
+		sub := &guard{p: w.g.p, best: Decision{Action: Allow}, left: w.g.left, files: w.g.files, outer: w.g.outer, lenient: r.pre}
+		judge(sub, r.text)
 		w.g.left, w.g.files = sub.left, sub.files
 		if sub.best.Action != Allow {
-			w.g.verdict(sub.best.Action, "the script %s: %s", printable(name), sub.best.Reason)
+			// What is left in a lenient script's verdict is firm: its
+			// denials, and asks from scripts the agent may have written.
+			w.g.firm(sub.best.Action, "the script %s: %s", printable(name), sub.best.Reason)
 		}
 	}
-	return len(texts) > 0
+	return len(reads) > 0
 }
 
 // fileText is the text of a script file fed to a shell on stdin: every
 // candidate found, one after the other; false when none is.
 func (w *walk) fileText(name string) (string, bool) {
-	texts := w.scriptTexts(name)
+	var texts []string
+	for _, r := range w.scriptReads(name) {
+		texts = append(texts, r.text)
+	}
 	return strings.Join(texts, "\n"), len(texts) > 0
 }
 
-// scriptTexts reads the script file name and returns the texts to judge.
-func (w *walk) scriptTexts(name string) []string {
+// scriptReads reads the script file name and returns the texts to judge.
+func (w *walk) scriptReads(name string) []scriptRead {
 	if w.g.p.ReadFile == nil || name == "" || strings.Contains(name, dynamic) {
 		return nil
 	}
-	var texts []string
+	var reads []scriptRead
 	seen := map[string]bool{}
 	for _, d := range append(slices.Clip(w.dirs), w.g.outer...) {
 		p := w.g.resolve(d, name)
@@ -67,31 +73,31 @@ func (w *walk) scriptTexts(name string) []string {
 			continue
 		}
 		seen[p] = true
-		if text, ok := w.g.readScript(p); ok {
-			texts = append(texts, text)
+		if r := w.g.readScript(p); r.ok {
+			reads = append(reads, r)
 		}
 	}
-	return texts
+	return reads
 }
 
 // readScript reads the file at p through the policy, asking when it exists
 // but cannot be read in bounds.
-func (g *guard) readScript(p string) (string, bool) {
+func (g *guard) readScript(p string) scriptRead {
 	if r, ok := g.files[p]; ok {
-		return r.text, r.ok
+		return r
 	}
 	r := g.readScriptFile(p)
 	if g.files == nil {
 		g.files = map[string]scriptRead{}
 	}
 	g.files[p] = r
-	return r.text, r.ok
+	return r
 }
 
 func (g *guard) readScriptFile(p string) scriptRead {
 	g.left.reads--
 	if g.left.reads < 0 {
-		g.verdict(Ask, "the command runs more than %d script files; wiggum's guard does not read that many", maxReads)
+		g.firm(Ask, "the command runs more than %d script files; wiggum's guard does not read that many", maxReads)
 		return scriptRead{}
 	}
 	b, err := g.p.ReadFile(p)
@@ -99,15 +105,17 @@ func (g *guard) readScriptFile(p string) scriptRead {
 	case errors.Is(err, fs.ErrNotExist):
 		return scriptRead{} // the command fails: nothing runs
 	case err != nil:
-		g.verdict(Ask, "this command runs %s, which wiggum's guard cannot read as a script (%v)", printable(p), err)
+		g.firm(Ask, "this command runs %s, which wiggum's guard cannot read as a script (%v)", printable(p), err)
 		return scriptRead{}
 	case bytes.IndexByte(b[:min(len(b), 1024)], 0) >= 0:
 		return scriptRead{} // a compiled program, not a script, whatever its size
+	case len(b) > MaxScript && g.p.Preexisting != nil && g.p.Preexisting(p):
+		return scriptRead{} // the project's own (a ./configure): not the agent's doing
 	case len(b) > MaxScript:
-		g.verdict(Ask, "this command runs %s, a script over %d bytes; wiggum's guard does not read that much, so it cannot tell what it does", printable(p), MaxScript)
+		g.firm(Ask, "this command runs %s, a script over %d bytes; wiggum's guard does not read that much, so it cannot tell what it does", printable(p), MaxScript)
 		return scriptRead{}
 	}
-	return scriptRead{text: string(b), ok: true}
+	return scriptRead{text: string(b), ok: true, pre: g.p.Preexisting != nil && g.p.Preexisting(p)}
 }
 
 // runFile judges a file the command executes directly (./push.sh,

@@ -229,6 +229,9 @@ func guardCommand(ev Event, root string, opts Options) Response {
 	}
 	p := guardPolicy(cwd, root)
 	p.Home, _ = os.UserHomeDir()
+	if s := layout.At(root).Session(); s.Active {
+		p.Preexisting = changedBefore(s.Started)
+	}
 	if root != "" {
 		var def string
 		p.Branch, def = branches(root)
@@ -259,6 +262,17 @@ func guardPolicy(cwd, root string) guard.Policy {
 		p.HookFiles = append(p.HookFiles, ".git/hooks/"+name)
 	}
 	return p
+}
+
+// changedBefore reports whether a file's inode last changed before t. The
+// change time, unlike the modification time, cannot be set back by
+// `touch -d`: a script the agent wrote or edited during the session is
+// never taken for the project's own.
+func changedBefore(t time.Time) func(path string) bool {
+	return func(path string) bool {
+		c, ok := changeTime(path)
+		return ok && c.Before(t)
+	}
 }
 
 // readScript reads a script file a guarded command runs: a regular file

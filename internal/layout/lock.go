@@ -267,6 +267,9 @@ type SessionInfo struct {
 	Active  bool   // a live wiggum holder has the lock
 	Mine    bool   // WIGGUM_SESSION matches the holder's token
 	Session string // the holder's token
+	// Started is when the holder took the lock: what changed before it
+	// was not the session's doing.
+	Started time.Time
 }
 
 // Session reads the holder record and probes the lock; it is the hook
@@ -286,7 +289,7 @@ func (t Tree) Session() SessionInfo {
 		return SessionInfo{}
 	}
 	tok := os.Getenv(SessionEnv)
-	return SessionInfo{Active: true, Mine: tok != "" && tok == h.Session, Session: h.Session}
+	return SessionInfo{Active: true, Mine: tok != "" && tok == h.Session, Session: h.Session, Started: h.Started}
 }
 
 func newToken() string {
