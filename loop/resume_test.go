@@ -323,11 +323,19 @@ sleep 0.2; echo x > "f-$WIGGUM_STORY"`)
 	if waitStart.IsZero() || waitEnd.IsZero() {
 		t.Fatalf("no limit wait in the events:\n%s", events)
 	}
+	// An attempt that passed the gate just before the limit closed it may
+	// still be starting its agent when the wait begins - at most one per
+	// other worker. Without the shared gate the other worker would run the
+	// three remaining 0.2 s stories inside the 2 s wait.
 	starts, _ := os.ReadFile(filepath.Join(dir, "starts"))
+	var inside []time.Time
 	for _, f := range strings.Fields(string(starts)) {
 		ns, _ := strconv.ParseInt(f, 10, 64)
 		if at := time.Unix(0, ns); at.After(waitStart) && at.Before(waitEnd) {
-			t.Errorf("an agent started at %s, inside the wait %s..%s", at, waitStart, waitEnd)
+			inside = append(inside, at)
 		}
+	}
+	if len(inside) > o.Workers-1 {
+		t.Errorf("%d agents started inside the wait %s..%s: %v", len(inside), waitStart, waitEnd, inside)
 	}
 }
