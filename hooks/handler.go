@@ -215,7 +215,8 @@ func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 }
 
 func guardCommand(ev Event, root string, opts Options) Response {
-	if !guardOn(root, opts) {
+	sess, on := guardSession(root, opts)
+	if !on {
 		return Response{}
 	}
 	cwd := ev.Cwd
@@ -229,8 +230,8 @@ func guardCommand(ev Event, root string, opts Options) Response {
 	}
 	p := guardPolicy(cwd, root)
 	p.Home, _ = os.UserHomeDir()
-	if s := layout.At(root).Session(); s.Active {
-		p.Preexisting = changedBefore(s.Started)
+	if sess.Active {
+		p.Preexisting = changedBefore(sess.Started)
 	}
 	if root != "" {
 		var def string
@@ -351,6 +352,18 @@ func guardOn(root string, opts Options) bool {
 		return true
 	}
 	return layout.At(root).Session().Active
+}
+
+// guardSession says whether the guard applies to this call, with the live
+// session it read deciding that (zero when there is none), so a caller
+// that also needs the session reads the holder record and probes the lock
+// once.
+func guardSession(root string, opts Options) (layout.SessionInfo, bool) {
+	if opts.Guard == GuardOff {
+		return layout.SessionInfo{}, false
+	}
+	s := layout.At(root).Session()
+	return s, s.Active || opts.Guard == GuardAlways
 }
 
 // guardEdit denies file tools writing into wiggum's state, the same rule
