@@ -12,10 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/bench/internal/stats"
 	"github.com/wiggum-dev/wiggum/conformance/fakemodel"
 )
 
@@ -98,7 +98,7 @@ func run(claude, wiggum, dir string, calls, sessions int) error {
 			}
 		}
 	}
-	without, trivial, with := median(samples["without"]), median(samples["trivial"]), median(samples["with"])
+	without, trivial, with := stats.Median(samples["without"]), stats.Median(samples["trivial"]), stats.Median(samples["with"])
 	fmt.Printf("claude Bash tool call, median of %d calls per variant (%d sessions each, interleaved)\n", len(samples["with"]), sessions)
 	fmt.Printf("  no hooks                  %7.1f ms\n", ms(without))
 	fmt.Printf("  trivial hooks (cat)       %7.1f ms  (+%.1f ms: claude running any pre+post hook)\n", ms(trivial), ms(trivial-without))
@@ -116,15 +116,6 @@ func sh(dir string, env []string, name string, args ...string) error {
 		return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 	return nil
-}
-
-func median(d []time.Duration) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

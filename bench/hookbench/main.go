@@ -19,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/bench/internal/stats"
 )
 
 func main() {
@@ -166,15 +168,7 @@ func timeAll(dir string, stdin []byte, n int, cmds [][]string) []measure {
 	}
 	ms := make([]measure, len(cmds))
 	for j := range cmds {
-		ms[j] = measure{wall: median(walls[j]), cpu: median(cpus[j]), faults: median(faults[j])}
+		ms[j] = measure{wall: stats.Median(walls[j]), cpu: stats.Median(cpus[j]), faults: stats.Median(faults[j])}
 	}
 	return ms
-}
-
-func median[T int64 | time.Duration](xs []T) T {
-	if len(xs) == 0 {
-		return 0
-	}
-	slices.Sort(xs)
-	return xs[len(xs)/2]
 }

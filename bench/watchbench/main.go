@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/bench/internal/stats"
 )
 
 func main() {
@@ -53,17 +55,11 @@ func main() {
 		}
 	}
 	fmt.Printf("%-40s %10s %10s %8s\n", fmt.Sprintf("command (median of %d)", *runs), "median", "max", "vs cat")
-	base := median(times[0])
+	base := stats.Median(times[0])
 	for i, c := range cmds {
-		m := median(times[i])
+		m := stats.Median(times[i])
 		fmt.Printf("%-40s %10s %10s %7.1fx\n", c.name, m.Round(10*time.Microsecond), slices.Max(times[i]).Round(10*time.Microsecond), float64(m)/float64(base))
 	}
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // generate writes the log a parallel run of n stories would leave: per
