@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"strings"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
@@ -57,7 +57,7 @@ func (p *parallel) follow(ctx context.Context) {
 	}
 	defer mu.Unlock()
 	if err := p.coord.Follow(context.WithoutCancel(ctx)); err != nil {
-		p.r.disp.printf("the local %s does not follow the shared one: %v", short(p.target), err)
+		p.r.disp.printf("the local %s does not follow the shared one: %v", checkpoint.BranchName(p.target), err)
 	}
 }
 
@@ -171,7 +171,7 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 	select {
 	case <-c.Lost():
 		p.r.event("claim_lost", map[string]any{"story": story.ID, "branch": w.Branch})
-		p.r.disp.printf("✘ %s: another machine took its claim over; this attempt's commits stay on %s", story.ID, short(w.Branch))
+		p.r.disp.printf("✘ %s: another machine took its claim over; this attempt's commits stay on %s", story.ID, checkpoint.BranchName(w.Branch))
 		p.mu.Lock()
 		p.skip[story.ID] = true
 		delete(p.held, story.ID)
@@ -201,7 +201,7 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 			p.mu.Lock()
 			p.skip[story.ID] = true
 			p.unmerged = append(p.unmerged, err.Error())
-			p.kept = append(p.kept, short(w.Branch))
+			p.kept = append(p.kept, checkpoint.BranchName(w.Branch))
 			p.mu.Unlock()
 			// Give the story back with its branch published unless the
 			// landing already did (a conflict) or cannot (a lost claim).
@@ -219,7 +219,7 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 		p.r.sumMu.Unlock()
 		p.r.event("landed", map[string]any{"story": story.ID, "branch": w.Branch, "commit": commit, "attempts": attempts,
 			"land_ms": float64(took.Microseconds()) / 1000})
-		p.r.disp.printf("⇢ %s landed on %s (commit %.12s, %d push(es))", story.ID, short(p.target), commit, attempts)
+		p.r.disp.printf("⇢ %s landed on %s (commit %.12s, %d push(es))", story.ID, checkpoint.BranchName(p.target), commit, attempts)
 	}
 	mu, err := worktree.LockRepo(ctx, main)
 	if err != nil {
@@ -230,7 +230,7 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 	defer mu.Unlock()
 	if landed {
 		if err := p.coord.Follow(ctx); err != nil {
-			p.r.disp.printf("  the local %s does not follow the shared one: %v", short(p.target), err)
+			p.r.disp.printf("  the local %s does not follow the shared one: %v", checkpoint.BranchName(p.target), err)
 		}
 	}
 	rem, err := w.Release(ctx, main)
@@ -262,5 +262,3 @@ func lost(c Claimed) bool {
 		return false
 	}
 }
-
-func short(ref string) string { return strings.TrimPrefix(ref, "refs/heads/") }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
@@ -79,7 +80,7 @@ func finishInterrupted(ctx context.Context, repo *git.Repo) error {
 		}
 	}
 	if _, err := repo.Run(ctx, "update-ref", "-m", "wiggum: finish an interrupted merge: "+firstLine(in.Message), in.Target, in.New, in.Old); err != nil {
-		return fmt.Errorf("merge: finish the interrupted merge into %s: %w", short(in.Target), err)
+		return fmt.Errorf("merge: finish the interrupted merge into %s: %w", checkpoint.BranchName(in.Target), err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
@@ -28,7 +29,7 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("%s conflicts with %s in %s; the branch is kept: merge it by hand (git merge %s)",
-		short(e.Branch), short(e.Target), strings.Join(e.Paths, ", "), short(e.Branch))
+		checkpoint.BranchName(e.Branch), checkpoint.BranchName(e.Target), strings.Join(e.Paths, ", "), checkpoint.BranchName(e.Branch))
 }
 
 // BlockedError is a clean merge the checked-out target could not take: the
@@ -39,10 +40,8 @@ type BlockedError struct {
 }
 
 func (e *BlockedError) Error() string {
-	return fmt.Sprintf("%s was not merged into %s: %s; the branch is kept", short(e.Branch), short(e.Target), e.Reason)
+	return fmt.Sprintf("%s was not merged into %s: %s; the branch is kept", checkpoint.BranchName(e.Branch), checkpoint.BranchName(e.Target), e.Reason)
 }
-
-func short(ref string) string { return strings.TrimPrefix(ref, "refs/heads/") }
 
 // Merge merges branch into target, which must be checked out in tree (the
 // main working tree). The caller holds the repository mutex for the whole
@@ -62,7 +61,7 @@ func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) 
 	}
 	cur, tip, head := lines[0], lines[1], lines[2]
 	if head != target {
-		return nil, &BlockedError{Branch: branch, Target: target, Reason: fmt.Sprintf("the working tree %s is on %s now, not on %s", tree.Root, orDetached(head), short(target))}
+		return nil, &BlockedError{Branch: branch, Target: target, Reason: fmt.Sprintf("the working tree %s is on %s now, not on %s", tree.Root, orDetached(head), checkpoint.BranchName(target))}
 	}
 	if op := tree.InProgress(); op != "" {
 		return nil, &BlockedError{Branch: branch, Target: target, Reason: "a " + op + " is in progress in " + tree.Root}
@@ -111,7 +110,7 @@ func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) 
 	if _, err := tree.Run(ctx, "update-ref", "-m", "wiggum: "+firstLine(message), target, res.Commit, cur); err != nil {
 		// Someone moved target outside the mutex; put the tree back.
 		_, _ = tree.Run(ctx, "read-tree", "-m", "-u", res.Commit, cur)
-		return nil, &BlockedError{Branch: branch, Target: target, Reason: short(target) + " moved during the merge (" + firstLine(err.Error()) + ")"}
+		return nil, &BlockedError{Branch: branch, Target: target, Reason: checkpoint.BranchName(target) + " moved during the merge (" + firstLine(err.Error()) + ")"}
 	}
 	killpoint.At("merge-ref-moved")
 	return res, nil
@@ -181,5 +180,5 @@ func orDetached(ref string) string {
 	if ref == "" {
 		return "a detached HEAD"
 	}
-	return short(ref)
+	return checkpoint.BranchName(ref)
 }

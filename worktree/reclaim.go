@@ -163,7 +163,7 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string, landed func(Re
 		// branch says "already saved", never a branch nobody removes.
 		if tip, err := main.Line(ctx, "rev-parse", "--verify", "--quiet", in.Branch); err == nil {
 			if _, err := main.Run(ctx, "update-ref", "-d", in.Branch, tip); err != nil {
-				return nil, fmt.Errorf("worktree: delete %s (saved in %s): %w", short(in.Branch), rc.Backup, err)
+				return nil, fmt.Errorf("worktree: delete %s (saved in %s): %w", checkpoint.BranchName(in.Branch), rc.Backup, err)
 			}
 		}
 		in.Branch = ""
