@@ -227,7 +227,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	res, err := agent.Run(ctx, r.opts.Agent, agent.Options{
 		Dir: e.st.Repo.Root, Env: env, Prompt: prompt,
 		Timeout: r.opts.Timeout, IdleTimeout: r.opts.IdleTimeout, Grace: r.opts.Grace, Hold: hold,
-		Line: obs.line, Event: obs.event,
+		Line: obs.line, Event: obs.event, Pool: r.pool,
 	})
 	endProcess(sp, res, err)
 	if hold != nil {
@@ -260,7 +260,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		sp := e.span.Start(telemetry.SpanGate, telemetry.Attrs{"process.command_line": r.opts.TestCmd})
 		gate, err := agent.Run(ctx, agent.Profile{Name: "gate", Argv: []string{"sh", "-c", r.opts.TestCmd}}, agent.Options{
 			Dir: e.st.Repo.Root, Env: env, Timeout: r.opts.Timeout, Grace: r.opts.Grace,
-			Line: obs.line,
+			Line: obs.line, Pool: r.pool,
 		})
 		endProcess(sp, gate, err)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/internal/proc"
 	"github.com/wiggum-dev/wiggum/internal/session"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
@@ -48,6 +49,10 @@ type run struct {
 	// noDispatch: a usage limit stops the run (no --wait-on-limit); no
 	// worker starts another attempt.
 	noDispatch atomic.Bool
+	// pool keeps the agents' supervisors between attempts: starting
+	// wiggum's binary anew for each attempt cost more than the agent's
+	// own start.
+	pool *proc.Pool
 }
 
 // open takes the agent lock and sets up the run: its journal (resuming a
@@ -67,7 +72,7 @@ func open(ctx context.Context, st *checkpoint.State, opts Options, disp *display
 	}
 	r := &run{
 		st: st, opts: opts, lock: lock, session: lock.Holder.Session,
-		disp: disp, started: time.Now(), led: newLedger(), gate: &gate{},
+		disp: disp, started: time.Now(), led: newLedger(), gate: &gate{}, pool: proc.NewPool(),
 		planRel: relPath(st.Repo.Root, opts.Plan.Path()),
 	}
 	if err := r.setup(ctx); err != nil {
@@ -98,6 +103,9 @@ func (r *run) setup(ctx context.Context) error {
 }
 
 func (r *run) close() {
+	// Every supervisor is gone, and with it every agent process, before
+	// the lock is free.
+	r.pool.Close()
 	if r.led.j != nil {
 		_ = r.led.j.close()
 	}

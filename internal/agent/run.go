@@ -26,6 +26,9 @@ type Options struct {
 	// Grace. Zero means no bound.
 	Timeout, IdleTimeout, Grace time.Duration
 	Hold                        *os.File // the agent lock, kept by the supervisor
+	// Pool, when set, runs the agent on a supervisor kept between runs
+	// (a loop's), instead of starting one for this run.
+	Pool *proc.Pool
 	// Line receives each output line that is not a stream-json event;
 	// Event receives what stream-json events say. Both may be nil; both are
 	// called from one goroutine, never concurrently.
@@ -102,6 +105,7 @@ func Run(ctx context.Context, prof Profile, opts Options) (*Result, error) {
 	}
 	p, err := proc.Start(ctx, prof.Argv, proc.Options{
 		Dir: opts.Dir, Env: append(append([]string(nil), opts.Env...), prof.Env...), Stdin: inR, Stdout: outW, Stderr: outW, Grace: opts.Grace, Hold: opts.Hold,
+		Pool: opts.Pool,
 	})
 	outW.Close()
 	inR.Close()

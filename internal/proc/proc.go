@@ -35,13 +35,20 @@ type Options struct {
 	// lock), so the lock outlives a SIGKILLed wiggum until the group is dead.
 	// The command itself never inherits it.
 	Hold *os.File
+	// Pool, when set, runs the command on one of its supervisors rather
+	// than starting one for it (Stdin, Stdout and Stderr must then be
+	// files or nil; otherwise, or when the pool cannot take the command,
+	// a one-shot supervisor runs it).
+	Pool *Pool
 }
 
 // Process is a supervised command.
 type Process struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	pid    int                  // the supervisor's; the command's when pooled
+	signal func(syscall.Signal) // asks the supervisor to pass a signal on
+	done   chan struct{}
+	code   int // set before done is closed
+	err    error
 }
 
 // Start runs argv under a supervisor.
@@ -56,6 +63,16 @@ func Start(ctx context.Context, argv []string, opts Options) (*Process, error) {
 	grace := opts.Grace
 	if grace <= 0 {
 		grace = DefaultGrace
+	}
+	if opts.Pool != nil && pooling {
+		p, err := opts.Pool.start(argv, opts, grace)
+		if err == nil {
+			watch(ctx, p)
+			return p, nil
+		}
+		if !errors.Is(err, errNotPooled) {
+			return nil, fmt.Errorf("start %s: %w", argv[0], err)
+		}
 	}
 	args := []string{SuperviseArg, grace.String()}
 	if opts.Hold != nil {
@@ -77,11 +94,29 @@ func Start(ctx context.Context, argv []string, opts Options) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
-	p := &Process{cmd: cmd, done: make(chan struct{})}
+	p := &Process{pid: cmd.Process.Pid, done: make(chan struct{})}
+	p.signal = func(sig syscall.Signal) { _ = cmd.Process.Signal(sig) }
 	go func() {
-		p.err = cmd.Wait()
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee):
+			p.code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				p.code = 128 + int(ws.Signal())
+			}
+		default:
+			p.err = err
+		}
 		close(p.done)
 	}()
+	watch(ctx, p)
+	return p, nil
+}
+
+// watch stops p when ctx is cancelled.
+func watch(ctx context.Context, p *Process) {
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -89,7 +124,6 @@ func Start(ctx context.Context, argv []string, opts Options) (*Process, error) {
 		case <-p.done:
 		}
 	}()
-	return p, nil
 }
 
 // Signal asks the supervisor to pass sig to the command's process group; on
@@ -98,7 +132,9 @@ func (p *Process) Signal(sig syscall.Signal) {
 	select {
 	case <-p.done:
 	default:
-		_ = p.cmd.Process.Signal(sig)
+		if p.signal != nil {
+			p.signal(sig)
+		}
 	}
 }
 
@@ -109,17 +145,10 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // or 128+signal when a signal killed it.
 func (p *Process) Wait() (int, error) {
 	<-p.done
-	if p.err == nil {
-		return 0, nil
+	if p.err != nil {
+		return -1, p.err
 	}
-	var ee *exec.ExitError
-	if errors.As(p.err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal()), nil
-		}
-		return ee.ExitCode(), nil
-	}
-	return -1, p.err
+	return p.code, nil
 }
 
 // selfPath finds the binary to re-run as the supervisor. argv[0] comes
@@ -135,8 +164,8 @@ func selfPath() (string, error) {
 	return os.Executable()
 }
 
-// Pid is the supervisor's pid.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+// Pid is the supervisor's pid; for a pooled command, the command's own.
+func (p *Process) Pid() int { return p.pid }
 
 // CommandLine renders argv for messages.
 func CommandLine(argv []string) string {

@@ -13,6 +13,9 @@ import (
 // Supervise is the supervisor mode: args are what Start put after
 // SuperviseArg. It returns the exit code for the supervisor process.
 func Supervise(args []string) int {
+	if len(args) == 1 && args[0] == serveArg {
+		return serve()
+	}
 	if len(args) < 3 {
 		fmt.Fprintln(os.Stderr, "wiggum: supervisor: missing command")
 		return 2

@@ -23,9 +23,15 @@ func supervisorAttr() *syscall.SysProcAttr {
 // foreground instead: an interactive agent under `wiggum lock` would
 // otherwise be stopped (SIGTTIN) the first time it reads the terminal. The
 // returned function gives the terminal back once the command is done.
-func childAttr() (*syscall.SysProcAttr, func()) {
+func childAttr() (*syscall.SysProcAttr, func()) { return childAttrOn(0) }
+
+// childAttrOn is childAttr for a command whose stdin is fd (-1: none).
+func childAttrOn(fd int) (*syscall.SysProcAttr, func()) {
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+	if fd < 0 {
+		return attr, func() {}
+	}
+	fg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
 	if err != nil || fg != syscall.Getpgrp() {
 		return attr, func() {}
 	}
@@ -35,7 +41,7 @@ func childAttr() (*syscall.SysProcAttr, func()) {
 		// no command is started after this, so ignoring it here cannot be
 		// inherited by an agent.
 		signal.Ignore(syscall.SIGTTOU)
-		_ = unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, fg)
+		_ = unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, fg)
 	}
 }
 
@@ -72,4 +78,12 @@ func children() []int {
 		}
 	}
 	return pids
+}
+
+// pooling: supervisors may be pooled (the pool's socket is a
+// SOCK_SEQPACKET pair).
+const pooling = true
+
+func socketpair() ([2]int, error) {
+	return syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 }

@@ -1,0 +1,228 @@
+package proc
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary act as wiggum's supervisor, and as a
+// wiggum that starts a pooled command and is then killed.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == SuperviseArg {
+		os.Exit(Supervise(os.Args[2:]))
+	}
+	if dir := os.Getenv("PROC_TEST_POOL_HELPER"); dir != "" {
+		p := NewPool()
+		_, err := Start(context.Background(), []string{"sh", "-c", `sleep 60 & echo $! > bg.pid; echo $$ > sh.pid; wait`},
+			Options{Dir: dir, Pool: p, Grace: 200 * time.Millisecond})
+		if err != nil {
+			os.Exit(3)
+		}
+		select {}
+	}
+	os.Exit(m.Run())
+}
+
+func runPooled(t *testing.T, p *Pool, dir, script string) (string, int) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	pr, err := Start(context.Background(), []string{"sh", "-c", script}, Options{Dir: dir, Stdout: w, Stderr: w, Pool: p})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan string)
+	go func() {
+		var b strings.Builder
+		buf := make([]byte, 4096)
+		for {
+			n, err := r.Read(buf)
+			b.Write(buf[:n])
+			if err != nil {
+				out <- b.String()
+				return
+			}
+		}
+	}()
+	code, err := pr.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return <-out, code
+}
+
+// One supervisor serves command after command: each runs in the given
+// directory with its exit code passed back, a command that cannot start
+// gets 127 and says why, and the output pipe ends with the command.
+func TestPoolReusesOneSupervisor(t *testing.T) {
+	p := NewPool()
+	defer p.Close()
+	dir := t.TempDir()
+	var parents []string
+	for i := 0; i < 3; i++ {
+		out, code := runPooled(t, p, dir, `echo $PPID; pwd; exit `+strconv.Itoa(i))
+		if code != i {
+			t.Fatalf("exit code %d, want %d", code, i)
+		}
+		f := strings.Fields(out)
+		if len(f) != 2 || f[1] != dir {
+			t.Fatalf("output %q: want the parent's pid and %s", out, dir)
+		}
+		parents = append(parents, f[0])
+	}
+	if parents[0] == strconv.Itoa(os.Getpid()) || parents[0] != parents[1] || parents[1] != parents[2] {
+		t.Fatalf("parents %v: want one supervisor, not this process, for all three", parents)
+	}
+	out, code := runPooled(t, p, dir, `exec ./no-such-agent`)
+	if code != 127 && code != 126 {
+		t.Fatalf("missing command: exit %d (%q)", code, out)
+	}
+	pr, err := Start(context.Background(), []string{"no-such-agent-anywhere"}, Options{Dir: dir, Pool: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := pr.Wait(); err != nil || code != 127 {
+		t.Fatalf("unknown command: exit %d, %v; want 127", code, err)
+	}
+}
+
+// A cancelled command's whole group is stopped, a background job included,
+// before Wait returns; the supervisor then serves the next command.
+func TestPoolCancelKillsTheGroup(t *testing.T) {
+	p := NewPool()
+	defer p.Close()
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, err := Start(ctx, []string{"sh", "-c", `trap "" TERM; sleep 60 & echo $! > bg.pid; echo $$ > sh.pid; while :; do sleep 0.05; done`},
+		Options{Dir: dir, Pool: p, Grace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := readPid(t, filepath.Join(dir, "sh.pid"))
+	bg := readPid(t, filepath.Join(dir, "bg.pid"))
+	cancel()
+	code, err := pr.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 128+int(syscall.SIGKILL) {
+		t.Errorf("exit %d: want SIGKILL after the grace period (the shell ignores SIGTERM)", code)
+	}
+	for _, pid := range []int{sh, bg} {
+		if alive(pid) {
+			t.Errorf("pid %d outlived the command's Wait", pid)
+		}
+	}
+	if _, code := runPooled(t, p, dir, `exit 7`); code != 7 {
+		t.Fatalf("next command: exit %d, want 7", code)
+	}
+}
+
+// The held descriptor (the agent lock) stays open in the supervisor until
+// the command's group is gone, and not a moment longer.
+func TestPoolHoldsTheLockForTheCommand(t *testing.T) {
+	p := NewPool()
+	defer p.Close()
+	dir := t.TempDir()
+	lockPath := filepath.Join(dir, "lock")
+	hold, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(hold.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := Start(context.Background(), []string{"sh", "-c", `echo $$ > sh.pid; while [ ! -e stop ]; do sleep 0.02; done`},
+		Options{Dir: dir, Pool: p, Hold: hold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold.Close()
+	readPid(t, filepath.Join(dir, "sh.pid"))
+	if free(t, lockPath) {
+		t.Fatal("the lock was free while the command ran")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := pr.Wait(); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v", code, err)
+	}
+	if !free(t, lockPath) {
+		t.Fatal("the lock was still held after the command's Wait")
+	}
+}
+
+// A wiggum killed with SIGKILL while a pooled command runs leaves nothing
+// behind: its supervisor sees the socket end and stops the whole group.
+func TestPoolSIGKILLedParentLeavesNoOrphan(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PROC_TEST_POOL_HELPER="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sh := readPid(t, filepath.Join(dir, "sh.pid"))
+	bg := readPid(t, filepath.Join(dir, "bg.pid"))
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(sh) || alive(bg) {
+		if time.Now().After(deadline) {
+			syscall.Kill(sh, syscall.SIGKILL)
+			syscall.Kill(bg, syscall.SIGKILL)
+			t.Fatalf("the command (%d) or its background job (%d) outlived the killed parent", sh, bg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func free(t *testing.T, path string) bool {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return false
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return true
+}
+
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		data, err := os.ReadFile(path)
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && perr == nil && pid > 0 {
+			return pid
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}
+
+// alive: the process exists and is not a zombie.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	data, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return !strings.Contains(string(data), ") Z ")
+}
