@@ -76,7 +76,7 @@ func BenchmarkClaimLand(b *testing.B) {
 	b.ResetTimer()
 	for i := 1; i <= b.N; i++ {
 		t0 := time.Now()
-		if _, _, err := r.net(ctx, "ls-remote", nil, "ls-remote", r.Name, target); err != nil {
+		if _, _, err := r.net(ctx, "ls-remote", uploadPack, nil, "ls-remote", remoteArg, target); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()

@@ -29,14 +29,14 @@ func (r *Remote) push(ctx context.Context, op string, ups []update) (map[string]
 	for _, u := range ups {
 		args = append(args, "--force-with-lease="+u.dst+":"+u.expect)
 	}
-	args = append(args, r.Name)
+	args = append(args, remoteArg)
 	for _, u := range ups {
 		args = append(args, u.src+":"+u.dst)
 	}
 	r.stats.mu.Lock()
 	r.stats.Pushes++
 	r.stats.mu.Unlock()
-	out, stderr, err := r.net(ctx, op, nil, args...)
+	out, stderr, err := r.net(ctx, op, receivePack, nil, args...)
 	if err == nil {
 		return map[string]string{}, nil
 	}
@@ -99,11 +99,11 @@ func (r *Remote) push(ctx context.Context, op string, ups []update) (map[string]
 
 // lsRemote reads the server's values of ups' refs ("" when absent).
 func (r *Remote) lsRemote(ctx context.Context, op string, ups []update) (map[string]string, error) {
-	args := []string{"ls-remote", r.Name}
+	args := []string{"ls-remote", remoteArg}
 	for _, u := range ups {
 		args = append(args, u.dst)
 	}
-	out, _, err := r.net(ctx, op+" (reading the server's refs)", nil, args...)
+	out, _, err := r.net(ctx, op+" (reading the server's refs)", uploadPack, nil, args...)
 	if err != nil {
 		var ne *NetworkError
 		if errors.As(err, &ne) {

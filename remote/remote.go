@@ -69,6 +69,9 @@ type Remote struct {
 	freshMu sync.Mutex
 	fresh   time.Time
 	obj     objects
+	// daemon is the git:// server connected to by this process; nil when
+	// git connects itself.
+	daemon *daemon
 }
 
 // Stats counts this process's network calls, for benchmarks and events.
@@ -122,6 +125,7 @@ func Open(ctx context.Context, repo *git.Repo, name string, opts Options) (*Remo
 	}
 	r := &Remote{Repo: repo, Name: name, URL: url, Me: me, Lease: opts.Lease, Timeout: opts.Timeout, Run: opts.Run, now: opts.Now}
 	r.obj = r.openObjects(ctx)
+	r.daemon = openDaemon(ctx, repo, name, url)
 	return r, nil
 }
 
@@ -167,26 +171,58 @@ func IsNetwork(err error) bool {
 // it runs in its own process group, which is killed whole on the timeout
 // (an ssh or a remote helper included). For http, a transfer slower than
 // 1 KB/s for the timeout also ends it, inside git.
-func (r *Remote) net(ctx context.Context, op string, stdin []byte, args ...string) (string, string, error) {
+//
+// service is the server side the command talks to (uploadPack or
+// receivePack); args name the remote as remoteArg. A git:// server is
+// connected to by this process (see daemon).
+func (r *Remote) net(ctx context.Context, op, service string, stdin []byte, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	secs := strconv.Itoa(max(1, int(r.Timeout/time.Second)))
-	full := append([]string{"-c", "http.lowSpeedLimit=1000", "-c", "http.lowSpeedTime=" + secs}, args...)
+	full := []string{"-c", "http.lowSpeedLimit=1000", "-c", "http.lowSpeedTime=" + secs}
+	remote := r.Name
+	var sock *os.File
+	if r.daemon != nil {
+		f, err := r.daemon.connect(ctx, service)
+		if err != nil {
+			if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return "", "", &NetworkError{Op: op, Remote: r.Name, Timeout: true}
+			}
+			return "", "", &NetworkError{Op: op, Remote: r.Name, Detail: err.Error()}
+		}
+		// The request is made: git speaks protocol v0 on the socket,
+		// which it inherits as fd 3.
+		sock, remote = f, "fd::3/"+r.Name
+		full = append(full, "-c", "protocol.version=0")
+	}
+	for _, a := range args {
+		if a == remoteArg {
+			a = remote
+		}
+		full = append(full, a)
+	}
 	cmd := exec.Command("git", full...)
 	cmd.Dir = r.Repo.Root
 	cmd.Env = append(git.CleanEnv(), "GIT_SSH_COMMAND="+sshCommand())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if sock != nil {
+		cmd.ExtraFiles = []*os.File{sock}
+	}
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
+	err := cmd.Start()
+	if sock != nil {
+		// Only git holds the connection now: it ends with git.
+		sock.Close()
+	}
+	if err != nil {
 		return "", "", &NetworkError{Op: op, Remote: r.Name, Detail: err.Error()}
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():

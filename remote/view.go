@@ -104,8 +104,8 @@ func (r *Remote) fetch(ctx context.Context, op, target string, refspecs ...strin
 	// No auto-maintenance, commit-graph or forced-update walk: each is a
 	// process or a history walk per fetch, and fetches are per story.
 	args := append([]string{"-c", "fetch.writeCommitGraph=false", "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head",
-		"--atomic", "--no-recurse-submodules", "--no-auto-maintenance", "--no-show-forced-updates", r.Name}, refspecs...)
-	_, _, err = r.net(ctx, op, nil, args...)
+		"--atomic", "--no-recurse-submodules", "--no-auto-maintenance", "--no-show-forced-updates", remoteArg}, refspecs...)
+	_, _, err = r.net(ctx, op, uploadPack, nil, args...)
 	if err == nil {
 		return nil
 	}
