@@ -67,11 +67,15 @@ func NewCoordinator(ctx context.Context, r *Remote, main *git.Repo, target, plan
 // per process waits for them (they may land, or die and go stale); the
 // others, and that one when nothing is left, get nil.
 func (c *Coordinator) Claim(ctx context.Context, busy map[string]bool) (*Held, plan.Story, error) {
-	// The first pass may read what a fetch of this process left a moment
-	// ago (a landing fetches every shared ref); any other looks again.
-	reuse := time.Since(c.R.Fresh()) < reuseView
+	// The first pass may read what this clone last saw of the server (its
+	// last fetch, and the target its own landing left); any other, and
+	// the first after a view that was wrong, fetches.
+	reuse := c.R.claimGuess.try()
 	for {
 		h, story, next, err := c.tryClaim(ctx, busy, reuse)
+		if reuse && next == lookAgain && h == nil && err == nil {
+			c.R.claimGuess.missed()
+		}
 		reuse = false
 		switch {
 		case h != nil || err != nil:
@@ -101,11 +105,6 @@ func (c *Coordinator) Claim(ctx context.Context, busy map[string]bool) (*Held, p
 	}
 }
 
-// reuseView is how old a fetch may be for a claim to start from it: a view
-// gone stale costs a refused claim push, never a wrong claim (the claim is
-// created only if absent, with the target pinned at the view's tip).
-const reuseView = time.Second
-
 // What a pass that claimed nothing found.
 const (
 	nothingLeft = iota // no open story is left for this process
@@ -127,9 +126,24 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse 
 		return nil, none, nothingLeft, err
 	}
 
+	// A reused view is as old as this clone's last fetch: it may miss
+	// claims made since (the server refuses a second one, and the pass
+	// fetches) and branches pushed since, so it takes no claim over.
+	// Nothing it says can make a wrong claim: a claim is created only if
+	// absent, with the target pinned at the view's tip.
 	next := nothingLeft
 	for _, s := range spread(v.Plan) {
-		if s.Done || busy[s.ID] || !c.reserve(s.ID) {
+		if s.Done || busy[s.ID] {
+			continue
+		}
+		if reuse {
+			if key, err := Key(s.ID); err == nil {
+				if old := v.Claims[key]; old != nil && (old.Stale(c.R.now()) || old.Machine == c.R.Me.ID) {
+					return nil, none, lookAgain, nil
+				}
+			}
+		}
+		if !c.reserve(s.ID) {
 			continue
 		}
 		h, err := c.R.Claim(ctx, s.ID, v)
@@ -137,6 +151,10 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse 
 		switch {
 		case errors.As(err, &taken):
 			c.Forget(s.ID)
+			if reuse && taken.Holder == nil && taken.Marked == nil {
+				// Claimed since this clone last looked.
+				return nil, none, lookAgain, nil
+			}
 			if taken.Marked == nil {
 				next = othersHold
 			}

@@ -90,21 +90,38 @@ func (h *Held) Land(ctx context.Context, spec LandSpec) (*Landed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remote: resolve %s: %w", spec.Branch, err)
 	}
+	// The first attempt may build on the target as this clone last saw it
+	// (its own landing, or its last fetch): right, it saves the fetch;
+	// wrong, the target's lease refuses the push and the next attempt
+	// fetches.
+	guessed := r.landGuess.try()
 	for attempt := 1; ; attempt++ {
 		began := time.Now()
-		// Every shared ref, not only the target: the same one fetch, and
-		// the next claim of this process can read its view from it.
-		base, err := r.fetchAll(ctx, spec.Target)
-		for try := 1; err != nil && IsNetwork(err) && !isTimeout(err) && try < 3 && ctx.Err() == nil; try++ {
-			// A connection that failed (not one that hung) is worth
-			// another try before the story is given back.
-			time.Sleep(time.Duration(try) * 200 * time.Millisecond)
+		var base string
+		if guessed {
+			base, err = r.readRef(ctx, r.Tracking(spec.Target))
+		} else {
+			// Every shared ref, not only the target: the same one fetch,
+			// and the next claim of this process can read its view from it.
 			base, err = r.fetchAll(ctx, spec.Target)
+			for try := 1; err != nil && IsNetwork(err) && !isTimeout(err) && try < 3 && ctx.Err() == nil; try++ {
+				// A connection that failed (not one that hung) is worth
+				// another try before the story is given back.
+				time.Sleep(time.Duration(try) * 200 * time.Millisecond)
+				base, err = r.fetchAll(ctx, spec.Target)
+			}
 		}
 		if err != nil {
 			return nil, err
 		}
 		commit, paths, err := r.landingCommit(ctx, base, tip, spec, h.Story, h.r.Me)
+		var already *AlreadyLandedError
+		if guessed && (paths != nil || errors.As(err, &already)) {
+			// Only the server's tip may condemn the story: look at it.
+			guessed = false
+			attempt--
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -150,6 +167,12 @@ func (h *Held) Land(ctx context.Context, spec LandSpec) (*Landed, error) {
 				h.markLost(err)
 				return nil, err
 			}
+		}
+		if guessed {
+			// The view was old, not a race lost: fetch and go again now.
+			r.landGuess.missed()
+			guessed = false
+			continue
 		}
 		if attempt >= spec.MaxAttempts {
 			return nil, &TooManyRacesError{Story: h.Story, Attempts: attempt}

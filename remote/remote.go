@@ -65,13 +65,42 @@ type Remote struct {
 	// remote-tracking refs, and two at once would fight over ref locks.
 	fetchMu sync.Mutex
 	stats   Stats
-	// fresh is when the last fetch of every shared ref began.
-	freshMu sync.Mutex
-	fresh   time.Time
 	obj     objects
 	// daemon is the git:// server connected to by this process; nil when
 	// git connects itself.
 	daemon *daemon
+	// landGuess and claimGuess decide whether a landing or a claim starts
+	// from what this clone last saw of the server instead of fetching.
+	landGuess, claimGuess guess
+}
+
+// guess is whether a call may start from this clone's last view of the
+// server rather than fetch it first: a wrong view costs one push the
+// server refuses (the leases hold every update to what the view saw),
+// then a fetch. A machine alone, or whose own landing moved the target
+// last, sees right and saves the fetch; after a wrong view the next two
+// calls fetch first, then it guesses again.
+type guess struct {
+	mu   sync.Mutex
+	skip int
+}
+
+// try reports whether to start from the last view.
+func (g *guess) try() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.skip > 0 {
+		g.skip--
+		return false
+	}
+	return true
+}
+
+// missed notes a view that was wrong.
+func (g *guess) missed() {
+	g.mu.Lock()
+	g.skip = 2
+	g.mu.Unlock()
 }
 
 // Stats counts this process's network calls, for benchmarks and events.

@@ -51,10 +51,9 @@ func (r *Remote) FetchPlan(ctx context.Context, target, planRel string) (*View, 
 	return r.Local(ctx, target, planRel)
 }
 
-// fetchAll fetches the target and every shared ref, notes when, and returns
+// fetchAll fetches the target and every shared ref and returns
 // the target's tip.
 func (r *Remote) fetchAll(ctx context.Context, target string) (string, error) {
-	began := time.Now()
 	if err := r.fetch(ctx, "fetch "+strings.TrimPrefix(target, "refs/heads/")+" and the claims", target,
 		"+"+target+":"+r.Tracking(target),
 		"+"+ClaimsPrefix+"*:"+r.mirror("claims")+"*",
@@ -63,17 +62,7 @@ func (r *Remote) fetchAll(ctx context.Context, target string) (string, error) {
 	); err != nil {
 		return "", err
 	}
-	r.freshMu.Lock()
-	r.fresh = began
-	r.freshMu.Unlock()
 	return r.readRef(ctx, r.Tracking(target))
-}
-
-// Fresh says when the last full fetch began (zero: never).
-func (r *Remote) Fresh() time.Time {
-	r.freshMu.Lock()
-	defer r.freshMu.Unlock()
-	return r.fresh
 }
 
 // readRef reads a ref: its loose file when there is one (a fetch writes
