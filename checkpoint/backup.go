@@ -17,8 +17,12 @@ import (
 // BackupPrefix is where every saved state lives (contract).
 const BackupPrefix = "refs/wiggum/backup/"
 
-// backupCommit records the state with HEAD at head and a clean working tree.
-func (s *State) backupCommit(ctx context.Context, head, message string) (string, error) {
+// backupCommit records the state with HEAD at head (whose tree is tree)
+// and a clean working tree.
+func (s *State) backupCommit(ctx context.Context, head, tree, message string) (string, error) {
+	if ow := s.Repo.ObjectWriter(len(head)); ow != nil && tree != "" {
+		return ow.Commit(tree, []string{head}, "wiggum <wiggum@localhost>", time.Now(), message)
+	}
 	out, err := s.Repo.RunEnv(ctx, wiggumIdent, []byte(message), "commit-tree", head+"^{tree}", "-p", head, "-F", "-")
 	if err != nil {
 		return "", err
@@ -91,7 +95,7 @@ func (s *State) Backup(ctx context.Context, reason string) (string, error) {
 		return "", errors.New("backup: the repository has no commits yet")
 	}
 	msg := fmt.Sprintf("wiggum backup: %s\n\nhead: %s\nbranch: %s\n", reason, now.Head, BranchName(now.Branch))
-	commit, _, _, err := s.snapshot(ctx, now, msg, false)
+	commit, _, _, _, err := s.snapshot(ctx, now, msg, false)
 	if err != nil {
 		return "", fmt.Errorf("backup: %w", err)
 	}

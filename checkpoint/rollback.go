@@ -64,10 +64,11 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 
 	// What the working tree holds now, and what the checkpoint held.
 	nowTree := f.HeadTree
-	var current string // snapshot commit of the working tree, when dirty
-	var idx *treeIndex // the private index behind it, reused to restore
+	var current string       // snapshot commit of the working tree, when dirty
+	var idx *treeIndex       // the private index behind it, reused to restore
+	var tracked []treeChange // or: the working tree's tracked changes
 	if now.Dirty() {
-		current, nowTree, idx, err = s.snapshot(ctx, now, msg, !opts.DryRun)
+		current, nowTree, idx, tracked, err = s.snapshot(ctx, now, msg, !opts.DryRun)
 		if err != nil {
 			return nil, fmt.Errorf("rollback: snapshot the working tree: %w", err)
 		}
@@ -81,9 +82,20 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		res.NothingToDo = true
 		return res, nil
 	}
-	changes, err := s.diffTrees(ctx, nowTree, wantTree)
+	// One diff-tree answers what the working tree must change and what
+	// the checkpoint's own uncommitted state changed.
+	pairs := [][2]string{{nowTree, wantTree}}
+	if cp.Snapshot != "" {
+		pairs = append(pairs, [2]string{f.SnapshotTree, f.CheckpointTree})
+	}
+	diffs, err := s.diffTrees(ctx, pairs...)
 	if err != nil {
 		return nil, fmt.Errorf("rollback: diff: %w", err)
+	}
+	changes := diffs[0]
+	var uncommitted []treeChange
+	if cp.Snapshot != "" {
+		uncommitted = diffs[1]
 	}
 	for _, c := range changes {
 		res.Files = append(res.Files, c.path)
@@ -98,15 +110,9 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	// moves only if it still is where it was checked: a commit that lands
 	// meanwhile makes both fail instead of being lost.
 	if current == "" {
-		current, err = s.backupCommit(ctx, head, msg)
+		current, err = s.backupCommit(ctx, head, f.HeadTree, msg)
 		if err != nil {
 			return nil, fmt.Errorf("rollback: save backup: %w", err)
-		}
-	}
-	var uncommitted []treeChange
-	if cp.Snapshot != "" {
-		if uncommitted, err = s.diffTrees(ctx, f.SnapshotTree, f.CheckpointTree); err != nil {
-			return nil, fmt.Errorf("rollback: diff: %w", err)
 		}
 	}
 	lk, err := s.lockIndex()
@@ -117,7 +123,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if res.BackupRef, err = s.backupAndMove(ctx, current, cp, head); err != nil {
 		return nil, err
 	}
-	if err := s.restoreTree(ctx, lk, idx, cp, changes, uncommitted); err != nil {
+	if err := s.restoreTree(ctx, lk, idx, tracked, cp, changes, uncommitted); err != nil {
 		return nil, fmt.Errorf("rollback: return the working tree to %s (everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
 	}
 	return res, nil

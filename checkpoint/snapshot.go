@@ -77,12 +77,18 @@ func (s *State) worktreeIndex(ctx context.Context, now *git.Status) (*treeIndex,
 }
 
 // snapshot writes a commit, child of now's HEAD, whose tree is the whole
-// working tree (tracked and untracked, not ignored). With keep, the private
-// index behind it is returned for the caller to use and remove.
-func (s *State) snapshot(ctx context.Context, now *git.Status, message string, keep bool) (commit, tree string, idx *treeIndex, err error) {
+// working tree (tracked and untracked, not ignored). It is built from HEAD's
+// trees when quickSnapshot can (tracked then holds the working-tree state
+// of every tracked path status named); otherwise through a private index,
+// which with keep is returned for the caller to use and remove.
+func (s *State) snapshot(ctx context.Context, now *git.Status, message string, keep bool) (commit, tree string, idx *treeIndex, tracked []treeChange, err error) {
+	commit, tree, tracked, err = s.quickSnapshot(ctx, now, message)
+	if !errors.Is(err, errDecline) {
+		return commit, tree, nil, tracked, err
+	}
 	idx, tree, err = s.worktreeIndex(ctx, now)
 	if err != nil {
-		return "", "", nil, err
+		return "", "", nil, nil, err
 	}
 	if !keep {
 		defer idx.remove()
@@ -90,12 +96,12 @@ func (s *State) snapshot(ctx context.Context, now *git.Status, message string, k
 	out, err := s.Repo.RunEnv(ctx, wiggumIdent, []byte(message+"\n"), "commit-tree", tree, "-p", now.Head, "-F", "-")
 	if err != nil {
 		idx.remove()
-		return "", "", nil, err
+		return "", "", nil, nil, err
 	}
 	if !keep {
 		idx = nil
 	}
-	return strings.TrimSpace(out), tree, idx, nil
+	return strings.TrimSpace(out), tree, idx, nil, nil
 }
 
 // linkIndex gives t the user's index as its starting content.
@@ -158,28 +164,48 @@ type treeChange struct {
 	oid  string
 }
 
-// diffTrees lists what differs from tree a to tree b, from one
-// `git diff-tree --raw` (identical subtrees are skipped unread).
-func (s *State) diffTrees(ctx context.Context, a, b string) ([]treeChange, error) {
-	out, err := s.Repo.Run(ctx, "diff-tree", "-r", "-z", "--no-renames", "--raw", a, b)
+// diffTrees lists what differs from tree a to tree b for each pair {a, b},
+// from one `git diff-tree --stdin --raw` (identical subtrees are skipped
+// unread). diff-tree reads the index it never needs for two trees, so it
+// is pointed at none: at 100,000 files that read is most of its cost.
+func (s *State) diffTrees(ctx context.Context, pairs ...[2]string) ([][]treeChange, error) {
+	var in strings.Builder
+	for _, p := range pairs {
+		in.WriteString(p[0] + " " + p[1] + "\n")
+	}
+	noIndex := []string{"GIT_INDEX_FILE=" + filepath.Join(s.Repo.GitDir, "wiggum-no-index")}
+	out, err := s.Repo.RunEnv(ctx, noIndex, []byte(in.String()), "diff-tree", "--stdin", "--always", "-r", "-z", "--no-renames", "--raw")
 	if err != nil {
 		return nil, err
 	}
-	// :amode bmode aoid boid status NUL path NUL
-	f := strings.Split(out, "\x00")
-	var list []treeChange
-	for i := 0; i+1 < len(f); i += 2 {
-		meta := strings.Fields(strings.TrimPrefix(f[i], ":"))
-		if len(meta) != 5 {
-			return nil, fmt.Errorf("git diff-tree: unexpected record %q", f[i])
+	// Per pair: "a b\n", then ":amode bmode aoid boid status NUL path NUL"...
+	lists := make([][]treeChange, 0, len(pairs))
+	for rest := out; rest != ""; {
+		if rest[0] != ':' {
+			nl := strings.IndexByte(rest, '\n')
+			if nl < 0 || len(lists) == len(pairs) {
+				return nil, fmt.Errorf("git diff-tree: unexpected output %q", rest[:min(len(rest), 100)])
+			}
+			lists = append(lists, nil)
+			rest = rest[nl+1:]
+			continue
 		}
-		c := treeChange{path: f[i+1]}
+		f := strings.SplitN(rest, "\x00", 3)
+		meta := strings.Fields(strings.TrimPrefix(f[0], ":"))
+		if len(f) < 3 || len(meta) != 5 || len(lists) == 0 {
+			return nil, fmt.Errorf("git diff-tree: unexpected record %q", f[0])
+		}
+		c := treeChange{path: f[1]}
 		if meta[4] != "D" {
 			c.mode, c.oid = meta[1], meta[3]
 		}
-		list = append(list, c)
+		lists[len(lists)-1] = append(lists[len(lists)-1], c)
+		rest = f[2]
 	}
-	return list, nil
+	if len(lists) != len(pairs) {
+		return nil, fmt.Errorf("git diff-tree: %d answers for %d pairs", len(lists), len(pairs))
+	}
+	return lists, nil
 }
 
 // setEntries points idx's entries for changes at their blobs (dropping
@@ -211,12 +237,14 @@ func (s *State) setEntries(ctx context.Context, idx *treeIndex, changes []treeCh
 // (from the working tree's tree to the checkpoint's): no other file is
 // read, stat'ed or written, and no other index entry loses its stat data.
 // idx is a private index that matches the working tree (made by
-// snapshot); nil means the user's index does (the tree was clean).
+// snapshot's index route); nil means the user's index is the start, and
+// tracked then lists every tracked path where the working tree differs from
+// HEAD, as the working tree has it (from quickSnapshot; nil when clean).
 // uncommitted lists what the checkpoint's snapshot changed from cp.Head.
 //
 // The files are written from a second private index holding only the
 // changed entries, so the full index is rewritten once, at the end.
-func (s *State) restoreTree(ctx context.Context, lk *indexLock, idx *treeIndex, cp *Checkpoint, changes, uncommitted []treeChange) error {
+func (s *State) restoreTree(ctx context.Context, lk *indexLock, idx *treeIndex, tracked []treeChange, cp *Checkpoint, changes, uncommitted []treeChange) error {
 	var write []treeChange
 	for _, c := range changes {
 		if c.mode == "" {
@@ -246,20 +274,38 @@ func (s *State) restoreTree(ctx context.Context, lk *indexLock, idx *treeIndex, 
 		}
 	}
 	defer idx.remove()
-	// The index gets the checkpoint commit's tree: the changed paths at
-	// the checkpoint's blobs, except that its uncommitted changes stay in
-	// the working tree only, as when it was taken.
-	final := make([]treeChange, 0, len(changes)+len(uncommitted))
+	// The index gets the checkpoint commit's tree: first every tracked
+	// path the user's index may have differently from the working tree at
+	// its working-tree state (the index route did that already), then the
+	// changed paths at the checkpoint's blobs, except that its uncommitted
+	// changes stay in the working tree only, as when it was taken. The last
+	// word for a path wins.
 	own := make(map[string]bool, len(uncommitted))
 	for _, u := range uncommitted {
 		own[u.path] = true
 	}
+	at := map[string]int{}
+	var final []treeChange
+	set := func(c treeChange) {
+		if i, ok := at[c.path]; ok {
+			final[i] = c
+			return
+		}
+		at[c.path] = len(final)
+		final = append(final, c)
+	}
+	for _, c := range tracked {
+		set(c)
+	}
 	for _, c := range changes {
 		if !own[c.path] {
-			final = append(final, c)
+			set(c)
 		}
 	}
-	if err := s.setEntries(ctx, idx, append(final, uncommitted...), len(cp.Head)); err != nil {
+	for _, c := range uncommitted {
+		set(c)
+	}
+	if err := s.setEntries(ctx, idx, final, len(cp.Head)); err != nil {
 		return err
 	}
 	if err := os.Rename(idx.path, lk.path); err != nil {

@@ -26,6 +26,13 @@ type Change struct {
 	Staged   bool // the index differs from HEAD
 	Unstaged bool // the working tree differs from the index
 	Unmerged bool // a conflict is recorded for the path
+	// Submodule: the path is a submodule (its changes are git's to read).
+	Submodule bool
+	// HeadMode and WorktreeMode are the path's octal modes in HEAD and in
+	// the working tree as git sees them (core.fileMode applied); "000000"
+	// when absent there. HeadOID is its object in HEAD. Empty for an
+	// unmerged path.
+	HeadMode, WorktreeMode, HeadOID string
 }
 
 // Dirty reports whether anything is staged, changed or untracked.
@@ -97,7 +104,10 @@ func ParseStatus(out string) (*Status, error) {
 			if len(f) != fields+1 || len(f[1]) != 2 || f[fields] == "" {
 				return nil, fmt.Errorf("git status: unexpected record %q", e)
 			}
-			c := Change{Path: f[fields], Unmerged: e[0] == 'u'}
+			c := Change{Path: f[fields], Unmerged: e[0] == 'u', Submodule: f[2][0] == 'S'}
+			if e[0] != 'u' {
+				c.HeadMode, c.WorktreeMode, c.HeadOID = f[3], f[5], f[6]
+			}
 			c.Staged = c.Unmerged || f[1][0] != '.'
 			c.Unstaged = c.Unmerged || f[1][1] != '.'
 			s.Changes = append(s.Changes, c)

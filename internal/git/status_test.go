@@ -41,10 +41,12 @@ func TestStatusEveryKindOfChange(t *testing.T) {
 	for _, c := range st.Changes {
 		got[c.Path] = c
 	}
+	headOID := func(p string) string { return gitT(t, dir, "rev-parse", "HEAD:"+p) }
+	zero := strings.Repeat("0", 40)
 	want := map[string]Change{
-		"a.txt":       {Path: "a.txt", Staged: true, Unstaged: true},
-		"b.txt":       {Path: "b.txt", Staged: true},
-		"renamed.txt": {Path: "renamed.txt", Staged: true},
+		"a.txt":       {Path: "a.txt", Staged: true, Unstaged: true, HeadMode: "100644", WorktreeMode: "100644", HeadOID: headOID("a.txt")},
+		"b.txt":       {Path: "b.txt", Staged: true, HeadMode: "100644", WorktreeMode: "000000", HeadOID: headOID("b.txt")},
+		"renamed.txt": {Path: "renamed.txt", Staged: true, HeadMode: "000000", WorktreeMode: "100644", HeadOID: zero},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("changes %+v, want %+v", got, want)

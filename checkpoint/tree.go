@@ -1,0 +1,301 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
+)
+
+// A snapshot of a dirty working tree is HEAD's tree with the paths `git
+// status` named replaced. Building it through an index (the user's, linked,
+// then update-index and write-tree) reads and rewrites the whole index
+// twice: at 100,000 files that is most of a rollback beyond its status.
+// quickSnapshot instead hashes only the named files (one hash-object), reads
+// only HEAD's trees along their paths (one cat-file) and writes the few new
+// trees and the commit from this process. Anything it does not handle the
+// way git's index would (submodules, conflicts, a SHA-256 or group-shared
+// object store, names with line breaks, an untracked directory) makes it
+// decline, and the index route runs instead.
+
+// errDecline means quickSnapshot cannot build this snapshot; nothing was
+// written that matters (at most unreferenced objects).
+var errDecline = errors.New("snapshot needs the index")
+
+// quickSnapshot writes the snapshot commit of now's working tree and
+// returns it with its tree and the working-tree state of every tracked path
+// status named (their entries in that tree, mode "" when deleted).
+func (s *State) quickSnapshot(ctx context.Context, now *git.Status, message string) (commit, tree string, tracked []treeChange, err error) {
+	ow := s.Repo.ObjectWriter(len(now.Head))
+	if ow == nil {
+		return "", "", nil, errDecline
+	}
+	var edits []treeChange // every changed path's state in the working tree
+	var hash []string      // regular files for git to hash (filters apply)
+	var hashAt []int       // their index in edits
+	add := func(c treeChange) {
+		if c.mode != "" && c.mode != "120000" && c.oid == "" {
+			hash = append(hash, c.path)
+			hashAt = append(hashAt, len(edits))
+		}
+		edits = append(edits, c)
+	}
+	for _, c := range now.Changes {
+		if c.Unmerged || c.Submodule || c.WorktreeMode == "" || strings.ContainsAny(c.Path, "\n\r") {
+			return "", "", nil, errDecline
+		}
+		switch c.WorktreeMode {
+		case "000000":
+			add(treeChange{path: c.Path})
+		case "100644", "100755":
+			add(treeChange{path: c.Path, mode: c.WorktreeMode})
+		case "120000":
+			oid, err := s.symlinkBlob(ow, c.Path)
+			if err != nil {
+				return "", "", nil, err
+			}
+			add(treeChange{path: c.Path, mode: c.WorktreeMode, oid: oid})
+		default:
+			return "", "", nil, errDecline
+		}
+	}
+	ntracked := len(edits)
+	for _, p := range now.Untracked {
+		if strings.HasSuffix(p, "/") || strings.ContainsAny(p, "\n\r") {
+			return "", "", nil, errDecline // a nested repository, or a name stdin cannot carry
+		}
+		fi, err := os.Lstat(filepath.Join(s.Repo.Root, filepath.FromSlash(p)))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // gone since status read it, as update-index would find it
+		case err != nil:
+			return "", "", nil, err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			oid, err := s.symlinkBlob(ow, p)
+			if err != nil {
+				return "", "", nil, err
+			}
+			add(treeChange{path: p, mode: "120000", oid: oid})
+		case fi.Mode().IsRegular():
+			mode := "100644"
+			if fi.Mode()&0o111 != 0 {
+				mode = "100755"
+			}
+			add(treeChange{path: p, mode: mode})
+		default:
+			return "", "", nil, errDecline
+		}
+	}
+	if len(hash) > 0 {
+		out, err := s.Repo.RunEnv(ctx, nil, []byte(strings.Join(hash, "\n")+"\n"), "hash-object", "-w", "--stdin-paths")
+		if err != nil {
+			return "", "", nil, err
+		}
+		ids := strings.Fields(out)
+		if len(ids) != len(hash) {
+			return "", "", nil, fmt.Errorf("git hash-object: %d ids for %d files", len(ids), len(hash))
+		}
+		for i, id := range ids {
+			edits[hashAt[i]].oid = id
+		}
+	}
+	tree, err = s.editTree(ctx, ow, now.Head+"^{tree}", edits)
+	if err != nil {
+		return "", "", nil, err
+	}
+	commit, err = ow.Commit(tree, []string{now.Head}, "wiggum <wiggum@localhost>", time.Now(), message+"\n")
+	if err != nil {
+		return "", "", nil, err
+	}
+	return commit, tree, edits[:ntracked], nil
+}
+
+// symlinkBlob stores a symbolic link's target as git does: a blob of the
+// target's bytes.
+func (s *State) symlinkBlob(ow *git.ObjectWriter, rel string) (string, error) {
+	target, err := os.Readlink(filepath.Join(s.Repo.Root, filepath.FromSlash(rel)))
+	if err != nil {
+		return "", err
+	}
+	return ow.Write("blob", []byte(target))
+}
+
+// treeEntry is one entry of a tree object.
+type treeEntry struct {
+	mode string // octal, as trees store it: "40000" for a tree
+	id   []byte // raw object id
+}
+
+// treeNode is one directory of the tree being edited.
+type treeNode struct {
+	entries map[string]treeEntry
+	subdirs map[string]*treeNode // directories holding an edit
+}
+
+// editTree writes the tree that is base with edits applied (mode ""
+// removes the path) and returns its id. Only base's trees along the edited
+// paths are read, with one cat-file; only the trees that change are
+// written. Directories left empty disappear, as git never records them.
+func (s *State) editTree(ctx context.Context, ow *git.ObjectWriter, base string, edits []treeChange) (string, error) {
+	root := &treeNode{}
+	nodes := map[string]*treeNode{"": root}
+	dirs := []string{""}
+	var node func(dir string) *treeNode
+	node = func(dir string) *treeNode {
+		if n, ok := nodes[dir]; ok {
+			return n
+		}
+		n := &treeNode{}
+		nodes[dir] = n
+		dirs = append(dirs, dir)
+		parent := node(parentDir(dir))
+		if parent.subdirs == nil {
+			parent.subdirs = map[string]*treeNode{}
+		}
+		parent.subdirs[path.Base(dir)] = n
+		return n
+	}
+	for _, e := range edits {
+		node(parentDir(e.path))
+	}
+	// Read what base has at each of those directories.
+	var in strings.Builder
+	for _, d := range dirs {
+		if d == "" {
+			in.WriteString(base + "\n")
+		} else {
+			in.WriteString(base + ":" + d + "\n")
+		}
+	}
+	out, err := s.Repo.RunEnv(ctx, nil, []byte(in.String()), "cat-file", "--batch")
+	if err != nil {
+		return "", err
+	}
+	rest := []byte(out)
+	for _, d := range dirs {
+		nl := bytes.IndexByte(rest, '\n')
+		if nl < 0 {
+			return "", errors.New("git cat-file: short output")
+		}
+		head := strings.Fields(string(rest[:nl]))
+		rest = rest[nl+1:]
+		nodes[d].entries = map[string]treeEntry{}
+		if len(head) != 3 {
+			if d == "" {
+				return "", fmt.Errorf("git cat-file: %s: %s", base, strings.Join(head, " "))
+			}
+			continue // missing: a new directory
+		}
+		size, err := strconv.Atoi(head[2])
+		if err != nil || size+1 > len(rest) {
+			return "", fmt.Errorf("git cat-file: bad header %q", strings.Join(head, " "))
+		}
+		body := rest[:size]
+		rest = rest[size+1:]
+		if head[1] != "tree" {
+			continue // a file where a directory is now
+		}
+		if err := parseTree(body, len(head[0])/2, nodes[d].entries); err != nil {
+			return "", fmt.Errorf("tree %s: %w", head[0], err)
+		}
+	}
+	for _, e := range edits {
+		n := nodes[parentDir(e.path)]
+		name := path.Base(e.path)
+		if e.mode == "" {
+			delete(n.entries, name)
+			continue
+		}
+		id, err := hex.DecodeString(e.oid)
+		if err != nil {
+			return "", fmt.Errorf("bad object id %q", e.oid)
+		}
+		n.entries[name] = treeEntry{mode: strings.TrimLeft(e.mode, "0"), id: id}
+	}
+	id, err := writeNode(ow, root)
+	if err != nil {
+		return "", err
+	}
+	if id == nil {
+		return ow.Write("tree", nil)
+	}
+	return hex.EncodeToString(id), nil
+}
+
+func parentDir(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+// parseTree reads a tree object's entries ("mode name\0<raw id>").
+func parseTree(b []byte, idLen int, into map[string]treeEntry) error {
+	for len(b) > 0 {
+		sp := bytes.IndexByte(b, ' ')
+		nul := bytes.IndexByte(b, 0)
+		if sp < 0 || nul < sp || nul+1+idLen > len(b) {
+			return errors.New("malformed tree")
+		}
+		into[string(b[sp+1:nul])] = treeEntry{mode: string(b[:sp]), id: b[nul+1 : nul+1+idLen]}
+		b = b[nul+1+idLen:]
+	}
+	return nil
+}
+
+// writeNode writes n's subdirectories, then n, and returns n's raw id (nil
+// when n is empty).
+func writeNode(ow *git.ObjectWriter, n *treeNode) ([]byte, error) {
+	for name, sub := range n.subdirs {
+		id, err := writeNode(ow, sub)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case id != nil:
+			n.entries[name] = treeEntry{mode: "40000", id: id}
+		case n.entries[name].mode == "40000":
+			delete(n.entries, name) // emptied
+		}
+	}
+	if len(n.entries) == 0 {
+		return nil, nil
+	}
+	names := make([]string, 0, len(n.entries))
+	for name := range n.entries {
+		names = append(names, name)
+	}
+	// git's order: names compare as if a tree's name ended in "/".
+	key := func(name string) string {
+		if n.entries[name].mode == "40000" {
+			return name + "/"
+		}
+		return name
+	}
+	sort.Slice(names, func(i, j int) bool { return key(names[i]) < key(names[j]) })
+	var b bytes.Buffer
+	for _, name := range names {
+		e := n.entries[name]
+		b.WriteString(e.mode)
+		b.WriteByte(' ')
+		b.WriteString(name)
+		b.WriteByte(0)
+		b.Write(e.id)
+	}
+	id, err := ow.Write("tree", b.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	return hex.DecodeString(id)
+}

@@ -1,0 +1,155 @@
+package checkpoint
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gitTree is the tree git itself makes of the working tree (tracked and
+// untracked, not ignored): `git add -A` into a throwaway index.
+func (r *testRepo) gitTree() string {
+	r.t.Helper()
+	idx := filepath.Join(r.t.TempDir(), "index")
+	run := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = r.dir
+		cmd.Env = append(os.Environ(), "GIT_INDEX_FILE="+idx)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	run("read-tree", "HEAD")
+	run("add", "-A")
+	return run("write-tree")
+}
+
+// TestQuickSnapshotIsGitsTree: the snapshot built from HEAD's trees is, byte
+// for byte, the tree git makes of the same working tree, for every kind of
+// change a working tree can hold; and the index route (its fallback) agrees.
+func TestQuickSnapshotIsGitsTree(t *testing.T) {
+	r := newRepo(t)
+	for _, f := range []string{"a/b/c.txt", "a/b/d.txt", "a/e.txt", "a.b", "a-b/x", "gone/one.txt", "filedir", "dirfile/x.txt", "keep/k.txt", "ab/deep/er/z.txt"} {
+		r.write(f, "content of "+f+"\n")
+	}
+	r.write(".gitattributes", "*.crlf text eol=crlf\n")
+	if err := os.Symlink("a/e.txt", filepath.Join(r.dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	r.git("add", "-A")
+	r.git("commit", "-q", "-m", "tree")
+
+	r.write("a/b/c.txt", "changed\n")                         // modified
+	os.Remove(filepath.Join(r.dir, "a/b/d.txt"))              // deleted
+	os.RemoveAll(filepath.Join(r.dir, "gone"))                // a directory emptied
+	os.Remove(filepath.Join(r.dir, "filedir"))                // a file that became a directory
+	r.write("filedir/inside.txt", "now a directory\n")        //
+	os.RemoveAll(filepath.Join(r.dir, "dirfile"))             // a directory that became a file
+	r.write("dirfile", "now a file\n")                        //
+	r.write("a/new/deeper/n.txt", "untracked in new dirs\n")  // untracked, new directories
+	r.write("a.b", "changed too\n")                           // sorts between a and a/ in git's order
+	r.write("a0", "new, sorts after a/\n")                    //
+	r.write("with space é.txt", "unicode\n")                  //
+	r.write("x.crlf", "line one\nline two\n")                 // a filter applies
+	r.write("run.sh", "#!/bin/sh\n")                          // executable
+	os.Chmod(filepath.Join(r.dir, "run.sh"), 0o755)           //
+	os.Remove(filepath.Join(r.dir, "link"))                   // a symlink retargeted
+	os.Symlink("a/b/c.txt", filepath.Join(r.dir, "link"))     //
+	os.Symlink("nowhere", filepath.Join(r.dir, "a/dangling")) // a new dangling symlink
+	r.write("keep/staged.txt", "staged\n")                    // staged, then changed
+	r.git("add", "keep/staged.txt")                           //
+	r.write("keep/staged.txt", "staged, then changed\n")      //
+	r.write("ab/deep/er/z.txt", "deep change\n")              //
+	r.write("debug.log", "ignored\n")                         // ignored: not in the snapshot
+
+	want := r.gitTree()
+	now, err := r.st.Repo.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit, tree, tracked, err := r.st.quickSnapshot(ctx, now, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tree != want {
+		t.Fatalf("quick snapshot tree %s, git's %s:\n%s", tree, want, r.git("diff-tree", "-r", "--raw", want, tree))
+	}
+	if got := r.git("rev-parse", commit+"^{tree}", commit+"^1"); got != tree+"\n"+r.git("rev-parse", "HEAD") {
+		t.Fatalf("commit %s: %s", commit, got)
+	}
+	if len(tracked) != len(now.Changes) {
+		t.Fatalf("%d tracked states for %d changes", len(tracked), len(now.Changes))
+	}
+	if err := r.git("fsck", "--no-dangling", "--strict"); err != "" {
+		t.Fatalf("fsck: %s", err)
+	}
+	idx, itree, err := r.st.worktreeIndex(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx.remove()
+	if itree != want {
+		t.Fatalf("index route tree %s, git's %s", itree, want)
+	}
+}
+
+// TestQuickSnapshotDeclines: what the tree route does not handle goes
+// through the index, and the snapshot is still the working tree.
+func TestQuickSnapshotDeclines(t *testing.T) {
+	r := newRepo(t)
+	r.write("a.txt", "a\n")
+	r.git("add", "a.txt")
+	r.git("commit", "-q", "-m", "a")
+	r.write("a.txt", "ours\n")
+	r.git("commit", "-q", "-am", "ours")
+	r.git("checkout", "-q", "-b", "other", "HEAD~1")
+	r.write("a.txt", "theirs\n")
+	r.git("commit", "-q", "-am", "theirs")
+	cmd := exec.Command("git", "merge", "main")
+	cmd.Dir = r.dir
+	cmd.Run() // conflicts
+	os.Remove(filepath.Join(r.dir, ".git", "MERGE_HEAD"))
+	now, err := r.st.Repo.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := r.st.quickSnapshot(ctx, now, "test"); !errors.Is(err, errDecline) {
+		t.Fatalf("an unmerged path: %v, want errDecline", err)
+	}
+	commit, tree, _, _, err := r.st.snapshot(ctx, now, "test", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.git("show", commit+":a.txt"); !strings.Contains(got, "<<<<<<<") || tree == "" {
+		t.Fatalf("snapshot of the conflicted file: %q", got)
+	}
+}
+
+// TestRollbackResetsStagedButUnchangedPaths: a path the agent staged and
+// then changed back in the working tree is no change of the working tree,
+// but the index must still return to the checkpoint.
+func TestRollbackResetsStagedButUnchangedPaths(t *testing.T) {
+	r := newRepo(t)
+	r.write("a.txt", "original\n")
+	r.git("add", "a.txt")
+	r.git("commit", "-q", "-m", "a")
+	mustSave(t, r, "")
+	r.write("a.txt", "staged by the agent\n")
+	r.git("add", "a.txt")
+	r.write("a.txt", "original\n")
+	r.write("b.txt", "new\n")
+	if _, err := r.st.Rollback(ctx, RollbackOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.git("status", "--porcelain", "--untracked-files=all"); got != "" {
+		t.Fatalf("status after rollback:\n%s", got)
+	}
+	if got := r.git("diff", "--cached", "--name-only"); got != "" {
+		t.Fatalf("index still differs from HEAD: %s", got)
+	}
+}
