@@ -1,10 +1,13 @@
 package checkpoint
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,4 +74,46 @@ func describeSession(tok string) string {
 		return "outside any wiggum session"
 	}
 	return "by another wiggum session (" + strings.TrimSpace(tok[:min(8, len(tok))]) + "…)"
+}
+
+// JournalEntries counts the journal's entries for a status line without
+// decoding them all: one streaming pass over the file (a few KiB of memory
+// however long the journal has grown; a month of commits is megabytes),
+// and the last entry decoded, so a torn or damaged end is reported as
+// Journal reports it. A rollback still decodes every entry it relies on.
+func (s *State) JournalEntries() (int, error) {
+	path := s.RuntimePath(layout.JournalFile)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	n, lastAt := 0, 0
+	var last []byte
+	for line := 1; sc.Scan(); line++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		n++
+		last, lastAt = append(last[:0], sc.Bytes()...), line
+	}
+	if err := sc.Err(); err != nil {
+		return 0, &statefile.CorruptError{Path: path, Err: err}
+	}
+	if n > 0 {
+		var e JournalEntry
+		err := json.Unmarshal(last, &e)
+		if err == nil && !shaRE().MatchString(e.SHA) {
+			err = fmt.Errorf("bad commit id %q", e.SHA)
+		}
+		if err != nil {
+			return 0, &statefile.CorruptError{Path: path, Err: fmt.Errorf("line %d: %w", lastAt, err)}
+		}
+	}
+	return n, nil
 }

@@ -1,12 +1,14 @@
 package checkpoint
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // TestJournalRuleEveryCombination: with the journal on, a rollback discards
@@ -108,4 +110,42 @@ func TestRollbackRefusesCheckpointWithoutItsRef(t *testing.T) {
 	r.commit("a.txt", "a\n", "a")
 	r.git("update-ref", "-d", "refs/wiggum/checkpoints/main")
 	wantRefused(t, r, RollbackOptions{}, "is missing")
+}
+
+// TestJournalEntriesCountsWithoutDecodingAll: the status count agrees with
+// Journal for a journal of many entries, is 0 without one, and a torn last
+// line is a *CorruptError as Journal reports it.
+func TestJournalEntriesCountsWithoutDecodingAll(t *testing.T) {
+	r := newRepo(t)
+	if n, err := r.st.JournalEntries(); n != 0 || err != nil {
+		t.Fatalf("no journal: %d, %v", n, err)
+	}
+	path, err := r.st.Runtime(layout.JournalFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&b, `{"sha":"%040x","session":"s","time":"2026-11-23T00:00:00Z"}`+"\n", i)
+		if i == 100 {
+			b.WriteString("\n") // blank lines are no entries
+		}
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := r.st.Journal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.st.JournalEntries(); n != len(entries) || n != 5000 || err != nil {
+		t.Fatalf("JournalEntries %d, %v; Journal has %d", n, err, len(entries))
+	}
+	if err := os.WriteFile(path, []byte(b.String()+`{"sha":"0123`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ce *statefile.CorruptError
+	if _, err := r.st.JournalEntries(); !errors.As(err, &ce) {
+		t.Fatalf("torn last line: %v, want a *CorruptError", err)
+	}
 }

@@ -139,10 +139,10 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 		r.checkpointUnreadable = true
 	}
 	r.Journal.On = st.JournalOn()
-	if entries, err := st.Journal(); err != nil {
+	if n, err := st.JournalEntries(); err != nil {
 		r.Errors = append(r.Errors, err.Error())
 	} else {
-		r.Journal.Entries = len(entries)
+		r.Journal.Entries = n
 	}
 	if list, err := st.Backups(ctx); err != nil {
 		r.Errors = append(r.Errors, err.Error())
