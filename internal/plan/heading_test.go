@@ -55,3 +55,57 @@ func TestMarkdownCacheFollowsTheFile(t *testing.T) {
 		t.Errorf("MarkDone wrote %q", now)
 	}
 }
+
+// A tick is written in place, one byte, on the file as parsed: the plan
+// keeps its inode (a symlinked plan stays a link), and a line that moved
+// since the parse - an edit that kept the file's size and time - is found
+// where it is now rather than overwritten where it was.
+func TestMarkdownTickInPlace(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/plan.md"
+	if err := os.WriteFile(path, []byte("# Plan\n- [ ] US-1: one\n- [ ] US-2: two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := dir + "/link.md"
+	if err := os.Symlink("plan.md", link); err != nil {
+		t.Fatal(err)
+	}
+	m := &Markdown{File: link}
+	if _, err := m.Stories(); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(path)
+	if err := m.MarkDone("US-2"); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.Stat(path)
+	if !os.SameFile(before, after) {
+		t.Error("the tick replaced the plan's file instead of writing it in place")
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symlinked plan is no longer a link: %v", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "# Plan\n- [ ] US-1: one\n- [x] US-2: two\n" {
+		t.Fatalf("after the tick: %q", got)
+	}
+	// Someone swaps two lines and puts the time back: same size, same
+	// time, same inode, so the cache still holds the old lines.
+	fi, _ := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("- [ ] US-1: one\n# Plan\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.MarkDone("US-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "- [x] US-1: one\n# Plan\n- [x] US-2: two\n" {
+		t.Fatalf("after a tick on a plan edited behind the cache: %q", got)
+	}
+}

@@ -18,7 +18,10 @@ import (
 // A plan of thousands of stories costs milliseconds to parse, and a loop
 // reads it every iteration: the parse is kept while the file's size,
 // modification time and inode stay the same, and MarkDone keeps it up to
-// date with its own write, so a tick costs one write, not two parses.
+// date with its own write. A tick is one byte (the space between the
+// brackets becomes an x) written in place, after checking that the line
+// is still there as parsed: it costs the same in a plan of 10 stories and
+// of 10,000, and a single byte cannot be torn.
 type Markdown struct {
 	File string
 
@@ -30,6 +33,7 @@ type Markdown struct {
 type mdParse struct {
 	id     fileID
 	lines  []string
+	offs   []int64 // byte offset of each line
 	parsed []mdStory
 }
 
@@ -51,24 +55,28 @@ func statID(path string) (fileID, bool) {
 	return id, true
 }
 
-// parse returns the file's lines (a copy the caller may change) and its
-// stories, from the cache when the file has not changed. The caller holds
-// m.mu.
-func (m *Markdown) parse() ([]string, []mdStory, error) {
+// parse returns the file's parse, from the cache when the file has not
+// changed. Callers never change what it holds. The caller holds m.mu.
+func (m *Markdown) parse() (*mdParse, error) {
 	id, ok := statID(m.File)
 	if ok && m.cached != nil && m.cached.id == id {
-		return append([]string(nil), m.cached.lines...), m.cached.parsed, nil
+		return m.cached, nil
 	}
 	lines, err := m.read()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	parsed := parseMarkdown(lines)
+	p := &mdParse{id: id, lines: lines, offs: make([]int64, len(lines)), parsed: parseMarkdown(lines)}
+	var off int64
+	for i, l := range lines {
+		p.offs[i] = off
+		off += int64(len(l))
+	}
 	m.cached = nil
 	if ok {
-		m.cached = &mdParse{id: id, lines: append([]string(nil), lines...), parsed: parsed}
+		m.cached = p
 	}
-	return lines, parsed, nil
+	return p, nil
 }
 
 // Kind implements Plan.
@@ -88,6 +96,7 @@ var heading = lazyre.New(`^(#{1,6})\s+(.*?)\s*#*\s*$`)
 type mdStory struct {
 	Story
 	line int // index of the checkbox line
+	box  int // byte index of the checkbox's mark in that line
 }
 
 func (m *Markdown) read() ([]string, error) {
@@ -153,7 +162,7 @@ func parseMarkdown(lines []string) []mdStory {
 			detail.WriteString(line + "\n")
 		}
 		if s := storyOf(line); s != nil {
-			stories = append(stories, mdStory{line: i, Story: Story{
+			stories = append(stories, mdStory{line: i, box: len(s[1]), Story: Story{
 				ID:       s[4],
 				Title:    cleanTitle(s[6]),
 				Done:     s[2] != " ",
@@ -237,12 +246,12 @@ func cleanTitle(rest string) string {
 func (m *Markdown) Stories() ([]Story, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, parsed, err := m.parse()
+	p, err := m.parse()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Story, len(parsed))
-	for i, s := range parsed {
+	out := make([]Story, len(p.parsed))
+	for i, s := range p.parsed {
 		out[i] = s.Story
 	}
 	return out, nil
@@ -253,45 +262,130 @@ func (m *Markdown) Stories() ([]Story, error) {
 func (m *Markdown) MarkDone(id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	lines, parsed, err := m.parse()
+	p, err := m.parse()
 	if err != nil {
 		return err
 	}
-	found, changed := false, false
+	found := false
 	var ticked []int
-	for i, s := range parsed {
+	for i, s := range p.parsed {
 		if s.ID != id {
 			continue
 		}
 		found = true
-		if s.Done {
-			continue
+		if !s.Done {
+			ticked = append(ticked, i)
 		}
-		raw := lines[s.line]
-		body := strings.TrimRight(raw, "\r\n")
-		lines[s.line] = storyLine().ReplaceAllString(body, "${1}x${3}${4}${5}${6}") + raw[len(body):]
-		changed = true
-		ticked = append(ticked, i)
 	}
 	if !found {
 		return &NotFoundError{ID: id, Path: m.File}
 	}
-	if !changed {
+	if len(ticked) == 0 {
 		return nil
 	}
-	if err := writeAtomic(m.File, []byte(strings.Join(lines, ""))); err != nil {
-		m.cached = nil
+	if m.cached == p {
+		done, err := m.tickInPlace(p, ticked)
+		if err != nil || done {
+			return err
+		}
+	}
+	// The file changed under the parse (or has no stable identity): write
+	// it whole from a fresh read, atomically.
+	m.cached = nil
+	if p, err = m.parse(); err != nil {
 		return err
 	}
-	// Our own write: the parse is the old one with these stories ticked.
-	// (A detail block never holds a story line, so details are unchanged.)
-	m.cached = nil
-	if nid, ok := statID(m.File); ok {
-		next := append([]mdStory(nil), parsed...)
-		for _, i := range ticked {
-			next[i].Done = true
+	lines := append([]string(nil), p.lines...)
+	ticked = ticked[:0]
+	for i, s := range p.parsed {
+		if s.ID == id && !s.Done {
+			raw := lines[s.line]
+			body := strings.TrimRight(raw, "\r\n")
+			lines[s.line] = storyLine().ReplaceAllString(body, "${1}x${3}${4}${5}${6}") + raw[len(body):]
+			ticked = append(ticked, i)
 		}
-		m.cached = &mdParse{id: nid, lines: lines, parsed: next}
 	}
+	if len(ticked) == 0 {
+		return nil
+	}
+	err = writeAtomic(m.File, []byte(strings.Join(lines, "")))
+	m.cached = nil
+	if err != nil {
+		return err
+	}
+	m.remember(p, lines, ticked)
 	return nil
+}
+
+// tickInPlace writes the mark of each ticked story's line in place: one
+// byte each, after checking, on the open file, that it is the file parsed
+// and the line is still there byte for byte. It reports false (nothing
+// written) when the file is not the one parsed.
+func (m *Markdown) tickInPlace(p *mdParse, ticked []int) (bool, error) {
+	f, err := os.OpenFile(m.File, os.O_RDWR, 0)
+	if err != nil {
+		return false, nil
+	}
+	defer f.Close()
+	if id, ok := fileIDOf(f); !ok || id != p.id {
+		return false, nil
+	}
+	for _, i := range ticked {
+		s := p.parsed[i]
+		line := p.lines[s.line]
+		buf := make([]byte, len(line))
+		if n, _ := f.ReadAt(buf, p.offs[s.line]); n != len(buf) || string(buf) != line {
+			return false, nil
+		}
+		if line[s.box] != ' ' {
+			return false, nil
+		}
+	}
+	lines := append([]string(nil), p.lines...)
+	for _, i := range ticked {
+		s := p.parsed[i]
+		if _, err := f.WriteAt([]byte{'x'}, p.offs[s.line]+int64(s.box)); err != nil {
+			m.cached = nil
+			return true, fmt.Errorf("plan: write %s: %w", m.File, err)
+		}
+		l := lines[s.line]
+		lines[s.line] = l[:s.box] + "x" + l[s.box+1:]
+	}
+	m.cached = nil
+	if err := f.Close(); err != nil {
+		return true, fmt.Errorf("plan: write %s: %w", m.File, err)
+	}
+	m.remember(p, lines, ticked)
+	return true, nil
+}
+
+// remember caches the parse after our own write: the old one with these
+// stories ticked (a detail block never holds a story line, so details are
+// unchanged; a tick changes no line's length, so offsets stay).
+func (m *Markdown) remember(p *mdParse, lines []string, ticked []int) {
+	nid, ok := statID(m.File)
+	if !ok {
+		return
+	}
+	next := append([]mdStory(nil), p.parsed...)
+	for _, i := range ticked {
+		next[i].Done = true
+	}
+	offs := p.offs
+	if len(lines) != len(p.lines) {
+		offs = nil
+	}
+	m.cached = &mdParse{id: nid, lines: lines, offs: offs, parsed: next}
+}
+
+func fileIDOf(f *os.File) (fileID, bool) {
+	fi, err := f.Stat()
+	if err != nil {
+		return fileID{}, false
+	}
+	id := fileID{size: fi.Size(), mtime: fi.ModTime()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.ino = st.Ino
+	}
+	return id, true
 }

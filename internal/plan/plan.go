@@ -205,6 +205,10 @@ func unwrapPath(err error) error {
 // durability the commit lacks - and cost milliseconds that grow with the
 // plan's size on every tick.
 func writeAtomic(path string, data []byte) error {
+	// A symlinked plan stays a link: its target is what gets replaced.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	mode := fs.FileMode(0o644)
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
