@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // ErrNotRepo is returned when a directory is not inside a git working tree.
@@ -106,7 +107,8 @@ func (r *Repo) OK(ctx context.Context, args ...string) (bool, error) {
 }
 
 func run(ctx context.Context, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd := exec.CommandContext(ctx, binary(), args...)
+	cmd.Args[0] = "git"
 	cmd.Dir = dir
 	cmd.Env = append(CleanEnv(), env...)
 	cmd.SysProcAttr = procAttr()
@@ -216,4 +218,28 @@ func (r *Repo) Objects(ctx context.Context, names ...string) ([]string, error) {
 		}
 	}
 	return ids, nil
+}
+
+// found is git's path as last looked up, and the PATH it was found on: a
+// loop runs git several times an iteration, and each lookup stats every
+// directory on PATH before git's.
+var found struct {
+	sync.Mutex
+	path, on string
+}
+
+// binary is the git to run: the one PATH names, looked up once per PATH.
+func binary() string {
+	on := os.Getenv("PATH")
+	found.Lock()
+	defer found.Unlock()
+	if found.path != "" && found.on == on {
+		return found.path
+	}
+	p, err := exec.LookPath("git")
+	if err != nil || !filepath.IsAbs(p) {
+		return "git" // exec says what is wrong
+	}
+	found.path, found.on = p, on
+	return p
 }
