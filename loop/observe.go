@@ -22,6 +22,10 @@ const (
 	maxAgentLog = 4 << 20
 	// keepAgentLogs bounds how many attempts' logs are kept.
 	keepAgentLogs = 64
+	// pruneEvery: logs are pruned at the first attempt and every so many
+	// after (a directory read and a stat per log), so at most
+	// keepAgentLogs+pruneEvery are there.
+	pruneEvery = 16
 	// toolEvery throttles the "tool" event: each one is an append to the log.
 	toolEvery = 2 * time.Second
 )
@@ -52,7 +56,9 @@ func (e *executor) observe(iter int, story string) *observer {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return o // the log is a courtesy: the attempt runs without it
 	}
-	pruneAgentLogs(dir)
+	if iter%pruneEvery == 1 {
+		pruneAgentLogs(dir)
+	}
 	o.f, _ = os.OpenFile(e.run.st.Path(AgentLog(iter)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	return o
 }

@@ -85,7 +85,9 @@ func TestAgentLogsBounded(t *testing.T) {
 		}
 	}
 	e := &executor{run: &run{st: st}, disp: newDisplay(&bytes.Buffer{}, false, true, 0)}
-	o := e.observe(keepAgentLogs+11, "US-1")
+	// Pruning comes with the first attempt and every pruneEvery after.
+	iter := (keepAgentLogs/pruneEvery+1)*pruneEvery + 1
+	o := e.observe(iter, "US-1")
 	big := strings.Repeat("y", 1<<20)
 	for range 6 {
 		o.line(big)
@@ -95,7 +97,7 @@ func TestAgentLogsBounded(t *testing.T) {
 	if len(ents) != keepAgentLogs {
 		t.Errorf("%d logs kept, want %d", len(ents), keepAgentLogs)
 	}
-	fi, err := os.Stat(st.Path(AgentLog(keepAgentLogs + 11)))
+	fi, err := os.Stat(st.Path(AgentLog(iter)))
 	if err != nil {
 		t.Fatal(err)
 	}
