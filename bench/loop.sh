@@ -1,36 +1,68 @@
 #!/bin/sh
-# bench/loop.sh: per-iteration overhead of `wiggum run` with an agent that
-# commits - it appends one line to a tracked file and exits 0, so every
-# iteration makes a commit - against the raw git floor of such an
-# iteration, run from a shell loop in the same run on the same kind of
-# repository: `rev-parse HEAD`, the agent (the same command), `status
-# --porcelain`, tick the plan line, `add -A`, `commit` (without git's
-# automatic maintenance check, which wiggum's commits skip too). Then the same for
-# plans of 100, 1,000 and 10,000 stories, each with a detail block per
-# story, over the first ITER iterations, to show whether an iteration's
-# cost grows with the plan.
+# bench/loop.sh: per-iteration cost of `wiggum run` with an agent that
+# commits - it reads its prompt, appends one line to a tracked file and
+# exits 0, so every iteration makes a commit - against the raw git floor of
+# such an iteration, run from a shell loop in the same run on the same kind
+# of repository: `rev-parse HEAD`, the agent (the same command), `status
+# --porcelain`, tick the plan line (sed -i), `add -A`, `commit` (without
+# git's automatic maintenance check, which wiggum's commits skip too).
 #
-#   bench/loop.sh                 # N=100 stories, ROUNDS=3, curve at 100/1000/10000
-#   CURVE= bench/loop.sh          # the 100-story comparison only
+# 1. A 100-story plan run to the end, floor and wiggum interleaved, ROUNDS
+#    rounds.
+# 2. The plan-size curve: plans of 100, 1,000, 2,000 and 10,000 stories,
+#    each with a detail block per story, ITER iterations each. Every round
+#    runs every size, floor then wiggum, so a change in the machine's load
+#    falls on all of them alike. The per-iteration overhead is wiggum minus
+#    the floor at the same size in the same round (the median over rounds);
+#    it is what must stay flat while the floor itself grows with the plan
+#    (sed rewrites it, git hashes it). Wall and CPU time (user + system of
+#    every process, which other load does not inflate) are both reported.
+#    The curve goes to bench/loop-curve.tsv and is plotted to
+#    bench/loop-curve.svg.
 #
-# Prints ms/iteration for both and the ratio; with ROUNDS > 1 the best
-# round of each.
+#   bench/loop.sh                  # both, ROUNDS=3, ITER=40
+#   CURVE= bench/loop.sh           # the 100-story comparison only
+#   N=0 bench/loop.sh              # the curve only
+#   OUT= bench/loop.sh             # write no TSV or plot
 set -eu
 export CGO_ENABLED=0
 N=${N:-100}
 ROUNDS=${ROUNDS:-3}
 ITER=${ITER:-40}
-CURVE=${CURVE-100 1000 10000}
+CURVE=${CURVE-100 1000 2000 10000}
 here=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT-$here/bench}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$here" && go build -o "$tmp/wiggum" ./cmd/wiggum)
+if [ -n "$OUT" ] && [ -n "$CURVE" ]; then
+	(cd "$here" && go build -o "$tmp/scalecurve" ./bench/scalecurve)
+fi
 
 export GIT_CONFIG_NOSYSTEM=1 HOME="$tmp" GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com \
 	GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
 
 AGENT='cat > /dev/null; echo "$WIGGUM_STORY" >> work.txt'
 now() { date +%s%N; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || uptime; }
+
+# cpu VAR: sets VAR to the CPU time (ms, user + system) of every child
+# this shell has waited for so far, from the shell's own `times` - run here
+# and parsed with the shell's own expansions: in a subshell, or with awk,
+# the children would not be ours, or would count.
+cpu() {
+	times > "$tmp/times"
+	{ read -r _ _ && read -r cu cs; } < "$tmp/times"
+	total=0
+	for t in $cu $cs; do
+		m=${t%%m*} sec=${t#*m}
+		sec=${sec%s}
+		whole=${sec%.*} frac=${sec#*.}000
+		frac=${frac%"${frac#???}"}
+		total=$((total + (m * 60 + whole) * 1000 + 1$frac - 1000))
+	done
+	eval "$1=$total"
+}
 
 # mkrepo DIR STORIES DETAILS: a repository whose plan has STORIES stories,
 # with a detail block each when DETAILS is 1.
@@ -60,50 +92,90 @@ raw_loop() {
 	done
 }
 
-ms() { echo "$1 / 1000000" | bc -l; }
-
-best_w=0 best_r=0
-r=1
-while [ "$r" -le "$ROUNDS" ]; do
-	mkrepo "$tmp/raw" "$N" 0
-	t0=$(now); raw_loop "$N"; t1=$(now)
-	raw=$(( (t1 - t0) / N ))
-	mkrepo "$tmp/wiggum-repo" "$N" 0
+# timed NAME COUNT CMD...: runs CMD, then sets NAME_wall and NAME_cpu to its
+# wall and CPU time per iteration (µs).
+timed() {
+	name=$1 count=$2
+	shift 2
+	cpu c0
 	t0=$(now)
-	"$tmp/wiggum" run --plan plan.md --agent-cmd "$AGENT" -q > /dev/null
+	"$@"
 	t1=$(now)
-	w=$(( (t1 - t0) / N ))
-	[ "$(grep -c '^- \[x\]' plan.md)" -eq "$N" ] || { echo "wiggum did not finish every story" >&2; exit 1; }
-	[ "$(git rev-list --count HEAD)" -eq $((N + 1)) ] || { echo "wiggum did not make one commit per story" >&2; exit 1; }
-	printf 'round %d, %d stories, committing agent: wiggum %6.2f ms/iteration, raw git floor %6.2f ms, ratio %.3fx\n' \
-		"$r" "$N" "$(ms $w)" "$(ms $raw)" "$(echo "$w / $raw" | bc -l)"
-	if [ $best_w -eq 0 ] || [ "$w" -lt $best_w ]; then best_w=$w; fi
-	if [ $best_r -eq 0 ] || [ "$raw" -lt $best_r ]; then best_r=$raw; fi
-	r=$((r + 1))
-done
-printf 'best of %d: wiggum %.2f ms/iteration, raw git floor %.2f ms, ratio %.3fx\n' \
-	"$ROUNDS" "$(ms $best_w)" "$(ms $best_r)" "$(echo "$best_w / $best_r" | bc -l)"
+	cpu c1
+	eval "${name}_wall=$(( (t1 - t0) / 1000 / count ))"
+	eval "${name}_cpu=$(( (c1 - c0) * 1000 / count ))"
+}
 
-# The curve: ITER iterations on plans of each size, with detail blocks.
-first=0
-for n in $CURVE; do
-	bw=0 br=0
+wiggum_all() { "$tmp/wiggum" run --plan plan.md --agent-cmd "$AGENT" -q > /dev/null; }
+wiggum_some() { "$tmp/wiggum" run --plan plan.md --agent-cmd "$AGENT" --max-iterations "$ITER" -q > /dev/null 2>&1 || [ $? -eq 5 ]; }
+
+# median FILE: the median of the numbers in FILE, one a line.
+median() { sort -n "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+ms() { awk -v v="$1" 'BEGIN { printf "%.2f", v / 1000 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) print "n/a"; else printf "%.3f", a / b }'; }
+
+echo "machine: $(nproc) cores, $(uname -sr), $(git --version); load average before: $(loadavg)"
+
+if [ "$N" -gt 0 ]; then
+	: > "$tmp/w" && : > "$tmp/f" && : > "$tmp/wc" && : > "$tmp/fc"
 	r=1
 	while [ "$r" -le "$ROUNDS" ]; do
-		mkrepo "$tmp/raw" "$n" 1
-		t0=$(now); raw_loop "$ITER"; t1=$(now)
-		raw=$(( (t1 - t0) / ITER ))
-		mkrepo "$tmp/wiggum-repo" "$n" 1
-		t0=$(now)
-		"$tmp/wiggum" run --plan plan.md --agent-cmd "$AGENT" --max-iterations "$ITER" -q > /dev/null 2>&1 || [ $? -eq 5 ]
-		t1=$(now)
-		w=$(( (t1 - t0) / ITER ))
-		[ "$(grep -c '^- \[x\] US' plan.md)" -eq "$ITER" ] || { echo "wiggum did not finish $ITER stories of $n" >&2; exit 1; }
-		if [ $bw -eq 0 ] || [ "$w" -lt $bw ]; then bw=$w; fi
-		if [ $br -eq 0 ] || [ "$raw" -lt $br ]; then br=$raw; fi
+		mkrepo "$tmp/raw" "$N" 0
+		timed raw "$N" raw_loop "$N"
+		mkrepo "$tmp/wiggum-repo" "$N" 0
+		timed wig "$N" wiggum_all
+		[ "$(grep -c '^- \[x\]' plan.md)" -eq "$N" ] || { echo "wiggum did not finish every story" >&2; exit 1; }
+		[ "$(git rev-list --count HEAD)" -eq $((N + 1)) ] || { echo "wiggum did not make one commit per story" >&2; exit 1; }
+		echo "$wig_wall" >> "$tmp/w" && echo "$raw_wall" >> "$tmp/f" && echo "$wig_cpu" >> "$tmp/wc" && echo "$raw_cpu" >> "$tmp/fc"
+		printf 'round %d, %d stories, committing agent: wiggum %6s ms/iteration, raw git floor %6s ms, ratio %sx (CPU %s vs %s ms, %sx)\n' \
+			"$r" "$N" "$(ms "$wig_wall")" "$(ms "$raw_wall")" "$(ratio "$wig_wall" "$raw_wall")" \
+			"$(ms "$wig_cpu")" "$(ms "$raw_cpu")" "$(ratio "$wig_cpu" "$raw_cpu")"
 		r=$((r + 1))
 	done
-	[ $first -eq 0 ] && first=$bw
-	printf 'curve: %5d stories (with details), %d iterations: wiggum %6.2f ms/iteration, raw git floor %6.2f ms, ratio %.3fx; wiggum vs 100-story plan %.2fx\n' \
-		"$n" "$ITER" "$(ms $bw)" "$(ms $br)" "$(echo "$bw / $br" | bc -l)" "$(echo "$bw / $first" | bc -l)"
-done
+	bw=$(sort -n "$tmp/w" | head -1) bf=$(sort -n "$tmp/f" | head -1)
+	mw=$(median "$tmp/w") mf=$(median "$tmp/f") mwc=$(median "$tmp/wc") mfc=$(median "$tmp/fc")
+	printf 'best of %d: wiggum %s ms/iteration, raw git floor %s ms, ratio %sx\n' "$ROUNDS" "$(ms "$bw")" "$(ms "$bf")" "$(ratio "$bw" "$bf")"
+	printf 'median of %d: wiggum %s ms/iteration, raw git floor %s ms, ratio %sx; CPU %s vs %s ms, %sx\n' "$ROUNDS" \
+		"$(ms "$mw")" "$(ms "$mf")" "$(ratio "$mw" "$mf")" "$(ms "$mwc")" "$(ms "$mfc")" "$(ratio "$mwc" "$mfc")"
+fi
+
+# The curve.
+if [ -n "$CURVE" ]; then
+	for n in $CURVE; do : > "$tmp/c.$n"; done
+	r=1
+	while [ "$r" -le "$ROUNDS" ]; do
+		for n in $CURVE; do
+			mkrepo "$tmp/raw" "$n" 1
+			timed raw "$ITER" raw_loop "$ITER"
+			mkrepo "$tmp/wiggum-repo" "$n" 1
+			timed wig "$ITER" wiggum_some
+			[ "$(grep -c '^- \[x\] US' plan.md)" -eq "$ITER" ] || { echo "wiggum did not finish $ITER stories of $n" >&2; exit 1; }
+			echo "$raw_wall $wig_wall $raw_cpu $wig_cpu" >> "$tmp/c.$n"
+		done
+		r=$((r + 1))
+	done
+	[ -z "$OUT" ] || printf 'stories\tfloor_ms\twiggum_ms\toverhead_ms\tfloor_cpu_ms\twiggum_cpu_ms\toverhead_cpu_ms\n' > "$OUT/loop-curve.tsv"
+	for n in $CURVE; do
+		for col in 1 2 3 4; do awk -v c=$col '{ print $c }' "$tmp/c.$n" > "$tmp/col$col"; done
+		awk '{ print $2 - $1 }' "$tmp/c.$n" > "$tmp/ow"
+		awk '{ print $4 - $3 }' "$tmp/c.$n" > "$tmp/oc"
+		f=$(median "$tmp/col1") w=$(median "$tmp/col2") fc=$(median "$tmp/col3") wc=$(median "$tmp/col4")
+		ow=$(median "$tmp/ow") oc=$(median "$tmp/oc")
+		eval "f_$n=$f w_$n=$w ow_$n=$ow oc_$n=$oc fc_$n=$fc wc_$n=$wc"
+		printf 'curve: %5d stories (with details), %d iterations: floor %6s ms, wiggum %6s ms (%sx), overhead %6s ms; CPU floor %6s ms, wiggum %6s ms, overhead %6s ms\n' \
+			"$n" "$ITER" "$(ms "$f")" "$(ms "$w")" "$(ratio "$w" "$f")" "$(ms "$ow")" "$(ms "$fc")" "$(ms "$wc")" "$(ms "$oc")"
+		[ -z "$OUT" ] || printf '%d\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$(ms "$f")" "$(ms "$w")" "$(ms "$ow")" "$(ms "$fc")" "$(ms "$wc")" "$(ms "$oc")" >> "$OUT/loop-curve.tsv"
+	done
+	first=${CURVE%% *}
+	for n in $CURVE; do
+		[ "$n" != "$first" ] || continue
+		eval "f=\$f_$n w=\$w_$n ow=\$ow_$n oc=\$oc_$n f0=\$f_$first w0=\$w_$first ow0=\$ow_$first oc0=\$oc_$first"
+		printf 'curve: %d vs %d stories: overhead %s vs %s ms (%sx; CPU %sx), wiggum total %sx, floor total %sx\n' \
+			"$n" "$first" "$(ms "$ow")" "$(ms "$ow0")" "$(ratio "$ow" "$ow0")" "$(ratio "$oc" "$oc0")" "$(ratio "$w" "$w0")" "$(ratio "$f" "$f0")"
+	done
+	if [ -n "$OUT" ]; then
+		"$tmp/scalecurve" loop "$OUT/loop-curve.tsv" "$OUT/loop-curve.svg"
+		echo "curve written to $OUT/loop-curve.tsv and $OUT/loop-curve.svg"
+	fi
+fi
+echo "load average after: $(loadavg)"

@@ -3,6 +3,7 @@
 //
 //	scalecurve gen DIR N        write N small files under DIR (100 per directory)
 //	scalecurve plot RESULTS OUT plot RESULTS (bench/scale.sh's TSV) into OUT.svg
+//	scalecurve loop RESULTS OUT plot bench/loop.sh's plan-size curve into OUT.svg
 package main
 
 import (
@@ -18,7 +19,7 @@ import (
 
 func main() {
 	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: scalecurve gen DIR N | scalecurve plot RESULTS.tsv OUT.svg")
+		fmt.Fprintln(os.Stderr, "usage: scalecurve gen DIR N | scalecurve plot RESULTS.tsv OUT.svg | scalecurve loop RESULTS.tsv OUT.svg")
 		os.Exit(2)
 	}
 	var err error
@@ -27,6 +28,8 @@ func main() {
 		err = gen(os.Args[2], os.Args[3])
 	case "plot":
 		err = plot(os.Args[2], os.Args[3])
+	case "loop":
+		err = plotLoop(os.Args[2], os.Args[3])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
