@@ -16,6 +16,7 @@ import (
 // Merged is what a merge did.
 type Merged struct {
 	Commit      string // target's new tip
+	Tip         string // the branch's tip that was merged
 	FastForward bool
 	Already     bool // target already contained the branch
 }
@@ -71,9 +72,9 @@ func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) 
 		return nil, fmt.Errorf("merge: merge-base: %w", err)
 	}
 	if base == tip {
-		return &Merged{Commit: cur, Already: true}, nil
+		return &Merged{Commit: cur, Tip: tip, Already: true}, nil
 	}
-	res := &Merged{}
+	res := &Merged{Tip: tip}
 	if base == cur {
 		res.Commit, res.FastForward = tip, true
 	} else {

@@ -34,9 +34,35 @@ func (w *Worker) Release(ctx context.Context, main *git.Repo) (*Removal, error) 
 	ctx = context.WithoutCancel(ctx)
 	defer w.Lease.Release()
 	in := Info{Name: w.Name, Story: w.Story, Branch: w.Branch, Target: w.Target, Path: w.Path, Held: true, Registered: true}
-	inspect(ctx, main, &in)
+	switch {
+	case w.landed != "":
+		in.Merged, in.tip = true, w.landed
+	case in.Branch != "" && in.Target != "":
+		in.Merged, _ = main.OK(ctx, "merge-base", "--is-ancestor", in.Branch, in.Target)
+	}
+	if w.dirty != nil {
+		in.Dirty = *w.dirty
+	} else {
+		st, err := (&git.Repo{Root: in.Path}).Status(ctx)
+		in.Dirty = err != nil || st.Dirty()
+	}
 	return removeLeased(ctx, main, in)
 }
+
+// Settle reads, for Release, whether the worktree has uncommitted changes.
+// Call it once nothing writes to the worktree any more - its agent is done
+// and the lease is held - and outside the repository mutex: the status is
+// the costliest read of a removal, and nothing can change its answer
+// afterwards.
+func (w *Worker) Settle(ctx context.Context) {
+	st, err := (&git.Repo{Root: w.Path}).Status(context.WithoutCancel(ctx))
+	dirty := err != nil || st.Dirty()
+	w.dirty = &dirty
+}
+
+// Landed tells Release that the branch, at tip, is now contained in its
+// target (a merge just made it so), sparing it the question to git.
+func (w *Worker) Landed(tip string) { w.landed = tip }
 
 // Prune removes every worktree under Dir whose lease is free, taking the
 // lease and the repository mutex for each removal, so a worker that is
@@ -158,9 +184,12 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 		r.BranchKept = true
 		return r, nil
 	}
-	tip, err := main.Line(ctx, "rev-parse", "--verify", "--quiet", in.Branch)
-	if err != nil {
-		return r, nil
+	tip := in.tip
+	if tip == "" {
+		var err error
+		if tip, err = main.Line(ctx, "rev-parse", "--verify", "--quiet", in.Branch); err != nil {
+			return r, nil
+		}
 	}
 	// The old value makes the delete refuse a branch that moved meanwhile.
 	if _, err := main.Run(ctx, "update-ref", "-d", in.Branch, tip); err != nil {

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -90,6 +91,9 @@ type Worker struct {
 	Path  string
 	State *checkpoint.State // the worktree's own state: checkpoint, hooks, run record
 	Lease *layout.Lock      // the worktree's .ralph/.agent-lock
+
+	dirty  *bool  // from Settle: uncommitted changes once its writers stopped
+	landed string // from Landed: the branch tip its target now contains
 }
 
 // Create makes a worktree and branch for story starting at target's tip,
@@ -106,27 +110,91 @@ func Create(ctx context.Context, main *git.Repo, story, target string, command [
 // starts a story where the server's copy of the target, or the story's
 // branch left by a machine that died, is.
 func CreateAt(ctx context.Context, main *git.Repo, story, target, start string, command []string) (*Worker, error) {
-	base, err := Name(story)
-	if err != nil {
-		return nil, err
+	ws, errs := CreateMany(ctx, main, []Request{{Story: story, Target: target, Start: start}}, command)
+	return ws[0], errs[0]
+}
+
+// Request is one worktree for CreateMany.
+type Request struct {
+	Story, Target string
+	Start         string // a commit to start from; "" means Target's tip
+}
+
+// CreateMany creates one worktree for each request, as CreateAt does, in
+// one hold of the repository mutex. git adds them one at a time (a
+// concurrent git worktree add reads the entries of the others half
+// written); each is leased while git adds the next, and none is visible to
+// a pruner before it is leased, since a pruner waits for the mutex. ws[i]
+// or errs[i] answers reqs[i].
+func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []string) (ws []*Worker, errs []error) {
+	ws, errs = make([]*Worker, len(reqs)), make([]error, len(reqs))
+	fail := func(err error) {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	names := make([]string, len(reqs))
+	seen := map[string]bool{}
+	for i, r := range reqs {
+		names[i], errs[i] = Name(r.Story)
+		if errs[i] == nil && seen[names[i]] {
+			errs[i] = fmt.Errorf("worktree: story %q asked for twice", r.Story)
+		}
+		seen[names[i]] = true
 	}
 	mu, err := LockRepo(ctx, main)
 	if err != nil {
-		return nil, err
+		fail(err)
+		return ws, errs
 	}
 	defer mu.Unlock()
 	ctx = context.WithoutCancel(ctx)
-	from := target
-	if start != "" {
-		from = start
+	parent := filepath.Join(main.Root, filepath.FromSlash(Dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		fail(fmt.Errorf("worktree: create %s: %w", Dir, err))
+		return ws, errs
+	}
+	added := make([]*added, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		if errs[i] != nil {
+			continue
+		}
+		if added[i], errs[i] = add(ctx, main, parent, names[i], r); errs[i] != nil {
+			continue
+		}
+		wg.Go(func() { ws[i], errs[i] = lease(ctx, added[i].name, added[i].path, added[i].meta, command) })
+	}
+	wg.Wait()
+	for i, a := range added {
+		if a != nil && errs[i] != nil {
+			// Nothing is in it yet: undo the add rather than leave a
+			// worktree nobody holds.
+			_, _ = main.Run(ctx, "worktree", "remove", "--force", "--force", a.path)
+			_, _ = main.Run(ctx, "update-ref", "-d", a.meta.Branch, a.meta.Base)
+		}
+	}
+	return ws, errs
+}
+
+// added is a worktree git has made and nobody holds yet.
+type added struct {
+	name, path string
+	meta       Meta
+}
+
+// add makes one worktree and its branch; the caller holds the repository
+// mutex and leases it next.
+func add(ctx context.Context, main *git.Repo, parent, base string, r Request) (*added, error) {
+	from := r.Target
+	if r.Start != "" {
+		from = r.Start
 	}
 	tip, err := main.Line(ctx, "rev-parse", "--verify", "--quiet", from+"^{commit}")
 	if err != nil {
 		return nil, fmt.Errorf("worktree: resolve %s: %w", from, err)
-	}
-	parent := filepath.Join(main.Root, filepath.FromSlash(Dir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, fmt.Errorf("worktree: create %s: %w", Dir, err)
 	}
 	for i := 1; i <= 100; i++ {
 		name := base
@@ -146,17 +214,9 @@ func CreateAt(ctx context.Context, main *git.Repo, story, target, start string, 
 			}
 			return nil, fmt.Errorf("worktree: add %s: %w", name, err)
 		}
-		w, err := lease(ctx, name, path, Meta{Story: story, Branch: branch, Target: target, Base: tip, Created: time.Now().UTC()}, command)
-		if err != nil {
-			// Nothing is in it yet: undo the add rather than leave a
-			// worktree nobody holds.
-			_, _ = main.Run(ctx, "worktree", "remove", "--force", "--force", path)
-			_, _ = main.Run(ctx, "update-ref", "-d", branch, tip)
-			return nil, err
-		}
-		return w, nil
+		return &added{name: name, path: path, meta: Meta{Story: r.Story, Branch: branch, Target: r.Target, Base: tip, Created: time.Now().UTC()}}, nil
 	}
-	return nil, fmt.Errorf("worktree: no free name for story %q (100 branches %s%s-N exist)", story, BranchPrefix, base)
+	return nil, fmt.Errorf("worktree: no free name for story %q (100 branches %s%s-N exist)", r.Story, BranchPrefix, base)
 }
 
 func lease(ctx context.Context, name, path string, meta Meta, command []string) (*Worker, error) {
@@ -191,6 +251,8 @@ type Info struct {
 	Registered bool   `json:"registered"`    // git knows the worktree
 	Merged     bool   `json:"merged"`        // the branch is contained in its target
 	Dirty      bool   `json:"dirty"`
+
+	tip string // the branch's tip, when the caller knows it
 }
 
 // List describes every worktree under Dir, in name order.

@@ -1,0 +1,183 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// CreateMany makes every worktree in one hold of the mutex: each is
+// registered, leased by this process and on its own branch at the target's
+// tip; a story asked for twice, or a hostile id, fails alone.
+func TestCreateManyLeasesEach(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	tip := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "main"))
+	reqs := []Request{{Story: "US-1", Target: "refs/heads/main"}, {Story: "US-2", Target: "refs/heads/main"},
+		{Story: "US-1", Target: "refs/heads/main"}, {Story: "", Target: "refs/heads/main"}, {Story: "US-3", Target: "refs/heads/main"}}
+	ws, errs := CreateMany(ctx, repo, reqs, nil)
+	for _, i := range []int{2, 3} {
+		if errs[i] == nil || ws[i] != nil {
+			t.Errorf("request %d (%q): want an error alone, got %v %v", i, reqs[i].Story, ws[i], errs[i])
+		}
+	}
+	for _, i := range []int{0, 1, 4} {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		w := ws[i]
+		defer w.Lease.Release()
+		if w.Story != reqs[i].Story || w.Branch != BranchPrefix+reqs[i].Story || w.Base != tip {
+			t.Errorf("request %d: %+v", i, w.Meta)
+		}
+		if got := strings.TrimSpace(gitT(t, w.Path, "rev-parse", "--abbrev-ref", "HEAD")); got != "wiggum/"+reqs[i].Story {
+			t.Errorf("%s is on %s", w.Path, got)
+		}
+	}
+	infos, err := List(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 3 {
+		t.Fatalf("list: %+v", infos)
+	}
+	for _, in := range infos {
+		if !in.Held || !in.Registered || in.Dirty {
+			t.Errorf("%s: %+v", in.Name, in)
+		}
+	}
+	// A pruner finds every one of them live.
+	res, err := Prune(ctx, repo, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Action != "live" {
+			t.Errorf("prune: %s %s", r.Name, r.Action)
+		}
+	}
+}
+
+// Pruners in other processes run while one process creates worktrees in
+// batches and releases them: no pruner removes a leased worktree (each
+// appears to a pruner already leased), none fails, and nothing is left.
+func TestCreateManyRacesPrune(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var outs []string
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				cmd, out := startHelper(t, "prune", repo.Root)
+				var b strings.Builder
+				for {
+					line, err := out.ReadString('\n')
+					b.WriteString(line)
+					if err != nil {
+						break
+					}
+				}
+				if err := cmd.Wait(); err != nil {
+					t.Errorf("pruner: %v", err)
+				}
+				mu.Lock()
+				outs = append(outs, b.String())
+				mu.Unlock()
+			}
+		})
+	}
+	for round := range 4 {
+		var reqs []Request
+		for i := range 3 {
+			reqs = append(reqs, Request{Story: fmt.Sprintf("US-%d-%d", round, i), Target: "refs/heads/main"})
+		}
+		ws, errs := CreateMany(ctx, repo, reqs, nil)
+		for i, w := range ws {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			if !exists(w.Path) {
+				t.Fatalf("%s is gone while leased", w.Path)
+			}
+			write(t, w.Path, "f", w.Story)
+			gitT(t, w.Path, "add", "f")
+			gitT(t, w.Path, "commit", "-q", "-m", w.Story)
+		}
+		for _, w := range ws {
+			w.Settle(ctx)
+			mu2, err := LockRepo(ctx, repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := w.Release(ctx, repo)
+			mu2.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Action != "removed" || !r.BranchKept || r.Backup != "" {
+				t.Errorf("%s: %+v", w.Name, r)
+			}
+		}
+	}
+	close(done)
+	wg.Wait()
+	for _, o := range outs {
+		if strings.Contains(o, "removed") {
+			t.Errorf("a pruner removed a worktree: %q", o)
+		}
+	}
+	if out := gitT(t, repo.Root, "worktree", "list", "--porcelain"); strings.Count(out, "worktree ") != 1 {
+		t.Errorf("worktrees left:\n%s", out)
+	}
+}
+
+// Settle reads the worktree's state before the mutex: uncommitted work
+// is still saved by Release; Landed lets Release delete the merged branch
+// at the tip it was merged at, and keep one that moved since.
+func TestSettledRelease(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	ws, errs := CreateMany(ctx, repo, []Request{{Story: "dirty", Target: "refs/heads/main"}, {Story: "moved", Target: "refs/heads/main"}}, nil)
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	dirty, moved := ws[0], ws[1]
+	write(t, dirty.Path, "work.txt", "unsaved\n")
+	dirty.Settle(ctx)
+	tip := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "main"))
+	dirty.Landed(tip)
+	r, err := dirty.Release(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Backup == "" || r.BranchKept || exists(dirty.Path) {
+		t.Errorf("dirty: %+v", r)
+	}
+	if out := gitT(t, repo.Root, "show", r.Backup+":work.txt"); out != "unsaved\n" {
+		t.Errorf("backup holds %q", out)
+	}
+	if out := gitT(t, repo.Root, "branch", "--list", "wiggum/dirty"); out != "" {
+		t.Errorf("merged branch kept: %s", out)
+	}
+	// The branch moved after the merge the caller reports: it stays.
+	moved.Settle(ctx)
+	moved.Landed(tip)
+	gitT(t, moved.Path, "commit", "-q", "--allow-empty", "-m", "later")
+	r, err = moved.Release(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.BranchKept {
+		t.Errorf("a branch that moved after its merge was deleted: %+v", r)
+	}
+}
