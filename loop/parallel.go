@@ -44,6 +44,8 @@ type parallel struct {
 
 	coord Coordinator        // a run shared with other machines; nil when local
 	held  map[string]Claimed // the shared stories this process works on
+
+	lq *landings // finished stories waiting for the merge coordinator
 }
 
 func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summary, error) {
@@ -57,27 +59,38 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 	if err != nil {
 		return nil, fmt.Errorf("run: read branch: %w", err)
 	}
-	p := &parallel{r: r, target: target, out: out, inflight: map[string]bool{}, skip: map[string]bool{}}
+	p := &parallel{r: r, target: target, out: out, inflight: map[string]bool{}, skip: map[string]bool{}, lq: newLandings()}
 	if opts.Coordinator != nil {
 		p.share(ctx, opts.Coordinator)
 	}
 	r.begin(opts.Workers)
+	// The merge coordinator lands what workers finish while they go on
+	// to their next stories; a signal stops the workers, not the
+	// landing of a story committed before it.
+	coordinated := make(chan struct{})
+	go func() {
+		defer close(coordinated)
+		p.coordinate(context.WithoutCancel(ctx))
+	}()
+	first := p.prepare(ctx, opts.Workers)
 	var wg sync.WaitGroup
 	for i := range opts.Workers {
 		wg.Go(func() {
+			if i < len(first) {
+				p.work(ctx, first[i].story, i+1, first[i].w, first[i].err)
+			}
 			for {
 				s := p.claim(ctx)
 				if s == nil {
 					return
 				}
-				p.work(ctx, s, i+1)
-				p.mu.Lock()
-				delete(p.inflight, s.ID)
-				p.mu.Unlock()
+				p.work(ctx, s, i+1, nil, nil)
 			}
 		})
 	}
 	wg.Wait()
+	p.lq.close()
+	<-coordinated
 	if p.coord != nil {
 		p.follow(ctx)
 	}
@@ -176,12 +189,52 @@ func (p *parallel) halt(err error) {
 	}
 }
 
-// work runs story's attempts in a fresh worktree, then lands or discards
-// the branch.
-func (p *parallel) work(ctx context.Context, story *plan.Story, worker int) {
+// started is a first story with the worktree made for it at start-up.
+type started struct {
+	story *plan.Story
+	w     *worktree.Worker
+	err   error
+}
+
+// prepare claims the first story of each worker and makes their worktrees
+// together, in one hold of the repository mutex, instead of one worker
+// after the other; a run shared with other machines starts each on its own.
+func (p *parallel) prepare(ctx context.Context, workers int) []started {
+	if p.coord != nil || workers < 2 {
+		return nil
+	}
+	var first []started
+	var reqs []worktree.Request
+	for range workers {
+		s := p.claim(ctx)
+		if s == nil {
+			break
+		}
+		first = append(first, started{story: s})
+		reqs = append(reqs, worktree.Request{Story: s.ID, Target: p.target})
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	var ws []*worktree.Worker
+	var errs []error
+	p.lq.create(func() { ws, errs = worktree.CreateMany(ctx, p.r.st.Repo, reqs, p.r.opts.Command) })
+	for i := range first {
+		first[i].w, first[i].err = ws[i], errs[i]
+	}
+	return first
+}
+
+// work runs story's attempts in a fresh worktree - w, made beforehand, or
+// one it makes - then hands the worktree to the merge coordinator, which
+// lands or discards the branch; a story shared with other machines lands
+// here.
+func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *worktree.Worker, err error) {
 	main := p.r.st.Repo
 	held, start := p.heldClaim(story.ID)
-	w, err := worktree.CreateAt(ctx, main, story.ID, p.target, start, p.r.opts.Command)
+	if w == nil && err == nil {
+		p.lq.create(func() { w, err = worktree.CreateAt(ctx, main, story.ID, p.target, start, p.r.opts.Command) })
+	}
 	if err != nil {
 		if held != nil {
 			p.giveBack(ctx, held)
@@ -189,6 +242,9 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int) {
 		if ctx.Err() == nil {
 			p.halt(fmt.Errorf("run: %s: %w", story.ID, err))
 		}
+		p.mu.Lock()
+		delete(p.inflight, story.ID)
+		p.mu.Unlock()
 		return
 	}
 	killpoint.At("worktree-created")
@@ -236,12 +292,14 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int) {
 		}
 	}
 	// A story committed before a signal is merged all the same.
-	if held != nil {
-		p.landShared(context.WithoutCancel(ctx), w, story, done, held)
-	} else {
-		p.land(context.WithoutCancel(ctx), w, story, done)
+	j := &landing{w: w, story: story, done: done, queued: time.Now()}
+	if held == nil {
+		w.Settle(ctx)
+		p.lq.put(*j)
+		return
 	}
-	p.r.endStory(story.ID, storyOutcome(done, p.skipped(story.ID)))
+	p.landShared(context.WithoutCancel(ctx), w, story, done, held)
+	p.landed(j)
 }
 
 // failedIteration counts an iteration that completed no story and reports
@@ -270,27 +328,23 @@ func (p *parallel) executor(w *worktree.Worker, story *plan.Story) *executor {
 	}
 }
 
-// land is the merge coordinator's step for one worker: under the
-// repository mutex, merge its branch (when the story is done) and tick the
-// story in the main tree's plan, then remove the worktree - still holding
-// its lease - keeping any branch the target does not contain.
-func (p *parallel) land(ctx context.Context, w *worktree.Worker, story *plan.Story, done bool) {
-	main := p.r.st.Repo
-	mu, err := worktree.LockRepo(ctx, main)
-	if err != nil {
-		_ = w.Lease.Release()
-		p.halt(err)
-		return
-	}
-	defer mu.Unlock()
+// landLocked is the merge coordinator's step for one story, under the
+// repository mutex the caller holds: merge its branch (when the story is
+// done) and tick the story in the main tree's plan, then remove the
+// worktree - still holding its lease - keeping any branch the target does
+// not contain.
+func (p *parallel) landLocked(ctx context.Context, j *landing) {
+	w, story := j.w, j.story
 	began := time.Now()
 	var m *worktree.Merged
-	if done {
-		m = p.merge(ctx, w, story)
+	if j.done {
+		if m = p.merge(ctx, w, story); m != nil {
+			w.Landed(m.Tip)
+		}
 	}
 	// The removal too is under the mutex: a pruner holding it must find
 	// each worktree either whole or gone, never half removed.
-	rem, err := w.Release(ctx, main)
+	rem, err := w.Release(ctx, p.r.st.Repo)
 	if err != nil {
 		p.halt(fmt.Errorf("run: remove the worktree of %s: %w", story.ID, err))
 		return
@@ -312,9 +366,12 @@ func (p *parallel) land(ctx context.Context, w *worktree.Worker, story *plan.Sto
 	case m.FastForward:
 		how = "fast-forward to " + m.Commit[:12]
 	}
-	p.r.event("merged", map[string]any{"story": story.ID, "branch": w.Branch, "commit": m.Commit, "fast_forward": m.FastForward, "land_ms": float64(took.Microseconds()) / 1000})
+	p.r.event("merged", map[string]any{"story": story.ID, "branch": w.Branch, "commit": m.Commit, "fast_forward": m.FastForward,
+		"land_ms": ms(took), "queued_ms": ms(began.Sub(j.queued))})
 	p.r.disp.printf("⇢ %s merged into %s (%s)", story.ID, strings.TrimPrefix(p.target, "refs/heads/"), how)
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // merge merges w's branch and ticks story in the plan; nil when the branch
 // could not land.

@@ -1,0 +1,130 @@
+package loop
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/worktree"
+)
+
+// landing is a finished story handed to the merge coordinator: its worker
+// has gone on to its next story, and the worktree's lease - still held -
+// travels with the landing until the worktree is removed.
+type landing struct {
+	w      *worktree.Worker
+	story  *plan.Story
+	done   bool
+	queued time.Time
+}
+
+// landings is the merge coordinator's queue. Worktree creations in this
+// process go before landings: a creation starts an agent (throughput), a
+// landing only publishes work already done (latency), so the coordinator
+// takes the repository mutex only while no worker of this process is
+// waiting for it to create a worktree, and lets go of it between two
+// landings when one starts waiting.
+type landings struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	queue    []landing
+	creating int
+	closed   bool
+}
+
+func newLandings() *landings {
+	l := &landings{}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+func (l *landings) put(j landing) {
+	l.mu.Lock()
+	l.queue = append(l.queue, j)
+	l.mu.Unlock()
+	l.cond.Broadcast()
+}
+
+// close tells the coordinator no landing will be added; it lands the queued
+// ones and returns.
+func (l *landings) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.cond.Broadcast()
+}
+
+// creating brackets a worker's worktree creation.
+func (l *landings) create(fn func()) {
+	l.mu.Lock()
+	l.creating++
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.creating--
+		l.mu.Unlock()
+		l.cond.Broadcast()
+	}()
+	fn()
+}
+
+// wait blocks until a landing may start (one is queued and no creation is
+// waiting), and reports false once the queue is closed and empty.
+func (l *landings) wait() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.queue) == 0 || l.creating > 0 {
+		if len(l.queue) == 0 && l.closed {
+			return false
+		}
+		l.cond.Wait()
+	}
+	return true
+}
+
+// pop takes the next landing for a coordinator that holds the repository
+// mutex, or nil when there is none or a creation is waiting for the mutex.
+func (l *landings) pop() *landing {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) == 0 || l.creating > 0 {
+		return nil
+	}
+	j := l.queue[0]
+	l.queue = l.queue[1:]
+	return &j
+}
+
+// coordinate is the merge coordinator: it lands queued stories one at a
+// time, each under the repository mutex, taking the mutex once for as
+// many landings as are queued, until the queue is closed and empty.
+func (p *parallel) coordinate(ctx context.Context) {
+	for p.lq.wait() {
+		mu, err := worktree.LockRepo(ctx, p.r.st.Repo)
+		if err != nil {
+			// Nothing can land; let the leases go, keep every branch.
+			for j := p.lq.pop(); j != nil; j = p.lq.pop() {
+				_ = j.w.Lease.Release()
+				p.landed(j)
+			}
+			p.halt(err)
+			continue
+		}
+		for j := p.lq.pop(); j != nil; j = p.lq.pop() {
+			p.landLocked(ctx, j)
+			p.landed(j)
+		}
+		mu.Unlock()
+	}
+}
+
+// landed ends a story's life in this run once its landing is over: it may
+// be picked again only if the plan still has it open (it is not: it was
+// ticked, or is skipped).
+func (p *parallel) landed(j *landing) {
+	p.r.endStory(j.story.ID, storyOutcome(j.done, p.skipped(j.story.ID)))
+	p.mu.Lock()
+	delete(p.inflight, j.story.ID)
+	p.mu.Unlock()
+}
