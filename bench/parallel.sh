@@ -1,11 +1,14 @@
 #!/bin/sh
 # bench/parallel.sh: wall time of `wiggum run --workers N` over S stories
-# whose agent sleeps T seconds, for N = 1, 2, 4, against the ideal
-# (S/N)·T - the baseline, computed for the same S and T - and the serial
-# run measured in the same session. Also prints the measured landing cost
-# per story (merge, plan tick and worktree removal under the repository
-# mutex), read from the merged events. DESIGN.md: wall time close to
-# (stories / N) x agent time, plus a bounded, measured cost per story.
+# whose agent sleeps T seconds, for N = 1, 2, 4, 8 (WORKERS), against the
+# ideal (S/N)·T - the baseline, computed for the same S and T - and the
+# serial run measured in the same session; efficiency is ideal / wall.
+# Also prints the measured landing cost per story (merge, plan tick and
+# worktree removal under the repository mutex: median and max) and how long
+# a finished story waited for the merge coordinator (median and max), read
+# from the merged events, and the load average before and after. DESIGN.md:
+# wall time close to (stories / N) x agent time (efficiency at least 0.9 at
+# N=4), plus a bounded, measured cost per story.
 set -eu
 # Build as install.sh does: static, no cgo (os/user via terminfo would
 # otherwise link libc dynamically and add the loader to every start).
@@ -13,6 +16,7 @@ export CGO_ENABLED=0
 S=${S:-8}
 T=${T:-1}
 ROUNDS=${ROUNDS:-2}
+WORKERS=${WORKERS:-1 2 4 8}
 here=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -37,8 +41,16 @@ mkrepo() {
 	git add plan.md && git commit -q -m init
 }
 
+# median and max of one numeric field of the best round's merged events
+stat() {
+	grep -h '"event":"merged"' "$tmp/best.jsonl" 2>/dev/null | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" | sort -n |
+		awk '{v[NR] = $1} END {if (NR) printf "%.1f / %.1f ms", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[NR]; else print "n/a"}'
+}
+
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "S=$S stories, agent sleeps T=${T}s, best of $ROUNDS round(s)"
 serial=0
-for n in 1 2 4; do
+for n in $WORKERS; do
 	best=0
 	r=1
 	while [ $r -le "$ROUNDS" ]; do
@@ -49,14 +61,18 @@ for n in 1 2 4; do
 		[ "$(grep -c '^- \[x\]' plan.md)" -eq "$S" ] || { echo "wiggum did not finish every story" >&2; exit 1; }
 		[ "$(git ls-files 'f-*' | wc -l)" -eq "$S" ] || { echo "a story's work is missing" >&2; exit 1; }
 		w=$((t1 - t0))
-		if [ $best -eq 0 ] || [ $w -lt $best ]; then best=$w; fi
+		if [ $best -eq 0 ] || [ $w -lt $best ]; then
+			best=$w
+			cp .ralph/wiggum/events.jsonl "$tmp/best.jsonl"
+		fi
 		r=$((r + 1))
 	done
 	[ "$n" -eq 1 ] && serial=$best
 	ideal=$(echo "(($S + $n - 1) / $n) * $T * 1000000000" | bc)
-	merge=$(grep -h '"event":"merged"' .ralph/wiggum/events.jsonl 2>/dev/null | sed 's/.*"land_ms":\([0-9.]*\).*/\1/' |
-		awk '{s += $1; c++} END {if (c) printf "%.1f ms", s / c; else print "n/a (serial)"}')
-	printf 'workers %d: %6.2f s wall, ideal (S/N)·T %5.2f s, ratio %.2fx ideal, %.2fx faster than serial; landing cost per story %s\n' \
+	land=$(stat land_ms)
+	queued=$(stat queued_ms)
+	printf 'workers %d: %6.2f s wall, ideal (S/N)·T %5.2f s, efficiency %.2f (%.2fx ideal), %.2fx faster than serial; per story: landing (median / max) %s, wait for the coordinator %s\n' \
 		"$n" "$(echo "$best / 1000000000" | bc -l)" "$(echo "$ideal / 1000000000" | bc -l)" \
-		"$(echo "$best / $ideal" | bc -l)" "$(echo "$serial / $best" | bc -l)" "$merge"
+		"$(echo "$ideal / $best" | bc -l)" "$(echo "$best / $ideal" | bc -l)" "$(echo "$serial / $best" | bc -l)" "$land" "$queued"
 done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
