@@ -96,7 +96,7 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 	}
 	err = p.result(ctx)
 	if p.coord != nil {
-		err = p.sharedResult(err)
+		err = p.sharedResult(ctx, err)
 	}
 	for _, u := range p.unmerged {
 		r.disp.printf("not merged: %s", u)

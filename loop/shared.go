@@ -21,6 +21,9 @@ type Coordinator interface {
 	// Follow moves the local target branch, and the main tree on it, to
 	// the shared one. The caller holds the repository mutex.
 	Follow(ctx context.Context) error
+	// Done gives back what the run claimed and did not start; called once
+	// the workers have stopped.
+	Done(ctx context.Context) error
 	// Stats are fields for the run_end event (network calls made).
 	Stats() map[string]any
 }
@@ -246,7 +249,10 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 // sharedResult records the run's network calls, and makes a shared run
 // that leaves stories open - marked conflicted on the server, so no
 // machine works on them - end with work left rather than done.
-func (p *parallel) sharedResult(err error) error {
+func (p *parallel) sharedResult(ctx context.Context, err error) error {
+	if derr := p.coord.Done(context.WithoutCancel(ctx)); derr != nil {
+		p.r.disp.printf("a story claimed ahead could not be given back (%v); its claim lapses when its lease runs out", derr)
+	}
 	p.r.event("remote_stats", p.coord.Stats())
 	if err == nil && p.r.sum.Left > 0 {
 		return &StopError{Reason: fmt.Sprintf("%d story(ies) open and claimed by no machine: marked conflicted on the server (wiggum status --remote shows them; resolve, then wiggum claims release STORY)", p.r.sum.Left)}

@@ -126,12 +126,21 @@ type Held struct {
 	// TookDead: Took's lease had not run out, but it was this clone's
 	// own claim from a process that is gone.
 	TookDead bool
+	// Spent is how long the claim took to make (the fetch and pushes of
+	// Coordinator.Claim); Ahead: it was made while another story was
+	// worked on.
+	Spent time.Duration
+	Ahead bool
 
 	mu     sync.Mutex
 	claim  Claim  // as last pushed
 	pushed string // the story branch's value on the server; "" none
 	branch string // the local branch published with renewals
 	done   bool
+	kept   bool // Keep was called
+	// fresh: the story had no branch on the server when claimed, so its
+	// work may start from any later tip of the target.
+	fresh bool
 
 	lost     chan struct{}
 	lostOnce sync.Once
@@ -249,6 +258,13 @@ func (h *Held) Follow(branch string) {
 // (the server unreachable) is retried on the next tick: the lease, not
 // this process, decides when others may take over.
 func (h *Held) Keep(onError func(error)) {
+	h.mu.Lock()
+	kept := h.kept
+	h.kept = true
+	h.mu.Unlock()
+	if kept {
+		return
+	}
 	h.wg.Go(func() {
 		t := time.NewTicker(max(h.r.Lease/3, 100*time.Millisecond))
 		defer t.Stop()

@@ -26,9 +26,26 @@ type Coordinator struct {
 	// other machines hold the open stories (one may die).
 	Poll time.Duration
 
+	// Ahead makes Claim claim the next story in the background as soon as
+	// it hands one out, so that a worker finishing its story finds the
+	// next one claimed (the claim's round trips off the critical path).
+	// Only while the plan has more unclaimed stories than machines at
+	// work: at the tail a story waits for no machine that is busy.
+	Ahead bool
+	// OnError hears of renewals that failed (and will be retried).
+	OnError func(error)
+
 	mu      sync.Mutex
 	mine    map[string]bool // stories this process is claiming or holds
 	waiting bool            // one worker already waits for others' stories
+	ahead   *ahead          // the claim made ahead, in flight or made
+}
+
+// ahead is a claim made ahead of the Claim that hands it out.
+type ahead struct {
+	done  chan struct{} // closed when the attempt ended
+	h     *Held         // nil when nothing was claimed
+	story plan.Story
 }
 
 // DivergedError is a local target branch with commits the server lacks:
@@ -67,12 +84,28 @@ func NewCoordinator(ctx context.Context, r *Remote, main *git.Repo, target, plan
 // per process waits for them (they may land, or die and go stale); the
 // others, and that one when nothing is left, get nil.
 func (c *Coordinator) Claim(ctx context.Context, busy map[string]bool) (*Held, plan.Story, error) {
+	began := time.Now()
+	h, story, err := c.claim(ctx, busy)
+	if h != nil {
+		if h.Spent == 0 {
+			h.Spent = time.Since(began)
+		}
+		h.Keep(c.OnError)
+		c.claimAhead(ctx, busy, story.ID)
+	}
+	return h, story, err
+}
+
+func (c *Coordinator) claim(ctx context.Context, busy map[string]bool) (*Held, plan.Story, error) {
+	if h, story := c.takeAhead(ctx, busy); h != nil {
+		return h, story, nil
+	}
 	// The first pass may read what this clone last saw of the server (its
 	// last fetch, and the target its own landing left); any other, and
 	// the first after a view that was wrong, fetches.
 	reuse := c.R.claimGuess.try()
 	for {
-		h, story, next, err := c.tryClaim(ctx, busy, reuse)
+		h, story, next, err := c.tryClaim(ctx, busy, reuse, false)
 		if reuse && next == lookAgain && h == nil && err == nil {
 			c.R.claimGuess.missed()
 		}
@@ -105,6 +138,102 @@ func (c *Coordinator) Claim(ctx context.Context, busy map[string]bool) (*Held, p
 	}
 }
 
+// claimAhead starts claiming the story after just (handed out now) in the
+// background, unless one is claimed ahead already.
+func (c *Coordinator) claimAhead(ctx context.Context, busy map[string]bool, just string) {
+	if !c.Ahead {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ahead != nil {
+		return
+	}
+	a := &ahead{done: make(chan struct{})}
+	c.ahead = a
+	skip := map[string]bool{just: true}
+	for id := range busy {
+		skip[id] = true
+	}
+	go func() {
+		defer close(a.done)
+		// The claim outlives a cancelled worker only until Done releases it.
+		ctx := context.WithoutCancel(ctx)
+		began := time.Now()
+		for _, reuse := range []bool{c.R.claimGuess.try(), false} {
+			h, story, next, err := c.tryClaim(ctx, skip, reuse, true)
+			if h != nil {
+				h.Spent, h.Ahead = time.Since(began), true
+				h.Keep(c.OnError)
+				a.h, a.story = h, story
+				return
+			}
+			if err != nil || next != lookAgain {
+				return
+			}
+			if reuse {
+				c.R.claimGuess.missed()
+			}
+		}
+	}()
+}
+
+// takeAhead hands out the story claimed ahead, waiting for the claim in
+// flight; nil when there is none, it was lost meanwhile, or this run no
+// longer wants it (then it is given back).
+func (c *Coordinator) takeAhead(ctx context.Context, busy map[string]bool) (*Held, plan.Story) {
+	c.mu.Lock()
+	a := c.ahead
+	c.ahead = nil
+	c.mu.Unlock()
+	if a == nil {
+		return nil, plan.Story{}
+	}
+	<-a.done
+	switch {
+	case a.h == nil:
+		return nil, plan.Story{}
+	case a.h.LostErr() != nil:
+		a.h.Close()
+		c.Forget(a.story.ID)
+		return nil, plan.Story{}
+	case busy[a.story.ID]:
+		_ = a.h.Release(context.WithoutCancel(ctx))
+		c.Forget(a.story.ID)
+		return nil, plan.Story{}
+	}
+	if a.h.fresh {
+		// Claimed while the last story was worked on: start from the
+		// target as this clone sees it now (that story's landing).
+		if tip, err := c.R.readRef(ctx, c.R.Tracking(c.Target)); err == nil && tip != "" {
+			a.h.Start = tip
+		}
+	}
+	return a.h, a.story
+}
+
+// Done gives back a story claimed ahead that no worker took (the run is
+// ending); call it once the workers have stopped.
+func (c *Coordinator) Done(ctx context.Context) error {
+	c.mu.Lock()
+	a := c.ahead
+	c.ahead = nil
+	c.mu.Unlock()
+	if a == nil {
+		return nil
+	}
+	<-a.done
+	if a.h == nil {
+		return nil
+	}
+	defer c.Forget(a.story.ID)
+	if err := a.h.LostErr(); err != nil {
+		a.h.Close()
+		return nil
+	}
+	return a.h.Release(ctx)
+}
+
 // What a pass that claimed nothing found.
 const (
 	nothingLeft = iota // no open story is left for this process
@@ -112,8 +241,9 @@ const (
 	lookAgain          // the target moved under the pass: look again now
 )
 
-// tryClaim makes one pass over the server's plan.
-func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse bool) (*Held, plan.Story, int, error) {
+// tryClaim makes one pass over the server's plan; ahead, only when more
+// stories are free than machines are at work.
+func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse, ahead bool) (*Held, plan.Story, int, error) {
 	none := plan.Story{}
 	var v *View
 	var err error
@@ -131,6 +261,9 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse 
 	// fetches) and branches pushed since, so it takes no claim over.
 	// Nothing it says can make a wrong claim: a claim is created only if
 	// absent, with the target pinned at the view's tip.
+	if ahead && !c.spare(v, busy) {
+		return nil, none, nothingLeft, nil
+	}
 	next := nothingLeft
 	for _, s := range spread(v.Plan) {
 		if s.Done || busy[s.ID] {
@@ -168,7 +301,7 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse 
 		}
 		if h.Start == "" {
 			// The worktree starts from the server's tip, fetched already.
-			h.Start = v.Tip
+			h.Start, h.fresh = v.Tip, true
 		}
 		return h, s, nothingLeft, nil
 	}
@@ -178,6 +311,34 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse 
 		return nil, none, lookAgain, nil
 	}
 	return nil, none, next, nil
+}
+
+// spare reports whether v has more open stories that nobody holds than
+// machines holding a live claim (this one included).
+func (c *Coordinator) spare(v *View, busy map[string]bool) bool {
+	now := c.R.now()
+	machines := map[string]bool{c.R.Me.String(): true}
+	for _, cl := range v.Claims {
+		if !cl.Stale(now) {
+			machines[cl.Host+"/"+cl.Machine] = true
+		}
+	}
+	free := 0
+	for _, s := range v.Plan {
+		if s.Done || busy[s.ID] {
+			continue
+		}
+		if key, err := Key(s.ID); err == nil {
+			if cl := v.Claims[key]; cl != nil && !cl.Stale(now) {
+				continue
+			}
+			if v.Conflicts[key] != nil {
+				continue
+			}
+		}
+		free++
+	}
+	return free > len(machines)
 }
 
 // spread orders the open stories for claiming: the plan's order, except

@@ -520,3 +520,84 @@ func TestOwnDeadClaimTakenOverAtOnce(t *testing.T) {
 		t.Fatalf("a did not take its dead process's claim over: %+v", h.Took)
 	}
 }
+
+// A coordinator claims the next story while the last one is worked on, as
+// long as more stories are free than machines are at work; a story claimed
+// ahead that no worker takes is given back by Done.
+func TestClaimAhead(t *testing.T) {
+	f := newFixture(t, "daemon")
+	ctx := context.Background()
+	a := f.machine("a", time.Minute, 0)
+	c, err := NewCoordinator(ctx, a, a.Repo, target, "plan.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Ahead = true
+	busy := map[string]bool{}
+	h1, s1, err := c.Claim(ctx, busy)
+	if err != nil || h1 == nil || h1.Ahead {
+		t.Fatalf("first claim: %v %v", h1, err)
+	}
+	busy[s1.ID] = true
+	h2, s2, err := c.Claim(ctx, busy)
+	if err != nil || h2 == nil || !h2.Ahead || s2.ID == s1.ID {
+		t.Fatalf("second claim was not made ahead: %+v %v", h2, err)
+	}
+	busy[s2.ID] = true
+	refs := f.refs()
+	for _, h := range []*Held{h1, h2} {
+		if refs[h.Claim().Ref] != h.Claim().Commit {
+			t.Fatalf("%s is not claimed on the server", h.Story)
+		}
+	}
+	// One story left for one machine: nothing is claimed ahead of it.
+	h3, _, err := c.Claim(ctx, busy)
+	if err != nil || h3 == nil || h3.Ahead {
+		t.Fatalf("third claim: %+v %v", h3, err)
+	}
+	if err := c.Done(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []*Held{h1, h2, h3} {
+		if err := h.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A run that ends with a story claimed ahead gives it back.
+	b := f.machine("b", time.Minute, 0)
+	cb, err := NewCoordinator(ctx, b, b.Repo, target, "plan.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb.Ahead = true
+	h, _, err := cb.Claim(ctx, map[string]bool{})
+	if err != nil || h == nil {
+		t.Fatalf("claim: %v", err)
+	}
+	cb.mu.Lock()
+	ah := cb.ahead
+	cb.mu.Unlock()
+	if ah == nil {
+		t.Fatal("no claim ahead was started")
+	}
+	<-ah.done
+	if ah.h == nil || gitserver.Refs(t, f.bare)[ah.h.Claim().Ref] == "" {
+		t.Fatal("the claim ahead was not made")
+	}
+	if err := cb.Done(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var claims []string
+	for ref := range f.refs() {
+		if strings.HasPrefix(ref, ClaimsPrefix) {
+			claims = append(claims, ref)
+		}
+	}
+	if len(claims) != 1 || claims[0] != h.Claim().Ref {
+		t.Fatalf("claims on the server after Done: %v, want only %s", claims, h.Claim().Ref)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -48,8 +48,7 @@ func remoteErr(err error) error {
 
 // sharedRun adapts remote.Coordinator to the loop's Coordinator.
 type sharedRun struct {
-	c       *remote.Coordinator
-	onError func(error)
+	c *remote.Coordinator
 }
 
 func (s *sharedRun) Claim(ctx context.Context, busy map[string]bool) (loop.Claimed, error) {
@@ -58,11 +57,12 @@ func (s *sharedRun) Claim(ctx context.Context, busy map[string]bool) (loop.Claim
 	if err != nil || h == nil {
 		return nil, err
 	}
-	h.Keep(s.onError)
 	return &sharedClaim{c: s.c, h: h, story: story, took: time.Since(began)}, nil
 }
 
 func (s *sharedRun) Follow(ctx context.Context) error { return s.c.Follow(ctx) }
+
+func (s *sharedRun) Done(ctx context.Context) error { return s.c.Done(ctx) }
 
 func (s *sharedRun) Stats() map[string]any {
 	f, p := s.c.R.Counts()
@@ -83,8 +83,11 @@ func (s *sharedClaim) Lost() <-chan struct{} { return s.h.Lost() }
 
 func (s *sharedClaim) Fields() map[string]any {
 	c := s.h.Claim()
+	// claim_ms is what the claim cost; wait_ms what the worker waited for
+	// it (less when it was claimed ahead, while the last story ran).
 	f := map[string]any{"story": s.story.ID, "claim": c.Commit, "machine": s.c.R.Me.String(),
-		"claim_ms": float64(s.took.Microseconds()) / 1000, "start": s.h.Start}
+		"claim_ms": float64(s.h.Spent.Microseconds()) / 1000, "wait_ms": float64(s.took.Microseconds()) / 1000,
+		"ahead": s.h.Ahead, "start": s.h.Start}
 	if s.h.Took != nil {
 		f["took_over"] = s.h.Took.Host + "/" + s.h.Took.Machine
 		f["took_over_why"] = "lease ran out"

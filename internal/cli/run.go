@@ -319,7 +319,9 @@ func (c *RunCmd) coordinator(ctx context.Context, repo *git.Repo, p plan.Plan, g
 		return nil, remoteErr(err)
 	}
 	log := g.Log()
-	return &sharedRun{c: coord, onError: func(err error) { log.Warn("renewing a claim failed; retrying", "err", err) }}, nil
+	coord.OnError = func(err error) { log.Warn("renewing a claim failed; retrying", "err", err) }
+	coord.Ahead = true
+	return &sharedRun{c: coord}, nil
 }
 
 func (c *RunCmd) profile() (agent.Profile, error) {
