@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -55,6 +56,14 @@ func newCommitter(repo *git.Repo, env []string, keep []string) *committer {
 // own commit still runs it.
 var noAutoGC = []string{"-c", "gc.auto=0", "-c", "maintenance.auto=false"}
 
+// commitCmd is `git commit` as the loop runs it: quiet, because the
+// summary it would print ends in a diffstat - a diff of every file the
+// commit changed, the whole plan among them, which at 10,000 stories cost
+// more than the commit itself. The new commit's id is read from its ref.
+func commitCmd(args ...string) []string {
+	return append(append(append([]string{}, noAutoGC...), "commit", "-q"), args...)
+}
+
 func (c *committer) git(ctx context.Context, stdin []byte, args ...string) (string, error) {
 	return c.repo.RunEnv(ctx, c.env, stdin, args...)
 }
@@ -88,7 +97,7 @@ func (c *committer) commitAll(ctx context.Context, message string) (string, erro
 		if _, err := c.git(ctx, nil, "add", "-A", "--", ":/"); err != nil {
 			return "", fmt.Errorf("stage changes: %w", err)
 		}
-		return c.run(ctx, append(append([]string{}, noAutoGC...), "commit", "-m", message))
+		return c.run(ctx, commitCmd("-m", message))
 	}
 	ts, err := c.changes(ctx)
 	if err != nil {
@@ -100,7 +109,7 @@ func (c *committer) commitAll(ctx context.Context, message string) (string, erro
 	if err := c.stageExcept(ctx, ts); err != nil {
 		return "", fmt.Errorf("stage changes: %w", err)
 	}
-	return c.run(ctx, append(append([]string{}, noAutoGC...), "commit", "-m", message))
+	return c.run(ctx, commitCmd("-m", message))
 }
 
 // stageExcept stages everything but the kept paths, first unstaging kept
@@ -131,7 +140,7 @@ func (c *committer) stageExcept(ctx context.Context, ts *treeState) error {
 // first; a tracked file needs no separate add.
 func (c *committer) commitPath(ctx context.Context, message, path string, dir bool) (string, error) {
 	spec := ":(top,literal)" + path
-	args := append(append([]string{}, noAutoGC...), "commit", "-m", message, "--", spec)
+	args := commitCmd("-m", message, "--", spec)
 	if !dir {
 		sha, err := c.run(ctx, args)
 		var ge *git.Error
@@ -145,11 +154,8 @@ func (c *committer) commitPath(ctx context.Context, message, path string, dir bo
 	return c.run(ctx, args)
 }
 
-var commitSHA = lazyre.New(`^\[[^\]]* ([0-9a-f]{4,})\]`)
-
 func (c *committer) run(ctx context.Context, args []string) (string, error) {
-	out, err := c.git(ctx, nil, args...)
-	if err != nil {
+	if _, err := c.git(ctx, nil, args...); err != nil {
 		var ge *git.Error
 		if errors.As(err, &ge) && ge.Status() == 1 && strings.TrimSpace(ge.Stderr) == "" {
 			// git says "nothing to commit" on stdout and exits 1.
@@ -157,10 +163,42 @@ func (c *committer) run(ctx context.Context, args []string) (string, error) {
 		}
 		return "", fmt.Errorf("commit: %w", err)
 	}
-	if m := commitSHA().FindStringSubmatch(out); m != nil {
-		return m[1], nil
+	if sha := headFromFiles(c.repo.GitDir, c.repo.CommonDir); sha != "" {
+		return sha[:shortID], nil
 	}
 	return c.repo.Line(ctx, "rev-parse", "--short", "HEAD")
+}
+
+// shortID is how much of a commit id the loop shows: git's own default.
+const shortID = 7
+
+var hexID = lazyre.New(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+
+// headFromFiles reads the commit HEAD names from the files git keeps it in
+// - HEAD in the working tree's git dir, its branch's loose ref in the common
+// dir, which a commit has just written - without running git; "" when it
+// is anywhere else (packed, a reftable, a symbolic ref chain), for the
+// caller to ask git.
+func headFromFiles(gitDir, commonDir string) string {
+	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return ""
+	}
+	v := strings.TrimSpace(string(head))
+	if ref, ok := strings.CutPrefix(v, "ref: "); ok {
+		if !strings.HasPrefix(ref, "refs/heads/") || strings.Contains(ref, "..") {
+			return ""
+		}
+		data, err := os.ReadFile(filepath.Join(commonDir, filepath.FromSlash(ref)))
+		if err != nil {
+			return ""
+		}
+		v = strings.TrimSpace(string(data))
+	}
+	if !hexID().MatchString(v) {
+		return ""
+	}
+	return v
 }
 
 // relPath is path relative to the repository root with forward slashes,

@@ -1,0 +1,56 @@
+package loop
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
+)
+
+// The loop's quiet commit reports the id git gave it: read from the
+// branch's loose ref in the main tree and in a worktree, and asked of git
+// when the ref is packed; nothing to commit is no commit.
+func TestCommitReportsItsID(t *testing.T) {
+	ctx := context.Background()
+	st, _ := newRepo(t, 1)
+	root := st.Repo.Root
+	c := newCommitter(st.Repo, nil, nil)
+	check := func(repo *git.Repo, c *committer, file string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(repo.Root, file), []byte(file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sha, err := c.commitAll(ctx, "add "+file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "--short=7", "HEAD"))
+		if sha != want {
+			t.Fatalf("commit of %s reported %q, HEAD is %q", file, sha, want)
+		}
+	}
+	check(st.Repo, c, "a.txt")
+	gitT(t, root, "pack-refs", "--all")
+	if _, err := os.Stat(filepath.Join(st.Repo.CommonDir, "refs", "heads", strings.TrimPrefix(strings.TrimSpace(gitT(t, root, "symbolic-ref", "HEAD")), "refs/heads/"))); err == nil {
+		t.Fatal("pack-refs left the branch's loose ref")
+	}
+	if headFromFiles(st.Repo.GitDir, st.Repo.CommonDir) != "" {
+		t.Fatal("a packed ref was read as a loose one")
+	}
+	c2 := newCommitter(st.Repo, nil, nil)
+	check(st.Repo, c2, "b.txt")
+
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitT(t, root, "worktree", "add", "-q", "-b", "side", wt)
+	wrepo, err := git.Open(ctx, wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(wrepo, newCommitter(wrepo, nil, nil), "c.txt")
+	if sha, err := newCommitter(wrepo, nil, nil).commitAll(ctx, "nothing"); err != nil || sha != "" {
+		t.Fatalf("nothing to commit: %q, %v", sha, err)
+	}
+}
