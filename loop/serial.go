@@ -33,13 +33,12 @@ func (r *run) serial(ctx context.Context, ex *executor) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		stories, err := r.opts.Plan.Stories()
+		story, left, err := plan.NextOpen(r.opts.Plan, skip)
 		if err != nil {
 			return err
 		}
-		r.sum.Left = plan.Open(stories)
-		var story *plan.Story
-		for story = plan.Next(stories, skip); story != nil; story = plan.Next(stories, skip) {
+		r.sum.Left = left
+		for ; story != nil; story, _, err = plan.NextOpen(r.opts.Plan, skip) {
 			if r.led.failed(story.ID) > r.opts.Retries {
 				skip[story.ID] = true
 				r.sum.Skipped = append(r.sum.Skipped, story.ID)
@@ -52,6 +51,9 @@ func (r *run) serial(ctx context.Context, ex *executor) error {
 				continue
 			}
 			break
+		}
+		if err != nil {
+			return err
 		}
 		if story == nil {
 			if len(skip) > 0 {
@@ -91,8 +93,7 @@ func (r *run) serial(ctx context.Context, ex *executor) error {
 		}
 		stalled++
 		if stalled >= r.opts.NoProgress {
-			stories, _ = r.opts.Plan.Stories()
-			r.sum.Left = plan.Open(stories)
+			_, r.sum.Left, _ = plan.NextOpen(r.opts.Plan, nil)
 			return &StopError{Reason: fmt.Sprintf("stopped: no story completed in %d iterations in a row (--no-progress %d); %d story(ies) open", stalled, r.opts.NoProgress, r.sum.Left)}
 		}
 	}
@@ -101,8 +102,7 @@ func (r *run) serial(ctx context.Context, ex *executor) error {
 // budgetStop is the exit-5 stop of a reached budget, saying what was spent
 // and what is left.
 func (r *run) budgetStop(why string) error {
-	stories, _ := r.opts.Plan.Stories()
-	left := plan.Open(stories)
+	_, left, _ := plan.NextOpen(r.opts.Plan, nil)
 	r.sum.Left = left
 	r.event("budget_reached", map[string]any{"reason": why})
 	return &StopError{Reason: fmt.Sprintf("stopped: %s, so no attempt is started; %d story(ies) left", why, left)}

@@ -109,3 +109,48 @@ func TestMarkdownTickInPlace(t *testing.T) {
 		t.Fatalf("after a tick on a plan edited behind the cache: %q", got)
 	}
 }
+
+// NextOpen says what Next and Open say of Stories, through ticks in any
+// order, a story listed twice, skips, and an edit behind the plan's back.
+func TestNextOpenFollowsTicks(t *testing.T) {
+	path := t.TempDir() + "/plan.md"
+	if err := os.WriteFile(path, []byte("- [ ] A-1: a\n- [x] A-2: b\n- [ ] A-3: c\n- [ ] A-4: d\n- [ ] A-3: c again\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := &Markdown{File: path}
+	same := func(skip map[string]bool) {
+		t.Helper()
+		got, open, err := NextOpen(m, skip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, _ := m.Stories()
+		want := Next(all, skip)
+		if (got == nil) != (want == nil) || got != nil && *got != *want || open != Open(all) {
+			t.Fatalf("NextOpen = %+v, %d; Next, Open = %+v, %d", got, open, want, Open(all))
+		}
+	}
+	same(nil)
+	for _, id := range []string{"A-3", "A-1", "A-1"} {
+		if err := m.MarkDone(id); err != nil {
+			t.Fatal(err)
+		}
+		same(nil)
+		same(map[string]bool{"A-4": true})
+	}
+	if err := os.WriteFile(path, []byte("- [ ] A-0: new\n- [x] A-1: a\n- [ ] A-4: d\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	same(nil)
+	if err := m.MarkDone("A-0"); err != nil {
+		t.Fatal(err)
+	}
+	same(nil)
+	if err := m.MarkDone("A-4"); err != nil {
+		t.Fatal(err)
+	}
+	same(nil)
+	if s, open, _ := NextOpen(m, nil); s != nil || open != 0 {
+		t.Fatalf("all done: %+v, %d", s, open)
+	}
+}

@@ -35,6 +35,13 @@ type mdParse struct {
 	lines  []string
 	offs   []int64 // byte offset of each line
 	parsed []mdStory
+	// open counts the stories not done; first is the index of the first
+	// of them (len(parsed) when none): what the loop asks every
+	// iteration, kept up to date by ticks so it costs no pass over the
+	// plan.
+	open, first int
+	// byID indexes parsed by story id, built on the first tick.
+	byID map[string][]int
 }
 
 type fileID struct {
@@ -71,6 +78,13 @@ func (m *Markdown) parse() (*mdParse, error) {
 	for i, l := range lines {
 		p.offs[i] = off
 		off += int64(len(l))
+	}
+	p.first = len(p.parsed)
+	for i := len(p.parsed) - 1; i >= 0; i-- {
+		if !p.parsed[i].Done {
+			p.open++
+			p.first = i
+		}
 	}
 	m.cached = nil
 	if ok {
@@ -257,6 +271,23 @@ func (m *Markdown) Stories() ([]Story, error) {
 	return out, nil
 }
 
+// next implements NextOpen without a pass over the plan: from the first
+// open story, past those done or skipped.
+func (m *Markdown) next(skip map[string]bool) (*Story, int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, err := m.parse()
+	if err != nil {
+		return nil, 0, err
+	}
+	for i := p.first; i < len(p.parsed); i++ {
+		if s := p.parsed[i].Story; !s.Done && !skip[s.ID] {
+			return &s, p.open, nil
+		}
+	}
+	return nil, p.open, nil
+}
+
 // MarkDone ticks the checkbox of every line that carries exactly id (a plan
 // that lists a story twice gets both ticked) and touches nothing else.
 func (m *Markdown) MarkDone(id string) error {
@@ -266,19 +297,21 @@ func (m *Markdown) MarkDone(id string) error {
 	if err != nil {
 		return err
 	}
-	found := false
-	var ticked []int
-	for i, s := range p.parsed {
-		if s.ID != id {
-			continue
-		}
-		found = true
-		if !s.Done {
-			ticked = append(ticked, i)
+	if p.byID == nil {
+		p.byID = make(map[string][]int, len(p.parsed))
+		for i, s := range p.parsed {
+			p.byID[s.ID] = append(p.byID[s.ID], i)
 		}
 	}
+	all, found := p.byID[id]
 	if !found {
 		return &NotFoundError{ID: id, Path: m.File}
+	}
+	var ticked []int
+	for _, i := range all {
+		if !p.parsed[i].Done {
+			ticked = append(ticked, i)
+		}
 	}
 	if len(ticked) == 0 {
 		return nil
@@ -295,25 +328,25 @@ func (m *Markdown) MarkDone(id string) error {
 	if p, err = m.parse(); err != nil {
 		return err
 	}
-	lines := append([]string(nil), p.lines...)
 	ticked = ticked[:0]
 	for i, s := range p.parsed {
 		if s.ID == id && !s.Done {
-			raw := lines[s.line]
+			raw := p.lines[s.line]
 			body := strings.TrimRight(raw, "\r\n")
-			lines[s.line] = storyLine().ReplaceAllString(body, "${1}x${3}${4}${5}${6}") + raw[len(body):]
+			p.lines[s.line] = storyLine().ReplaceAllString(body, "${1}x${3}${4}${5}${6}") + raw[len(body):]
 			ticked = append(ticked, i)
 		}
 	}
 	if len(ticked) == 0 {
 		return nil
 	}
-	err = writeAtomic(m.File, []byte(strings.Join(lines, "")))
+	// The parse is changed in place from here: it is no longer the
+	// cache's until remember makes it so again.
 	m.cached = nil
-	if err != nil {
+	if err := writeAtomic(m.File, []byte(strings.Join(p.lines, ""))); err != nil {
 		return err
 	}
-	m.remember(p, lines, ticked)
+	m.remember(p, ticked)
 	return nil
 }
 
@@ -341,41 +374,44 @@ func (m *Markdown) tickInPlace(p *mdParse, ticked []int) (bool, error) {
 			return false, nil
 		}
 	}
-	lines := append([]string(nil), p.lines...)
+	// The parse is changed in place from here: it is no longer the
+	// cache's until remember makes it so again.
+	m.cached = nil
 	for _, i := range ticked {
 		s := p.parsed[i]
 		if _, err := f.WriteAt([]byte{'x'}, p.offs[s.line]+int64(s.box)); err != nil {
-			m.cached = nil
 			return true, fmt.Errorf("plan: write %s: %w", m.File, err)
 		}
-		l := lines[s.line]
-		lines[s.line] = l[:s.box] + "x" + l[s.box+1:]
+		l := p.lines[s.line]
+		p.lines[s.line] = l[:s.box] + "x" + l[s.box+1:]
 	}
-	m.cached = nil
 	if err := f.Close(); err != nil {
 		return true, fmt.Errorf("plan: write %s: %w", m.File, err)
 	}
-	m.remember(p, lines, ticked)
+	m.remember(p, ticked)
 	return true, nil
 }
 
-// remember caches the parse after our own write: the old one with these
-// stories ticked (a detail block never holds a story line, so details are
-// unchanged; a tick changes no line's length, so offsets stay).
-func (m *Markdown) remember(p *mdParse, lines []string, ticked []int) {
+// remember makes p, changed by our own write, the cache again: the stories
+// ticked are done (a detail block never holds a story line, so details
+// are unchanged; a tick changes no line's length, so offsets stay).
+// Nothing outside the plan holds p's slices: Stories hands out copies.
+func (m *Markdown) remember(p *mdParse, ticked []int) {
 	nid, ok := statID(m.File)
 	if !ok {
 		return
 	}
-	next := append([]mdStory(nil), p.parsed...)
 	for _, i := range ticked {
-		next[i].Done = true
+		if !p.parsed[i].Done {
+			p.parsed[i].Done = true
+			p.open--
+		}
 	}
-	offs := p.offs
-	if len(lines) != len(p.lines) {
-		offs = nil
+	for p.first < len(p.parsed) && p.parsed[p.first].Done {
+		p.first++
 	}
-	m.cached = &mdParse{id: nid, lines: lines, offs: offs, parsed: next}
+	p.id = nid
+	m.cached = p
 }
 
 func fileIDOf(f *os.File) (fileID, bool) {

@@ -44,6 +44,24 @@ func Next(stories []Story, skip map[string]bool) *Story {
 	return nil
 }
 
+// NextOpen returns what Next and Open would say of p's stories - the
+// first story not done and not in skip (nil when none), and how many are
+// not done - without listing them all where p can (a markdown plan keeps
+// both up to date with its ticks), so a loop's iteration costs the same in
+// a plan of 10 stories and of 10,000.
+func NextOpen(p Plan, skip map[string]bool) (*Story, int, error) {
+	if n, ok := p.(interface {
+		next(map[string]bool) (*Story, int, error)
+	}); ok {
+		return n.next(skip)
+	}
+	stories, err := p.Stories()
+	if err != nil {
+		return nil, 0, err
+	}
+	return Next(stories, skip), Open(stories), nil
+}
+
 // Open counts the stories not done.
 func Open(stories []Story) int {
 	n := 0
