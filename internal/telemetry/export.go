@@ -4,21 +4,19 @@ package telemetry
 
 import (
 	"context"
-	"fmt"
 	"os"
 
+	"github.com/wiggum-dev/wiggum/internal/otlp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// The SDK and the OTLP exporters (with gRPC and protobuf) are linked into
-// every wiggum process, hooks included, and their package inits run at
-// every start: building with -tags wiggum_nootel leaves them out (see
-// export_nootel.go and bench/README.md for what that saves).
+// The SDK is linked into every wiggum process, hooks included, and its
+// package inits run at every start; the OTLP exporter is wiggum's own
+// (internal/otlp: no gRPC or protobuf runtime). Building with -tags
+// wiggum_nootel leaves the SDK out too (see export_nootel.go).
 
 // FromEnv sets up OTLP export as the standard variables say (endpoint,
 // protocol, headers, timeout, service name), or returns nil when they do
@@ -28,25 +26,11 @@ func FromEnv(ctx context.Context, version string, onError func(error)) (*Tracer,
 	if !Configured() {
 		return nil, nil
 	}
-	proto := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	if proto == "" {
-		proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
-	}
-	var (
-		exp sdktrace.SpanExporter
-		err error
-	)
-	switch proto {
-	case "", ProtocolHTTP:
-		exp, err = otlptracehttp.New(ctx)
-	case ProtocolGRPC:
-		exp, err = otlptracegrpc.New(ctx)
-	default:
-		return nil, &ConfigError{Msg: fmt.Sprintf("OTEL_EXPORTER_OTLP_PROTOCOL %q is not supported; use %s or %s", proto, ProtocolHTTP, ProtocolGRPC)}
-	}
+	cfg, err := otlp.ConfigFromEnv(os.Getenv)
 	if err != nil {
-		return nil, &ConfigError{Msg: "OTLP exporter: " + err.Error()}
+		return nil, &ConfigError{Msg: err.Error()}
 	}
+	exp := otlp.New(cfg, version)
 	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(),
 		resource.WithAttributes(attribute.String("service.name", serviceName()), attribute.String("service.version", version)))
 	if err != nil && res == nil {
