@@ -19,6 +19,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/hookentry"
 	"github.com/wiggum-dev/wiggum/internal/proc"
 )
 
@@ -118,8 +119,10 @@ func Main(args []string) int {
 	if len(args) > 0 && args[0] == proc.SuperviseArg {
 		return proc.Supervise(args[1:])
 	}
-	if h, ok := parseAgentHook(args); ok {
-		return h.run(os.Stdin, os.Stdout, os.Stderr)
+	// cmd/wiggum answers hooks before this package is initialised
+	// (internal/hookentry); callers without that package get the same.
+	if h, ok := hookentry.Parse(args); ok {
+		return h.Run(os.Stdin, os.Stdout, os.Stderr)
 	}
 	return run(args, os.Stdout, os.Stderr)
 }

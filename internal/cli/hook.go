@@ -11,6 +11,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/wiggum-dev/wiggum/hooks"
+	"github.com/wiggum-dev/wiggum/internal/hookentry"
 )
 
 // HookCmd is `wiggum hook AGENT|git NAME`.
@@ -45,8 +46,8 @@ problems go to .ralph/wiggum/hook-debug.log (and stderr with -v).
 }
 
 // HookAgentCmd answers one agent event. Its flags are parsed by
-// parseAgentHook alone - the same parser the fast path before kong uses -
-// so they are declared once, in hookFlags.
+// hookentry.Parse alone - the same parser that answers hooks before the CLI
+// is initialised - so they are declared once, in hookentry.Flags.
 type HookAgentCmd struct {
 	Args []string `arg:"" optional:"" passthrough:"" help:"Hook flags, see above."`
 }
@@ -55,8 +56,8 @@ type HookAgentCmd struct {
 func (c *HookAgentCmd) Help() string {
 	var b strings.Builder
 	b.WriteString("Hook flags (after the agent name; an unknown one is reported and ignored, never blocking the agent):\n")
-	for _, f := range hookFlags {
-		fmt.Fprintf(&b, "  %-28s %s\n", f.usage, f.help)
+	for _, f := range hookentry.Flags {
+		fmt.Fprintf(&b, "  %-28s %s\n", f.Usage, f.Help)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -68,11 +69,11 @@ func (c *HookAgentCmd) Run(ctx context.Context, g *Globals, k *kong.Context) err
 	if words := strings.Fields(k.Command()); len(words) > 1 {
 		agent = words[1]
 	}
-	h, _ := parseAgentHook(append([]string{"hook", agent}, c.Args...))
+	h, _ := hookentry.Parse(append([]string{"hook", agent}, c.Args...))
 	if g.Verbose {
-		h.opts.Verbose = g.stderr
+		h.Opts.Verbose = g.stderr
 	}
-	h.run(os.Stdin, g.stdout, g.stderr)
+	h.Run(os.Stdin, g.stdout, g.stderr)
 	return nil
 }
 
@@ -102,85 +103,4 @@ func (c *HookGitCmd) Run(ctx context.Context, g *Globals) error {
 		g.Log().Warn("git hook", "name", c.Name, "err", err)
 	}
 	return nil
-}
-
-// agentHook is `wiggum hook AGENT [flags]` parsed without kong: agents call
-// it on every tool use, and building the whole command tree would cost more
-// than the hook's own work. --help goes to the full parser. A flag it does
-// not know is reported on stderr and otherwise ignored: a hook entry with a
-// typo must not block the agent (Claude Code treats exit 2 as "block").
-type agentHook struct {
-	agent    string
-	opts     hooks.Options
-	warnings []string
-}
-
-// hookFlags are the flags of `wiggum hook AGENT`.
-var hookFlags = []struct {
-	name, usage, help string
-	value             bool // takes a value
-	set               func(h *agentHook, v string)
-}{
-	{"--guard", "--guard=session|always|off", "When the command guard is on: while a wiggum session holds the lock (default), always, or off.", true,
-		func(h *agentHook, v string) { h.setGuard(v) }},
-	{"--require-read", "--require-read", "Deny editing an existing file not read first in this conversation.", false,
-		func(h *agentHook, _ string) { h.opts.RequireRead = true }},
-	{"--verbose", "-v, --verbose", "Also write problems to stderr.", false,
-		func(h *agentHook, _ string) { h.opts.Verbose = os.Stderr }},
-}
-
-func parseAgentHook(args []string) (agentHook, bool) {
-	if len(args) < 2 || args[0] != "hook" {
-		return agentHook{}, false
-	}
-	h := agentHook{agent: args[1], opts: hooks.Options{Guard: hooks.GuardSession}}
-	if _, ok := hooks.Adapters[h.agent]; !ok {
-		return agentHook{}, false
-	}
-next:
-	for i := 2; i < len(args); i++ {
-		a := args[i]
-		if a == "-h" || a == "--help" {
-			return agentHook{}, false
-		}
-		if a == "-v" {
-			a = "--verbose"
-		}
-		for _, f := range hookFlags {
-			switch {
-			case a == f.name && !f.value:
-				f.set(&h, "")
-				continue next
-			case a == f.name && i+1 < len(args):
-				i++
-				f.set(&h, args[i])
-				continue next
-			case f.value && strings.HasPrefix(a, f.name+"="):
-				f.set(&h, strings.TrimPrefix(a, f.name+"="))
-				continue next
-			}
-		}
-		h.warnings = append(h.warnings, fmt.Sprintf("unknown flag %q ignored", a))
-	}
-	return h, true
-}
-
-func (h *agentHook) setGuard(v string) {
-	switch v {
-	case hooks.GuardSession, hooks.GuardAlways, hooks.GuardOff:
-		h.opts.Guard = v
-	default:
-		h.warnings = append(h.warnings, fmt.Sprintf("--guard %q is not session, always or off; using session", v))
-	}
-}
-
-func (h agentHook) run(stdin io.Reader, stdout, stderr io.Writer) int {
-	for _, w := range h.warnings {
-		fmt.Fprintf(stderr, "wiggum hook %s: %s\n", h.agent, w)
-	}
-	if h.opts.Verbose != nil {
-		h.opts.Verbose = stderr
-	}
-	hooks.Run(context.Background(), h.agent, stdin, stdout, h.opts)
-	return 0
 }

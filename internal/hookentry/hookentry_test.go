@@ -1,4 +1,4 @@
-package cli
+package hookentry
 
 import (
 	"strings"
@@ -27,7 +27,7 @@ func TestParseAgentHook(t *testing.T) {
 		{[]string{"hook", "git", "pre-push"}, false, "", false, false, 0},
 		{[]string{"status"}, false, "", false, false, 0},
 	} {
-		h, ok := parseAgentHook(c.args)
+		h, ok := Parse(c.args)
 		name := strings.Join(c.args, " ")
 		if ok != c.ok {
 			t.Errorf("%s: ok = %v", name, ok)
@@ -36,8 +36,8 @@ func TestParseAgentHook(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if h.opts.Guard != c.guard || h.opts.RequireRead != c.read || (h.opts.Verbose != nil) != c.verbose || len(h.warnings) != c.warnings {
-			t.Errorf("%s: guard %q read %v verbose %v warnings %q", name, h.opts.Guard, h.opts.RequireRead, h.opts.Verbose != nil, h.warnings)
+		if h.Opts.Guard != c.guard || h.Opts.RequireRead != c.read || (h.Opts.Verbose != nil) != c.verbose || len(h.Warnings) != c.warnings {
+			t.Errorf("%s: guard %q read %v verbose %v warnings %q", name, h.Opts.Guard, h.Opts.RequireRead, h.Opts.Verbose != nil, h.Warnings)
 		}
 	}
 }
