@@ -4,7 +4,9 @@
 # scripted model server, and prints the milliseconds the hooks add per tool
 # call (medians; both variants measured in the same run, interleaved).
 # Needs the client: conformance/install-clients.sh.
-# Usage: bench/agent-hooks.sh [CALLS-PER-SESSION] [SESSIONS]
+# Usage: bench/agent-hooks.sh [CALLS-PER-SESSION] [SESSIONS] [BEFORE-REV]
+#   BEFORE-REV   also time the hooks of wiggum built from that git revision,
+#                interleaved with the rest (before/after from one run)
 set -eu
 export CGO_ENABLED=0
 cd "$(dirname "$0")/.."
@@ -15,7 +17,15 @@ if [ ! -x "$claude" ]; then
 	exit 1
 fi
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'git worktree remove --force "$tmp/before-src" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 go build -o "$tmp/bin/wiggum" ./cmd/wiggum
+before=""
+if [ -n "${3:-}" ]; then
+	git worktree add --detach -q "$tmp/before-src" "$3"
+	(cd "$tmp/before-src" && go build -o "$tmp/before/wiggum" ./cmd/wiggum)
+	before="$tmp/before/wiggum"
+fi
 go build -o "$tmp/agenthooks" ./bench/agenthooks
-"$tmp/agenthooks" -claude "$claude" -wiggum "$tmp/bin/wiggum" -dir "$tmp" -calls "${1:-21}" -sessions "${2:-6}"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$tmp/agenthooks" -claude "$claude" -wiggum "$tmp/bin/wiggum" -dir "$tmp" -calls "${1:-21}" -sessions "${2:-6}" -before "$before"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -23,6 +23,7 @@ trap 'git worktree remove --force "$tmp/before-src" 2>/dev/null || true; rm -rf 
 go build -o "$tmp/wiggum" ./cmd/wiggum
 go build -o "$tmp/minimal" ./bench/hookbench/minimal
 go build -o "$tmp/linked" ./bench/hookbench/linked
+go build -o "$tmp/hookonly" ./bench/hookbench/hookonly
 go build -o "$tmp/hookbench" ./bench/hookbench
 set -- "${1:-300}" "${2:-}"
 extra=""
@@ -68,5 +69,7 @@ if [ -n "${WIGGUM_HOOKBENCH_DEPS:-}" ]; then
 fi
 git init -q "$tmp/repo"
 mkdir -p "$tmp/repo/src"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 # shellcheck disable=SC2086
-"$tmp/hookbench" -wiggum "$tmp/wiggum" -baseline "$tmp/minimal" -linked "$tmp/linked" $extra -dir "$tmp/repo" -n "$1"
+"$tmp/hookbench" -wiggum "$tmp/wiggum" -baseline "$tmp/minimal" -linked "$tmp/linked" -hookonly "$tmp/hookonly" $extra -dir "$tmp/repo" -n "$1"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -25,14 +25,15 @@ func main() {
 	dir := flag.String("dir", "", "a scratch directory")
 	calls := flag.Int("calls", 20, "tool calls per claude session")
 	sessions := flag.Int("sessions", 6, "claude sessions per variant")
+	before := flag.String("before", "", "an earlier wiggum executable whose hooks are timed too, interleaved (optional)")
 	flag.Parse()
-	if err := run(*claude, *wiggum, *dir, *calls, *sessions); err != nil {
+	if err := run(*claude, *wiggum, *before, *dir, *calls, *sessions); err != nil {
 		fmt.Fprintln(os.Stderr, "agenthooks:", err)
 		os.Exit(1)
 	}
 }
 
-func run(claude, wiggum, dir string, calls, sessions int) error {
+func run(claude, wiggum, before, dir string, calls, sessions int) error {
 	srv, err := fakemodel.Start()
 	if err != nil {
 		return err
@@ -48,6 +49,10 @@ func run(claude, wiggum, dir string, calls, sessions int) error {
 	}
 	variants := []string{"without", "trivial", "with"}
 	repos := map[string]string{"without": filepath.Join(dir, "plain"), "trivial": filepath.Join(dir, "trivial"), "with": filepath.Join(dir, "hooked")}
+	if before != "" {
+		variants = append(variants, "before")
+		repos["before"] = filepath.Join(dir, "hooked-before")
+	}
 	for name, repo := range repos {
 		if err := sh(repo, env, "git", "init", "-q", repo); err != nil {
 			return err
@@ -55,6 +60,24 @@ func run(claude, wiggum, dir string, calls, sessions int) error {
 		switch name {
 		case "with":
 			if err := sh(repo, env, wiggum, "install", "--claude"); err != nil {
+				return err
+			}
+		case "before":
+			// wiggum install writes "wiggum hook claude"; name the earlier
+			// binary by its path instead.
+			if err := sh(repo, env, wiggum, "install", "--claude"); err != nil {
+				return err
+			}
+			path := filepath.Join(repo, ".claude", "settings.json")
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(string(data), `"wiggum hook claude`) {
+				return fmt.Errorf("no wiggum hook command in %s", path)
+			}
+			data = []byte(strings.ReplaceAll(string(data), `"wiggum hook claude`, `"`+before+` hook claude`))
+			if err := os.WriteFile(path, data, 0o644); err != nil {
 				return err
 			}
 		case "trivial":
@@ -103,6 +126,10 @@ func run(claude, wiggum, dir string, calls, sessions int) error {
 	fmt.Printf("  no hooks                  %7.1f ms\n", ms(without))
 	fmt.Printf("  trivial hooks (cat)       %7.1f ms  (+%.1f ms: claude running any pre+post hook)\n", ms(trivial), ms(trivial-without))
 	fmt.Printf("  wiggum's hooks            %7.1f ms  (+%.1f ms per tool call; +%.1f ms over the trivial hooks)\n", ms(with), ms(with-without), ms(with-trivial))
+	if before != "" {
+		b := stats.Median(samples["before"])
+		fmt.Printf("  before's hooks            %7.1f ms  (+%.1f ms per tool call; +%.1f ms over the trivial hooks)\n", ms(b), ms(b-without), ms(b-trivial))
+	}
 	return nil
 }
 

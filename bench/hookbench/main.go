@@ -28,6 +28,7 @@ func main() {
 	before := flag.String("before", "", "an earlier wiggum binary to time in the same run (optional)")
 	baseline := flag.String("baseline", "", "the minimal reader binary")
 	linked := flag.String("linked", "", "the minimal reader with wiggum's packages linked (optional)")
+	hookonly := flag.String("hookonly", "", "`wiggum hook` alone in a binary: internal/hookentry and its imports (optional)")
 	dir := flag.String("dir", ".", "a git working tree to run in (the payloads' cwd)")
 	runs := flag.Int("n", 300, "runs per case")
 	type bin struct{ label, path string }
@@ -78,6 +79,9 @@ func main() {
 	if *linked != "" {
 		bins = append(bins, bin{"linked", *linked})
 	}
+	if *hookonly != "" {
+		bins = append(bins, bin{"hook-only", *hookonly})
+	}
 	bins = append(bins, also...)
 
 	fmt.Printf("median of %d interleaved runs per binary; ratio = wall time / minimal's\n", *runs)
@@ -85,7 +89,7 @@ func main() {
 		cmds := make([][]string, len(bins))
 		for i, b := range bins {
 			cmds[i] = []string{b.path}
-			if b.label == "wiggum" || b.label == "before" {
+			if b.label == "wiggum" || b.label == "before" || b.label == "hook-only" {
 				cmds[i] = append(cmds[i], c.args...)
 			}
 		}
@@ -105,6 +109,9 @@ func main() {
 	}
 	if *linked != "" {
 		fmt.Println("\nlinked: the minimal reader with every wiggum package linked (their init functions run, nothing else)")
+	}
+	if *hookonly != "" {
+		fmt.Println("hook-only: the same hook in a binary of its own (internal/hookentry and its imports only): the floor for a hook inside one binary")
 	}
 	if len(also) > 0 {
 		fmt.Println("other rows: the minimal reader with the named packages linked")
