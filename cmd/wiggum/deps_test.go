@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,12 +44,12 @@ func TestNoGRPCOrProtobufRuntime(t *testing.T) {
 	}
 }
 
-// TestHookEntryImports: internal/hookentry answers hooks from its init,
-// before the packages it does not import are initialised (see its package
-// doc). That only saves their start-up while its import closure stays free
-// of them: the CLI parser, the TUI, net/http, html/template, the
-// OpenTelemetry SDK.
-func TestHookEntryImports(t *testing.T) {
+// TestFastPathImports: internal/fastpath runs hooks and the agent
+// supervisor from its init, before the packages it does not import are
+// initialised (see its package doc). That only saves their start-up while
+// its import closure stays free of them: the CLI parser, the TUI,
+// net/http, html/template, the OpenTelemetry SDK.
+func TestFastPathImports(t *testing.T) {
 	banned := []string{
 		"github.com/alecthomas/kong",
 		"charm.land/",
@@ -62,29 +63,32 @@ func TestHookEntryImports(t *testing.T) {
 		"github.com/wiggum-dev/wiggum/internal/telemetry",
 		"github.com/wiggum-dev/wiggum/internal/notify",
 	}
-	deps := goListDeps(t, "github.com/wiggum-dev/wiggum/internal/hookentry")
+	deps := goListDeps(t, "github.com/wiggum-dev/wiggum/internal/fastpath")
 	for _, p := range deps {
 		for _, b := range banned {
 			if p == b || strings.HasPrefix(p, strings.TrimSuffix(b, "/")+"/") {
-				t.Errorf("internal/hookentry's closure has %s: its init would no longer run before it", p)
+				t.Errorf("internal/fastpath's closure has %s: its init would no longer run before it", p)
 			}
 		}
 	}
-	// And it is the closure of a hook: the hook handlers are in it.
-	found := false
-	for _, p := range deps {
-		found = found || p == "github.com/wiggum-dev/wiggum/hooks"
-	}
-	if !found {
-		t.Error("internal/hookentry does not import the hooks package")
+	// And it is the closure of a hook and the supervisor.
+	for _, want := range []string{"github.com/wiggum-dev/wiggum/hooks", "github.com/wiggum-dev/wiggum/internal/proc"} {
+		found := false
+		for _, p := range deps {
+			found = found || p == want
+		}
+		if !found {
+			t.Errorf("internal/fastpath does not import %s", want)
+		}
 	}
 }
 
 // TestHookRunsBeforeCLIInits: in the built binary, `wiggum hook claude`
-// answers before net/http, kong, lipgloss and html/template are initialised
-// (GODEBUG=inittrace=1 prints a line per package init that runs), and its
-// answer is the CLI's; anything else - --help, another command - still
-// initialises them and reaches the CLI.
+// and the agent supervisor run before net/http, kong, lipgloss and
+// html/template are initialised (GODEBUG=inittrace=1 prints a line per
+// package init that runs), and the hook's answer is the CLI's; anything
+// else - --help, another command - still initialises them and reaches the
+// CLI.
 func TestHookRunsBeforeCLIInits(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "wiggum")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -128,6 +132,21 @@ func TestHookRunsBeforeCLIInits(t *testing.T) {
 	}
 	if viaCLI != early {
 		t.Errorf("the hook answers differently through the CLI:\nearly: %s\nCLI:   %s", early, viaCLI)
+	}
+	// The agent supervisor too: its command's exit code comes back.
+	cmd := exec.Command(bin, "__supervise", "5s", "-", "sh", "-c", "echo supervised; exit 3")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var sout, serr strings.Builder
+	cmd.Stdout, cmd.Stderr = &sout, &serr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || sout.String() != "supervised\n" {
+		t.Errorf("supervisor: %v, stdout %q; want exit 3 and the command's output", err, sout.String())
+	}
+	for _, p := range late {
+		if initialised(serr.String(), p) {
+			t.Errorf("the supervisor initialised %s", p)
+		}
 	}
 	for _, args := range [][]string{{"hook", "claude", "--help"}, {"hook", "git", "post-commit"}, {"status"}} {
 		if _, inits := run(args...); !initialised(inits, "github.com/alecthomas/kong") {

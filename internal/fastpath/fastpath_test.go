@@ -1,4 +1,4 @@
-package hookentry
+package fastpath
 
 import (
 	"strings"
