@@ -11,7 +11,9 @@
 # speedup over the 1-machine run of the same session divided by M: that
 # scaling efficiency does not charge the protocol for what one machine
 # already spends per story (a loaded box makes every process slower), and
-# the load average before and after, because it does.
+# the load average before and after, because it does. First the floor:
+# a round trip to the same daemon with git's own connection (ls-remote,
+# push), against which the claim + landing per story is also given.
 set -eu
 export CGO_ENABLED=0
 S=${S:-32}
@@ -55,6 +57,28 @@ done
 url="git://127.0.0.1:$port"
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# The floor: one round trip to the same daemon with git's own connection
+# (protocol v2 ls-remote as git does it by default, v0 ls-remote, and a
+# push that creates a ref with a new commit, then one that deletes it),
+# 10 of each, in ms.
+git init -q --bare "$tmp/srv/floor.git"
+rm -rf "$tmp/fl" && git init -q "$tmp/fl" && cd "$tmp/fl" && git commit -q --allow-empty -m floor && git push -q "$url/floor.git" HEAD:refs/heads/main
+rt() {
+	s=$(now)
+	for i in 1 2 3 4 5 6 7 8 9 10; do "$@" > /dev/null 2>&1; done
+	echo "$(($(now) - s))" | awk '{printf "%.1f", $1 / 10 / 1000000}'
+}
+lsv2=$(rt git ls-remote "$url/floor.git" main)
+lsv0=$(rt git -c protocol.version=0 ls-remote "$url/floor.git" main)
+pushes() {
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		c=$(git commit-tree -m "claim $i" "$(git rev-parse 'HEAD^{tree}')")
+		git push -q "$url/floor.git" "$c:refs/wiggum/claims/f$i" && git push -q "$url/floor.git" ":refs/wiggum/claims/f$i"
+	done > /dev/null 2>&1
+}
+s=$(now); pushes; pushrt=$(echo "$(($(now) - s))" | awk '{printf "%.1f", $1 / 20 / 1000000}')
+echo "floor: ls-remote ${lsv2} ms (protocol v2), ${lsv0} ms (v0); push ${pushrt} ms (git's own connection to git daemon on 127.0.0.1)"
 single=0
 sum() { awk '{s += $1; c++} END {printf "%.1f", (c ? s : 0)}'; }
 
@@ -93,9 +117,11 @@ for m in $MACHINES; do
 	scaling=n/a
 	[ "$single" -gt 0 ] && scaling=$(printf '%.2f' "$(echo "$single / $w / $m" | bc -l)")
 	ideal=$(echo "(($S + $m - 1) / $m) * $T * 1000000000" | bc)
-	printf 'machines %d: %6.2f s wall, ideal %5.2f s, efficiency %.2f, scaling vs 1 machine %s; per story: claim %5.1f ms + landing %5.1f ms = %5.1f ms, %.2f pushes, %.2f fetches; landing retries %d\n' \
+	ahead=$(ev claimed | grep -c '"ahead":true' || true)
+	printf 'machines %d: %6.2f s wall, ideal %5.2f s, efficiency %.2f, scaling vs 1 machine %s; per story: claim %5.1f ms + landing %5.1f ms = %5.1f ms (%.1fx a push), %.2f pushes, %.2f fetches; landing retries %d; claimed ahead %d\n' \
 		"$m" "$(echo "$w / 1000000000" | bc -l)" "$(echo "$ideal / 1000000000" | bc -l)" "$(echo "$ideal / $w" | bc -l)" "$scaling" \
 		"$(echo "$claim / $S" | bc -l)" "$(echo "$land / $S" | bc -l)" "$(echo "($claim + $land) / $S" | bc -l)" \
-		"$(echo "$pushes / $S" | bc -l)" "$(echo "$fetches / $S" | bc -l)" "$retries"
+		"$(echo "($claim + $land) / $S / $pushrt" | bc -l)" \
+		"$(echo "$pushes / $S" | bc -l)" "$(echo "$fetches / $S" | bc -l)" "$retries" "$ahead"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
