@@ -44,6 +44,8 @@ type parallel struct {
 
 	coord Coordinator        // a run shared with other machines; nil when local
 	held  map[string]Claimed // the shared stories this process works on
+	// sharedLandings are the shared stories landing now.
+	sharedLandings sync.WaitGroup
 
 	lq *landings // finished stories waiting for the merge coordinator
 }
@@ -89,6 +91,7 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 		})
 	}
 	wg.Wait()
+	p.sharedLandings.Wait()
 	p.lq.close()
 	<-coordinated
 	if p.coord != nil {
@@ -298,8 +301,13 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 		p.lq.put(*j)
 		return
 	}
-	p.landShared(context.WithoutCancel(ctx), w, story, done, held)
-	p.landed(j)
+	// A shared story lands while its worker goes on to the next one
+	// (claimed ahead): a landing's round trips, and its retries when
+	// other machines land first, are not between two agents.
+	p.sharedLandings.Go(func() {
+		p.landShared(context.WithoutCancel(ctx), w, story, done, held)
+		p.landed(j)
+	})
 }
 
 // failedIteration counts an iteration that completed no story and reports

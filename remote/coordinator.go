@@ -39,6 +39,17 @@ type Coordinator struct {
 	mine    map[string]bool // stories this process is claiming or holds
 	waiting bool            // one worker already waits for others' stories
 	ahead   *ahead          // the claim made ahead, in flight or made
+	// landMu makes this process's landings take turns (two at once would
+	// build on the same tip and one would lose the race to the other);
+	// the one whose turn it is lands every story queued in landQ.
+	landMu sync.Mutex
+	landQ  []*landReq
+}
+
+// landReq is a story waiting for its turn to land.
+type landReq struct {
+	m    *Member
+	done chan struct{}
 }
 
 // ahead is a claim made ahead of the Claim that hands it out.
@@ -380,8 +391,40 @@ func (c *Coordinator) Forget(story string) {
 }
 
 // Land lands h's branch with the plan tick.
+// Stories of this process that finish while one of its landings is under
+// way (losing races to other machines, say) land together in the next
+// one, in one atomic push (see LandGroup).
 func (c *Coordinator) Land(ctx context.Context, h *Held, branch, subject string) (*Landed, error) {
-	return h.Land(ctx, LandSpec{Target: c.Target, Branch: branch, PlanRel: c.PlanRel, Subject: subject})
+	req := &landReq{m: &Member{H: h, Spec: LandSpec{Target: c.Target, Branch: branch, PlanRel: c.PlanRel, Subject: subject}}, done: make(chan struct{})}
+	c.mu.Lock()
+	c.landQ = append(c.landQ, req)
+	c.mu.Unlock()
+	c.landMu.Lock()
+	select {
+	case <-req.done:
+		// The landing before this turn took it along.
+	default:
+		var batch []*landReq
+		take := func() []*Member {
+			c.mu.Lock()
+			queued := c.landQ
+			c.landQ = nil
+			c.mu.Unlock()
+			batch = append(batch, queued...)
+			ms := make([]*Member, len(queued))
+			for i, q := range queued {
+				ms[i] = q.m
+			}
+			return ms
+		}
+		c.R.LandGroup(ctx, take(), take)
+		for _, q := range batch {
+			close(q.done)
+		}
+	}
+	c.landMu.Unlock()
+	<-req.done
+	return req.m.Landed, req.m.Err
 }
 
 // Follow moves the local target branch, and the main working tree on it,

@@ -73,31 +73,102 @@ func (e *TooManyRacesError) Error() string {
 // jittered back-off. A lost claim is a *LeaseLostError and a conflict a
 // *ConflictError; neither loses the work.
 func (h *Held) Land(ctx context.Context, spec LandSpec) (*Landed, error) {
-	h.Close()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.done {
-		return nil, fmt.Errorf("remote: %s was already landed or released", h.Story)
+	m := &Member{H: h, Spec: spec}
+	h.r.LandGroup(ctx, []*Member{m}, nil)
+	return m.Landed, m.Err
+}
+
+// Member is one story of a group landing, and its outcome.
+type Member struct {
+	H    *Held
+	Spec LandSpec
+	// Landed or Err once LandGroup returns.
+	Landed *Landed
+	Err    error
+}
+
+// LandGroup lands stories this process holds, all on one target, in ONE
+// atomic push: the new target tip (with a lease on the tip it was built
+// on) carries one merge commit per story, each ticking its story in the
+// plan, and every story's claim is deleted (with a lease on its exact
+// value) with its branch. The claims say which stories land: all of them
+// or, when any lease fails, none. A story that conflicts is marked on its
+// own (a *ConflictError) and one whose claim was lost drops out (a
+// *LeaseLostError); neither holds the others back. When another machine
+// landed first it fetches, rebuilds and retries, with jittered back-off -
+// so stories that finish while a landing loses races land together on
+// the next attempt, instead of each losing its own.
+//
+// more, when not nil, is asked before each retry for stories that finished
+// meanwhile; they join the group. Every member's outcome is set when
+// LandGroup returns.
+func (r *Remote) LandGroup(ctx context.Context, ms []*Member, more func() []*Member) {
+	type member struct {
+		m            *Member
+		tip          string
+		commit, base string
+		over         bool
 	}
-	if err := h.LostErr(); err != nil {
-		return nil, err
+	var open []*member
+	var locked []*Held
+	defer func() {
+		for _, h := range locked {
+			h.mu.Unlock()
+		}
+	}()
+	join := func(ms []*Member) {
+		for _, m := range ms {
+			h := m.H
+			h.Close()
+			h.mu.Lock()
+			locked = append(locked, h)
+			if h.done {
+				m.Err = fmt.Errorf("remote: %s was already landed or released", h.Story)
+				continue
+			}
+			if err := h.LostErr(); err != nil {
+				m.Err = err
+				continue
+			}
+			if m.Spec.MaxAttempts <= 0 {
+				m.Spec.MaxAttempts = 30
+			}
+			tip, err := r.Repo.Line(ctx, "rev-parse", "--verify", m.Spec.Branch+"^{commit}")
+			if err != nil {
+				m.Err = fmt.Errorf("remote: resolve %s: %w", m.Spec.Branch, err)
+				continue
+			}
+			open = append(open, &member{m: m, tip: tip})
+		}
 	}
-	r := h.r
-	if spec.MaxAttempts <= 0 {
-		spec.MaxAttempts = 30
+	join(ms)
+	if len(open) == 0 {
+		return
 	}
-	tip, err := r.Repo.Line(ctx, "rev-parse", "--verify", spec.Branch+"^{commit}")
-	if err != nil {
-		return nil, fmt.Errorf("remote: resolve %s: %w", spec.Branch, err)
+	spec := open[0].m.Spec
+	stillOpen := func() {
+		var left []*member
+		for _, o := range open {
+			if !o.over {
+				left = append(left, o)
+			}
+		}
+		open = left
+	}
+	fail := func(err error) {
+		for _, o := range open {
+			o.m.Err = err
+		}
 	}
 	// The first attempt may build on the target as this clone last saw it
 	// (its own landing, or its last fetch): right, it saves the fetch;
 	// wrong, the target's lease refuses the push and the next attempt
 	// fetches.
 	guessed := r.landGuess.try()
-	for attempt := 1; ; attempt++ {
+	for attempt := 1; len(open) > 0; attempt++ {
 		began := time.Now()
 		var base string
+		var err error
 		if guessed {
 			base, err = r.readRef(ctx, r.Tracking(spec.Target))
 		} else {
@@ -112,61 +183,96 @@ func (h *Held) Land(ctx context.Context, spec LandSpec) (*Landed, error) {
 			}
 		}
 		if err != nil {
-			return nil, err
+			fail(err)
+			return
 		}
-		commit, paths, err := r.landingCommit(ctx, base, tip, spec, h.Story, h.r.Me)
-		var already *AlreadyLandedError
-		if guessed && (paths != nil || errors.As(err, &already)) {
-			// Only the server's tip may condemn the story: look at it.
+		// One merge commit per story, each on the one before.
+		cur, look := base, false
+		var in []*member
+		for _, o := range open {
+			h := o.m.H
+			commit, paths, err := r.landingCommit(ctx, cur, o.tip, o.m.Spec, h.Story, r.Me)
+			var already *AlreadyLandedError
+			if guessed && (paths != nil || errors.As(err, &already)) {
+				// Only the server's tip may condemn a story: look at it.
+				look = true
+				break
+			}
+			switch {
+			case err != nil:
+				o.m.Err, o.over = err, true
+			case paths != nil:
+				o.m.Err, o.over = h.markConflict(ctx, o.m.Spec, o.tip, paths), true
+			default:
+				o.commit, o.base, cur = commit, cur, commit
+				in = append(in, o)
+			}
+		}
+		stillOpen()
+		if look {
 			guessed = false
 			attempt--
 			continue
 		}
-		if err != nil {
-			return nil, err
+		if len(in) == 0 {
+			return
 		}
-		if paths != nil {
-			return nil, h.markConflict(ctx, spec, tip, paths)
-		}
-		ups := []update{
-			{src: commit, dst: spec.Target, expect: base},
-			{dst: h.claim.Ref, expect: h.claim.Commit},
-		}
-		if h.pushed != "" {
-			ups = append(ups, update{dst: h.Branch(), expect: h.pushed})
+		ups := []update{{src: cur, dst: spec.Target, expect: base}}
+		var names []string
+		for _, o := range in {
+			h := o.m.H
+			names = append(names, h.Story)
+			ups = append(ups, update{dst: h.claim.Ref, expect: h.claim.Commit})
+			if h.pushed != "" {
+				ups = append(ups, update{dst: h.Branch(), expect: h.pushed})
+			}
 		}
 		// The push moves this clone's remote-tracking ref of the target
 		// too: no fetch of this process may write it meanwhile.
 		r.fetchMu.Lock()
-		bad, err := r.push(ctx, "land "+h.Story, ups)
+		bad, err := r.push(ctx, "land "+strings.Join(names, ", "), ups)
 		if err == nil && len(bad) == 0 {
-			_, _ = r.Repo.Run(ctx, "update-ref", r.Tracking(spec.Target), commit)
+			_, _ = r.Repo.Run(ctx, "update-ref", r.Tracking(spec.Target), cur)
 		}
 		r.fetchMu.Unlock()
 		if err != nil {
 			if IsNetwork(err) && r.landedAnyway(ctx, ups) {
 				bad, err = map[string]string{}, nil
 			} else {
-				return nil, err
+				fail(err)
+				return
 			}
 		}
 		if len(bad) == 0 {
-			h.done = true
-			return &Landed{Commit: commit, Base: base, Attempts: attempt}, nil
+			for _, o := range in {
+				o.m.H.done = true
+				o.m.Landed = &Landed{Commit: o.commit, Base: o.base, Attempts: attempt}
+			}
+			return
 		}
-		if now, ok := bad[h.claim.Ref]; ok && now != unknown {
+		lost := false
+		for _, o := range in {
+			h := o.m.H
+			now, ok := bad[h.claim.Ref]
+			if !ok {
+				continue
+			}
+			if now == unknown {
+				// Rejected client-side on the claim: read who has it.
+				read, lerr := r.lsRemote(ctx, "land "+h.Story, []update{{dst: h.claim.Ref}})
+				if lerr != nil || read[h.claim.Ref] == h.claim.Commit {
+					continue
+				}
+				now = read[h.claim.Ref]
+			}
 			lerr := &LeaseLostError{Story: h.Story, Now: now}
 			h.markLost(lerr)
-			return nil, lerr
+			o.m.Err, o.over, lost = lerr, true, true
 		}
-		if _, ok := bad[h.claim.Ref]; ok {
-			// Rejected client-side on the claim: read who has it.
-			now, lerr := r.lsRemote(ctx, "land "+h.Story, ups[1:2])
-			if lerr == nil && now[h.claim.Ref] != h.claim.Commit {
-				err := &LeaseLostError{Story: h.Story, Now: now[h.claim.Ref]}
-				h.markLost(err)
-				return nil, err
-			}
+		stillOpen()
+		if lost {
+			// The others go on at once, without the lost one.
+			continue
 		}
 		if guessed {
 			// The view was old, not a race lost: fetch and go again now.
@@ -175,7 +281,10 @@ func (h *Held) Land(ctx context.Context, spec LandSpec) (*Landed, error) {
 			continue
 		}
 		if attempt >= spec.MaxAttempts {
-			return nil, &TooManyRacesError{Story: h.Story, Attempts: attempt}
+			for _, o := range open {
+				o.m.Err = &TooManyRacesError{Story: o.m.H.Story, Attempts: attempt}
+			}
+			return
 		}
 		// Someone landed first. Machines that lost together would collide
 		// again if they retried together: each waits a random part of a
@@ -183,11 +292,14 @@ func (h *Held) Land(ctx context.Context, spec LandSpec) (*Landed, error) {
 		// stay still for a landing), widening with the losses, then
 		// rebuilds on the new tip.
 		window := max(time.Since(began), 10*time.Millisecond) * time.Duration(min(attempt, 4))
-		d := rand.N(window)
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(d):
+			fail(ctx.Err())
+			return
+		case <-time.After(rand.N(window)):
+		}
+		if more != nil {
+			join(more())
 		}
 	}
 }

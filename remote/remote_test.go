@@ -601,3 +601,82 @@ func TestClaimAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Stories of one process land in one atomic push, one merge commit each,
+// every claim deleted with them; one that conflicts is marked on its own
+// and one whose claim was lost drops out, and neither holds the others
+// back.
+func TestLandGroup(t *testing.T) {
+	f := newFixture(t, "daemon")
+	ctx := context.Background()
+	a := f.machine("a", time.Minute, 0)
+	dir := a.Repo.Root
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("plan.md", planText+"- [ ] S-4: fourth\n")
+	gitIn(t, dir, "commit", "-qam", "plan: S-4")
+	gitIn(t, dir, "push", "-q", "origin", "main")
+	hs := map[string]*Held{}
+	branches := map[string]string{}
+	for _, s := range []string{"S-1", "S-2", "S-3", "S-4"} {
+		hs[s] = claim(t, a, s)
+		file := strings.ToLower(s) + ".txt"
+		if s == "S-2" {
+			file = "shared.txt"
+		}
+		branches[s] = work(t, a, s, hs[s].Start, file, s+"\n")
+	}
+	// shared.txt changes on the target meanwhile: S-2 conflicts.
+	write("shared.txt", "changed on main\n")
+	gitIn(t, dir, "commit", "-qam", "shared")
+	gitIn(t, dir, "push", "-q", "origin", "main")
+	before := gitIn(t, f.bare, "rev-parse", "main")
+	// An operator takes S-3's claim away.
+	b := f.machine("b", time.Minute, 0)
+	if _, err := b.ReleaseStory(ctx, target, "S-3", true); err != nil {
+		t.Fatal(err)
+	}
+	var ms []*Member
+	for _, s := range []string{"S-1", "S-2", "S-3", "S-4"} {
+		ms = append(ms, &Member{H: hs[s], Spec: LandSpec{Target: target, Branch: branches[s], PlanRel: "plan.md", Subject: "Merge " + s}})
+	}
+	_, pushes := a.Counts()
+	a.LandGroup(ctx, ms, nil)
+	_, after := a.Counts()
+	var conflict *ConflictError
+	if ms[0].Err != nil || ms[3].Err != nil || !errors.As(ms[1].Err, &conflict) || !IsLeaseLost(ms[2].Err) {
+		t.Fatalf("outcomes: S-1 %v, S-2 %v, S-3 %v, S-4 %v", ms[0].Err, ms[1].Err, ms[2].Err, ms[3].Err)
+	}
+	// The conflict's marker, the landing the server refused for S-3's
+	// claim, and the one landing of S-1 and S-4.
+	if after-pushes != 3 {
+		t.Fatalf("%d pushes, want 3", after-pushes)
+	}
+	l1, l4 := ms[0].Landed, ms[3].Landed
+	refs := f.refs()
+	if refs[target] != l4.Commit || l4.Base != l1.Commit || l1.Base != before {
+		t.Fatalf("main %s; S-1 %+v; S-4 %+v; before %s", refs[target], l1, l4, before)
+	}
+	for _, s := range []string{"S-1", "S-4"} {
+		if _, ok := refs[ClaimsPrefix+s]; ok {
+			t.Fatalf("%s's claim survived its landing", s)
+		}
+	}
+	if refs[ConflictsPrefix+"S-2"] == "" {
+		t.Fatal("S-2 is not marked conflicted")
+	}
+	if n := gitIn(t, f.bare, "rev-list", "--count", "--merges", before+"..main"); n != "2" {
+		t.Fatalf("%s merge commits landed, want 2", n)
+	}
+	plan := gitIn(t, f.bare, "show", "main:plan.md")
+	if !strings.Contains(plan, "- [x] S-1") || !strings.Contains(plan, "- [x] S-4") || strings.Contains(plan, "- [x] S-2") || strings.Contains(plan, "- [x] S-3") {
+		t.Fatalf("plan on main:\n%s", plan)
+	}
+	if gitIn(t, f.bare, "show", "main:s-1.txt") != "S-1" || gitIn(t, f.bare, "show", "main:s-4.txt") != "S-4" {
+		t.Fatal("the work did not land")
+	}
+	gitIn(t, f.bare, "fsck", "--strict", "--no-dangling")
+}
