@@ -162,10 +162,11 @@ func (p *Pool) start(argv []string, opts Options, grace time.Duration) (*Process
 	if err := s.send(m, files); err != nil {
 		// A supervisor that died idle, or a message it cannot take: this
 		// command goes elsewhere.
-		s.close()
 		if errors.Is(err, errTooBig) {
+			p.put(s) // nothing was sent
 			return nil, errNotPooled
 		}
+		s.close()
 		return nil, fmt.Errorf("%w: %v", errNotPooled, err)
 	}
 	r, err := s.recv()

@@ -226,3 +226,43 @@ func alive(pid int) bool {
 	data, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	return !strings.Contains(string(data), ") Z ")
 }
+
+// A command whose environment is too large for one message runs on a
+// one-shot supervisor, and the pool's supervisor serves the next one.
+func TestPoolFallsBackForAHugeCommand(t *testing.T) {
+	p := NewPool()
+	defer p.Close()
+	dir := t.TempDir()
+	_, code := runPooled(t, p, dir, `exit 3`)
+	// Larger than a message in all, each variable within exec's limit.
+	var big []string
+	for i := 0; i*60000 <= maxPoolMsg; i++ {
+		big = append(big, "BIG"+strconv.Itoa(i)+"="+strings.Repeat("x", 60000))
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := Start(context.Background(), []string{"sh", "-c", `echo ${#BIG0} $PPID`}, Options{Dir: dir, Env: append(os.Environ(), big...), Stdout: w, Pool: p})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 100)
+	n, _ := r.Read(buf)
+	r.Close()
+	if c, err := pr.Wait(); err != nil || c != 0 || code != 3 {
+		t.Fatalf("exit %d, %v (first %d)", c, err, code)
+	}
+	f := strings.Fields(string(buf[:n]))
+	if len(f) != 2 || f[0] != "60000" {
+		t.Fatalf("output %q", buf[:n])
+	}
+	out, _ := runPooled(t, p, dir, `echo $PPID`)
+	if strings.TrimSpace(out) == f[1] {
+		t.Fatal("the huge command ran on the pooled supervisor")
+	}
+	if _, code := runPooled(t, p, dir, `exit 4`); code != 4 {
+		t.Fatalf("after the fallback: exit %d", code)
+	}
+}
