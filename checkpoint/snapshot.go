@@ -258,8 +258,12 @@ func (s *State) restoreTree(ctx context.Context, lk *indexLock, idx *treeIndex, 
 	if len(write) > 0 {
 		w := s.newTreeIndex("changes")
 		defer w.remove()
-		if err := s.setEntries(ctx, w, write, len(cp.Head)); err != nil {
+		if ok, err := writeIndex(w.path, write); err != nil {
 			return err
+		} else if !ok {
+			if err := s.setEntries(ctx, w, write, len(cp.Head)); err != nil {
+				return err
+			}
 		}
 		// -f replaces whatever is in the way (an ignored file, a directory
 		// where a file belongs).

@@ -3,6 +3,8 @@ package checkpoint
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -298,4 +301,36 @@ func writeNode(ow *git.ObjectWriter, n *treeNode) ([]byte, error) {
 		return nil, err
 	}
 	return hex.DecodeString(id)
+}
+
+// writeIndex writes a version 2 index holding exactly entries (blobs and
+// symlinks of a SHA-1 repository), with no stat data, so git treats every
+// one as changed: what `update-index --index-info` would write into an
+// empty index, without starting it. It reports false when it cannot (a
+// SHA-256 id, a mode it does not write) and git must.
+func writeIndex(path string, entries []treeChange) (bool, error) {
+	sorted := slices.Clone(entries)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].path < sorted[j].path })
+	var b bytes.Buffer
+	b.WriteString("DIRC")
+	binary.Write(&b, binary.BigEndian, [2]uint32{2, uint32(len(sorted))})
+	for _, e := range sorted {
+		mode, err := strconv.ParseUint(e.mode, 8, 32)
+		id, herr := hex.DecodeString(e.oid)
+		if err != nil || herr != nil || len(id) != sha1.Size || (mode != 0o100644 && mode != 0o100755 && mode != 0o120000) {
+			return false, nil
+		}
+		start := b.Len()
+		var stat [10]uint32 // ctime, mtime (s, ns), dev, ino: unknown
+		stat[6] = uint32(mode)
+		binary.Write(&b, binary.BigEndian, stat)
+		b.Write(id)
+		binary.Write(&b, binary.BigEndian, uint16(min(len(e.path), 0xfff)))
+		b.WriteString(e.path)
+		// NUL-terminated, padded to a multiple of 8 bytes.
+		b.Write(make([]byte, 8-(b.Len()-start)%8))
+	}
+	sum := sha1.Sum(b.Bytes())
+	b.Write(sum[:])
+	return true, os.WriteFile(path, b.Bytes(), 0o644)
 }

@@ -153,3 +153,47 @@ func TestRollbackResetsStagedButUnchangedPaths(t *testing.T) {
 		t.Fatalf("index still differs from HEAD: %s", got)
 	}
 }
+
+// TestWriteIndexIsGits: the small index written in process reads back in
+// git as the same entries `update-index --index-info` records, for names
+// of every padding length, and checks out.
+func TestWriteIndexIsGits(t *testing.T) {
+	r := newRepo(t)
+	var entries []treeChange
+	blob := r.git("hash-object", "-w", "README")
+	for i := 1; i <= 9; i++ {
+		entries = append(entries, treeChange{path: "d/" + strings.Repeat("n", i), mode: "100644", oid: blob})
+	}
+	entries = append(entries,
+		treeChange{path: "a.sh", mode: "100755", oid: blob},
+		treeChange{path: "z/link", mode: "120000", oid: blob},
+		treeChange{path: "a b/é.txt", mode: "100644", oid: blob})
+	mine := filepath.Join(r.dir, ".git", "mine")
+	if ok, err := writeIndex(mine, entries); !ok || err != nil {
+		t.Fatalf("writeIndex: %v %v", ok, err)
+	}
+	theirs := &treeIndex{path: filepath.Join(r.dir, ".git", "theirs"), env: []string{"GIT_INDEX_FILE=" + filepath.Join(r.dir, ".git", "theirs")}}
+	if err := r.st.setEntries(ctx, theirs, entries, 40); err != nil {
+		t.Fatal(err)
+	}
+	ls := func(idx string) string {
+		cmd := exec.Command("git", "ls-files", "-s", "--debug")
+		cmd.Dir, cmd.Env = r.dir, append(os.Environ(), "GIT_INDEX_FILE="+idx)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git ls-files on %s: %v\n%s", idx, err, out)
+		}
+		return string(out)
+	}
+	if a, b := ls(mine), ls(theirs.path); a != b {
+		t.Fatalf("index written in process:\n%s\ngit's:\n%s", a, b)
+	}
+	cmd := exec.Command("git", "checkout-index", "-f", "-a")
+	cmd.Dir, cmd.Env = r.dir, append(os.Environ(), "GIT_INDEX_FILE="+mine)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("checkout-index: %v\n%s", err, out)
+	}
+	if r.read("d/nnnn") != r.read("README") {
+		t.Fatal("checked out the wrong content")
+	}
+}
