@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // RefusedError is a rollback that was not safe. Nothing was changed.
@@ -68,7 +70,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	var idx *treeIndex       // the private index behind it, reused to restore
 	var tracked []treeChange // or: the working tree's tracked changes
 	if now.Dirty() {
-		current, nowTree, idx, tracked, err = s.snapshot(ctx, now, msg, !opts.DryRun)
+		current, nowTree, idx, tracked, err = s.snapshot(ctx, now, msg, !opts.DryRun, f.Trees)
 		if err != nil {
 			return nil, fmt.Errorf("rollback: snapshot the working tree: %w", err)
 		}
@@ -150,13 +152,25 @@ func (s *State) rollbackFacts(ctx context.Context, opts RollbackOptions) (*rollb
 	if cp.Snapshot != "" {
 		objs = append(objs, cp.Snapshot+"^{tree}", cp.Snapshot+"^1")
 	}
-	found, err := s.Repo.Objects(ctx, objs...)
+	nfacts := len(objs)
+	if f.Now.Dirty() && f.Now.Head != "" {
+		// The same cat-file reads HEAD's trees along the changed paths,
+		// which a snapshot of the working tree builds on.
+		objs = append(objs, treeNames(f.Now.Head+"^{tree}", f.Now.Paths())...)
+	}
+	found, err := s.Repo.Batch(ctx, objs...)
 	if err != nil {
 		return nil, err
 	}
-	f.HeadExists, f.Recorded, f.CheckpointTree, f.HeadTree = found[0] != "", found[1], found[2], found[3]
+	f.HeadExists, f.Recorded, f.CheckpointTree, f.HeadTree = found[0].ID != "", found[1].ID, found[2].ID, found[3].ID
 	if cp.Snapshot != "" {
-		f.SnapshotTree, f.SnapshotParent = found[4], found[5]
+		f.SnapshotTree, f.SnapshotParent = found[4].ID, found[5].ID
+	}
+	if len(objs) > nfacts {
+		f.Trees = make(map[string]git.Object, len(objs)-nfacts)
+		for i := nfacts; i < len(objs); i++ {
+			f.Trees[objs[i]] = found[i]
+		}
 	}
 	if !f.HeadExists {
 		return f, nil

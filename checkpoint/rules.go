@@ -37,6 +37,9 @@ type rollbackFacts struct {
 	// SnapshotTree is the tree of the checkpoint's snapshot ("" when the
 	// checkpoint has none, or it is gone).
 	SnapshotTree string
+	// Trees are HEAD's trees along the changed paths, read with the rest
+	// for the snapshot of the working tree (not judged).
+	Trees map[string]git.Object
 }
 
 // rule is one reason a rollback can be unsafe: check returns why, or "".

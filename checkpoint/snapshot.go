@@ -81,8 +81,8 @@ func (s *State) worktreeIndex(ctx context.Context, now *git.Status) (*treeIndex,
 // trees when quickSnapshot can (tracked then holds the working-tree state
 // of every tracked path status named); otherwise through a private index,
 // which with keep is returned for the caller to use and remove.
-func (s *State) snapshot(ctx context.Context, now *git.Status, message string, keep bool) (commit, tree string, idx *treeIndex, tracked []treeChange, err error) {
-	commit, tree, tracked, err = s.quickSnapshot(ctx, now, message)
+func (s *State) snapshot(ctx context.Context, now *git.Status, message string, keep bool, pre map[string]git.Object) (commit, tree string, idx *treeIndex, tracked []treeChange, err error) {
+	commit, tree, tracked, err = s.quickSnapshot(ctx, now, message, pre)
 	if !errors.Is(err, errDecline) {
 		return commit, tree, nil, tracked, err
 	}

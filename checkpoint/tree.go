@@ -39,7 +39,9 @@ var errDecline = errors.New("snapshot needs the index")
 // quickSnapshot writes the snapshot commit of now's working tree and
 // returns it with its tree and the working-tree state of every tracked path
 // status named (their entries in that tree, mode "" when deleted).
-func (s *State) quickSnapshot(ctx context.Context, now *git.Status, message string) (commit, tree string, tracked []treeChange, err error) {
+//
+// pre holds objects already read (see treeNames), nil when none are.
+func (s *State) quickSnapshot(ctx context.Context, now *git.Status, message string, pre map[string]git.Object) (commit, tree string, tracked []treeChange, err error) {
 	ow := s.Repo.ObjectWriter(len(now.Head))
 	if ow == nil {
 		return "", "", nil, errDecline
@@ -113,7 +115,7 @@ func (s *State) quickSnapshot(ctx context.Context, now *git.Status, message stri
 			edits[hashAt[i]].oid = id
 		}
 	}
-	tree, err = s.editTree(ctx, ow, now.Head+"^{tree}", edits)
+	tree, err = s.editTree(ctx, ow, now.Head+"^{tree}", edits, pre)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -150,7 +152,7 @@ type treeNode struct {
 // removes the path) and returns its id. Only base's trees along the edited
 // paths are read, with one cat-file; only the trees that change are
 // written. Directories left empty disappear, as git never records them.
-func (s *State) editTree(ctx context.Context, ow *git.ObjectWriter, base string, edits []treeChange) (string, error) {
+func (s *State) editTree(ctx context.Context, ow *git.ObjectWriter, base string, edits []treeChange, pre map[string]git.Object) (string, error) {
 	root := &treeNode{}
 	nodes := map[string]*treeNode{"": root}
 	dirs := []string{""}
@@ -172,45 +174,39 @@ func (s *State) editTree(ctx context.Context, ow *git.ObjectWriter, base string,
 	for _, e := range edits {
 		node(parentDir(e.path))
 	}
-	// Read what base has at each of those directories.
-	var in strings.Builder
-	for _, d := range dirs {
-		if d == "" {
-			in.WriteString(base + "\n")
+	// Read what base has at each of those directories (pre may hold
+	// them already: a rollback reads them with its other objects).
+	objs := make([]git.Object, len(dirs))
+	var fetch []string
+	var fetchAt []int
+	for i, d := range dirs {
+		name := treeName(base, d)
+		if o, ok := pre[name]; ok {
+			objs[i] = o
 		} else {
-			in.WriteString(base + ":" + d + "\n")
+			fetch, fetchAt = append(fetch, name), append(fetchAt, i)
 		}
 	}
-	out, err := s.Repo.RunEnv(ctx, nil, []byte(in.String()), "cat-file", "--batch")
-	if err != nil {
-		return "", err
-	}
-	rest := []byte(out)
-	for _, d := range dirs {
-		nl := bytes.IndexByte(rest, '\n')
-		if nl < 0 {
-			return "", errors.New("git cat-file: short output")
+	if len(fetch) > 0 {
+		got, err := s.Repo.Batch(ctx, fetch...)
+		if err != nil {
+			return "", err
 		}
-		head := strings.Fields(string(rest[:nl]))
-		rest = rest[nl+1:]
+		for k, o := range got {
+			objs[fetchAt[k]] = o
+		}
+	}
+	for i, d := range dirs {
+		o := objs[i]
 		nodes[d].entries = map[string]treeEntry{}
-		if len(head) != 3 {
-			if d == "" {
-				return "", fmt.Errorf("git cat-file: %s: %s", base, strings.Join(head, " "))
-			}
-			continue // missing: a new directory
+		switch {
+		case o.ID == "" && d == "":
+			return "", fmt.Errorf("git cat-file: %s: no such tree", base)
+		case o.ID == "" || o.Type != "tree":
+			continue // a new directory, or a file where a directory is now
 		}
-		size, err := strconv.Atoi(head[2])
-		if err != nil || size+1 > len(rest) {
-			return "", fmt.Errorf("git cat-file: bad header %q", strings.Join(head, " "))
-		}
-		body := rest[:size]
-		rest = rest[size+1:]
-		if head[1] != "tree" {
-			continue // a file where a directory is now
-		}
-		if err := parseTree(body, len(head[0])/2, nodes[d].entries); err != nil {
-			return "", fmt.Errorf("tree %s: %w", head[0], err)
+		if err := parseTree(o.Data, len(o.ID)/2, nodes[d].entries); err != nil {
+			return "", fmt.Errorf("tree %s: %w", o.ID, err)
 		}
 	}
 	for _, e := range edits {
@@ -234,6 +230,31 @@ func (s *State) editTree(ctx context.Context, ow *git.ObjectWriter, base string,
 		return ow.Write("tree", nil)
 	}
 	return hex.EncodeToString(id), nil
+}
+
+// treeName names base's tree at dir for cat-file.
+func treeName(base, dir string) string {
+	if dir == "" {
+		return base
+	}
+	return base + ":" + dir
+}
+
+// treeNames names base's trees along every path's directories: what
+// editTree reads for edits of those paths.
+func treeNames(base string, paths []string) []string {
+	seen := map[string]bool{"": true}
+	names := []string{base}
+	for _, p := range paths {
+		if strings.ContainsAny(p, "\n\r") {
+			continue // quickSnapshot declines it; cat-file cannot carry it
+		}
+		for d := parentDir(p); !seen[d]; d = parentDir(d) {
+			seen[d] = true
+			names = append(names, treeName(base, d))
+		}
+	}
+	return names
 }
 
 func parentDir(p string) string {

@@ -72,7 +72,7 @@ func TestQuickSnapshotIsGitsTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit, tree, tracked, err := r.st.quickSnapshot(ctx, now, "test")
+	commit, tree, tracked, err := r.st.quickSnapshot(ctx, now, "test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +118,10 @@ func TestQuickSnapshotDeclines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := r.st.quickSnapshot(ctx, now, "test"); !errors.Is(err, errDecline) {
+	if _, _, _, err := r.st.quickSnapshot(ctx, now, "test", nil); !errors.Is(err, errDecline) {
 		t.Fatalf("an unmerged path: %v, want errDecline", err)
 	}
-	commit, tree, _, _, err := r.st.snapshot(ctx, now, "test", false)
+	commit, tree, _, _, err := r.st.snapshot(ctx, now, "test", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,5 +195,26 @@ func TestWriteIndexIsGits(t *testing.T) {
 	}
 	if r.read("d/nnnn") != r.read("README") {
 		t.Fatal("checked out the wrong content")
+	}
+}
+
+// TestRollbackOfAFileNamedWithALineBreak: a name cat-file and hash-object
+// cannot carry sends the snapshot through the index, and the rollback
+// still saves and removes it.
+func TestRollbackOfAFileNamedWithALineBreak(t *testing.T) {
+	r := newRepo(t)
+	r.write("kept.txt", "dirty at the checkpoint\n")
+	mustSave(t, r, "")
+	r.write("odd\nname.txt", "the agent's\n")
+	r.write("README", "agent edit\n")
+	res, err := r.st.Rollback(ctx, RollbackOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.exists("odd\nname.txt") || r.read("README") != "hello\n" || r.read("kept.txt") != "dirty at the checkpoint\n" {
+		t.Fatal("not back at the checkpoint")
+	}
+	if got := r.git("show", res.BackupRef+":odd\nname.txt"); got != "the agent's" {
+		t.Fatalf("backup holds %q", got)
 	}
 }

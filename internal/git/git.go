@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -242,4 +243,47 @@ func binary() string {
 	}
 	found.path, found.on = p, on
 	return p
+}
+
+// Object is one answer of Batch: the object's id, type and content; ID ""
+// when the name names no object.
+type Object struct {
+	ID, Type string
+	Data     []byte
+}
+
+// Batch reads each name (any revision expression, e.g. "x^{tree}" or
+// "tree:dir") with one `git cat-file --batch`.
+func (r *Repo) Batch(ctx context.Context, names ...string) ([]Object, error) {
+	var in strings.Builder
+	for _, n := range names {
+		if strings.ContainsAny(n, "\n\r\x00") {
+			return nil, fmt.Errorf("object name %q has a line break", n)
+		}
+		in.WriteString(n + "\n")
+	}
+	out, err := r.RunEnv(ctx, nil, []byte(in.String()), "cat-file", "--batch")
+	if err != nil {
+		return nil, err
+	}
+	objs := make([]Object, len(names))
+	rest := out
+	for i := range names {
+		nl := strings.IndexByte(rest, '\n')
+		if nl < 0 {
+			return nil, fmt.Errorf("git cat-file: %d answers for %d names", i, len(names))
+		}
+		head := strings.Fields(rest[:nl])
+		rest = rest[nl+1:]
+		if len(head) != 3 {
+			continue // "<name> missing" or "ambiguous"
+		}
+		size, err := strconv.Atoi(head[2])
+		if err != nil || size+1 > len(rest) {
+			return nil, fmt.Errorf("git cat-file: bad header %q", strings.Join(head, " "))
+		}
+		objs[i] = Object{ID: head[0], Type: head[1], Data: []byte(rest[:size])}
+		rest = rest[size+1:]
+	}
+	return objs, nil
 }
