@@ -58,8 +58,6 @@ if [ -n "${WIGGUM_HOOKBENCH_DEPS:-}" ]; then
 	go list -f '{{join .Imports "\n"}}' $(go list -deps ./cmd/wiggum | grep "^$mod/") |
 		grep -v "^$mod/" | sort -u >"$gen/imports"
 	reader deps '.'
-	reader deps-no-otlp '^go\.opentelemetry\.io/otel/exporters/' -v
-	reader otlp-exporters '^go\.opentelemetry\.io/otel/exporters/'
 	reader otel-sdk '^go\.opentelemetry\.io/otel(/attribute|/codes|/sdk/|/trace$|$)'
 	reader net-http '^net/http$'
 	reader charm '^(charm\.land/|github\.com/charmbracelet/|github\.com/muesli/)'
