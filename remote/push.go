@@ -103,7 +103,7 @@ func (r *Remote) lsRemote(ctx context.Context, op string, ups []update) (map[str
 	for _, u := range ups {
 		args = append(args, u.dst)
 	}
-	out, _, err := r.net(ctx, op+" (reading the server's refs)", uploadPack, nil, args...)
+	out, _, err := r.net(ctx, op+" (reading the server's refs)", "", nil, args...)
 	if err != nil {
 		var ne *NetworkError
 		if errors.As(err, &ne) {

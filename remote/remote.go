@@ -203,7 +203,8 @@ func IsNetwork(err error) bool {
 //
 // service is the server side the command talks to (uploadPack or
 // receivePack); args name the remote as remoteArg. A git:// server is
-// connected to by this process (see daemon).
+// connected to by this process (see daemon), unless service is "": then
+// git connects itself.
 func (r *Remote) net(ctx context.Context, op, service string, stdin []byte, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
@@ -211,7 +212,13 @@ func (r *Remote) net(ctx context.Context, op, service string, stdin []byte, args
 	full := []string{"-c", "http.lowSpeedLimit=1000", "-c", "http.lowSpeedTime=" + secs}
 	remote := r.Name
 	var sock *os.File
-	if r.daemon != nil {
+	if r.daemon != nil && service == "" {
+		// git's own connection, protocol v0: an ls-remote sends nothing
+		// before the server's answer, so nothing waits for an ACK, and
+		// no helper process is started.
+		full = append(full, "-c", "protocol.version=0")
+	}
+	if r.daemon != nil && service != "" {
 		f, err := r.daemon.connect(ctx, service)
 		if err != nil {
 			if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
