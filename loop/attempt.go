@@ -94,6 +94,11 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	e.startAttempt(iter, story, attempt)
 	defer func() { e.endAttempt(res, err) }()
 
+	// The iteration's one fsync is the checkpoint's record: a power cut
+	// must leave it whole (never a torn checkpoint.json for the resumed
+	// run to trip on), and the rollback after it needs it. The journal
+	// lines, the plan's tick, the run record and the events are not
+	// synced: git's commit is the durable record of a done story.
 	cp, err := e.st.Save(ctx, e.session, checkpoint.SaveOptions{})
 	if err != nil {
 		return step{}, err
