@@ -3,9 +3,12 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // CreateMany makes every worktree in one hold of the mutex: each is
@@ -179,5 +182,34 @@ func TestSettledRelease(t *testing.T) {
 	}
 	if !r.BranchKept {
 		t.Errorf("a branch that moved after its merge was deleted: %+v", r)
+	}
+}
+
+// A file the merge changes whose stat data is stale in the main tree's
+// index (rewritten with the same content) does not block the merge: the
+// index is refreshed and the merge goes on.
+func TestMergeRefreshesStaleStat(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	w, err := Create(ctx, repo, "US-1", "refs/heads/main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Lease.Release()
+	write(t, w.Path, "README", "worker\n")
+	gitT(t, w.Path, "commit", "-q", "-am", "worker")
+	// The same content, with a modification time the index does not have
+	// (in the past, so git cannot take it for racily clean and compare).
+	write(t, repo.Root, "README", "hello\n")
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(repo.Root, "README"), past, past); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Merge(ctx, repo, "refs/heads/main", w.Branch, "Merge US-1")
+	if err != nil || !m.FastForward {
+		t.Fatalf("merge: %+v %v", m, err)
+	}
+	if out := gitT(t, repo.Root, "status", "--porcelain"); out != "" {
+		t.Errorf("status:\n%s", out)
 	}
 }

@@ -88,15 +88,25 @@ func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) 
 		}
 		res.Commit = strings.TrimSpace(out)
 	}
-	// Stale stat data would make read-tree think files changed.
-	_, _ = tree.Run(ctx, "update-index", "-q", "--refresh")
 	if err := writeIntent(tree, intent{Tree: tree.Root, Target: target, Old: cur, New: res.Commit, Message: message}); err != nil {
 		return nil, err
 	}
 	defer clearIntent(tree)
 	killpoint.At("merge-intent")
+	refreshed := false
 	err = RetryLocked(ctx, func() error {
 		_, err := tree.Run(ctx, "read-tree", "-m", "-u", cur, res.Commit)
+		var ge *git.Error
+		if err != nil && !refreshed && errors.As(err, &ge) && !strings.Contains(ge.Stderr, "index.lock") {
+			// Stale stat data makes read-tree think files changed (it
+			// checks every path before it writes any): refresh the
+			// index and ask once more. The index is fresh after the
+			// previous landing's own commit, so this costs a process
+			// only when something else touched the tree.
+			refreshed = true
+			_, _ = tree.Run(ctx, "update-index", "-q", "--refresh")
+			_, err = tree.Run(ctx, "read-tree", "-m", "-u", cur, res.Commit)
+		}
 		return err
 	})
 	if err != nil {
