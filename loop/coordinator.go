@@ -111,9 +111,28 @@ func (p *parallel) coordinate(ctx context.Context) {
 			p.halt(err)
 			continue
 		}
+		// Each story's worktree removal runs beside the next story's
+		// merge: it touches only its own worktree, branch and checkpoint
+		// ref, none of which a merge reads. Removals stay one at a time
+		// (git worktree commands read each other's entries), and all end
+		// before the mutex is let go.
+		var removing chan struct{}
 		for j := p.lq.pop(); j != nil; j = p.lq.pop() {
-			p.landLocked(ctx, j)
-			p.landed(j)
+			began := time.Now()
+			m := p.mergeLocked(ctx, j)
+			prev, done := removing, make(chan struct{})
+			go func() {
+				defer close(done)
+				if prev != nil {
+					<-prev
+				}
+				p.releaseLocked(ctx, j, m, began)
+				p.landed(j)
+			}()
+			removing = done
+		}
+		if removing != nil {
+			<-removing
 		}
 		mu.Unlock()
 	}

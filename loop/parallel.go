@@ -336,20 +336,27 @@ func (p *parallel) executor(w *worktree.Worker, story *plan.Story) *executor {
 	}
 }
 
-// landLocked is the merge coordinator's step for one story, under the
-// repository mutex the caller holds: merge its branch (when the story is
-// done) and tick the story in the main tree's plan, then remove the
-// worktree - still holding its lease - keeping any branch the target does
-// not contain.
-func (p *parallel) landLocked(ctx context.Context, j *landing) {
-	w, story := j.w, j.story
-	began := time.Now()
-	var m *worktree.Merged
-	if j.done {
-		if m = p.merge(ctx, w, story); m != nil {
-			w.Landed(m.Tip)
-		}
+// mergeLocked is the first half of the merge coordinator's step for one
+// story, under the repository mutex the caller holds: merge its branch
+// (when the story is done) and tick the story in the main tree's plan.
+// nil when nothing merged.
+func (p *parallel) mergeLocked(ctx context.Context, j *landing) *worktree.Merged {
+	if !j.done {
+		return nil
 	}
+	m := p.merge(ctx, j.w, j.story)
+	if m != nil {
+		j.w.Landed(m.Tip)
+	}
+	return m
+}
+
+// releaseLocked is the second half, still under the mutex: remove the
+// worktree - still holding its lease - keeping any branch the target does
+// not contain, and report the landing. It touches only the story's own
+// worktree and branch, so it may run beside the next story's merge.
+func (p *parallel) releaseLocked(ctx context.Context, j *landing, m *worktree.Merged, began time.Time) {
+	w, story := j.w, j.story
 	// The removal too is under the mutex: a pruner holding it must find
 	// each worktree either whole or gone, never half removed.
 	rem, err := w.Release(ctx, p.r.st.Repo)
