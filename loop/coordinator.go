@@ -147,3 +147,58 @@ func (p *parallel) landed(j *landing) {
 	delete(p.inflight, j.story.ID)
 	p.mu.Unlock()
 }
+
+// creations combines the worktree creations of workers that want one at
+// the same moment (they finish their stories together) into one
+// worktree.CreateMany: one hold of the repository mutex, each worktree
+// leased while git adds the next. Whoever finds no creation under way
+// makes all those waiting, its own among them.
+type creations struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	pending []*creation
+	leading bool
+}
+
+type creation struct {
+	req      worktree.Request
+	w        *worktree.Worker
+	err      error
+	finished bool
+}
+
+func newCreations() *creations {
+	c := &creations{}
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
+
+func (p *parallel) createWorktree(ctx context.Context, story string) (*worktree.Worker, error) {
+	c := &creation{req: worktree.Request{Story: story, Target: p.target}}
+	cr := p.cr
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	cr.pending = append(cr.pending, c)
+	for !c.finished {
+		if cr.leading {
+			cr.cond.Wait()
+			continue
+		}
+		cr.leading = true
+		batch := cr.pending
+		cr.pending = nil
+		cr.mu.Unlock()
+		reqs := make([]worktree.Request, len(batch))
+		for i, b := range batch {
+			reqs[i] = b.req
+		}
+		ws, errs := worktree.CreateMany(ctx, p.r.st.Repo, reqs, p.r.opts.Command)
+		cr.mu.Lock()
+		for i, b := range batch {
+			b.w, b.err, b.finished = ws[i], errs[i], true
+		}
+		cr.leading = false
+		cr.cond.Broadcast()
+	}
+	return c.w, c.err
+}

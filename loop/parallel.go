@@ -47,7 +47,8 @@ type parallel struct {
 	// sharedLandings are the shared stories landing now.
 	sharedLandings sync.WaitGroup
 
-	lq *landings // finished stories waiting for the merge coordinator
+	lq *landings  // finished stories waiting for the merge coordinator
+	cr *creations // worktrees wanted at the same moment, made together
 }
 
 func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summary, error) {
@@ -61,7 +62,7 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 	if err != nil {
 		return nil, fmt.Errorf("run: read branch: %w", err)
 	}
-	p := &parallel{r: r, target: target, out: out, inflight: map[string]bool{}, skip: map[string]bool{}, lq: newLandings()}
+	p := &parallel{r: r, target: target, out: out, inflight: map[string]bool{}, skip: map[string]bool{}, lq: newLandings(), cr: newCreations()}
 	if opts.Coordinator != nil {
 		p.share(ctx, opts.Coordinator)
 	}
@@ -236,7 +237,13 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 	main := p.r.st.Repo
 	held, start := p.heldClaim(story.ID)
 	if w == nil && err == nil {
-		p.lq.create(func() { w, err = worktree.CreateAt(ctx, main, story.ID, p.target, start, p.r.opts.Command) })
+		p.lq.create(func() {
+			if start == "" {
+				w, err = p.createWorktree(ctx, story.ID)
+			} else {
+				w, err = worktree.CreateAt(ctx, main, story.ID, p.target, start, p.r.opts.Command)
+			}
+		})
 	}
 	if err != nil {
 		if held != nil {
