@@ -9,6 +9,11 @@
 # from the merged events, and the load average before and after. DESIGN.md:
 # wall time close to (stories / N) x agent time (efficiency at least 0.9 at
 # N=4), plus a bounded, measured cost per story.
+#
+# BASE=<git revision> also builds wiggum at that revision and runs it
+# interleaved with the current tree (same repositories, same rounds), and
+# prints its efficiency and the current wall time as a ratio to it: a
+# before/after on the same machine under the same load.
 set -eu
 # Build as install.sh does: static, no cgo (os/user via terminfo would
 # otherwise link libc dynamically and add the loader to every start).
@@ -21,6 +26,11 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$here" && go build -o "$tmp/wiggum" ./cmd/wiggum)
+if [ -n "${BASE:-}" ]; then
+	mkdir "$tmp/base"
+	(cd "$here" && git archive "$BASE" | tar -x -C "$tmp/base")
+	(cd "$tmp/base" && go build -o "$tmp/wiggum-base" ./cmd/wiggum)
+fi
 
 export GIT_CONFIG_NOSYSTEM=1 HOME="$tmp" GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com \
 	GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
@@ -50,20 +60,30 @@ stat() {
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "S=$S stories, agent sleeps T=${T}s, best of $ROUNDS round(s)"
 serial=0
+# one BINARY N: a fresh repository, one run; prints its wall time in ns
+one() {
+	mkrepo "$tmp/repo-$2"
+	t0=$(now)
+	"$1" run --plan plan.md --agent-cmd "sh $tmp/agent.sh" --workers "$2" -q > /dev/null
+	t1=$(now)
+	[ "$(grep -c '^- \[x\]' plan.md)" -eq "$S" ] || { echo "wiggum did not finish every story" >&2; exit 1; }
+	[ "$(git ls-files 'f-*' | wc -l)" -eq "$S" ] || { echo "a story's work is missing" >&2; exit 1; }
+	echo $((t1 - t0))
+}
+
 for n in $WORKERS; do
 	best=0
+	bbest=0
 	r=1
 	while [ $r -le "$ROUNDS" ]; do
-		mkrepo "$tmp/repo-$n"
-		t0=$(now)
-		"$tmp/wiggum" run --plan plan.md --agent-cmd "sh $tmp/agent.sh" --workers "$n" -q > /dev/null
-		t1=$(now)
-		[ "$(grep -c '^- \[x\]' plan.md)" -eq "$S" ] || { echo "wiggum did not finish every story" >&2; exit 1; }
-		[ "$(git ls-files 'f-*' | wc -l)" -eq "$S" ] || { echo "a story's work is missing" >&2; exit 1; }
-		w=$((t1 - t0))
+		if [ -n "${BASE:-}" ]; then
+			w=$(one "$tmp/wiggum-base" "$n")
+			if [ $bbest -eq 0 ] || [ $w -lt $bbest ]; then bbest=$w; fi
+		fi
+		w=$(one "$tmp/wiggum" "$n")
 		if [ $best -eq 0 ] || [ $w -lt $best ]; then
 			best=$w
-			cp .ralph/wiggum/events.jsonl "$tmp/best.jsonl"
+			cp "$tmp/repo-$n/.ralph/wiggum/events.jsonl" "$tmp/best.jsonl"
 		fi
 		r=$((r + 1))
 	done
@@ -74,5 +94,9 @@ for n in $WORKERS; do
 	printf 'workers %d: %6.2f s wall, ideal (S/N)·T %5.2f s, efficiency %.2f (%.2fx ideal), %.2fx faster than serial; per story: landing (median / max) %s, wait for the coordinator %s\n' \
 		"$n" "$(echo "$best / 1000000000" | bc -l)" "$(echo "$ideal / 1000000000" | bc -l)" \
 		"$(echo "$ideal / $best" | bc -l)" "$(echo "$best / $ideal" | bc -l)" "$(echo "$serial / $best" | bc -l)" "$land" "$queued"
+	if [ -n "${BASE:-}" ]; then
+		printf '  %s: %6.2f s wall, efficiency %.2f; current / base wall %.3f\n' "$BASE" "$(echo "$bbest / 1000000000" | bc -l)" \
+			"$(echo "$ideal / $bbest" | bc -l)" "$(echo "$best / $bbest" | bc -l)"
+	fi
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
