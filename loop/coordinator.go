@@ -55,18 +55,24 @@ func (l *landings) close() {
 	l.cond.Broadcast()
 }
 
-// creating brackets a worker's worktree creation.
+// create brackets a worker's worktree creation.
 func (l *landings) create(fn func()) {
+	l.begin()
+	defer l.end()
+	fn()
+}
+
+func (l *landings) begin() {
 	l.mu.Lock()
 	l.creating++
 	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		l.creating--
-		l.mu.Unlock()
-		l.cond.Broadcast()
-	}()
-	fn()
+}
+
+func (l *landings) end() {
+	l.mu.Lock()
+	l.creating--
+	l.mu.Unlock()
+	l.cond.Broadcast()
 }
 
 // wait blocks until a landing may start (one is queued and no creation is
@@ -187,18 +193,23 @@ func (p *parallel) createWorktree(ctx context.Context, story string) (*worktree.
 		cr.leading = true
 		batch := cr.pending
 		cr.pending = nil
-		cr.mu.Unlock()
 		reqs := make([]worktree.Request, len(batch))
 		for i, b := range batch {
 			reqs[i] = b.req
 		}
-		ws, errs := worktree.CreateMany(ctx, p.r.st.Repo, reqs, p.r.opts.Command)
-		cr.mu.Lock()
-		for i, b := range batch {
-			b.w, b.err, b.finished = ws[i], errs[i], true
-		}
-		cr.leading = false
-		cr.cond.Broadcast()
+		go func() {
+			worktree.CreateMany(ctx, p.r.st.Repo, reqs, p.r.opts.Command, func(i int, w *worktree.Worker, err error) {
+				// Each worker goes as soon as its own worktree is leased.
+				cr.mu.Lock()
+				batch[i].w, batch[i].err, batch[i].finished = w, err, true
+				cr.mu.Unlock()
+				cr.cond.Broadcast()
+			})
+			cr.mu.Lock()
+			cr.leading = false
+			cr.mu.Unlock()
+			cr.cond.Broadcast()
+		}()
 	}
 	return c.w, c.err
 }

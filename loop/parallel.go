@@ -80,6 +80,7 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 	for i := range opts.Workers {
 		wg.Go(func() {
 			if i < len(first) {
+				<-first[i].ready
 				p.work(ctx, first[i].story, i+1, first[i].w, first[i].err)
 			}
 			for {
@@ -196,36 +197,40 @@ func (p *parallel) halt(err error) {
 // started is a first story with the worktree made for it at start-up.
 type started struct {
 	story *plan.Story
+	ready chan struct{} // closed once w or err is set
 	w     *worktree.Worker
 	err   error
 }
 
 // prepare claims the first story of each worker and makes their worktrees
 // together, in one hold of the repository mutex, instead of one worker
-// after the other; a run shared with other machines starts each on its own.
-func (p *parallel) prepare(ctx context.Context, workers int) []started {
+// after the other; each worker starts as soon as its own is leased. A run
+// shared with other machines starts each on its own.
+func (p *parallel) prepare(ctx context.Context, workers int) []*started {
 	if p.coord != nil || workers < 2 {
 		return nil
 	}
-	var first []started
+	var first []*started
 	var reqs []worktree.Request
 	for range workers {
 		s := p.claim(ctx)
 		if s == nil {
 			break
 		}
-		first = append(first, started{story: s})
+		first = append(first, &started{story: s, ready: make(chan struct{})})
 		reqs = append(reqs, worktree.Request{Story: s.ID, Target: p.target})
 	}
 	if len(reqs) == 0 {
 		return nil
 	}
-	var ws []*worktree.Worker
-	var errs []error
-	p.lq.create(func() { ws, errs = worktree.CreateMany(ctx, p.r.st.Repo, reqs, p.r.opts.Command) })
-	for i := range first {
-		first[i].w, first[i].err = ws[i], errs[i]
-	}
+	p.lq.begin()
+	go func() {
+		defer p.lq.end()
+		worktree.CreateMany(ctx, p.r.st.Repo, reqs, p.r.opts.Command, func(i int, w *worktree.Worker, err error) {
+			first[i].w, first[i].err = w, err
+			close(first[i].ready)
+		})
+	}()
 	return first
 }
 

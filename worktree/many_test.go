@@ -20,7 +20,21 @@ func TestCreateManyLeasesEach(t *testing.T) {
 	tip := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "main"))
 	reqs := []Request{{Story: "US-1", Target: "refs/heads/main"}, {Story: "US-2", Target: "refs/heads/main"},
 		{Story: "US-1", Target: "refs/heads/main"}, {Story: "", Target: "refs/heads/main"}, {Story: "US-3", Target: "refs/heads/main"}}
-	ws, errs := CreateMany(ctx, repo, reqs, nil)
+	var mu sync.Mutex
+	answers := map[int]int{}
+	ws, errs := CreateMany(ctx, repo, reqs, nil, func(i int, w *Worker, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		answers[i]++
+		if (w == nil) == (err == nil) {
+			t.Errorf("request %d answered with %v and %v", i, w, err)
+		}
+	})
+	for i := range reqs {
+		if answers[i] != 1 {
+			t.Errorf("request %d answered %d times", i, answers[i])
+		}
+	}
 	for _, i := range []int{2, 3} {
 		if errs[i] == nil || ws[i] != nil {
 			t.Errorf("request %d (%q): want an error alone, got %v %v", i, reqs[i].Story, ws[i], errs[i])
@@ -104,7 +118,7 @@ func TestCreateManyRacesPrune(t *testing.T) {
 		for i := range 3 {
 			reqs = append(reqs, Request{Story: fmt.Sprintf("US-%d-%d", round, i), Target: "refs/heads/main"})
 		}
-		ws, errs := CreateMany(ctx, repo, reqs, nil)
+		ws, errs := CreateMany(ctx, repo, reqs, nil, nil)
 		for i, w := range ws {
 			if errs[i] != nil {
 				t.Fatal(errs[i])
@@ -150,7 +164,7 @@ func TestCreateManyRacesPrune(t *testing.T) {
 func TestSettledRelease(t *testing.T) {
 	repo := newRepo(t)
 	ctx := context.Background()
-	ws, errs := CreateMany(ctx, repo, []Request{{Story: "dirty", Target: "refs/heads/main"}, {Story: "moved", Target: "refs/heads/main"}}, nil)
+	ws, errs := CreateMany(ctx, repo, []Request{{Story: "dirty", Target: "refs/heads/main"}, {Story: "moved", Target: "refs/heads/main"}}, nil, nil)
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}

@@ -110,7 +110,7 @@ func Create(ctx context.Context, main *git.Repo, story, target string, command [
 // starts a story where the server's copy of the target, or the story's
 // branch left by a machine that died, is.
 func CreateAt(ctx context.Context, main *git.Repo, story, target, start string, command []string) (*Worker, error) {
-	ws, errs := CreateMany(ctx, main, []Request{{Story: story, Target: target, Start: start}}, command)
+	ws, errs := CreateMany(ctx, main, []Request{{Story: story, Target: target, Start: start}}, command, nil)
 	return ws[0], errs[0]
 }
 
@@ -125,9 +125,14 @@ type Request struct {
 // concurrent git worktree add reads the entries of the others half
 // written); each is leased while git adds the next, and none is visible to
 // a pruner before it is leased, since a pruner waits for the mutex. ws[i]
-// or errs[i] answers reqs[i].
-func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []string) (ws []*Worker, errs []error) {
+// or errs[i] answers reqs[i]; ready, when not nil, is given each answer as
+// soon as it is known, so a worker can start in its worktree while git
+// adds the next ones.
+func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []string, ready func(i int, w *Worker, err error)) (ws []*Worker, errs []error) {
 	ws, errs = make([]*Worker, len(reqs)), make([]error, len(reqs))
+	if ready == nil {
+		ready = func(int, *Worker, error) {}
+	}
 	fail := func(err error) {
 		for i := range errs {
 			if errs[i] == nil {
@@ -135,6 +140,14 @@ func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []s
 			}
 		}
 	}
+	answered := make([]bool, len(reqs))
+	defer func() {
+		for i := range reqs {
+			if !answered[i] {
+				ready(i, ws[i], errs[i])
+			}
+		}
+	}()
 	names := make([]string, len(reqs))
 	seen := map[string]bool{}
 	for i, r := range reqs {
@@ -165,7 +178,13 @@ func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []s
 		if added[i], errs[i] = add(ctx, main, parent, names[i], r); errs[i] != nil {
 			continue
 		}
-		wg.Go(func() { ws[i], errs[i] = lease(ctx, added[i].name, added[i].path, added[i].meta, command) })
+		wg.Go(func() {
+			ws[i], errs[i] = lease(ctx, added[i].name, added[i].path, added[i].meta, command)
+			if errs[i] == nil {
+				answered[i] = true
+				ready(i, ws[i], nil)
+			}
+		})
 	}
 	wg.Wait()
 	for i, a := range added {
