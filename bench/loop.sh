@@ -15,8 +15,12 @@
 #    falls on all of them alike. The per-iteration overhead is wiggum minus
 #    the floor at the same size in the same round (the median over rounds);
 #    it is what must stay flat while the floor itself grows with the plan
-#    (sed rewrites it, git hashes it). Wall and CPU time (user + system of
-#    every process, which other load does not inflate) are both reported.
+#    (sed rewrites it, git hashes it). A one-iteration run in the same
+#    round tells wiggum's once-per-run start-up (lock, journal, recovery
+#    checks, the plan's first parse) from the cost of each iteration; the
+#    overhead is printed with and without it. Wall and CPU time (user +
+#    system of every process, which other load does not inflate) are both
+#    reported.
 #    The curve goes to bench/loop-curve.tsv and is plotted to
 #    bench/loop-curve.svg.
 #
@@ -107,7 +111,7 @@ timed() {
 }
 
 wiggum_all() { "$tmp/wiggum" run --plan plan.md --agent-cmd "$AGENT" -q > /dev/null; }
-wiggum_some() { "$tmp/wiggum" run --plan plan.md --agent-cmd "$AGENT" --max-iterations "$ITER" -q > /dev/null 2>&1 || [ $? -eq 5 ]; }
+wiggum_some() { "$tmp/wiggum" run --plan plan.md --agent-cmd "$AGENT" --max-iterations "$1" -q > /dev/null 2>&1 || [ $? -eq 5 ]; }
 
 # median FILE: the median of the numbers in FILE, one a line.
 median() { sort -n "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
@@ -148,30 +152,45 @@ if [ -n "$CURVE" ]; then
 			mkrepo "$tmp/raw" "$n" 1
 			timed raw "$ITER" raw_loop "$ITER"
 			mkrepo "$tmp/wiggum-repo" "$n" 1
-			timed wig "$ITER" wiggum_some
+			timed wig "$ITER" wiggum_some "$ITER"
 			[ "$(grep -c '^- \[x\] US' plan.md)" -eq "$ITER" ] || { echo "wiggum did not finish $ITER stories of $n" >&2; exit 1; }
-			echo "$raw_wall $wig_wall $raw_cpu $wig_cpu" >> "$tmp/c.$n"
+			# A one-iteration run: wiggum's start-up (lock, journal,
+			# recovery checks, the plan's first parse) plus one iteration,
+			# to tell the per-iteration cost from the once-per-run one.
+			mkrepo "$tmp/wiggum-repo" "$n" 1
+			timed one 1 wiggum_some 1
+			echo "$raw_wall $wig_wall $raw_cpu $wig_cpu $one_wall $one_cpu" >> "$tmp/c.$n"
 		done
 		r=$((r + 1))
 	done
-	[ -z "$OUT" ] || printf 'stories\tfloor_ms\twiggum_ms\toverhead_ms\tfloor_cpu_ms\twiggum_cpu_ms\toverhead_cpu_ms\n' > "$OUT/loop-curve.tsv"
+	[ -z "$OUT" ] || printf 'stories\tfloor_ms\twiggum_ms\toverhead_ms\tfloor_cpu_ms\twiggum_cpu_ms\toverhead_cpu_ms\tstartup_ms\tsteady_overhead_ms\tsteady_overhead_cpu_ms\n' > "$OUT/loop-curve.tsv"
 	for n in $CURVE; do
 		for col in 1 2 3 4; do awk -v c=$col '{ print $c }' "$tmp/c.$n" > "$tmp/col$col"; done
 		awk '{ print $2 - $1 }' "$tmp/c.$n" > "$tmp/ow"
 		awk '{ print $4 - $3 }' "$tmp/c.$n" > "$tmp/oc"
+		# Without start-up: (ITER iterations - one) / (ITER - 1), less
+		# the floor; start-up: the one-iteration run less an iteration.
+		awk -v k="$ITER" '{ s = ($2 * k - $5) / (k - 1); print int(s - $1) }' "$tmp/c.$n" > "$tmp/sw"
+		awk -v k="$ITER" '{ s = ($4 * k - $6) / (k - 1); print int(s - $3) }' "$tmp/c.$n" > "$tmp/sc"
+		awk -v k="$ITER" '{ s = ($2 * k - $5) / (k - 1); print int($5 - s) }' "$tmp/c.$n" > "$tmp/su"
 		f=$(median "$tmp/col1") w=$(median "$tmp/col2") fc=$(median "$tmp/col3") wc=$(median "$tmp/col4")
-		ow=$(median "$tmp/ow") oc=$(median "$tmp/oc")
-		eval "f_$n=$f w_$n=$w ow_$n=$ow oc_$n=$oc fc_$n=$fc wc_$n=$wc"
+		ow=$(median "$tmp/ow") oc=$(median "$tmp/oc") sw=$(median "$tmp/sw") sc=$(median "$tmp/sc") su=$(median "$tmp/su")
+		eval "f_$n=$f w_$n=$w ow_$n=$ow oc_$n=$oc fc_$n=$fc wc_$n=$wc sw_$n=$sw sc_$n=$sc"
 		printf 'curve: %5d stories (with details), %d iterations: floor %6s ms, wiggum %6s ms (%sx), overhead %6s ms; CPU floor %6s ms, wiggum %6s ms, overhead %6s ms\n' \
 			"$n" "$ITER" "$(ms "$f")" "$(ms "$w")" "$(ratio "$w" "$f")" "$(ms "$ow")" "$(ms "$fc")" "$(ms "$wc")" "$(ms "$oc")"
-		[ -z "$OUT" ] || printf '%d\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$(ms "$f")" "$(ms "$w")" "$(ms "$ow")" "$(ms "$fc")" "$(ms "$wc")" "$(ms "$oc")" >> "$OUT/loop-curve.tsv"
+		printf 'curve: %5d stories: wiggum start-up %s ms once per run; overhead per iteration without it %s ms (CPU %s ms)\n' \
+			"$n" "$(ms "$su")" "$(ms "$sw")" "$(ms "$sc")"
+		[ -z "$OUT" ] || printf '%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$(ms "$f")" "$(ms "$w")" "$(ms "$ow")" "$(ms "$fc")" "$(ms "$wc")" "$(ms "$oc")" \
+			"$(ms "$su")" "$(ms "$sw")" "$(ms "$sc")" >> "$OUT/loop-curve.tsv"
 	done
 	first=${CURVE%% *}
 	for n in $CURVE; do
 		[ "$n" != "$first" ] || continue
 		eval "f=\$f_$n w=\$w_$n ow=\$ow_$n oc=\$oc_$n f0=\$f_$first w0=\$w_$first ow0=\$ow_$first oc0=\$oc_$first"
-		printf 'curve: %d vs %d stories: overhead %s vs %s ms (%sx; CPU %sx), wiggum total %sx, floor total %sx\n' \
-			"$n" "$first" "$(ms "$ow")" "$(ms "$ow0")" "$(ratio "$ow" "$ow0")" "$(ratio "$oc" "$oc0")" "$(ratio "$w" "$w0")" "$(ratio "$f" "$f0")"
+		eval "sw=\$sw_$n sc=\$sc_$n sw0=\$sw_$first sc0=\$sc_$first"
+		printf 'curve: %d vs %d stories: overhead %s vs %s ms (%sx; CPU %sx), without start-up %s vs %s ms (%sx; CPU %sx), wiggum total %sx, floor total %sx\n' \
+			"$n" "$first" "$(ms "$ow")" "$(ms "$ow0")" "$(ratio "$ow" "$ow0")" "$(ratio "$oc" "$oc0")" \
+			"$(ms "$sw")" "$(ms "$sw0")" "$(ratio "$sw" "$sw0")" "$(ratio "$sc" "$sc0")" "$(ratio "$w" "$w0")" "$(ratio "$f" "$f0")"
 	done
 	if [ -n "$OUT" ]; then
 		"$tmp/scalecurve" loop "$OUT/loop-curve.tsv" "$OUT/loop-curve.svg"

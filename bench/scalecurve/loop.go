@@ -15,6 +15,9 @@ import (
 type loopPoint struct {
 	stories                               string
 	floor, wiggum, over, fCPU, wCPU, oCPU float64
+	// Without wiggum's once-per-run start-up (absent in older results).
+	steady, steadyCPU float64
+	hasSteady         bool
 }
 
 // plotLoop draws bench/loop.sh's curve: per-iteration wall time of the raw
@@ -40,6 +43,11 @@ func plotLoop(results, out string) error {
 				return fmt.Errorf("%s: %q is not a number", results, fl[i+1])
 			}
 		}
+		if len(fl) >= 10 {
+			p.steady, _ = strconv.ParseFloat(fl[8], 64)
+			p.steadyCPU, _ = strconv.ParseFloat(fl[9], 64)
+			p.hasSteady = true
+		}
 		pts = append(pts, p)
 	}
 	if err := sc.Err(); err != nil {
@@ -50,7 +58,7 @@ func plotLoop(results, out string) error {
 	}
 	lo, hi := 0.0, 1.0
 	for _, p := range pts {
-		for _, v := range []float64{p.floor, p.wiggum, p.over, p.oCPU} {
+		for _, v := range []float64{p.floor, p.wiggum, p.over, p.oCPU, p.steady, p.steadyCPU} {
 			lo, hi = math.Min(lo, v), math.Max(hi, v)
 		}
 	}
@@ -85,15 +93,20 @@ func plotLoop(results, out string) error {
 		fmt.Fprintf(&b, `<text x="%.0f" y="%d" text-anchor="middle">%s</text>`+"\n", x(i), top+plotH+16, html.EscapeString(p.stories))
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">stories in the plan</text>`+"\n", left+int(plotW/2), top+plotH+34)
-	for ci, c := range []struct {
+	type curve struct {
 		color, name string
 		v           func(loopPoint) float64
-	}{
+	}
+	curves := []curve{
 		{"#7f7f7f", "raw git floor, wall", func(p loopPoint) float64 { return p.floor }},
 		{"#1f77b4", "wiggum, wall", func(p loopPoint) float64 { return p.wiggum }},
 		{"#d62728", "overhead (wiggum - floor), wall", func(p loopPoint) float64 { return p.over }},
 		{"#ff7f0e", "overhead, CPU", func(p loopPoint) float64 { return p.oCPU }},
-	} {
+	}
+	if pts[0].hasSteady {
+		curves = append(curves, curve{"#2ca02c", "overhead without start-up, CPU", func(p loopPoint) float64 { return p.steadyCPU }})
+	}
+	for ci, c := range curves {
 		var path []string
 		for i, p := range pts {
 			v := c.v(p)
