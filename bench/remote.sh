@@ -27,7 +27,12 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-(cd "$here" && go build -o "$tmp/wiggum" ./cmd/wiggum)
+# WIGGUM_BIN=path times that build instead (an older one, for before/after).
+if [ -n "${WIGGUM_BIN:-}" ]; then
+	cp "$WIGGUM_BIN" "$tmp/wiggum"
+else
+	(cd "$here" && go build -o "$tmp/wiggum" ./cmd/wiggum)
+fi
 
 export GIT_CONFIG_NOSYSTEM=1 HOME="$tmp" GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com \
 	GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com

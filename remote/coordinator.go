@@ -119,6 +119,8 @@ func (c *Coordinator) claim(ctx context.Context, busy map[string]bool) (*Held, p
 		h, story, next, err := c.tryClaim(ctx, busy, reuse, false)
 		if reuse && next == lookAgain && h == nil && err == nil {
 			c.R.claimGuess.missed()
+		} else if reuse && h != nil {
+			c.R.claimGuess.hit()
 		}
 		reuse = false
 		switch {
@@ -174,6 +176,9 @@ func (c *Coordinator) claimAhead(ctx context.Context, busy map[string]bool, just
 		for _, reuse := range []bool{c.R.claimGuess.try(), false} {
 			h, story, next, err := c.tryClaim(ctx, skip, reuse, true)
 			if h != nil {
+				if reuse {
+					c.R.claimGuess.hit()
+				}
 				h.Spent, h.Ahead = time.Since(began), true
 				h.Keep(c.OnError)
 				a.h, a.story = h, story

@@ -244,6 +244,9 @@ func (r *Remote) LandGroup(ctx context.Context, ms []*Member, more func() []*Mem
 			}
 		}
 		if len(bad) == 0 {
+			if guessed {
+				r.landGuess.hit()
+			}
 			for _, o := range in {
 				o.m.H.done = true
 				o.m.Landed = &Landed{Commit: o.commit, Base: o.base, Attempts: attempt}

@@ -78,11 +78,13 @@ type Remote struct {
 // server rather than fetch it first: a wrong view costs one push the
 // server refuses (the leases hold every update to what the view saw),
 // then a fetch. A machine alone, or whose own landing moved the target
-// last, sees right and saves the fetch; after a wrong view the next two
-// calls fetch first, then it guesses again.
+// last, sees right and saves the fetch; after a wrong view the next calls
+// fetch first - two, then twice as many after each further wrong view, up
+// to 32 (a busy fleet, where the view is nearly always old) - then it
+// guesses again.
 type guess struct {
-	mu   sync.Mutex
-	skip int
+	mu         sync.Mutex
+	skip, next int
 }
 
 // try reports whether to start from the last view.
@@ -99,7 +101,15 @@ func (g *guess) try() bool {
 // missed notes a view that was wrong.
 func (g *guess) missed() {
 	g.mu.Lock()
-	g.skip = 2
+	g.next = min(max(2*g.next, 2), 32)
+	g.skip = g.next
+	g.mu.Unlock()
+}
+
+// hit notes a view that was right.
+func (g *guess) hit() {
+	g.mu.Lock()
+	g.next = 0
 	g.mu.Unlock()
 }
 

@@ -680,3 +680,30 @@ func TestLandGroup(t *testing.T) {
 	}
 	gitIn(t, f.bare, "fsck", "--strict", "--no-dangling")
 }
+
+// A view that keeps being wrong is trusted less and less often; one that
+// is right again is trusted at once.
+func TestGuessBacksOff(t *testing.T) {
+	var g guess
+	count := func() (fetches int) {
+		for !g.try() {
+			fetches++
+		}
+		return fetches
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("a fresh guess fetched %d times first", n)
+	}
+	want := []int{2, 4, 8, 16, 32, 32}
+	for i, w := range want {
+		g.missed()
+		if n := count(); n != w {
+			t.Fatalf("after %d wrong views: %d fetches before guessing again, want %d", i+1, n, w)
+		}
+	}
+	g.hit()
+	g.missed()
+	if n := count(); n != 2 {
+		t.Fatalf("after a right view and a wrong one: %d fetches, want 2", n)
+	}
+}
