@@ -28,7 +28,7 @@ func main() {
 	before := flag.String("before", "", "an earlier wiggum binary to time in the same run (optional)")
 	baseline := flag.String("baseline", "", "the minimal reader binary")
 	linked := flag.String("linked", "", "the minimal reader with wiggum's packages linked (optional)")
-	hookonly := flag.String("hookonly", "", "`wiggum hook` alone in a binary: internal/fastpath and its imports (optional)")
+	hookonly := flag.String("hookonly", "", "`wiggum hook` alone in a binary: internal/hookentry and its imports (optional)")
 	dir := flag.String("dir", ".", "a git working tree to run in (the payloads' cwd)")
 	runs := flag.Int("n", 300, "runs per case")
 	type bin struct{ label, path string }
@@ -111,7 +111,7 @@ func main() {
 		fmt.Println("\nlinked: the minimal reader with every wiggum package linked (their init functions run, nothing else)")
 	}
 	if *hookonly != "" {
-		fmt.Println("hook-only: the same hook in a binary of its own (internal/fastpath and its imports only): the floor for a hook inside one binary")
+		fmt.Println("hook-only: the same hook in a binary of its own (internal/hookentry and its imports only): the floor for a hook inside one binary")
 	}
 	if len(also) > 0 {
 		fmt.Println("other rows: the minimal reader with the named packages linked")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,17 +43,18 @@ func TestNoGRPCOrProtobufRuntime(t *testing.T) {
 	}
 }
 
-// TestFastPathImports: internal/fastpath runs hooks and the agent
-// supervisor from its init, before the packages it does not import are
-// initialised (see its package doc). That only saves their start-up while
-// its import closure stays free of them: the CLI parser, the TUI,
-// net/http, html/template, the OpenTelemetry SDK.
-func TestFastPathImports(t *testing.T) {
+// TestHookEntryImports: internal/hookentry answers hooks from its init,
+// before the packages it does not import are initialised (see its package
+// doc). That only saves their start-up while its import closure stays free
+// of them: the CLI parser, the TUI, net and net/http, html/template, the
+// OpenTelemetry SDK.
+func TestHookEntryImports(t *testing.T) {
 	banned := []string{
 		"github.com/alecthomas/kong",
 		"charm.land/",
 		"github.com/charmbracelet/",
 		"github.com/muesli/",
+		"net",
 		"net/http",
 		"html/template",
 		"text/template",
@@ -62,33 +62,33 @@ func TestFastPathImports(t *testing.T) {
 		"github.com/wiggum-dev/wiggum/internal/cli",
 		"github.com/wiggum-dev/wiggum/internal/telemetry",
 		"github.com/wiggum-dev/wiggum/internal/notify",
+		"github.com/wiggum-dev/wiggum/internal/proc",
 	}
-	deps := goListDeps(t, "github.com/wiggum-dev/wiggum/internal/fastpath")
+	deps := goListDeps(t, "github.com/wiggum-dev/wiggum/internal/hookentry")
 	for _, p := range deps {
 		for _, b := range banned {
 			if p == b || strings.HasPrefix(p, strings.TrimSuffix(b, "/")+"/") {
-				t.Errorf("internal/fastpath's closure has %s: its init would no longer run before it", p)
+				t.Errorf("internal/hookentry's closure has %s: its init would no longer run before it", p)
 			}
 		}
 	}
-	// And it is the closure of a hook and the supervisor.
-	for _, want := range []string{"github.com/wiggum-dev/wiggum/hooks", "github.com/wiggum-dev/wiggum/internal/proc"} {
+	// And it is the closure of a hook.
+	for _, want := range []string{"github.com/wiggum-dev/wiggum/hooks"} {
 		found := false
 		for _, p := range deps {
 			found = found || p == want
 		}
 		if !found {
-			t.Errorf("internal/fastpath does not import %s", want)
+			t.Errorf("internal/hookentry does not import %s", want)
 		}
 	}
 }
 
 // TestHookRunsBeforeCLIInits: in the built binary, `wiggum hook claude`
-// and the agent supervisor run before net/http, kong, lipgloss and
-// html/template are initialised (GODEBUG=inittrace=1 prints a line per
-// package init that runs), and the hook's answer is the CLI's; anything
-// else - --help, another command - still initialises them and reaches the
-// CLI.
+// answers before net, net/http, kong, lipgloss and html/template are
+// initialised (GODEBUG=inittrace=1 prints a line per package init that
+// runs), and its answer is the CLI's; anything else - --help, another
+// command - still initialises them and reaches the CLI.
 func TestHookRunsBeforeCLIInits(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "wiggum")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -99,7 +99,7 @@ func TestHookRunsBeforeCLIInits(t *testing.T) {
 		t.Fatalf("git init: %v\n%s", err, out)
 	}
 	payload := `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push --force origin main"},"cwd":"` + dir + `","session_id":"s"}`
-	late := []string{"net/http", "github.com/alecthomas/kong", "charm.land/lipgloss/v2", "html/template"}
+	late := []string{"net", "net/http", "github.com/alecthomas/kong", "charm.land/lipgloss/v2", "html/template"}
 	run := func(args ...string) (stdout, inits string) {
 		cmd := exec.Command(bin, args...)
 		cmd.Dir = dir
@@ -132,21 +132,6 @@ func TestHookRunsBeforeCLIInits(t *testing.T) {
 	}
 	if viaCLI != early {
 		t.Errorf("the hook answers differently through the CLI:\nearly: %s\nCLI:   %s", early, viaCLI)
-	}
-	// The agent supervisor too: its command's exit code comes back.
-	cmd := exec.Command(bin, "__supervise", "5s", "-", "sh", "-c", "echo supervised; exit 3")
-	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
-	var sout, serr strings.Builder
-	cmd.Stdout, cmd.Stderr = &sout, &serr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 3 || sout.String() != "supervised\n" {
-		t.Errorf("supervisor: %v, stdout %q; want exit 3 and the command's output", err, sout.String())
-	}
-	for _, p := range late {
-		if initialised(serr.String(), p) {
-			t.Errorf("the supervisor initialised %s", p)
-		}
 	}
 	for _, args := range [][]string{{"hook", "claude", "--help"}, {"hook", "git", "post-commit"}, {"status"}} {
 		if _, inits := run(args...); !initialised(inits, "github.com/alecthomas/kong") {

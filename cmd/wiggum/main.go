@@ -6,10 +6,10 @@ import (
 	"os"
 
 	"github.com/wiggum-dev/wiggum/internal/cli"
-	// Runs `wiggum hook AGENT` and the agent supervisor from its init,
-	// before the CLI's packages are initialised (see its package doc); cli
-	// imports it too, this import says why it matters here.
-	_ "github.com/wiggum-dev/wiggum/internal/fastpath"
+	// Answers `wiggum hook AGENT` from its init, before the CLI's packages
+	// are initialised (see its package doc); cli imports it too, this
+	// import says why it matters here.
+	_ "github.com/wiggum-dev/wiggum/internal/hookentry"
 )
 
 func main() { os.Exit(cli.Main(os.Args[1:])) }

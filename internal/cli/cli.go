@@ -19,7 +19,8 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
-	"github.com/wiggum-dev/wiggum/internal/fastpath"
+	"github.com/wiggum-dev/wiggum/internal/hookentry"
+	"github.com/wiggum-dev/wiggum/internal/proc"
 )
 
 // Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
@@ -115,11 +116,14 @@ another process, 4 rollback refused as unsafe, 5 loop stopped with work left,
 
 // Main runs wiggum with args and returns its exit code.
 func Main(args []string) int {
-	// Hooks and the agent supervisor are run by internal/fastpath's init,
-	// before this package is initialised; a caller that reaches here with
-	// one of them gets the same.
-	if code, ok := fastpath.Run(args); ok {
-		return code
+	if len(args) > 0 && args[0] == proc.SuperviseArg {
+		return proc.Supervise(args[1:])
+	}
+	// cmd/wiggum answers hooks before this package is initialised
+	// (internal/hookentry); a caller that reaches here with one gets the
+	// same.
+	if h, ok := hookentry.Parse(args); ok {
+		return h.Run(os.Stdin, os.Stdout, os.Stderr)
 	}
 	return run(args, os.Stdout, os.Stderr)
 }

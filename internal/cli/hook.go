@@ -11,7 +11,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/wiggum-dev/wiggum/hooks"
-	"github.com/wiggum-dev/wiggum/internal/fastpath"
+	"github.com/wiggum-dev/wiggum/internal/hookentry"
 )
 
 // HookCmd is `wiggum hook AGENT|git NAME`.
@@ -46,8 +46,8 @@ problems go to .ralph/wiggum/hook-debug.log (and stderr with -v).
 }
 
 // HookAgentCmd answers one agent event. Its flags are parsed by
-// fastpath.Parse alone - the same parser that answers hooks before the CLI
-// is initialised - so they are declared once, in fastpath.Flags.
+// hookentry.Parse alone - the same parser that answers hooks before the CLI
+// is initialised - so they are declared once, in hookentry.Flags.
 type HookAgentCmd struct {
 	Args []string `arg:"" optional:"" passthrough:"" help:"Hook flags, see above."`
 }
@@ -56,7 +56,7 @@ type HookAgentCmd struct {
 func (c *HookAgentCmd) Help() string {
 	var b strings.Builder
 	b.WriteString("Hook flags (after the agent name; an unknown one is reported and ignored, never blocking the agent):\n")
-	for _, f := range fastpath.Flags {
+	for _, f := range hookentry.Flags {
 		fmt.Fprintf(&b, "  %-28s %s\n", f.Usage, f.Help)
 	}
 	return strings.TrimRight(b.String(), "\n")
@@ -69,7 +69,7 @@ func (c *HookAgentCmd) Run(ctx context.Context, g *Globals, k *kong.Context) err
 	if words := strings.Fields(k.Command()); len(words) > 1 {
 		agent = words[1]
 	}
-	h, _ := fastpath.Parse(append([]string{"hook", agent}, c.Args...))
+	h, _ := hookentry.Parse(append([]string{"hook", agent}, c.Args...))
 	if g.Verbose {
 		h.Opts.Verbose = g.stderr
 	}

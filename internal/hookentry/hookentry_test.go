@@ -1,4 +1,4 @@
-package fastpath
+package hookentry
 
 import (
 	"strings"

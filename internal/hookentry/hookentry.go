@@ -1,8 +1,7 @@
-// Package fastpath runs the two commands wiggum starts most often - `wiggum
-// hook AGENT [flags]`, around every tool call an agent makes, and the agent
-// supervisor, at every loop iteration - from its package init, before the
-// packages they do not use are initialised, and exits. Any other command
-// line returns from the init untouched and reaches the full CLI.
+// Package hookentry answers `wiggum hook AGENT [flags]` - the command agents
+// run around every tool call - from its package init, before the packages a
+// hook does not use are initialised, and exits. Any other command line
+// returns from the init untouched and reaches the full CLI.
 //
 // # Why an init
 //
@@ -10,34 +9,36 @@
 // packages it imports: the specification (go.dev/ref/spec#Package_initialization)
 // repeatedly picks the first package, in the list of all packages sorted
 // by import path, whose imports are all initialised. cmd/wiggum imports
-// this package, and this package imports only what those two commands need
-// (hooks with the guard, the shell parser, git and the state files; proc).
-// So it becomes ready as soon as that closure is initialised, and its init
-// runs before every package that needs more: kong and the command tree, the
-// TUI (bubbletea, lipgloss), net/http, html/template, the OpenTelemetry SDK.
-// A hook call never runs their inits nor touches their pages. (Packages
-// that import little and sort early - charm's ANSI tables, go-runewidth,
-// the crypto packages - still run first: among ready packages the order is
-// the import path's.)
+// this package, and this package imports only what a hook needs (hooks with
+// the guard, the shell parser, git and the state files). So it becomes ready
+// as soon as that closure is initialised, and its init runs before every
+// package that needs more: kong and the command tree, the TUI (bubbletea,
+// lipgloss), net and net/http, html/template, the OpenTelemetry SDK. A hook
+// call never runs their inits nor touches their pages. (Packages that
+// import little and sort early - charm's ANSI tables, go-runewidth, the
+// crypto packages - still run first: among ready packages the order is the
+// import path's.)
 //
 // # Keeping it so
 //
 //   - This package, and everything it imports, must not import the CLI's
-//     heavy packages: TestFastPathImports (cmd/wiggum) lists the closure
-//     with `go list -deps` and fails when kong, charm, net/http,
+//     heavy packages: TestHookEntryImports (cmd/wiggum) lists the closure
+//     with `go list -deps` and fails when kong, charm, net, net/http,
 //     html/template or the OpenTelemetry SDK enter it, and
 //     TestHookRunsBeforeCLIInits checks the built binary with
-//     GODEBUG=inittrace=1. A package on these paths that wants one of them
-//     takes it through an interface the CLI sets instead.
-//   - Nothing these commands do may depend on an init outside this
-//     closure: here such a package has not run yet.
+//     GODEBUG=inittrace=1. A package on the hook path that wants one of
+//     them takes it through an interface the CLI sets instead. (The agent
+//     supervisor is not answered here for that reason: internal/proc
+//     imports net, whose inits would cost every hook ~0.3 ms, and runs once
+//     per worker, not per tool call.)
+//   - Nothing a hook does may depend on an init outside this closure: here
+//     such a package has not run yet.
 //   - Only `wiggum hook AGENT [hook flags]` with a known agent (the form
-//     `wiggum install` writes, any path to the binary) and the supervisor's
-//     hidden argument are answered here. --help, `wiggum hook git ...`,
-//     global flags before `hook` and every other command go on to the CLI,
-//     which parses hook flags with this package's Parse so that both paths
-//     behave alike.
-package fastpath
+//     `wiggum install` writes, any path to the binary) is answered here.
+//     --help, `wiggum hook git ...`, global flags before `hook` and every
+//     other command go on to the CLI, which parses hook flags with this
+//     package's Parse so that both paths behave alike.
+package hookentry
 
 import (
 	"context"
@@ -47,26 +48,12 @@ import (
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/hooks"
-	"github.com/wiggum-dev/wiggum/internal/proc"
 )
 
 func init() {
-	if code, ok := Run(os.Args[1:]); ok {
-		os.Exit(code)
+	if h, ok := Parse(os.Args[1:]); ok {
+		os.Exit(h.Run(os.Stdin, os.Stdout, os.Stderr))
 	}
-}
-
-// Run runs args (the command line after the program name) when it is one
-// of this package's commands and returns its exit code; ok is false for any
-// other command line.
-func Run(args []string) (code int, ok bool) {
-	if len(args) > 0 && args[0] == proc.SuperviseArg {
-		return proc.Supervise(args[1:]), true
-	}
-	if h, ok := Parse(args); ok {
-		return h.Run(os.Stdin, os.Stdout, os.Stderr), true
-	}
-	return 0, false
 }
 
 // AgentHook is `wiggum hook AGENT [flags]` parsed. A flag it does not know
