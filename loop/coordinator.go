@@ -77,24 +77,46 @@ func (l *landings) end() {
 
 // wait blocks until a landing may start (one is queued and no creation is
 // waiting), and reports false once the queue is closed and empty.
-func (l *landings) wait() bool {
+// Creations are waited for at most maxYield - a worker that said it would
+// create and then waits long (for a usage limit's reset, say) does not
+// hold landings back - and then force says the next landing goes anyway.
+func (l *landings) wait() (ok, force bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for len(l.queue) == 0 || l.creating > 0 {
-		if len(l.queue) == 0 && l.closed {
-			return false
+	var deadline time.Time
+	for {
+		if len(l.queue) == 0 {
+			if l.closed {
+				return false, false
+			}
+			deadline = time.Time{}
+			l.cond.Wait()
+			continue
+		}
+		if l.creating == 0 {
+			return true, false
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(maxYield)
+			t := time.AfterFunc(maxYield, l.cond.Broadcast)
+			defer t.Stop()
+		} else if !time.Now().Before(deadline) {
+			return true, true
 		}
 		l.cond.Wait()
 	}
-	return true
 }
 
+// maxYield bounds how long a queued landing gives way to creations.
+const maxYield = 2 * time.Second
+
 // pop takes the next landing for a coordinator that holds the repository
-// mutex, or nil when there is none or a creation is waiting for the mutex.
-func (l *landings) pop() *landing {
+// mutex, or nil when there is none or a creation is waiting for the mutex
+// (unless force).
+func (l *landings) pop(force bool) *landing {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.queue) == 0 || l.creating > 0 {
+	if len(l.queue) == 0 || l.creating > 0 && !force {
 		return nil
 	}
 	j := l.queue[0]
@@ -106,11 +128,15 @@ func (l *landings) pop() *landing {
 // time, each under the repository mutex, taking the mutex once for as
 // many landings as are queued, until the queue is closed and empty.
 func (p *parallel) coordinate(ctx context.Context) {
-	for p.lq.wait() {
+	for {
+		ok, force := p.lq.wait()
+		if !ok {
+			return
+		}
 		mu, err := worktree.LockRepo(ctx, p.r.st.Repo)
 		if err != nil {
 			// Nothing can land; let the leases go, keep every branch.
-			for j := p.lq.pop(); j != nil; j = p.lq.pop() {
+			for j := p.lq.pop(true); j != nil; j = p.lq.pop(true) {
 				_ = j.w.Lease.Release()
 				p.landed(j)
 			}
@@ -123,7 +149,7 @@ func (p *parallel) coordinate(ctx context.Context) {
 		// (git worktree commands read each other's entries), and all end
 		// before the mutex is let go.
 		var removing chan struct{}
-		for j := p.lq.pop(); j != nil; j = p.lq.pop() {
+		for j := p.lq.pop(force); j != nil; j = p.lq.pop(false) {
 			began := time.Now()
 			m := p.mergeLocked(ctx, j)
 			prev, done := removing, make(chan struct{})

@@ -79,16 +79,26 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 	var wg sync.WaitGroup
 	for i := range opts.Workers {
 		wg.Go(func() {
+			// next: this worker said, as it handed its last story over,
+			// that it is about to create a worktree (landings.next).
+			next := false
 			if i < len(first) {
 				<-first[i].ready
-				p.work(ctx, first[i].story, i+1, first[i].w, first[i].err)
+				next = p.work(ctx, first[i].story, i+1, first[i].w, first[i].err, false)
 			}
 			for {
+				if next && !p.r.gate.open() {
+					p.lq.end()
+					next = false
+				}
 				s := p.claim(ctx)
 				if s == nil {
+					if next {
+						p.lq.end()
+					}
 					return
 				}
-				p.work(ctx, s, i+1, nil, nil)
+				next = p.work(ctx, s, i+1, nil, nil, next)
 			}
 		})
 	}
@@ -238,17 +248,30 @@ func (p *parallel) prepare(ctx context.Context, workers int) []*started {
 // one it makes - then hands the worktree to the merge coordinator, which
 // lands or discards the branch; a story shared with other machines lands
 // here.
-func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *worktree.Worker, err error) {
+//
+// begun says the worker already counts as creating a worktree (it said so
+// when it handed its last story over, so that the coordinator, woken by
+// that hand-over, did not take the mutex from under its next creation);
+// work reports whether it leaves such a creation begun for the next call.
+func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *worktree.Worker, err error, begun bool) bool {
 	main := p.r.st.Repo
 	held, start := p.heldClaim(story.ID)
 	if w == nil && err == nil {
-		p.lq.create(func() {
+		create := func() {
 			if start == "" {
 				w, err = p.createWorktree(ctx, story.ID)
 			} else {
 				w, err = worktree.CreateAt(ctx, main, story.ID, p.target, start, p.r.opts.Command)
 			}
-		})
+		}
+		if begun {
+			create()
+			p.lq.end()
+		} else {
+			p.lq.create(create)
+		}
+	} else if begun {
+		p.lq.end()
 	}
 	if err != nil {
 		if held != nil {
@@ -260,7 +283,7 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 		p.mu.Lock()
 		delete(p.inflight, story.ID)
 		p.mu.Unlock()
-		return
+		return false
 	}
 	killpoint.At("worktree-created")
 	ex := p.executor(w, story)
@@ -310,8 +333,15 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 	j := &landing{w: w, story: story, done: done, queued: time.Now()}
 	if held == nil {
 		w.Settle(ctx)
+		// The worker goes on to its next story's worktree at once: it
+		// counts as creating before the coordinator hears of this
+		// landing, unless a usage limit holds the workers back.
+		next := p.r.gate.open()
+		if next {
+			p.lq.begin()
+		}
 		p.lq.put(*j)
-		return
+		return next
 	}
 	// A shared story lands while its worker goes on to the next one
 	// (claimed ahead): a landing's round trips, and its retries when
@@ -320,6 +350,7 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 		p.landShared(context.WithoutCancel(ctx), w, story, done, held)
 		p.landed(j)
 	})
+	return false
 }
 
 // failedIteration counts an iteration that completed no story and reports

@@ -707,6 +707,13 @@ func (g *gate) wait(ctx context.Context) error {
 	}
 }
 
+// open reports whether the gate lets workers start now.
+func (g *gate) open() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return time.Until(g.until) <= 0
+}
+
 func (g *gate) done() {
 	g.mu.Lock()
 	g.leader = false
