@@ -13,9 +13,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/notify"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
@@ -277,9 +279,10 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		}
 	}()
 	opts.Tracer = tracer
-	st, err := g.State(ctx)
-	if err != nil {
-		return err
+	// The repository opened above, not a second `git rev-parse`.
+	st := checkpoint.FromRepo(repo)
+	if err := layout.EnsureExcluded(repo.InfoDir); err != nil {
+		return badinput.Wrap(err)
 	}
 	stopNotify, err := c.startNotify(g, st)
 	if err != nil {
