@@ -466,6 +466,7 @@ func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.St
 		p.halt(fmt.Errorf("run: mark %s done: %w", story.ID, err))
 		return nil
 	}
+	killpoint.At("merge-ticked")
 	if err := worktree.RetryLocked(ctx, func() error { _, err := p.r.commitTick(ctx, story); return err }); err != nil {
 		p.halt(fmt.Errorf("run: commit the plan with %s done: %w", story.ID, err))
 		return nil

@@ -42,10 +42,14 @@ type run struct {
 	led         *ledger
 	gate        *gate
 	resumed     bool
-	sum         Summary
-	sumMu       sync.Mutex
-	last        string // the last attempt's outcome, for run.json
-	trace       spans
+	// killed: the journal records a run that did not end by itself (this
+	// plan's or, with --fresh, another's), so its crash may have left ticks
+	// or an index to repair.
+	killed bool
+	sum    Summary
+	sumMu  sync.Mutex
+	last   string // the last attempt's outcome, for run.json
+	trace  spans
 	// noDispatch: a usage limit stops the run (no --wait-on-limit); no
 	// worker starts another attempt.
 	noDispatch atomic.Bool
@@ -140,6 +144,7 @@ func (r *run) openJournal() error {
 		return err
 	}
 	open := len(recs) > 0 && recs[len(recs)-1].T != "close"
+	r.killed = open
 	if open && recs[0].Plan != r.planRel && !r.opts.Fresh {
 		return badinput.Errorf("run: %s records an interrupted run of the plan %s; resume it with the same plan (wiggum run --plan %s), or pass --fresh to start over with %s", relPath(r.st.Repo.Root, path), recs[0].Plan, recs[0].Plan, r.planRel)
 	}
@@ -232,14 +237,21 @@ func (r *run) recover(ctx context.Context) error {
 			_ = os.Remove(tmp)
 		}
 	}
-	if restored, err := r.untick(ctx); err != nil {
-		return err
-	} else if restored {
-		if stories, err = r.opts.Plan.Stories(); err != nil {
+	// Only a killed run can have left uncommitted ticks or an index
+	// behind its last commit: after a run that ended by itself (or none)
+	// the two git processes of the check are saved.
+	if r.killed {
+		restored, err := r.untick(ctx)
+		if err != nil {
 			return err
 		}
-		for i := range stories {
-			inPlan[stories[i].ID] = &stories[i]
+		if restored {
+			if stories, err = r.opts.Plan.Stories(); err != nil {
+				return err
+			}
+			for i := range stories {
+				inPlan[stories[i].ID] = &stories[i]
+			}
 		}
 	}
 	target, _ := r.st.Repo.Branch(ctx)
