@@ -152,6 +152,15 @@ func (s *State) rollbackFacts(ctx context.Context, opts RollbackOptions) (*rollb
 	if cp.Snapshot != "" {
 		objs = append(objs, cp.Snapshot+"^{tree}", cp.Snapshot+"^1")
 	}
+	// HEAD's last commits, read with the rest: when they are a chain of
+	// single-parent commits down to the checkpoint (an agent committing
+	// on its branch), they answer what rev-list would.
+	chainAt := len(objs)
+	if f.Now.Head != cp.Head && f.Now.Head != "" {
+		for i := range chainDepth {
+			objs = append(objs, fmt.Sprintf("%s~%d^{commit}", f.Now.Head, i))
+		}
+	}
 	nfacts := len(objs)
 	if f.Now.Dirty() && f.Now.Head != "" {
 		// The same cat-file reads HEAD's trees along the changed paths,
@@ -177,6 +186,10 @@ func (s *State) rollbackFacts(ctx context.Context, opts RollbackOptions) (*rollb
 	}
 	f.Ancestor = true
 	if f.Now.Head != cp.Head {
+		if chain, ok := linearChain(found[chainAt:nfacts], cp.Head); ok {
+			f.Commits = chain
+			return s.journalFacts(f)
+		}
 		// One walk answers both questions: commits only the checkpoint
 		// reaches (<) mean it is not an ancestor; the others (>) are what
 		// a rollback discards.
@@ -193,6 +206,45 @@ func (s *State) rollbackFacts(ctx context.Context, opts RollbackOptions) (*rollb
 			}
 		}
 	}
+	return s.journalFacts(f)
+}
+
+// chainDepth is how many of HEAD's commits a rollback reads with its other
+// facts, hoping to find the checkpoint among them.
+const chainDepth = 16
+
+// linearChain reads commits (HEAD, HEAD~1, ... as cat-file gave them):
+// when each is a single-parent commit whose parent is the next, down to
+// cp, the commits before cp are exactly what HEAD has and cp has not -
+// newest first - and cp is an ancestor of HEAD. Anything else (a merge,
+// a root, cp further down) is not proven here: ok is false.
+func linearChain(commits []git.Object, cp string) (chain []string, ok bool) {
+	for i, c := range commits {
+		if c.ID == "" || c.Type != "commit" {
+			return nil, false
+		}
+		if c.ID == cp {
+			return chain, true
+		}
+		var parents []string
+		for _, line := range strings.Split(string(c.Data), "\n") {
+			if line == "" {
+				break // the end of the header
+			}
+			if p, ok := strings.CutPrefix(line, "parent "); ok {
+				parents = append(parents, p)
+			}
+		}
+		if len(parents) != 1 || i+1 >= len(commits) || commits[i+1].ID != parents[0] {
+			return nil, false
+		}
+		chain = append(chain, c.ID)
+	}
+	return nil, false
+}
+
+// journalFacts reads what the journal rule judges.
+func (s *State) journalFacts(f *rollbackFacts) (*rollbackFacts, error) {
 	f.JournalOn = s.JournalOn()
 	if f.JournalOn && len(f.Commits) > 0 {
 		entries, err := s.Journal()

@@ -2,11 +2,14 @@ package checkpoint
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // gitTree is the tree git itself makes of the working tree (tracked and
@@ -216,5 +219,46 @@ func TestRollbackOfAFileNamedWithALineBreak(t *testing.T) {
 	}
 	if got := r.git("show", res.BackupRef+":odd\nname.txt"); got != "the agent's" {
 		t.Fatalf("backup holds %q", got)
+	}
+}
+
+// TestLinearChainProvesOnlyWhatItSees: the commits read with the facts
+// stand in for rev-list only for a single-parent chain down to the
+// checkpoint; a merge, a checkpoint further down or off the chain leaves
+// it to rev-list - and the rollback's answer is the same either way.
+func TestLinearChainProvesOnlyWhatItSees(t *testing.T) {
+	r := newRepo(t)
+	cp := r.git("rev-parse", "HEAD")
+	var want []string
+	for i := range 3 {
+		want = append([]string{r.commit(fmt.Sprintf("f%d", i), "x\n", "c")}, want...)
+	}
+	read := func(head string, n int) []git.Object {
+		var names []string
+		for i := range n {
+			names = append(names, fmt.Sprintf("%s~%d^{commit}", head, i))
+		}
+		objs, err := r.st.Repo.Batch(ctx, names...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return objs
+	}
+	if got, ok := linearChain(read(want[0], chainDepth), cp); !ok || strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("chain %v %v, want %v", got, ok, want)
+	}
+	if _, ok := linearChain(read(want[0], 3), cp); ok {
+		t.Fatal("a checkpoint past the commits read was taken as found")
+	}
+	r.git("checkout", "-q", "-b", "side", cp)
+	side := r.commit("side.txt", "s\n", "side")
+	r.git("checkout", "-q", "main")
+	r.git("merge", "-q", "--no-edit", side)
+	merge := r.git("rev-parse", "HEAD")
+	if _, ok := linearChain(read(merge, chainDepth), cp); ok {
+		t.Fatal("a merge was taken as a chain")
+	}
+	if _, ok := linearChain(read(merge, chainDepth), side); ok {
+		t.Fatal("a commit off the first-parent chain was taken as found")
 	}
 }
