@@ -41,6 +41,10 @@ const DefaultTimeout = 10 * time.Second
 // grpcExportPath is the gRPC method of the OTLP trace service.
 const grpcExportPath = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
+// maxTimeoutMS is the longest OTEL_EXPORTER_OTLP_TIMEOUT taken (a year; a
+// larger one would overflow a time.Duration's nanoseconds soon after).
+const maxTimeoutMS = 365 * 24 * 3600 * 1000
+
 // maxResponse bounds how much of a collector's answer is read.
 const maxResponse = 64 << 10
 
@@ -142,8 +146,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if v, ok := get("TIMEOUT"); ok {
 		ms, err := strconv.Atoi(v)
-		if err != nil || ms < 0 {
-			return cfg, &ConfigError{fmt.Sprintf("OTEL_EXPORTER_OTLP_TIMEOUT %q is not a number of milliseconds", v)}
+		if err != nil || ms < 0 || ms > maxTimeoutMS {
+			return cfg, &ConfigError{fmt.Sprintf("OTEL_EXPORTER_OTLP_TIMEOUT %q is not a number of milliseconds (up to a year)", v)}
 		}
 		if ms > 0 {
 			cfg.Timeout = time.Duration(ms) * time.Millisecond
@@ -375,7 +379,7 @@ func (e *Exporter) sendGRPC(ctx context.Context, body []byte) (time.Duration, er
 		req.Header.Set("Grpc-Encoding", "gzip")
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		req.Header.Set("Grpc-Timeout", strconv.FormatInt(max(1, time.Until(dl).Milliseconds()), 10)+"m")
+		req.Header.Set("Grpc-Timeout", grpcTimeout(time.Until(dl)))
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
@@ -416,6 +420,17 @@ func (e *Exporter) sendGRPC(ctx context.Context, body []byte) (time.Duration, er
 		return 0, nil // compressed or cut at maxResponse: the export itself succeeded
 	}
 	return noRetry, partialSuccess(answer[5:])
+}
+
+// grpcTimeout writes d as gRPC's grpc-timeout header value: at most eight
+// digits and a unit, rounded up so that a deadline is never shortened to
+// nothing.
+func grpcTimeout(d time.Duration) string {
+	ms := max(1, (d+time.Millisecond-1)/time.Millisecond)
+	if ms <= 99_999_999 {
+		return strconv.FormatInt(int64(ms), 10) + "m"
+	}
+	return strconv.FormatInt(min(99_999_999, int64((d+time.Hour-1)/time.Hour)), 10) + "H"
 }
 
 func retryHTTPStatus(code int) time.Duration {

@@ -53,6 +53,7 @@ func TestConfigFromEnv(t *testing.T) {
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantError: `OTEL_EXPORTER_OTLP_PROTOCOL "http/json" is not supported`},
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:1", "OTEL_EXPORTER_OTLP_HEADERS": "novalue"}, wantError: "is not key=value"},
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:1", "OTEL_EXPORTER_OTLP_TIMEOUT": "5s"}, wantError: "milliseconds"},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:1", "OTEL_EXPORTER_OTLP_TIMEOUT": "99999999999999"}, wantError: "milliseconds"},
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:1", "OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"}, wantError: "COMPRESSION"},
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "h:1"}, wantError: "not an http:// or https:// URL"},
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://h:1", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"}, wantError: "CERTIFICATE"},
@@ -400,5 +401,24 @@ func TestHangingCollector(t *testing.T) {
 				t.Error("an export cut by Shutdown reports success")
 			}
 		})
+	}
+}
+
+func TestGRPCTimeout(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "1m"},
+		{time.Microsecond, "1m"},
+		{1500 * time.Microsecond, "2m"},
+		{10 * time.Second, "10000m"},
+		{99_999_999 * time.Millisecond, "99999999m"},
+		{100_000_000 * time.Millisecond, "28H"},
+		{1 << 62, "1281024H"},
+	} {
+		if got := grpcTimeout(c.d); got != c.want {
+			t.Errorf("grpcTimeout(%v) = %q, want %q", c.d, got, c.want)
+		}
 	}
 }
