@@ -146,7 +146,9 @@ committed. Lines are key = value:
 Watch a run from another terminal with wiggum watch. With the standard
 OpenTelemetry variables set (OTEL_EXPORTER_OTLP_ENDPOINT or
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf
-or grpc; OTEL_EXPORTER_OTLP_HEADERS; OTEL_SERVICE_NAME) the run is exported
+or grpc; OTEL_EXPORTER_OTLP_HEADERS, _COMPRESSION=gzip, _TIMEOUT in ms,
+_INSECURE, _CERTIFICATE, _CLIENT_CERTIFICATE/_CLIENT_KEY; OTEL_SERVICE_NAME,
+OTEL_RESOURCE_ATTRIBUTES) the run is exported
 as one trace: spans wiggum.run > wiggum.story > wiggum.attempt > wiggum.agent,
 wiggum.gate, wiggum.rollback, and wiggum.story > wiggum.merge, with story id,
 outcome, tokens and cost. Without them nothing is set up or sent; a collector
