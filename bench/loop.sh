@@ -116,7 +116,7 @@ wiggum_some() { "$tmp/wiggum" run --plan plan.md --agent-cmd "$AGENT" --max-iter
 # median FILE: the median of the numbers in FILE, one a line.
 median() { sort -n "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 ms() { awk -v v="$1" 'BEGIN { printf "%.2f", v / 1000 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) print "n/a"; else printf "%.3f", a / b }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0 || a < 0) print "n/a"; else printf "%.3f", a / b }'; }
 
 echo "machine: $(nproc) cores, $(uname -sr), $(git --version); load average before: $(loadavg)"
 
