@@ -135,21 +135,30 @@ func (cp *Checkpoint) recordedValue() string {
 // in checkpoint.json, or - when a checkpoint was killed between moving its
 // ref and renaming its record into place - the pending record that agrees
 // with the ref. A pending record the ref does not name never took effect.
-func (s *State) currentCheckpoint(ctx context.Context) (*Checkpoint, error) {
-	cp, err := s.Load()
+//
+// When it had to read the ref to choose, it returns the value it read, and
+// the caller judges the choice against that value, not a second read: a
+// git child of a checkpoint killed mid-update can still move the ref after
+// its parent died (its exec closed the lock), and two reads straddling
+// that move would call the chosen record a hand edit.
+func (s *State) currentCheckpoint(ctx context.Context) (cp *Checkpoint, ref string, err error) {
+	cp, err = s.Load()
 	if err != nil && !errors.Is(err, ErrNoCheckpoint) {
-		return nil, err
+		return nil, "", err
 	}
 	var pending Checkpoint
 	perr := statefile.ReadJSON(s.RuntimePath(layout.CheckpointPending), &pending, func() error { return pending.check() })
 	if perr != nil {
-		return cp, err // no pending record (or a torn one, which never took effect)
+		return cp, "", err // no pending record (or a torn one, which never took effect)
 	}
 	ref, rerr := s.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", s.snapshotRef())
-	if rerr == nil && ref == pending.recordedValue() && (cp == nil || ref != cp.recordedValue()) {
-		return &pending, nil
+	if rerr != nil {
+		return cp, "", err
 	}
-	return cp, err
+	if ref == pending.recordedValue() && (cp == nil || ref != cp.recordedValue()) {
+		return &pending, ref, nil
+	}
+	return cp, ref, err
 }
 
 // Load reads the rollback point: ErrNoCheckpoint when there is none, a

@@ -2,6 +2,8 @@ package checkpoint
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/wiggum-dev/wiggum/internal/layout"
@@ -66,11 +68,63 @@ func TestPendingRecordWithoutItsRefIsIgnored(t *testing.T) {
 	if err := statefile.WriteJSON(r.st.RuntimePath(layout.CheckpointPending), &forged); err != nil {
 		t.Fatal(err)
 	}
-	got, err := r.st.currentCheckpoint(ctx)
+	got, _, err := r.st.currentCheckpoint(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Head != cp.Head {
 		t.Fatalf("a pending record the ref does not name was taken: %s, want %s", got.Head, cp.Head)
+	}
+}
+
+// A checkpoint SIGKILLed while its `git update-ref` child runs leaves that
+// child behind: its exec closed the lock, so it can move wiggum's ref after
+// a rollback has taken the lock and read the ref to choose between the
+// record and the pending one. The rollback judges its choice against the
+// value it chose by; a second read straddling the move would call the
+// record a hand edit and refuse (exit 4) a rollback that is safe.
+func TestRollbackJudgesTheRefItChoseBy(t *testing.T) {
+	r := newRepo(t)
+	tok := "s1"
+	first := mustSave(t, r, tok)
+
+	// The killed second checkpoint: its pending record written, its ref not
+	// moved yet - the orphaned update-ref moves it right after the
+	// rollback's read, simulated by a git that does both.
+	r.write("README", "changed at the second checkpoint\n")
+	snap := r.git("stash", "create")
+	second := *first
+	second.Snapshot = snap
+	if err := statefile.WriteJSON(r.st.RuntimePath(layout.CheckpointPending), &second); err != nil {
+		t.Fatal(err)
+	}
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	ref := r.st.snapshotRef()
+	script := "#!/bin/sh\n" +
+		"case \"$*\" in *'rev-parse --verify --quiet " + ref + "'*)\n" +
+		"  out=$(\"" + realGit + "\" \"$@\") || exit $?\n" +
+		"  \"" + realGit + "\" update-ref " + ref + " " + snap + " || exit 1\n" +
+		"  echo \"$out\"; exit 0;;\n" +
+		"esac\n" +
+		"exec \"" + realGit + "\" \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv(layout.SessionEnv, tok)
+
+	res, err := r.st.Rollback(ctx, RollbackOptions{Session: tok, DryRun: true})
+	if err != nil {
+		t.Fatalf("rollback while an orphaned update-ref moved the ref: %v", err)
+	}
+	if res.Checkpoint.Head != first.Head || res.Checkpoint.Snapshot != "" {
+		t.Fatalf("judged %+v, want the record the ref named when it was read", res.Checkpoint)
+	}
+	if got := r.git("rev-parse", ref); got != snap {
+		t.Fatalf("the simulated orphan did not move the ref (%s); the test proves nothing", got)
 	}
 }

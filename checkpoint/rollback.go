@@ -136,7 +136,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 // gone): the rule for that fact comes first.
 func (s *State) rollbackFacts(ctx context.Context, opts RollbackOptions) (*rollbackFacts, error) {
 	f := &rollbackFacts{Session: opts.Session, DiscardForeign: opts.DiscardForeign, InProgress: s.Repo.InProgress(), RecordRef: s.snapshotRef()}
-	cp, err := s.currentCheckpoint(ctx)
+	cp, ref, err := s.currentCheckpoint(ctx)
 	if errors.Is(err, ErrNoCheckpoint) {
 		return f, nil
 	}
@@ -172,6 +172,9 @@ func (s *State) rollbackFacts(ctx context.Context, opts RollbackOptions) (*rollb
 		return nil, err
 	}
 	f.HeadExists, f.Recorded, f.CheckpointTree, f.HeadTree = found[0].ID != "", found[1].ID, found[2].ID, found[3].ID
+	if ref != "" {
+		f.Recorded = ref // the value the record was chosen by (see currentCheckpoint)
+	}
 	if cp.Snapshot != "" {
 		f.SnapshotTree, f.SnapshotParent = found[4].ID, found[5].ID
 	}
