@@ -43,6 +43,10 @@ mkdir -p "$HOME"
 git config --global user.name bench
 git config --global user.email bench@example.com
 git config --global init.defaultBranch main
+# No automatic gc or maintenance: a detached one started by the agent's
+# commit would write into the repository being timed (and being removed).
+git config --global gc.auto 0
+git config --global maintenance.auto false
 
 # setup SIZE: a committed repository in $work/r-SIZE; prints its path.
 setup() {
