@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
 
@@ -114,13 +115,44 @@ func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Ch
 	if err := statefile.WriteJSON(pending, cp); err != nil {
 		return nil, fmt.Errorf("checkpoint: write %s: %w", pending, err)
 	}
-	if _, err := s.Repo.Run(ctx, "update-ref", "-m", "wiggum checkpoint", s.snapshotRef(), recorded); err != nil {
+	if err := s.moveRecordRef(ctx, recorded); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	if err := os.Rename(pending, s.RuntimePath(layout.CheckpointFile)); err != nil {
 		return nil, fmt.Errorf("checkpoint: record: %w", err)
 	}
 	return cp, nil
+}
+
+// moveRecordRef points the checkpoint ref at value, compare-and-swap from
+// the value it has now. The agent lock keeps other wiggums out, but not the
+// git children of a checkpoint killed mid-update-ref: such an orphan can
+// still take the ref's lock and write after its parent died. With the old
+// value given, an orphan that comes too late changes nothing, and one that
+// got in first makes this update fail and retry from what it wrote, so
+// the ref ends at the newest record, which the pending record names.
+func (s *State) moveRecordRef(ctx context.Context, value string) error {
+	ref := s.snapshotRef()
+	var err error
+	for attempt := range 5 {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 20 * time.Millisecond)
+		}
+		old, ok := s.Repo.RefValue(ref)
+		if !ok {
+			if old, err = s.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", ref); err != nil {
+				var ge *git.Error
+				if !errors.As(err, &ge) || ge.Status() != 1 {
+					return err
+				}
+				old = "" // none yet
+			}
+		}
+		if _, err = s.Repo.Run(ctx, "update-ref", "-m", "wiggum checkpoint", ref, value, old); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // recordedValue is what wiggum's checkpoint ref points at for cp.

@@ -1,6 +1,8 @@
 package git
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,4 +93,38 @@ func RemoteDefaultBranch(commonDir string) string {
 		return ""
 	}
 	return name
+}
+
+// RefValue reads the object id a ref names without starting git: its loose
+// file under the common dir, else its line in packed-refs; "" when it has
+// neither. ok is false when it cannot tell (a symbolic ref, refs kept some
+// other way, an unreadable file): ask git then.
+func (r *Repo) RefValue(name string) (value string, ok bool) {
+	if _, err := os.Stat(filepath.Join(r.CommonDir, "reftable")); err == nil {
+		return "", false
+	}
+	data, err := os.ReadFile(filepath.Join(r.CommonDir, filepath.FromSlash(name)))
+	if err == nil {
+		v := strings.TrimSpace(string(data))
+		if strings.HasPrefix(v, "ref:") || (len(v) != 40 && len(v) != 64) {
+			return "", false
+		}
+		return v, true
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", false
+	}
+	packed, err := os.ReadFile(filepath.Join(r.CommonDir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", true
+	}
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(string(packed), "\n") {
+		if id, ref, found := strings.Cut(line, " "); found && ref == name && !strings.HasPrefix(line, "#") {
+			return id, true
+		}
+	}
+	return "", true
 }

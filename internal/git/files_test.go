@@ -75,3 +75,31 @@ func TestRemoteDefaultBranch(t *testing.T) {
 		t.Fatalf("default %q, want trunk", d)
 	}
 }
+
+// TestRefValueReadsWhatGitReads: a loose ref, a packed one and a missing
+// one read as git reads them.
+func TestRefValueReadsWhatGitReads(t *testing.T) {
+	dir := testRepo(t)
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := gitT(t, dir, "rev-parse", "HEAD")
+	if v, ok := r.RefValue("refs/wiggum/x"); !ok || v != "" {
+		t.Fatalf("missing ref: %q %v", v, ok)
+	}
+	gitT(t, dir, "update-ref", "refs/wiggum/x", head)
+	if v, ok := r.RefValue("refs/wiggum/x"); !ok || v != head {
+		t.Fatalf("loose ref: %q %v, want %s", v, ok, head)
+	}
+	gitT(t, dir, "pack-refs", "--all")
+	if v, ok := r.RefValue("refs/wiggum/x"); !ok || v != head {
+		t.Fatalf("packed ref: %q %v, want %s", v, ok, head)
+	}
+	if v, ok := r.RefValue("refs/wiggum/y"); !ok || v != "" {
+		t.Fatalf("missing ref with packed refs: %q %v", v, ok)
+	}
+	if _, ok := r.RefValue("HEAD"); ok {
+		t.Fatal("a symbolic ref read as known")
+	}
+}
