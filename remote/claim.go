@@ -84,10 +84,6 @@ func (e *ClaimTakenError) Error() string {
 	return fmt.Sprintf("claim %s: another machine claimed it first", e.Story)
 }
 
-// ErrStaleView is a claim refused because the target moved since the
-// view it was made from; fetch a new view and try again. Nothing changed.
-var ErrStaleView = errors.New("remote: the target branch moved since the claims were read; read them again")
-
 // LeaseLostError is a claim this machine no longer holds: its lease ran
 // out and another machine took it over, or an operator released it. The
 // story's work stays on its local branch.
@@ -131,6 +127,9 @@ type Held struct {
 	// worked on.
 	Spent time.Duration
 	Ahead bool
+	// Moved: the target moved since the view the claim was made from, so
+	// the story may have landed meanwhile; look before working on it.
+	Moved bool
 
 	mu     sync.Mutex
 	claim  Claim  // as last pushed
@@ -210,26 +209,29 @@ func (r *Remote) Claim(ctx context.Context, story string, view *View) (*Held, er
 	c.Commit = sha
 	ups := []update{{src: sha, dst: c.Ref, expect: expect}}
 	if view.Tip != "" {
-		// The target is pinned at the tip the view saw: an unchanged ref
-		// is not sent, but its lease is checked against the server's
-		// answer to this same push, so a story that landed since the
-		// view cannot be claimed from it. (A landing that slips in
-		// between that answer and the update still cannot land the
-		// story twice: a landing refuses a story the target marks done.)
+		// The target's tip as the view saw it rides along: an unchanged
+		// ref is not sent, but its lease is checked against the server's
+		// answer to this same push. The push is not atomic: the claim is
+		// made either way (create-only, or on the exact stale value), and
+		// a tip that moved only says that the view is old - the claim is
+		// then Moved, and the story may have landed since the view (the
+		// caller looks at the target before working on it; holding the
+		// claim, nobody else can land it any more). A moving target, a
+		// landing every few hundred milliseconds in a busy fleet, so
+		// never refuses a claim. (A landing that slips in between the
+		// server's answer and the update still cannot land the story
+		// twice: a landing refuses a story the target marks done.)
 		ups = append(ups, update{src: view.Tip, dst: view.Target, expect: view.Tip})
 	}
-	bad, err := r.push(ctx, "claim "+story, ups)
+	bad, err := r.pushRefs(ctx, "claim "+story, ups, false)
 	if err != nil {
 		return nil, err
 	}
 	if _, ok := bad[c.Ref]; ok {
 		return nil, &ClaimTakenError{Story: story}
 	}
-	if len(bad) > 0 {
-		return nil, ErrStaleView
-	}
 	h := &Held{r: r, key: key, Story: story, Took: old, TookDead: dead, claim: c,
-		Start: view.Branches[key], pushed: view.Branches[key],
+		Start: view.Branches[key], pushed: view.Branches[key], Moved: len(bad) > 0,
 		lost: make(chan struct{}), stop: make(chan struct{})}
 	return h, nil
 }

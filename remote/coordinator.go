@@ -119,7 +119,7 @@ func (c *Coordinator) claim(ctx context.Context, busy map[string]bool) (*Held, p
 		h, story, next, err := c.tryClaim(ctx, busy, reuse, false)
 		if reuse && next == lookAgain && h == nil && err == nil {
 			c.R.claimGuess.missed()
-		} else if reuse && h != nil {
+		} else if reuse && h != nil && !h.Moved {
 			c.R.claimGuess.hit()
 		}
 		reuse = false
@@ -176,7 +176,7 @@ func (c *Coordinator) claimAhead(ctx context.Context, busy map[string]bool, just
 		for _, reuse := range []bool{c.R.claimGuess.try(), false} {
 			h, story, next, err := c.tryClaim(ctx, skip, reuse, true)
 			if h != nil {
-				if reuse {
+				if reuse && !h.Moved {
 					c.R.claimGuess.hit()
 				}
 				h.Spent, h.Ahead = time.Since(began), true
@@ -308,12 +308,33 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 				next = othersHold
 			}
 			continue
-		case errors.Is(err, ErrStaleView):
-			c.Forget(s.ID)
-			return nil, none, lookAgain, nil
 		case err != nil:
 			c.Forget(s.ID)
 			return nil, none, nothingLeft, err
+		}
+		if h.Moved {
+			// Claimed from a view the target has moved on from: the
+			// story may have landed since. Look at the server now (the
+			// claim keeps anyone else from landing it meanwhile).
+			if reuse {
+				c.R.claimGuess.missed()
+			}
+			nv, err := c.R.FetchPlan(ctx, c.Target, c.PlanRel)
+			if err == nil && !open(nv.Plan, s.ID) {
+				err = h.Release(ctx)
+				c.Forget(s.ID)
+				if err != nil {
+					return nil, none, nothingLeft, err
+				}
+				return nil, none, lookAgain, nil
+			}
+			if err != nil {
+				_ = h.Release(ctx)
+				c.Forget(s.ID)
+				return nil, none, nothingLeft, err
+			}
+			key := mustKey(s.ID)
+			h.Start, h.pushed, v = nv.Branches[key], nv.Branches[key], nv
 		}
 		if h.Start == "" {
 			// The worktree starts from the server's tip, fetched already.
@@ -327,6 +348,16 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 		return nil, none, lookAgain, nil
 	}
 	return nil, none, next, nil
+}
+
+// open reports whether story is in stories and not done.
+func open(stories []plan.Story, story string) bool {
+	for _, s := range stories {
+		if s.ID == story {
+			return !s.Done
+		}
+	}
+	return false
 }
 
 // spare reports whether v has more open stories that nobody holds than

@@ -22,8 +22,14 @@ const unknown = "?"
 // when not read); an empty map means every update was made. A refusal for
 // any other reason is a *ServerRejectedError.
 func (r *Remote) push(ctx context.Context, op string, ups []update) (map[string]string, error) {
+	return r.pushRefs(ctx, op, ups, true)
+}
+
+// pushRefs is push, atomic or not: a push that is not makes each update
+// whose expectation holds, whatever happens to the others.
+func (r *Remote) pushRefs(ctx context.Context, op string, ups []update, atomic bool) (map[string]string, error) {
 	args := []string{"push", "--porcelain", "--no-verify"}
-	if len(ups) > 1 {
+	if atomic && len(ups) > 1 {
 		args = append(args, "--atomic")
 	}
 	for _, u := range ups {
@@ -51,11 +57,19 @@ func (r *Remote) push(ctx context.Context, op string, ups []update) (map[string]
 	bad := map[string]string{}
 	serverSide := false
 	reason, ref := "", ""
+	// The updates to read back from the server when it refused at update
+	// time: all of an atomic push (none was made), only the refused ones
+	// of one that is not (the others were made).
+	var check []update
 	for _, u := range ups {
 		l, ok := lines[u.dst]
 		if !ok || l.flag != '!' {
+			if atomic {
+				check = append(check, u)
+			}
 			continue
 		}
+		check = append(check, u)
 		switch {
 		case strings.Contains(l.summary, "stale info"), strings.Contains(l.summary, "non-fast-forward"),
 			strings.Contains(l.summary, "fetch first"), strings.Contains(l.summary, "already exists"):
@@ -69,19 +83,20 @@ func (r *Remote) push(ctx context.Context, op string, ups []update) (map[string]
 			}
 		}
 	}
-	if len(bad) > 0 {
+	if len(bad) > 0 && !serverSide {
 		return bad, nil
 	}
 	if serverSide {
 		// The server refused at update time: a lease broken between its
 		// advertisement and the update, or its own rules. Its refs say
-		// which.
-		now, lerr := r.lsRemote(ctx, op, ups)
+		// which. (In a push that is not atomic, a ref refused on the
+		// client's side must not hide one the server refused.)
+		now, lerr := r.lsRemote(ctx, op, check)
 		if lerr != nil {
 			return nil, lerr
 		}
-		for _, u := range ups {
-			if now[u.dst] != u.expect {
+		for _, u := range check {
+			if _, known := bad[u.dst]; !known && now[u.dst] != u.expect {
 				bad[u.dst] = now[u.dst]
 			}
 		}

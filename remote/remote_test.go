@@ -146,6 +146,23 @@ exit 0
 		if got := f.refs()[ClaimsPrefix+"S-2"]; got != ha.Claim().Commit {
 			t.Fatalf("raced claim ref is %s; the server let b overwrite it", got)
 		}
+		// The same race from a view the target has moved on from: the
+		// moved tip (refused on the client's side) must not hide the
+		// claim the server refused.
+		gitserver.Hook(t, f.bare, "pre-receive", `while read o n r; do
+if [ "$r" = refs/wiggum/claims/S-3 ]; then env -u GIT_QUARANTINE_PATH git update-ref refs/wiggum/claims/S-3 $(git rev-parse refs/wiggum/claims/S-1); fi
+done
+exit 0
+`)
+		gitIn(t, a.Repo.Root, "commit", "-q", "--allow-empty", "-m", "moves the target")
+		gitIn(t, a.Repo.Root, "push", "-q", "origin", "HEAD:main")
+		_, err = b.Claim(ctx, "S-3", vb)
+		if !errors.As(err, &taken) {
+			t.Fatalf("claim raced on the server from a moved view: %v, want ClaimTakenError", err)
+		}
+		if got := f.refs()[ClaimsPrefix+"S-3"]; got != ha.Claim().Commit {
+			t.Fatalf("raced claim ref is %s; the server let b overwrite it", got)
+		}
 	})
 }
 
@@ -705,5 +722,52 @@ func TestGuessBacksOff(t *testing.T) {
 	g.missed()
 	if n := count(); n != 2 {
 		t.Fatalf("after a right view and a wrong one: %d fetches, want 2", n)
+	}
+}
+
+// A claim made from a view the target has moved on from is made all the
+// same (the moving target refuses nothing), and says so; a coordinator
+// then looks at the server, and gives back a story that landed meanwhile.
+func TestClaimFromMovedView(t *testing.T) {
+	f := newFixture(t, "daemon")
+	ctx := context.Background()
+	a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
+	old, err := a.Fetch(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := claim(t, b, "S-1")
+	branch := work(t, b, "S-1", hb.Start, "b.txt", "b\n")
+	if _, err := hb.Land(ctx, LandSpec{Target: target, Branch: branch, PlanRel: "plan.md", Subject: "Merge S-1"}); err != nil {
+		t.Fatal(err)
+	}
+	// S-2 is open: claimed from the old view, and told so.
+	h, err := a.Claim(ctx, "S-2", old)
+	if err != nil || !h.Moved {
+		t.Fatalf("claim from a moved view: %+v %v", h, err)
+	}
+	if f.refs()[h.Claim().Ref] != h.Claim().Commit {
+		t.Fatal("the claim is not on the server")
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// S-1 landed since a's view: a coordinator reading that view claims
+	// it, sees it landed, gives it back and finds nothing else to do.
+	c, err := NewCoordinator(ctx, a, a.Repo, target, "plan.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Repo.Run(ctx, "update-ref", a.Tracking(target), old.Tip); err != nil {
+		t.Fatal(err)
+	}
+	got, s, err := c.Claim(ctx, map[string]bool{"S-2": true, "S-3": true})
+	if err != nil || got != nil {
+		t.Fatalf("claimed %s (%v), want nothing", s.ID, err)
+	}
+	for ref := range f.refs() {
+		if strings.HasPrefix(ref, ClaimsPrefix) {
+			t.Fatalf("%s left on the server", ref)
+		}
 	}
 }
