@@ -21,7 +21,7 @@ const BackupPrefix = "refs/wiggum/backup/"
 // and a clean working tree.
 func (s *State) backupCommit(ctx context.Context, head, tree, message string) (string, error) {
 	if ow := s.Repo.ObjectWriter(len(head)); ow != nil && tree != "" {
-		return ow.Commit(tree, []string{head}, "wiggum <wiggum@localhost>", time.Now(), message)
+		return ow.Commit(tree, []string{head}, "wiggum <wiggum@localhost>", "wiggum <wiggum@localhost>", time.Now(), message)
 	}
 	out, err := s.Repo.RunEnv(ctx, wiggumIdent, []byte(message), "commit-tree", head+"^{tree}", "-p", head, "-F", "-")
 	if err != nil {

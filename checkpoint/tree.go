@@ -124,7 +124,7 @@ func (s *State) quickSnapshot(ctx context.Context, now *git.Status, message stri
 	if err != nil {
 		return "", "", nil, err
 	}
-	commit, err = ow.Commit(tree, []string{now.Head}, "wiggum <wiggum@localhost>", time.Now(), message+"\n")
+	commit, err = ow.Commit(tree, []string{now.Head}, "wiggum <wiggum@localhost>", "wiggum <wiggum@localhost>", time.Now(), message+"\n")
 	if err != nil {
 		return "", "", nil, err
 	}

@@ -406,7 +406,7 @@ func (r *Remote) metaCommit(ctx context.Context, subject string, body []byte, pa
 		return "", err
 	}
 	msg := []byte(oneLine(subject) + "\n\n" + string(body) + "\n")
-	if r.obj.dir != "" {
+	if r.obj.w != nil {
 		var parents []string
 		if parent != "" {
 			parents = []string{parent}
@@ -433,7 +433,7 @@ func (r *Remote) emptyTree(ctx context.Context) (string, error) {
 	if t, ok := emptyTreeOnce.Load(r.Repo.CommonDir); ok {
 		return t.(string), nil
 	}
-	if r.obj.dir != "" {
+	if r.obj.w != nil {
 		t, err := r.obj.write("tree", nil)
 		if err == nil {
 			emptyTreeOnce.Store(r.Repo.CommonDir, t)

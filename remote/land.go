@@ -376,7 +376,7 @@ func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandS
 	}
 	msg := fmt.Sprintf("%s\n\nwiggum landed %s (branch %s) from %s.\n\nWiggum-Story: %s\nWiggum-Machine: %s\n",
 		oneLine(spec.Subject), story, strings.TrimPrefix(BranchPrefix, "refs/heads/")+mustKey(story), me.Host, oneLine(story), me.String())
-	if r.obj.dir != "" && r.obj.author != "" && r.obj.committer != "" {
+	if r.obj.w != nil && r.obj.author != "" && r.obj.committer != "" {
 		commit, err := r.obj.commit(ticked, []string{base, tip}, r.obj.author, r.obj.committer, time.Now(), []byte(msg))
 		if err != nil {
 			return "", nil, fmt.Errorf("remote: write the landing commit: %w", err)
@@ -415,7 +415,7 @@ func (r *Remote) tickTree(ctx context.Context, tree string, data []byte, planRel
 		return "", err
 	}
 	var blob string
-	if r.obj.dir != "" {
+	if r.obj.w != nil {
 		blob, err = r.obj.write("blob", ticked)
 	} else {
 		blob, err = r.Repo.RunEnv(ctx, nil, ticked, "hash-object", "-w", "--stdin")
@@ -455,7 +455,7 @@ func (r *Remote) replaceBlob(ctx context.Context, tree string, path []string, bl
 	if !found {
 		return "", fmt.Errorf("remote: %s is missing from the target's tree", strings.Join(path, "/"))
 	}
-	if r.obj.dir != "" {
+	if r.obj.w != nil {
 		return r.obj.tree(entries)
 	}
 	in := strings.Join(entries, "\x00") + "\x00"

@@ -2,18 +2,14 @@ package remote
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // objects writes the few small objects a claim or a landing needs (a
@@ -23,7 +19,7 @@ import (
 // another machine can land in. Only for SHA-1 repositories without a
 // shared-permissions setting; otherwise git writes them.
 type objects struct {
-	dir string // the objects directory; "" when git must write
+	w *git.ObjectWriter // nil when git must write
 	// author and committer are "Name <email>" for landing commits; ""
 	// when git does not know them (git then writes the commit, and fails
 	// the same way).
@@ -32,19 +28,17 @@ type objects struct {
 
 // openObjects decides how objects are written in repo.
 func (r *Remote) openObjects(ctx context.Context) objects {
-	out, err := r.Repo.Run(ctx, "rev-parse", "--show-object-format", "--git-path", "objects")
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if err != nil || len(lines) != 2 || lines[0] != "sha1" {
+	format, err := r.Repo.Line(ctx, "rev-parse", "--show-object-format")
+	if err != nil || format != "sha1" {
 		return objects{}
 	}
 	if shared, _ := r.Repo.Line(ctx, "config", "--get", "core.sharedRepository"); shared != "" {
 		return objects{}
 	}
-	dir := lines[1]
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(r.Repo.Root, dir)
+	o := objects{w: r.Repo.ObjectWriter(40)}
+	if o.w == nil {
+		return objects{}
 	}
-	o := objects{dir: dir}
 	o.author, o.committer = r.ident(ctx, "GIT_AUTHOR_IDENT"), r.ident(ctx, "GIT_COMMITTER_IDENT")
 	return o
 }
@@ -62,57 +56,11 @@ func (r *Remote) ident(ctx context.Context, who string) string {
 }
 
 // write stores an object and returns its id.
-func (o objects) write(typ string, data []byte) (string, error) {
-	head := typ + " " + strconv.Itoa(len(data)) + "\x00"
-	h := sha1.New()
-	h.Write([]byte(head))
-	h.Write(data)
-	id := hex.EncodeToString(h.Sum(nil))
-	path := filepath.Join(o.dir, id[:2], id[2:])
-	if _, err := os.Stat(path); err == nil {
-		return id, nil
-	}
-	var buf bytes.Buffer
-	zw := zlib.NewWriter(&buf)
-	zw.Write([]byte(head))
-	zw.Write(data)
-	if err := zw.Close(); err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", fmt.Errorf("remote: write object: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "tmp_obj_")
-	if err != nil {
-		return "", fmt.Errorf("remote: write object: %w", err)
-	}
-	_, werr := tmp.Write(buf.Bytes())
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(tmp.Name())
-		return "", fmt.Errorf("remote: write object: %w", err)
-	}
-	_ = os.Chmod(tmp.Name(), 0o444)
-	// As git does: a link never replaces an object that is already there.
-	err = os.Link(tmp.Name(), path)
-	_ = os.Remove(tmp.Name())
-	if err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", fmt.Errorf("remote: write object: %w", err)
-	}
-	return id, nil
-}
+func (o objects) write(typ string, data []byte) (string, error) { return o.w.Write(typ, data) }
 
 // commit writes a commit object.
 func (o objects) commit(tree string, parents []string, author, committer string, when time.Time, msg []byte) (string, error) {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "tree %s\n", tree)
-	for _, p := range parents {
-		fmt.Fprintf(&b, "parent %s\n", p)
-	}
-	stamp := fmt.Sprintf(" %d %s", when.Unix(), when.Format("-0700"))
-	fmt.Fprintf(&b, "author %s%s\ncommitter %s%s\n\n", author, stamp, committer, stamp)
-	b.Write(msg)
-	return o.write("commit", b.Bytes())
+	return o.w.Commit(tree, parents, author, committer, when, string(msg))
 }
 
 // tree writes a tree from ls-tree -z entries ("mode type id\tname"), in
@@ -135,5 +83,5 @@ func (o objects) tree(entries []string) (string, error) {
 		b.WriteByte(0)
 		b.Write(raw)
 	}
-	return o.write("tree", b.Bytes())
+	return o.w.Write("tree", b.Bytes())
 }

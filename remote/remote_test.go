@@ -475,7 +475,7 @@ func TestMachineIDStable(t *testing.T) {
 func TestObjectsMatchGit(t *testing.T) {
 	f := newFixture(t, "file")
 	a := f.machine("a", time.Minute, 0)
-	if a.obj.dir == "" || a.obj.committer == "" {
+	if a.obj.w == nil || a.obj.committer == "" {
 		t.Fatalf("objects not written in-process in a plain SHA-1 clone: %+v", a.obj)
 	}
 	data := []byte("- [x] S-1: first\n")

@@ -80,15 +80,15 @@ func (w *ObjectWriter) Write(typ string, data []byte) (string, error) {
 	return id, nil
 }
 
-// Commit writes a commit of tree with the given parents, made by ident
-// ("Name <email>") as author and committer at when.
-func (w *ObjectWriter) Commit(tree string, parents []string, ident string, when time.Time, msg string) (string, error) {
+// Commit writes a commit of tree with the given parents, by author and
+// committer ("Name <email>" each) at when.
+func (w *ObjectWriter) Commit(tree string, parents []string, author, committer string, when time.Time, msg string) (string, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "tree %s\n", tree)
 	for _, p := range parents {
 		fmt.Fprintf(&b, "parent %s\n", p)
 	}
-	stamp := fmt.Sprintf("%s %d %s", ident, when.Unix(), when.Format("-0700"))
-	fmt.Fprintf(&b, "author %s\ncommitter %s\n\n%s", stamp, stamp, msg)
+	stamp := fmt.Sprintf(" %d %s", when.Unix(), when.Format("-0700"))
+	fmt.Fprintf(&b, "author %s%s\ncommitter %s%s\n\n%s", author, stamp, committer, stamp, msg)
 	return w.Write("commit", b.Bytes())
 }
