@@ -253,40 +253,34 @@ func mustMarshal(t *testing.T, m proto.Message) []byte {
 	return b
 }
 
-// TestHTTPExport: over OTLP/HTTP, to a receiver on the official types,
-// plain and gzip, with OTEL_EXPORTER_OTLP_HEADERS.
-func TestHTTPExport(t *testing.T) {
-	for _, gz := range []bool{false, true} {
-		r := &receiver{}
-		vars := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": httpReceiver(t, r, nil), "OTEL_EXPORTER_OTLP_HEADERS": "X-Token=s3cret"}
-		encoding := ""
-		if gz {
-			vars["OTEL_EXPORTER_OTLP_COMPRESSION"] = "gzip"
-			encoding = "gzip"
-		}
-		if err := exporter(t, vars).ExportSpans(context.Background(), testSpans()); err != nil {
-			t.Fatalf("gzip %v: %v", gz, err)
-		}
-		checkReceived(t, r, 1, "s3cret", encoding)
+// TestExport: over OTLP/HTTP, to a receiver on the official types, and over
+// OTLP/gRPC in plaintext HTTP/2, to the official gRPC server with the
+// official trace service; plain and gzip, OTEL_EXPORTER_OTLP_HEADERS sent as
+// headers (gRPC: metadata).
+func TestExport(t *testing.T) {
+	transports := map[string]func(r *receiver) map[string]string{
+		"http": func(r *receiver) map[string]string {
+			return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": httpReceiver(t, r, nil)}
+		},
+		"grpc": func(r *receiver) map[string]string {
+			return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": grpcReceiver(t, &grpcService{r: r}), "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+		},
 	}
-}
-
-// TestGRPCExport: over OTLP/gRPC in plaintext HTTP/2, to the official gRPC
-// server with the official trace service, plain and gzip, the headers sent
-// as metadata.
-func TestGRPCExport(t *testing.T) {
-	for _, gz := range []bool{false, true} {
-		r := &receiver{}
-		vars := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": grpcReceiver(t, &grpcService{r: r}), "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_HEADERS": "X-Token=s3cret"}
-		encoding := ""
-		if gz {
-			vars["OTEL_EXPORTER_OTLP_COMPRESSION"] = "gzip"
-			encoding = "gzip"
+	for name, listen := range transports {
+		for _, gz := range []bool{false, true} {
+			r := &receiver{}
+			vars := listen(r)
+			vars["OTEL_EXPORTER_OTLP_HEADERS"] = "X-Token=s3cret"
+			encoding := ""
+			if gz {
+				vars["OTEL_EXPORTER_OTLP_COMPRESSION"] = "gzip"
+				encoding = "gzip"
+			}
+			if err := exporter(t, vars).ExportSpans(context.Background(), testSpans()); err != nil {
+				t.Fatalf("%s, gzip %v: %v", name, gz, err)
+			}
+			checkReceived(t, r, 1, "s3cret", encoding)
 		}
-		if err := exporter(t, vars).ExportSpans(context.Background(), testSpans()); err != nil {
-			t.Fatalf("gzip %v: %v", gz, err)
-		}
-		checkReceived(t, r, 1, "s3cret", encoding)
 	}
 }
 
