@@ -50,8 +50,12 @@ type fileID struct {
 	ino   uint64
 }
 
-func statID(path string) (fileID, bool) {
-	fi, err := os.Stat(path)
+func statID(path string) (fileID, bool) { return idOf(os.Stat(path)) }
+
+func fileIDOf(f *os.File) (fileID, bool) { return idOf(f.Stat()) }
+
+// idOf is a file's identity from its stat; false when it could not be read.
+func idOf(fi os.FileInfo, err error) (fileID, bool) {
 	if err != nil {
 		return fileID{}, false
 	}
@@ -412,16 +416,4 @@ func (m *Markdown) remember(p *mdParse, ticked []int) {
 	}
 	p.id = nid
 	m.cached = p
-}
-
-func fileIDOf(f *os.File) (fileID, bool) {
-	fi, err := f.Stat()
-	if err != nil {
-		return fileID{}, false
-	}
-	id := fileID{size: fi.Size(), mtime: fi.ModTime()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		id.ino = st.Ino
-	}
-	return id, true
 }
