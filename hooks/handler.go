@@ -147,6 +147,31 @@ func oversized(ad Adapter, prefix []byte) Event {
 
 // readPayload reads stdin up to MaxPayload, giving up after stdinWait.
 func readPayload(r io.Reader) ([]byte, error) {
+	data, err := readBounded(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxPayload {
+		return data[:MaxPayload], fmt.Errorf("%w: over %d bytes", errTooLarge, MaxPayload)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New("empty payload")
+	}
+	return data, nil
+}
+
+// readBounded reads r to its end (at most MaxPayload+1 bytes) within
+// stdinWait. Agents hand hooks their payload on a pipe: that is read
+// through the runtime's poller with a deadline, on the hook's own thread.
+// Anything else (a terminal, a socket, a Go reader in tests) is read by a
+// goroutine raced against a timer, which costs a blocked thread and the
+// wake-ups between them on every call.
+func readBounded(r io.Reader) ([]byte, error) {
+	if f, ok := r.(*os.File); ok {
+		if data, err, ok := readPipe(f); ok {
+			return data, err
+		}
+	}
 	type result struct {
 		data []byte
 		err  error
@@ -161,16 +186,49 @@ func readPayload(r io.Reader) ([]byte, error) {
 		if res.err != nil {
 			return nil, fmt.Errorf("read stdin: %w", res.err)
 		}
-		if len(res.data) > MaxPayload {
-			return res.data[:MaxPayload], fmt.Errorf("%w: over %d bytes", errTooLarge, MaxPayload)
-		}
-		if len(bytes.TrimSpace(res.data)) == 0 {
-			return nil, errors.New("empty payload")
-		}
 		return res.data, nil
 	case <-time.After(stdinWait):
 		return nil, fmt.Errorf("no payload on stdin after %s", stdinWait)
 	}
+}
+
+// readPipe reads f with a deadline when f is a pipe, reporting ok=false
+// when it is not one (or cannot be made pollable), having read nothing.
+// The pipe is switched to non-blocking mode for the read - the only way
+// the runtime's poller takes it - and switched back before returning, so
+// whoever shares the pipe sees it as it was.
+func readPipe(f *os.File) (data []byte, err error, ok bool) {
+	fd := int(f.Fd())
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+		return nil, nil, false
+	}
+	// A duplicate descriptor, made non-blocking, is what the poller
+	// registers; it is ours to close. The flag lives on the pipe itself,
+	// shared with f, so it is put back before returning.
+	dup, err := syscall.Dup(fd)
+	if err != nil {
+		return nil, nil, false
+	}
+	syscall.CloseOnExec(dup)
+	if syscall.SetNonblock(dup, true) != nil {
+		syscall.Close(dup)
+		return nil, nil, false
+	}
+	defer func() { _ = syscall.SetNonblock(fd, false) }()
+	pf := os.NewFile(uintptr(dup), f.Name())
+	defer pf.Close()
+	if pf.SetReadDeadline(time.Now().Add(stdinWait)) != nil {
+		return nil, nil, false
+	}
+	data, err = io.ReadAll(io.LimitReader(pf, MaxPayload+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, fmt.Errorf("no payload on stdin after %s", stdinWait), true
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read stdin: %w", err), true
+	}
+	return data, nil, true
 }
 
 // handle is the agent-independent core.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -466,6 +467,84 @@ func TestStdinNeverClosed(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the hook hung on an open stdin")
 	}
+}
+
+// TestStdinPipe: the payload on a real pipe - the way agents pass it - is
+// read whole even when it is many times the pipe's buffer and arrives in
+// pieces, an open pipe that never closes is given up on after the wait,
+// and the pipe is left in blocking mode, as the hook found it.
+func TestStdinPipe(t *testing.T) {
+	old := stdinWait
+	stdinWait = 200 * time.Millisecond
+	defer func() { stdinWait = old }()
+
+	blocking := func(f *os.File) bool {
+		t.Helper()
+		flags, err := fcntlFlags(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return flags&syscall.O_NONBLOCK == 0
+	}
+
+	// Whole: 1 MB in 4 KB pieces.
+	r, w := blockingPipe(t)
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
+	go func() {
+		for off := 0; off < len(want); off += 4096 {
+			_, _ = w.Write(want[off : off+4096])
+		}
+		w.Close()
+	}()
+	got, err := readBounded(r)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes (want %d), err %v", len(got), len(want), err)
+	}
+	if !blocking(r) {
+		t.Fatal("the pipe was left non-blocking")
+	}
+	r.Close()
+
+	// Never closed: given up on, not hung.
+	r2, w2 := blockingPipe(t)
+	defer r2.Close()
+	defer w2.Close()
+	_, _ = w2.Write([]byte(`{"hook_event_name":"PreToolUse"`))
+	done := make(chan error, 1)
+	go func() {
+		_, err := readBounded(r2)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "no payload on stdin") {
+			t.Fatalf("open pipe: err %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hook hung on an open pipe")
+	}
+	if !blocking(r2) {
+		t.Fatal("the pipe was left non-blocking after the wait")
+	}
+}
+
+// blockingPipe is a pipe as an agent hands it to a hook: blocking, not
+// registered with this process's poller (os.Pipe's ends are both).
+func blockingPipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	return os.NewFile(uintptr(p[0]), "stdin"), os.NewFile(uintptr(p[1]), "agent")
+}
+
+func fcntlFlags(f *os.File) (int, error) {
+	flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), syscall.F_GETFL, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(flags), nil
 }
 
 func TestEditToolsCannotTouchState(t *testing.T) {
