@@ -1,6 +1,7 @@
 // Package git drives the git command line for wiggum; it finds every path a
-// repository uses with one rev-parse call, so it is correct in linked worktrees
-// and from subdirectories.
+// repository uses as git's rev-parse does (from the files git keeps, or with
+// one rev-parse call where they cannot settle it), so it is correct in
+// linked worktrees and from subdirectories.
 package git
 
 import (
@@ -54,8 +55,18 @@ func (e *Error) Status() int {
 	return -1
 }
 
-// Open finds the working tree that contains dir.
+// Open finds the working tree that contains dir. It reads git's files
+// where they settle the answer (see discover) and asks git otherwise; the
+// answer is git's either way.
 func Open(ctx context.Context, dir string) (*Repo, error) {
+	if r := discover(dir); r != nil {
+		return r, nil
+	}
+	return openWithGit(ctx, dir)
+}
+
+// openWithGit is Open's answer from `git rev-parse`.
+func openWithGit(ctx context.Context, dir string) (*Repo, error) {
 	out, err := run(ctx, dir, nil, nil, "rev-parse", "--path-format=absolute",
 		"--show-toplevel", "--git-dir", "--git-common-dir", "--git-path", "hooks", "--git-path", "info")
 	if err != nil {

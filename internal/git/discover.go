@@ -1,0 +1,245 @@
+package git
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// discover answers what Open's rev-parse would, from a few stats and
+// small file reads, for the common layouts: a working tree with a .git
+// directory, or a .git file naming its git dir (linked worktrees,
+// submodules). It returns nil whenever git could answer differently, and
+// Open then asks git: an environment variable that steers discovery, a
+// parent directory that is itself a git dir (inside .git, a bare
+// repository), a file system boundary on the way up, a directory another
+// user owns (safe.directory), or a configuration that could move the
+// working tree or the hooks (core.worktree, core.bare, core.hooksPath,
+// include.path, a config file it cannot read or place). "Could" is read
+// conservatively: a config file that merely mentions such a key sends
+// Open to git.
+func discover(dir string) *Repo {
+	for _, name := range []string{"GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+		"GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT"} {
+		if os.Getenv(name) != "" {
+			return nil
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil
+	}
+	// git works from the physical directory (getcwd), whatever symlinks
+	// the caller's path went through.
+	d, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil
+	}
+	var dev uint64
+	for first := true; ; first = false {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return nil
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || (!first && uint64(st.Dev) != dev) {
+			return nil // git stops at a mount point unless told otherwise
+		}
+		dev = uint64(st.Dev)
+		dotgit := filepath.Join(d, ".git")
+		if _, err := os.Lstat(dotgit); err == nil {
+			return fromDotGit(d, dotgit)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if isGitDir(d) {
+			return nil // inside a git dir, or a bare repository
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return nil // not a repository: git says so in its own words
+		}
+		d = parent
+	}
+}
+
+// fromDotGit is the repository whose working tree root holds dotgit.
+func fromDotGit(root, dotgit string) *Repo {
+	fi, err := os.Stat(dotgit)
+	if err != nil {
+		return nil
+	}
+	gitDir := dotgit
+	if !fi.IsDir() {
+		if !fi.Mode().IsRegular() || fi.Size() > 4096 {
+			return nil
+		}
+		data, err := os.ReadFile(dotgit)
+		if err != nil {
+			return nil
+		}
+		p, ok := strings.CutPrefix(string(data), "gitdir: ")
+		if !ok {
+			return nil
+		}
+		p = strings.TrimRight(p, "\r\n")
+		if p == "" || strings.ContainsAny(p, "\r\n") {
+			return nil
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(root, p)
+		}
+		gitDir = p
+	}
+	// git names the git dir by its real path.
+	gitDir, err = filepath.EvalSymlinks(gitDir)
+	if err != nil || !isGitDir(gitDir) {
+		return nil // git would go on looking, or fail: let it say which
+	}
+	commonDir := gitDir
+	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		c := strings.TrimRight(string(data), "\r\n")
+		if c == "" || strings.ContainsAny(c, "\r\n") {
+			return nil
+		}
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(gitDir, c)
+		}
+		if commonDir, err = filepath.EvalSymlinks(c); err != nil {
+			return nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	for _, p := range []string{root, dotgit, gitDir} {
+		if !ownedByUs(p) {
+			return nil
+		}
+	}
+	if !configPlain(commonDir, gitDir) {
+		return nil
+	}
+	return &Repo{Root: root, GitDir: gitDir, CommonDir: commonDir,
+		HooksDir: filepath.Join(commonDir, "hooks"), InfoDir: filepath.Join(commonDir, "info")}
+}
+
+// isGitDir is git's own test for a git directory, loosely: a HEAD and an
+// object store (its own or, in a linked worktree, the common dir's).
+func isGitDir(d string) bool {
+	if _, err := os.Lstat(filepath.Join(d, "HEAD")); err != nil {
+		return false
+	}
+	for _, p := range []string{"objects", "commondir"} {
+		if _, err := os.Lstat(filepath.Join(d, p)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// ownedByUs: git refuses a repository another user owns unless
+// safe.directory says otherwise; that is git's to judge.
+func ownedByUs(p string) bool {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
+
+// configPlain reports whether no configuration git would read here can
+// move the working tree or the hooks: none of its files (system, global,
+// the repository's, this worktree's) mentions core.hooksPath,
+// core.worktree, an include, or a core.bare other than false. A file it
+// cannot read or locate counts as mentioning them.
+func configPlain(commonDir, gitDir string) bool {
+	var files []string
+	switch v := strings.ToLower(os.Getenv("GIT_CONFIG_NOSYSTEM")); v {
+	case "1", "true", "yes", "on":
+	case "", "0", "false", "no", "off":
+		sys, ok := systemConfigs()
+		if !ok {
+			return false
+		}
+		files = append(files, sys...)
+	default:
+		return false
+	}
+	if g, ok := os.LookupEnv("GIT_CONFIG_GLOBAL"); ok {
+		files = append(files, g)
+	} else {
+		home := os.Getenv("HOME")
+		if home == "" {
+			return false
+		}
+		xdg := os.Getenv("XDG_CONFIG_HOME")
+		if xdg == "" {
+			xdg = filepath.Join(home, ".config")
+		}
+		files = append(files, filepath.Join(xdg, "git", "config"), filepath.Join(home, ".gitconfig"))
+	}
+	files = append(files, filepath.Join(commonDir, "config"), filepath.Join(gitDir, "config.worktree"))
+	for _, f := range files {
+		if f == "" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil || !plainConfig(data) {
+			return false
+		}
+	}
+	return true
+}
+
+// plainConfig is the line test of configPlain for one file.
+func plainConfig(data []byte) bool {
+	for _, line := range strings.Split(strings.ToLower(string(data)), "\n") {
+		line = strings.Join(strings.Fields(line), "")
+		for _, word := range []string{"hookspath", "worktree", "include"} {
+			if strings.Contains(line, word) {
+				return false
+			}
+		}
+		if strings.Contains(line, "bare") && line != "bare=false" {
+			return false
+		}
+	}
+	return true
+}
+
+// systemConfigs are the places a system-wide gitconfig can be for the git
+// that runs: /etc/gitconfig, and etc/gitconfig under the prefix the binary
+// was installed in (git puts it there for any prefix but /usr). ok is
+// false when git's location does not say where its prefix is.
+func systemConfigs() (files []string, ok bool) {
+	if f, set := os.LookupEnv("GIT_CONFIG_SYSTEM"); set {
+		return []string{f}, true
+	}
+	files = []string{"/etc/gitconfig"}
+	bin := binary()
+	if !filepath.IsAbs(bin) {
+		return nil, false
+	}
+	for _, b := range []string{bin, resolved(bin)} {
+		if b == "" || filepath.Base(filepath.Dir(b)) != "bin" {
+			return nil, false
+		}
+		files = append(files, filepath.Join(filepath.Dir(filepath.Dir(b)), "etc", "gitconfig"))
+	}
+	return files, true
+}
+
+func resolved(p string) string {
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return ""
+	}
+	return r
+}
