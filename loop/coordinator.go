@@ -17,6 +17,8 @@ type landing struct {
 	story  *plan.Story
 	done   bool
 	queued time.Time
+	// unused: made ahead for a story no worker started; only removed.
+	unused bool
 }
 
 // landings is the merge coordinator's queue. Worktree creations in this
@@ -174,7 +176,9 @@ func (p *parallel) coordinate(ctx context.Context) {
 // be picked again only if the plan still has it open (it is not: it was
 // ticked, or is skipped).
 func (p *parallel) landed(j *landing) {
-	p.r.endStory(j.story.ID, storyOutcome(j.done, p.skipped(j.story.ID)))
+	if !j.unused {
+		p.r.endStory(j.story.ID, storyOutcome(j.done, p.skipped(j.story.ID)))
+	}
 	p.mu.Lock()
 	delete(p.inflight, j.story.ID)
 	p.mu.Unlock()

@@ -49,6 +49,7 @@ type parallel struct {
 
 	lq *landings  // finished stories waiting for the merge coordinator
 	cr *creations // worktrees wanted at the same moment, made together
+	ah *ahead     // worktrees made for the next stories; nil when none are
 }
 
 func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summary, error) {
@@ -76,6 +77,9 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 		p.coordinate(context.WithoutCancel(ctx))
 	}()
 	first := p.prepare(ctx, opts.Workers)
+	if p.coord == nil && opts.Workers > 1 {
+		p.ah = p.startAhead(ctx, opts.Workers, first)
+	}
 	var wg sync.WaitGroup
 	for i := range opts.Workers {
 		wg.Go(func() {
@@ -91,18 +95,19 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 					p.lq.end()
 					next = false
 				}
-				s := p.claim(ctx)
+				s, w, err := p.take(ctx)
 				if s == nil {
 					if next {
 						p.lq.end()
 					}
 					return
 				}
-				next = p.work(ctx, s, i+1, nil, nil, next)
+				next = p.work(ctx, s, i+1, w, err, next)
 			}
 		})
 	}
 	wg.Wait()
+	p.drain(ctx)
 	p.sharedLandings.Wait()
 	p.lq.close()
 	<-coordinated
@@ -129,6 +134,11 @@ func (p *parallel) claim(ctx context.Context) *plan.Story {
 	if p.coord != nil {
 		return p.claimShared(ctx)
 	}
+	return p.pick(ctx)
+}
+
+// pick is claim past the usage-limit gate, for a run of this machine only.
+func (p *parallel) pick(ctx context.Context) *plan.Story {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stop != nil || p.failed != nil || ctx.Err() != nil || p.r.noDispatch.Load() {

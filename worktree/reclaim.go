@@ -100,7 +100,7 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string, landed func(Re
 			// removed the worktree. Nothing here is unsaved.
 			in.Dirty, in.Branch = false, ""
 		}
-		rc.Progressed = tip != "" && m.Base != "" && tip != m.Base
+		rc.Progressed = tip != "" && m.progressed(tip)
 		rc.Merged = in.Merged && rc.Progressed
 		_, gerr := os.Lstat(filepath.Join(in.Path, ".git"))
 		switch {
@@ -140,7 +140,7 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string, landed func(Re
 		tip, _ := main.Line(ctx, "rev-parse", "--verify", "--quiet", m.Branch+"^{commit}")
 		if tip != "" {
 			merged, _ := main.OK(ctx, "merge-base", "--is-ancestor", tip, m.Target)
-			rc.Progressed = m.Base != "" && tip != m.Base
+			rc.Progressed = m.progressed(tip)
 			rc.Merged = merged && rc.Progressed
 			in.Merged = merged
 			if !merged {
@@ -172,6 +172,12 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string, landed func(Re
 		return nil, err
 	}
 	return rc, nil
+}
+
+// progressed reports whether a branch at tip has commits beyond where its
+// worktree started: neither its base nor the base Refresh moved it from.
+func (m Meta) progressed(tip string) bool {
+	return m.Base != "" && tip != m.Base && tip != m.Prev
 }
 
 // saveTip points a new backup ref at commit.

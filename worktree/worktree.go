@@ -42,10 +42,14 @@ const maxName = 48
 
 // Meta is what a worktree records about itself.
 type Meta struct {
-	Story   string    `json:"story"`
-	Branch  string    `json:"branch"` // full ref
-	Target  string    `json:"target"` // full ref the branch merges into
-	Base    string    `json:"base"`   // the commit it started from
+	Story  string `json:"story"`
+	Branch string `json:"branch"` // full ref
+	Target string `json:"target"` // full ref the branch merges into
+	Base   string `json:"base"`   // the commit it started from
+	// Prev is the commit it started from before Refresh moved it to
+	// Base: a kill between recording Base and moving the branch leaves
+	// the branch at Prev, and neither commit is work of its own.
+	Prev    string    `json:"prev,omitempty"`
 	Created time.Time `json:"created"`
 }
 
@@ -256,6 +260,33 @@ func lease(ctx context.Context, name, path string, meta Meta, command []string) 
 		return nil, fmt.Errorf("worktree: record %s: %w", name, err)
 	}
 	return &Worker{Meta: meta, Name: name, Path: path, State: st, Lease: l}, nil
+}
+
+// Refresh moves a worktree nobody has worked in yet - made ahead of its
+// story - to its target's current tip, so the story starts from what has
+// landed since. The new base is recorded before the branch moves, with
+// the old one as Prev, so a kill in between never makes the branch look
+// like work of its own. It reports whether it moved anything.
+func (w *Worker) Refresh(ctx context.Context, main *git.Repo) (bool, error) {
+	ctx = context.WithoutCancel(ctx)
+	tip, err := main.Line(ctx, "rev-parse", "--verify", "--quiet", w.Target+"^{commit}")
+	if err != nil {
+		return false, fmt.Errorf("worktree: resolve %s: %w", w.Target, err)
+	}
+	if tip == w.Base {
+		return false, nil
+	}
+	meta := w.Meta
+	meta.Base, meta.Prev = tip, w.Base
+	if err := statefile.WriteJSON(w.State.Path(MetaFile), meta); err != nil {
+		return false, fmt.Errorf("worktree: record %s: %w", w.Name, err)
+	}
+	// --keep refuses to lose a change; there is none to lose here.
+	if _, err := w.State.Repo.Run(ctx, "reset", "--keep", "--quiet", tip); err != nil {
+		return false, fmt.Errorf("worktree: move %s to %s: %w", w.Name, tip, err)
+	}
+	w.Meta = meta
+	return true, nil
 }
 
 // Info describes one worktree in the wiggum-owned directory.

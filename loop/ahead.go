@@ -1,0 +1,188 @@
+package loop
+
+import (
+	"context"
+	"sync"
+
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
+	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/worktree"
+)
+
+// ahead makes the worktrees of the next stories while the agents run, so a
+// worker that hands a finished story over starts its next agent at once
+// instead of waiting for git worktree add (and for the landings queued
+// before it on the repository mutex). It keeps at most one ready worktree
+// per worker; any worker takes the first one ready, so a story made ahead
+// never waits for one particular worker.
+//
+// Nothing made ahead is unaccounted for: each worktree is leased from
+// before a pruner can see it (worktree.CreateMany) and its story is in
+// flight, so no other worker picks it; one no worker takes is removed when
+// the run ends; one a SIGKILL leaves behind is a killed run's worktree like
+// any other - its branch has no commit beyond its base, so the next run or
+// `wiggum worktree prune` removes it, saves nothing, and the story is
+// still open.
+type ahead struct {
+	workers int
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the maker has returned
+
+	mu     sync.Mutex
+	cond   *sync.Cond
+	ready  []*started // made, in the order of their stories, not yet taken
+	making int        // stories reserved or being made
+	closed bool       // no more will be made
+}
+
+// startAhead starts making worktrees ahead, once the first round's own
+// worktrees (first) are made: those start agents now, these later.
+func (p *parallel) startAhead(ctx context.Context, workers int, first []*started) *ahead {
+	ctx, cancel := context.WithCancel(ctx)
+	a := &ahead{workers: workers, cancel: cancel, done: make(chan struct{})}
+	a.cond = sync.NewCond(&a.mu)
+	go func() {
+		defer close(a.done)
+		defer a.stop()
+		for _, f := range first {
+			<-f.ready
+		}
+		for p.makeAhead(ctx, a) {
+		}
+	}()
+	return a
+}
+
+// makeAhead makes one batch: as many worktrees as there are workers
+// without one ready. It reports false once nothing more is to be made.
+func (p *parallel) makeAhead(ctx context.Context, a *ahead) bool {
+	a.mu.Lock()
+	for !a.closed && len(a.ready)+a.making >= a.workers {
+		a.cond.Wait()
+	}
+	if a.closed {
+		a.mu.Unlock()
+		return false
+	}
+	// Reserved before the stories are claimed: a worker that finds no
+	// ready worktree waits for these rather than find the plan empty
+	// (their stories in flight) and leave.
+	want := a.workers - len(a.ready) - a.making
+	a.making += want
+	a.mu.Unlock()
+	var stories []*plan.Story
+	for range want {
+		s := p.claim(ctx)
+		if s == nil {
+			break
+		}
+		stories = append(stories, s)
+	}
+	a.mu.Lock()
+	a.making -= want - len(stories)
+	if len(stories) == 0 {
+		// No free story (or the run is stopping): none will be free
+		// again in this run - a story leaves the plan's free ones for
+		// good once claimed, but for a stop.
+		a.closed = true
+	}
+	a.mu.Unlock()
+	a.cond.Broadcast()
+	if len(stories) == 0 {
+		return false
+	}
+	reqs := make([]worktree.Request, len(stories))
+	for i, s := range stories {
+		reqs[i] = worktree.Request{Story: s.ID, Target: p.target}
+	}
+	worktree.CreateMany(ctx, p.r.st.Repo, reqs, p.r.opts.Command, func(i int, w *worktree.Worker, err error) {
+		if err == nil {
+			killpoint.At("worktree-ahead")
+		}
+		a.mu.Lock()
+		a.making--
+		a.ready = append(a.ready, &started{story: stories[i], w: w, err: err})
+		a.mu.Unlock()
+		a.cond.Broadcast()
+	})
+	return true
+}
+
+// take gives a worker its next story: the first one made ahead, brought
+// to the target's tip if stories landed since it was made; else, when
+// nothing is being made, a story the worker claims and makes itself (w and
+// err nil). A nil story: nothing is left to start.
+func (p *parallel) take(ctx context.Context) (*plan.Story, *worktree.Worker, error) {
+	a := p.ah
+	if a == nil {
+		return p.claim(ctx), nil, nil
+	}
+	if p.r.gate.wait(ctx) != nil {
+		return nil, nil, nil
+	}
+	a.mu.Lock()
+	for len(a.ready) == 0 && a.making > 0 && !p.stopping(ctx) {
+		a.cond.Wait()
+	}
+	if len(a.ready) == 0 || p.stopping(ctx) {
+		// Nothing is on its way: pick a story as before (nil when
+		// stopping), still holding a.mu, so the maker cannot claim the
+		// last free story between this look at it and this pick - and
+		// leave a worktree made for it after every worker has gone.
+		s := p.pick(ctx)
+		a.mu.Unlock()
+		return s, nil, nil
+	}
+	s := a.ready[0]
+	a.ready = a.ready[1:]
+	a.mu.Unlock()
+	a.cond.Broadcast()
+	if s.w != nil {
+		if _, err := s.w.Refresh(ctx, p.r.st.Repo); err != nil {
+			// Not a reason to stop: the story starts from the tip it
+			// was made at, as if nothing had landed since.
+			p.r.disp.printf("  %s: %v; it starts from %s", s.story.ID, err, s.w.Base[:12])
+		}
+	}
+	return s.story, s.w, s.err
+}
+
+// stopping reports whether no new story may start.
+func (p *parallel) stopping(ctx context.Context) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stop != nil || p.failed != nil || ctx.Err() != nil || p.r.noDispatch.Load()
+}
+
+// stop ends the making (a wait for a paused gate or for the repository
+// mutex returns at once) and wakes the workers waiting for it.
+func (a *ahead) stop() {
+	a.cancel()
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	a.cond.Broadcast()
+}
+
+// drain, once no worker takes any more, stops the making, waits for it,
+// and hands every worktree nobody took to the merge coordinator to be
+// removed; its story goes back to the plan's open ones.
+func (p *parallel) drain(ctx context.Context) {
+	a := p.ah
+	if a == nil {
+		return
+	}
+	a.stop()
+	<-a.done
+	for _, s := range a.ready {
+		if s.w == nil {
+			p.mu.Lock()
+			delete(p.inflight, s.story.ID)
+			p.mu.Unlock()
+			continue
+		}
+		s.w.Settle(ctx)
+		p.lq.put(landing{w: s.w, story: s.story, unused: true})
+	}
+	a.ready = nil
+}
