@@ -1,12 +1,18 @@
 package e2e
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
 )
 
 // TestKilledParallelRunResumes is the field report: `wiggum run --workers 2`
@@ -53,7 +59,7 @@ esac
 		t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	for _, s := range []string{"US-005", "US-006"} {
-		if !strings.Contains(r.stdout, s+": the killed run's worktree is saved in refs/wiggum/backup/") {
+		if !strings.Contains(r.stdout, "redoing "+s+": saved its partial work as refs/wiggum/backup/") {
 			t.Errorf("no word about %s's saved worktree:\n%s", s, r.stdout)
 		}
 	}
@@ -141,5 +147,255 @@ echo done > "done-$WIGGUM_STORY.txt"
 	}
 	if !found {
 		t.Error("the killed attempt's commit and file are in no backup")
+	}
+}
+
+// resumeWindows are the kill points around the end of a parallel story and
+// its landing, in the order a story passes them: its work committed but
+// the attempt not yet recorded done (redone: nothing says it finished),
+// recorded done but not landed (landed on resume, not redone), then each
+// step of the merge coordinator's landing and of the worktree's removal.
+var resumeWindows = []string{
+	"attempt-committed", "attempt-done", "merge-intent", "merge-tree-moved",
+	"merge-ref-moved", "merge-ticked", "land-ticked", "remove-saved", "remove-unregistered",
+}
+
+// resumeAgent is the scripted agent of the kill-window tests: it counts
+// its invocations per story outside the repository and writes the story's
+// work file; odd stories commit it themselves, even ones tick their own
+// story in the worktree's plan, as ralph prompts ask (the loop keeps that
+// edit out of the branch, and saves it when the worktree goes). Stories
+// listed in $MARKS/hang hang until killed, until $MARKS/resumed exists.
+const resumeAgent = `cat > /dev/null
+S=$WIGGUM_STORY
+echo "$S" >> "$MARKS/invocations"
+n=${S#US-}
+echo "work of $S" > "work-$S.txt"
+if [ $((n % 2)) -eq 1 ]; then
+  git add "work-$S.txt" && git commit -q -m "agent: $S"
+else
+  sed -i "s/^- \[ \] $S:/- [x] $S:/" plan.md
+fi
+if grep -qx "$S" "$MARKS/hang" 2>/dev/null && [ ! -e "$MARKS/resumed" ]; then
+  touch "$MARKS/hanging-$S"; sleep $SLEEP
+fi
+sleep 0.$((n % 3 + 1))
+`
+
+// resumeRepo makes a repository with a plan of n stories and the scripted
+// agent; it returns the repository, the marks directory and the run's
+// arguments.
+func resumeRepo(t *testing.T, n, workers int) (dir, marks string, args []string) {
+	t.Helper()
+	dir = newRepo(t)
+	marks = t.TempDir()
+	var plan strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&plan, "- [ ] US-%d: story %d\n", i, i)
+	}
+	writeFile(t, filepath.Join(dir, "plan.md"), plan.String())
+	mustRun(t, dir, "git", "add", "plan.md")
+	mustRun(t, dir, "git", "commit", "-q", "-m", "plan")
+	agent := filepath.Join(marks, "agent.sh")
+	writeFile(t, agent, resumeAgent)
+	return dir, marks, []string{"run", "--plan", "plan.md", "--workers", strconv.Itoa(workers), "--agent-cmd", "sh " + agent, "--retries", "0"}
+}
+
+// invocations counts the agent's runs per story.
+func invocations(t *testing.T, marks string) map[string]int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(marks, "invocations"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, s := range strings.Fields(string(data)) {
+		n[s]++
+	}
+	return n
+}
+
+// workCommits lists the commits on refs/heads/ and refs/wiggum/backup/:
+// everything anyone committed, which a resume must keep on the target or
+// in a backup.
+func workCommits(t *testing.T, dir string) []string {
+	t.Helper()
+	refs := strings.Fields(mustRun(t, dir, "git", "for-each-ref", "--format=%(objectname)", "refs/heads/", "refs/wiggum/backup/"))
+	return strings.Fields(mustRun(t, dir, "git", append([]string{"rev-list"}, refs...)...))
+}
+
+// finishedBefore reads, from wiggum status, the stories the killed run
+// recorded as done.
+func finishedBefore(t *testing.T, dir string) []string {
+	t.Helper()
+	st := wiggum(t, dir, nil, "status", "--json")
+	var s struct {
+		Resume *struct {
+			Done []string `json:"done"`
+		} `json:"resume"`
+	}
+	if st.code != 0 || json.Unmarshal([]byte(st.stdout), &s) != nil || s.Resume == nil {
+		t.Fatalf("status after the kill: exit %d\n%s%s", st.code, st.stdout, st.stderr)
+	}
+	return s.Resume.Done
+}
+
+// checkResumed verifies a resumed run over n stories: each ticked once and
+// landed once, its work on main, every commit made before the kill (before)
+// on main or in a backup, nothing left behind.
+func checkResumed(t *testing.T, dir string, n int, before []string) {
+	t.Helper()
+	if plan, _ := os.ReadFile(filepath.Join(dir, "plan.md")); strings.Contains(string(plan), "[ ]") {
+		t.Errorf("stories left open:\n%s", plan)
+	}
+	subjects := strings.Split(strings.TrimSpace(mustRun(t, dir, "git", "log", "--format=%s", "main")), "\n")
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("US-%d", i)
+		ticks, merges, work := 0, 0, 0
+		for _, s := range subjects {
+			switch {
+			case s == id+": mark done":
+				ticks++
+			case strings.HasPrefix(s, "Merge "+id+": "):
+				merges++
+			case s == "agent: "+id, s == fmt.Sprintf("%s: story %d", id, i):
+				work++
+			}
+		}
+		if ticks != 1 || merges > 1 || work != 1 {
+			t.Errorf("%s: %d tick commit(s), %d merge(s), %d work commit(s) on main; want 1, at most 1, 1\n%s", id, ticks, merges, work, strings.Join(subjects, "\n"))
+		}
+		if _, err := os.Stat(filepath.Join(dir, "work-"+id+".txt")); err != nil {
+			t.Errorf("%s: its work is not in the tree: %v", id, err)
+		}
+	}
+	kept := map[string]bool{}
+	refs := strings.Fields(mustRun(t, dir, "git", "for-each-ref", "--format=%(objectname)", "refs/wiggum/backup/"))
+	for _, c := range strings.Fields(mustRun(t, dir, "git", append([]string{"rev-list", "main"}, refs...)...)) {
+		kept[c] = true
+	}
+	for _, c := range before {
+		if !kept[c] {
+			t.Errorf("commit %s, made before the kill, is neither on main nor in a backup", c)
+		}
+	}
+	if wts := strings.Count(mustRun(t, dir, "git", "worktree", "list", "--porcelain"), "worktree "); wts != 1 {
+		t.Errorf("%d worktrees registered, want 1", wts)
+	}
+	if b := mustRun(t, dir, "git", "for-each-ref", "refs/heads/wiggum/"); b != "" {
+		t.Errorf("branches left:\n%s", b)
+	}
+}
+
+// TestResumeAtEachKillWindow SIGKILLs a 2-worker run over 4 stories at
+// each kill point around a story's end and its landing, then resumes it.
+// For every window: every story is ticked once and landed once, no commit
+// made before the kill is lost, and a story the killed run recorded as
+// done is never given to the agent again - in the window between its
+// attempt's end and its landing (attempt-done) it is landed by the resumed
+// run's merge coordinator instead.
+func TestResumeAtEachKillWindow(t *testing.T) {
+	const stories = 4
+	for _, window := range resumeWindows {
+		t.Run(window, func(t *testing.T) {
+			dir, marks, args := resumeRepo(t, stories, 2)
+			p := startWiggum(t, dir, []string{"MARKS=" + marks, "SLEEP=0", killpoint.Env + "=" + window}, args...)
+			if code := p.wait(t); code != 128+int(syscall.SIGKILL) {
+				t.Fatalf("the run exited %d, never reaching %s\n%s%s", code, window, p.stdout(), p.stderr())
+			}
+			before := workCommits(t, dir)
+			done := finishedBefore(t, dir)
+			ran := invocations(t, marks)
+			r := wiggum(t, dir, []string{"MARKS=" + marks, "SLEEP=0"}, args...)
+			if r.code != 0 {
+				t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			checkResumed(t, dir, stories, before)
+			again := invocations(t, marks)
+			for _, s := range done {
+				if again[s] != ran[s] {
+					t.Errorf("%s was recorded done before the kill and given to the agent again on resume\n%s", s, r.stdout)
+				}
+			}
+			if window == "attempt-done" {
+				landed := 0
+				for _, s := range done {
+					if strings.Contains(r.stdout, "landing "+s+": it finished before the crash") {
+						landed++
+					}
+				}
+				if landed == 0 {
+					t.Errorf("the resumed run does not say it lands a story finished before the crash (done before the kill: %v)\n%s", done, r.stdout)
+				}
+			}
+			t.Logf("done before the kill: %v; agent runs before %v, after %v\n%s", done, ran, again, r.stdout)
+		})
+	}
+}
+
+// TestResumeRedoesTamperedFinishedStory: a story finished before the kill,
+// then someone changed its worktree - a commit on its branch after the one
+// its attempt recorded, or a file left there. Resume must not land that
+// blindly: it saves the worktree under refs/wiggum/backup/ (the extra
+// commit or file included), says why, and redoes the story.
+func TestResumeRedoesTamperedFinishedStory(t *testing.T) {
+	for _, tamper := range []string{"commit", "file"} {
+		t.Run(tamper, func(t *testing.T) {
+			dir, marks, args := resumeRepo(t, 2, 2)
+			// US-2 hangs, so the kill finds US-1 finished and US-2 mid-story.
+			writeFile(t, filepath.Join(marks, "hang"), "US-2\n")
+			env := []string{"MARKS=" + marks, "SLEEP=" + uniqueSleep()}
+			p := startWiggum(t, dir, append(env, killpoint.Env+"=attempt-done"), args...)
+			if code := p.wait(t); code != 128+int(syscall.SIGKILL) {
+				t.Fatalf("the run exited %d, never reaching attempt-done\n%s%s", code, p.stdout(), p.stderr())
+			}
+			if done := finishedBefore(t, dir); len(done) != 1 || done[0] != "US-1" {
+				t.Fatalf("done before the kill: %v, want [US-1]", done)
+			}
+			wt := filepath.Join(dir, ".ralph/wiggum/worktrees/US-1")
+			var extra string
+			switch tamper {
+			case "commit":
+				writeFile(t, filepath.Join(wt, "extra.txt"), "not the agent's\n")
+				mustRun(t, wt, "git", "add", "extra.txt")
+				mustRun(t, wt, "git", "commit", "-q", "-m", "someone else")
+				extra = strings.TrimSpace(mustRun(t, wt, "git", "rev-parse", "HEAD"))
+			case "file":
+				writeFile(t, filepath.Join(wt, "extra.txt"), "not the agent's\n")
+			}
+			before := workCommits(t, dir)
+			ran := invocations(t, marks)
+			writeFile(t, filepath.Join(marks, "resumed"), "")
+			r := wiggum(t, dir, env, args...)
+			if r.code != 0 {
+				t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			checkResumed(t, dir, 2, before)
+			if again := invocations(t, marks); again["US-1"] != ran["US-1"]+1 {
+				t.Errorf("US-1 ran %d time(s) after the resume, want 1 (redone)\n%s", again["US-1"]-ran["US-1"], r.stdout)
+			}
+			if strings.Contains(r.stdout, "landing US-1") || !strings.Contains(r.stdout, "US-1 finished before the crash but is not landed") ||
+				!strings.Contains(r.stdout, "redoing US-1: saved its partial work as refs/wiggum/backup/") {
+				t.Errorf("the resumed run does not say it redoes US-1 and why:\n%s", r.stdout)
+			}
+			if run(t, dir, nil, "git", "cat-file", "-e", "main:extra.txt").code == 0 {
+				t.Errorf("the tampered worktree's extra.txt landed on main")
+			}
+			found := false
+			for _, ref := range strings.Fields(mustRun(t, dir, "git", "for-each-ref", "--format=%(refname)", "refs/wiggum/backup/")) {
+				if run(t, dir, nil, "git", "cat-file", "-e", ref+":extra.txt").code == 0 {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("extra.txt is in no backup")
+			}
+			if extra != "" && run(t, dir, nil, "git", "merge-base", "--is-ancestor", extra, "main").code == 0 {
+				t.Errorf("the commit made after the story finished (%s) landed on main", extra)
+			}
+			if left := withMarker(marks); len(left) > 0 {
+				t.Errorf("processes left: %v", left)
+			}
+		})
 	}
 }

@@ -53,7 +53,7 @@ esac
 // forced (WIGGUM_TEST_KILLPOINT) in some rounds; random kills cover the
 // rest: dispatch, agent work, rollback, plan reads.
 var soakPoints = []string{
-	"worktree-created", "worktree-ahead", "attempt-committed", "merge-intent", "merge-tree-moved",
+	"worktree-created", "worktree-ahead", "attempt-committed", "attempt-done", "merge-intent", "merge-tree-moved",
 	"merge-ref-moved", "land-ticked", "remove-saved", "remove-unregistered",
 }
 

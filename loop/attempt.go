@@ -132,12 +132,16 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	if out.ok {
 		killpoint.At("attempt-committed")
 		end.Outcome, end.Commit = "done", out.commit
+		if e.worktree != "" {
+			end.Head = e.head(ctx)
+		}
 		// Not synced: git holds the durable record of a done story - a
 		// resume after a power cut finds it ticked in the committed plan,
 		// or a worker's branch merged or, if not yet, saved and retried.
 		if err := r.led.record(end, false); err != nil {
 			return step{}, err
 		}
+		killpoint.At("attempt-done")
 		r.addCompleted(story.ID)
 		r.setLast("done")
 		e.log(iter, story, attempt, "done", out, "", time.Since(started))
@@ -308,6 +312,18 @@ func (e *executor) commitWork(ctx context.Context, story *plan.Story) (string, e
 		_, _ = e.run.commitTick(ctx, story)
 	}
 	return sha, err
+}
+
+// head is the full commit the tree's HEAD is at; "" when unreadable (the
+// journal then records no branch tip, and a resume redoes the story
+// rather than land what it cannot verify).
+func (e *executor) head(ctx context.Context) string {
+	repo := e.st.Repo
+	if h := headFromFiles(repo.GitDir, repo.CommonDir); h != "" {
+		return h
+	}
+	h, _ := repo.Head(context.WithoutCancel(ctx))
+	return h
 }
 
 // rollback returns the tree to the attempt's checkpoint. A refusal stops

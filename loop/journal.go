@@ -55,16 +55,20 @@ type journalRec struct {
 	Branch   string `json:"branch,omitempty"`
 
 	// end
-	Outcome string  `json:"outcome,omitempty"` // done, failed, limit, interrupted
-	Source  string  `json:"source,omitempty"`
-	Command string  `json:"command,omitempty"`
-	Detail  string  `json:"detail,omitempty"`
-	Output  string  `json:"output,omitempty"` // tail, for the retry prompt
-	Commit  string  `json:"commit,omitempty"`
-	Backup  string  `json:"backup,omitempty"`
-	Cost    float64 `json:"cost_usd,omitempty"`
-	In      int     `json:"input_tokens,omitempty"`
-	Out     int     `json:"output_tokens,omitempty"`
+	Outcome string `json:"outcome,omitempty"` // done, failed, limit, interrupted
+	Source  string `json:"source,omitempty"`
+	Command string `json:"command,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+	Output  string `json:"output,omitempty"` // tail, for the retry prompt
+	Commit  string `json:"commit,omitempty"`
+	// Head, on a done attempt in a worktree, is the full commit its
+	// branch ended at: a resume lands the branch of a story that finished
+	// and never landed only while its tip is still exactly this.
+	Head   string  `json:"head,omitempty"`
+	Backup string  `json:"backup,omitempty"`
+	Cost   float64 `json:"cost_usd,omitempty"`
+	In     int     `json:"input_tokens,omitempty"`
+	Out    int     `json:"output_tokens,omitempty"`
 
 	// drop, close
 	Note string `json:"note,omitempty"`

@@ -28,6 +28,15 @@ type ledger struct {
 	// merged: the stories whose landing a worker recorded, with the
 	// target's commit.
 	merged map[string]string
+	// finished: the stories whose last record is a done attempt in a
+	// worktree, not landed since - where that attempt left its branch.
+	finished map[string]finishedAt
+}
+
+// finishedAt is where a worker's done attempt left its story: its branch,
+// at the commit the attempt ended at.
+type finishedAt struct {
+	Branch, Head string
 }
 
 // storyBook is one story's account.
@@ -40,7 +49,7 @@ type storyBook struct {
 }
 
 func newLedger() *ledger {
-	return &ledger{stories: map[string]*storyBook{}, open: map[string]journalRec{}, merged: map[string]string{}}
+	return &ledger{stories: map[string]*storyBook{}, open: map[string]journalRec{}, merged: map[string]string{}, finished: map[string]finishedAt{}}
 }
 
 func (l *ledger) book(id string) *storyBook {
@@ -62,8 +71,14 @@ func (l *ledger) replay(r journalRec) {
 		l.maxCost, l.maxStoryCost = r.MaxCost, r.MaxStoryCost
 	case "start":
 		l.open[r.Story] = r
+		delete(l.finished, r.Story)
 	case "end":
+		start := l.open[r.Story]
 		delete(l.open, r.Story)
+		delete(l.finished, r.Story)
+		if r.Outcome == "done" && r.Head != "" && start.Worktree != "" && start.Branch != "" {
+			l.finished[r.Story] = finishedAt{Branch: start.Branch, Head: r.Head}
+		}
 		b := l.book(r.Story)
 		b.cost += r.Cost
 		b.in += r.In
@@ -81,10 +96,12 @@ func (l *ledger) replay(r journalRec) {
 		}
 	case "merge":
 		l.merged[r.Story] = r.Commit
+		delete(l.finished, r.Story)
 	case "drop":
 		delete(l.stories, r.Story)
 		delete(l.open, r.Story)
 		delete(l.merged, r.Story)
+		delete(l.finished, r.Story)
 	}
 }
 
@@ -140,6 +157,15 @@ func (l *ledger) spending() (float64, int, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.spent, l.in, l.out
+}
+
+// finishedAt returns where the done attempt at story left its branch, when
+// that attempt is the story's last record and no landing followed it.
+func (l *ledger) finishedAt(id string) (finishedAt, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, ok := l.finished[id]
+	return f, ok
 }
 
 // openAttempts returns the attempts a killed run left unended, by story id.

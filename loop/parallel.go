@@ -76,6 +76,7 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 		defer close(coordinated)
 		p.coordinate(context.WithoutCancel(ctx))
 	}()
+	p.landResumed(ctx)
 	first := p.prepare(ctx, opts.Workers)
 	if p.coord == nil && opts.Workers > 1 {
 		p.ah = p.startAhead(ctx, opts.Workers, first)

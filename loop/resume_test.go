@@ -339,3 +339,38 @@ sleep 0.2; echo x > "f-$WIGGUM_STORY"`)
 		t.Errorf("%d agents started inside the wait %s..%s: %v", len(inside), waitStart, waitEnd, inside)
 	}
 }
+
+// The journal says a worker's story is finished, and where, only while a
+// done attempt in a worktree is its last record: a new attempt, a landing,
+// a later interrupted end or a drop takes that back, and a done attempt
+// that recorded no branch tip (an older journal) never says it.
+func TestLedgerFinishedAt(t *testing.T) {
+	const tip = "0123456789abcdef0123456789abcdef01234567"
+	start := journalRec{T: "start", Story: "US-1", Attempt: 1, Worktree: "/w/US-1", Branch: "refs/heads/wiggum/US-1"}
+	done := journalRec{T: "end", Story: "US-1", Attempt: 1, Outcome: "done", Head: tip}
+	want := finishedAt{Branch: "refs/heads/wiggum/US-1", Head: tip}
+	for _, c := range []struct {
+		name string
+		recs []journalRec
+		ok   bool
+	}{
+		{"done in a worktree", []journalRec{start, done}, true},
+		{"done, no tip recorded", []journalRec{start, {T: "end", Story: "US-1", Outcome: "done"}}, false},
+		{"done in the main tree", []journalRec{{T: "start", Story: "US-1"}, done}, false},
+		{"started again", []journalRec{start, done, start}, false},
+		{"landed", []journalRec{start, done, {T: "merge", Story: "US-1", Commit: tip}}, false},
+		{"saved and interrupted on resume", []journalRec{start, done, {T: "end", Story: "US-1", Outcome: "interrupted", Source: "crash"}}, false},
+		{"dropped", []journalRec{start, done, {T: "drop", Story: "US-1"}}, false},
+		{"failed", []journalRec{start, {T: "end", Story: "US-1", Outcome: "failed", Head: tip}}, false},
+		{"another story", []journalRec{start, done, {T: "start", Story: "US-2", Worktree: "/w/US-2"}}, true},
+	} {
+		l := newLedger()
+		for _, r := range c.recs {
+			l.replay(r)
+		}
+		got, ok := l.finishedAt("US-1")
+		if ok != c.ok || ok && got != want {
+			t.Errorf("%s: finishedAt = %+v, %v; want %v", c.name, got, ok, c.ok)
+		}
+	}
+}

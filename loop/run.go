@@ -57,6 +57,9 @@ type run struct {
 	// wiggum's binary anew for each attempt cost more than the agent's
 	// own start.
 	pool *proc.Pool
+	// unlanded: stories the killed run finished and never landed, for
+	// the merge coordinator (resume.go).
+	unlanded []unlanded
 }
 
 // open takes the agent lock and sets up the run: its journal (resuming a
@@ -110,6 +113,7 @@ func (r *run) close() {
 	// Every supervisor is gone, and with it every agent process, before
 	// the lock is free.
 	r.pool.Close()
+	r.releaseUnlanded()
 	if r.led.j != nil {
 		_ = r.led.j.close()
 	}
@@ -258,6 +262,7 @@ func (r *run) recover(ctx context.Context) error {
 	var recl []worktree.Reclaimed
 	// A branch the killed run merged before it ticked the story: tick it
 	// now, before its worktree goes, and never merge it again.
+	ticked := map[string]bool{}
 	landed := func(rc worktree.Reclaimed) error {
 		s := inPlan[rc.Story]
 		if s == nil || s.Done {
@@ -269,13 +274,27 @@ func (r *run) recover(ctx context.Context) error {
 		if _, err := r.commitTick(ctx, s); err != nil {
 			return fmt.Errorf("run: tick %s, whose branch a killed run merged: %w", s.ID, err)
 		}
-		s.Done = true
+		s.Done, ticked[s.ID] = true, true
 		_ = r.led.record(journalRec{T: "end", Story: s.ID, Outcome: "done", Note: "merged by the killed run"}, true)
 		r.disp.printf("%s: its branch was merged before the crash; ticked it", s.ID)
 		return nil
 	}
+	// A story a parallel run finished and never landed is landed by this
+	// run's merge coordinator rather than redone, when its worktree is
+	// exactly as its attempt left it (resume.go). A serial run, or one
+	// shared with other machines, redoes it.
+	opts := worktree.ReclaimOptions{Landed: landed, Command: r.opts.Command, Skip: map[string]bool{}}
+	if r.opts.Workers > 1 && r.opts.Coordinator == nil {
+		opts.Finished = func(lo worktree.Leftover) (bool, string) { return r.finishedThere(lo, target, inPlan) }
+	}
 	for deadline := time.Now().Add(dyingWait); ; {
-		got, err := worktree.Reclaim(ctx, r.st.Repo, target, landed)
+		got, err := worktree.Reclaim(ctx, r.st.Repo, target, opts)
+		for _, rc := range got {
+			if rc.Worker != nil {
+				opts.Skip[rc.Worker.Path] = true
+				r.keepFinished(rc.Worker, inPlan)
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("run: clean up the worktrees a killed run left: %w", err)
 		}
@@ -301,13 +320,27 @@ func (r *run) recover(ctx context.Context) error {
 			continue
 		}
 		s := inPlan[rc.Story]
+		redo := s != nil && !s.Done && r.led.failed(s.ID) <= r.opts.Retries
+		if rc.NotLanded != "" {
+			r.disp.printf("%s finished before the crash but is not landed: %s", rc.Story, rc.NotLanded)
+		}
 		switch {
+		case rc.Worker != nil:
+			f, _ := r.led.finishedAt(rc.Story)
+			r.disp.printf("landing %s: it finished before the crash (%s at %.12s, the commit its attempt recorded); not redoing it", rc.Story, checkpoint.BranchName(rc.Branch), f.Head)
+		case rc.Merged && s != nil && s.Done && !ticked[rc.Story]:
+			r.disp.printf("%s: landed before the crash; removed the worktree it left", rc.Story)
 		case rc.Merged:
+		case rc.Backup != "" && redo:
+			r.disp.printf("redoing %s: saved its partial work as %s (the killed run's worktree, now removed)", rc.Story, rc.Backup)
+			r.interruptedAttempt(rc.Story, rc.Backup)
 		case rc.Backup != "":
 			r.disp.printf("%s: the killed run's worktree is saved in %s and removed", rc.Story, rc.Backup)
 			if s != nil && !s.Done {
 				r.interruptedAttempt(rc.Story, rc.Backup)
 			}
+		case redo:
+			r.disp.printf("redoing %s: the killed run's attempt at it had changed nothing", rc.Story)
 		}
 	}
 	// Attempts left open with no worktree or tree to show for them.

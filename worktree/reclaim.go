@@ -28,6 +28,50 @@ type Reclaimed struct {
 	Progressed bool   `json:"progressed"`
 	Backup     string `json:"backup,omitempty"` // where its work was saved
 	Live       bool   `json:"live"`             // its lease is held: left alone
+	// Worker is the worktree kept, leased again by this process, because
+	// ReclaimOptions.Finished said its story is finished there: the
+	// caller lands its branch and releases it.
+	Worker *Worker `json:"-"`
+	// NotLanded says why Finished did not keep it, when it had something
+	// to say (the story had finished, and its worktree changed since).
+	NotLanded string `json:"not_landed,omitempty"`
+}
+
+// ReclaimOptions say what Reclaim does besides saving and removing.
+type ReclaimOptions struct {
+	// Landed is called, under the repository mutex and the worktree's
+	// lease, for a worktree whose branch the killed run had merged, before
+	// the worktree goes: the caller ticks the story there, so that a kill
+	// at any point leaves either the worktree (and the call to come) or
+	// the tick - never a merged story that looks unfinished and is done,
+	// and merged, again. An error from it keeps the worktree.
+	Landed func(Reclaimed) error
+	// Finished is asked about each worktree whose branch its target does
+	// not contain: did the killed run finish its story there, and is the
+	// worktree exactly as that story's end left it? Yes keeps the
+	// worktree - neither saved nor removed - leased again by this process
+	// in Reclaimed.Worker. No, with a reason, puts the reason in
+	// Reclaimed.NotLanded; the worktree is saved and removed as any other.
+	Finished func(Leftover) (keep bool, why string)
+	// Command is recorded as the holder of a kept worktree's lease.
+	Command []string
+	// Skip holds the paths of worktrees an earlier call kept, which this
+	// process leases: they are not looked at.
+	Skip map[string]bool
+}
+
+// Leftover is what a killed run left in one of its worktrees, for
+// ReclaimOptions.Finished to judge.
+type Leftover struct {
+	Story  string
+	Branch string // the worktree's branch (full ref)
+	Target string // the branch it merges into, as the worktree recorded it
+	Tip    string // the branch's tip
+	// Head and HeadBranch are the worktree's HEAD: its commit and the
+	// branch it has checked out ("" when detached).
+	Head, HeadBranch string
+	Dirty            []string // every changed, staged or untracked path, repository-relative
+	Busy             string   // a git operation in progress there (merge, rebase...), or ""
 }
 
 // Reclaim removes every worktree under Dir whose lease is free - the
@@ -39,14 +83,12 @@ type Reclaimed struct {
 // wiggum/ branches without a worktree that their target already contains
 // (a removal killed before its last step). A branch kept on purpose - one
 // that could not merge - has no worktree and is not contained, so it stays.
+// A worktree opts.Finished keeps is neither saved nor removed: it is
+// handed back leased, for the caller to land.
 // The caller holds the agent lock of main; each removal takes the
-// repository mutex and the worktree's lease. landed is called, under both,
-// for a worktree whose branch the killed run had merged, before the
-// worktree goes: the caller ticks the story there, so that a kill at any
-// point leaves either the worktree (and the call to come) or the tick -
-// never a merged story that looks unfinished and is done, and merged,
-// again. An error from it keeps the worktree.
-func Reclaim(ctx context.Context, main *git.Repo, target string, landed func(Reclaimed) error) ([]Reclaimed, error) {
+// repository mutex and the worktree's lease, and opts.Landed and
+// opts.Finished are called under both.
+func Reclaim(ctx context.Context, main *git.Repo, target string, opts ReclaimOptions) ([]Reclaimed, error) {
 	ctx = context.WithoutCancel(ctx)
 	infos, err := List(ctx, main)
 	if err != nil {
@@ -54,7 +96,10 @@ func Reclaim(ctx context.Context, main *git.Repo, target string, landed func(Rec
 	}
 	var out []Reclaimed
 	for _, in := range infos {
-		rc, err := reclaimOne(ctx, main, in.Path, landed)
+		if opts.Skip[in.Path] {
+			continue
+		}
+		rc, err := reclaimOne(ctx, main, in.Path, target, opts)
 		if err != nil {
 			return out, err
 		}
@@ -68,7 +113,7 @@ func Reclaim(ctx context.Context, main *git.Repo, target string, landed func(Rec
 	return out, deleteMergedBranches(ctx, main, target)
 }
 
-func reclaimOne(ctx context.Context, main *git.Repo, path string, landed func(Reclaimed) error) (*Reclaimed, error) {
+func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts ReclaimOptions) (*Reclaimed, error) {
 	mu, err := LockRepo(ctx, main)
 	if err != nil {
 		return nil, err
@@ -83,7 +128,11 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string, landed func(Re
 	case err != nil:
 		return nil, err
 	}
-	defer lf.Close()
+	defer func() {
+		if lf != nil {
+			lf.Close()
+		}
+	}()
 	reg, err := registered(ctx, main)
 	if err != nil {
 		return nil, err
@@ -103,6 +152,32 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string, landed func(Re
 		rc.Progressed = tip != "" && m.progressed(tip)
 		rc.Merged = in.Merged && rc.Progressed
 		_, gerr := os.Lstat(filepath.Join(in.Path, ".git"))
+		if gerr == nil && tip != "" && !rc.Merged && opts.Finished != nil && m.Story == in.Story && m.Branch == in.Branch {
+			lo, err := leftover(ctx, in, m, tip)
+			if err != nil {
+				return nil, err
+			}
+			keep, why := opts.Finished(lo)
+			if keep {
+				// The lease changes hands from this pruner's to a
+				// worker's: nothing can take it in between but a stray
+				// process of the killed run, waited for, and no pruner
+				// (this holds the repository mutex).
+				lf.Close()
+				w, lerr := lease(ctx, in.Name, in.Path, m, opts.Command)
+				if lerr == nil {
+					rc.Worker = w
+					return rc, nil
+				}
+				// Not kept after all: saved and removed like the others.
+				if lf, err = layout.At(path).TakeLease(); err != nil {
+					lf = nil
+					return &Reclaimed{Story: in.Story, Live: true}, nil
+				}
+				why = "its worktree could not be leased again (" + lerr.Error() + ")"
+			}
+			rc.NotLanded = why
+		}
 		switch {
 		case errors.Is(gerr, os.ErrNotExist):
 			// Killed inside git worktree add, before its .git file: no
@@ -152,8 +227,8 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string, landed func(Re
 			}
 		}
 	}
-	if rc.Merged && landed != nil {
-		if err := landed(*rc); err != nil {
+	if rc.Merged && opts.Landed != nil {
+		if err := opts.Landed(*rc); err != nil {
 			return nil, err
 		}
 	}
@@ -178,6 +253,21 @@ func reclaimOne(ctx context.Context, main *git.Repo, path string, landed func(Re
 // worktree started: neither its base nor the base Refresh moved it from.
 func (m Meta) progressed(tip string) bool {
 	return m.Base != "" && tip != m.Base && tip != m.Prev
+}
+
+// leftover reads what the killed run left in the registered worktree in.
+func leftover(ctx context.Context, in Info, m Meta, tip string) (Leftover, error) {
+	lo := Leftover{Story: in.Story, Branch: in.Branch, Target: m.Target, Tip: tip}
+	wrepo, err := git.Open(ctx, in.Path)
+	if err != nil || wrepo.Root != in.Path {
+		return lo, fmt.Errorf("worktree: open %s: %v", in.Name, err)
+	}
+	st, err := wrepo.Status(ctx)
+	if err != nil {
+		return lo, fmt.Errorf("worktree: read the status of %s: %w", in.Name, err)
+	}
+	lo.Head, lo.HeadBranch, lo.Dirty, lo.Busy = st.Head, st.Branch, st.Paths(), wrepo.InProgress()
+	return lo, nil
 }
 
 // saveTip points a new backup ref at commit.

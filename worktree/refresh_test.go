@@ -68,10 +68,10 @@ func TestRefreshAheadWorktree(t *testing.T) {
 	// Both die: their leases go with the process.
 	_ = w.Lease.Release()
 	_ = w2.Lease.Release()
-	res, err := Reclaim(ctx, repo, target, func(rc Reclaimed) error {
+	res, err := Reclaim(ctx, repo, target, ReclaimOptions{Landed: func(rc Reclaimed) error {
 		t.Errorf("a worktree nobody worked in was taken for landed work: %+v", rc)
 		return nil
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,13 @@ continuing, because a killed attempt stopped at an unknown point (a file
 half written, a test half fixed) and its agent's conversation is gone; the
 retry starts clean and its prompt names the backup to take what is useful
 from. A branch the killed run had already merged is never merged again: its
-story is ticked. An interrupted attempt does not count against --retries.
+story is ticked. A story a parallel run finished and had not landed yet -
+its attempt recorded done, its branch still exactly at the commit that
+attempt recorded, its worktree clean but for the plan - is landed by the
+resumed run (resumed with --workers) and not given to the agent again;
+anything else in its worktree (a commit after that one, a stray file)
+gets it saved and redone. The output says, story by story, which.
+An interrupted attempt does not count against --retries.
 'wiggum status' says when a run was interrupted and how to resume it.
 
 Usage limits: when an agent reports a usage or rate limit (Claude's

@@ -1,0 +1,101 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/layout"
+)
+
+// killedWorktree makes a worktree for story in a helper process, commits
+// in it, and SIGKILLs the helper: what a killed run leaves. It returns the
+// worktree's path and its branch's tip.
+func killedWorktree(t *testing.T, repo string, story string) (string, string) {
+	t.Helper()
+	cmd, out := startHelper(t, "hold", repo, story)
+	line, err := out.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := strings.TrimSpace(strings.TrimPrefix(line, "ready "))
+	write(t, path, "work.txt", "work of "+story+"\n")
+	gitT(t, path, "add", "work.txt")
+	gitT(t, path, "commit", "-q", "-m", story)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return path, strings.TrimSpace(gitT(t, path, "rev-parse", "HEAD"))
+}
+
+// TestReclaimKeepsFinished: a worktree Finished says yes to is kept -
+// not saved, not removed, its branch untouched - and leased again by the
+// caller, so no pruner can take it; a later Reclaim skipping it leaves it
+// alone. One Finished says no to is saved and removed as before, with the
+// reason in NotLanded.
+func TestReclaimKeepsFinished(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	keepPath, keepTip := killedWorktree(t, repo.Root, "US-1")
+	dropPath, _ := killedWorktree(t, repo.Root, "US-2")
+	write(t, dropPath, "stray.txt", "left after the end\n")
+	var asked []Leftover
+	finished := func(lo Leftover) (bool, string) {
+		asked = append(asked, lo)
+		if lo.Story == "US-1" {
+			return true, ""
+		}
+		return false, "changed after it finished"
+	}
+	got, err := Reclaim(ctx, repo, "refs/heads/main", ReclaimOptions{Finished: finished, Skip: map[string]bool{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 2 {
+		t.Fatalf("Finished asked %d time(s), want 2: %+v", len(asked), asked)
+	}
+	for _, lo := range asked {
+		if lo.Story == "US-1" && (lo.Tip != keepTip || lo.Head != keepTip || lo.HeadBranch != BranchPrefix+"US-1" || lo.Branch != BranchPrefix+"US-1" || len(lo.Dirty) != 0 || lo.Target != "refs/heads/main") {
+			t.Errorf("US-1 described as %+v", lo)
+		}
+		if lo.Story == "US-2" && (len(lo.Dirty) != 1 || lo.Dirty[0] != "stray.txt") {
+			t.Errorf("US-2's stray file not seen: %+v", lo)
+		}
+	}
+	var kept *Worker
+	for _, rc := range got {
+		switch rc.Story {
+		case "US-1":
+			if rc.Worker == nil || rc.Backup != "" {
+				t.Fatalf("US-1 not kept: %+v", rc)
+			}
+			kept = rc.Worker
+		case "US-2":
+			if rc.Worker != nil || rc.Backup == "" || rc.NotLanded != "changed after it finished" {
+				t.Errorf("US-2 not saved with its reason: %+v", rc)
+			}
+		}
+	}
+	if kept == nil || kept.Path != keepPath || !exists(keepPath) || exists(dropPath) {
+		t.Fatalf("kept %+v; US-1's worktree there: %v, US-2's gone: %v", kept, exists(keepPath), !exists(dropPath))
+	}
+	if _, err := layout.At(keepPath).TakeLease(); !errors.Is(err, layout.ErrLeaseHeld) {
+		t.Fatalf("a pruner could take the kept worktree's lease: %v", err)
+	}
+	if tip := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", BranchPrefix+"US-1")); tip != keepTip {
+		t.Fatalf("the kept branch moved: %s, want %s", tip, keepTip)
+	}
+	asked = nil
+	got, err = Reclaim(ctx, repo, "refs/heads/main", ReclaimOptions{Finished: finished, Skip: map[string]bool{kept.Path: true}})
+	if err != nil || len(got) != 0 || len(asked) != 0 {
+		t.Fatalf("a second Reclaim touched the kept worktree: %+v, asked %d, %v", got, len(asked), err)
+	}
+	rem, err := kept.Release(ctx, repo)
+	if err != nil || rem.Backup != "" || !rem.BranchKept || exists(keepPath) {
+		t.Fatalf("release of the kept worktree: %+v, %v", rem, err)
+	}
+	if ents, _ := filepath.Glob(filepath.Join(repo.Root, Dir, "*")); len(ents) != 0 {
+		t.Fatalf("worktrees left: %v", ents)
+	}
+}
