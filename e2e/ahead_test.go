@@ -78,8 +78,10 @@ func checkLandedOnce(t *testing.T, dir string, n int) {
 // TestParallelMakesWorktreesAhead: with 2 workers over 4 stories, the
 // worktrees of stories 3 and 4 are made - and leased by the run - while
 // the agents of stories 1 and 2 still work, and then used: each story lands
-// once and nothing is left. The agents of 1 and 2 wait for those worktrees
-// (and fail if they never come), so the test does not depend on timing.
+// once and nothing is left. Once story 1 lands, the one still waiting is
+// brought to main's new tip before a worker takes it. The agents of 1 and
+// 2 wait for each of these (and fail if it never comes), so the test does
+// not depend on timing.
 func TestParallelMakesWorktreesAhead(t *testing.T) {
 	dir := newRepo(t)
 	marks := t.TempDir()
@@ -96,6 +98,17 @@ case $WIGGUM_STORY in US-1|US-2)
   done
   wiggum worktree list --json > "$M/list-$WIGGUM_STORY.json" ;;
 esac
+# Story 2 goes on once story 1 has landed and the worktree still waiting
+# (3 or 4: the other is story 1's worker's next) was brought to main's new
+# tip, with story 1's work, while this agent ran.
+if [ $WIGGUM_STORY = US-2 ]; then
+  i=0
+  until [ -e ../US-3/f-US-1.txt ] || [ -e ../US-4/f-US-1.txt ]; do
+    i=$((i + 1)); [ $i -gt 1200 ] && { echo "no worktree brought to the tip" > "$M/fail-$WIGGUM_STORY"; exit 1; }
+    sleep 0.05
+  done
+fi
+[ -e f-US-1.txt ] && touch "$M/saw-US-1-$WIGGUM_STORY"
 git rev-parse HEAD > "$M/base-$WIGGUM_STORY"
 echo "$WIGGUM_STORY" > "f-$WIGGUM_STORY.txt"
 `)
@@ -124,9 +137,10 @@ echo "$WIGGUM_STORY" > "f-$WIGGUM_STORY.txt"
 		}
 	}
 	checkLandedOnce(t, dir, 4)
-	// Stories 3 and 4 started from a commit main had: the tip their
-	// worktrees were made at, or - brought forward before their agents
-	// started - a later one.
+	if !exists(filepath.Join(marks, "saw-US-1-US-3")) && !exists(filepath.Join(marks, "saw-US-1-US-4")) {
+		t.Error("neither story 3 nor 4 started with story 1's work, though one worktree was brought to it")
+	}
+	// Both started from a commit main had.
 	for _, s := range []string{"US-3", "US-4"} {
 		base := strings.TrimSpace(waitFile(t, filepath.Join(marks, "base-"+s)))
 		if run(t, dir, nil, "git", "merge-base", "--is-ancestor", base, "main").code != 0 {

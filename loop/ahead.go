@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
@@ -14,7 +15,9 @@ import (
 // instead of waiting for git worktree add (and for the landings queued
 // before it on the repository mutex). It keeps at most one ready worktree
 // per worker; any worker takes the first one ready, so a story made ahead
-// never waits for one particular worker.
+// never waits for one particular worker. After each landing it brings the
+// ready ones to the target's new tip, off the workers' path, so a story
+// still starts from what has landed before it (worktree.Refresh).
 //
 // Nothing made ahead is unaccounted for: each worktree is leased from
 // before a pruner can see it (worktree.CreateMany) and its story is in
@@ -30,9 +33,20 @@ type ahead struct {
 
 	mu     sync.Mutex
 	cond   *sync.Cond
-	ready  []*started // made, in the order of their stories, not yet taken
-	making int        // stories reserved or being made
-	closed bool       // no more will be made
+	ready  []*made // made, in the order of their stories, not yet taken
+	making int     // stories reserved or being made
+	// exhausted: the plan has no free story left to make one for (none
+	// becomes free again in this run but for a stop).
+	exhausted bool
+	closed    bool // the run ends: nothing more is made or moved
+	moved     bool // the target moved since the ready ones were brought to it
+}
+
+// made is a worktree made ahead; while refreshing, the maker is moving it
+// to the target's new tip and no worker may take it.
+type made struct {
+	started
+	refreshing bool
 }
 
 // startAhead starts making worktrees ahead, once the first round's own
@@ -53,16 +67,35 @@ func (p *parallel) startAhead(ctx context.Context, workers int, first []*started
 	return a
 }
 
-// makeAhead makes one batch: as many worktrees as there are workers
-// without one ready. It reports false once nothing more is to be made.
+// landed tells the maker that the target moved: the worktrees ready now
+// start from an older tip.
+func (a *ahead) landed() {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	a.moved = true
+	a.mu.Unlock()
+	a.cond.Broadcast()
+}
+
+// makeAhead makes one batch - as many worktrees as there are workers
+// without one ready - or, after a landing, brings the ready ones to the
+// target's new tip. It reports false once nothing more is to be made.
 func (p *parallel) makeAhead(ctx context.Context, a *ahead) bool {
 	a.mu.Lock()
-	for !a.closed && len(a.ready)+a.making >= a.workers {
+	for !a.closed && !a.moved && (a.exhausted || len(a.ready)+a.making >= a.workers) {
 		a.cond.Wait()
 	}
 	if a.closed {
 		a.mu.Unlock()
 		return false
+	}
+	if a.moved {
+		a.moved = false
+		p.refreshAhead(a)
+		a.mu.Unlock()
+		return true
 	}
 	// Reserved before the stories are claimed: a worker that finds no
 	// ready worktree waits for these rather than find the plan empty
@@ -81,15 +114,12 @@ func (p *parallel) makeAhead(ctx context.Context, a *ahead) bool {
 	a.mu.Lock()
 	a.making -= want - len(stories)
 	if len(stories) == 0 {
-		// No free story (or the run is stopping): none will be free
-		// again in this run - a story leaves the plan's free ones for
-		// good once claimed, but for a stop.
-		a.closed = true
+		a.exhausted = true
 	}
 	a.mu.Unlock()
 	a.cond.Broadcast()
 	if len(stories) == 0 {
-		return false
+		return true
 	}
 	reqs := make([]worktree.Request, len(stories))
 	for i, s := range stories {
@@ -101,17 +131,40 @@ func (p *parallel) makeAhead(ctx context.Context, a *ahead) bool {
 		}
 		a.mu.Lock()
 		a.making--
-		a.ready = append(a.ready, &started{story: stories[i], w: w, err: err})
+		a.ready = append(a.ready, &made{started: started{story: stories[i], w: w, err: err}})
 		a.mu.Unlock()
 		a.cond.Broadcast()
 	})
 	return true
 }
 
-// take gives a worker its next story: the first one made ahead, brought
-// to the target's tip if stories landed since it was made; else, when
-// nothing is being made, a story the worker claims and makes itself (w and
-// err nil). A nil story: nothing is left to start.
+// refreshAhead brings each ready worktree to the target's tip, one at a
+// time, off the workers' path: a worker takes one not being moved, and
+// waits only when every ready one is. a.mu is held on entry and exit.
+func (p *parallel) refreshAhead(a *ahead) {
+	for _, m := range append([]*made(nil), a.ready...) {
+		// One a worker took meanwhile is its agent's now.
+		if m.w == nil || !slices.Contains(a.ready, m) {
+			continue
+		}
+		m.refreshing = true
+		a.mu.Unlock()
+		_, err := m.w.Refresh(context.Background(), p.r.st.Repo)
+		if err != nil {
+			// Not a reason to stop: the story starts from the tip its
+			// worktree was made at, as if nothing had landed since.
+			p.r.disp.printf("  %s: %v; it starts from %s", m.story.ID, err, m.w.Base[:12])
+		}
+		a.mu.Lock()
+		m.refreshing = false
+		a.cond.Broadcast()
+	}
+}
+
+// take gives a worker its next story: the first one made ahead and not
+// being moved to the target's tip; else, when nothing is on its way, a
+// story the worker claims and makes itself (w and err nil). A nil story:
+// nothing is left to start.
 func (p *parallel) take(ctx context.Context) (*plan.Story, *worktree.Worker, error) {
 	a := p.ah
 	if a == nil {
@@ -121,30 +174,25 @@ func (p *parallel) take(ctx context.Context) (*plan.Story, *worktree.Worker, err
 		return nil, nil, nil
 	}
 	a.mu.Lock()
-	for len(a.ready) == 0 && a.making > 0 && !p.stopping(ctx) {
+	defer a.mu.Unlock()
+	for !p.stopping(ctx) {
+		for i, m := range a.ready {
+			if !m.refreshing {
+				a.ready = append(a.ready[:i:i], a.ready[i+1:]...)
+				a.cond.Broadcast()
+				return m.story, m.w, m.err
+			}
+		}
+		if len(a.ready) == 0 && a.making == 0 {
+			break
+		}
 		a.cond.Wait()
 	}
-	if len(a.ready) == 0 || p.stopping(ctx) {
-		// Nothing is on its way: pick a story as before (nil when
-		// stopping), still holding a.mu, so the maker cannot claim the
-		// last free story between this look at it and this pick - and
-		// leave a worktree made for it after every worker has gone.
-		s := p.pick(ctx)
-		a.mu.Unlock()
-		return s, nil, nil
-	}
-	s := a.ready[0]
-	a.ready = a.ready[1:]
-	a.mu.Unlock()
-	a.cond.Broadcast()
-	if s.w != nil {
-		if _, err := s.w.Refresh(ctx, p.r.st.Repo); err != nil {
-			// Not a reason to stop: the story starts from the tip it
-			// was made at, as if nothing had landed since.
-			p.r.disp.printf("  %s: %v; it starts from %s", s.story.ID, err, s.w.Base[:12])
-		}
-	}
-	return s.story, s.w, s.err
+	// Nothing is on its way: pick a story as before (nil when stopping),
+	// still holding a.mu, so the maker cannot claim the last free story
+	// between this look at it and this pick - and leave a worktree made
+	// for it after every worker has gone.
+	return p.pick(ctx), nil, nil
 }
 
 // stopping reports whether no new story may start.

@@ -154,6 +154,9 @@ func (p *parallel) coordinate(ctx context.Context) {
 		for j := p.lq.pop(force); j != nil; j = p.lq.pop(false) {
 			began := time.Now()
 			m := p.mergeLocked(ctx, j)
+			if m != nil && !m.Already {
+				p.ah.landed()
+			}
 			prev, done := removing, make(chan struct{})
 			go func() {
 				defer close(done)
