@@ -5,6 +5,9 @@ package main
 import (
 	"os"
 
+	// Answers `wiggum checkpoint` and `wiggum rollback` from its init, the
+	// same way (see its package doc).
+	_ "github.com/wiggum-dev/wiggum/internal/checkpointentry"
 	"github.com/wiggum-dev/wiggum/internal/cli"
 	// Answers `wiggum hook AGENT` from its init, before the CLI's packages
 	// are initialised (see its package doc); cli imports it too, this

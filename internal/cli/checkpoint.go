@@ -10,6 +10,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/checkpointentry"
 )
 
 // CheckpointCmd is `wiggum checkpoint`.
@@ -32,33 +33,14 @@ detached HEAD (unless --allow-detached), or a merge/rebase in progress.
 
 // Run records the checkpoint.
 func (c *CheckpointCmd) Run(ctx context.Context, g *Globals) error {
-	st, err := g.State(ctx)
-	if err != nil {
-		return err
-	}
-	var cp *checkpoint.Checkpoint
-	err = st.WithLock(ctx, []string{"wiggum", "checkpoint"}, func(session string) error {
-		cp, err = st.Save(ctx, session, checkpoint.SaveOptions{AllowDetached: c.AllowDetached})
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if c.JSON {
-		return writeJSON(g.stdout, cp)
-	}
-	extra := ""
-	if cp.Snapshot != "" {
-		extra = " (with uncommitted changes)"
-	}
-	fmt.Fprintf(g.stdout, "checkpoint %s on %s%s\n", cp.Head[:12], checkpoint.BranchName(cp.Branch), extra)
-	return nil
+	cmd := checkpointentry.Command{Name: "checkpoint", AllowDetached: c.AllowDetached, JSON: c.JSON}
+	return cmd.Run(ctx, g.WorkDir(), g.stdout)
 }
 
 // RollbackCmd is `wiggum rollback`.
 type RollbackCmd struct {
 	DryRun         bool   `help:"Show what would be discarded; change nothing."`
-	Reason         string `help:"Why, recorded in the backup commit." default:"manual rollback"`
+	Reason         string `help:"Why, recorded in the backup commit." default:"${rollback_reason}"`
 	DiscardForeign bool   `name:"discard-foreign" help:"Discard (after saving them in the backup) commits that cannot be proven this session's own."`
 	JSON           bool   `name:"json" help:"Print the result as JSON."`
 }
@@ -88,57 +70,8 @@ exist when the checkpoint was taken. Ignored files are never touched.
 
 // Run rolls back.
 func (c *RollbackCmd) Run(ctx context.Context, g *Globals) error {
-	st, err := g.State(ctx)
-	if err != nil {
-		return err
-	}
-	var res *checkpoint.RollbackResult
-	err = st.WithLock(ctx, []string{"wiggum", "rollback"}, func(session string) error {
-		res, err = st.Rollback(ctx, checkpoint.RollbackOptions{Session: session, DryRun: c.DryRun, Reason: c.Reason, DiscardForeign: c.DiscardForeign})
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if c.JSON {
-		return writeJSON(g.stdout, res)
-	}
-	w := g.stdout
-	cp := res.Checkpoint
-	switch {
-	case res.NothingToDo:
-		fmt.Fprintf(w, "already at checkpoint %s; nothing to roll back\n", cp.Head[:12])
-		return nil
-	case res.DryRun:
-		fmt.Fprintf(w, "rollback to %s on %s would discard:\n", cp.Head[:12], checkpoint.BranchName(cp.Branch))
-	default:
-		fmt.Fprintf(w, "rolled back to %s on %s; discarded state saved in %s\n", cp.Head[:12], checkpoint.BranchName(cp.Branch), res.BackupRef)
-	}
-	describeDiscard(w, res)
-	if !res.DryRun {
-		fmt.Fprintf(w, "restore it with: wiggum recover %s\n", strings.TrimPrefix(res.BackupRef, checkpoint.BackupPrefix))
-	}
-	return nil
-}
-
-func describeDiscard(w io.Writer, res *checkpoint.RollbackResult) {
-	fmt.Fprintf(w, "  %d commit(s)", len(res.Commits))
-	for i, c := range res.Commits {
-		if i == 5 {
-			fmt.Fprintf(w, " …")
-			break
-		}
-		fmt.Fprintf(w, " %s", c[:12])
-	}
-	fmt.Fprintf(w, "\n  %d changed file(s)", len(res.Files))
-	for i, f := range res.Files {
-		if i == 10 {
-			fmt.Fprintf(w, " …")
-			break
-		}
-		fmt.Fprintf(w, " %s", f)
-	}
-	fmt.Fprintf(w, "\n  %d new untracked file(s) removed\n", len(res.Removed))
+	cmd := checkpointentry.Command{Name: "rollback", DryRun: c.DryRun, Reason: c.Reason, DiscardForeign: c.DiscardForeign, JSON: c.JSON}
+	return cmd.Run(ctx, g.WorkDir(), g.stdout)
 }
 
 // RecoverCmd is `wiggum recover [REF]`.

@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/muesli/termenv"
 
@@ -19,8 +17,10 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/checkpointentry"
 	"github.com/wiggum-dev/wiggum/internal/hookentry"
 	"github.com/wiggum-dev/wiggum/internal/proc"
+	"github.com/wiggum-dev/wiggum/internal/signals"
 )
 
 // Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
@@ -136,7 +136,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	parser, err := kong.New(&c,
 		kong.Name("wiggum"),
 		kong.Description(description),
-		kong.Vars{"version": "wiggum " + Version},
+		kong.Vars{"version": "wiggum " + Version, "rollback_reason": checkpointentry.DefaultReason},
 		kong.UsageOnError(),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.Writers(stdout, stderr),
@@ -170,7 +170,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintf(stderr, "wiggum: %v (see '%s')\n", err, help)
 		return exitUsage
 	}
-	ctx, stop := signalContext()
+	ctx, stop := signals.Context()
 	defer stop()
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	err = kctx.Run()
@@ -180,7 +180,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintf(stderr, "wiggum: %v\n", err)
 	}
 	if code == exitOK {
-		if sig := caught(ctx); sig != 0 {
+		if sig := signals.Caught(ctx); sig != 0 {
 			code = 128 + int(sig)
 		}
 	}
@@ -200,39 +200,9 @@ func commandPath(k *kong.Context) string {
 	return strings.Join(words, " ")
 }
 
-type sigKey struct{}
-
-// signalContext is cancelled by SIGINT or SIGTERM and remembers which came.
-// Signals are caught, never ignored: what wiggum starts must be able to
-// trap them.
-func signalContext() (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	got := new(syscall.Signal)
-	ctx = context.WithValue(ctx, sigKey{}, got)
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		select {
-		case s := <-ch:
-			*got = s.(syscall.Signal)
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, func() { signal.Stop(ch); cancel() }
-}
-
-// caught returns the signal that cancelled ctx, or 0.
-func caught(ctx context.Context) syscall.Signal {
-	if p, ok := ctx.Value(sigKey{}).(*syscall.Signal); ok && ctx.Err() != nil {
-		return *p
-	}
-	return 0
-}
-
 // Interrupted returns the exit code for a signal-cancelled context.
 func Interrupted(ctx context.Context) error {
-	if sig := caught(ctx); sig != 0 {
+	if sig := signals.Caught(ctx); sig != 0 {
 		return Silent(128 + int(sig))
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"github.com/wiggum-dev/wiggum/hooks"
 	"github.com/wiggum-dev/wiggum/install"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/checkpointentry"
+	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
@@ -44,6 +46,29 @@ func TestExitCode(t *testing.T) {
 	} {
 		if got := exitCode(c.err); got != c.want {
 			t.Errorf("%s: exitCode(%v) = %d, want %d", c.name, c.err, got, c.want)
+		}
+	}
+}
+
+// checkpointentry answers checkpoint and rollback before this package is
+// initialised; its exit codes must be this package's for every error
+// those commands can return.
+func TestCheckpointEntryExitCodesAreTheCLIs(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("rollback: %w", err) }
+	for _, err := range []error{
+		nil,
+		errors.New("boom"),
+		wrap(&layout.HeldError{PID: 7}),
+		wrap(&checkpoint.RefusedError{Reason: "x"}),
+		wrap(badinput.Errorf("HEAD is detached")),
+		badinput.Wrap(git.ErrNotRepo),
+		wrap(&statefile.CorruptError{Path: "p", Err: errors.New("eof")}),
+		badinput.Wrap(&statefile.CorruptError{Path: "p", Err: errors.New("eof")}),
+		badinput.Wrap(&layout.HeldError{}),
+		badinput.Wrap(&checkpoint.RefusedError{Reason: "x"}),
+	} {
+		if got, want := checkpointentry.ExitCode(err), exitCode(err); got != want {
+			t.Errorf("checkpointentry.ExitCode(%v) = %d, the CLI's is %d", err, got, want)
 		}
 	}
 }

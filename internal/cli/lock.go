@@ -8,6 +8,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/proc"
+	"github.com/wiggum-dev/wiggum/internal/signals"
 )
 
 // LockCmd is `wiggum lock [--wait D] -- CMD ARGS...`.
@@ -70,7 +71,7 @@ func (c *LockCmd) Run(ctx context.Context, g *Globals) error {
 	go func() {
 		select {
 		case <-ctx.Done():
-			if sig := caught(ctx); sig != 0 {
+			if sig := signals.Caught(ctx); sig != 0 {
 				p.Signal(sig)
 			}
 		case <-p.Done():

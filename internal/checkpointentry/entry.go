@@ -1,0 +1,215 @@
+// Package checkpointentry runs `wiggum checkpoint` and `wiggum rollback`:
+// their output and exit codes, for the CLI and - for the plain forms a
+// loop calls between agent runs - from its package init, before the CLI's
+// packages are initialised, as internal/hookentry does for hooks (see its
+// package doc for why an init and how the import closure is kept small).
+//
+// Only `wiggum checkpoint [--allow-detached] [--json]` and `wiggum rollback
+// [--dry-run] [--discard-foreign] [--reason R] [--json]`, each flag at most
+// once, are answered here; --help, global flags, anything else go on to the
+// CLI, which runs the same functions below.
+package checkpointentry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/internal/signals"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
+)
+
+func init() {
+	if cmd, ok := Parse(os.Args[1:]); ok {
+		os.Exit(cmd.main())
+	}
+}
+
+// Command is `wiggum checkpoint` or `wiggum rollback`, parsed.
+type Command struct {
+	Name string // "checkpoint" or "rollback"
+	// checkpoint
+	AllowDetached bool
+	// rollback
+	DryRun, DiscardForeign bool
+	Reason                 string
+	JSON                   bool
+}
+
+// DefaultReason is rollback's --reason when none is given.
+const DefaultReason = "manual rollback"
+
+// Parse reads the plain command lines this package answers; ok is false
+// for anything else.
+func Parse(args []string) (c Command, ok bool) {
+	if len(args) == 0 || (args[0] != "checkpoint" && args[0] != "rollback") {
+		return Command{}, false
+	}
+	c = Command{Name: args[0], Reason: DefaultReason}
+	seen := map[string]bool{}
+	for i := 1; i < len(args); i++ {
+		name, value, hasValue := strings.Cut(args[i], "=")
+		if seen[name] {
+			return Command{}, false
+		}
+		seen[name] = true
+		switch {
+		case name == "--json" && !hasValue:
+			c.JSON = true
+		case name == "--allow-detached" && !hasValue && c.Name == "checkpoint":
+			c.AllowDetached = true
+		case name == "--dry-run" && !hasValue && c.Name == "rollback":
+			c.DryRun = true
+		case name == "--discard-foreign" && !hasValue && c.Name == "rollback":
+			c.DiscardForeign = true
+		case name == "--reason" && c.Name == "rollback" && hasValue:
+			c.Reason = value
+		case name == "--reason" && c.Name == "rollback" && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-"):
+			i++
+			c.Reason = args[i]
+		default:
+			return Command{}, false
+		}
+	}
+	return c, true
+}
+
+// main runs c in the current directory as the CLI would and returns the
+// exit code.
+func (c Command) main() int {
+	ctx, stop := signals.Context()
+	defer stop()
+	err := c.Run(ctx, ".", os.Stdout)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "wiggum: %v\n", err)
+	}
+	code := ExitCode(err)
+	if code == 0 {
+		if sig := signals.Caught(ctx); sig != 0 {
+			code = 128 + int(sig)
+		}
+	}
+	return code
+}
+
+// Run runs the command in the working tree containing dir, writing what
+// it did to w.
+func (c Command) Run(ctx context.Context, dir string, w io.Writer) error {
+	st, err := checkpoint.Open(ctx, dir)
+	if err != nil {
+		return badinput.Wrap(err)
+	}
+	if c.Name == "checkpoint" {
+		return c.checkpoint(ctx, st, w)
+	}
+	return c.rollback(ctx, st, w)
+}
+
+func (c Command) checkpoint(ctx context.Context, st *checkpoint.State, w io.Writer) error {
+	var cp *checkpoint.Checkpoint
+	var err error
+	err = st.WithLock(ctx, []string{"wiggum", "checkpoint"}, func(session string) error {
+		cp, err = st.Save(ctx, session, checkpoint.SaveOptions{AllowDetached: c.AllowDetached})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return writeJSON(w, cp)
+	}
+	extra := ""
+	if cp.Snapshot != "" {
+		extra = " (with uncommitted changes)"
+	}
+	fmt.Fprintf(w, "checkpoint %s on %s%s\n", cp.Head[:12], checkpoint.BranchName(cp.Branch), extra)
+	return nil
+}
+
+func (c Command) rollback(ctx context.Context, st *checkpoint.State, w io.Writer) error {
+	var res *checkpoint.RollbackResult
+	var err error
+	err = st.WithLock(ctx, []string{"wiggum", "rollback"}, func(session string) error {
+		res, err = st.Rollback(ctx, checkpoint.RollbackOptions{Session: session, DryRun: c.DryRun, Reason: c.Reason, DiscardForeign: c.DiscardForeign})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return writeJSON(w, res)
+	}
+	cp := res.Checkpoint
+	switch {
+	case res.NothingToDo:
+		fmt.Fprintf(w, "already at checkpoint %s; nothing to roll back\n", cp.Head[:12])
+		return nil
+	case res.DryRun:
+		fmt.Fprintf(w, "rollback to %s on %s would discard:\n", cp.Head[:12], checkpoint.BranchName(cp.Branch))
+	default:
+		fmt.Fprintf(w, "rolled back to %s on %s; discarded state saved in %s\n", cp.Head[:12], checkpoint.BranchName(cp.Branch), res.BackupRef)
+	}
+	describeDiscard(w, res)
+	if !res.DryRun {
+		fmt.Fprintf(w, "restore it with: wiggum recover %s\n", strings.TrimPrefix(res.BackupRef, checkpoint.BackupPrefix))
+	}
+	return nil
+}
+
+func describeDiscard(w io.Writer, res *checkpoint.RollbackResult) {
+	fmt.Fprintf(w, "  %d commit(s)", len(res.Commits))
+	for i, c := range res.Commits {
+		if i == 5 {
+			fmt.Fprintf(w, " …")
+			break
+		}
+		fmt.Fprintf(w, " %s", c[:12])
+	}
+	fmt.Fprintf(w, "\n  %d changed file(s)", len(res.Files))
+	for i, f := range res.Files {
+		if i == 10 {
+			fmt.Fprintf(w, " …")
+			break
+		}
+		fmt.Fprintf(w, " %s", f)
+	}
+	fmt.Fprintf(w, "\n  %d new untracked file(s) removed\n", len(res.Removed))
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// ExitCode is the exit code of an error from Run: the CLI's mapping
+// (internal/cli's exitCode, which its test holds this to) for the error
+// classes these two commands can return.
+func ExitCode(err error) int {
+	var (
+		held    *layout.HeldError
+		refused *checkpoint.RefusedError
+		corrupt *statefile.CorruptError
+	)
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &held):
+		return 3
+	case errors.As(err, &refused):
+		return 4
+	case errors.As(err, &corrupt):
+		return 1
+	case badinput.Is(err):
+		return 2
+	default:
+		return 1
+	}
+}
