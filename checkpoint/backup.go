@@ -95,7 +95,7 @@ func (s *State) Backup(ctx context.Context, reason string) (string, error) {
 		return "", errors.New("backup: the repository has no commits yet")
 	}
 	msg := fmt.Sprintf("wiggum backup: %s\n\nhead: %s\nbranch: %s\n", reason, now.Head, BranchName(now.Branch))
-	commit, _, _, _, err := s.snapshot(ctx, now, msg, false, nil)
+	commit, _, _, _, err := s.snapshot(ctx, now, msg, false, nil, nil)
 	if err != nil {
 		return "", fmt.Errorf("backup: %w", err)
 	}

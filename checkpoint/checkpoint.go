@@ -96,7 +96,7 @@ func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Ch
 	cp := &Checkpoint{Head: head, Branch: branch, Session: session, Time: time.Now().UTC()}
 	recorded := head
 	if now.Dirty() {
-		snap, _, _, _, err := s.snapshot(ctx, now, "wiggum checkpoint snapshot", false, nil)
+		snap, _, _, _, err := s.snapshot(ctx, now, "wiggum checkpoint snapshot", false, nil, nil)
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: snapshot the working tree: %w", err)
 		}

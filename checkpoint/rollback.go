@@ -52,7 +52,11 @@ type RollbackResult struct {
 // refs/wiggum/backup/. Otherwise it returns a *RefusedError and changes
 // nothing. The caller must hold the agent lock or act inside its session.
 func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error) {
-	f, err := s.rollbackFacts(ctx, opts)
+	// One cat-file reads every object a rollback needs: the facts, the
+	// trees a snapshot builds on, the trees it compares.
+	cat := s.Repo.Cat(ctx)
+	defer cat.Close()
+	f, err := s.rollbackFacts(ctx, cat, opts)
 	if err != nil {
 		return nil, fmt.Errorf("rollback: %w", err)
 	}
@@ -70,7 +74,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	var idx *treeIndex       // the private index behind it, reused to restore
 	var tracked []treeChange // or: the working tree's tracked changes
 	if now.Dirty() {
-		current, nowTree, idx, tracked, err = s.snapshot(ctx, now, msg, !opts.DryRun, f.Trees)
+		current, nowTree, idx, tracked, err = s.snapshot(ctx, now, msg, !opts.DryRun, f.Trees, cat)
 		if err != nil {
 			return nil, fmt.Errorf("rollback: snapshot the working tree: %w", err)
 		}
@@ -84,13 +88,13 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		res.NothingToDo = true
 		return res, nil
 	}
-	// One diff-tree answers what the working tree must change and what
-	// the checkpoint's own uncommitted state changed.
+	// One walk of the trees answers what the working tree must change and
+	// what the checkpoint's own uncommitted state changed.
 	pairs := [][2]string{{nowTree, wantTree}}
 	if cp.Snapshot != "" {
 		pairs = append(pairs, [2]string{f.SnapshotTree, f.CheckpointTree})
 	}
-	diffs, err := s.diffTrees(ctx, pairs...)
+	diffs, err := diffTrees(cat, pairs...)
 	if err != nil {
 		return nil, fmt.Errorf("rollback: diff: %w", err)
 	}
@@ -134,7 +138,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 // rollbackFacts reads what the rules judge, changing nothing. It stops
 // early when a fact makes the rest meaningless (no checkpoint, its commit
 // gone): the rule for that fact comes first.
-func (s *State) rollbackFacts(ctx context.Context, opts RollbackOptions) (*rollbackFacts, error) {
+func (s *State) rollbackFacts(ctx context.Context, cat *git.Cat, opts RollbackOptions) (*rollbackFacts, error) {
 	f := &rollbackFacts{Session: opts.Session, DiscardForeign: opts.DiscardForeign, InProgress: s.Repo.InProgress(), RecordRef: s.snapshotRef()}
 	cp, ref, err := s.currentCheckpoint(ctx)
 	if errors.Is(err, ErrNoCheckpoint) {
@@ -167,7 +171,7 @@ func (s *State) rollbackFacts(ctx context.Context, opts RollbackOptions) (*rollb
 		// which a snapshot of the working tree builds on.
 		objs = append(objs, treeNames(f.Now.Head+"^{tree}", f.Now.Paths())...)
 	}
-	found, err := s.Repo.Batch(ctx, objs...)
+	found, err := cat.Read(objs...)
 	if err != nil {
 		return nil, err
 	}

@@ -81,8 +81,8 @@ func (s *State) worktreeIndex(ctx context.Context, now *git.Status) (*treeIndex,
 // trees when quickSnapshot can (tracked then holds the working-tree state
 // of every tracked path status named); otherwise through a private index,
 // which with keep is returned for the caller to use and remove.
-func (s *State) snapshot(ctx context.Context, now *git.Status, message string, keep bool, pre map[string]git.Object) (commit, tree string, idx *treeIndex, tracked []treeChange, err error) {
-	commit, tree, tracked, err = s.quickSnapshot(ctx, now, message, pre)
+func (s *State) snapshot(ctx context.Context, now *git.Status, message string, keep bool, pre map[string]git.Object, cat *git.Cat) (commit, tree string, idx *treeIndex, tracked []treeChange, err error) {
+	commit, tree, tracked, err = s.quickSnapshot(ctx, now, message, pre, cat)
 	if !errors.Is(err, errDecline) {
 		return commit, tree, nil, tracked, err
 	}
@@ -162,50 +162,6 @@ type treeChange struct {
 	path string
 	mode string // "" when the second tree does not have the path
 	oid  string
-}
-
-// diffTrees lists what differs from tree a to tree b for each pair {a, b},
-// from one `git diff-tree --stdin --raw` (identical subtrees are skipped
-// unread). diff-tree reads the index it never needs for two trees, so it
-// is pointed at none: at 100,000 files that read is most of its cost.
-func (s *State) diffTrees(ctx context.Context, pairs ...[2]string) ([][]treeChange, error) {
-	var in strings.Builder
-	for _, p := range pairs {
-		in.WriteString(p[0] + " " + p[1] + "\n")
-	}
-	noIndex := []string{"GIT_INDEX_FILE=" + filepath.Join(s.Repo.GitDir, "wiggum-no-index")}
-	out, err := s.Repo.RunEnv(ctx, noIndex, []byte(in.String()), "diff-tree", "--stdin", "--always", "-r", "-z", "--no-renames", "--raw")
-	if err != nil {
-		return nil, err
-	}
-	// Per pair: "a b\n", then ":amode bmode aoid boid status NUL path NUL"...
-	lists := make([][]treeChange, 0, len(pairs))
-	for rest := out; rest != ""; {
-		if rest[0] != ':' {
-			nl := strings.IndexByte(rest, '\n')
-			if nl < 0 || len(lists) == len(pairs) {
-				return nil, fmt.Errorf("git diff-tree: unexpected output %q", rest[:min(len(rest), 100)])
-			}
-			lists = append(lists, nil)
-			rest = rest[nl+1:]
-			continue
-		}
-		f := strings.SplitN(rest, "\x00", 3)
-		meta := strings.Fields(strings.TrimPrefix(f[0], ":"))
-		if len(f) < 3 || len(meta) != 5 || len(lists) == 0 {
-			return nil, fmt.Errorf("git diff-tree: unexpected record %q", f[0])
-		}
-		c := treeChange{path: f[1]}
-		if meta[4] != "D" {
-			c.mode, c.oid = meta[1], meta[3]
-		}
-		lists[len(lists)-1] = append(lists[len(lists)-1], c)
-		rest = f[2]
-	}
-	if len(lists) != len(pairs) {
-		return nil, fmt.Errorf("git diff-tree: %d answers for %d pairs", len(lists), len(pairs))
-	}
-	return lists, nil
 }
 
 // setEntries points idx's entries for changes at their blobs (dropping

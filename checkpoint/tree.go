@@ -40,8 +40,9 @@ var errDecline = errors.New("snapshot needs the index")
 // returns it with its tree and the working-tree state of every tracked path
 // status named (their entries in that tree, mode "" when deleted).
 //
-// pre holds objects already read (see treeNames), nil when none are.
-func (s *State) quickSnapshot(ctx context.Context, now *git.Status, message string, pre map[string]git.Object) (commit, tree string, tracked []treeChange, err error) {
+// pre holds objects already read (see treeNames), nil when none are; cat,
+// when not nil, reads the rest.
+func (s *State) quickSnapshot(ctx context.Context, now *git.Status, message string, pre map[string]git.Object, cat *git.Cat) (commit, tree string, tracked []treeChange, err error) {
 	ow := s.Repo.ObjectWriter(len(now.Head))
 	if ow == nil {
 		return "", "", nil, errDecline
@@ -120,7 +121,7 @@ func (s *State) quickSnapshot(ctx context.Context, now *git.Status, message stri
 			edits[hashAt[i]].oid = id
 		}
 	}
-	tree, err = s.editTree(ctx, ow, now.Head+"^{tree}", edits, pre)
+	tree, err = s.editTree(ctx, ow, now.Head+"^{tree}", edits, pre, cat)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -157,7 +158,7 @@ type treeNode struct {
 // removes the path) and returns its id. Only base's trees along the edited
 // paths are read, with one cat-file; only the trees that change are
 // written. Directories left empty disappear, as git never records them.
-func (s *State) editTree(ctx context.Context, ow *git.ObjectWriter, base string, edits []treeChange, pre map[string]git.Object) (string, error) {
+func (s *State) editTree(ctx context.Context, ow *git.ObjectWriter, base string, edits []treeChange, pre map[string]git.Object, cat *git.Cat) (string, error) {
 	root := &treeNode{}
 	nodes := map[string]*treeNode{"": root}
 	dirs := []string{""}
@@ -193,7 +194,11 @@ func (s *State) editTree(ctx context.Context, ow *git.ObjectWriter, base string,
 		}
 	}
 	if len(fetch) > 0 {
-		got, err := s.Repo.Batch(ctx, fetch...)
+		read := s.Repo.Batch
+		if cat != nil {
+			read = func(_ context.Context, names ...string) ([]git.Object, error) { return cat.Read(names...) }
+		}
+		got, err := read(ctx, fetch...)
 		if err != nil {
 			return "", err
 		}

@@ -75,7 +75,7 @@ func TestQuickSnapshotIsGitsTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit, tree, tracked, err := r.st.quickSnapshot(ctx, now, "test", nil)
+	commit, tree, tracked, err := r.st.quickSnapshot(ctx, now, "test", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,10 +121,10 @@ func TestQuickSnapshotDeclines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := r.st.quickSnapshot(ctx, now, "test", nil); !errors.Is(err, errDecline) {
+	if _, _, _, err := r.st.quickSnapshot(ctx, now, "test", nil, nil); !errors.Is(err, errDecline) {
 		t.Fatalf("an unmerged path: %v, want errDecline", err)
 	}
-	commit, tree, _, _, err := r.st.snapshot(ctx, now, "test", false, nil)
+	commit, tree, _, _, err := r.st.snapshot(ctx, now, "test", false, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
