@@ -288,47 +288,72 @@ func checkResumed(t *testing.T, dir string, n int, before []string) {
 }
 
 // TestResumeAtEachKillWindow SIGKILLs a 2-worker run over 4 stories at
-// each kill point around a story's end and its landing, then resumes it.
-// For every window: every story is ticked once and landed once, no commit
-// made before the kill is lost, and a story the killed run recorded as
-// done is never given to the agent again - in the window between its
-// attempt's end and its landing (attempt-done) it is landed by the resumed
-// run's merge coordinator instead.
+// each kill point around a story's end and its landing, then resumes it;
+// a few cases kill the resumed run too, while it lands what the first one
+// finished. For every case: every story is ticked once and landed once, no
+// commit made before a kill is lost (it is on main or in a backup), and a
+// story recorded as done before a kill is never given to the agent again -
+// in the window between its attempt's end and its landing (attempt-done)
+// it is landed by the resumed run's merge coordinator instead.
 func TestResumeAtEachKillWindow(t *testing.T) {
 	const stories = 4
-	for _, window := range resumeWindows {
-		t.Run(window, func(t *testing.T) {
+	var cases [][]string
+	for _, w := range resumeWindows {
+		cases = append(cases, []string{w})
+	}
+	cases = append(cases, []string{"attempt-done", "merge-intent"}, []string{"attempt-done", "merge-ticked"}, []string{"attempt-done", "attempt-done"})
+	for _, kills := range cases {
+		t.Run(strings.Join(kills, "+"), func(t *testing.T) {
 			dir, marks, args := resumeRepo(t, stories, 2)
-			p := startWiggum(t, dir, []string{"MARKS=" + marks, "SLEEP=0", killpoint.Env + "=" + window}, args...)
-			if code := p.wait(t); code != 128+int(syscall.SIGKILL) {
-				t.Fatalf("the run exited %d, never reaching %s\n%s%s", code, window, p.stdout(), p.stderr())
+			env := []string{"MARKS=" + marks, "SLEEP=0"}
+			before := map[string]bool{}
+			type kill struct {
+				done []string
+				ran  map[string]int
 			}
-			before := workCommits(t, dir)
-			done := finishedBefore(t, dir)
-			ran := invocations(t, marks)
-			r := wiggum(t, dir, []string{"MARKS=" + marks, "SLEEP=0"}, args...)
+			var at []kill
+			for i, window := range kills {
+				p := startWiggum(t, dir, append(env, killpoint.Env+"="+window), args...)
+				if code := p.wait(t); code != 128+int(syscall.SIGKILL) {
+					t.Fatalf("run %d exited %d, never reaching %s\n%s%s", i+1, code, window, p.stdout(), p.stderr())
+				}
+				if i > 0 && kills[0] == "attempt-done" && !strings.Contains(p.stdout(), ": it finished before the crash") {
+					t.Errorf("run %d does not take over the story the first run finished:\n%s", i+1, p.stdout())
+				}
+				for _, c := range workCommits(t, dir) {
+					before[c] = true
+				}
+				at = append(at, kill{done: finishedBefore(t, dir), ran: invocations(t, marks)})
+			}
+			r := wiggum(t, dir, env, args...)
 			if r.code != 0 {
 				t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
-			checkResumed(t, dir, stories, before)
+			var made []string
+			for c := range before {
+				made = append(made, c)
+			}
+			checkResumed(t, dir, stories, made)
 			again := invocations(t, marks)
-			for _, s := range done {
-				if again[s] != ran[s] {
-					t.Errorf("%s was recorded done before the kill and given to the agent again on resume\n%s", s, r.stdout)
+			for i, k := range at {
+				for _, s := range k.done {
+					if again[s] != k.ran[s] {
+						t.Errorf("%s was recorded done before kill %d and given to the agent again after it (%d runs then, %d now)\n%s", s, i+1, k.ran[s], again[s], r.stdout)
+					}
 				}
 			}
-			if window == "attempt-done" {
+			if len(kills) == 1 && kills[0] == "attempt-done" {
 				landed := 0
-				for _, s := range done {
+				for _, s := range at[0].done {
 					if strings.Contains(r.stdout, "landing "+s+": it finished before the crash") {
 						landed++
 					}
 				}
 				if landed == 0 {
-					t.Errorf("the resumed run does not say it lands a story finished before the crash (done before the kill: %v)\n%s", done, r.stdout)
+					t.Errorf("the resumed run does not say it lands a story finished before the crash (done before the kill: %v)\n%s", at[0].done, r.stdout)
 				}
 			}
-			t.Logf("done before the kill: %v; agent runs before %v, after %v\n%s", done, ran, again, r.stdout)
+			t.Logf("done before each kill: %v; agent runs at the end %v\n%s", at, again, r.stdout)
 		})
 	}
 }

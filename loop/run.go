@@ -315,6 +315,10 @@ func (r *run) recover(ctx context.Context) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	attempted := map[string]bool{}
+	for _, o := range r.led.openAttempts() {
+		attempted[o.Story] = true
+	}
 	for _, rc := range recl {
 		if rc.Live {
 			continue
@@ -339,7 +343,7 @@ func (r *run) recover(ctx context.Context) error {
 			if s != nil && !s.Done {
 				r.interruptedAttempt(rc.Story, rc.Backup)
 			}
-		case redo:
+		case redo && attempted[rc.Story]:
 			r.disp.printf("redoing %s: the killed run's attempt at it had changed nothing", rc.Story)
 		}
 	}
