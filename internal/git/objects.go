@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -21,6 +22,12 @@ import (
 // wiggum writes a handful of small objects.
 type ObjectWriter struct {
 	dir string // the objects directory
+	// zw is reused for every object (under mu): a compressor's tables
+	// are most of what writing a small object costs (page faults on
+	// fresh memory).
+	mu  sync.Mutex
+	zw  *zlib.Writer
+	buf bytes.Buffer
 }
 
 // ObjectWriter returns a writer for a repository whose object ids are
@@ -51,13 +58,22 @@ func (w *ObjectWriter) Write(typ string, data []byte) (string, error) {
 	if _, err := os.Lstat(path); err == nil {
 		return id, nil
 	}
-	var buf bytes.Buffer
-	zw := zlib.NewWriter(&buf)
-	zw.Write([]byte(head))
-	zw.Write(data)
-	if err := zw.Close(); err != nil {
+	// Level 1, the level git writes loose objects at
+	// (core.looseCompression's default).
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Reset()
+	if w.zw == nil {
+		w.zw, _ = zlib.NewWriterLevel(&w.buf, zlib.BestSpeed)
+	} else {
+		w.zw.Reset(&w.buf)
+	}
+	w.zw.Write([]byte(head))
+	w.zw.Write(data)
+	if err := w.zw.Close(); err != nil {
 		return "", err
 	}
+	buf := &w.buf
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", fmt.Errorf("write object: %w", err)
 	}
