@@ -104,18 +104,9 @@ func (s *State) quickSnapshot(ctx context.Context, now *git.Status, message stri
 		}
 	}
 	if len(hash) > 0 {
-		// A file over core.bigFileThreshold (512 MiB) is streamed into a
-		// pack at pack.compression, zlib's default level unless set; git
-		// stores every loose object at level 1 (core.looseCompression), and
-		// a snapshot's big file is no different: at 1 GB that is a quarter
-		// of the hashing's CPU.
-		out, err := s.Repo.RunEnv(ctx, nil, []byte(strings.Join(hash, "\n")+"\n"), "-c", "pack.compression=1", "hash-object", "-w", "--stdin-paths")
+		ids, err := s.hashFiles(ctx, ow, hash)
 		if err != nil {
 			return "", "", nil, err
-		}
-		ids := strings.Fields(out)
-		if len(ids) != len(hash) {
-			return "", "", nil, fmt.Errorf("git hash-object: %d ids for %d files", len(ids), len(hash))
 		}
 		for i, id := range ids {
 			edits[hashAt[i]].oid = id
@@ -130,6 +121,64 @@ func (s *State) quickSnapshot(ctx context.Context, now *git.Status, message stri
 		return "", "", nil, err
 	}
 	return commit, tree, edits[:ntracked], nil
+}
+
+// inProcessHashLimit bounds the files hashFiles reads into memory itself;
+// beyond it git streams them.
+const inProcessHashLimit = 8 << 20
+
+// hashFiles stores each file (relative paths) as a blob and returns their
+// ids, as `git hash-object -w` would. Where git stores the files verbatim
+// (no attributes or conversions apply; see git.Repo.Verbatim) and they are
+// small, this process hashes them; otherwise one hash-object does.
+func (s *State) hashFiles(ctx context.Context, ow *git.ObjectWriter, paths []string) ([]string, error) {
+	if ids, ok := s.hashVerbatim(ow, paths); ok {
+		return ids, nil
+	}
+	// A file over core.bigFileThreshold (512 MiB) is streamed into a
+	// pack at pack.compression, zlib's default level unless set; git
+	// stores every loose object at level 1 (core.looseCompression), and
+	// a snapshot's big file is no different: at 1 GB that is a quarter
+	// of the hashing's CPU.
+	out, err := s.Repo.RunEnv(ctx, nil, []byte(strings.Join(paths, "\n")+"\n"), "-c", "pack.compression=1", "hash-object", "-w", "--stdin-paths")
+	if err != nil {
+		return nil, err
+	}
+	ids := strings.Fields(out)
+	if len(ids) != len(paths) {
+		return nil, fmt.Errorf("git hash-object: %d ids for %d files", len(ids), len(paths))
+	}
+	return ids, nil
+}
+
+// hashVerbatim is hashFiles in this process; ok is false when git must do
+// it (a conversion could apply, a file is large or not a regular file).
+func (s *State) hashVerbatim(ow *git.ObjectWriter, paths []string) (ids []string, ok bool) {
+	if !s.Repo.Verbatim(paths) {
+		return nil, false
+	}
+	var total int64
+	for _, p := range paths {
+		fi, err := os.Lstat(filepath.Join(s.Repo.Root, filepath.FromSlash(p)))
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil, false // git reports what is wrong
+		}
+		if total += fi.Size(); total > inProcessHashLimit {
+			return nil, false
+		}
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(filepath.Join(s.Repo.Root, filepath.FromSlash(p)))
+		if err != nil || int64(len(data)) > inProcessHashLimit {
+			return nil, false
+		}
+		id, err := ow.Write("blob", data)
+		if err != nil {
+			return nil, false
+		}
+		ids = append(ids, id)
+	}
+	return ids, true
 }
 
 // symlinkBlob stores a symbolic link's target as git does: a blob of the

@@ -262,3 +262,57 @@ func TestLinearChainProvesOnlyWhatItSees(t *testing.T) {
 		t.Fatal("a commit off the first-parent chain was taken as found")
 	}
 }
+
+// TestSnapshotHashesVerbatimFilesItself: where no attribute or conversion
+// can apply, the snapshot's blobs are hashed in this process - and are
+// still git's; once one can (autocrlf, a .gitattributes on the way, a
+// global attributes file), git hashes them and the tree is git's again.
+func TestSnapshotHashesVerbatimFilesItself(t *testing.T) {
+	r := newRepo(t)
+	r.write("src/a.txt", "a\n")
+	r.write("src/deep/b.txt", "b\n")
+	r.git("add", "-A")
+	r.git("commit", "-q", "-m", "src")
+	check := func(verbatim bool) {
+		t.Helper()
+		r.write("src/a.txt", "line one\r\nline two\r\n")
+		r.write("src/deep/new.txt", "new\r\n")
+		r.write("src/deep/run.sh", "#!/bin/sh\r\n")
+		os.Chmod(filepath.Join(r.dir, "src/deep/run.sh"), 0o755)
+		now, err := r.st.Repo.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.st.Repo.Verbatim(now.Paths()); got != verbatim {
+			t.Fatalf("Verbatim(%v) = %v, want %v", now.Paths(), got, verbatim)
+		}
+		want := r.gitTree()
+		_, tree, _, err := r.st.quickSnapshot(ctx, now, "test", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tree != want {
+			t.Fatalf("snapshot tree %s, git's %s:\n%s", tree, want, r.git("diff-tree", "-r", "--raw", want, tree))
+		}
+	}
+	check(true)
+	r.git("config", "core.autocrlf", "true")
+	check(false)
+	r.git("config", "--unset", "core.autocrlf")
+	check(true)
+	r.write("src/deep/.gitattributes", "*.txt eol=crlf\n")
+	r.git("add", "src/deep/.gitattributes")
+	r.git("commit", "-q", "-m", "attributes")
+	check(false)
+	r.git("rm", "-q", "src/deep/.gitattributes")
+	r.git("commit", "-q", "-m", "no attributes")
+	check(true)
+	global := filepath.Join(os.Getenv("HOME"), ".config", "git", "attributes")
+	if err := os.MkdirAll(filepath.Dir(global), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(global, []byte("* text\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check(false)
+}

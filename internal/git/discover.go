@@ -152,16 +152,25 @@ func ownedByUs(p string) bool {
 }
 
 // configPlain reports whether no configuration git would read here can
-// move the working tree or the hooks: none of its files (system, global,
-// the repository's, this worktree's) mentions core.hooksPath,
-// core.worktree, an include, or a core.bare other than false. A file it
-// cannot read or locate counts as mentioning them.
+// move the working tree or the hooks: none of its files mentions
+// core.hooksPath, core.worktree, an include, or a core.bare other than
+// false.
 func configPlain(commonDir, gitDir string) bool {
+	return configLacks(commonDir, gitDir, func(line string) bool {
+		return strings.Contains(line, "bare") && line != "bare=false"
+	}, "hookspath", "worktree", "include")
+}
+
+// configLacks reports whether no line of any config file git reads here
+// (system, global, the repository's, this worktree's; lower-cased, blanks
+// removed) holds one of words or matches also (nil for none). A file it
+// cannot read or locate counts as holding them.
+func configLacks(commonDir, gitDir string, also func(line string) bool, words ...string) bool {
 	var files []string
 	switch v := strings.ToLower(os.Getenv("GIT_CONFIG_NOSYSTEM")); v {
 	case "1", "true", "yes", "on":
 	case "", "0", "false", "no", "off":
-		sys, ok := systemConfigs()
+		sys, ok := systemFiles("GIT_CONFIG_SYSTEM", "gitconfig")
 		if !ok {
 			return false
 		}
@@ -172,13 +181,9 @@ func configPlain(commonDir, gitDir string) bool {
 	if g, ok := os.LookupEnv("GIT_CONFIG_GLOBAL"); ok {
 		files = append(files, g)
 	} else {
-		home := os.Getenv("HOME")
+		xdg, home := xdgConfig()
 		if home == "" {
 			return false
-		}
-		xdg := os.Getenv("XDG_CONFIG_HOME")
-		if xdg == "" {
-			xdg = filepath.Join(home, ".config")
 		}
 		files = append(files, filepath.Join(xdg, "git", "config"), filepath.Join(home, ".gitconfig"))
 	}
@@ -191,38 +196,56 @@ func configPlain(commonDir, gitDir string) bool {
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err != nil || !plainConfig(data) {
+		if err != nil || !linesLack(data, also, words...) {
 			return false
 		}
 	}
 	return true
 }
 
-// plainConfig is the line test of configPlain for one file.
+// xdgConfig is git's $XDG_CONFIG_HOME (default ~/.config) and $HOME; home
+// "" when unset.
+func xdgConfig() (xdg, home string) {
+	home = os.Getenv("HOME")
+	xdg = os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" && home != "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	return xdg, home
+}
+
+// plainConfig is configPlain's test for one file.
 func plainConfig(data []byte) bool {
+	return linesLack(data, func(line string) bool {
+		return strings.Contains(line, "bare") && line != "bare=false"
+	}, "hookspath", "worktree", "include")
+}
+
+func linesLack(data []byte, also func(line string) bool, words ...string) bool {
 	for _, line := range strings.Split(strings.ToLower(string(data)), "\n") {
 		line = strings.Join(strings.Fields(line), "")
-		for _, word := range []string{"hookspath", "worktree", "include"} {
+		for _, word := range words {
 			if strings.Contains(line, word) {
 				return false
 			}
 		}
-		if strings.Contains(line, "bare") && line != "bare=false" {
+		if also != nil && also(line) {
 			return false
 		}
 	}
 	return true
 }
 
-// systemConfigs are the places a system-wide gitconfig can be for the git
-// that runs: /etc/gitconfig, and etc/gitconfig under the prefix the binary
+// systemFiles are the places a system-wide file (gitconfig,
+// gitattributes) can be for the git that runs: what the variable env
+// names when set, else /etc/NAME and etc/NAME under the prefix the binary
 // was installed in (git puts it there for any prefix but /usr). ok is
 // false when git's location does not say where its prefix is.
-func systemConfigs() (files []string, ok bool) {
-	if f, set := os.LookupEnv("GIT_CONFIG_SYSTEM"); set {
+func systemFiles(env, name string) (files []string, ok bool) {
+	if f, set := os.LookupEnv(env); set {
 		return []string{f}, true
 	}
-	files = []string{"/etc/gitconfig"}
+	files = []string{filepath.Join("/etc", name)}
 	bin := binary()
 	if !filepath.IsAbs(bin) {
 		return nil, false
@@ -231,7 +254,7 @@ func systemConfigs() (files []string, ok bool) {
 		if b == "" || filepath.Base(filepath.Dir(b)) != "bin" {
 			return nil, false
 		}
-		files = append(files, filepath.Join(filepath.Dir(filepath.Dir(b)), "etc", "gitconfig"))
+		files = append(files, filepath.Join(filepath.Dir(filepath.Dir(b)), "etc", name))
 	}
 	return files, true
 }
