@@ -360,11 +360,15 @@ func TestResumeAtEachKillWindow(t *testing.T) {
 
 // TestResumeRedoesTamperedFinishedStory: a story finished before the kill,
 // then someone changed its worktree - a commit on its branch after the one
-// its attempt recorded, or a file left there. Resume must not land that
+// its attempt recorded, a file left there, its HEAD detached. Resume must not land that
 // blindly: it saves the worktree under refs/wiggum/backup/ (the extra
 // commit or file included), says why, and redoes the story.
 func TestResumeRedoesTamperedFinishedStory(t *testing.T) {
-	for _, tamper := range []string{"commit", "file"} {
+	for tamper, why := range map[string]string{
+		"commit":   "its branch wiggum/US-1 moved after the attempt ended",
+		"file":     "its worktree has changes made after the attempt ended (extra.txt)",
+		"detached": "its worktree left wiggum/US-1 after the attempt ended",
+	} {
 		t.Run(tamper, func(t *testing.T) {
 			dir, marks, args := resumeRepo(t, 2, 2)
 			// US-2 hangs, so the kill finds US-1 finished and US-2 mid-story.
@@ -387,6 +391,9 @@ func TestResumeRedoesTamperedFinishedStory(t *testing.T) {
 				extra = strings.TrimSpace(mustRun(t, wt, "git", "rev-parse", "HEAD"))
 			case "file":
 				writeFile(t, filepath.Join(wt, "extra.txt"), "not the agent's\n")
+			case "detached":
+				mustRun(t, wt, "git", "checkout", "-q", "--detach", "HEAD")
+				writeFile(t, filepath.Join(wt, "extra.txt"), "not the agent's\n")
 			}
 			before := workCommits(t, dir)
 			ran := invocations(t, marks)
@@ -399,7 +406,7 @@ func TestResumeRedoesTamperedFinishedStory(t *testing.T) {
 			if again := invocations(t, marks); again["US-1"] != ran["US-1"]+1 {
 				t.Errorf("US-1 ran %d time(s) after the resume, want 1 (redone)\n%s", again["US-1"]-ran["US-1"], r.stdout)
 			}
-			if strings.Contains(r.stdout, "landing US-1") || !strings.Contains(r.stdout, "US-1 finished before the crash but is not landed") ||
+			if strings.Contains(r.stdout, "landing US-1") || !strings.Contains(r.stdout, "US-1 finished before the crash but is not landed: "+why) ||
 				!strings.Contains(r.stdout, "redoing US-1: saved its partial work as refs/wiggum/backup/") {
 				t.Errorf("the resumed run does not say it redoes US-1 and why:\n%s", r.stdout)
 			}

@@ -29,7 +29,7 @@ type unlanded struct {
 // commits leave the plan out; its landing saves such an edit, as it always
 // does). Otherwise the worktree is saved and the story redone; why says
 // what changed when the story had finished.
-func (r *run) finishedThere(lo worktree.Leftover, target string, inPlan map[string]*plan.Story) (bool, string) {
+func (r *run) finishedThere(ctx context.Context, lo worktree.Leftover, target string, inPlan map[string]*plan.Story) (bool, string) {
 	f, ok := r.led.finishedAt(lo.Story)
 	if s := inPlan[lo.Story]; !ok || s == nil || s.Done {
 		return false, ""
@@ -41,13 +41,18 @@ func (r *run) finishedThere(lo worktree.Leftover, target string, inPlan map[stri
 		return false, fmt.Sprintf("it was to land on %s, and the main tree is on %s now", checkpoint.BranchName(lo.Target), checkpoint.BranchName(target))
 	case lo.Tip != f.Head:
 		return false, fmt.Sprintf("its branch %s moved after the attempt ended (it is at %.12s, the attempt recorded %.12s)", checkpoint.BranchName(lo.Branch), lo.Tip, f.Head)
-	case lo.HeadBranch != lo.Branch || lo.Head != lo.Tip:
+	}
+	tree, err := lo.Tree(ctx)
+	switch {
+	case err != nil:
+		return false, err.Error()
+	case tree.HeadBranch != lo.Branch || tree.Head != lo.Tip:
 		return false, fmt.Sprintf("its worktree left %s after the attempt ended", checkpoint.BranchName(lo.Branch))
-	case lo.Busy != "":
-		return false, fmt.Sprintf("a %s is in progress in its worktree", lo.Busy)
+	case tree.Busy != "":
+		return false, fmt.Sprintf("a %s is in progress in its worktree", tree.Busy)
 	}
 	var stray []string
-	for _, p := range lo.Dirty {
+	for _, p := range tree.Dirty {
 		if p != r.planRel && !strings.HasPrefix(p, r.planRel+"/") {
 			stray = append(stray, p)
 		}

@@ -285,7 +285,7 @@ func (r *run) recover(ctx context.Context) error {
 	// shared with other machines, redoes it.
 	opts := worktree.ReclaimOptions{Landed: landed, Command: r.opts.Command, Skip: map[string]bool{}}
 	if r.opts.Workers > 1 && r.opts.Coordinator == nil {
-		opts.Finished = func(lo worktree.Leftover) (bool, string) { return r.finishedThere(lo, target, inPlan) }
+		opts.Finished = func(lo worktree.Leftover) (bool, string) { return r.finishedThere(ctx, lo, target, inPlan) }
 	}
 	for deadline := time.Now().Add(dyingWait); ; {
 		got, err := worktree.Reclaim(ctx, r.st.Repo, target, opts)

@@ -60,18 +60,40 @@ type ReclaimOptions struct {
 	Skip map[string]bool
 }
 
-// Leftover is what a killed run left in one of its worktrees, for
-// ReclaimOptions.Finished to judge.
+// Leftover is a worktree a killed run left, for ReclaimOptions.Finished
+// to judge: what Reclaim knows already, and Tree to read the rest.
 type Leftover struct {
 	Story  string
+	Path   string
 	Branch string // the worktree's branch (full ref)
 	Target string // the branch it merges into, as the worktree recorded it
 	Tip    string // the branch's tip
-	// Head and HeadBranch are the worktree's HEAD: its commit and the
-	// branch it has checked out ("" when detached).
+}
+
+// LeftTree is the state of a Leftover's working tree.
+type LeftTree struct {
+	// Head and HeadBranch are its HEAD: the commit, and the branch it has
+	// checked out ("" when detached).
 	Head, HeadBranch string
 	Dirty            []string // every changed, staged or untracked path, repository-relative
 	Busy             string   // a git operation in progress there (merge, rebase...), or ""
+}
+
+// Tree reads the worktree's HEAD and status (one git status): a judge
+// asks for it only once the cheaper facts say the worktree may be kept.
+func (lo Leftover) Tree(ctx context.Context) (*LeftTree, error) {
+	wrepo, err := git.Open(ctx, lo.Path)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: open %s: %w", lo.Path, err)
+	}
+	if wrepo.Root != lo.Path {
+		return nil, fmt.Errorf("worktree: %s resolved to %s, not to itself", lo.Path, wrepo.Root)
+	}
+	st, err := wrepo.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: read the status of %s: %w", lo.Path, err)
+	}
+	return &LeftTree{Head: st.Head, HeadBranch: st.Branch, Dirty: st.Paths(), Busy: wrepo.InProgress()}, nil
 }
 
 // Reclaim removes every worktree under Dir whose lease is free - the
@@ -153,11 +175,7 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 		rc.Merged = in.Merged && rc.Progressed
 		_, gerr := os.Lstat(filepath.Join(in.Path, ".git"))
 		if gerr == nil && tip != "" && !rc.Merged && opts.Finished != nil && m.Story == in.Story && m.Branch == in.Branch {
-			lo, err := leftover(ctx, in, m, tip)
-			if err != nil {
-				return nil, err
-			}
-			keep, why := opts.Finished(lo)
+			keep, why := opts.Finished(Leftover{Story: in.Story, Path: in.Path, Branch: in.Branch, Target: m.Target, Tip: tip})
 			if keep {
 				// The lease changes hands from this pruner's to a
 				// worker's: nothing can take it in between but a stray
@@ -253,21 +271,6 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 // worktree started: neither its base nor the base Refresh moved it from.
 func (m Meta) progressed(tip string) bool {
 	return m.Base != "" && tip != m.Base && tip != m.Prev
-}
-
-// leftover reads what the killed run left in the registered worktree in.
-func leftover(ctx context.Context, in Info, m Meta, tip string) (Leftover, error) {
-	lo := Leftover{Story: in.Story, Branch: in.Branch, Target: m.Target, Tip: tip}
-	wrepo, err := git.Open(ctx, in.Path)
-	if err != nil || wrepo.Root != in.Path {
-		return lo, fmt.Errorf("worktree: open %s: %v", in.Name, err)
-	}
-	st, err := wrepo.Status(ctx)
-	if err != nil {
-		return lo, fmt.Errorf("worktree: read the status of %s: %w", in.Name, err)
-	}
-	lo.Head, lo.HeadBranch, lo.Dirty, lo.Busy = st.Head, st.Branch, st.Paths(), wrepo.InProgress()
-	return lo, nil
 }
 
 // saveTip points a new backup ref at commit.

@@ -41,8 +41,14 @@ func TestReclaimKeepsFinished(t *testing.T) {
 	dropPath, _ := killedWorktree(t, repo.Root, "US-2")
 	write(t, dropPath, "stray.txt", "left after the end\n")
 	var asked []Leftover
+	trees := map[string]*LeftTree{}
 	finished := func(lo Leftover) (bool, string) {
 		asked = append(asked, lo)
+		tree, err := lo.Tree(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trees[lo.Story] = tree
 		if lo.Story == "US-1" {
 			return true, ""
 		}
@@ -56,11 +62,13 @@ func TestReclaimKeepsFinished(t *testing.T) {
 		t.Fatalf("Finished asked %d time(s), want 2: %+v", len(asked), asked)
 	}
 	for _, lo := range asked {
-		if lo.Story == "US-1" && (lo.Tip != keepTip || lo.Head != keepTip || lo.HeadBranch != BranchPrefix+"US-1" || lo.Branch != BranchPrefix+"US-1" || len(lo.Dirty) != 0 || lo.Target != "refs/heads/main") {
-			t.Errorf("US-1 described as %+v", lo)
+		tree := trees[lo.Story]
+		if lo.Story == "US-1" && (lo.Tip != keepTip || lo.Path != keepPath || tree.Head != keepTip || tree.HeadBranch != BranchPrefix+"US-1" ||
+			lo.Branch != BranchPrefix+"US-1" || len(tree.Dirty) != 0 || tree.Busy != "" || lo.Target != "refs/heads/main") {
+			t.Errorf("US-1 described as %+v, %+v", lo, tree)
 		}
-		if lo.Story == "US-2" && (len(lo.Dirty) != 1 || lo.Dirty[0] != "stray.txt") {
-			t.Errorf("US-2's stray file not seen: %+v", lo)
+		if lo.Story == "US-2" && (len(tree.Dirty) != 1 || tree.Dirty[0] != "stray.txt") {
+			t.Errorf("US-2's stray file not seen: %+v", tree)
 		}
 	}
 	var kept *Worker
