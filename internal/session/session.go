@@ -52,7 +52,11 @@ type Run struct {
 	LastOutcome  string    `json:"last_outcome,omitempty"`
 }
 
-// WriteRun records the live run atomically.
+// WriteRun records the live run atomically, without an fsync: a crash of
+// the process never leaves it torn; a power cut, which ends the run it
+// describes anyway, may leave the previous record. It is rewritten at
+// every attempt, through a spare file swapped with it (statefile.Swap),
+// so an attempt creates and frees no file for it.
 func WriteRun(st *checkpoint.State, r Run) error {
 	path, err := st.Runtime(layout.RunFile)
 	if err != nil {
@@ -62,7 +66,7 @@ func WriteRun(st *checkpoint.State, r Run) error {
 	if err != nil {
 		return err
 	}
-	if err := statefile.Replace(path, append(data, '\n')); err != nil {
+	if err := statefile.Swap(path, append(data, '\n'), false); err != nil {
 		return fmt.Errorf("session: write run record: %w", err)
 	}
 	return nil
@@ -71,26 +75,27 @@ func WriteRun(st *checkpoint.State, r Run) error {
 // ReadRun returns the run record, nil when there is none, and a
 // *checkpoint.CorruptError when it cannot be read.
 func ReadRun(st *checkpoint.State) (*Run, error) {
-	path := st.RuntimePath(layout.RunFile)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("session: read run record: %w", err)
-	}
 	var r Run
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, &checkpoint.CorruptError{Path: path, Err: err}
+	err := statefile.ReadJSON(st.RuntimePath(layout.RunFile), &r, nil)
+	var corrupt *checkpoint.CorruptError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case errors.As(err, &corrupt):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("session: read run record: %w", err)
 	}
 	return &r, nil
 }
 
-// ClearRun removes the run record; a missing one is fine.
+// ClearRun removes the run record and its spare; a missing one is fine.
 func ClearRun(st *checkpoint.State) error {
-	err := os.Remove(st.RuntimePath(layout.RunFile))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("session: remove run record: %w", err)
+	path := st.RuntimePath(layout.RunFile)
+	for _, p := range []string{path, statefile.SparePath(path)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("session: remove run record: %w", err)
+		}
 	}
 	return nil
 }

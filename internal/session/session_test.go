@@ -2,7 +2,9 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 func newState(t *testing.T) *checkpoint.State {
@@ -38,13 +41,26 @@ func TestRunRecordRoundTripAndCorrupt(t *testing.T) {
 	if err != nil || r.Story != "US-1" || r.Iteration != 2 || r.Policy != PolicyRecord {
 		t.Fatalf("got %+v, %v", r, err)
 	}
+	// A second write goes through the spare the first left.
+	if err := WriteRun(st, Run{PID: 7, Story: "US-2", Iteration: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := ReadRun(st); err != nil || r.Story != "US-2" || r.Policy != "" {
+		t.Fatalf("second record: %+v, %v", r, err)
+	}
 	path, _ := st.Runtime(layout.RunFile)
 	os.WriteFile(path, []byte("{not json"), 0o644)
-	if _, err := ReadRun(st); err == nil || !strings.Contains(err.Error(), "corrupt") {
+	var ce *checkpoint.CorruptError
+	if _, err := ReadRun(st); !errors.As(err, &ce) || !strings.Contains(err.Error(), "corrupt") {
 		t.Fatalf("corrupt run record: %v", err)
 	}
 	if err := ClearRun(st); err != nil {
 		t.Fatal(err)
+	}
+	for _, p := range []string{path, statefile.SparePath(path)} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after ClearRun: %v", p, err)
+		}
 	}
 	if err := ClearRun(st); err != nil {
 		t.Fatalf("clearing twice: %v", err)

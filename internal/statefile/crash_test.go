@@ -1,6 +1,7 @@
 package statefile
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,15 +14,27 @@ import (
 )
 
 // writerEnv makes the test binary a writer that rewrites one state file as
-// fast as it can until it is killed.
-const writerEnv = "WIGGUM_STATEFILE_CRASH_WRITER"
+// fast as it can until it is killed; writerModeEnv says how ("swap":
+// Swap, else WriteJSON).
+const (
+	writerEnv     = "WIGGUM_STATEFILE_CRASH_WRITER"
+	writerModeEnv = "WIGGUM_STATEFILE_CRASH_MODE"
+)
 
 func TestMain(m *testing.M) {
 	if path := os.Getenv(writerEnv); path != "" {
+		swap := os.Getenv(writerModeEnv) == "swap"
 		for i := 0; ; i++ {
 			// Large enough that a write takes several system calls.
 			rec := map[string]any{"seq": i, "pad": strings.Repeat(fmt.Sprint(i%10), 64<<10)}
-			if err := WriteJSON(path, rec); err != nil {
+			var err error
+			if swap {
+				data, _ := json.Marshal(rec)
+				err = Swap(path, data, i%2 == 0)
+			} else {
+				err = WriteJSON(path, rec)
+			}
+			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(3)
 			}
@@ -34,6 +47,12 @@ func TestMain(m *testing.M) {
 // unreadable state file: every read sees one whole record. A plain
 // os.WriteFile (truncate, then write) fails this within a few kills.
 func TestSIGKILLNeverTearsAStateFile(t *testing.T) {
+	for _, mode := range []string{"write", "swap"} {
+		t.Run(mode, func(t *testing.T) { killWriter(t, mode) })
+	}
+}
+
+func killWriter(t *testing.T, mode string) {
 	path := filepath.Join(t.TempDir(), "checkpoint.json")
 	if err := WriteJSON(path, map[string]any{"seq": -1, "pad": ""}); err != nil {
 		t.Fatal(err)
@@ -41,7 +60,7 @@ func TestSIGKILLNeverTearsAStateFile(t *testing.T) {
 	const kills = 40
 	for k := range kills {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), writerEnv+"="+path)
+		cmd.Env = append(os.Environ(), writerEnv+"="+path, writerModeEnv+"="+mode)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -63,8 +82,9 @@ func TestSIGKILLNeverTearsAStateFile(t *testing.T) {
 	// Leftover temp files from killed writes must not be mistaken for state.
 	ents, _ := os.ReadDir(filepath.Dir(path))
 	for _, e := range ents {
-		if e.Name() != "checkpoint.json" && !strings.HasPrefix(e.Name(), ".checkpoint.json") {
-			t.Fatalf("unexpected file %s next to the state file", e.Name())
+		n := e.Name()
+		if n != "checkpoint.json" && n != "checkpoint.json.lock" && !strings.HasPrefix(n, ".checkpoint.json") {
+			t.Fatalf("unexpected file %s next to the state file", n)
 		}
 	}
 }

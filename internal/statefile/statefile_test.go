@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -80,5 +81,132 @@ func TestReadJSONLinesNamesTheBadLine(t *testing.T) {
 	var ce *CorruptError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "line 3") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// Swap rewrites a state file through one spare: after the first two
+// writes, later ones create no file and free none (the two inodes take
+// turns under the two names), every read sees the last record whole, and
+// nothing but the file, its spare and its lock is left beside it.
+func TestSwapReusesItsSpare(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "run.json")
+	inodes := map[uint64]bool{}
+	for i := range 6 {
+		rec := map[string]any{"seq": i, "pad": strings.Repeat("x", 100*(6-i))} // shorter each time
+		data, _ := json.Marshal(rec)
+		if err := Swap(p, data, i == 3); err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Seq int    `json:"seq"`
+			Pad string `json:"pad"`
+		}
+		if err := ReadJSON(p, &got, nil); err != nil || got.Seq != i || len(got.Pad) != 100*(6-i) {
+			t.Fatalf("write %d read back %d (%d bytes of padding), %v", i, got.Seq, len(got.Pad), err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inodes[fi.Sys().(*syscall.Stat_t).Ino] = true
+	}
+	if len(inodes) != 2 {
+		t.Errorf("%d files took the state file's name over 6 writes, want 2 taking turns", len(inodes))
+	}
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != ".run.json.spare run.json run.json.lock" {
+		t.Errorf("files beside the state file: %v", names)
+	}
+}
+
+// Writers that Swap one file at once never tear it: the lock makes them
+// take turns at the one spare.
+func TestSwapConcurrentWriters(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "run.json")
+	const writers, each = 6, 40
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				// Lengths differ between writers, so a write cut short by
+				// another's truncate, or mixed with it, does not decode.
+				data, _ := json.Marshal(map[string]string{"w": fmt.Sprint(w), "pad": strings.Repeat(fmt.Sprint(w), 500*(w+1)+i)})
+				if err := Swap(p, data, false); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var got map[string]string
+	if err := ReadJSON(p, &got, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := got["w"]
+	if want := strings.Repeat(w, len(got["pad"])); got["pad"] != want {
+		t.Fatalf("record of writer %s is mixed with another's", w)
+	}
+}
+
+// A file that stays damaged is corrupt, however many times it is read; a
+// damaged spare is never read as the state.
+func TestSwapTornSpareIsNotState(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "checkpoint.json")
+	if err := Swap(p, []byte(`{"seq":1}`), true); err != nil {
+		t.Fatal(err)
+	}
+	// A write killed half-way leaves a torn spare and the state as it was.
+	if err := os.WriteFile(SparePath(p), []byte(`{"seq":2, "pa`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]int
+	if err := ReadJSON(p, &got, nil); err != nil || got["seq"] != 1 {
+		t.Fatalf("state beside a torn spare: %v %v", got, err)
+	}
+	// The next write goes over the torn spare whole.
+	if err := Swap(p, []byte(`{"seq":3}`), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadJSON(p, &got, nil); err != nil || got["seq"] != 3 {
+		t.Fatalf("after a torn spare: %v %v", got, err)
+	}
+	if err := os.WriteFile(p, []byte(`{"seq":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ce *CorruptError
+	if err := ReadJSON(p, &got, nil); !errors.As(err, &ce) {
+		t.Fatalf("a torn state file read as %v, %v; want CorruptError", got, err)
+	}
+}
+
+// Where there is nothing to swap with, Exchange renames; a missing spare
+// is an error, not an empty state.
+func TestExchangeWithoutATarget(t *testing.T) {
+	dir := t.TempDir()
+	p, spare := filepath.Join(dir, "checkpoint.json"), filepath.Join(dir, "checkpoint.pending.json")
+	if err := Stage(spare, []byte(`{"seq":1}`), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := Exchange(spare, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(spare); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("spare after a rename onto a missing file: %v", err)
+	}
+	if err := Exchange(spare, p); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("exchange of a missing spare: %v", err)
+	}
+	var got map[string]int
+	if err := ReadJSON(p, &got, nil); err != nil || got["seq"] != 1 {
+		t.Fatalf("%v %v", got, err)
 	}
 }
