@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -102,26 +103,59 @@ func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Ch
 		}
 		cp.Snapshot, cp.Untracked, recorded = snap, now.Untracked, snap
 	}
-	// The ref is wiggum's own record of the checkpoint: a rollback refuses a
-	// checkpoint file that does not agree with it. It also keeps the
-	// snapshot from being pruned by git gc. The record and the ref cannot
-	// move together, so the new record is written aside first: a checkpoint
-	// killed after moving the ref leaves a pending record that agrees with
-	// it, and a rollback takes that one (see currentCheckpoint).
-	pending, err := s.Runtime(layout.CheckpointPending)
-	if err != nil {
-		return nil, err
-	}
-	if err := statefile.WriteJSON(pending, cp); err != nil {
-		return nil, fmt.Errorf("checkpoint: write %s: %w", pending, err)
-	}
-	if err := s.moveRecordRef(ctx, recorded); err != nil {
+	if err := s.record(ctx, cp, recorded); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := os.Rename(pending, s.RuntimePath(layout.CheckpointFile)); err != nil {
-		return nil, fmt.Errorf("checkpoint: record: %w", err)
-	}
 	return cp, nil
+}
+
+// record writes cp as the checkpoint and points wiggum's checkpoint ref at
+// recorded. The ref is wiggum's own record of the checkpoint: a rollback
+// refuses a checkpoint file that does not agree with it. It also keeps the
+// snapshot from being pruned by git gc. The record and the ref cannot
+// move together, so the new record is written aside first, into the
+// pending file: a checkpoint killed after moving the ref leaves a pending
+// record that agrees with it, and a rollback takes that one (see
+// currentCheckpoint); one killed before leaves a pending record the ref
+// does not name (whole or torn), which never took effect.
+//
+// The pending file is rewritten in place and then swapped with
+// checkpoint.json (statefile.Stage, Exchange), and emptied: a loop's
+// checkpoint creates and frees no file. An flock keeps two checkpoints of
+// one session from writing it at once.
+func (s *State) record(ctx context.Context, cp *Checkpoint, recorded string) error {
+	pending, err := s.Runtime(layout.CheckpointPending)
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(cp, "", "  ")
+	if err != nil {
+		return err
+	}
+	return statefile.WithLock(pending, func() error {
+		if err := s.settle(ctx, pending); err != nil {
+			return err
+		}
+		// The iteration's one fsync. A SIGKILL needs none (the kernel
+		// keeps what was written); a power cut does: git may have put the
+		// moved ref on disk, and the record it names must be there, whole,
+		// for the rollback and the resumed run to trust.
+		if err := statefile.Stage(pending, append(data, '\n'), true); err != nil {
+			return fmt.Errorf("write %s: %w", pending, err)
+		}
+		if err := s.moveRecordRef(ctx, recorded); err != nil {
+			return err
+		}
+		if err := statefile.Exchange(pending, s.RuntimePath(layout.CheckpointFile)); err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
+		// The pending file now holds the previous record, which the ref no
+		// longer names; emptied, it is one a rollback skips without asking
+		// git for the ref. Left whole (a kill right here), it is judged
+		// against the ref like any pending record and loses.
+		_ = os.Truncate(pending, 0)
+		return nil
+	})
 }
 
 // moveRecordRef points the checkpoint ref at value, compare-and-swap from
@@ -153,6 +187,37 @@ func (s *State) moveRecordRef(ctx context.Context, value string) error {
 		}
 	}
 	return err
+}
+
+// settle puts a pending record that took effect in place before the
+// pending file is rewritten: a checkpoint killed between moving its ref
+// and the swap leaves the only record the ref names in the pending file,
+// and a second checkpoint killed while writing over it would otherwise
+// leave no record the ref names (a rollback refused as a hand edit). A
+// pending record that is empty, torn, or not the one the ref names never
+// took effect and is left to be overwritten; so is everything when
+// checkpoint.json is damaged, which stays an error until a checkpoint
+// completes.
+func (s *State) settle(ctx context.Context, pending string) error {
+	var p Checkpoint
+	if statefile.ReadJSON(pending, &p, func() error { return p.check() }) != nil {
+		return nil // the usual case: emptied by the last checkpoint
+	}
+	ref, err := s.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", s.snapshotRef())
+	if err != nil || ref != p.recordedValue() {
+		return nil
+	}
+	cp, err := s.Load()
+	if errors.Is(err, ErrNoCheckpoint) {
+		err = nil
+	}
+	if err != nil || (cp != nil && cp.recordedValue() == ref) {
+		return nil
+	}
+	if err := statefile.Exchange(pending, s.RuntimePath(layout.CheckpointFile)); err != nil {
+		return fmt.Errorf("record the checkpoint a killed one left pending: %w", err)
+	}
+	return nil
 }
 
 // recordedValue is what wiggum's checkpoint ref points at for cp.

@@ -1,9 +1,11 @@
 package checkpoint
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/wiggum-dev/wiggum/internal/layout"
@@ -126,5 +128,125 @@ func TestRollbackJudgesTheRefItChoseBy(t *testing.T) {
 	}
 	if got := r.git("rev-parse", ref); got != snap {
 		t.Fatalf("the simulated orphan did not move the ref (%s); the test proves nothing", got)
+	}
+}
+
+// A checkpoint writes its record into the pending file in place and swaps
+// it with checkpoint.json: checkpoints after the first two create and free
+// no file (the two record files take turns under the two names), the
+// pending file is left empty, and every record reads back whole.
+func TestCheckpointReusesItsRecordFiles(t *testing.T) {
+	r := newRepo(t)
+	final := r.st.RuntimePath(layout.CheckpointFile)
+	pending := r.st.RuntimePath(layout.CheckpointPending)
+	inodes := map[uint64]bool{}
+	for i := range 5 {
+		r.commit(fmt.Sprintf("f%d.txt", i), "x\n", fmt.Sprint("work ", i))
+		if i%2 == 1 {
+			r.write("wip.txt", fmt.Sprint("dirty ", i, "\n")) // a snapshot, a longer record
+		}
+		cp := mustSave(t, r, "s1")
+		got, err := r.st.Load()
+		if err != nil || got.Head != cp.Head || got.Snapshot != cp.Snapshot {
+			t.Fatalf("checkpoint %d read back as %+v, %v; want %+v", i, got, err, cp)
+		}
+		// The first is renamed into place (nothing to swap with yet).
+		if fi, err := os.Stat(pending); (i > 0 && err != nil) || (err == nil && fi.Size() != 0) {
+			t.Fatalf("checkpoint %d left the pending file %v, %v; want it empty", i, fi, err)
+		}
+		fi, err := os.Stat(final)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inodes[fi.Sys().(*syscall.Stat_t).Ino] = true
+	}
+	if len(inodes) != 2 {
+		t.Errorf("%d files took checkpoint.json's name over 5 checkpoints, want 2 taking turns", len(inodes))
+	}
+}
+
+// A checkpoint killed while writing its pending record (before its ref
+// moved) leaves a torn pending file: the rollback judges checkpoint.json
+// and goes ahead. One killed after the swap, before the pending file was
+// emptied, leaves the previous record there, whole: the ref no longer
+// names it, so it loses to checkpoint.json.
+func TestLeftoverPendingRecordsLose(t *testing.T) {
+	r := newRepo(t)
+	first := mustSave(t, r, "s1")
+	firstData, err := os.ReadFile(r.st.RuntimePath(layout.CheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.sessionCommit("s1", "between.txt", "between\n")
+	second := mustSave(t, r, "s1")
+	pending := r.st.RuntimePath(layout.CheckpointPending)
+	for name, data := range map[string][]byte{
+		"previous record": firstData,
+		"torn record":     firstData[:len(firstData)/2],
+	} {
+		if err := os.WriteFile(pending, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := r.st.currentCheckpoint(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got.Head != second.Head || got.Head == first.Head {
+			t.Fatalf("%s in the pending file: judged %s, want the second checkpoint %s", name, got.Head, second.Head)
+		}
+	}
+	r.write("later.txt", "agent\n")
+	t.Setenv(layout.SessionEnv, "s1")
+	if _, err := r.st.Rollback(ctx, RollbackOptions{Session: "s1"}); err != nil {
+		t.Fatalf("rollback beside a torn pending record: %v", err)
+	}
+	if !r.exists("between.txt") || r.exists("later.txt") {
+		t.Fatal("the rollback did not return to the second checkpoint")
+	}
+}
+
+// Two kills in a row: the first checkpoint killed after moving its ref but
+// before the swap (its record left pending), the next one killed while
+// writing over the pending file. The next checkpoint first puts the record
+// that took effect in place, so the rollback still finds it.
+func TestCheckpointKilledTwiceKeepsTheRecordInEffect(t *testing.T) {
+	r := newRepo(t)
+	tok := "s1"
+	first := mustSave(t, r, tok)
+	firstData, err := os.ReadFile(r.st.RuntimePath(layout.CheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.sessionCommit(tok, "between.txt", "committed between the two checkpoints\n")
+	second := mustSave(t, r, tok)
+	final := r.st.RuntimePath(layout.CheckpointFile)
+	pending := r.st.RuntimePath(layout.CheckpointPending)
+	// The first kill: the second checkpoint's record pending, the ref on
+	// it, checkpoint.json still the first.
+	if err := os.Rename(final, pending); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(final, firstData, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The second kill: what a checkpoint does before it writes the pending
+	// file, then a write cut short.
+	if err := statefile.WithLock(pending, func() error { return r.st.settle(ctx, pending) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pending, []byte(`{"head": "`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.st.Load()
+	if err != nil || got.Head != second.Head || got.Head == first.Head {
+		t.Fatalf("checkpoint.json after the second kill: %+v, %v; want the second checkpoint", got, err)
+	}
+	r.write("later.txt", "the agent's later file\n")
+	t.Setenv(layout.SessionEnv, tok)
+	if _, err := r.st.Rollback(ctx, RollbackOptions{Session: tok}); err != nil {
+		t.Fatalf("rollback after two killed checkpoints: %v", err)
+	}
+	if !r.exists("between.txt") || r.exists("later.txt") {
+		t.Fatal("the rollback did not return to the checkpoint that took effect")
 	}
 }
