@@ -45,6 +45,7 @@ type observer struct {
 	iter    int
 	story   string
 	f       *os.File
+	opened  bool // f was opened (or failed to be): the log is made once
 	written int64
 	sent    time.Time
 	pending *agent.Event
@@ -52,18 +53,27 @@ type observer struct {
 
 func (e *executor) observe(iter int, story string) *observer {
 	o := &observer{e: e, iter: iter, story: story}
-	dir := e.run.st.Path(AgentLogDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return o // the log is a courtesy: the attempt runs without it
-	}
 	if iter%pruneEvery == 1 {
-		pruneAgentLogs(dir)
+		pruneAgentLogs(e.run.st.Path(AgentLogDir))
 	}
-	o.f, _ = os.OpenFile(e.run.st.Path(AgentLog(iter)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	return o
 }
 
+// open makes the attempt's log at its first output, not before: an attempt
+// that prints nothing leaves no log (watch says "no output yet"), and
+// creates no file.
+func (o *observer) open() {
+	o.opened = true
+	if err := os.MkdirAll(o.e.run.st.Path(AgentLogDir), 0o755); err != nil {
+		return // the log is a courtesy: the attempt runs without it
+	}
+	o.f, _ = os.OpenFile(o.e.run.st.Path(AgentLog(o.iter)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+}
+
 func (o *observer) write(s string) {
+	if !o.opened {
+		o.open()
+	}
 	if o.f == nil || o.written > maxAgentLog {
 		return
 	}
@@ -108,6 +118,11 @@ func (o *observer) close() {
 	}
 	if o.f != nil {
 		o.f.Close()
+	}
+	if !o.opened {
+		// An earlier run's log of the same iteration must not pass for
+		// this attempt's.
+		_ = os.Remove(o.e.run.st.Path(AgentLog(o.iter)))
 	}
 }
 

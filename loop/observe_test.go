@@ -105,3 +105,28 @@ func TestAgentLogsBounded(t *testing.T) {
 		t.Errorf("log grew to %d bytes, bound %d", fi.Size(), maxAgentLog)
 	}
 }
+
+// An attempt whose agent prints nothing leaves no log (watch says "no
+// output yet") - and creates no file - and an earlier run's log of the same
+// iteration does not pass for it; one that prints gets its log.
+func TestSilentAttemptLeavesNoLog(t *testing.T) {
+	st, p := newRepo(t, 2)
+	if err := os.MkdirAll(st.Path(AgentLogDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(st.Path(AgentLog(1)), []byte("an earlier run's output\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	o := opts(p, `cat >/dev/null; [ "$WIGGUM_STORY" = US-1 ] || echo said something; echo x > "f-$WIGGUM_STORY"`)
+	o.Out = &out
+	if _, err := Run(context.Background(), st, o); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if _, err := os.Stat(st.Path(AgentLog(1))); !os.IsNotExist(err) {
+		t.Errorf("the silent attempt's log: %v, want none", err)
+	}
+	if log, err := os.ReadFile(st.Path(AgentLog(2))); err != nil || string(log) != "said something\n" {
+		t.Errorf("the second attempt's log: %q, %v", log, err)
+	}
+}
