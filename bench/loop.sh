@@ -24,8 +24,19 @@
 #    The curve goes to bench/loop-curve.tsv and is plotted to
 #    bench/loop-curve.svg.
 #
+# With BEFORE=<git revision>, wiggum built from that revision is timed in
+# the 100-story comparison too, interleaved with the floor and this build
+# in every round (before/after from one run, under one load).
+#
+# Every timed run gets a new repository; they are all removed at the end,
+# not between runs: removing one frees thousands of inodes, and ext4
+# without a journal (this VM's root) has every file created in the next
+# minute search past the inodes freed recently, so a removal just before a
+# run would slow that run's every file creation.
+#
 #   bench/loop.sh                  # both, ROUNDS=3, ITER=40
 #   CURVE= bench/loop.sh           # the 100-story comparison only
+#   CURVE= BEFORE=2afbf90 bench/loop.sh  # ... with that revision interleaved
 #   N=0 bench/loop.sh              # the curve only
 #   OUT= bench/loop.sh             # write no TSV or plot
 set -eu
@@ -39,6 +50,12 @@ OUT=${OUT-$here/bench}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$here" && go build -o "$tmp/wiggum" ./cmd/wiggum)
+BEFORE=${BEFORE:-}
+if [ -n "$BEFORE" ]; then
+	mkdir "$tmp/before-src"
+	git -C "$here" archive "$BEFORE" | tar -x -C "$tmp/before-src"
+	(cd "$tmp/before-src" && go build -o "$tmp/wiggum-before" ./cmd/wiggum)
+fi
 if [ -n "$OUT" ] && [ -n "$CURVE" ]; then
 	(cd "$here" && go build -o "$tmp/scalecurve" ./bench/scalecurve)
 fi
@@ -68,10 +85,13 @@ cpu() {
 	eval "$1=$total"
 }
 
-# mkrepo DIR STORIES DETAILS: a repository whose plan has STORIES stories,
-# with a detail block each when DETAILS is 1.
+# mkrepo NAME STORIES DETAILS: a new repository (NAME.1, NAME.2, ... under
+# $tmp) whose plan has STORIES stories, with a detail block each when
+# DETAILS is 1; the shell is left in it.
+repos=0
 mkrepo() {
-	rm -rf "$1" && mkdir -p "$1" && cd "$1"
+	repos=$((repos + 1))
+	mkdir -p "$1.$repos" && cd "$1.$repos"
 	git init -q
 	awk -v n="$2" -v d="$3" 'BEGIN {
 		print "# Plan\n"
@@ -111,6 +131,7 @@ timed() {
 }
 
 wiggum_all() { "$tmp/wiggum" run --plan plan.md --agent-cmd "$AGENT" -q > /dev/null; }
+before_all() { "$tmp/wiggum-before" run --plan plan.md --agent-cmd "$AGENT" -q > /dev/null; }
 wiggum_some() { "$tmp/wiggum" run --plan plan.md --agent-cmd "$AGENT" --max-iterations "$1" -q > /dev/null 2>&1 || [ $? -eq 5 ]; }
 
 # median FILE: the median of the numbers in FILE, one a line.
@@ -120,20 +141,35 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0 || a < 0) print "n/a"; els
 
 echo "machine: $(nproc) cores, $(uname -sr), $(git --version); load average before: $(loadavg)"
 
+# check_run: the repository wiggum just ran in has every story ticked, in
+# one commit each.
+check_run() {
+	[ "$(grep -c '^- \[x\]' plan.md)" -eq "$N" ] || { echo "$1 did not finish every story" >&2; exit 1; }
+	[ "$(git rev-list --count HEAD)" -eq $((N + 1)) ] || { echo "$1 did not make one commit per story" >&2; exit 1; }
+}
+
 if [ "$N" -gt 0 ]; then
-	: > "$tmp/w" && : > "$tmp/f" && : > "$tmp/wc" && : > "$tmp/fc"
+	: > "$tmp/w" && : > "$tmp/f" && : > "$tmp/wc" && : > "$tmp/fc" && : > "$tmp/b" && : > "$tmp/bc"
 	r=1
 	while [ "$r" -le "$ROUNDS" ]; do
 		mkrepo "$tmp/raw" "$N" 0
 		timed raw "$N" raw_loop "$N"
+		note=
+		if [ -n "$BEFORE" ]; then
+			mkrepo "$tmp/before-repo" "$N" 0
+			timed bef "$N" before_all
+			check_run "wiggum $BEFORE"
+			echo "$bef_wall" >> "$tmp/b" && echo "$bef_cpu" >> "$tmp/bc"
+			note=$(printf '; before (%s) %s ms, %sx (CPU %s ms, %sx)' "$BEFORE" "$(ms "$bef_wall")" "$(ratio "$bef_wall" "$raw_wall")" \
+				"$(ms "$bef_cpu")" "$(ratio "$bef_cpu" "$raw_cpu")")
+		fi
 		mkrepo "$tmp/wiggum-repo" "$N" 0
 		timed wig "$N" wiggum_all
-		[ "$(grep -c '^- \[x\]' plan.md)" -eq "$N" ] || { echo "wiggum did not finish every story" >&2; exit 1; }
-		[ "$(git rev-list --count HEAD)" -eq $((N + 1)) ] || { echo "wiggum did not make one commit per story" >&2; exit 1; }
+		check_run wiggum
 		echo "$wig_wall" >> "$tmp/w" && echo "$raw_wall" >> "$tmp/f" && echo "$wig_cpu" >> "$tmp/wc" && echo "$raw_cpu" >> "$tmp/fc"
-		printf 'round %d, %d stories, committing agent: wiggum %6s ms/iteration, raw git floor %6s ms, ratio %sx (CPU %s vs %s ms, %sx)\n' \
+		printf 'round %d, %d stories, committing agent: wiggum %6s ms/iteration, raw git floor %6s ms, ratio %sx (CPU %s vs %s ms, %sx)%s\n' \
 			"$r" "$N" "$(ms "$wig_wall")" "$(ms "$raw_wall")" "$(ratio "$wig_wall" "$raw_wall")" \
-			"$(ms "$wig_cpu")" "$(ms "$raw_cpu")" "$(ratio "$wig_cpu" "$raw_cpu")"
+			"$(ms "$wig_cpu")" "$(ms "$raw_cpu")" "$(ratio "$wig_cpu" "$raw_cpu")" "$note"
 		r=$((r + 1))
 	done
 	bw=$(sort -n "$tmp/w" | head -1) bf=$(sort -n "$tmp/f" | head -1)
@@ -141,6 +177,11 @@ if [ "$N" -gt 0 ]; then
 	printf 'best of %d: wiggum %s ms/iteration, raw git floor %s ms, ratio %sx\n' "$ROUNDS" "$(ms "$bw")" "$(ms "$bf")" "$(ratio "$bw" "$bf")"
 	printf 'median of %d: wiggum %s ms/iteration, raw git floor %s ms, ratio %sx; CPU %s vs %s ms, %sx\n' "$ROUNDS" \
 		"$(ms "$mw")" "$(ms "$mf")" "$(ratio "$mw" "$mf")" "$(ms "$mwc")" "$(ms "$mfc")" "$(ratio "$mwc" "$mfc")"
+	if [ -n "$BEFORE" ]; then
+		mb=$(median "$tmp/b") mbc=$(median "$tmp/bc")
+		printf 'median of %d: before (%s) %s ms/iteration, ratio %sx; CPU %s ms, %sx; this build / before: %sx wall, %sx CPU\n' "$ROUNDS" "$BEFORE" \
+			"$(ms "$mb")" "$(ratio "$mb" "$mf")" "$(ms "$mbc")" "$(ratio "$mbc" "$mfc")" "$(ratio "$mw" "$mb")" "$(ratio "$mwc" "$mbc")"
+	fi
 fi
 
 # The curve.
