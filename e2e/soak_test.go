@@ -59,13 +59,18 @@ var soakPoints = []string{
 
 // soakResult is what the soak measured.
 type soakResult struct {
-	Kills       int     `json:"kills"`
-	Rounds      int     `json:"rounds"`
-	Runs        int     `json:"runs"`
-	Stories     int     `json:"stories_merged"`
-	Commits     int     `json:"agent_commits_checked"`
-	Files       int     `json:"agent_files_checked"`
-	Lost        int     `json:"lost"`
+	Kills   int `json:"kills"`
+	Rounds  int `json:"rounds"`
+	Runs    int `json:"runs"`
+	Stories int `json:"stories_merged"`
+	Commits int `json:"agent_commits_checked"`
+	Files   int `json:"agent_files_checked"`
+	Lost    int `json:"lost"`
+	// LandedOnResume counts the stories a killed run finished and never
+	// landed that a resumed run landed instead of giving to the agent again.
+	LandedOnResume int `json:"landed_on_resume"`
+	// Redone counts stories started again after a kill found them done.
+	Redone      int     `json:"redone_after_done"`
 	FreshMS     float64 `json:"fresh_start_to_first_agent_ms"`
 	ResumeMS    float64 `json:"resume_to_first_agent_ms"`
 	ResumeRatio float64 `json:"resume_ratio"`
@@ -79,7 +84,9 @@ type soakResult struct {
 // default, for CI; bench/soak.sh runs 1,000) have landed and the plan is
 // done; each finished plan is checked: every story merged exactly once,
 // every commit and file an agent made reachable from main or refs/wiggum/,
-// no worktree, branch, lock or process left, git fsck clean.
+// no story whose attempt a kill found recorded done started again (one
+// finished and not yet landed is landed by the resumed run), no worktree,
+// branch, lock or process left, git fsck clean.
 func TestSoakKillResume(t *testing.T) {
 	kills := 25
 	if v := os.Getenv("WIGGUM_SOAK_KILLS"); v != "" {
@@ -153,6 +160,9 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 		"--timeout", "2s", "--grace", "200ms", "--wait-on-limit", "--retries", "3", "--no-progress", "1000", "-q"}
 	logPath := filepath.Join(soak, "log")
 	first := true
+	// doneAt: for each story a kill found recorded as done, how many
+	// times its agent had started then - it must never start again.
+	doneAt := map[string]int{}
 	// startup estimates how long a run takes to get its first agent going
 	// on this machine now (it grows with the load): kills are spread over
 	// that window and past it, and one run in three gets time to land
@@ -196,6 +206,7 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 			t.Fatalf("run %d (killing %v) did not end in 3 minutes\nstdout:\n%s\nstderr:\n%s\nprocesses: %v", run, killing, tail(p.stdout(), 4000), tail(p.stderr(), 20000), withMarker(soak))
 		}
 		code := p.wait(t)
+		res.LandedOnResume += strings.Count(p.stdout(), ": it finished before the crash (")
 		if ms := firstAgentAfter(logPath, started); ms > 0 {
 			startup = (startup*3 + time.Duration(ms*float64(time.Millisecond))) / 4
 			if first {
@@ -213,9 +224,22 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 		switch code {
 		case 0:
 			soakCheck(t, repo, soak, stories, res)
+			starts := agentStarts(t, logPath)
+			for s, n := range doneAt {
+				if starts[s] != n {
+					res.Redone++
+					t.Errorf("%s was recorded done before a kill, with %d agent start(s), and started again (%d in all)", s, n, starts[s])
+				}
+			}
 			return fresh, resumed
 		case 128 + int(syscall.SIGKILL):
 			res.Kills++
+			starts := agentStarts(t, logPath)
+			for _, s := range recordedDone(t, repo) {
+				if _, ok := doneAt[s]; !ok {
+					doneAt[s] = starts[s]
+				}
+			}
 			if res.Kills%10 == 0 {
 				st := wiggum(t, repo, nil, "status", "--json")
 				var s struct {
@@ -232,6 +256,41 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 			t.Fatalf("run %d exited %d\nstdout:\n%s\nstderr:\n%s", run, code, tail(p.stdout(), 3000), p.stderr())
 		}
 	}
+}
+
+// agentStarts counts the soak agent's starts per story.
+func agentStarts(t *testing.T, logPath string) map[string]int {
+	t.Helper()
+	data, err := os.ReadFile(logPath)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if fs := strings.Fields(line); len(fs) == 4 && fs[0] == "start" {
+			n[fs[1]]++
+		}
+	}
+	return n
+}
+
+// recordedDone reads from wiggum status the stories the interrupted run
+// recorded as done.
+func recordedDone(t *testing.T, repo string) []string {
+	t.Helper()
+	st := wiggum(t, repo, nil, "status", "--json")
+	var s struct {
+		Resume *struct {
+			Done []string `json:"done"`
+		} `json:"resume"`
+	}
+	if st.code != 0 || json.Unmarshal([]byte(st.stdout), &s) != nil {
+		t.Fatalf("status after a kill: exit %d\n%s%s", st.code, st.stdout, st.stderr)
+	}
+	if s.Resume == nil {
+		return nil
+	}
+	return s.Resume.Done
 }
 
 // firstAgentAfter is how long after t0 the first agent of a run started,
