@@ -123,10 +123,11 @@ for m in $MACHINES; do
 	[ "$single" -gt 0 ] && scaling=$(printf '%.2f' "$(echo "$single / $w / $m" | bc -l)")
 	ideal=$(echo "(($S + $m - 1) / $m) * $T * 1000000000" | bc)
 	ahead=$(ev claimed | grep -c '"ahead":true' || true)
-	printf 'machines %d: %6.2f s wall, ideal %5.2f s, efficiency %.2f, scaling vs 1 machine %s; per story: claim %5.1f ms + landing %5.1f ms = %5.1f ms (%.1fx a push), %.2f pushes, %.2f fetches; landing retries %d; claimed ahead %d\n' \
+	rode=$(ev claimed | grep -c '"rode":true' || true)
+	printf 'machines %d: %6.2f s wall, ideal %5.2f s, efficiency %.2f, scaling vs 1 machine %s; per story: claim %5.1f ms + landing %5.1f ms = %5.1f ms (%.1fx a push), %.2f pushes, %.2f fetches; landing retries %d; claimed ahead %d (in a landing push %d)\n' \
 		"$m" "$(echo "$w / 1000000000" | bc -l)" "$(echo "$ideal / 1000000000" | bc -l)" "$(echo "$ideal / $w" | bc -l)" "$scaling" \
 		"$(echo "$claim / $S" | bc -l)" "$(echo "$land / $S" | bc -l)" "$(echo "($claim + $land) / $S" | bc -l)" \
 		"$(echo "($claim + $land) / $S / $pushrt" | bc -l)" \
-		"$(echo "$pushes / $S" | bc -l)" "$(echo "$fetches / $S" | bc -l)" "$retries" "$ahead"
+		"$(echo "$pushes / $S" | bc -l)" "$(echo "$fetches / $S" | bc -l)" "$retries" "$ahead" "$rode"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

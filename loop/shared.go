@@ -43,6 +43,10 @@ type Claimed interface {
 	Land(ctx context.Context, branch, subject string) (commit string, attempts int, err error)
 	// Release gives the story back, publishing the branch's commits.
 	Release(ctx context.Context) error
+	// Ended says the work on the story is over: its Land or Release
+	// follows (or it was lost), so a claim made meanwhile may ride along
+	// in the landing's push.
+	Ended()
 }
 
 // share starts a shared run: the local target follows the server's.
@@ -150,7 +154,10 @@ func (p *parallel) storyContext(ctx context.Context, c Claimed, w *worktree.Work
 		case <-sctx.Done():
 		}
 	}()
-	return sctx, cancel
+	return sctx, func() {
+		cancel()
+		c.Ended()
+	}
 }
 
 // giveBack releases a claim whose story is not going on here.

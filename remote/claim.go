@@ -127,6 +127,9 @@ type Held struct {
 	// worked on.
 	Spent time.Duration
 	Ahead bool
+	// Rode: the claim was made in the push of a landing of this process
+	// (Spent is then its own work: its view and its commit, not the push).
+	Rode bool
 	// Moved: the target moved since the view the claim was made from, so
 	// the story may have landed meanwhile; look before working on it.
 	Moved bool
@@ -234,6 +237,21 @@ func (r *Remote) Claim(ctx context.Context, story string, view *View) (*Held, er
 		Start: view.Branches[key], pushed: view.Branches[key], Moved: len(bad) > 0,
 		lost: make(chan struct{}), stop: make(chan struct{})}
 	return h, nil
+}
+
+// newClaim writes a fresh claim on story (key its ref name) for a push
+// that creates its ref, from view v; nothing is pushed.
+func (r *Remote) newClaim(ctx context.Context, story, key string, v *View) (*Held, error) {
+	now := r.now()
+	c := Claim{Story: story, Machine: r.Me.ID, Host: r.Me.Host, PID: os.Getpid(), Run: r.Run,
+		Since: now.UTC(), Time: now.UTC(), LeaseMS: r.Lease.Milliseconds(), Ref: ClaimsPrefix + key}
+	sha, err := r.claimCommit(ctx, &c)
+	if err != nil {
+		return nil, err
+	}
+	c.Commit = sha
+	return &Held{r: r, key: key, Story: story, claim: c, Start: v.Branches[key], pushed: v.Branches[key],
+		lost: make(chan struct{}), stop: make(chan struct{})}, nil
 }
 
 // deadHere reports whether c was made by an earlier process of this very

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -32,6 +33,10 @@ type Coordinator struct {
 	// Only while the plan has more unclaimed stories than machines at
 	// work: at the tail a story waits for no machine that is busy.
 	Ahead bool
+	// Ride makes a claim ahead ride along in the push of a landing of
+	// this process when one is about to push (a story whose work ended,
+	// see Ended): one push then lands a story and claims the next.
+	Ride bool
 	// OnError hears of renewals that failed (and will be retried).
 	OnError func(error)
 
@@ -39,6 +44,13 @@ type Coordinator struct {
 	mine    map[string]bool // stories this process is claiming or holds
 	waiting bool            // one worker already waits for others' stories
 	ahead   *ahead          // the claim made ahead, in flight or made
+	// ending holds the stories whose work ended and whose landing or
+	// release has not: a claim ahead waits for their landing (want).
+	ending map[*Held]chan struct{}
+	// over holds the stories that stopped ending (landed, released or
+	// lost), so that an Ended that comes late does not count them.
+	over map[*Held]bool
+	want *want // the claim ahead waiting to ride along in a landing
 	// landMu makes this process's landings take turns (two at once would
 	// build on the same tip and one would lose the race to the other);
 	// the one whose turn it is lands every story queued in landQ.
@@ -57,6 +69,25 @@ type ahead struct {
 	done  chan struct{} // closed when the attempt ended
 	h     *Held         // nil when nothing was claimed
 	story plan.Story
+}
+
+// want is a claim ahead offered to the landings of this process, to ride
+// along in one's push.
+type want struct {
+	skip  map[string]bool
+	began time.Time
+	done  chan struct{} // closed when resolved
+	// boarded: a landing is pushing with it now.
+	boarded bool
+	// Once resolved: h is the claim made with a landing; otherwise
+	// alone says whether to claim ahead with a push of its own (no
+	// landing took it, or its claim was refused or failed) rather than
+	// not at all (nothing is spare to claim ahead).
+	h        *Held
+	story    plan.Story
+	alone    bool
+	resolved bool
+	prep     time.Duration // the rider's own work: its view, its commit
 }
 
 // DivergedError is a local target branch with commits the server lacks:
@@ -86,7 +117,8 @@ func NewCoordinator(ctx context.Context, r *Remote, main *git.Repo, target, plan
 		return nil, &BadRemoteError{Msg: err.Error()}
 	}
 	poll := min(max(r.Lease/8, 100*time.Millisecond), 300*time.Millisecond)
-	return &Coordinator{R: r, Main: main, Target: target, PlanRel: planRel, Poll: poll, mine: map[string]bool{}}, nil
+	return &Coordinator{R: r, Main: main, Target: target, PlanRel: planRel, Poll: poll, mine: map[string]bool{},
+		ending: map[*Held]chan struct{}{}, over: map[*Held]bool{}}, nil
 }
 
 // Claim claims an open story (in the server's plan) that is not in busy
@@ -168,11 +200,30 @@ func (c *Coordinator) claimAhead(ctx context.Context, busy map[string]bool, just
 	for id := range busy {
 		skip[id] = true
 	}
+	var w *want
+	if c.Ride && len(c.ending) > 0 && c.want == nil {
+		// A story of this process is about to land: the claim rides
+		// along in its push.
+		w = &want{skip: skip, began: time.Now(), done: make(chan struct{})}
+		c.want = w
+	}
 	go func() {
 		defer close(a.done)
 		// The claim outlives a cancelled worker only until Done releases it.
 		ctx := context.WithoutCancel(ctx)
 		began := time.Now()
+		if w != nil {
+			<-w.done
+			if w.h != nil {
+				w.h.Spent, w.h.Ahead, w.h.Rode = w.prep, true, true
+				w.h.Keep(c.OnError)
+				a.h, a.story = w.h, w.story
+				return
+			}
+			if !w.alone {
+				return
+			}
+		}
 		for _, reuse := range []bool{c.R.claimGuess.try(), false} {
 			h, story, next, err := c.tryClaim(ctx, skip, reuse, true)
 			if h != nil {
@@ -453,14 +504,168 @@ func (c *Coordinator) Land(ctx context.Context, h *Held, branch, subject string)
 			}
 			return ms
 		}
-		c.R.LandGroup(ctx, take(), take)
+		var pass passenger
+		if c.Ride {
+			pass = rideWith{c}
+		}
+		c.R.landGroup(ctx, take(), take, pass)
 		for _, q := range batch {
 			close(q.done)
 		}
 	}
 	c.landMu.Unlock()
 	<-req.done
+	c.over1(h)
 	return req.m.Landed, req.m.Err
+}
+
+// Release gives h back (see Held.Release).
+func (c *Coordinator) Release(ctx context.Context, h *Held) error {
+	defer c.over1(h)
+	return h.Release(ctx)
+}
+
+// Ended says that the work on h ended: its landing or release follows,
+// and a claim ahead made meanwhile rides along in that landing's push.
+func (c *Coordinator) Ended(h *Held) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.over[h] || c.ending[h] != nil {
+		return
+	}
+	ch := make(chan struct{})
+	c.ending[h] = ch
+	// A story lost while it ends is neither landed nor released.
+	go func() {
+		select {
+		case <-h.Lost():
+			c.over1(h)
+		case <-ch:
+		}
+	}()
+}
+
+// over1 notes that h is no longer ending; when no story is, a claim ahead
+// still waiting for a landing is made with a push of its own.
+func (c *Coordinator) over1(h *Held) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch := c.ending[h]; ch != nil {
+		close(ch)
+		delete(c.ending, h)
+	}
+	c.over[h] = true
+	if w := c.want; w != nil && len(c.ending) == 0 && !w.boarded {
+		c.resolve(w, nil, plan.Story{}, true)
+	}
+}
+
+// resolve ends the want w; the caller holds c.mu.
+func (c *Coordinator) resolve(w *want, h *Held, story plan.Story, alone bool) {
+	if w.resolved {
+		return
+	}
+	w.h, w.story, w.alone, w.resolved = h, story, alone, true
+	if c.want == w {
+		c.want = nil
+	}
+	close(w.done)
+}
+
+// rideWith is the passenger of a landing: the claim ahead its
+// coordinator wants.
+type rideWith struct{ c *Coordinator }
+
+// board picks the story to claim ahead from the view the landing builds
+// on (the claims as last fetched, the plan at base), as Claim would, but
+// never takes a claim over: a story with any claim is left to a claim of
+// its own.
+func (p rideWith) board(ctx context.Context, base string, landing []string) *Held {
+	c := p.c
+	c.mu.Lock()
+	w := c.want
+	if w == nil || w.boarded || w.resolved {
+		c.mu.Unlock()
+		return nil
+	}
+	w.boarded = true
+	c.mu.Unlock()
+	began := time.Now()
+	h, story, alone := c.rider(ctx, base, landing, w.skip)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w.prep += time.Since(began)
+	if h == nil {
+		w.boarded = false
+		c.resolve(w, nil, plan.Story{}, alone)
+		return nil
+	}
+	w.story = story
+	return h
+}
+
+// rider is the claim a landing on base would make ahead; nil with alone
+// when a claim of its own should look instead, nil without when nothing
+// is spare.
+func (c *Coordinator) rider(ctx context.Context, base string, landing []string, skip map[string]bool) (*Held, plan.Story, bool) {
+	v, err := c.R.Local(ctx, c.Target, c.PlanRel)
+	if err != nil || v.Tip != base {
+		return nil, plan.Story{}, true
+	}
+	busy := maps.Clone(skip)
+	for _, id := range landing {
+		busy[id] = true
+	}
+	if !c.spare(v, busy) {
+		return nil, plan.Story{}, false
+	}
+	for _, s := range spread(v.Plan) {
+		if s.Done || busy[s.ID] {
+			continue
+		}
+		key, err := Key(s.ID)
+		if err != nil || v.Claims[key] != nil || v.Conflicts[key] != nil {
+			continue
+		}
+		if !c.reserve(s.ID) {
+			continue
+		}
+		h, err := c.R.newClaim(ctx, s.ID, key, v)
+		if err != nil {
+			c.Forget(s.ID)
+			return nil, plan.Story{}, true
+		}
+		return h, s, false
+	}
+	return nil, plan.Story{}, true
+}
+
+// off hears the rider's fate: made, it is the claim ahead (starting, when
+// its story has no branch on the server, from the landing's tip); refused
+// or failed, the claim ahead is made with a push of its own; not made
+// because the landing lost a race, it may board the landing's next try.
+func (p rideWith) off(h *Held, made bool, tip string, taken bool, err error) {
+	c := p.c
+	if !made {
+		c.Forget(h.Story)
+	} else if h.Start == "" {
+		h.Start, h.fresh = tip, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.want
+	if w == nil || !w.boarded {
+		return
+	}
+	w.boarded = false
+	switch {
+	case made:
+		c.resolve(w, h, w.story, false)
+	case taken || err != nil:
+		c.resolve(w, nil, plan.Story{}, true)
+	case len(c.ending) == 0:
+		c.resolve(w, nil, plan.Story{}, true)
+	}
 }
 
 // Follow moves the local target branch, and the main working tree on it,

@@ -103,6 +103,28 @@ type Member struct {
 // meanwhile; they join the group. Every member's outcome is set when
 // LandGroup returns.
 func (r *Remote) LandGroup(ctx context.Context, ms []*Member, more func() []*Member) {
+	r.landGroup(ctx, ms, more, nil)
+}
+
+// passenger is a claim that may ride along in a landing's push: its claim
+// ref is created (create-only) in the same atomic push as the landing, so
+// in steady state a story costs one push, not a claim push and a landing
+// push. Atomic means both or neither: a rider refused (another machine
+// claimed its story meanwhile) fails the whole push, and the landing is
+// retried at once without it.
+type passenger interface {
+	// board returns the claim to make with a landing built on base (the
+	// stories in landing land with it), not yet on the server; nil when
+	// none rides this attempt.
+	board(ctx context.Context, base string, landing []string) *Held
+	// off hears what became of a claim board returned: made by the push
+	// whose new target tip is tip, or not (taken: its claim ref was made
+	// by someone else meanwhile; err: the push failed).
+	off(h *Held, made bool, tip string, taken bool, err error)
+}
+
+// landGroup is LandGroup with a passenger.
+func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Member, pass passenger) {
 	type member struct {
 		m            *Member
 		tip          string
@@ -227,10 +249,20 @@ func (r *Remote) LandGroup(ctx context.Context, ms []*Member, more func() []*Mem
 				ups = append(ups, update{dst: h.Branch(), expect: h.pushed})
 			}
 		}
+		var rider *Held
+		if pass != nil {
+			if rider = pass.board(ctx, base, names); rider != nil {
+				ups = append(ups, update{src: rider.claim.Commit, dst: rider.claim.Ref, expect: ""})
+			}
+		}
+		op := "land " + strings.Join(names, ", ")
+		if rider != nil {
+			op += " and claim " + rider.Story
+		}
 		// The push moves this clone's remote-tracking ref of the target
 		// too: no fetch of this process may write it meanwhile.
 		r.fetchMu.Lock()
-		bad, err := r.push(ctx, "land "+strings.Join(names, ", "), ups)
+		bad, err := r.push(ctx, op, ups)
 		if err == nil && len(bad) == 0 {
 			_, _ = r.Repo.Run(ctx, "update-ref", r.Tracking(spec.Target), cur)
 		}
@@ -239,8 +271,22 @@ func (r *Remote) LandGroup(ctx context.Context, ms []*Member, more func() []*Mem
 			if IsNetwork(err) && r.landedAnyway(ctx, ups) {
 				bad, err = map[string]string{}, nil
 			} else {
+				if rider != nil {
+					pass.off(rider, false, "", false, err)
+				}
 				fail(err)
 				return
+			}
+		}
+		if rider != nil {
+			_, taken := bad[rider.claim.Ref]
+			pass.off(rider, len(bad) == 0, cur, taken, nil)
+			if taken && len(bad) == 1 {
+				// Only the rider was refused: the landing goes again
+				// at once without it (the passenger does not board a
+				// second time after a refusal).
+				attempt--
+				continue
 			}
 		}
 		if len(bad) == 0 {

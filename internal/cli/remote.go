@@ -84,10 +84,12 @@ func (s *sharedClaim) Lost() <-chan struct{} { return s.h.Lost() }
 func (s *sharedClaim) Fields() map[string]any {
 	c := s.h.Claim()
 	// claim_ms is what the claim cost; wait_ms what the worker waited for
-	// it (less when it was claimed ahead, while the last story ran).
+	// it (less when it was claimed ahead, while the last story ran). A
+	// claim that rode along in a landing's push (rode) cost its view and
+	// its commit; the push is the landing's, counted in its land_ms.
 	f := map[string]any{"story": s.story.ID, "claim": c.Commit, "machine": s.c.R.Me.String(),
 		"claim_ms": float64(s.h.Spent.Microseconds()) / 1000, "wait_ms": float64(s.took.Microseconds()) / 1000,
-		"ahead": s.h.Ahead, "start": s.h.Start}
+		"ahead": s.h.Ahead, "rode": s.h.Rode, "start": s.h.Start}
 	if s.h.Took != nil {
 		f["took_over"] = s.h.Took.Host + "/" + s.h.Took.Machine
 		f["took_over_why"] = "lease ran out"
@@ -109,8 +111,10 @@ func (s *sharedClaim) Land(ctx context.Context, branch, subject string) (string,
 
 func (s *sharedClaim) Release(ctx context.Context) error {
 	defer s.c.Forget(s.story.ID)
-	return s.h.Release(ctx)
+	return s.c.Release(ctx, s.h)
 }
+
+func (s *sharedClaim) Ended() { s.c.Ended(s.h) }
 
 // sharePlan refuses plans a shared run cannot tick inside a landing commit.
 func sharePlan(p plan.Plan) error {

@@ -332,6 +332,7 @@ func (c *RunCmd) coordinator(ctx context.Context, repo *git.Repo, p plan.Plan, g
 	log := g.Log()
 	coord.OnError = func(err error) { log.Warn("renewing a claim failed; retrying", "err", err) }
 	coord.Ahead = true
+	coord.Ride = true
 	return &sharedRun{c: coord}, nil
 }
 

@@ -1,0 +1,282 @@
+package remote
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/gitserver"
+)
+
+// morePlan gives the fixture's plan seven stories (as pushed by r).
+func morePlan(t *testing.T, r *Remote) {
+	t.Helper()
+	dir := r.Repo.Root
+	text := planText + "- [ ] S-4: fourth\n- [ ] S-5: fifth\n- [ ] S-6: sixth\n- [ ] S-7: seventh\n"
+	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, "commit", "-qam", "plan: six stories")
+	gitIn(t, dir, "push", "-q", "origin", "main")
+}
+
+// rider is a test passenger: board returns what next gives (nil: none),
+// and off records each outcome after check has looked at the server at
+// that moment.
+type rider struct {
+	next  func(base string) *Held
+	check func(h *Held, made, taken bool, err error)
+	offs  []string
+}
+
+func (p *rider) board(_ context.Context, base string, _ []string) *Held { return p.next(base) }
+
+func (p *rider) off(h *Held, made bool, tip string, taken bool, err error) {
+	p.check(h, made, taken, err)
+	switch {
+	case made:
+		p.offs = append(p.offs, "made")
+	case taken:
+		p.offs = append(p.offs, "taken")
+	case err != nil:
+		p.offs = append(p.offs, "failed")
+	default:
+		p.offs = append(p.offs, "raced")
+	}
+}
+
+// A claim that rides along in a landing's push is made with it or not at
+// all: when the claim part is refused (another machine claimed the story
+// meanwhile, seen by the client in the advertisement or by the server at
+// update time), nothing of the push is made and the landing goes again at
+// once without it; when the landing part is refused (the target moved, or
+// the landed story's claim was lost), the rider is not made either.
+func TestRideIsAtomic(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
+		morePlan(t, a)
+		land := func(h *Held, branch string, p passenger) *Member {
+			m := &Member{H: h, Spec: LandSpec{Target: target, Branch: branch, PlanRel: "plan.md", Subject: "Merge " + h.Story}}
+			a.landGroup(ctx, []*Member{m}, nil, p)
+			return m
+		}
+		newRider := func(story string) *Held {
+			v, err := a.Local(ctx, target, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := a.newClaim(ctx, story, story, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}
+
+		// The claim part refused, by the client: b claimed S-2 after a's
+		// last look at the server.
+		h1 := claim(t, a, "S-1")
+		br1 := work(t, a, "S-1", h1.Start, "s1.txt", "S-1\n")
+		hb := claim(t, b, "S-2")
+		base := f.refs()[target]
+		c1, cb := h1.Claim(), hb.Claim()
+		boarded := 0
+		p := &rider{
+			next: func(string) *Held {
+				if boarded++; boarded > 1 {
+					return nil
+				}
+				return newRider("S-2")
+			},
+			check: func(h *Held, made, taken bool, err error) {
+				refs := f.refs()
+				if made || !taken || refs[target] != base || refs[c1.Ref] != c1.Commit || refs[cb.Ref] != cb.Commit {
+					t.Fatalf("a refused rider: made %v taken %v; main %s (was %s), S-1 claim %s, S-2 claim %s (b's %s)",
+						made, taken, refs[target], base, refs[c1.Ref], refs[cb.Ref], cb.Commit)
+				}
+			},
+		}
+		m := land(h1, br1, p)
+		if m.Err != nil || m.Landed == nil || m.Landed.Attempts != 1 {
+			t.Fatalf("landing after a refused rider: %+v %v", m.Landed, m.Err)
+		}
+		refs := f.refs()
+		if refs[target] != m.Landed.Commit || refs[h1.Claim().Ref] != "" || refs[hb.Claim().Ref] != hb.Claim().Commit {
+			t.Fatalf("after the landing: main %s (landed %s), S-1 claim %q, S-2 claim %s (b's %s)", refs[target], m.Landed.Commit, refs[h1.Claim().Ref], refs[hb.Claim().Ref], hb.Claim().Commit)
+		}
+		if strings.Join(p.offs, ",") != "taken" {
+			t.Fatalf("rider outcomes %v, want taken", p.offs)
+		}
+
+		// The claim part refused by the server: a hook creates S-3's
+		// claim between the advertisement and the update.
+		{
+			h4 := claim(t, a, "S-4")
+			br4 := work(t, a, "S-4", h4.Start, "s4.txt", "S-4\n")
+			gitserver.Hook(t, f.bare, "pre-receive", `while read o n r; do
+if [ "$r" = refs/wiggum/claims/S-3 ]; then env -u GIT_QUARANTINE_PATH git update-ref refs/wiggum/claims/S-3 $(git rev-parse refs/wiggum/claims/S-2); fi
+done
+exit 0
+`)
+			base = f.refs()[target]
+			c4 := h4.Claim()
+			boarded = 0
+			p.offs = nil
+			p.next = func(string) *Held {
+				if boarded++; boarded > 1 {
+					return nil
+				}
+				return newRider("S-3")
+			}
+			p.check = func(h *Held, made, taken bool, err error) {
+				refs := f.refs()
+				if made || !taken || refs[target] != base || refs[c4.Ref] != c4.Commit {
+					t.Fatalf("server-refused rider: made %v taken %v err %v; main %s (was %s), S-4 claim %s", made, taken, err, refs[target], base, refs[c4.Ref])
+				}
+			}
+			m = land(h4, br4, p)
+			gitserver.RemoveHook(t, f.bare, "pre-receive")
+			if m.Err != nil || f.refs()[target] != m.Landed.Commit || strings.Join(p.offs, ",") != "taken" {
+				t.Fatalf("landing after a rider the server refused: %+v %v, outcomes %v", m.Landed, m.Err, p.offs)
+			}
+		}
+
+		// The landing part refused: the target moved since a's view. The
+		// rider is not made with the refused push, and is made with the
+		// landing that follows.
+		h5 := claim(t, a, "S-5")
+		br5 := work(t, a, "S-5", h5.Start, "s5.txt", "S-5\n")
+		gitIn(t, b.Repo.Root, "pull", "-q", "origin", "main")
+		if err := os.WriteFile(filepath.Join(b.Repo.Root, "other.txt"), []byte("b\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gitIn(t, b.Repo.Root, "add", "other.txt")
+		gitIn(t, b.Repo.Root, "commit", "-qm", "b moves main")
+		gitIn(t, b.Repo.Root, "push", "-q", "origin", "main")
+		a.landGuess = guess{} // a's first attempt builds on the tip it last saw
+		r6 := newRider("S-6")
+		p.offs = nil
+		p.next = func(string) *Held { return r6 }
+		p.check = func(h *Held, made, taken bool, err error) {
+			got := f.refs()[h.Claim().Ref]
+			if made != (got == h.Claim().Commit) || (!made && got != "") {
+				t.Fatalf("rider made %v, its claim on the server %q", made, got)
+			}
+		}
+		m = land(h5, br5, p)
+		if m.Err != nil || m.Landed.Attempts != 2 || strings.Join(p.offs, ",") != "raced,made" {
+			t.Fatalf("landing on a moved target: %+v %v, rider outcomes %v", m.Landed, m.Err, p.offs)
+		}
+		refs = f.refs()
+		if refs[target] != m.Landed.Commit || refs[r6.Claim().Ref] != r6.Claim().Commit {
+			t.Fatal("the landing and its rider are not both on the server")
+		}
+
+		// The landing part refused: the landed story's claim was taken
+		// away. Neither is made, and nothing more is pushed.
+		h6 := r6
+		br6 := work(t, a, "S-6", m.Landed.Commit, "s6.txt", "S-6\n")
+		if _, err := b.ReleaseStory(ctx, target, "S-6", true); err != nil {
+			t.Fatal(err)
+		}
+		base = f.refs()[target]
+		r7 := newRider("S-7")
+		p.offs = nil
+		p.next = func(string) *Held { return r7 }
+		p.check = func(h *Held, made, taken bool, err error) {
+			if made || f.refs()[h.Claim().Ref] != "" {
+				t.Fatalf("rider of a refused landing: made %v, on the server %q", made, f.refs()[h.Claim().Ref])
+			}
+		}
+		_, before := a.Counts()
+		m = land(h6, br6, p)
+		_, after := a.Counts()
+		if !IsLeaseLost(m.Err) || f.refs()[target] != base || after-before != 1 || strings.Join(p.offs, ",") != "raced" {
+			t.Fatalf("landing a lost claim with a rider: %v, main %s (was %s), %d pushes, outcomes %v", m.Err, f.refs()[target], base, after-before, p.offs)
+		}
+		gitIn(t, f.bare, "fsck", "--strict", "--no-dangling")
+	})
+}
+
+// In steady state a coordinator claims ahead inside its landings' pushes:
+// a story landed and the next one claimed cost one push.
+func TestClaimRidesAlong(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a := f.machine("a", time.Minute, 0)
+		morePlan(t, a)
+		c, err := NewCoordinator(ctx, a, a.Repo, target, "plan.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Ahead, c.Ride = true, true
+		busy := map[string]bool{}
+		// The first claim, and the one made ahead of the second, are
+		// pushes of their own: no landing is under way.
+		h1, s1, err := c.Claim(ctx, busy)
+		if err != nil || h1 == nil {
+			t.Fatalf("first claim: %v", err)
+		}
+		busy[s1.ID] = true
+		br1 := work(t, a, s1.ID, h1.Start, "f1.txt", "one\n")
+		c.Ended(h1)
+		h2, s2, err := c.Claim(ctx, busy)
+		if err != nil || h2 == nil || !h2.Ahead || h2.Rode {
+			t.Fatalf("second claim: %+v %v", h2, err)
+		}
+		busy[s2.ID] = true
+		_, before := a.Counts()
+		l, err := c.Land(ctx, h1, br1, "Merge "+s1.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.mu.Lock()
+		ah := c.ahead
+		c.mu.Unlock()
+		<-ah.done
+		_, after := a.Counts()
+		if ah.h == nil || !ah.h.Rode || after-before != 1 {
+			t.Fatalf("claim ahead %+v after %d push(es), want one riding push", ah.h, after-before)
+		}
+		refs := f.refs()
+		if refs[target] != l.Commit || refs[h1.Claim().Ref] != "" || refs[ah.h.Claim().Ref] != ah.h.Claim().Commit || refs[h2.Claim().Ref] != h2.Claim().Commit {
+			t.Fatalf("server after the riding push: %v", refs)
+		}
+		if ah.h.Start != l.Commit || ah.story.ID == s1.ID || ah.story.ID == s2.ID {
+			t.Fatalf("rider %s starts at %s, want a new story at the landing %s", ah.story.ID, ah.h.Start, l.Commit)
+		}
+		// A run that ends gives the rider back.
+		if err := c.Done(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Release(ctx, h2); err != nil {
+			t.Fatal(err)
+		}
+		for ref := range f.refs() {
+			if strings.HasPrefix(ref, ClaimsPrefix) {
+				t.Fatalf("%s left on the server", ref)
+			}
+		}
+		// With no landing under way, a claim ahead does not wait for one.
+		h3, s3, err := c.Claim(ctx, map[string]bool{})
+		if err != nil || h3 == nil {
+			t.Fatalf("claim: %v", err)
+		}
+		c.mu.Lock()
+		ah = c.ahead
+		c.mu.Unlock()
+		<-ah.done
+		if ah.h == nil || ah.h.Rode || ah.story.ID == s3.ID {
+			t.Fatalf("claim ahead with no landing: %+v", ah.h)
+		}
+		if err := c.Done(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Release(ctx, h3); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
