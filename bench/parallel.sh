@@ -6,7 +6,9 @@
 # Also prints the measured landing cost per story (merge, plan tick and
 # worktree removal under the repository mutex: median and max) and how long
 # a finished story waited for the merge coordinator (median and max), read
-# from the merged events, and the load average before and after. DESIGN.md:
+# from the merged events, the time a worker spends between two of its
+# agents (median and max, from the iteration events), and the load average
+# before and after. DESIGN.md:
 # wall time close to (stories / N) x agent time (efficiency at least 0.9 at
 # N=4), plus a bounded, measured cost per story.
 #
@@ -57,6 +59,18 @@ stat() {
 		awk '{v[NR] = $1} END {if (NR) printf "%.1f / %.1f ms", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[NR]; else print "n/a"}'
 }
 
+# gap FILE: median and max, over every worker, of the time from one of its
+# attempts' end to its next attempt's start (iteration_end to
+# iteration_start of the same worker in the event log): what a worker
+# spends between two agents - handing a story over, getting its next
+# worktree. Seconds since midnight (a run across midnight is left out).
+gap() {
+	grep -h '"event":"iteration_\(start\|end\)"' "$1" 2>/dev/null |
+		sed -n 's/.*"event":"iteration_\([a-z]*\)".*"time":"[0-9-]*T\([0-9]*\):\([0-9]*\):\([0-9.]*\)Z".*"worker":\([0-9]*\).*/\1 \5 \2 \3 \4/p' |
+		awk '{t = $3 * 3600 + $4 * 60 + $5} $1 == "end" {e[$2] = t} $1 == "start" && ($2 in e) {g = (t - e[$2]) * 1000; if (g >= 0) print g; delete e[$2]}' | sort -n |
+		awk '{v[NR] = $1} END {if (NR) printf "%.1f / %.1f ms", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[NR]; else print "n/a"}'
+}
+
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "S=$S stories, agent sleeps T=${T}s, best of $ROUNDS round(s)"
 serial=0
@@ -78,7 +92,10 @@ for n in $WORKERS; do
 	while [ $r -le "$ROUNDS" ]; do
 		if [ -n "${BASE:-}" ]; then
 			w=$(one "$tmp/wiggum-base" "$n")
-			if [ $bbest -eq 0 ] || [ $w -lt $bbest ]; then bbest=$w; fi
+			if [ $bbest -eq 0 ] || [ $w -lt $bbest ]; then
+				bbest=$w
+				cp "$tmp/repo-$n/.ralph/wiggum/events.jsonl" "$tmp/bbest.jsonl"
+			fi
 		fi
 		w=$(one "$tmp/wiggum" "$n")
 		if [ $best -eq 0 ] || [ $w -lt $best ]; then
@@ -91,12 +108,12 @@ for n in $WORKERS; do
 	ideal=$(echo "(($S + $n - 1) / $n) * $T * 1000000000" | bc)
 	land=$(stat land_ms)
 	queued=$(stat queued_ms)
-	printf 'workers %d: %6.2f s wall, ideal (S/N)·T %5.2f s, efficiency %.2f (%.2fx ideal), %.2fx faster than serial; per story: landing (median / max) %s, wait for the coordinator %s\n' \
+	printf 'workers %d: %6.2f s wall, ideal (S/N)·T %5.2f s, efficiency %.2f (%.2fx ideal), %.2fx faster than serial; per story: landing (median / max) %s, wait for the coordinator %s; between two agents of a worker %s\n' \
 		"$n" "$(echo "$best / 1000000000" | bc -l)" "$(echo "$ideal / 1000000000" | bc -l)" \
-		"$(echo "$ideal / $best" | bc -l)" "$(echo "$best / $ideal" | bc -l)" "$(echo "$serial / $best" | bc -l)" "$land" "$queued"
+		"$(echo "$ideal / $best" | bc -l)" "$(echo "$best / $ideal" | bc -l)" "$(echo "$serial / $best" | bc -l)" "$land" "$queued" "$(gap "$tmp/best.jsonl")"
 	if [ -n "${BASE:-}" ]; then
-		printf '  %s: %6.2f s wall, efficiency %.2f; current / base wall %.3f\n' "$BASE" "$(echo "$bbest / 1000000000" | bc -l)" \
-			"$(echo "$ideal / $bbest" | bc -l)" "$(echo "$best / $bbest" | bc -l)"
+		printf '  %s: %6.2f s wall, efficiency %.2f; current / base wall %.3f; between two agents of a worker %s\n' "$BASE" "$(echo "$bbest / 1000000000" | bc -l)" \
+			"$(echo "$ideal / $bbest" | bc -l)" "$(echo "$best / $bbest" | bc -l)" "$(gap "$tmp/bbest.jsonl")"
 	fi
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

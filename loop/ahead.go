@@ -142,6 +142,16 @@ func (p *parallel) makeAhead(ctx context.Context, a *ahead) bool {
 // time, off the workers' path: a worker takes one not being moved, and
 // waits only when every ready one is. a.mu is held on entry and exit.
 func (p *parallel) refreshAhead(a *ahead) {
+	if !slices.ContainsFunc(a.ready, func(m *made) bool { return m.w != nil }) {
+		return
+	}
+	a.mu.Unlock()
+	tip, err := p.r.st.Repo.Line(context.Background(), "rev-parse", "--verify", "--quiet", p.target+"^{commit}")
+	a.mu.Lock()
+	if err != nil {
+		p.r.disp.printf("  the worktrees made ahead stay where they were made: resolve %s: %v", p.target, err)
+		return
+	}
 	for _, m := range append([]*made(nil), a.ready...) {
 		// One a worker took meanwhile is its agent's now.
 		if m.w == nil || !slices.Contains(a.ready, m) {
@@ -149,7 +159,7 @@ func (p *parallel) refreshAhead(a *ahead) {
 		}
 		m.refreshing = true
 		a.mu.Unlock()
-		_, err := m.w.Refresh(context.Background(), p.r.st.Repo)
+		_, err := m.w.Refresh(context.Background(), tip)
 		if err != nil {
 			// Not a reason to stop: the story starts from the tip its
 			// worktree was made at, as if nothing had landed since.

@@ -151,12 +151,11 @@ func (p *parallel) coordinate(ctx context.Context) {
 		// (git worktree commands read each other's entries), and all end
 		// before the mutex is let go.
 		var removing chan struct{}
+		moved := false
 		for j := p.lq.pop(force); j != nil; j = p.lq.pop(false) {
 			began := time.Now()
 			m := p.mergeLocked(ctx, j)
-			if m != nil && !m.Already {
-				p.ah.landed()
-			}
+			moved = moved || m != nil && !m.Already
 			prev, done := removing, make(chan struct{})
 			go func() {
 				defer close(done)
@@ -172,6 +171,11 @@ func (p *parallel) coordinate(ctx context.Context) {
 			<-removing
 		}
 		mu.Unlock()
+		if moved {
+			// Once per hold, not per landing: the worktrees made
+			// ahead move to the tip after the last of a burst.
+			p.ah.landed()
+		}
 	}
 }
 

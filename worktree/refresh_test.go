@@ -26,7 +26,7 @@ func TestRefreshAheadWorktree(t *testing.T) {
 		}
 	}
 	w, w2 := ws[0], ws[1]
-	if moved, err := w.Refresh(ctx, repo); err != nil || moved {
+	if moved, err := w.Refresh(ctx, tip0); err != nil || moved {
 		t.Fatalf("refresh at the tip: moved %v, %v", moved, err)
 	}
 	// A story lands on main meanwhile.
@@ -35,7 +35,7 @@ func TestRefreshAheadWorktree(t *testing.T) {
 	gitT(t, repo.Root, "commit", "-q", "-m", "landed")
 	tip1 := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "main"))
 
-	moved, err := w.Refresh(ctx, repo)
+	moved, err := w.Refresh(ctx, tip1)
 	if err != nil || !moved {
 		t.Fatalf("refresh after a landing: moved %v, %v", moved, err)
 	}

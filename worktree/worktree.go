@@ -263,16 +263,13 @@ func lease(ctx context.Context, name, path string, meta Meta, command []string) 
 }
 
 // Refresh moves a worktree nobody has worked in yet - made ahead of its
-// story - to its target's current tip, so the story starts from what has
-// landed since. The new base is recorded before the branch moves, with
-// the old one as Prev, so a kill in between never makes the branch look
-// like work of its own. It reports whether it moved anything.
-func (w *Worker) Refresh(ctx context.Context, main *git.Repo) (bool, error) {
+// story - to tip, its target's current tip (the caller resolves it once
+// for all its worktrees), so the story starts from what has landed since.
+// The new base is recorded before the branch moves, with the old one as
+// Prev, so a kill in between never makes the branch look like work of its
+// own. It reports whether it moved anything.
+func (w *Worker) Refresh(ctx context.Context, tip string) (bool, error) {
 	ctx = context.WithoutCancel(ctx)
-	tip, err := main.Line(ctx, "rev-parse", "--verify", "--quiet", w.Target+"^{commit}")
-	if err != nil {
-		return false, fmt.Errorf("worktree: resolve %s: %w", w.Target, err)
-	}
 	if tip == w.Base {
 		return false, nil
 	}
