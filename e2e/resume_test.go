@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -240,16 +241,18 @@ func finishedBefore(t *testing.T, dir string) []string {
 	return s.Resume.Done
 }
 
-// checkResumed verifies a resumed run over n stories: each ticked once and
-// landed once, its work on main, every commit made before the kill (before)
-// on main or in a backup, nothing left behind.
-func checkResumed(t *testing.T, dir string, n int, before []string) {
+// checkResumed verifies a resumed parallel run over n stories: each ticked
+// once and landed once, its work on main, every commit made before the
+// kill (before) on main or in a backup, nothing left behind. A serial
+// resume (serial) commits each story's tick with its work, so only its
+// work and the plan are checked story by story.
+func checkResumed(t *testing.T, dir string, n int, before []string, serial bool) {
 	t.Helper()
 	if plan, _ := os.ReadFile(filepath.Join(dir, "plan.md")); strings.Contains(string(plan), "[ ]") {
 		t.Errorf("stories left open:\n%s", plan)
 	}
 	subjects := strings.Split(strings.TrimSpace(mustRun(t, dir, "git", "log", "--format=%s", "main")), "\n")
-	for i := 1; i <= n; i++ {
+	for i := 1; i <= n && !serial; i++ {
 		id := fmt.Sprintf("US-%d", i)
 		ticks, merges, work := 0, 0, 0
 		for _, s := range subjects {
@@ -265,6 +268,9 @@ func checkResumed(t *testing.T, dir string, n int, before []string) {
 		if ticks != 1 || merges > 1 || work != 1 {
 			t.Errorf("%s: %d tick commit(s), %d merge(s), %d work commit(s) on main; want 1, at most 1, 1\n%s", id, ticks, merges, work, strings.Join(subjects, "\n"))
 		}
+	}
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("US-%d", i)
 		if _, err := os.Stat(filepath.Join(dir, "work-"+id+".txt")); err != nil {
 			t.Errorf("%s: its work is not in the tree: %v", id, err)
 		}
@@ -333,7 +339,7 @@ func TestResumeAtEachKillWindow(t *testing.T) {
 			for c := range before {
 				made = append(made, c)
 			}
-			checkResumed(t, dir, stories, made)
+			checkResumed(t, dir, stories, made, false)
 			again := invocations(t, marks)
 			for i, k := range at {
 				for _, s := range k.done {
@@ -360,7 +366,8 @@ func TestResumeAtEachKillWindow(t *testing.T) {
 
 // TestResumeRedoesTamperedFinishedStory: a story finished before the kill,
 // then someone changed its worktree - a commit on its branch after the one
-// its attempt recorded, a file left there, its HEAD detached. Resume must not land that
+// its attempt recorded, a file left there, its HEAD detached - or the run
+// is resumed without --workers, with no merge coordinator to land it. Resume must not land that
 // blindly: it saves the worktree under refs/wiggum/backup/ (the extra
 // commit or file included), says why, and redoes the story.
 func TestResumeRedoesTamperedFinishedStory(t *testing.T) {
@@ -368,6 +375,8 @@ func TestResumeRedoesTamperedFinishedStory(t *testing.T) {
 		"commit":   "its branch wiggum/US-1 moved after the attempt ended",
 		"file":     "its worktree has changes made after the attempt ended (extra.txt)",
 		"detached": "its worktree left wiggum/US-1 after the attempt ended",
+		// Not tampered: resumed without --workers, by a serial run.
+		"serial": "this run is serial, and only a parallel run's merge coordinator lands a worker's branch",
 	} {
 		t.Run(tamper, func(t *testing.T) {
 			dir, marks, args := resumeRepo(t, 2, 2)
@@ -398,11 +407,14 @@ func TestResumeRedoesTamperedFinishedStory(t *testing.T) {
 			before := workCommits(t, dir)
 			ran := invocations(t, marks)
 			writeFile(t, filepath.Join(marks, "resumed"), "")
+			if tamper == "serial" {
+				args = slices.DeleteFunc(args, func(a string) bool { return a == "--workers" || a == "2" })
+			}
 			r := wiggum(t, dir, env, args...)
 			if r.code != 0 {
 				t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
-			checkResumed(t, dir, 2, before)
+			checkResumed(t, dir, 2, before, tamper == "serial")
 			if again := invocations(t, marks); again["US-1"] != ran["US-1"]+1 {
 				t.Errorf("US-1 ran %d time(s) after the resume, want 1 (redone)\n%s", again["US-1"]-ran["US-1"], r.stdout)
 			}
@@ -412,6 +424,9 @@ func TestResumeRedoesTamperedFinishedStory(t *testing.T) {
 			}
 			if run(t, dir, nil, "git", "cat-file", "-e", "main:extra.txt").code == 0 {
 				t.Errorf("the tampered worktree's extra.txt landed on main")
+			}
+			if tamper == "serial" {
+				return
 			}
 			found := false
 			for _, ref := range strings.Fields(mustRun(t, dir, "git", "for-each-ref", "--format=%(refname)", "refs/wiggum/backup/")) {

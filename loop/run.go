@@ -284,8 +284,17 @@ func (r *run) recover(ctx context.Context) error {
 	// exactly as its attempt left it (resume.go). A serial run, or one
 	// shared with other machines, redoes it.
 	opts := worktree.ReclaimOptions{Landed: landed, Command: r.opts.Command, Skip: map[string]bool{}}
-	if r.opts.Workers > 1 && r.opts.Coordinator == nil {
+	switch {
+	case r.opts.Coordinator != nil:
+	case r.opts.Workers > 1:
 		opts.Finished = func(lo worktree.Leftover) (bool, string) { return r.finishedThere(ctx, lo, target, inPlan) }
+	default:
+		opts.Finished = func(lo worktree.Leftover) (bool, string) {
+			if ok, why := r.finishedThere(ctx, lo, target, inPlan); !ok {
+				return false, why
+			}
+			return false, "this run is serial, and only a parallel run's merge coordinator lands a worker's branch (resume with --workers to have such a story landed)"
+		}
 	}
 	for deadline := time.Now().Add(dyingWait); ; {
 		got, err := worktree.Reclaim(ctx, r.st.Repo, target, opts)
