@@ -174,12 +174,15 @@ func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []s
 		return ws, errs
 	}
 	added := make([]*added, len(reqs))
+	// Every request at one target starts from one tip: resolved once,
+	// under the mutex no merge moves it.
+	tips := map[string]string{}
 	var wg sync.WaitGroup
 	for i, r := range reqs {
 		if errs[i] != nil {
 			continue
 		}
-		if added[i], errs[i] = add(ctx, main, parent, names[i], r); errs[i] != nil {
+		if added[i], errs[i] = add(ctx, main, parent, names[i], r, tips); errs[i] != nil {
 			continue
 		}
 		wg.Go(func() {
@@ -210,14 +213,18 @@ type added struct {
 
 // add makes one worktree and its branch; the caller holds the repository
 // mutex and leases it next.
-func add(ctx context.Context, main *git.Repo, parent, base string, r Request) (*added, error) {
+func add(ctx context.Context, main *git.Repo, parent, base string, r Request, tips map[string]string) (*added, error) {
 	from := r.Target
 	if r.Start != "" {
 		from = r.Start
 	}
-	tip, err := main.Line(ctx, "rev-parse", "--verify", "--quiet", from+"^{commit}")
-	if err != nil {
-		return nil, fmt.Errorf("worktree: resolve %s: %w", from, err)
+	tip := tips[from]
+	if tip == "" {
+		var err error
+		if tip, err = main.Line(ctx, "rev-parse", "--verify", "--quiet", from+"^{commit}"); err != nil {
+			return nil, fmt.Errorf("worktree: resolve %s: %w", from, err)
+		}
+		tips[from] = tip
 	}
 	for i := 1; i <= 100; i++ {
 		name := base
