@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/wiggum-dev/wiggum/internal/exitwait"
 )
 
 // ErrNotRepo is returned when a directory is not inside a git working tree.
@@ -130,7 +132,12 @@ func run(ctx context.Context, dir string, env []string, stdin []byte, args ...st
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	err := cmd.Start()
+	if err == nil {
+		exitwait.For(cmd.Process) // parked while git runs, not a thread blocked in waitid
+		err = cmd.Wait()
+	}
+	if err != nil {
 		return stdout.Bytes(), &Error{Args: args, Stderr: stderr.String(), Err: err}
 	}
 	return stdout.Bytes(), nil

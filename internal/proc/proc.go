@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/exitwait"
 )
 
 // SuperviseArg is the hidden first argument that puts wiggum in supervisor mode.
@@ -97,6 +99,7 @@ func Start(ctx context.Context, argv []string, opts Options) (*Process, error) {
 	p := &Process{pid: cmd.Process.Pid, done: make(chan struct{})}
 	p.signal = func(sig syscall.Signal) { _ = cmd.Process.Signal(sig) }
 	go func() {
+		exitwait.For(cmd.Process) // parked while it runs, not blocked in waitid
 		err := cmd.Wait()
 		var ee *exec.ExitError
 		switch {

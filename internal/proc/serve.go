@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/exitwait"
 )
 
 // serveArg, after SuperviseArg, puts the supervisor in pool mode: it runs
@@ -242,7 +244,11 @@ func serveOne(conn *net.UnixConn, m poolMsg, msgs <-chan poolMsg, sigs <-chan os
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	}
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() {
+		// Parked while the command runs, not a thread blocked in waitid.
+		exitwait.For(cmd.Process)
+		waited <- cmd.Wait()
+	}()
 
 	more := msgs != nil
 	var killAt <-chan time.Time

@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/exitwait"
 )
 
 // Supervise is the supervisor mode: args are what Start put after
@@ -49,7 +51,11 @@ func Supervise(args []string) int {
 	}
 	pgid := cmd.Process.Pid
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() {
+		// Parked while the command runs, not a thread blocked in waitid.
+		exitwait.For(cmd.Process)
+		waited <- cmd.Wait()
+	}()
 
 	var killAt <-chan time.Time
 	var code int
