@@ -199,9 +199,12 @@ func (s *State) moveRecordRef(ctx context.Context, value string) error {
 // checkpoint.json is damaged, which stays an error until a checkpoint
 // completes.
 func (s *State) settle(ctx context.Context, pending string) error {
+	if fi, err := os.Stat(pending); err != nil || fi.Size() == 0 {
+		return nil // the usual case: emptied by the last checkpoint
+	}
 	var p Checkpoint
 	if statefile.ReadJSON(pending, &p, func() error { return p.check() }) != nil {
-		return nil // the usual case: emptied by the last checkpoint
+		return nil
 	}
 	ref, err := s.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", s.snapshotRef())
 	if err != nil || ref != p.recordedValue() {
