@@ -28,6 +28,14 @@ type Claim struct {
 	Since   time.Time `json:"since"` // first claimed by this holder
 	Time    time.Time `json:"time"`  // last renewed
 	LeaseMS int64     `json:"lease_ms"`
+	// Ready: the story's work is finished and on its branch on the
+	// server at this commit, to land on Target with the plan Plan ticked,
+	// under Subject. Any machine's landing may carry it, leased on this
+	// exact claim and branch; its holder keeps trying too.
+	Ready   string `json:"ready,omitempty"`
+	Target  string `json:"target,omitempty"`
+	Plan    string `json:"plan,omitempty"`
+	Subject string `json:"subject,omitempty"`
 
 	Ref    string `json:"ref"`    // refs/wiggum/claims/<key>
 	Commit string `json:"commit"` // the claim's value on the server

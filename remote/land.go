@@ -29,6 +29,13 @@ type Landed struct {
 	Commit   string // the landing commit, now the target's tip
 	Base     string // the tip it was built on
 	Attempts int    // pushes it took (more than 1: others landed first)
+	// By is the machine that landed the story when it was not this one
+	// (the story's claim said it was ready, and that machine carried it
+	// in its own landing).
+	By string
+	// Carried lists the other machines' ready stories this landing
+	// carried with it.
+	Carried []string
 }
 
 // ConflictError is a story branch that cannot merge into the target. The
@@ -123,14 +130,16 @@ type passenger interface {
 	off(h *Held, made bool, tip string, taken bool, err error)
 }
 
+// member is one story of a landing group.
+type member struct {
+	m            *Member
+	tip          string // the local branch's tip
+	commit, base string
+	over         bool
+}
+
 // landGroup is LandGroup with a passenger.
 func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Member, pass passenger) {
-	type member struct {
-		m            *Member
-		tip          string
-		commit, base string
-		over         bool
-	}
 	var open []*member
 	var locked []*Held
 	defer func() {
@@ -208,6 +217,27 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 			fail(err)
 			return
 		}
+		// Stories this process marked ready may have been landed by
+		// another machine; ready stories of others land with these.
+		var others []*readyStory
+		if !guessed {
+			v, err := r.Local(ctx, spec.Target, "")
+			if err != nil {
+				fail(err)
+				return
+			}
+			for _, o := range open {
+				if o.m.H.claim.Ready != "" {
+					r.landedByOther(ctx, o.m, v, attempt)
+					o.over = o.m.Landed != nil || o.m.Err != nil
+				}
+			}
+			stillOpen()
+			if len(open) == 0 {
+				return
+			}
+			others = readyOthers(v, spec, open)
+		}
 		// One merge commit per story, each on the one before.
 		cur, look := base, false
 		var in []*member
@@ -239,6 +269,21 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 		if len(in) == 0 {
 			return
 		}
+		// Others' ready stories on top, each leased on its exact ready
+		// claim and branch; one that does not merge is left to its
+		// holder.
+		var carried []string
+		var otherUps []update
+		for _, o := range others {
+			commit, paths, err := r.landingCommit(ctx, cur, o.claim.Ready, LandSpec{Target: spec.Target, PlanRel: spec.PlanRel, Subject: o.claim.Subject},
+				o.claim.Story, Machine{ID: o.claim.Machine, Host: o.claim.Host})
+			if err != nil || paths != nil {
+				continue
+			}
+			cur = commit
+			carried = append(carried, o.claim.Story)
+			otherUps = append(otherUps, update{dst: o.claim.Ref, expect: o.claim.Commit}, update{dst: o.branch, expect: o.claim.Ready})
+		}
 		ups := []update{{src: cur, dst: spec.Target, expect: base}}
 		var names []string
 		for _, o := range in {
@@ -249,6 +294,8 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 				ups = append(ups, update{dst: h.Branch(), expect: h.pushed})
 			}
 		}
+		ups = append(ups, otherUps...)
+		names = append(names, carried...)
 		var rider *Held
 		if pass != nil {
 			if rider = pass.board(ctx, base, names); rider != nil {
@@ -295,7 +342,7 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 			}
 			for _, o := range in {
 				o.m.H.done = true
-				o.m.Landed = &Landed{Commit: o.commit, Base: o.base, Attempts: attempt}
+				o.m.Landed = &Landed{Commit: o.commit, Base: o.base, Attempts: attempt, Carried: carried}
 			}
 			return
 		}
@@ -314,6 +361,11 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 				}
 				now = read[h.claim.Ref]
 			}
+			if now == "" && h.claim.Ready != "" {
+				// Deleted: perhaps another machine carried the ready
+				// story in its landing. The next attempt's fetch tells.
+				continue
+			}
 			lerr := &LeaseLostError{Story: h.Story, Now: now}
 			h.markLost(lerr)
 			o.m.Err, o.over, lost = lerr, true, true
@@ -329,6 +381,9 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 			guessed = false
 			continue
 		}
+		// A race lost: the stories' claims say they are ready, so that
+		// whichever machine lands next lands them too.
+		r.markReady(ctx, in)
 		if attempt >= spec.MaxAttempts {
 			for _, o := range open {
 				o.m.Err = &TooManyRacesError{Story: o.m.H.Story, Attempts: attempt}
@@ -353,6 +408,116 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 	}
 }
 
+// readyStory is another machine's story whose claim says it is ready.
+type readyStory struct {
+	claim  *Claim
+	branch string
+}
+
+// readyOthers lists the ready claims of v that this landing may carry: on
+// its target and plan, not its own members', with the branch on the
+// server at the tip the claim names; in story order.
+func readyOthers(v *View, spec LandSpec, open []*member) []*readyStory {
+	mine := map[string]bool{}
+	for _, o := range open {
+		mine[o.m.H.claim.Ref] = true
+	}
+	var out []*readyStory
+	for _, c := range v.SortedClaims() {
+		if c.Unreadable || c.Ready == "" || mine[c.Ref] || c.Target != spec.Target || c.Plan != spec.PlanRel {
+			continue
+		}
+		key := strings.TrimPrefix(c.Ref, ClaimsPrefix)
+		if v.Branches[key] != c.Ready || v.Conflicts[key] != nil {
+			continue
+		}
+		out = append(out, &readyStory{claim: c, branch: BranchPrefix + key})
+	}
+	return out
+}
+
+// markReady makes the claims of in say that their stories are finished
+// (the claim names the branch tip and the landing's subject), publishing
+// the branches with them in one atomic push, each leased on its exact
+// value: any machine may then land them, leased on those exact values, in
+// its own landing. A member whose claim was lost meanwhile is marked so;
+// a failure only leaves the stories to this process's own retries.
+func (r *Remote) markReady(ctx context.Context, in []*member) {
+	var ups []update
+	var todo []*member
+	claims := map[*member]Claim{}
+	for _, o := range in {
+		h := o.m.H
+		if h.claim.Ready != "" || o.over {
+			continue
+		}
+		c := h.claim
+		c.Time = r.now().UTC()
+		c.Ready, c.Target, c.Plan, c.Subject = o.tip, o.m.Spec.Target, o.m.Spec.PlanRel, o.m.Spec.Subject
+		sha, err := r.claimCommit(ctx, &c)
+		if err != nil {
+			return
+		}
+		c.Commit = sha
+		claims[o] = c
+		todo = append(todo, o)
+		ups = append(ups, update{src: sha, dst: c.Ref, expect: h.claim.Commit})
+		if o.tip != h.pushed {
+			ups = append(ups, update{src: o.tip, dst: h.Branch(), expect: h.pushed})
+		}
+	}
+	if len(ups) == 0 {
+		return
+	}
+	var names []string
+	for _, o := range todo {
+		names = append(names, o.m.H.Story)
+	}
+	bad, err := r.push(ctx, "mark "+strings.Join(names, ", ")+" ready to land", ups)
+	if err != nil || len(bad) > 0 {
+		// Nothing was made; a lost claim shows at the next landing push.
+		return
+	}
+	for _, o := range todo {
+		o.m.H.claim = claims[o]
+		o.m.H.pushed = o.tip
+	}
+}
+
+// landedByOther settles a member whose claim this process marked ready,
+// from v (fetched at this attempt): its claim gone and its story done on
+// the target, another machine landed it (with the exact work the claim
+// named); gone and not done, it was released; replaced, taken over.
+// Otherwise the member stays open.
+func (r *Remote) landedByOther(ctx context.Context, m *Member, v *View, attempt int) {
+	h := m.H
+	now := v.Claims[h.key]
+	if now != nil && now.Commit == h.claim.Commit {
+		return
+	}
+	if now == nil {
+		landed, err := r.Landed(ctx, v.Target, 256)
+		if err == nil {
+			for _, l := range landed {
+				if l.Story == h.Story {
+					h.done = true
+					m.Landed = &Landed{Commit: l.Commit, Attempts: attempt, By: l.By}
+					if m.Landed.By == "" {
+						m.Landed.By = "another machine"
+					}
+					return
+				}
+			}
+		}
+	}
+	lerr := &LeaseLostError{Story: h.Story}
+	if now != nil {
+		lerr.Now = now.Commit
+	}
+	h.markLost(lerr)
+	m.Err = lerr
+}
+
 // landedAnyway reads the server after a push whose answer was lost (a
 // timeout): true when every update was made.
 func (r *Remote) landedAnyway(ctx context.Context, ups []update) bool {
@@ -370,6 +535,9 @@ func (r *Remote) landedAnyway(ctx context.Context, ups []update) bool {
 
 // landingCommit builds the commit that lands tip on base: their merge with
 // the story ticked in the plan. paths is non-nil on a conflict.
+//
+// me is the machine whose work it is; the commit says so, and, when this
+// machine lands another's ready story, which machine landed it.
 func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandSpec, story string, me Machine) (commit string, paths []string, err error) {
 	repo := r.Repo
 	out, err := repo.Run(ctx, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", base, tip)
@@ -421,7 +589,10 @@ func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandS
 		return "", nil, err
 	}
 	msg := fmt.Sprintf("%s\n\nwiggum landed %s (branch %s) from %s.\n\nWiggum-Story: %s\nWiggum-Machine: %s\n",
-		oneLine(spec.Subject), story, strings.TrimPrefix(BranchPrefix, "refs/heads/")+mustKey(story), me.Host, oneLine(story), me.String())
+		oneLine(spec.Subject), story, strings.TrimPrefix(BranchPrefix, "refs/heads/")+mustKey(story), oneLine(me.Host), oneLine(story), oneLine(me.String()))
+	if me != r.Me {
+		msg += "Wiggum-Landed-By: " + r.Me.String() + "\n"
+	}
 	if r.obj.w != nil && r.obj.author != "" && r.obj.committer != "" {
 		commit, err := r.obj.commit(ticked, []string{base, tip}, r.obj.author, r.obj.committer, time.Now(), []byte(msg))
 		if err != nil {

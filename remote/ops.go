@@ -68,17 +68,19 @@ func (r *Remote) ReleaseStory(ctx context.Context, target, story string, force b
 
 // LandedStory is one landing on the target branch.
 type LandedStory struct {
-	Story   string    `json:"story"`
-	Commit  string    `json:"commit"`
-	Machine string    `json:"machine"`
-	Time    time.Time `json:"time"`
+	Story   string `json:"story"`
+	Commit  string `json:"commit"`
+	Machine string `json:"machine"`
+	// By is the machine that landed another's ready story.
+	By   string    `json:"by,omitempty"`
+	Time time.Time `json:"time"`
 }
 
 // Landed lists the stories landed on the fetched target (newest first, at
 // most limit), from the Wiggum-Story trailers of its first-parent history.
 func (r *Remote) Landed(ctx context.Context, target string, limit int) ([]LandedStory, error) {
 	out, err := r.Repo.Run(ctx, "log", "--first-parent", fmt.Sprintf("-n%d", limit),
-		"--format=%H%x00%cI%x00%(trailers:key=Wiggum-Story,valueonly,separator=%x20)%x00%(trailers:key=Wiggum-Machine,valueonly,separator=%x20)%x1e",
+		"--format=%H%x00%cI%x00%(trailers:key=Wiggum-Story,valueonly,separator=%x20)%x00%(trailers:key=Wiggum-Machine,valueonly,separator=%x20)%x00%(trailers:key=Wiggum-Landed-By,valueonly,separator=%x20)%x1e",
 		r.Tracking(target), "--")
 	if err != nil {
 		return nil, fmt.Errorf("remote: read the landings on %s: %w", target, err)
@@ -86,11 +88,11 @@ func (r *Remote) Landed(ctx context.Context, target string, limit int) ([]Landed
 	var res []LandedStory
 	for _, rec := range strings.Split(out, "\x1e") {
 		f := strings.Split(strings.TrimSpace(rec), "\x00")
-		if len(f) != 4 || strings.TrimSpace(f[2]) == "" {
+		if len(f) != 5 || strings.TrimSpace(f[2]) == "" {
 			continue
 		}
 		t, _ := time.Parse(time.RFC3339, f[1])
-		res = append(res, LandedStory{Story: strings.TrimSpace(f[2]), Commit: f[0], Machine: strings.TrimSpace(f[3]), Time: t})
+		res = append(res, LandedStory{Story: strings.TrimSpace(f[2]), Commit: f[0], Machine: strings.TrimSpace(f[3]), By: strings.TrimSpace(f[4]), Time: t})
 	}
 	return res, nil
 }

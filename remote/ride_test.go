@@ -280,3 +280,108 @@ func TestClaimRidesAlong(t *testing.T) {
 		}
 	})
 }
+
+// A story whose landing lost a race is marked ready on the server (its
+// claim names the branch tip, published with it), and the next machine
+// to land carries it in its own atomic push, leased on the exact ready
+// claim and branch: one push lands both, the holder then finds its story
+// landed and pushes nothing. A ready claim that changes under the
+// carrier's push fails that push whole: nothing of it lands.
+func TestReadyStoriesAreCarried(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
+		morePlan(t, a)
+		spec := func(h *Held, branch string) LandSpec {
+			return LandSpec{Target: target, Branch: branch, PlanRel: "plan.md", Subject: "Merge " + h.Story}
+		}
+		ready := func(r *Remote, h *Held, branch string) {
+			t.Helper()
+			tip := gitIn(t, r.Repo.Root, "rev-parse", branch)
+			r.markReady(ctx, []*member{{m: &Member{H: h, Spec: spec(h, branch)}, tip: tip}})
+			c := h.Claim()
+			refs := f.refs()
+			if c.Ready != tip || refs[c.Ref] != c.Commit || refs[h.Branch()] != tip {
+				t.Fatalf("%s not marked ready: claim %+v, server claim %s, branch %s", h.Story, c, refs[c.Ref], refs[h.Branch()])
+			}
+		}
+		ha := claim(t, a, "S-1")
+		bra := work(t, a, "S-1", ha.Start, "s1.txt", "S-1\n")
+		hb := claim(t, b, "S-2")
+		brb := work(t, b, "S-2", hb.Start, "s2.txt", "S-2\n")
+		ready(b, hb, brb)
+		before := f.refs()[target]
+
+		// a lands S-1 and carries b's S-2, in one push.
+		a.landGuess = guess{skip: 1}
+		_, p0 := a.Counts()
+		ma := &Member{H: ha, Spec: spec(ha, bra)}
+		a.LandGroup(ctx, []*Member{ma}, nil)
+		_, p1 := a.Counts()
+		if ma.Err != nil || p1-p0 != 1 || strings.Join(ma.Landed.Carried, ",") != "S-2" {
+			t.Fatalf("a's landing: %+v %v after %d pushes", ma.Landed, ma.Err, p1-p0)
+		}
+		refs := f.refs()
+		// The carried story's merge is on top of a's own.
+		if gitIn(t, f.bare, "rev-parse", "main^1") != ma.Landed.Commit || refs[ClaimsPrefix+"S-1"] != "" || refs[ClaimsPrefix+"S-2"] != "" || refs[hb.Branch()] != "" {
+			t.Fatalf("server after carrying S-2: %v", refs)
+		}
+		plan := gitIn(t, f.bare, "show", "main:plan.md")
+		if !strings.Contains(plan, "- [x] S-1") || !strings.Contains(plan, "- [x] S-2") {
+			t.Fatalf("plan on main:\n%s", plan)
+		}
+		if got := gitIn(t, f.bare, "show", "main:s2.txt"); got != "S-2" {
+			t.Fatalf("b's work did not land: %q", got)
+		}
+		if n := gitIn(t, f.bare, "rev-list", "--count", "--merges", before+"..main"); n != "2" {
+			t.Fatalf("%s merges landed, want 2", n)
+		}
+		if by := gitIn(t, f.bare, "log", "-1", "--format=%(trailers:key=Wiggum-Landed-By,valueonly)%(trailers:key=Wiggum-Machine,valueonly,separator=%x20)", "main"); !strings.Contains(by, a.Me.String()) || !strings.Contains(by, b.Me.String()) {
+			t.Fatalf("S-2's landing commit does not say whose work it is and who landed it: %q", by)
+		}
+
+		// b finds its story landed, and pushes nothing.
+		b.landGuess = guess{skip: 1}
+		_, q0 := b.Counts()
+		mb := &Member{H: hb, Spec: spec(hb, brb)}
+		b.LandGroup(ctx, []*Member{mb}, nil)
+		_, q1 := b.Counts()
+		if mb.Err != nil || mb.Landed == nil || mb.Landed.By != a.Me.String() || q1 != q0 {
+			t.Fatalf("b's landing of a carried story: %+v %v, %d pushes", mb.Landed, mb.Err, q1-q0)
+		}
+
+		// A ready claim that changes between the carrier's view and its
+		// push (a hook stands in for its holder) fails the push whole;
+		// the carrier lands its own story alone on its next try.
+		hc := claim(t, a, "S-3")
+		brc := work(t, a, "S-3", ma.Landed.Commit, "s3.txt", "S-3\n")
+		hd := claim(t, b, "S-4")
+		brd := work(t, b, "S-4", ma.Landed.Commit, "s4.txt", "S-4\n")
+		plain := hd.Claim().Commit
+		ready(b, hd, brd)
+		gitserver.Hook(t, f.bare, "pre-receive", `while read o n r; do
+if [ "$r" = refs/wiggum/claims/S-4 ]; then env -u GIT_QUARANTINE_PATH git update-ref refs/wiggum/claims/S-4 `+plain+`; fi
+done
+exit 0
+`)
+		before = f.refs()[target]
+		a.landGuess = guess{skip: 1}
+		mc := &Member{H: hc, Spec: spec(hc, brc)}
+		a.LandGroup(ctx, []*Member{mc}, nil)
+		gitserver.RemoveHook(t, f.bare, "pre-receive")
+		refs = f.refs()
+		if mc.Err != nil || mc.Landed.Attempts != 2 || len(mc.Landed.Carried) != 0 || refs[target] != mc.Landed.Commit {
+			t.Fatalf("landing past a changed ready claim: %+v %v", mc.Landed, mc.Err)
+		}
+		if refs[ClaimsPrefix+"S-4"] != plain || refs[hd.Branch()] != hd.Claim().Ready {
+			t.Fatalf("S-4's claim %s (want %s), branch %s", refs[ClaimsPrefix+"S-4"], plain, refs[hd.Branch()])
+		}
+		if n := gitIn(t, f.bare, "rev-list", "--count", "--merges", before+"..main"); n != "1" {
+			t.Fatalf("%s merges landed, want 1 (S-3 alone)", n)
+		}
+		if plan := gitIn(t, f.bare, "show", "main:plan.md"); strings.Contains(plan, "- [x] S-4") {
+			t.Fatal("S-4 landed past its changed claim")
+		}
+		gitIn(t, f.bare, "fsck", "--strict", "--no-dangling")
+	})
+}
