@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -231,6 +232,13 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	if c.Workers < 1 || c.Workers > loop.MaxWorkers {
 		return badinput.Errorf("run: --workers must be between 1 and %d, got %d", loop.MaxWorkers, c.Workers)
+	}
+	if c.Workers == 1 {
+		// A serial run's own code does one thing at a time and otherwise
+		// waits for its children: one P spares the runtime's hand-offs
+		// between threads and a third of sysmon's wake-ups, ~48 context
+		// switches an iteration (bench/README.md, loop section).
+		runtime.GOMAXPROCS(1)
 	}
 	prof, err := c.profile()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -15,6 +16,10 @@ import (
 // Supervise is the supervisor mode: args are what Start put after
 // SuperviseArg. It returns the exit code for the supervisor process.
 func Supervise(args []string) int {
+	// The supervisor waits: for its command, for wiggum's messages, for
+	// signals. One P is all it uses, and spares it the runtime's hand-offs
+	// between threads.
+	runtime.GOMAXPROCS(1)
 	if len(args) == 1 && args[0] == serveArg {
 		return serve()
 	}
