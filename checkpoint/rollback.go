@@ -129,7 +129,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if res.BackupRef, err = s.backupAndMove(ctx, current, cp, head); err != nil {
 		return nil, err
 	}
-	if err := s.restoreTree(ctx, lk, idx, tracked, cp, changes, uncommitted); err != nil {
+	if err := s.restoreTree(ctx, cat, lk, idx, tracked, cp, changes, uncommitted); err != nil {
 		return nil, fmt.Errorf("rollback: return the working tree to %s (everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
 	}
 	return res, nil

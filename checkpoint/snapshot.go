@@ -200,7 +200,7 @@ func (s *State) setEntries(ctx context.Context, idx *treeIndex, changes []treeCh
 //
 // The files are written from a second private index holding only the
 // changed entries, so the full index is rewritten once, at the end.
-func (s *State) restoreTree(ctx context.Context, lk *indexLock, idx *treeIndex, tracked []treeChange, cp *Checkpoint, changes, uncommitted []treeChange) error {
+func (s *State) restoreTree(ctx context.Context, cat *git.Cat, lk *indexLock, idx *treeIndex, tracked []treeChange, cp *Checkpoint, changes, uncommitted []treeChange) error {
 	var write []treeChange
 	for _, c := range changes {
 		if c.mode == "" {
@@ -211,7 +211,11 @@ func (s *State) restoreTree(ctx context.Context, lk *indexLock, idx *treeIndex, 
 			write = append(write, c)
 		}
 	}
-	if len(write) > 0 {
+	written, err := s.writeVerbatim(cat, write)
+	if err != nil {
+		return err
+	}
+	if len(write) > 0 && !written {
 		w := s.newTreeIndex("changes")
 		defer w.remove()
 		if ok, err := writeIndex(w.path, write); err != nil {

@@ -2,6 +2,7 @@ package git
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,4 +76,53 @@ func TestCatReportsGitsFailure(t *testing.T) {
 		t.Fatal("a second read after a failure succeeded")
 	}
 	cat.Close()
+}
+
+// TestCatSizes: --batch-command tells sizes without contents; a git
+// without it (before 2.36: here the real git behind a wrapper that rejects
+// the option as such a git does) still reads, and Sizes says it cannot.
+func TestCatSizes(t *testing.T) {
+	dir := testRepo(t)
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := r.Cat(ctx)
+	sizes, ok, err := cat.Sizes("HEAD:a.txt", "HEAD:nope")
+	if err != nil || !ok || len(sizes) != 2 || sizes[0] != 2 || sizes[1] != -1 {
+		t.Fatalf("Sizes = %v %v %v", sizes, ok, err)
+	}
+	if objs, err := cat.Read("HEAD:a.txt"); err != nil || string(objs[0].Data) != "a\n" {
+		t.Fatalf("Read after Sizes: %v %v", objs, err)
+	}
+	cat.Close()
+
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	wrapper := "#!/bin/sh\nfor a; do [ \"$a\" = --batch-command ] && { echo \"error: unknown option \\`batch-command'\" >&2; exit 129; }; done\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for _, sizesFirst := range []bool{true, false} {
+		cat := r.Cat(ctx)
+		if sizesFirst {
+			if _, ok, err := cat.Sizes("HEAD:a.txt"); ok || err != nil {
+				t.Fatalf("Sizes on an old git: ok %v, %v", ok, err)
+			}
+		}
+		objs, err := cat.Read("HEAD:a.txt", "HEAD:b.txt")
+		if err != nil || string(objs[0].Data) != "a\n" || string(objs[1].Data) != "b\n" {
+			t.Fatalf("Read on an old git: %v %v", objs, err)
+		}
+		if _, ok, err := cat.Sizes("HEAD:a.txt"); ok || err != nil {
+			t.Fatalf("Sizes on an old git: ok %v, %v", ok, err)
+		}
+		if err := cat.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

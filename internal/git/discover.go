@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // discover answers what Open's rev-parse would, from a few stats and
@@ -44,11 +43,11 @@ func discover(dir string) *Repo {
 		if err != nil {
 			return nil
 		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok || (!first && uint64(st.Dev) != dev) {
+		d0, _, ok := owner(fi)
+		if !ok || (!first && d0 != dev) {
 			return nil // git stops at a mount point unless told otherwise
 		}
-		dev = uint64(st.Dev)
+		dev = d0
 		dotgit := filepath.Join(d, ".git")
 		if _, err := os.Lstat(dotgit); err == nil {
 			return fromDotGit(d, dotgit)
@@ -147,8 +146,8 @@ func ownedByUs(p string) bool {
 	if err != nil {
 		return false
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Geteuid()
+	_, uid, ok := owner(fi)
+	return ok && uid == os.Geteuid()
 }
 
 // configPlain reports whether no configuration git would read here can

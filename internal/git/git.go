@@ -267,6 +267,7 @@ func binary() string {
 // when the name names no object.
 type Object struct {
 	ID, Type string
+	Size     int64 // -1 when the name names no object
 	Data     []byte
 }
 
@@ -294,13 +295,14 @@ func (r *Repo) Batch(ctx context.Context, names ...string) ([]Object, error) {
 		head := strings.Fields(rest[:nl])
 		rest = rest[nl+1:]
 		if len(head) != 3 {
-			continue // "<name> missing" or "ambiguous"
+			objs[i].Size = -1 // "<name> missing" or "ambiguous"
+			continue
 		}
 		size, err := strconv.Atoi(head[2])
 		if err != nil || size+1 > len(rest) {
 			return nil, fmt.Errorf("git cat-file: bad header %q", strings.Join(head, " "))
 		}
-		objs[i] = Object{ID: head[0], Type: head[1], Data: []byte(rest[:size])}
+		objs[i] = Object{ID: head[0], Type: head[1], Size: int64(size), Data: []byte(rest[:size])}
 		rest = rest[size+1:]
 	}
 	return objs, nil

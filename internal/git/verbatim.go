@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Verbatim reports whether git stores each of paths (relative to the
@@ -56,7 +57,8 @@ func (r *Repo) Verbatim(paths []string) bool {
 		}
 	}
 	for _, f := range files {
-		if _, err := os.Lstat(f); !errors.Is(err, fs.ErrNotExist) {
+		// Not there, or a file where a directory on the way would be.
+		if _, err := os.Lstat(f); !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			return false // there, or cannot tell
 		}
 	}
