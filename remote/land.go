@@ -1,7 +1,9 @@
 package remote
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -164,7 +166,10 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 			if m.Spec.MaxAttempts <= 0 {
 				m.Spec.MaxAttempts = 30
 			}
-			tip, err := r.Repo.Line(ctx, "rev-parse", "--verify", m.Spec.Branch+"^{commit}")
+			tip, err := r.readRef(ctx, m.Spec.Branch)
+			if err == nil && tip == "" {
+				err = fmt.Errorf("no such branch")
+			}
 			if err != nil {
 				m.Err = fmt.Errorf("remote: resolve %s: %w", m.Spec.Branch, err)
 				continue
@@ -238,6 +243,25 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 			}
 			others = readyOthers(v, spec, open)
 		}
+		// The claim riding along is picked while the merges are built
+		// (both only read this clone); one the attempt does not push is
+		// given back.
+		var boarding chan *Held
+		if pass != nil {
+			var stories []string
+			for _, o := range open {
+				stories = append(stories, o.m.H.Story)
+			}
+			boarding = make(chan *Held, 1)
+			go func() { boarding <- pass.board(ctx, base, stories) }()
+		}
+		unboard := func() {
+			if boarding != nil {
+				if h := <-boarding; h != nil {
+					pass.off(h, false, "", false, nil)
+				}
+			}
+		}
 		// One merge commit per story, each on the one before.
 		cur, look := base, false
 		var in []*member
@@ -262,11 +286,13 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 		}
 		stillOpen()
 		if look {
+			unboard()
 			guessed = false
 			attempt--
 			continue
 		}
 		if len(in) == 0 {
+			unboard()
 			return
 		}
 		// Others' ready stories on top, each leased on its exact ready
@@ -297,8 +323,8 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 		ups = append(ups, otherUps...)
 		names = append(names, carried...)
 		var rider *Held
-		if pass != nil {
-			if rider = pass.board(ctx, base, names); rider != nil {
+		if boarding != nil {
+			if rider = <-boarding; rider != nil {
 				ups = append(ups, update{src: rider.claim.Commit, dst: rider.claim.Ref, expect: ""})
 			}
 		}
@@ -561,7 +587,7 @@ func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandS
 	// The plan as the target has it (is the story still open?) and as the
 	// merge has it (what to tick), in one read.
 	baseName, treeName := base+":"+spec.PlanRel, tree+":"+spec.PlanRel
-	objs, err := r.readObjects(ctx, []string{baseName, treeName})
+	objs, err := r.readObjects(ctx, []string{baseName, treeName, tree})
 	if err != nil {
 		return "", nil, err
 	}
@@ -584,7 +610,11 @@ func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandS
 	if !found {
 		return "", nil, &plan.NotFoundError{ID: story, Path: spec.PlanRel + " on the target branch"}
 	}
-	ticked, err := r.tickTree(ctx, tree, objs[treeName].data, spec.PlanRel, story)
+	var root []byte
+	if o := objs[tree]; o.typ == "tree" {
+		root = o.data
+	}
+	ticked, err := r.tickTree(ctx, tree, root, objs[treeName].data, spec.PlanRel, story)
 	if err != nil {
 		return "", nil, err
 	}
@@ -618,7 +648,9 @@ func mustKey(story string) string {
 // tickTree returns tree with story ticked in its plan (whose content is
 // data), replacing one blob with mktree along the plan's path (no index,
 // so its cost does not grow with the repository).
-func (r *Remote) tickTree(ctx context.Context, tree string, data []byte, planRel, story string) (string, error) {
+//
+// root is tree's raw content when already read (nil: read it).
+func (r *Remote) tickTree(ctx context.Context, tree string, root, data []byte, planRel, story string) (string, error) {
 	p, dir, err := planFile(data, planRel)
 	if err != nil {
 		return "", err
@@ -640,15 +672,26 @@ func (r *Remote) tickTree(ctx context.Context, tree string, data []byte, planRel
 	if err != nil {
 		return "", fmt.Errorf("remote: write the ticked plan: %w", err)
 	}
-	return r.replaceBlob(ctx, tree, strings.Split(planRel, "/"), strings.TrimSpace(blob))
+	return r.replaceBlob(ctx, tree, root, strings.Split(planRel, "/"), strings.TrimSpace(blob))
 }
 
-func (r *Remote) replaceBlob(ctx context.Context, tree string, path []string, blob string) (string, error) {
-	out, err := r.Repo.Run(ctx, "ls-tree", "-z", tree)
-	if err != nil {
-		return "", fmt.Errorf("remote: read tree %s: %w", tree, err)
+// replaceBlob writes tree with the blob at path replaced; raw is tree's
+// content when already read (nil: ls-tree reads it).
+func (r *Remote) replaceBlob(ctx context.Context, tree string, raw []byte, path []string, blob string) (string, error) {
+	var entries []string
+	if raw != nil {
+		var ok bool
+		if entries, ok = treeEntries(raw); !ok {
+			raw = nil
+		}
 	}
-	entries := git.SplitZ(out)
+	if raw == nil {
+		out, err := r.Repo.Run(ctx, "ls-tree", "-z", tree)
+		if err != nil {
+			return "", fmt.Errorf("remote: read tree %s: %w", tree, err)
+		}
+		entries = git.SplitZ(out)
+	}
 	found := false
 	for i, e := range entries {
 		meta, name, ok := strings.Cut(e, "\t")
@@ -661,7 +704,8 @@ func (r *Remote) replaceBlob(ctx context.Context, tree string, path []string, bl
 			if f[1] != "tree" {
 				return "", fmt.Errorf("remote: %s is not a directory in the target", name)
 			}
-			if sha, err = r.replaceBlob(ctx, f[2], path[1:], blob); err != nil {
+			var err error
+			if sha, err = r.replaceBlob(ctx, f[2], nil, path[1:], blob); err != nil {
 				return "", err
 			}
 		}
@@ -681,6 +725,30 @@ func (r *Remote) replaceBlob(ctx context.Context, tree string, path []string, bl
 		return "", fmt.Errorf("remote: write a tree: %w", err)
 	}
 	return strings.TrimSpace(newTree), nil
+}
+
+// treeEntries reads a raw SHA-1 tree object as ls-tree -z entries ("mode
+// type id\tname"); ok is false when it is not one.
+func treeEntries(raw []byte) ([]string, bool) {
+	var out []string
+	for len(raw) > 0 {
+		sp := bytes.IndexByte(raw, ' ')
+		nul := bytes.IndexByte(raw, 0)
+		if sp <= 0 || nul < sp || len(raw) < nul+1+20 {
+			return nil, false
+		}
+		mode, name := string(raw[:sp]), string(raw[sp+1:nul])
+		typ := "blob"
+		switch mode {
+		case "40000":
+			typ = "tree"
+		case "160000":
+			typ = "commit"
+		}
+		out = append(out, fmt.Sprintf("%06s %s %s\t%s", mode, typ, hex.EncodeToString(raw[nul+1:nul+21]), name))
+		raw = raw[nul+21:]
+	}
+	return out, true
 }
 
 // markConflict publishes the branch, releases the claim and marks the

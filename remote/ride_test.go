@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -384,4 +385,48 @@ exit 0
 		}
 		gitIn(t, f.bare, "fsck", "--strict", "--no-dangling")
 	})
+}
+
+// A landing reads the merged tree with the plan, in one cat-file: its
+// entries must be what ls-tree says, for every kind of entry.
+func TestTreeEntriesMatchLsTree(t *testing.T) {
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "-q")
+	for name, content := range map[string]string{"a.txt": "a\n", "d/b.txt": "b\n", "run.sh": "#!/bin/sh\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a.txt", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, "add", "-A")
+	tree := gitIn(t, dir, "write-tree")
+	// A gitlink (submodule entry) as well.
+	head := gitIn(t, dir, "commit-tree", tree, "-m", "x")
+	gitIn(t, dir, "update-index", "--add", "--cacheinfo", "160000,"+head+",sub")
+	tree = gitIn(t, dir, "write-tree")
+	cmd := exec.Command("git", "cat-file", "tree", tree)
+	cmd.Dir = dir
+	data, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := treeEntries(data)
+	if !ok {
+		t.Fatal("not read as a tree")
+	}
+	want := strings.Split(strings.TrimRight(gitIn(t, dir, "ls-tree", "-z", tree), "\x00"), "\x00")
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("entries:\n%s\nls-tree:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, ok := treeEntries([]byte("100644 x")); ok {
+		t.Fatal("a cut tree was read")
+	}
 }
