@@ -77,3 +77,28 @@ func TestRollbackWritesFilesAsGitDoes(t *testing.T) {
 		t.Fatalf("the executable bit is lost:\n%s", results[true])
 	}
 }
+
+// TestRollbackLargeFilesGoThroughGit: files past the in-process limits are
+// hashed and written by git, and come back byte for byte.
+func TestRollbackLargeFilesGoThroughGit(t *testing.T) {
+	r := newRepo(t)
+	big := strings.Repeat("0123456789abcdef", (inProcessCheckoutLimit+1)/16+1)
+	r.write("big.bin", big)
+	r.git("add", "big.bin")
+	r.git("commit", "-q", "-m", "big")
+	r.write("big.bin", big+"dirty at the checkpoint\n")
+	mustSave(t, r, "")
+	want := r.fingerprint()
+	r.write("big.bin", "the agent shrank it\n")
+	r.write("new-big.bin", big)
+	res, err := r.st.Rollback(ctx, RollbackOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.fingerprint(); got != want {
+		t.Fatal("the large file did not come back")
+	}
+	if got := r.git("cat-file", "-s", res.BackupRef+":new-big.bin"); got != fmt.Sprint(len(big)) {
+		t.Fatalf("the backup's copy of the agent's large file has %s bytes, want %d", got, len(big))
+	}
+}
