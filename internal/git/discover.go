@@ -155,10 +155,13 @@ func ownedByUs(p string) bool {
 // core.hooksPath, core.worktree, an include, or a core.bare other than
 // false.
 func configPlain(commonDir, gitDir string) bool {
-	return configLacks(commonDir, gitDir, func(line string) bool {
-		return strings.Contains(line, "bare") && line != "bare=false"
-	}, "hookspath", "worktree", "include")
+	return configLacks(commonDir, gitDir, bareSet, layoutWords...)
 }
+
+// layoutWords and bareSet are configPlain's test of a config line.
+var layoutWords = []string{"hookspath", "worktree", "include"}
+
+func bareSet(line string) bool { return strings.Contains(line, "bare") && line != "bare=false" }
 
 // configLacks reports whether no line of any config file git reads here
 // (system, global, the repository's, this worktree's; lower-cased, blanks
@@ -213,13 +216,8 @@ func xdgConfig() (xdg, home string) {
 	return xdg, home
 }
 
-// plainConfig is configPlain's test for one file.
-func plainConfig(data []byte) bool {
-	return linesLack(data, func(line string) bool {
-		return strings.Contains(line, "bare") && line != "bare=false"
-	}, "hookspath", "worktree", "include")
-}
-
+// linesLack reports whether no line of data (lower-cased, blanks removed)
+// holds one of words or matches also (nil for none).
 func linesLack(data []byte, also func(line string) bool, words ...string) bool {
 	for _, line := range strings.Split(strings.ToLower(string(data)), "\n") {
 		line = strings.Join(strings.Fields(line), "")

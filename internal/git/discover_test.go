@@ -204,8 +204,8 @@ func TestPlainConfig(t *testing.T) {
 		"[core]\n\tworktree = /x\n":                 false,
 		"[user]\n\tname = a\n":                      true,
 	} {
-		if got := plainConfig([]byte(text)); got != want {
-			t.Errorf("plainConfig(%q) = %v, want %v", text, got, want)
+		if got := linesLack([]byte(text), bareSet, layoutWords...); got != want {
+			t.Errorf("config %q read as plain: %v, want %v", text, got, want)
 		}
 	}
 }
