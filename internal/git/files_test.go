@@ -102,4 +102,18 @@ func TestRefValueReadsWhatGitReads(t *testing.T) {
 	if _, ok := r.RefValue("HEAD"); ok {
 		t.Fatal("a symbolic ref read as known")
 	}
+	// A packed ref shadowed by a loose one: the loose file wins, as in git.
+	gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "next")
+	next := gitT(t, dir, "rev-parse", "HEAD")
+	gitT(t, dir, "update-ref", "refs/wiggum/x", next)
+	if v, ok := r.RefValue("refs/wiggum/x"); !ok || v != next || v != gitT(t, dir, "rev-parse", "refs/wiggum/x") {
+		t.Fatalf("loose over packed: %q %v, want %s", v, ok, next)
+	}
+	// Refs kept another way (reftable) are git's to read.
+	if err := os.Mkdir(filepath.Join(dir, ".git", "reftable"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.RefValue("refs/wiggum/x"); ok {
+		t.Fatal("a reftable repository's ref read from files")
+	}
 }
