@@ -69,6 +69,7 @@ type ahead struct {
 	done  chan struct{} // closed when the attempt ended
 	h     *Held         // nil when nothing was claimed
 	story plan.Story
+	w     *want // the landing it waits to ride along in; nil: none
 }
 
 // want is a claim ahead offered to the landings of this process, to ride
@@ -205,7 +206,7 @@ func (c *Coordinator) claimAhead(ctx context.Context, busy map[string]bool, just
 		// A story of this process is about to land: the claim rides
 		// along in its push.
 		w = &want{skip: skip, began: time.Now(), done: make(chan struct{})}
-		c.want = w
+		c.want, a.w = w, w
 	}
 	go func() {
 		defer close(a.done)
@@ -252,6 +253,11 @@ func (c *Coordinator) takeAhead(ctx context.Context, busy map[string]bool) (*Hel
 	c.mu.Lock()
 	a := c.ahead
 	c.ahead = nil
+	if a != nil && a.w != nil && !a.w.boarded {
+		// A worker wants the story now: no waiting for a landing that
+		// has not pushed yet (one losing races may take a while).
+		c.resolve(a.w, nil, plan.Story{}, true)
+	}
 	c.mu.Unlock()
 	if a == nil {
 		return nil, plan.Story{}
@@ -641,9 +647,9 @@ func (c *Coordinator) rider(ctx context.Context, base string, landing []string, 
 }
 
 // off hears the rider's fate: made, it is the claim ahead (starting, when
-// its story has no branch on the server, from the landing's tip); refused
-// or failed, the claim ahead is made with a push of its own; not made
-// because the landing lost a race, it may board the landing's next try.
+// its story has no branch on the server, from the landing's tip);
+// otherwise (refused, failed, or the landing lost a race and will take a
+// while) the claim ahead is made with a push of its own.
 func (p rideWith) off(h *Held, made bool, tip string, taken bool, err error) {
 	c := p.c
 	if !made {
@@ -658,12 +664,9 @@ func (p rideWith) off(h *Held, made bool, tip string, taken bool, err error) {
 		return
 	}
 	w.boarded = false
-	switch {
-	case made:
+	if made {
 		c.resolve(w, h, w.story, false)
-	case taken || err != nil:
-		c.resolve(w, nil, plan.Story{}, true)
-	case len(c.ending) == 0:
+	} else {
 		c.resolve(w, nil, plan.Story{}, true)
 	}
 }

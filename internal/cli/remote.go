@@ -276,6 +276,10 @@ func printShared(w io.Writer, rep *SharedStatus, landed bool) {
 		if !c.Live {
 			state = "STALE: another machine may take it over"
 		}
+		if c.Ready != "" {
+			// Its landing lost a race: the next machine to land carries it.
+			state = fmt.Sprintf("finished, ready to land at %.12s · %s", c.Ready, state)
+		}
 		who := fmt.Sprintf("%s/%s pid %d", c.Host, c.Machine, c.PID)
 		if c.Unreadable {
 			who = "unreadable claim (not written by wiggum)"
@@ -291,7 +295,11 @@ func printShared(w io.Writer, rep *SharedStatus, landed bool) {
 	if landed {
 		fmt.Fprintf(w, "landed (%d):\n", len(rep.Landed))
 		for _, l := range rep.Landed {
-			fmt.Fprintf(w, "  %-16s %.12s · %s · %s\n", l.Story, l.Commit, l.Machine, l.Time.Local().Format("15:04:05"))
+			by := ""
+			if l.By != "" {
+				by = " · landed by " + l.By
+			}
+			fmt.Fprintf(w, "  %-16s %.12s · %s%s · %s\n", l.Story, l.Commit, l.Machine, by, l.Time.Local().Format("15:04:05"))
 		}
 	}
 }
