@@ -13,7 +13,6 @@ package checkpointentry
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,9 +20,8 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
-	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/internal/exitcode"
 	"github.com/wiggum-dev/wiggum/internal/signals"
-	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 func init() {
@@ -189,27 +187,5 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// ExitCode is the exit code of an error from Run: the CLI's mapping
-// (internal/cli's exitCode, which its test holds this to) for the error
-// classes these two commands can return.
-func ExitCode(err error) int {
-	var (
-		held    *layout.HeldError
-		refused *checkpoint.RefusedError
-		corrupt *statefile.CorruptError
-	)
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &held):
-		return 3
-	case errors.As(err, &refused):
-		return 4
-	case errors.As(err, &corrupt):
-		return 1
-	case badinput.Is(err):
-		return 2
-	default:
-		return 1
-	}
-}
+// ExitCode is the exit code of an error from Run.
+func ExitCode(err error) int { return exitcode.Of(err, exitcode.Extra{}) }
