@@ -239,3 +239,54 @@ func TestKilledWhileMakingAhead(t *testing.T) {
 		})
 	}
 }
+
+// TestStopDropsWorktreesMadeAhead: a run that stops with worktrees made
+// ahead that no worker took (here at --max-iterations 2, after stories 1
+// and 2, whose agents wait until the worktrees of 3 and 4 exist) removes
+// them and their branches, saves nothing, and leaves their stories open:
+// exit 5, and the next run does them.
+func TestStopDropsWorktreesMadeAhead(t *testing.T) {
+	dir := newRepo(t)
+	marks := t.TempDir()
+	aheadPlan(t, dir, 4)
+	agent := filepath.Join(marks, "agent.sh")
+	writeFile(t, agent, `cat > /dev/null
+case $WIGGUM_STORY in US-1|US-2)
+  i=0
+  until [ -e ../US-3/.git ] && [ -e ../US-4/.git ]; do
+    i=$((i + 1)); [ $i -gt 1200 ] && { echo "no worktree made ahead" > "`+marks+`/fail-$WIGGUM_STORY"; exit 1; }
+    sleep 0.05
+  done ;;
+esac
+echo "$WIGGUM_STORY" > "f-$WIGGUM_STORY.txt"
+`)
+	args := []string{"run", "--plan", "plan.md", "--workers", "2", "--agent-cmd", "sh " + agent}
+	r := wiggum(t, dir, nil, append(args, "--max-iterations", "2")...)
+	if r.code != 5 {
+		t.Fatalf("run: exit %d, want 5 (work left)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, s := range []string{"US-1", "US-2"} {
+		if f, err := os.ReadFile(filepath.Join(marks, "fail-"+s)); err == nil {
+			t.Fatalf("%s: %s", s, f)
+		}
+	}
+	plan, _ := os.ReadFile(filepath.Join(dir, "plan.md"))
+	if !strings.Contains(string(plan), "- [x] US-1") || !strings.Contains(string(plan), "- [x] US-2") ||
+		!strings.Contains(string(plan), "- [ ] US-3") || !strings.Contains(string(plan), "- [ ] US-4") {
+		t.Errorf("plan after the cap:\n%s", plan)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, ".ralph/wiggum/worktrees")); len(ents) != 0 {
+		t.Errorf("%d worktree directories left after the stop", len(ents))
+	}
+	if b := mustRun(t, dir, "git", "for-each-ref", "refs/heads/wiggum/", "refs/wiggum/backup/"); b != "" {
+		t.Errorf("left after the stop:\n%s", b)
+	}
+	if s := mustRun(t, dir, "git", "status", "--porcelain"); s != "" {
+		t.Errorf("main tree left dirty:\n%s", s)
+	}
+	r = wiggum(t, dir, nil, args...)
+	if r.code != 0 {
+		t.Fatalf("second run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	checkLandedOnce(t, dir, 4)
+}
