@@ -28,8 +28,8 @@ import (
 // still open.
 type ahead struct {
 	workers int
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when the maker has returned
+	cancel  context.CancelFunc // stops the maker's waits
+	done    chan struct{}      // closed when the maker has returned
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -49,12 +49,23 @@ type made struct {
 	refreshing bool
 }
 
+// newAhead is the state of the worktrees made ahead, made before the merge
+// coordinator starts (it tells of its landings); startAhead starts making
+// them.
+func newAhead(workers int) *ahead {
+	a := &ahead{workers: workers, done: make(chan struct{})}
+	a.cond = sync.NewCond(&a.mu)
+	return a
+}
+
 // startAhead starts making worktrees ahead, once the first round's own
 // worktrees (first) are made: those start agents now, these later.
-func (p *parallel) startAhead(ctx context.Context, workers int, first []*started) *ahead {
-	ctx, cancel := context.WithCancel(ctx)
-	a := &ahead{workers: workers, cancel: cancel, done: make(chan struct{})}
-	a.cond = sync.NewCond(&a.mu)
+func (p *parallel) startAhead(ctx context.Context, first []*started) {
+	a := p.ah
+	if a == nil {
+		return
+	}
+	ctx, a.cancel = context.WithCancel(ctx)
 	go func() {
 		defer close(a.done)
 		defer a.stop()
@@ -64,7 +75,6 @@ func (p *parallel) startAhead(ctx context.Context, workers int, first []*started
 		for p.makeAhead(ctx, a) {
 		}
 	}()
-	return a
 }
 
 // landed tells the maker that the target moved: the worktrees ready now
@@ -215,7 +225,9 @@ func (p *parallel) stopping(ctx context.Context) bool {
 // stop ends the making (a wait for a paused gate or for the repository
 // mutex returns at once) and wakes the workers waiting for it.
 func (a *ahead) stop() {
-	a.cancel()
+	if a.cancel != nil {
+		a.cancel()
+	}
 	a.mu.Lock()
 	a.closed = true
 	a.mu.Unlock()

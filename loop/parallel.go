@@ -67,6 +67,9 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 	if opts.Coordinator != nil {
 		p.share(ctx, opts.Coordinator)
 	}
+	if p.coord == nil && opts.Workers > 1 {
+		p.ah = newAhead(opts.Workers)
+	}
 	r.begin(opts.Workers)
 	// The merge coordinator lands what workers finish while they go on
 	// to their next stories; a signal stops the workers, not the
@@ -78,9 +81,7 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 	}()
 	p.landResumed(ctx)
 	first := p.prepare(ctx, opts.Workers)
-	if p.coord == nil && opts.Workers > 1 {
-		p.ah = p.startAhead(ctx, opts.Workers, first)
-	}
+	p.startAhead(ctx, first)
 	var wg sync.WaitGroup
 	for i := range opts.Workers {
 		wg.Go(func() {
