@@ -84,12 +84,26 @@ func parseDaemonURL(raw string) *daemon {
 // connect opens a connection to the daemon and requests service on it, as
 // git would; the returned file is the socket (blocking, for a child).
 func (d *daemon) connect(ctx context.Context, service string) (*os.File, error) {
+	conn, err := d.dial(ctx, service)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.File()
+}
+
+// dial opens a connection to the daemon and requests service on it.
+func (d *daemon) dial(ctx context.Context, service string) (*net.TCPConn, error) {
 	var dialer net.Dialer
 	conn, err := dialer.DialContext(ctx, "tcp", d.addr)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
+	tc, ok := conn.(*net.TCPConn)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("not a TCP connection")
+	}
 	req := service + " " + d.path + "\x00host=" + d.host + "\x00"
 	if deadline, ok := ctx.Deadline(); ok {
 		_ = conn.SetWriteDeadline(deadline)
@@ -97,12 +111,9 @@ func (d *daemon) connect(ctx context.Context, service string) (*os.File, error) 
 		_ = conn.SetWriteDeadline(time.Now().Add(DefaultTimeout))
 	}
 	if _, err := fmt.Fprintf(conn, "%04x%s", len(req)+4, req); err != nil {
+		conn.Close()
 		return nil, err
 	}
 	_ = conn.SetWriteDeadline(time.Time{})
-	tc, ok := conn.(*net.TCPConn)
-	if !ok {
-		return nil, fmt.Errorf("not a TCP connection")
-	}
-	return tc.File()
+	return tc, nil
 }

@@ -28,6 +28,17 @@ func (r *Remote) push(ctx context.Context, op string, ups []update) (map[string]
 // pushRefs is push, atomic or not: a push that is not makes each update
 // whose expectation holds, whatever happens to the others.
 func (r *Remote) pushRefs(ctx context.Context, op string, ups []update, atomic bool) (map[string]string, error) {
+	if r.daemon != nil && !r.noSendPack.Load() {
+		bad, err := r.sendPack(ctx, op, ups, atomic)
+		if !errors.Is(err, errNoSendPack) {
+			r.stats.mu.Lock()
+			r.stats.Pushes++
+			r.stats.mu.Unlock()
+			return bad, err
+		}
+		// An older server: git pushes from now on.
+		r.noSendPack.Store(true)
+	}
 	args := []string{"push", "--porcelain", "--no-verify"}
 	if atomic && len(ups) > 1 {
 		args = append(args, "--atomic")

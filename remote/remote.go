@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -69,6 +70,8 @@ type Remote struct {
 	// daemon is the git:// server connected to by this process; nil when
 	// git connects itself.
 	daemon *daemon
+	// noSendPack: the daemon lacks what sendPack needs; git pushes.
+	noSendPack atomic.Bool
 	// landGuess and claimGuess decide whether a landing or a claim starts
 	// from what this clone last saw of the server instead of fetching.
 	landGuess, claimGuess guess

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -429,4 +430,58 @@ func TestTreeEntriesMatchLsTree(t *testing.T) {
 	if _, ok := treeEntries([]byte("100644 x")); ok {
 		t.Fatal("a cut tree was read")
 	}
+}
+
+// Against git daemon, pushes are spoken by this process on its own
+// connection (not git push through git-remote-fd), and say what git
+// push would: leases checked by the client and by the server, atomic
+// refusals whole, the server's report read.
+func TestDaemonPushIsDirect(t *testing.T) {
+	f := newFixture(t, "daemon")
+	ctx := context.Background()
+	a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
+	if a.daemon == nil {
+		t.Fatal("the daemon is not connected to directly")
+	}
+	h := claim(t, a, "S-1")
+	branch := work(t, a, "S-1", h.Start, "a.txt", "a\n")
+	// The server's report for a refusal at update time: b's claim of
+	// S-2 is made by a hook between the advertisement and the update.
+	gitserver.Hook(t, f.bare, "pre-receive", `while read o n r; do
+if [ "$r" = refs/wiggum/claims/S-2 ]; then env -u GIT_QUARANTINE_PATH git update-ref refs/wiggum/claims/S-2 `+h.Claim().Commit+`; fi
+done
+echo "hook says hello" >&2
+exit 0
+`)
+	v, err := a.Local(ctx, target, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := a.newClaim(ctx, "S-2", "S-2", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := a.sendPack(ctx, "claim S-2", []update{{src: h2.claim.Commit, dst: h2.claim.Ref, expect: ""}}, true)
+	if err != nil || bad[h2.claim.Ref] != h.Claim().Commit {
+		t.Fatalf("claim refused at update time: %v %v", bad, err)
+	}
+	gitserver.RemoveHook(t, f.bare, "pre-receive")
+	// A landing through it; the server has every object it needs.
+	if _, err := h.Land(ctx, LandSpec{Target: target, Branch: branch, PlanRel: "plan.md", Subject: "Merge S-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if a.noSendPack.Load() {
+		t.Fatal("a fell back to git push")
+	}
+	if got := gitIn(t, f.bare, "show", "main:a.txt"); got != "a" {
+		t.Fatalf("main:a.txt = %q", got)
+	}
+	// The server's own refusal, with what its hook said.
+	gitserver.Hook(t, f.bare, "pre-receive", "echo 'no pushes today' >&2\nexit 1\n")
+	_, err = b.sendPack(ctx, "claim S-3", []update{{src: gitIn(t, b.Repo.Root, "rev-parse", "HEAD"), dst: ClaimsPrefix + "S-3", expect: ""}}, false)
+	var rej *ServerRejectedError
+	if !errors.As(err, &rej) || !strings.Contains(rej.Message, "no pushes today") {
+		t.Fatalf("a refusing hook: %v", err)
+	}
+	gitIn(t, f.bare, "fsck", "--strict", "--no-dangling")
 }
