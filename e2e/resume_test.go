@@ -446,3 +446,38 @@ func TestResumeRedoesTamperedFinishedStory(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeLandsPastWiggumsOwnLeftovers: a run resuming a finished story
+// was killed while it leased the story's worktree again, mid-way through
+// writing the lease's holder record, leaving the record's temporary file
+// (wiggum's own, outside what git is told to ignore). That is not a change
+// to the worktree: the next resume still lands the story, not redo it (the
+// soak found this one).
+func TestResumeLandsPastWiggumsOwnLeftovers(t *testing.T) {
+	dir, marks, args := resumeRepo(t, 2, 2)
+	writeFile(t, filepath.Join(marks, "hang"), "US-2\n")
+	env := []string{"MARKS=" + marks, "SLEEP=" + uniqueSleep()}
+	p := startWiggum(t, dir, append(env, killpoint.Env+"=attempt-done"), args...)
+	if code := p.wait(t); code != 128+int(syscall.SIGKILL) {
+		t.Fatalf("the run exited %d, never reaching attempt-done\n%s%s", code, p.stdout(), p.stderr())
+	}
+	if done := finishedBefore(t, dir); len(done) != 1 || done[0] != "US-1" {
+		t.Fatalf("done before the kill: %v, want [US-1]", done)
+	}
+	temp := filepath.Join(dir, ".ralph/wiggum/worktrees/US-1/.ralph/..agent-lock.json8200839734990023139")
+	writeFile(t, temp, `{"pid": 1`)
+	if st := mustRun(t, filepath.Dir(filepath.Dir(temp)), "git", "status", "--porcelain", "--untracked-files=all"); !strings.Contains(st, "..agent-lock.json") {
+		t.Fatalf("git does not see the temporary file, so this tests nothing:\n%s\n%s", st, mustRun(t, dir, "git", "worktree", "list"))
+	}
+	before := workCommits(t, dir)
+	ran := invocations(t, marks)
+	writeFile(t, filepath.Join(marks, "resumed"), "")
+	r := wiggum(t, dir, env, args...)
+	if r.code != 0 {
+		t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	checkResumed(t, dir, 2, before, false)
+	if again := invocations(t, marks); again["US-1"] != ran["US-1"] || !strings.Contains(r.stdout, "landing US-1: it finished before the crash") {
+		t.Errorf("US-1 not landed as it finished (%d agent run(s) after the resume):\n%s", again["US-1"]-ran["US-1"], r.stdout)
+	}
+}

@@ -163,6 +163,8 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 	// doneAt: for each story a kill found recorded as done, how many
 	// times its agent had started then - it must never start again.
 	doneAt := map[string]int{}
+	// outs: every run's output, to say what each run did with a story.
+	var outs []string
 	// startup estimates how long a run takes to get its first agent going
 	// on this machine now (it grows with the load): kills are spread over
 	// that window and past it, and one run in three gets time to land
@@ -207,6 +209,7 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 		}
 		code := p.wait(t)
 		res.LandedOnResume += strings.Count(p.stdout(), ": it finished before the crash (")
+		outs = append(outs, fmt.Sprintf("run %d (exit %d):\n%s", run, code, p.stdout()))
 		if ms := firstAgentAfter(logPath, started); ms > 0 {
 			startup = (startup*3 + time.Duration(ms*float64(time.Millisecond))) / 4
 			if first {
@@ -228,7 +231,7 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 			for s, n := range doneAt {
 				if starts[s] != n {
 					res.Redone++
-					t.Errorf("%s was recorded done before a kill, with %d agent start(s), and started again (%d in all)", s, n, starts[s])
+					t.Errorf("%s was recorded done before a kill, with %d agent start(s), and started again (%d in all); what each run said of it:\n%s", s, n, starts[s], storyLines(outs, s))
 				}
 			}
 			return fresh, resumed
@@ -256,6 +259,22 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 			t.Fatalf("run %d exited %d\nstdout:\n%s\nstderr:\n%s", run, code, tail(p.stdout(), 3000), p.stderr())
 		}
 	}
+}
+
+// storyLines keeps, of each run's output, its first line and the lines
+// about story.
+func storyLines(outs []string, story string) string {
+	var b strings.Builder
+	for _, out := range outs {
+		lines := strings.Split(out, "\n")
+		b.WriteString(lines[0] + "\n")
+		for _, l := range lines[1:] {
+			if strings.Contains(l, story+":") || strings.Contains(l, story+" ") || strings.Contains(l, "["+story+"]") {
+				b.WriteString("  " + l + "\n")
+			}
+		}
+	}
+	return b.String()
 }
 
 // agentStarts counts the soak agent's starts per story.

@@ -3,10 +3,14 @@ package loop
 import (
 	"context"
 	"fmt"
+	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
@@ -27,7 +31,8 @@ type unlanded struct {
 // committed after it), for the branch the main tree is on, no git
 // operation in progress, and nothing uncommitted but the plan (a worker's
 // commits leave the plan out; its landing saves such an edit, as it always
-// does). Otherwise the worktree is saved and the story redone; why says
+// does) and wiggum's own files git is not told to ignore (a lock holder
+// record's temporary file, left by a kill mid-write). Otherwise the worktree is saved and the story redone; why says
 // what changed when the story had finished.
 func (r *run) finishedThere(ctx context.Context, lo worktree.Leftover, target string, inPlan map[string]*plan.Story) (bool, string) {
 	f, ok := r.led.finishedAt(lo.Story)
@@ -53,7 +58,7 @@ func (r *run) finishedThere(ctx context.Context, lo worktree.Leftover, target st
 	}
 	var stray []string
 	for _, p := range tree.Dirty {
-		if p != r.planRel && !strings.HasPrefix(p, r.planRel+"/") {
+		if p != r.planRel && !strings.HasPrefix(p, r.planRel+"/") && !holderTemp(p) {
 			stray = append(stray, p)
 		}
 	}
@@ -63,8 +68,26 @@ func (r *run) finishedThere(ctx context.Context, lo worktree.Leftover, target st
 	return true, ""
 }
 
-// keepFinished adds a worktree Reclaim kept for landing.
+// holderTemp reports whether rel (repository-relative) is the temporary
+// file of a lock holder record - wiggum's own, outside what git is told to
+// ignore: a kill between writing the record and renaming it into place (a
+// resumed run leasing a worktree again, say) leaves it.
+func holderTemp(rel string) bool {
+	dir, base := path.Split(layout.HolderFile)
+	return strings.HasPrefix(rel, dir+"."+base) && rel != layout.HolderFile
+}
+
+// keepFinished adds a worktree Reclaim kept for landing, without the
+// holder records' temporary files a kill left in it (its lease is held:
+// nobody writes one there now; missing is fine).
 func (r *run) keepFinished(w *worktree.Worker, inPlan map[string]*plan.Story) {
+	dir, base := path.Split(layout.HolderFile)
+	tmps, _ := filepath.Glob(filepath.Join(w.Path, filepath.FromSlash(dir), "."+base+"*"))
+	for _, tmp := range tmps {
+		if rel, err := filepath.Rel(w.Path, tmp); err == nil && holderTemp(filepath.ToSlash(rel)) {
+			_ = os.Remove(tmp)
+		}
+	}
 	r.unlanded = append(r.unlanded, unlanded{w: w, story: inPlan[w.Story]})
 }
 
