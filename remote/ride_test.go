@@ -485,3 +485,22 @@ exit 0
 	}
 	gitIn(t, f.bare, "fsck", "--strict", "--no-dangling")
 }
+
+// A push cancelled by its caller (not timed out) says so, and a server
+// that hangs is given up at the timeout.
+func TestDirectPushCancelled(t *testing.T) {
+	f := newFixture(t, "daemon")
+	a := f.machine("a", time.Minute, 0)
+	a.daemon = parseDaemonURL("git://" + gitserver.Hang(t) + "/r.git")
+	a.Timeout = 2 * time.Second
+	up := []update{{src: gitIn(t, a.Repo.Root, "rev-parse", "HEAD"), dst: ClaimsPrefix + "S-1", expect: ""}}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	if _, err := a.sendPack(ctx, "claim S-1", up, false); !errors.Is(err, context.Canceled) || IsNetwork(err) {
+		t.Fatalf("a cancelled push: %v", err)
+	}
+	_, err := a.sendPack(context.Background(), "claim S-1", up, false)
+	if !isTimeout(err) {
+		t.Fatalf("a push to a hanging server: %v", err)
+	}
+}

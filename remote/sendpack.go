@@ -178,6 +178,9 @@ func orZero(id string) string {
 // netErr is a failed connection as a NetworkError (a timeout when ctx ran
 // out).
 func (r *Remote) netErr(ctx context.Context, op string, err error) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
 	var ne net.Error
 	if ctx.Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
 		return &NetworkError{Op: op, Remote: r.Name, Timeout: true}
