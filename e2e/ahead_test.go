@@ -61,15 +61,7 @@ func checkLandedOnce(t *testing.T, dir string, n int) {
 			t.Errorf("the work of %s is not on main", s)
 		}
 	}
-	if wts := strings.Count(mustRun(t, dir, "git", "worktree", "list", "--porcelain"), "worktree "); wts != 1 {
-		t.Errorf("%d worktrees registered, want 1", wts)
-	}
-	if b := mustRun(t, dir, "git", "for-each-ref", "refs/heads/wiggum/"); b != "" {
-		t.Errorf("branches left:\n%s", b)
-	}
-	if ents, _ := os.ReadDir(filepath.Join(dir, ".ralph/wiggum/worktrees")); len(ents) != 0 {
-		t.Errorf("%d worktree directories left", len(ents))
-	}
+	checkNoWorktreesLeft(t, dir)
 	if s := mustRun(t, dir, "git", "status", "--porcelain"); s != "" {
 		t.Errorf("main tree left dirty:\n%s", s)
 	}

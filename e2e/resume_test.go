@@ -74,15 +74,7 @@ esac
 	if plan, _ := os.ReadFile(filepath.Join(dir, "plan.md")); strings.Contains(string(plan), "[ ]") {
 		t.Errorf("stories left open:\n%s", plan)
 	}
-	if wts := strings.Count(mustRun(t, dir, "git", "worktree", "list", "--porcelain"), "worktree "); wts != 1 {
-		t.Errorf("%d worktrees registered, want 1", wts)
-	}
-	if b := mustRun(t, dir, "git", "for-each-ref", "refs/heads/wiggum/"); b != "" {
-		t.Errorf("branches left:\n%s", b)
-	}
-	if ents, _ := os.ReadDir(filepath.Join(dir, ".ralph/wiggum/worktrees")); len(ents) != 0 {
-		t.Errorf("%d worktree directories left", len(ents))
-	}
+	checkNoWorktreesLeft(t, dir)
 	// The killed attempts' uncommitted files are in a backup.
 	refs := strings.Fields(mustRun(t, dir, "git", "for-each-ref", "--format=%(refname)", "refs/wiggum/backup/"))
 	for _, s := range []string{"US-005", "US-006"} {
@@ -285,11 +277,22 @@ func checkResumed(t *testing.T, dir string, n int, before []string, serial bool)
 			t.Errorf("commit %s, made before the kill, is neither on main nor in a backup", c)
 		}
 	}
+	checkNoWorktreesLeft(t, dir)
+}
+
+// checkNoWorktreesLeft checks that a finished run left nothing of its
+// parallel mode: only the main tree registered, no wiggum/ branch, no
+// worktree directory.
+func checkNoWorktreesLeft(t *testing.T, dir string) {
+	t.Helper()
 	if wts := strings.Count(mustRun(t, dir, "git", "worktree", "list", "--porcelain"), "worktree "); wts != 1 {
 		t.Errorf("%d worktrees registered, want 1", wts)
 	}
 	if b := mustRun(t, dir, "git", "for-each-ref", "refs/heads/wiggum/"); b != "" {
 		t.Errorf("branches left:\n%s", b)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, ".ralph/wiggum/worktrees")); len(ents) != 0 {
+		t.Errorf("%d worktree directories left", len(ents))
 	}
 }
 
@@ -364,6 +367,26 @@ func TestResumeAtEachKillWindow(t *testing.T) {
 	}
 }
 
+// killedWithUS1Finished runs 2 workers over 2 stories and SIGKILLs the
+// run at kill point attempt-done, with US-1 finished (recorded done, not
+// landed) and US-2 hanging mid-story. It returns the repository, the
+// agent's marks directory, and the run's arguments and environment for a
+// resume.
+func killedWithUS1Finished(t *testing.T) (dir, marks string, args, env []string) {
+	t.Helper()
+	dir, marks, args = resumeRepo(t, 2, 2)
+	writeFile(t, filepath.Join(marks, "hang"), "US-2\n")
+	env = []string{"MARKS=" + marks, "SLEEP=" + uniqueSleep()}
+	p := startWiggum(t, dir, append(env, killpoint.Env+"=attempt-done"), args...)
+	if code := p.wait(t); code != 128+int(syscall.SIGKILL) {
+		t.Fatalf("the run exited %d, never reaching attempt-done\n%s%s", code, p.stdout(), p.stderr())
+	}
+	if done := finishedBefore(t, dir); len(done) != 1 || done[0] != "US-1" {
+		t.Fatalf("done before the kill: %v, want [US-1]", done)
+	}
+	return dir, marks, args, env
+}
+
 // TestResumeRedoesTamperedFinishedStory: a story finished before the kill,
 // then someone changed its worktree - a commit on its branch after the one
 // its attempt recorded, a file left there, its HEAD detached - or the run
@@ -379,17 +402,7 @@ func TestResumeRedoesTamperedFinishedStory(t *testing.T) {
 		"serial": "this run is serial, and only a parallel run's merge coordinator lands a worker's branch",
 	} {
 		t.Run(tamper, func(t *testing.T) {
-			dir, marks, args := resumeRepo(t, 2, 2)
-			// US-2 hangs, so the kill finds US-1 finished and US-2 mid-story.
-			writeFile(t, filepath.Join(marks, "hang"), "US-2\n")
-			env := []string{"MARKS=" + marks, "SLEEP=" + uniqueSleep()}
-			p := startWiggum(t, dir, append(env, killpoint.Env+"=attempt-done"), args...)
-			if code := p.wait(t); code != 128+int(syscall.SIGKILL) {
-				t.Fatalf("the run exited %d, never reaching attempt-done\n%s%s", code, p.stdout(), p.stderr())
-			}
-			if done := finishedBefore(t, dir); len(done) != 1 || done[0] != "US-1" {
-				t.Fatalf("done before the kill: %v, want [US-1]", done)
-			}
+			dir, marks, args, env := killedWithUS1Finished(t)
 			wt := filepath.Join(dir, ".ralph/wiggum/worktrees/US-1")
 			var extra string
 			switch tamper {
@@ -454,16 +467,7 @@ func TestResumeRedoesTamperedFinishedStory(t *testing.T) {
 // to the worktree: the next resume still lands the story, not redo it (the
 // soak found this one).
 func TestResumeLandsPastWiggumsOwnLeftovers(t *testing.T) {
-	dir, marks, args := resumeRepo(t, 2, 2)
-	writeFile(t, filepath.Join(marks, "hang"), "US-2\n")
-	env := []string{"MARKS=" + marks, "SLEEP=" + uniqueSleep()}
-	p := startWiggum(t, dir, append(env, killpoint.Env+"=attempt-done"), args...)
-	if code := p.wait(t); code != 128+int(syscall.SIGKILL) {
-		t.Fatalf("the run exited %d, never reaching attempt-done\n%s%s", code, p.stdout(), p.stderr())
-	}
-	if done := finishedBefore(t, dir); len(done) != 1 || done[0] != "US-1" {
-		t.Fatalf("done before the kill: %v, want [US-1]", done)
-	}
+	dir, marks, args, env := killedWithUS1Finished(t)
 	temp := filepath.Join(dir, ".ralph/wiggum/worktrees/US-1/.ralph/..agent-lock.json8200839734990023139")
 	writeFile(t, temp, `{"pid": 1`)
 	if st := mustRun(t, filepath.Dir(filepath.Dir(temp)), "git", "status", "--porcelain", "--untracked-files=all"); !strings.Contains(st, "..agent-lock.json") {
