@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,11 +13,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wiggum-dev/wiggum/internal/otlp/otlptest"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 )
 
 // collector keeps the spans an OTLP receiver was sent.
@@ -62,29 +60,13 @@ func httpReceiver(t *testing.T, c *collector) string {
 			http.Error(w, "OTEL_EXPORTER_OTLP_HEADERS not sent", http.StatusUnauthorized)
 			return
 		}
-		var body io.Reader = r.Body
-		if r.Header.Get("Content-Encoding") == "gzip" {
-			zr, err := gzip.NewReader(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			body = zr
-		}
-		data, err := io.ReadAll(body)
+		req, err := otlptest.ReadHTTP(r)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		var req coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(data, &req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		c.add(&req)
-		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		_, _ = w.Write(out)
+		c.add(req)
+		otlptest.WriteHTTP(w, nil)
 	})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })

@@ -1,10 +1,8 @@
 package otlp
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/internal/otlp/otlptest"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -126,25 +125,13 @@ func httpReceiver(t *testing.T, r *receiver, answer func(n int) (int, *coltracep
 			http.Error(w, "try later", code)
 			return
 		}
-		var body io.Reader = req.Body
-		if req.Header.Get("Content-Encoding") == "gzip" {
-			zr, err := gzip.NewReader(req.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			body = zr
-		}
-		data, _ := io.ReadAll(body)
-		var m coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(data, &m); err != nil {
+		m, err := otlptest.ReadHTTP(req)
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		r.add(&m, map[string]string{"x-token": req.Header.Get("X-Token"), "encoding": req.Header.Get("Content-Encoding")})
-		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{PartialSuccess: partial})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		_, _ = w.Write(out)
+		r.add(m, map[string]string{"x-token": req.Header.Get("X-Token"), "encoding": req.Header.Get("Content-Encoding")})
+		otlptest.WriteHTTP(w, partial)
 	})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
