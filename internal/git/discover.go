@@ -168,16 +168,8 @@ func bareSet(line string) bool { return strings.Contains(line, "bare") && line !
 // removed) holds one of words or matches also (nil for none). A file it
 // cannot read or locate counts as holding them.
 func configLacks(commonDir, gitDir string, also func(line string) bool, words ...string) bool {
-	var files []string
-	switch v := strings.ToLower(os.Getenv("GIT_CONFIG_NOSYSTEM")); v {
-	case "1", "true", "yes", "on":
-	case "", "0", "false", "no", "off":
-		sys, ok := systemFiles("GIT_CONFIG_SYSTEM", "gitconfig")
-		if !ok {
-			return false
-		}
-		files = append(files, sys...)
-	default:
+	files, ok := systemLevel("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM", "gitconfig")
+	if !ok {
 		return false
 	}
 	if g, ok := os.LookupEnv("GIT_CONFIG_GLOBAL"); ok {
@@ -231,6 +223,21 @@ func linesLack(data []byte, also func(line string) bool, words ...string) bool {
 		}
 	}
 	return true
+}
+
+// systemLevel is the system-wide files git reads for name (gitconfig,
+// gitattributes), none when the variable noSystem turns them off. ok is
+// false where only git can say: a value of noSystem git would not read as
+// a boolean, or files it cannot locate.
+func systemLevel(noSystem, override, name string) (files []string, ok bool) {
+	switch strings.ToLower(os.Getenv(noSystem)) {
+	case "1", "true", "yes", "on":
+		return nil, true
+	case "", "0", "false", "no", "off":
+		return systemFiles(override, name)
+	default:
+		return nil, false
+	}
 }
 
 // systemFiles are the places a system-wide file (gitconfig,

@@ -23,16 +23,8 @@ func (r *Repo) Verbatim(paths []string) bool {
 	if os.Getenv("GIT_ATTR_SOURCE") != "" {
 		return false
 	}
-	var files []string
-	switch v := strings.ToLower(os.Getenv("GIT_ATTR_NOSYSTEM")); v {
-	case "1", "true", "yes", "on":
-	case "", "0", "false", "no", "off":
-		sys, ok := systemFiles("", "gitattributes")
-		if !ok {
-			return false
-		}
-		files = append(files, sys...)
-	default:
+	files, ok := systemLevel("GIT_ATTR_NOSYSTEM", "", "gitattributes")
+	if !ok {
 		return false
 	}
 	xdg, _ := xdgConfig()
