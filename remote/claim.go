@@ -211,14 +211,11 @@ func (r *Remote) Claim(ctx context.Context, story string, view *View) (*Held, er
 		}
 		expect = old.Commit
 	}
-	c := Claim{Story: story, Machine: r.Me.ID, Host: r.Me.Host, PID: os.Getpid(), Run: r.Run,
-		Since: now.UTC(), Time: now.UTC(), LeaseMS: r.Lease.Milliseconds(), Ref: ClaimsPrefix + key}
-	sha, err := r.claimCommit(ctx, &c)
+	c, err := r.freshClaim(ctx, story, key, now)
 	if err != nil {
 		return nil, err
 	}
-	c.Commit = sha
-	ups := []update{{src: sha, dst: c.Ref, expect: expect}}
+	ups := []update{{src: c.Commit, dst: c.Ref, expect: expect}}
 	if view.Tip != "" {
 		// The target's tip as the view saw it rides along: an unchanged
 		// ref is not sent, but its lease is checked against the server's
@@ -250,16 +247,25 @@ func (r *Remote) Claim(ctx context.Context, story string, view *View) (*Held, er
 // newClaim writes a fresh claim on story (key its ref name) for a push
 // that creates its ref, from view v; nothing is pushed.
 func (r *Remote) newClaim(ctx context.Context, story, key string, v *View) (*Held, error) {
-	now := r.now()
+	c, err := r.freshClaim(ctx, story, key, r.now())
+	if err != nil {
+		return nil, err
+	}
+	return &Held{r: r, key: key, Story: story, claim: c, Start: v.Branches[key], pushed: v.Branches[key],
+		lost: make(chan struct{}), stop: make(chan struct{})}, nil
+}
+
+// freshClaim is this process's claim on story (key its ref name), made
+// at now, with its commit written; nothing is pushed.
+func (r *Remote) freshClaim(ctx context.Context, story, key string, now time.Time) (Claim, error) {
 	c := Claim{Story: story, Machine: r.Me.ID, Host: r.Me.Host, PID: os.Getpid(), Run: r.Run,
 		Since: now.UTC(), Time: now.UTC(), LeaseMS: r.Lease.Milliseconds(), Ref: ClaimsPrefix + key}
 	sha, err := r.claimCommit(ctx, &c)
 	if err != nil {
-		return nil, err
+		return Claim{}, err
 	}
 	c.Commit = sha
-	return &Held{r: r, key: key, Story: story, claim: c, Start: v.Branches[key], pushed: v.Branches[key],
-		lost: make(chan struct{}), stop: make(chan struct{})}, nil
+	return c, nil
 }
 
 // deadHere reports whether c was made by an earlier process of this very
