@@ -32,12 +32,15 @@ type executor struct {
 	session string
 	disp    *display
 	commit  *committer
-	// tick marks the story done in the plan before the success commit, so
-	// work and tick land in one commit; nil for a worker, whose story the
-	// merge coordinator ticks in the main tree.
-	tick func(*plan.Story) error
-	// attemptStarted is when the current attempt began.
+	// ticks: the story is marked done in the plan before the success
+	// commit, so work and tick land in one commit (the main tree); false
+	// for a worker, whose story the merge coordinator ticks in the main
+	// tree.
+	ticks bool
+	// attemptStarted is when the current attempt began; attemptNo is its
+	// number for its story.
 	attemptStarted time.Time
+	attemptNo      int
 	worktree       string // for the journal: "" in the main tree
 	// worker numbers a parallel worker (1..N) in its events; 0 is serial.
 	worker int
@@ -87,7 +90,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		return step{}, err
 	}
 	attempt := r.led.failed(story.ID) + 1
-	e.attemptStarted = started
+	e.attemptStarted, e.attemptNo = started, attempt
 	e.event("iteration_start", map[string]any{"iteration": iter, "story": story.ID, "title": story.Title,
 		"attempt": attempt, "attempts": r.opts.Retries + 1, "worker": e.worker, "output": AgentLog(iter)})
 	e.disp.printf("── iteration %d · %s: %s (attempt %d of %d)", iter, story.ID, story.Title, attempt, r.opts.Retries+1)
@@ -264,6 +267,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		o.detail = fmt.Sprintf("the agent exited with status %d", res.ExitCode)
 		return o
 	}
+	killpoint.At("agent-exited")
 	if r.opts.TestCmd != "" {
 		e.disp.printf("  gate: %s", r.opts.TestCmd)
 		sp := e.span.Start(telemetry.SpanGate, telemetry.Attrs{"process.command_line": r.opts.TestCmd})
@@ -289,6 +293,10 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	// From here on the iteration completes even if a signal arrives: a
 	// half-made commit helps nobody.
 	cctx := context.WithoutCancel(ctx)
+	if err := e.passed(cctx, iter, story, res); err != nil {
+		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
+	}
+	killpoint.At("attempt-passed")
 	sha, err := e.commitWork(cctx, story)
 	if err != nil {
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
@@ -296,22 +304,31 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	return outcome{ok: true, commit: sha, res: res}
 }
 
+// passed records, in the main tree, that the attempt's agent finished and
+// its checks passed: from here a kill leaves work that is complete, and
+// the resumed run commits and ticks it rather than give the story to the
+// agent again (resume.go). The record is written, not synced - it survives
+// the process, which is what a kill takes - and costs no git process: the
+// commit HEAD is at is read from git's files.
+func (e *executor) passed(ctx context.Context, iter int, story *plan.Story, res *agent.Result) error {
+	if e.worktree != "" {
+		return nil
+	}
+	rec := journalRec{T: "pass", Story: story.ID, Attempt: e.attemptNo, Iter: iter, Head: e.head(ctx)}
+	if res != nil {
+		rec.Cost, rec.In, rec.Out = res.Usage.CostUSD, res.Usage.InputTokens, res.Usage.OutputTokens
+	}
+	return e.run.led.record(rec, false)
+}
+
 // commitWork commits the attempt's work; in the main tree the story's tick
 // goes into the same commit (one commit per story), unless the plan is
 // ignored or was dirty before the run, when the tick stays in the file.
 func (e *executor) commitWork(ctx context.Context, story *plan.Story) (string, error) {
-	if e.tick == nil {
+	if !e.ticks {
 		return e.commit.commitAll(ctx, commitMessage(story))
 	}
-	if err := e.tick(story); err != nil {
-		return "", fmt.Errorf("mark %s done: %w", story.ID, err)
-	}
-	killpoint.At("serial-ticked")
-	sha, err := e.commit.commitAll(ctx, commitMessage(story))
-	if err == nil && !e.run.tickInTree() {
-		_, _ = e.run.commitTick(ctx, story)
-	}
-	return sha, err
+	return e.run.commitStory(ctx, story)
 }
 
 // head is the full commit the tree's HEAD is at; "" when unreadable (the

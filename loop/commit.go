@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
@@ -97,6 +98,7 @@ func (c *committer) commitAll(ctx context.Context, message string) (string, erro
 		if _, err := c.git(ctx, nil, "add", "-A", "--", ":/"); err != nil {
 			return "", fmt.Errorf("stage changes: %w", err)
 		}
+		killpoint.At("commit-staged")
 		return c.run(ctx, commitCmd("-m", message))
 	}
 	ts, err := c.changes(ctx)
@@ -109,6 +111,7 @@ func (c *committer) commitAll(ctx context.Context, message string) (string, erro
 	if err := c.stageExcept(ctx, ts); err != nil {
 		return "", fmt.Errorf("stage changes: %w", err)
 	}
+	killpoint.At("commit-staged")
 	return c.run(ctx, commitCmd("-m", message))
 }
 

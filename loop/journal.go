@@ -30,7 +30,11 @@ const JournalFile = "run-journal.jsonl"
 //
 //	run    a run (or a resumed run) started: plan, session, budgets
 //	start  an attempt at a story started (in a worktree, for a worker)
+//	pass   an attempt in the main tree finished: its agent exited 0 and its
+//	       checks passed, so only its commit and tick are left (a resume
+//	       finishes those rather than redo the story)
 //	end    an attempt ended: outcome, cost, tokens, backup, failure context
+//	dirty  the paths a run leaves out of every commit (dirty before it)
 //	merge  a worker's branch landed in the target (with the plan tick)
 //	drop   a story the plan no longer has was dropped on resume
 //	close  the run ended by itself; the next run starts afresh
@@ -63,7 +67,8 @@ type journalRec struct {
 	Commit  string `json:"commit,omitempty"`
 	// Head, on a done attempt in a worktree, is the full commit its
 	// branch ended at: a resume lands the branch of a story that finished
-	// and never landed only while its tip is still exactly this.
+	// and never landed only while its tip is still exactly this. On a
+	// pass, it is the commit HEAD was at when the checks passed.
 	Head   string  `json:"head,omitempty"`
 	Backup string  `json:"backup,omitempty"`
 	Cost   float64 `json:"cost_usd,omitempty"`
@@ -72,6 +77,9 @@ type journalRec struct {
 
 	// drop, close
 	Note string `json:"note,omitempty"`
+
+	// dirty
+	Paths []string `json:"paths,omitempty"`
 }
 
 // castagnoli is built on first use: making the table (SSE4.2 slicing

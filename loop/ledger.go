@@ -31,6 +31,12 @@ type ledger struct {
 	// finished: the stories whose last record is a done attempt in a
 	// worktree, not landed since - where that attempt left its branch.
 	finished map[string]finishedAt
+	// passed: the attempts in the main tree whose agent finished and whose
+	// checks passed, and whose end is not recorded - a kill came between
+	// the checks and the commit's record.
+	passed map[string]journalRec
+	// keep: the paths the last run left out of every commit.
+	keep []string
 }
 
 // finishedAt is where a worker's done attempt left its story: its branch,
@@ -49,7 +55,7 @@ type storyBook struct {
 }
 
 func newLedger() *ledger {
-	return &ledger{stories: map[string]*storyBook{}, open: map[string]journalRec{}, merged: map[string]string{}, finished: map[string]finishedAt{}}
+	return &ledger{stories: map[string]*storyBook{}, open: map[string]journalRec{}, merged: map[string]string{}, finished: map[string]finishedAt{}, passed: map[string]journalRec{}}
 }
 
 func (l *ledger) book(id string) *storyBook {
@@ -72,10 +78,18 @@ func (l *ledger) replay(r journalRec) {
 	case "start":
 		l.open[r.Story] = r
 		delete(l.finished, r.Story)
+		delete(l.passed, r.Story)
+	case "pass":
+		if _, ok := l.open[r.Story]; ok {
+			l.passed[r.Story] = r
+		}
+	case "dirty":
+		l.keep = r.Paths
 	case "end":
 		start := l.open[r.Story]
 		delete(l.open, r.Story)
 		delete(l.finished, r.Story)
+		delete(l.passed, r.Story)
 		if r.Outcome == "done" && r.Head != "" && start.Worktree != "" && start.Branch != "" {
 			l.finished[r.Story] = finishedAt{Branch: start.Branch, Head: r.Head}
 		}
@@ -102,6 +116,7 @@ func (l *ledger) replay(r journalRec) {
 		delete(l.open, r.Story)
 		delete(l.merged, r.Story)
 		delete(l.finished, r.Story)
+		delete(l.passed, r.Story)
 	}
 }
 
@@ -166,6 +181,22 @@ func (l *ledger) finishedAt(id string) (finishedAt, bool) {
 	defer l.mu.Unlock()
 	f, ok := l.finished[id]
 	return f, ok
+}
+
+// passedAt returns the pass record of story's open attempt: its agent
+// finished and its checks passed, and its end was never recorded.
+func (l *ledger) passedAt(id string) (journalRec, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.passed[id]
+	return p, ok
+}
+
+// keepPaths returns the paths the last run left out of every commit.
+func (l *ledger) keepPaths() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.keep...)
 }
 
 // openAttempts returns the attempts a killed run left unended, by story id.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/worktree"
@@ -115,4 +116,129 @@ func (r *run) releaseUnlanded() {
 		_ = u.w.Lease.Release()
 	}
 	r.unlanded = nil
+}
+
+// commitStory ticks story in the plan and commits the main tree's work with
+// the tick - one commit per story - or, when the plan is ignored or was
+// dirty before the run, commits the work and leaves (or commits) the tick
+// on its own. Every step is idempotent, so a resume finishing an attempt
+// whose commit a kill cut short commits what is left and never ticks or
+// commits twice: a tick already made is no change, a commit already made
+// leaves nothing to commit.
+func (r *run) commitStory(ctx context.Context, story *plan.Story) (string, error) {
+	if err := r.opts.Plan.MarkDone(story.ID); err != nil {
+		return "", fmt.Errorf("mark %s done: %w", story.ID, err)
+	}
+	killpoint.At("serial-ticked")
+	sha, err := r.commit.commitAll(ctx, commitMessage(story))
+	if err == nil && !r.tickInTree() {
+		killpoint.At("serial-work-committed")
+		_, _ = r.commitTick(ctx, story)
+	}
+	return sha, err
+}
+
+// finishPassed finishes, on resume, the main tree's attempt a kill cut
+// short after its agent finished and its checks passed (its pass record):
+// the work is committed with the story's tick, as the killed run was about
+// to do, and the agent is not run again. That needs the tree as the kill
+// left it: no git operation in progress, on the attempt's branch, and HEAD
+// where the pass recorded it or on the story's own commit (and tick
+// commit) on top. Otherwise it changes nothing and returns why, and the
+// caller rolls the attempt back (saving it first) like any interrupted
+// one.
+func (r *run) finishPassed(ctx context.Context, cp *checkpoint.Checkpoint, pass journalRec, s *plan.Story) (string, error) {
+	repo := r.st.Repo
+	if op := repo.InProgress(); op != "" {
+		return fmt.Sprintf("a %s is in progress", op), nil
+	}
+	branch, err := repo.Branch(ctx)
+	if err != nil {
+		return "", fmt.Errorf("run: read the branch: %w", err)
+	}
+	if branch != cp.Branch {
+		return fmt.Sprintf("HEAD left %s since", checkpoint.BranchName(cp.Branch)), nil
+	}
+	if why, err := r.onPassedHead(ctx, pass, s); why != "" || err != nil {
+		return why, err
+	}
+	r.commit = newCommitter(repo, []string{layout.SessionEnv + "=" + r.session}, r.led.keepPaths())
+	defer func() { r.commit = nil }()
+	if r.planIgnored, err = repo.OK(ctx, "check-ignore", "-q", "--", r.planRel); err != nil {
+		return "", fmt.Errorf("run: %w", err)
+	}
+	sha, err := r.commitStory(ctx, s)
+	if err != nil {
+		return "", fmt.Errorf("run: commit %s, whose attempt finished before the crash: %w", s.ID, err)
+	}
+	how := "committed it as " + sha
+	if sha == "" {
+		how = "its commit was made before the crash"
+	}
+	if err := r.led.record(journalRec{T: "end", Story: s.ID, Attempt: pass.Attempt, Iter: pass.Iter, Outcome: "done", Commit: sha,
+		Cost: pass.Cost, In: pass.In, Out: pass.Out, Note: "finished before the crash; committed on resume"}, true); err != nil {
+		return "", err
+	}
+	s.Done = true
+	r.addCompleted(s.ID)
+	r.event("story_recovered", map[string]any{"story": s.ID, "attempt": pass.Attempt, "iteration": pass.Iter, "commit": sha})
+	r.disp.printf("%s: its attempt had finished before the crash (the agent exited 0 and its checks passed); %s and ticked it, not redoing it", s.ID, how)
+	return "", nil
+}
+
+// onPassedHead says why HEAD is not where the passed attempt could have
+// left it - at the commit its pass recorded, or on the story's own commit
+// and tick commit made on top of it - or "" when it is.
+func (r *run) onPassedHead(ctx context.Context, pass journalRec, s *plan.Story) (string, error) {
+	if pass.Head == "" {
+		return "its record does not say where HEAD was", nil
+	}
+	// HEAD and up to two commits under it, each with its parents and
+	// subject: one git process, on resume only.
+	out, err := r.st.Repo.Run(ctx, "log", "-n", "3", "--format=%H%x09%P%x09%s", "HEAD")
+	if err != nil {
+		return "", fmt.Errorf("run: read HEAD: %w", err)
+	}
+	own := map[string]bool{firstLine(commitMessage(s)): true, s.ID + ": mark done": true}
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		f := strings.SplitN(line, "\t", 3)
+		if len(f) < 3 {
+			break
+		}
+		if f[0] == pass.Head {
+			return "", nil
+		}
+		if strings.Contains(f[1], " ") || !own[f[2]] {
+			break
+		}
+	}
+	return fmt.Sprintf("HEAD moved since its checks passed (to %.12s; they passed at %.12s)", strings.SplitN(out, "\t", 2)[0], pass.Head), nil
+}
+
+// committedBefore reports whether the story's commit - its work and tick
+// together - is HEAD, made on top of the attempt's checkpoint: a kill after
+// that commit, with the attempt's pass record lost (the record is not
+// synced; a power cut can take it), leaves the story done. It returns
+// HEAD's short id.
+func (r *run) committedBefore(ctx context.Context, cp *checkpoint.Checkpoint, s *plan.Story) (string, bool) {
+	repo := r.st.Repo
+	out, err := repo.Line(ctx, "log", "-n", "1", "--format=%h%x09%H%x09%s", "HEAD")
+	f := strings.SplitN(out, "\t", 3)
+	if err != nil || len(f) < 3 || f[1] == cp.Head || f[2] != firstLine(commitMessage(s)) {
+		return "", false
+	}
+	// The tick is in HEAD's plan, and the plan on disk is HEAD's.
+	same, err := repo.OK(ctx, "diff", "--quiet", "HEAD", "--", r.planRel)
+	if err != nil || !same {
+		return "", false
+	}
+	if ancestor, err := repo.OK(ctx, "merge-base", "--is-ancestor", cp.Head, "HEAD"); err != nil || !ancestor {
+		return "", false
+	}
+	return f[0], true
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }

@@ -106,7 +106,9 @@ func (r *run) setup(ctx context.Context) error {
 	if r.opts.MaxIter == 0 {
 		r.opts.MaxIter = r.defaultMaxIter()
 	}
-	return nil
+	// What this run leaves out of its commits, for a resume that commits
+	// an attempt it finished (resume.go): once per run, not synced.
+	return r.led.record(journalRec{T: "dirty", Paths: r.commit.keep}, false)
 }
 
 func (r *run) close() {
@@ -221,12 +223,11 @@ func (r *run) recover(ctx context.Context) error {
 			r.disp.printf("%s is %s", id, note)
 		}
 	}
-	if err := r.recoverMain(ctx, inPlan); err != nil {
-		return err
-	}
 	// A holder record written when the killed run took the lock, cut
 	// between its temp file and the rename, leaves the temp file beside it
 	// (outside the excluded runtime directory); nothing else writes there.
+	// Removed before the main tree's attempt is finished or rolled back:
+	// a finished attempt's commit must not sweep it in.
 	if tmps, _ := filepath.Glob(r.st.Path(path.Dir(layout.HolderFile) + "/." + path.Base(layout.HolderFile) + "*")); len(tmps) > 0 {
 		for _, tmp := range tmps {
 			if filepath.Base(tmp) != filepath.Base(layout.HolderFile) {
@@ -240,6 +241,9 @@ func (r *run) recover(ctx context.Context) error {
 		for _, tmp := range tmps {
 			_ = os.Remove(tmp)
 		}
+	}
+	if err := r.recoverMain(ctx, inPlan); err != nil {
+		return err
 	}
 	// Only a killed run can have left uncommitted ticks or an index
 	// behind its last commit: after a run that ended by itself (or none)
@@ -532,19 +536,26 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 	if cp.Session != open.Session || cp.Head != open.Commit {
 		return nil
 	}
-	if s := inPlan[open.Story]; s != nil && s.Done {
-		dirty, err := r.st.Repo.OK(ctx, "diff", "--quiet", "HEAD", "--", r.planRel)
-		if err == nil && dirty {
-			head, _ := r.st.Repo.Line(ctx, "rev-parse", "--short", "HEAD")
+	s := inPlan[open.Story]
+	unfinished := "its agent had not finished or its checks had not passed"
+	if pass, ok := r.led.passedAt(open.Story); ok && s != nil {
+		why, err := r.finishPassed(ctx, cp, pass, s)
+		if err != nil || why == "" {
+			return err
+		}
+		unfinished = "it had finished, but " + why
+	} else if s != nil && s.Done {
+		if head, ok := r.committedBefore(ctx, cp, s); ok {
+			r.disp.printf("%s: committed and ticked before the crash (%s); not redoing it", s.ID, head)
 			return r.led.record(journalRec{T: "end", Story: open.Story, Attempt: open.Attempt, Outcome: "done", Commit: head, Note: "committed before the crash"}, true)
 		}
 	}
 	res, err := r.st.Rollback(ctx, checkpoint.RollbackOptions{Session: cp.Session, Reason: open.Story + " interrupted by a crash (attempt " + fmt.Sprint(open.Attempt) + ")"})
 	if err != nil {
-		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted: %w", open.Story, err)
+		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted (%s): %w", open.Story, unfinished, err)
 	}
 	if res.BackupRef != "" {
-		r.disp.printf("%s: rolled back the attempt a crash interrupted; its work is saved in %s", open.Story, res.BackupRef)
+		r.disp.printf("%s: rolled back the attempt a crash interrupted (%s); its work is saved in %s", open.Story, unfinished, res.BackupRef)
 	}
 	if inPlan[open.Story] != nil {
 		r.interruptedAttempt(open.Story, res.BackupRef)

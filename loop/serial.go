@@ -18,8 +18,7 @@ func runSerial(ctx context.Context, st *checkpoint.State, opts Options) (*Summar
 		return nil, err
 	}
 	defer r.close()
-	ex := &executor{run: r, st: st, lock: r.lock, session: r.session, disp: r.disp, commit: r.commit,
-		tick: func(s *plan.Story) error { return r.opts.Plan.MarkDone(s.ID) }}
+	ex := &executor{run: r, st: st, lock: r.lock, session: r.session, disp: r.disp, commit: r.commit, ticks: true}
 	r.begin(1)
 	err = r.serial(ctx, ex)
 	r.finish(err)

@@ -1,0 +1,253 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
+)
+
+// serialAgent is the scripted agent of the serial kill-window tests: it
+// counts its invocations per story outside the repository and writes the
+// story's work file; odd stories commit it themselves. With $HOOKLESS set
+// it commits with git's hooks turned off, as Gemini CLI's shell does, so
+// wiggum's post-commit hook never journals the commit.
+const serialAgent = `cat > /dev/null
+S=$WIGGUM_STORY
+echo "$S" >> "$MARKS/invocations"
+n=${S#US-}
+echo "work of $S" > "work-$S.txt"
+if [ $((n % 2)) -eq 1 ]; then
+  git add "work-$S.txt"
+  if [ -n "$HOOKLESS" ]; then git -c core.hooksPath=/dev/null commit -q -m "agent: $S"; else git commit -q -m "agent: $S"; fi
+fi
+`
+
+// serialRepo makes a repository with a plan of n stories and the serial
+// scripted agent; it returns the repository, the marks directory and the
+// run's arguments.
+func serialRepo(t *testing.T, n int) (dir, marks string, args []string) {
+	t.Helper()
+	dir = newRepo(t)
+	marks = t.TempDir()
+	var plan strings.Builder
+	plan.WriteString("# Plan\n\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&plan, "- [ ] US-%d: story %d\n", i, i)
+	}
+	writeFile(t, filepath.Join(dir, "plan.md"), plan.String())
+	mustRun(t, dir, "git", "add", "plan.md")
+	mustRun(t, dir, "git", "commit", "-q", "-m", "plan")
+	agent := filepath.Join(marks, "agent.sh")
+	writeFile(t, agent, serialAgent)
+	return dir, marks, []string{"run", "--plan", "plan.md", "--agent-cmd", "sh " + agent, "--test-cmd", "true", "--retries", "0"}
+}
+
+// serialWindows are the kill points of a serial iteration, in the order a
+// story passes them, and whether the story's attempt had finished there -
+// its agent exited 0 and its checks passed - so the resumed run must
+// commit and tick it without running the agent again. Before the checks
+// pass, the attempt is unfinished: rolled back (saved first) and redone.
+var serialWindows = []struct {
+	name     string
+	finished bool
+}{
+	{"agent-exited", false},     // the agent exited 0; --test-cmd not run yet
+	{"attempt-passed", true},    // the checks passed; nothing ticked yet
+	{"serial-ticked", true},     // the plan ticked, nothing staged
+	{"commit-staged", true},     // work and tick staged, not committed
+	{"attempt-committed", true}, // committed; the attempt's end not recorded
+	{"attempt-done", true},      // its end recorded; nothing left to do
+}
+
+// TestSerialResumeAtEachKillWindow SIGKILLs a serial run over 3 stories at
+// each kill point of its first story's iteration, then resumes it; a few
+// cases kill the resumed run too, while it finishes what the first one
+// left. Odd stories are committed by the agent itself. Variants: the plan
+// dirty before the run (--allow-dirty: its ticks are never committed, the
+// work is committed alone); the commit journal on (wiggum's post-commit
+// hook attributes the agent's commits to its session, so the rollback of
+// an unfinished attempt is proven safe); and the journal on with an agent
+// that commits with git hooks off, as Gemini CLI does, whose commits the
+// journal never sees. For every case: the resumed run finishes every
+// story, commits each story's tick once and its work once, loses no
+// commit made before a kill (each is on main or in a backup), runs the
+// agent again only for a story whose attempt had not finished, and says
+// what it did with the killed attempt.
+func TestSerialResumeAtEachKillWindow(t *testing.T) {
+	const stories = 3
+	type tc struct {
+		kills    []string
+		finished bool
+		mode     string // "", "dirty", "journal", "hookless"
+	}
+	var cases []tc
+	for _, w := range serialWindows {
+		cases = append(cases, tc{kills: []string{w.name}, finished: w.finished})
+	}
+	cases = append(cases,
+		tc{kills: []string{"attempt-passed", "serial-ticked"}, finished: true},
+		tc{kills: []string{"serial-ticked", "commit-staged"}, finished: true},
+		tc{kills: []string{"agent-exited", "agent-exited"}, finished: false},
+		tc{kills: []string{"attempt-passed"}, finished: true, mode: "dirty"},
+		tc{kills: []string{"serial-work-committed"}, finished: true, mode: "dirty"},
+		tc{kills: []string{"serial-ticked", "serial-work-committed"}, finished: true, mode: "dirty"},
+		tc{kills: []string{"agent-exited"}, finished: false, mode: "journal"},
+		tc{kills: []string{"serial-ticked"}, finished: true, mode: "journal"},
+		tc{kills: []string{"attempt-passed"}, finished: true, mode: "hookless"},
+		tc{kills: []string{"commit-staged"}, finished: true, mode: "hookless"},
+	)
+	for _, c := range cases {
+		name := strings.Join(c.kills, "+")
+		if c.mode != "" {
+			name = c.mode + "/" + name
+		}
+		t.Run(name, func(t *testing.T) {
+			dir, marks, args := serialRepo(t, stories)
+			env := []string{"MARKS=" + marks}
+			switch c.mode {
+			case "dirty":
+				// An edit to the plan before the run, which the run must
+				// never commit: the ticks stay in the file with it.
+				writeFile(t, filepath.Join(dir, "plan.md"), readFile(t, filepath.Join(dir, "plan.md"))+"\nNotes: the user's own.\n")
+				args = append(args, "--allow-dirty")
+			case "journal":
+				mustRun(t, dir, wiggumBin, "install", "--git")
+			case "hookless":
+				mustRun(t, dir, wiggumBin, "install", "--git")
+				env = append(env, "HOOKLESS=1")
+			}
+			before := map[string]bool{}
+			for i, window := range c.kills {
+				p := startWiggum(t, dir, append(env, killpoint.Env+"="+window), args...)
+				if code := p.wait(t); code != 128+int(syscall.SIGKILL) {
+					t.Fatalf("run %d exited %d, never reaching %s\n%s%s", i+1, code, window, p.stdout(), p.stderr())
+				}
+				for _, c := range workCommits(t, dir) {
+					before[c] = true
+				}
+			}
+			ranBefore := invocations(t, marks)["US-1"]
+			r := wiggum(t, dir, env, args...)
+			if r.code != 0 {
+				t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			var made []string
+			for c := range before {
+				made = append(made, c)
+			}
+			checkResumed(t, dir, stories, made, true)
+			checkSerialResumed(t, dir, stories, c.mode == "dirty")
+
+			ran := invocations(t, marks)
+			switch {
+			case c.finished && ran["US-1"] != 1:
+				t.Errorf("US-1 finished before the kill and was given to the agent %d time(s) in all, want 1\n%s", ran["US-1"], r.stdout)
+			case !c.finished && ran["US-1"] != ranBefore+1:
+				t.Errorf("US-1 was unfinished at the kill: the agent ran it %d time(s) after the resume, want 1\n%s", ran["US-1"]-ranBefore, r.stdout)
+			}
+			for i := 2; i <= stories; i++ {
+				if id := fmt.Sprintf("US-%d", i); ran[id] != 1 {
+					t.Errorf("%s given to the agent %d time(s), want 1", id, ran[id])
+				}
+			}
+			finishedMsg := "US-1: its attempt had finished before the crash (the agent exited 0 and its checks passed)"
+			rolledMsg := "US-1: rolled back the attempt a crash interrupted (its agent had not finished or its checks had not passed); its work is saved in refs/wiggum/backup/"
+			last := c.kills[len(c.kills)-1]
+			switch {
+			case last == "attempt-done":
+				if strings.Contains(r.stdout, finishedMsg) || strings.Contains(r.stdout, "rolled back") {
+					t.Errorf("the resumed run redid or rolled back a story whose end was recorded:\n%s", r.stdout)
+				}
+			case c.finished:
+				if !strings.Contains(r.stdout, finishedMsg) || strings.Contains(r.stdout, "rolled back") {
+					t.Errorf("the resumed run does not say it committed US-1's finished attempt (or rolled it back):\n%s", r.stdout)
+				}
+			default:
+				if !strings.Contains(r.stdout, rolledMsg) {
+					t.Errorf("the resumed run does not say it rolled back US-1's unfinished attempt:\n%s", r.stdout)
+				}
+				// The killed attempt's file is saved.
+				if !inSomeBackup(t, dir, "work-US-1.txt") {
+					t.Error("the killed attempt's work-US-1.txt is in no backup")
+				}
+			}
+		})
+	}
+}
+
+// checkSerialResumed verifies what a resumed serial run left on main: one
+// commit of each story's own besides the agent's commit of an odd story
+// (none when that left nothing: the plan dirty before the run),
+// no separate tick commit unless the plan was dirty before the run (then
+// every tick stays in the file, uncommitted, with the user's edit), each
+// story's work in HEAD, and nothing else uncommitted.
+func checkSerialResumed(t *testing.T, dir string, n int, dirtyPlan bool) {
+	t.Helper()
+	subjects := strings.Split(strings.TrimSpace(mustRun(t, dir, "git", "log", "--format=%s", "main")), "\n")
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("US-%d", i)
+		own, ticks, agent := 0, 0, 0
+		for _, s := range subjects {
+			switch s {
+			case fmt.Sprintf("%s: story %d", id, i):
+				own++
+			case id + ": mark done":
+				ticks++
+			case "agent: " + id:
+				agent++
+			}
+		}
+		// An odd story's agent commits its work itself; with the plan
+		// left out of every commit, that leaves wiggum nothing to commit.
+		wantAgent, wantOwn := i%2, 1
+		if dirtyPlan && wantAgent == 1 {
+			wantOwn = 0
+		}
+		if own != wantOwn || ticks != 0 || agent != wantAgent {
+			t.Errorf("%s: %d commit(s) of its own, %d tick commit(s), %d agent commit(s) on main; want %d, 0, %d\n%s", id, own, ticks, agent, wantOwn, wantAgent, strings.Join(subjects, "\n"))
+		}
+		if run(t, dir, nil, "git", "cat-file", "-e", "HEAD:work-"+id+".txt").code != 0 {
+			t.Errorf("%s: its work is not committed", id)
+		}
+		committed := mustRun(t, dir, "git", "show", "HEAD:plan.md")
+		if ticked := strings.Contains(committed, "- [x] "+id+":"); ticked == dirtyPlan {
+			t.Errorf("%s: ticked in HEAD's plan: %v, want %v\n%s", id, ticked, !dirtyPlan, committed)
+		}
+	}
+	status := mustRun(t, dir, "git", "status", "--porcelain")
+	want := ""
+	if dirtyPlan {
+		want = " M plan.md\n"
+		if !strings.Contains(readFile(t, filepath.Join(dir, "plan.md")), "Notes: the user's own.") {
+			t.Error("the user's own edit to the plan is gone")
+		}
+	}
+	if status != want {
+		t.Errorf("git status after the resumed run:\n%s\nwant:\n%s", status, want)
+	}
+}
+
+// inSomeBackup reports whether a backup ref holds path.
+func inSomeBackup(t *testing.T, dir, path string) bool {
+	t.Helper()
+	for _, ref := range strings.Fields(mustRun(t, dir, "git", "for-each-ref", "--format=%(refname)", "refs/wiggum/backup/")) {
+		if run(t, dir, nil, "git", "cat-file", "-e", ref+":"+path).code == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
