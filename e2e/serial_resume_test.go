@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -250,4 +251,82 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestSerialHooklessAgentCommits: with the commit journal on, an agent
+// that commits with git's hooks turned off (Gemini CLI's shell does) makes
+// commits the journal never sees. A finished story is still committed and
+// ticked once, the agent's commit under wiggum's. An unfinished one -
+// failed, or cut short by a SIGKILL - cannot be rolled back on wiggum's
+// say-so: its commit is nobody's provable own (DESIGN.md, failure 2), so
+// the run stops with exit 4, changes nothing, and says what to do; after
+// `wiggum rollback --discard-foreign` (which saves it) the next run redoes
+// the story, and the commit is in a backup.
+func TestSerialHooklessAgentCommits(t *testing.T) {
+	for _, how := range []string{"failed", "killed"} {
+		t.Run(how, func(t *testing.T) {
+			dir, marks, args := serialRepo(t, 3)
+			mustRun(t, dir, wiggumBin, "install", "--git")
+			// US-1 finishes; US-3 (odd: it commits its work itself) fails
+			// or hangs until killed, once.
+			agent := filepath.Join(marks, "agent.sh")
+			writeFile(t, agent, serialAgent+`
+if [ "$S" = US-3 ] && [ ! -e "$MARKS/again" ]; then
+  touch "$MARKS/again"
+  case "$HOW" in
+  failed) exit 1 ;;
+  killed) touch "$MARKS/hanging"; sleep $SLEEP ;;
+  esac
+fi
+`)
+			env := []string{"MARKS=" + marks, "HOOKLESS=1", "HOW=" + how, "SLEEP=" + uniqueSleep()}
+			var first result
+			if how == "failed" {
+				first = wiggum(t, dir, env, args...)
+			} else {
+				p := startWiggum(t, dir, env, args...)
+				waitFile(t, filepath.Join(marks, "hanging"))
+				_ = p.cmd.Process.Signal(syscall.SIGKILL)
+				p.wait(t)
+				first = wiggum(t, dir, env, args...)
+			}
+			if first.code != 4 {
+				t.Fatalf("exit %d, want 4 (the rollback refused)\n%s\n%s", first.code, first.stdout, first.stderr)
+			}
+			agentCommit := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD"))
+			if subject := mustRun(t, dir, "git", "log", "-1", "--format=%s"); subject != "agent: US-3\n" {
+				t.Fatalf("HEAD is %q, want the agent's own commit, kept", subject)
+			}
+			for _, want := range []string{"is not in the commit journal", "Gemini CLI", "wiggum rollback --discard-foreign"} {
+				if !strings.Contains(first.stderr, want) {
+					t.Errorf("the refusal does not say %q:\n%s", want, first.stderr)
+				}
+			}
+			// US-1 and US-2 were finished: committed with their ticks.
+			for _, s := range []string{"US-1: story 1", "US-2: story 2", "agent: US-1"} {
+				if !strings.Contains(mustRun(t, dir, "git", "log", "--format=%s"), s+"\n") {
+					t.Errorf("no commit %q", s)
+				}
+			}
+			rb := wiggum(t, dir, nil, "rollback", "--discard-foreign")
+			if rb.code != 0 {
+				t.Fatalf("rollback --discard-foreign: exit %d\n%s%s", rb.code, rb.stdout, rb.stderr)
+			}
+			r := wiggum(t, dir, env, args...)
+			if r.code != 0 {
+				t.Fatalf("the run after the rollback: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			checkResumed(t, dir, 3, []string{agentCommit}, true)
+			checkSerialResumed(t, dir, 3, false)
+			// Saved by the rollback (the redone attempt may make the very
+			// same commit again: same tree, parent, message and second).
+			backups := strings.Fields(mustRun(t, dir, "git", "for-each-ref", "--format=%(objectname)", "refs/wiggum/backup/"))
+			if !slices.Contains(strings.Fields(mustRun(t, dir, "git", append([]string{"rev-list"}, backups...)...)), agentCommit) {
+				t.Errorf("the unfinished attempt's commit %s is in no backup", agentCommit)
+			}
+			if n := invocations(t, marks)["US-3"]; n != 2 {
+				t.Errorf("US-3 given to the agent %d time(s), want 2 (the unfinished attempt, then redone)", n)
+			}
+		})
+	}
 }

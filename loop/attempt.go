@@ -363,7 +363,7 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 		var refused *checkpoint.RefusedError
 		if errors.As(err, &refused) {
 			e.run.event("rollback_refused", map[string]any{"story": story.ID, "reason": refused.Reason})
-			return "", fmt.Errorf("run: %s failed (%s) and its rollback was refused, so the loop stops: %w", story.ID, out.detail, err)
+			return "", fmt.Errorf("run: %s failed (%s) and its rollback was refused, so the loop stops: %w%s", story.ID, out.detail, err, foreignHint(refused))
 		}
 		return "", fmt.Errorf("run: roll back %s: %w", story.ID, err)
 	}
@@ -371,6 +371,20 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 		e.run.addBackup(res.BackupRef)
 	}
 	return res.BackupRef, nil
+}
+
+// foreignHint is what to do next when a rollback was refused for commits
+// the commit journal cannot attribute to the session: an agent that runs
+// git with hooks turned off (Gemini CLI's shell does) commits past
+// wiggum's post-commit hook, and such a commit is nobody's provable own -
+// the loop does not discard it on its own say-so.
+func foreignHint(refused *checkpoint.RefusedError) string {
+	if refused == nil || !strings.Contains(refused.Reason, "--discard-foreign") {
+		return ""
+	}
+	return ". An agent that runs git with its hooks turned off (Gemini CLI does) makes commits the journal never sees. " +
+		"To go on, check them (git log), then save and discard them with wiggum rollback --discard-foreign " +
+		"(they stay in refs/wiggum/backup/) and run again"
 }
 
 // interrupted rolls back the unfinished attempt if that is safe, and

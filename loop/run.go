@@ -552,7 +552,9 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 	}
 	res, err := r.st.Rollback(ctx, checkpoint.RollbackOptions{Session: cp.Session, Reason: open.Story + " interrupted by a crash (attempt " + fmt.Sprint(open.Attempt) + ")"})
 	if err != nil {
-		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted (%s): %w", open.Story, unfinished, err)
+		var refused *checkpoint.RefusedError
+		errors.As(err, &refused)
+		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted (%s): %w%s", open.Story, unfinished, err, foreignHint(refused))
 	}
 	if res.BackupRef != "" {
 		r.disp.printf("%s: rolled back the attempt a crash interrupted (%s); its work is saved in %s", open.Story, unfinished, res.BackupRef)
