@@ -309,3 +309,87 @@ func TestRestartedMachineTakesItsOwnStoryAtOnce(t *testing.T) {
 		t.Fatalf("left on the server:\n%s", refs)
 	}
 }
+
+// raceTwice is a pre-receive hook that moves main under the first two
+// pushes that update it, as two other machines landing just before would:
+// the landing's first attempt (built on the tip this clone last saw) and
+// its second (built on a fresh fetch) both lose, so the second marks the
+// story ready - its finished work on its branch, its claim saying so.
+const raceTwice = `n=$(cat "$GIT_DIR/races" 2>/dev/null || echo 0)
+while read old new ref; do
+  if [ "$ref" = refs/heads/main ] && [ "$n" -lt 2 ]; then
+    n=$((n + 1))
+    echo $n > "$GIT_DIR/races"
+    unset GIT_QUARANTINE_PATH GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES
+    c=$(git -c user.name=other -c user.email=other@example.com commit-tree -p refs/heads/main -m "another machine landed" "refs/heads/main^{tree}") || exit 1
+    git update-ref refs/heads/main "$c" || exit 1
+  fi
+done
+exit 0
+`
+
+// A machine SIGKILLed after its story was finished and its work pushed
+// (the landing lost its races and marked the claim ready), before the
+// story landed: the story is landed once, from the work the dead machine
+// pushed, and no agent runs on it again - not on another machine once the
+// lease ran out, not on the same machine restarted (its process is gone).
+func TestFinishedStoryOfKilledMachineLandsOnce(t *testing.T) {
+	for _, tc := range []struct{ name, next, lease string }{
+		{"taken over by another machine", "b", "2s"},
+		{"same machine restarted", "a", "1h"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFleet(t, "daemon", 1)
+			gitserver.Hook(t, f.bare, "pre-receive", raceTwice)
+			a := f.machine("a", []string{"WIGGUM_TEST_KILLPOINT=remote-marked-ready"}, "--lease", tc.lease)
+			if code := waitLong(t, a, 2*time.Minute); code != 128+int(syscall.SIGKILL) {
+				t.Fatalf("a exited %d, want killed at the killpoint\nstdout: %s\nstderr: %s", code, a.stdout(), a.stderr())
+			}
+			// What the kill left on the server: the finished work on the
+			// story's branch, the claim saying it is ready, main without it.
+			finished := f.git("rev-parse", "wiggum/US-1")
+			if got := f.git("show", finished+":f-US-1.txt"); got != "US-1 by a" {
+				t.Fatalf("a's finished work is not on its branch: %q", got)
+			}
+			if claim := f.git("log", "-1", "--format=%B", "refs/wiggum/claims/US-1"); !strings.Contains(claim, `"ready":"`+finished+`"`) {
+				t.Fatalf("a's claim does not say US-1 is ready at %s:\n%s", finished, claim)
+			}
+			if n := f.landings()["US-1"]; n != 0 {
+				t.Fatalf("US-1 landed %d times before the kill", n)
+			}
+			gitserver.RemoveHook(t, f.bare, "pre-receive")
+
+			next := f.machine(tc.next, nil, "--lease", tc.lease)
+			if code := waitLong(t, next, 2*time.Minute); code != 0 {
+				t.Fatalf("%s exited %d\nstdout: %s\nstderr: %s", tc.next, code, next.stdout(), next.stderr())
+			}
+			if w := f.winners()["US-1"]; strings.Join(w, ",") != "a" {
+				t.Fatalf("US-1's agent ran on %v, want once, on a", w)
+			}
+			if n := f.landings()["US-1"]; n != 1 {
+				t.Fatalf("US-1 landed %d times, want once", n)
+			}
+			if out := f.git("merge-base", "--is-ancestor", finished, "main"); out != "" {
+				t.Fatal(out)
+			}
+			if got := f.git("show", "main:f-US-1.txt"); got != "US-1 by a" {
+				t.Fatalf("main does not have a's finished work: %q", got)
+			}
+			if plan := f.git("show", "main:plan.md"); !strings.Contains(plan, "- [x] US-1") {
+				t.Fatalf("US-1 is not ticked on main:\n%s", plan)
+			}
+			// The landing names a's machine for the work, and the machine
+			// that landed it when that is another one.
+			body := f.git("log", "-1", "--format=%B", "main")
+			if !strings.Contains(body, "Wiggum-Story: US-1") || strings.Contains(body, "Wiggum-Landed-By: ") != (tc.next != "a") {
+				t.Fatalf("the landing does not say whose work it is and who landed it:\n%s", body)
+			}
+			if !strings.Contains(next.stderr(), "no agent ran on it again") {
+				t.Fatalf("%s did not say it landed the finished work:\nstdout: %s\nstderr: %s", tc.next, next.stdout(), next.stderr())
+			}
+			if refs := f.git("for-each-ref", "refs/wiggum", "refs/heads/wiggum"); refs != "" {
+				t.Fatalf("left on the server:\n%s", refs)
+			}
+		})
+	}
+}

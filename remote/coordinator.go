@@ -39,6 +39,10 @@ type Coordinator struct {
 	Ride bool
 	// OnError hears of renewals that failed (and will be retried).
 	OnError func(error)
+	// OnReadyLanded hears of a story this process landed from another
+	// process's finished work (its claim said ready, and its holder
+	// could no longer land it), without running an agent on it.
+	OnReadyLanded func(from *Claim, l *Landed)
 
 	mu      sync.Mutex
 	mine    map[string]bool // stories this process is claiming or holds
@@ -352,6 +356,15 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 		if !c.reserve(s.ID) {
 			continue
 		}
+		if !reuse {
+			if landed, raced, err := c.landReady(ctx, v, s.ID); landed || raced || err != nil {
+				c.Forget(s.ID)
+				if err != nil {
+					return nil, none, nothingLeft, err
+				}
+				return nil, none, lookAgain, nil
+			}
+		}
 		h, err := c.R.Claim(ctx, s.ID, v)
 		var taken *ClaimTakenError
 		switch {
@@ -405,6 +418,26 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 		return nil, none, lookAgain, nil
 	}
 	return nil, none, next, nil
+}
+
+// landReady lands story from v when its claim says its work is finished
+// and its holder can no longer land it (the lease ran out, or it was this
+// clone's process and is gone): a takeover would run an agent on a story
+// whose work is done. The caller has reserved the story.
+func (c *Coordinator) landReady(ctx context.Context, v *View, story string) (landed, raced bool, err error) {
+	key, err := Key(story)
+	if err != nil {
+		return false, false, nil
+	}
+	old := v.Claims[key]
+	if old == nil || !readyHere(v, old, c.PlanRel) || !(old.Stale(c.R.now()) || c.R.deadHere(old)) {
+		return false, false, nil
+	}
+	l, raced, err := c.R.landReady(ctx, v, old, c.PlanRel)
+	if l != nil && c.OnReadyLanded != nil {
+		c.OnReadyLanded(old, l)
+	}
+	return l != nil, raced, err
 }
 
 // open reports whether story is in stories and not done.

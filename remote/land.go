@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 )
 
@@ -508,6 +509,9 @@ func (r *Remote) markReady(ctx context.Context, in []*member) {
 		o.m.H.claim = claims[o]
 		o.m.H.pushed = o.tip
 	}
+	// Crash tests: killed here, the finished work is on the server and its
+	// claim says so; whoever claims the story next lands it (landReady).
+	killpoint.At("remote-marked-ready")
 }
 
 // landedByOther settles a member whose claim this process marked ready,
@@ -797,4 +801,60 @@ func keys(m map[string]string) []string {
 func isTimeout(err error) bool {
 	var ne *NetworkError
 	return errors.As(err, &ne) && ne.Timeout
+}
+
+// landReady lands the story of cl, a ready claim in v (a fetch) whose
+// holder can no longer land it - its lease ran out, or its process, of
+// this very clone, is gone - with the work the claim names, finished on
+// its branch on the server: one atomic push moves the target from v's tip
+// over the merge (the story ticked in the plan, the commit naming the
+// holder's machine and this one as the lander), and deletes the claim and
+// the branch, each leased on the exact value v saw. So a machine killed
+// after its work was finished and marked ready has it landed once, and its
+// agent is never run on the story again.
+//
+// raced: the server moved since v (another machine landed, or took the
+// claim); nothing changed, look again. Neither l nor raced: the work does
+// not merge or tick cleanly any more; nothing changed, and the story is
+// left to a takeover, whose agent goes on from the branch.
+func (r *Remote) landReady(ctx context.Context, v *View, cl *Claim, planRel string) (l *Landed, raced bool, err error) {
+	key := strings.TrimPrefix(cl.Ref, ClaimsPrefix)
+	if !readyHere(v, cl, planRel) {
+		return nil, false, nil
+	}
+	spec := LandSpec{Target: cl.Target, PlanRel: cl.Plan, Subject: cl.Subject}
+	commit, paths, err := r.landingCommit(ctx, v.Tip, cl.Ready, spec, cl.Story, Machine{ID: cl.Machine, Host: cl.Host})
+	if err != nil || paths != nil {
+		return nil, false, nil
+	}
+	ups := []update{
+		{src: commit, dst: v.Target, expect: v.Tip},
+		{dst: cl.Ref, expect: cl.Commit},
+		{dst: BranchPrefix + key, expect: cl.Ready},
+	}
+	r.fetchMu.Lock()
+	bad, err := r.push(ctx, "land "+cl.Story+", finished by "+cl.Host+"/"+cl.Machine, ups)
+	if err == nil && len(bad) == 0 {
+		_, _ = r.Repo.Run(ctx, "update-ref", r.Tracking(v.Target), commit)
+	}
+	r.fetchMu.Unlock()
+	if err != nil {
+		if !IsNetwork(err) || !r.landedAnyway(ctx, ups) {
+			return nil, false, err
+		}
+		bad = nil
+	}
+	if len(bad) > 0 {
+		return nil, true, nil
+	}
+	return &Landed{Commit: commit, Base: v.Tip, Attempts: 1, By: r.Me.String()}, false, nil
+}
+
+// readyHere reports whether cl says its story's work is finished for
+// v's target and the plan planRel, with the story's branch on the server
+// (as v saw it) at exactly the commit the claim names.
+func readyHere(v *View, cl *Claim, planRel string) bool {
+	key := strings.TrimPrefix(cl.Ref, ClaimsPrefix)
+	return !cl.Unreadable && cl.Ready != "" && cl.Target == v.Target && cl.Plan == planRel && v.Tip != "" &&
+		v.Branches[key] == cl.Ready && v.Conflicts[key] == nil
 }

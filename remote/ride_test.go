@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -503,4 +504,102 @@ func TestDirectPushCancelled(t *testing.T) {
 	if !isTimeout(err) {
 		t.Fatalf("a push to a hanging server: %v", err)
 	}
+}
+
+// A ready story whose holder can no longer land it (its lease ran out) is
+// landed by the next machine that claims it - the holder's finished work
+// as the claim names it, in one atomic push that deletes the claim and the
+// branch - instead of being taken over and worked on again. A live ready
+// claim is left to its holder, and a view the server moved on from lands
+// nothing.
+func TestReadyStoryOfStoppedHolderLands(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a := f.machine("a", 2*time.Second, 0)
+		b := f.machine("b", 2*time.Second, 10*time.Second) // a's claims look stale to b
+		c := f.machine("c", 2*time.Second, 0)
+		ha := claim(t, a, "S-1")
+		bra := work(t, a, "S-1", ha.Start, "s1.txt", "S-1 by a\n")
+		spec := LandSpec{Target: target, Branch: bra, PlanRel: "plan.md", Subject: "Merge S-1"}
+		tip := gitIn(t, a.Repo.Root, "rev-parse", bra)
+		a.markReady(ctx, []*member{{m: &Member{H: ha, Spec: spec}, tip: tip}})
+		ready := ha.Claim()
+		if ready.Ready != tip {
+			t.Fatalf("S-1 not marked ready: %+v", ready)
+		}
+
+		// To c the claim is live: c lands nothing and takes nothing over.
+		cc, err := NewCoordinator(ctx, c, c.Repo, target, "plan.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		vc, err := c.FetchPlan(ctx, target, "plan.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if landed, raced, err := cc.landReady(ctx, vc, "S-1"); landed || raced || err != nil {
+			t.Fatalf("c landed a live ready claim: %v %v %v", landed, raced, err)
+		}
+
+		// b's view goes old: c lands S-2 meanwhile. b's landing from it is
+		// refused whole, and changes nothing.
+		cb, err := NewCoordinator(ctx, b, b.Repo, target, "plan.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var heard []string
+		cb.OnReadyLanded = func(from *Claim, l *Landed) { heard = append(heard, from.Story+" "+from.Machine+" "+l.Commit) }
+		vb, err := b.FetchPlan(ctx, target, "plan.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := claim(t, c, "S-2")
+		brc := work(t, c, "S-2", hc.Start, "s2.txt", "S-2 by c\n")
+		if _, err := hc.Land(ctx, LandSpec{Target: target, Branch: brc, PlanRel: "plan.md", Subject: "Merge S-2"}); err != nil {
+			t.Fatal(err)
+		}
+		before := f.refs()
+		if landed, raced, err := cb.landReady(ctx, vb, "S-1"); landed || !raced || err != nil {
+			t.Fatalf("b's landing from an old view: landed %v raced %v err %v", landed, raced, err)
+		}
+		if after := f.refs(); !maps.Equal(before, after) {
+			t.Fatalf("a refused landing changed the server:\nbefore %v\nafter %v", before, after)
+		}
+
+		// b claims with S-1 the only story it may take: it lands a's work
+		// and gets nothing to work on.
+		h, story, err := cb.Claim(ctx, map[string]bool{"S-2": true, "S-3": true})
+		if err != nil || h != nil {
+			t.Fatalf("b's claim: %v %v %v, want nothing to work on", h, story, err)
+		}
+		refs := f.refs()
+		if refs[ready.Ref] != "" || refs[ha.Branch()] != "" {
+			t.Fatalf("the claim or the branch is left: %v", refs)
+		}
+		if gitIn(t, f.bare, "rev-parse", "main^2") != tip {
+			t.Fatal("main's landing is not a merge of the work the claim named")
+		}
+		if got := gitIn(t, f.bare, "show", "main:s1.txt"); got != "S-1 by a" {
+			t.Fatalf("a's work did not land: %q", got)
+		}
+		if plan := gitIn(t, f.bare, "show", "main:plan.md"); !strings.Contains(plan, "- [x] S-1") || !strings.Contains(plan, "- [x] S-2") {
+			t.Fatalf("plan on main:\n%s", plan)
+		}
+		if by := gitIn(t, f.bare, "log", "-1", "--format=%(trailers:key=Wiggum-Machine,valueonly)%(trailers:key=Wiggum-Landed-By,valueonly)", "main"); !strings.Contains(by, a.Me.String()) || !strings.Contains(by, b.Me.String()) {
+			t.Fatalf("the landing does not say whose work it is and who landed it: %q", by)
+		}
+		if len(heard) != 1 || !strings.HasPrefix(heard[0], "S-1 "+a.Me.ID+" "+refs[target]) {
+			t.Fatalf("OnReadyLanded heard %v", heard)
+		}
+
+		// a, still trying (from a fetch), finds its story landed by b and
+		// pushes nothing.
+		a.landGuess = guess{skip: 1}
+		_, p0 := a.Counts()
+		m := &Member{H: ha, Spec: spec}
+		a.LandGroup(ctx, []*Member{m}, nil)
+		if _, p1 := a.Counts(); m.Err != nil || m.Landed == nil || m.Landed.By != b.Me.String() || p1 != p0 {
+			t.Fatalf("a's landing after b landed its work: %+v %v, %d pushes", m.Landed, m.Err, p1-p0)
+		}
+	})
 }
