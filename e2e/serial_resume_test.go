@@ -13,8 +13,9 @@ import (
 )
 
 // serialAgent is the scripted agent of the serial kill-window tests: it
-// counts its invocations per story outside the repository and writes the
-// story's work file; odd stories commit it themselves. With $HOOKLESS set
+// counts its invocations per story outside the repository, writes the
+// story's work file and reports a cost of $0.25 as Claude's stream does;
+// odd stories commit their work themselves. With $HOOKLESS set
 // it commits with git's hooks turned off, as Gemini CLI's shell does, so
 // wiggum's post-commit hook never journals the commit.
 const serialAgent = `cat > /dev/null
@@ -26,6 +27,7 @@ if [ $((n % 2)) -eq 1 ]; then
   git add "work-$S.txt"
   if [ -n "$HOOKLESS" ]; then git -c core.hooksPath=/dev/null commit -q -m "agent: $S"; else git commit -q -m "agent: $S"; fi
 fi
+echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":0.25}'
 `
 
 // serialRepo makes a repository with a plan of n stories and the serial
@@ -84,7 +86,7 @@ func TestSerialResumeAtEachKillWindow(t *testing.T) {
 	type tc struct {
 		kills    []string
 		finished bool
-		mode     string // "", "dirty", "journal", "hookless"
+		mode     string // "", "dirty", "journal", "hookless", "moved"
 	}
 	var cases []tc
 	for _, w := range serialWindows {
@@ -101,6 +103,10 @@ func TestSerialResumeAtEachKillWindow(t *testing.T) {
 		tc{kills: []string{"serial-ticked"}, finished: true, mode: "journal"},
 		tc{kills: []string{"attempt-passed"}, finished: true, mode: "hookless"},
 		tc{kills: []string{"commit-staged"}, finished: true, mode: "hookless"},
+		// Someone commits after the kill: the finished attempt is not
+		// committed on top of that blindly; it is rolled back like an
+		// unfinished one, saved first, with the reason.
+		tc{kills: []string{"attempt-passed"}, finished: false, mode: "moved"},
 	)
 	for _, c := range cases {
 		name := strings.Join(c.kills, "+")
@@ -132,6 +138,10 @@ func TestSerialResumeAtEachKillWindow(t *testing.T) {
 					before[c] = true
 				}
 			}
+			if c.mode == "moved" {
+				mustRun(t, dir, "git", "commit", "-q", "--allow-empty", "-m", "someone else")
+				before[strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD"))] = true
+			}
 			ranBefore := invocations(t, marks)["US-1"]
 			r := wiggum(t, dir, env, args...)
 			if r.code != 0 {
@@ -156,8 +166,23 @@ func TestSerialResumeAtEachKillWindow(t *testing.T) {
 					t.Errorf("%s given to the agent %d time(s), want 1", id, ran[id])
 				}
 			}
+			// Every attempt whose agent finished, before the kill or on
+			// resume, counts in the run's spending: a finished attempt's
+			// cost from its pass record, also when it is rolled back.
+			// (The cost of an attempt killed before its checks passed is
+			// lost with its agent's stream.)
+			spent := "spent $0.75"
+			if c.mode == "moved" {
+				spent = "spent $1.00"
+			}
+			if !strings.Contains(r.stdout, spent) {
+				t.Errorf("the resumed run did not say %q:\n%s", spent, r.stdout)
+			}
 			finishedMsg := "US-1: its attempt had finished before the crash (the agent exited 0 and its checks passed)"
 			rolledMsg := "US-1: rolled back the attempt a crash interrupted (its agent had not finished or its checks had not passed); its work is saved in refs/wiggum/backup/"
+			if c.mode == "moved" {
+				rolledMsg = "US-1: rolled back the attempt a crash interrupted (it had finished, but HEAD moved since its checks passed (to "
+			}
 			last := c.kills[len(c.kills)-1]
 			switch {
 			case last == "attempt-done":

@@ -171,9 +171,9 @@ func (r *run) finishPassed(ctx context.Context, cp *checkpoint.Checkpoint, pass 
 	if err != nil {
 		return "", fmt.Errorf("run: commit %s, whose attempt finished before the crash: %w", s.ID, err)
 	}
-	how := "committed it as " + sha
+	how := "committed it with its tick as " + sha
 	if sha == "" {
-		how = "its commit was made before the crash"
+		how = "it was committed before the crash"
 	}
 	if err := r.led.record(journalRec{T: "end", Story: s.ID, Attempt: pass.Attempt, Iter: pass.Iter, Outcome: "done", Commit: sha,
 		Cost: pass.Cost, In: pass.In, Out: pass.Out, Note: "finished before the crash; committed on resume"}, true); err != nil {
@@ -182,7 +182,7 @@ func (r *run) finishPassed(ctx context.Context, cp *checkpoint.Checkpoint, pass 
 	s.Done = true
 	r.addCompleted(s.ID)
 	r.event("story_recovered", map[string]any{"story": s.ID, "attempt": pass.Attempt, "iteration": pass.Iter, "commit": sha})
-	r.disp.printf("%s: its attempt had finished before the crash (the agent exited 0 and its checks passed); %s and ticked it, not redoing it", s.ID, how)
+	r.disp.printf("%s: its attempt had finished before the crash (the agent exited 0 and its checks passed); %s, not redoing it", s.ID, how)
 	return "", nil
 }
 

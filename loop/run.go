@@ -496,7 +496,7 @@ func (r *run) untick(ctx context.Context) (bool, error) {
 
 // interruptedAttempt records a killed attempt: not a failure of the agent,
 // so it does not count against --retries, but the next prompt says where
-// its work is.
+// its work is, and the run's spending keeps what a finished agent cost.
 func (r *run) interruptedAttempt(story, backup string) {
 	o := r.led.openAttempts()
 	attempt := 0
@@ -505,7 +505,12 @@ func (r *run) interruptedAttempt(story, backup string) {
 			attempt = a.Attempt
 		}
 	}
-	_ = r.led.record(journalRec{T: "end", Story: story, Attempt: attempt, Outcome: "interrupted", Source: "crash", Backup: backup}, true)
+	end := journalRec{T: "end", Story: story, Attempt: attempt, Outcome: "interrupted", Source: "crash", Backup: backup}
+	if pass, ok := r.led.passedAt(story); ok {
+		// Its agent had finished, and reported what that cost.
+		end.Cost, end.In, end.Out = pass.Cost, pass.In, pass.Out
+	}
+	_ = r.led.record(end, true)
 	_ = session.AppendFailure(r.st, session.Failure{
 		Time: time.Now().UTC(), Story: story, Source: "interrupted",
 		Output: "wiggum was killed during this attempt; what it had done is saved", Rollback: backup,
