@@ -51,11 +51,26 @@ func (s *State) createBackupRef(ctx context.Context, commit string) (string, err
 	return "", errors.New("could not find a free backup ref name")
 }
 
+// moveArgs is the ref transaction's git command line: `update-ref
+// --stdin`, which acts (locks, checks each ref's old value, writes) only
+// at the end of its input.
+func moveArgs(cp *Checkpoint) []string {
+	return []string{"update-ref", "--no-deref", "-m", "wiggum rollback to " + short(cp.Head), "--stdin"}
+}
+
+// startMove starts backupAndMove's git ahead of its transaction, so that
+// git's start-up overlaps the rollback's reads; until backupAndMove gives
+// it the transaction it has done nothing, and Abandon stops it so.
+func (s *State) startMove(ctx context.Context, cp *Checkpoint) *git.Started {
+	return s.Repo.Start(ctx, nil, moveArgs(cp)...)
+}
+
 // backupAndMove creates a new backup ref at commit and moves cp's branch
 // (HEAD itself when detached) from head back to the checkpoint, in one ref
 // transaction: both happen or neither. A branch that moved since head was
-// read is a refusal with nothing changed.
-func (s *State) backupAndMove(ctx context.Context, commit string, cp *Checkpoint, head string) (string, error) {
+// read is a refusal with nothing changed. started, when not nil, is
+// startMove's git, given the first attempt.
+func (s *State) backupAndMove(ctx context.Context, commit string, cp *Checkpoint, head string, started *git.Started) (string, error) {
 	ref := cp.Branch
 	if ref == "" {
 		ref = "HEAD"
@@ -66,8 +81,14 @@ func (s *State) backupAndMove(ctx context.Context, commit string, cp *Checkpoint
 		if i > 0 {
 			backup += "-" + strconv.Itoa(i)
 		}
-		tx := fmt.Sprintf("create %s %s\nupdate %s %s %s\n", backup, commit, ref, cp.Head, head)
-		_, err := s.Repo.RunEnv(ctx, nil, []byte(tx), "update-ref", "--no-deref", "-m", "wiggum rollback to "+short(cp.Head), "--stdin")
+		tx := []byte(fmt.Sprintf("create %s %s\nupdate %s %s %s\n", backup, commit, ref, cp.Head, head))
+		var err error
+		if started != nil {
+			_, err = started.Finish(tx)
+			started = nil
+		} else {
+			_, err = s.Repo.RunEnv(ctx, nil, tx, moveArgs(cp)...)
+		}
 		if err == nil {
 			return backup, nil
 		}

@@ -56,7 +56,20 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	// trees a snapshot builds on, the trees it compares.
 	cat := s.Repo.Cat(ctx)
 	defer cat.Close()
-	f, err := s.rollbackFacts(ctx, cat, opts)
+	// The ref transaction's git starts with the reads (see startMove);
+	// a rollback that stops before it stops it unheard.
+	var move *git.Started
+	defer func() {
+		if move != nil {
+			move.Abandon()
+		}
+	}()
+	startMove := func(cp *Checkpoint) {
+		if !opts.DryRun {
+			move = s.startMove(ctx, cp)
+		}
+	}
+	f, err := s.rollbackFacts(ctx, cat, opts, startMove)
 	if err != nil {
 		return nil, fmt.Errorf("rollback: %w", err)
 	}
@@ -126,10 +139,14 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		return nil, err
 	}
 	defer lk.release()
-	if res.BackupRef, err = s.backupAndMove(ctx, current, cp, head); err != nil {
+	index := s.startIndex(ctx, idx, tracked, cp, changes, uncommitted)
+	res.BackupRef, err = s.backupAndMove(ctx, current, cp, head, move)
+	move = nil
+	if err != nil {
+		(<-index).index.remove()
 		return nil, err
 	}
-	if err := s.restoreTree(ctx, cat, lk, idx, tracked, cp, changes, uncommitted); err != nil {
+	if err := s.restoreTree(ctx, cat, lk, index, cp, changes); err != nil {
 		return nil, fmt.Errorf("rollback: return the working tree to %s (everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
 	}
 	return res, nil
@@ -137,8 +154,9 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 
 // rollbackFacts reads what the rules judge, changing nothing. It stops
 // early when a fact makes the rest meaningless (no checkpoint, its commit
-// gone): the rule for that fact comes first.
-func (s *State) rollbackFacts(ctx context.Context, cat *git.Cat, opts RollbackOptions) (*rollbackFacts, error) {
+// gone): the rule for that fact comes first. ahead is called with the
+// checkpoint, when there is one, while git reads the working tree.
+func (s *State) rollbackFacts(ctx context.Context, cat *git.Cat, opts RollbackOptions, ahead func(*Checkpoint)) (*rollbackFacts, error) {
 	f := &rollbackFacts{Session: opts.Session, DiscardForeign: opts.DiscardForeign, InProgress: s.Repo.InProgress(), RecordRef: s.snapshotRef()}
 	cp, ref, err := s.currentCheckpoint(ctx)
 	if errors.Is(err, ErrNoCheckpoint) {
@@ -148,7 +166,12 @@ func (s *State) rollbackFacts(ctx context.Context, cat *git.Cat, opts RollbackOp
 		return nil, err
 	}
 	f.Checkpoint = cp
-	if f.Now, err = s.Repo.Status(ctx); err != nil {
+	// cat-file (and what ahead starts) start while status scans the
+	// working tree: they are independent of it.
+	status := s.Repo.StartStatus(ctx)
+	cat.Start()
+	ahead(cp)
+	if f.Now, err = status(); err != nil {
 		return nil, fmt.Errorf("read HEAD and status: %w", err)
 	}
 	// One object lookup answers every question about objects and refs.

@@ -25,6 +25,7 @@ func mustSave(t *testing.T, r *testRepo, session string) *Checkpoint {
 func wantRefused(t *testing.T, r *testRepo, opts RollbackOptions, reason string) {
 	t.Helper()
 	before := r.fingerprint() + r.git("for-each-ref")
+	calls := r.watchRefTransactions()
 	_, err := r.st.Rollback(ctx, opts)
 	var re *RefusedError
 	if !errors.As(err, &re) {
@@ -35,6 +36,55 @@ func wantRefused(t *testing.T, r *testRepo, opts RollbackOptions, reason string)
 	}
 	if after := r.fingerprint() + r.git("for-each-ref"); after != before {
 		t.Fatalf("a refused rollback changed the repository:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	// The ref transaction's git, started ahead, was stopped before it
+	// read a line: not even an empty transaction reached the hooks.
+	if got := calls(); got != "" {
+		t.Fatalf("a refused rollback ran ref transactions:\n%s", got)
+	}
+}
+
+// watchRefTransactions installs a reference-transaction hook that records
+// each state git announces, and returns what it recorded so far.
+func (r *testRepo) watchRefTransactions() func() string {
+	r.t.Helper()
+	log := filepath.Join(r.t.TempDir(), "transactions")
+	hook := filepath.Join(r.st.Repo.HooksDir, "reference-transaction")
+	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	script := "#!/bin/sh\n{ echo \"$1\"; cat; } >> '" + log + "'\n"
+	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	return func() string {
+		data, err := os.ReadFile(log)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			r.t.Fatal(err)
+		}
+		return string(data)
+	}
+}
+
+// A rollback moves its refs in one transaction, in the git it started
+// ahead of knowing the transaction: the backup ref and the branch (git
+// names HEAD too, which points at it), nothing else, once.
+func TestRollbackIsOneRefTransaction(t *testing.T) {
+	r := newRepo(t)
+	cp := mustSave(t, r, "")
+	r.commit("agent.txt", "agent\n", "agent")
+	head := r.git("rev-parse", "HEAD")
+	calls := r.watchRefTransactions()
+	res, err := r.st.Rollback(ctx, RollbackOptions{DiscardForeign: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backup := r.git("rev-parse", res.BackupRef)
+	zero := strings.Repeat("0", len(head))
+	update := zero + " " + backup + " " + res.BackupRef + "\n" + head + " " + cp.Head + " refs/heads/main\n" +
+		head + " " + cp.Head + " HEAD\n"
+	if want := "prepared\n" + update + "committed\n" + update; calls() != want {
+		t.Fatalf("ref transactions:\n%s\nwant:\n%s", calls(), want)
 	}
 }
 

@@ -192,15 +192,27 @@ func (s *State) setEntries(ctx context.Context, idx *treeIndex, changes []treeCh
 // index hold cp.Head's tree, under lk, touching only the paths in changes
 // (from the working tree's tree to the checkpoint's): no other file is
 // read, stat'ed or written, and no other index entry loses its stat data.
-// idx is a private index that matches the working tree (made by
-// snapshot's index route); nil means the user's index is the start, and
-// tracked then lists every tracked path where the working tree differs from
-// HEAD, as the working tree has it (from quickSnapshot; nil when clean).
-// uncommitted lists what the checkpoint's snapshot changed from cp.Head.
-//
-// The files are written from a second private index holding only the
-// changed entries, so the full index is rewritten once, at the end.
-func (s *State) restoreTree(ctx context.Context, cat *git.Cat, lk *indexLock, idx *treeIndex, tracked []treeChange, cp *Checkpoint, changes, uncommitted []treeChange) error {
+// index is the new index startIndex is making; restoreTree writes the
+// files, then waits for it and puts it in place.
+func (s *State) restoreTree(ctx context.Context, cat *git.Cat, lk *indexLock, index <-chan newIndex, cp *Checkpoint, changes []treeChange) error {
+	werr := s.writeChanges(ctx, cat, cp, changes)
+	idx := <-index
+	defer idx.index.remove()
+	if werr != nil {
+		return werr
+	}
+	if idx.err != nil {
+		return idx.err
+	}
+	if err := os.Rename(idx.index.path, lk.path); err != nil {
+		return fmt.Errorf("replace the index: %w", err)
+	}
+	return lk.commit()
+}
+
+// writeChanges makes the working tree's files at changes what changes
+// says: removed, or written at their blobs.
+func (s *State) writeChanges(ctx context.Context, cat *git.Cat, cp *Checkpoint, changes []treeChange) error {
 	var write []treeChange
 	for _, c := range changes {
 		if c.mode == "" {
@@ -231,19 +243,35 @@ func (s *State) restoreTree(ctx context.Context, cat *git.Cat, lk *indexLock, id
 			return err
 		}
 	}
-	if idx == nil {
-		idx = s.newTreeIndex("")
-		if err := s.linkIndex(idx); err != nil {
-			return fmt.Errorf("copy the index: %w", err)
-		}
-	}
-	defer idx.remove()
-	// The index gets the checkpoint commit's tree: first every tracked
-	// path the user's index may have differently from the working tree at
-	// its working-tree state (the index route did that already), then the
-	// changed paths at the checkpoint's blobs, except that its uncommitted
-	// changes stay in the working tree only, as when it was taken. The last
-	// word for a path wins.
+	return nil
+}
+
+// newIndex is the private index startIndex made, or why it could not.
+type newIndex struct {
+	index *treeIndex
+	err   error
+}
+
+// startIndex makes, in the background, the index a rollback leaves: the
+// checkpoint commit's tree, as a private index built from idx (a private
+// index that matches the working tree, made by snapshot's index route) or,
+// when idx is nil, from the user's index - which the caller holds locked,
+// so it cannot change meanwhile. With the user's index as the start,
+// tracked lists every tracked path where the working tree differs from
+// HEAD, as the working tree has it (from quickSnapshot; nil when clean).
+// uncommitted lists what the checkpoint's snapshot changed from cp.Head.
+// Only the entries of changed paths are set (with no stat data: git checks
+// those files on its next read), so every other entry keeps its stat data.
+//
+// Its git process touches nothing but the private index, so it runs while
+// the refs move and the files are written; the index takes its place only
+// after both. The caller receives from the channel exactly once.
+func (s *State) startIndex(ctx context.Context, idx *treeIndex, tracked []treeChange, cp *Checkpoint, changes, uncommitted []treeChange) <-chan newIndex {
+	// First every tracked path the user's index may have differently from
+	// the working tree at its working-tree state (the index route did
+	// that already), then the changed paths at the checkpoint's blobs,
+	// except that its uncommitted changes stay in the working tree only,
+	// as when it was taken. The last word for a path wins.
 	own := make(map[string]bool, len(uncommitted))
 	for _, u := range uncommitted {
 		own[u.path] = true
@@ -269,13 +297,18 @@ func (s *State) restoreTree(ctx context.Context, cat *git.Cat, lk *indexLock, id
 	for _, c := range uncommitted {
 		set(c)
 	}
-	if err := s.setEntries(ctx, idx, final, len(cp.Head)); err != nil {
-		return err
-	}
-	if err := os.Rename(idx.path, lk.path); err != nil {
-		return fmt.Errorf("replace the index: %w", err)
-	}
-	return lk.commit()
+	done := make(chan newIndex, 1)
+	go func() {
+		if idx == nil {
+			idx = s.newTreeIndex("")
+			if err := s.linkIndex(idx); err != nil {
+				done <- newIndex{index: idx, err: fmt.Errorf("copy the index: %w", err)}
+				return
+			}
+		}
+		done <- newIndex{index: idx, err: s.setEntries(ctx, idx, final, len(cp.Head))}
+	}()
+	return done
 }
 
 // removeFile deletes a working-tree file the checkpoint does not have, and

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -26,7 +27,16 @@ import (
 
 func init() {
 	if cmd, ok := Parse(os.Args[1:]); ok {
-		os.Exit(cmd.main())
+		// One P: the command does one thing at a time (its git runs in
+		// processes of their own), and with one P the runtime wakes no
+		// second thread to look for work each time it waits for git. And
+		// not on this goroutine: package init runs locked to the main
+		// thread, so each wait would hand the P to another thread and
+		// back (measured: ~1.5 ms of CPU less per rollback for the two).
+		runtime.GOMAXPROCS(1)
+		code := make(chan int)
+		go func() { code <- cmd.main() }()
+		os.Exit(<-code)
 	}
 }
 

@@ -32,6 +32,15 @@ type Cat struct {
 // Cat returns a reader of the repository's objects.
 func (r *Repo) Cat(ctx context.Context) *Cat { return &Cat{ctx: ctx, root: r.Root} }
 
+// Start starts git now rather than at the first read, so that its
+// start-up overlaps what the caller does next (a status, say). A failure
+// to start is returned by the first read.
+func (c *Cat) Start() {
+	if c.cmd == nil && c.err == nil {
+		c.err = c.start()
+	}
+}
+
 func (c *Cat) args() []string {
 	if c.plain {
 		return []string{"cat-file", "--batch"}

@@ -56,11 +56,20 @@ var statusArgs = []string{"status", "--porcelain=v2", "-z", "--branch", "--no-ah
 // Status reads HEAD, the branch and every difference from HEAD with a
 // single `git status`.
 func (r *Repo) Status(ctx context.Context) (*Status, error) {
-	out, err := r.Run(ctx, statusArgs...)
-	if err != nil {
-		return nil, err
+	return r.StartStatus(ctx)()
+}
+
+// StartStatus starts Status's git and returns what waits for its answer,
+// so that the caller can start more work while git scans the tree.
+func (r *Repo) StartStatus(ctx context.Context) func() (*Status, error) {
+	s := r.Start(ctx, nil, statusArgs...)
+	return func() (*Status, error) {
+		out, err := s.Finish(nil)
+		if err != nil {
+			return nil, err
+		}
+		return ParseStatus(out)
 	}
-	return ParseStatus(out)
 }
 
 // RefreshStatus is Status that also lets git write back the stat data it

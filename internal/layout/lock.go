@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -109,7 +110,18 @@ func (t Tree) Acquire(ctx context.Context, opts AcquireOptions) (*Lock, error) {
 	}
 	host, _ := os.Hostname()
 	l.Holder = Holder{PID: os.Getpid(), Host: host, Started: time.Now().UTC(), Session: newToken(), Command: opts.Command}
-	if err := statefile.WriteJSON(t.Path(HolderFile), l.Holder); err != nil {
+	// The record is renamed into place whole (readers, and a kill of this
+	// process, never see it torn) but not fsynced: it describes an flock,
+	// which no power cut or kernel crash leaves held, and every reader
+	// takes a record as a live holder's only while that flock is held (or,
+	// in heldError, when its pid is the flock's). A record a power cut tore
+	// is a stale one: read as no holder, replaced by the next holder. The
+	// flush would cost every lock, checkpoint and rollback a disk write.
+	data, err := json.MarshalIndent(l.Holder, "", "  ")
+	if err == nil {
+		err = statefile.WriteUnsynced(t.Path(HolderFile), append(data, '\n'))
+	}
+	if err != nil {
 		l.unlock()
 		return nil, fmt.Errorf("lock: write holder record: %w", err)
 	}
@@ -150,7 +162,7 @@ func (l *Lock) unlock() error {
 
 // recordWait bounds how long a refused caller waits for a wiggum that has
 // just taken the lock to write its holder record: the record follows the
-// flock by a file write and an fsync, and a caller that gave up in between
+// flock by a file write and a rename, and a caller that gave up in between
 // could not say who holds the lock or since when.
 const recordWait = 2 * time.Second
 

@@ -15,7 +15,7 @@ import (
 
 // writerEnv makes the test binary a writer that rewrites one state file as
 // fast as it can until it is killed; writerModeEnv says how ("swap":
-// Swap, else WriteJSON).
+// Swap, "unsynced": WriteUnsynced, else WriteJSON).
 const (
 	writerEnv     = "WIGGUM_STATEFILE_CRASH_WRITER"
 	writerModeEnv = "WIGGUM_STATEFILE_CRASH_MODE"
@@ -23,15 +23,19 @@ const (
 
 func TestMain(m *testing.M) {
 	if path := os.Getenv(writerEnv); path != "" {
-		swap := os.Getenv(writerModeEnv) == "swap"
+		mode := os.Getenv(writerModeEnv)
 		for i := 0; ; i++ {
 			// Large enough that a write takes several system calls.
 			rec := map[string]any{"seq": i, "pad": strings.Repeat(fmt.Sprint(i%10), 64<<10)}
 			var err error
-			if swap {
+			switch mode {
+			case "swap":
 				data, _ := json.Marshal(rec)
 				err = Swap(path, data, i%2 == 0)
-			} else {
+			case "unsynced":
+				data, _ := json.Marshal(rec)
+				err = WriteUnsynced(path, data)
+			default:
 				err = WriteJSON(path, rec)
 			}
 			if err != nil {
@@ -47,7 +51,7 @@ func TestMain(m *testing.M) {
 // unreadable state file: every read sees one whole record. A plain
 // os.WriteFile (truncate, then write) fails this within a few kills.
 func TestSIGKILLNeverTearsAStateFile(t *testing.T) {
-	for _, mode := range []string{"write", "swap"} {
+	for _, mode := range []string{"write", "swap", "unsynced"} {
 		t.Run(mode, func(t *testing.T) { killWriter(t, mode) })
 	}
 }

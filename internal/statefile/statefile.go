@@ -94,6 +94,36 @@ func Write(path string, data []byte) error {
 	return renameio.WriteFile(path, data, 0o644, renameio.WithTempDir(filepath.Dir(path)))
 }
 
+// WriteUnsynced writes data to path as Write does - a temporary file
+// beside it (named "."+base+random, as Write's), renamed over path - but
+// without an fsync. Readers and a writer killed at any point see the old
+// content or the new, whole (the kernel keeps what was written; a SIGKILL
+// needs no flush); only a power cut or a kernel crash may leave it torn or
+// empty. It is for records that a power cut makes meaningless anyway,
+// such as the agent lock's holder record (the flock it describes does not
+// survive a reboot), where the flush would be milliseconds for nothing.
+func WriteUnsynced(path string, data []byte) error {
+	dir, base := filepath.Split(path)
+	f, err := os.CreateTemp(dir, "."+base)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if err := f.Chmod(0o644); werr == nil {
+		werr = err
+	}
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+	}
+	return werr
+}
+
 // Stage writes data whole into spare, a file kept beside the state file it
 // will replace, rewriting it in place: once spare exists no inode is
 // created or freed, which on ext4 is most of what a temp file and a
