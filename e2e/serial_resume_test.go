@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,17 +16,21 @@ import (
 // serialAgent is the scripted agent of the serial kill-window tests: it
 // counts its invocations per story outside the repository, writes the
 // story's work file and reports a cost of $0.25 as Claude's stream does;
-// odd stories commit their work themselves. With $HOOKLESS set
+// odd stories commit their work themselves. With $FAIL_ONCE set, US-1's
+// first attempt fails after its work (and its commit). With $HOOKLESS set
 // it commits with git's hooks turned off, as Gemini CLI's shell does, so
 // wiggum's post-commit hook never journals the commit.
-const serialAgent = `cat > /dev/null
-S=$WIGGUM_STORY
+const serialAgent = `S=$WIGGUM_STORY
+cat > "$MARKS/prompt-$S"
 echo "$S" >> "$MARKS/invocations"
 n=${S#US-}
 echo "work of $S" > "work-$S.txt"
 if [ $((n % 2)) -eq 1 ]; then
   git add "work-$S.txt"
   if [ -n "$HOOKLESS" ]; then git -c core.hooksPath=/dev/null commit -q -m "agent: $S"; else git commit -q -m "agent: $S"; fi
+fi
+if [ -n "$FAIL_ONCE" ] && [ "$S" = US-1 ] && [ ! -e "$MARKS/failed" ]; then
+  touch "$MARKS/failed"; echo BROKEN-OUTPUT; exit 1
 fi
 echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":0.25}'
 `
@@ -86,7 +91,7 @@ func TestSerialResumeAtEachKillWindow(t *testing.T) {
 	type tc struct {
 		kills    []string
 		finished bool
-		mode     string // "", "dirty", "journal", "hookless", "moved"
+		mode     string // "", "dirty", "journal", "hookless", "moved", "fail"
 	}
 	var cases []tc
 	for _, w := range serialWindows {
@@ -107,6 +112,12 @@ func TestSerialResumeAtEachKillWindow(t *testing.T) {
 		// committed on top of that blindly; it is rolled back like an
 		// unfinished one, saved first, with the reason.
 		tc{kills: []string{"attempt-passed"}, finished: false, mode: "moved"},
+		// US-1's first attempt fails, and the kill comes before or after
+		// its rollback: the resumed run counts the failure (--retries 1:
+		// the next attempt is the last) and gives its output to the next
+		// prompt, as the killed run would have.
+		tc{kills: []string{"attempt-failed"}, finished: false, mode: "fail"},
+		tc{kills: []string{"attempt-rolled-back"}, finished: false, mode: "fail"},
 	)
 	for _, c := range cases {
 		name := strings.Join(c.kills, "+")
@@ -127,6 +138,9 @@ func TestSerialResumeAtEachKillWindow(t *testing.T) {
 			case "hookless":
 				mustRun(t, dir, wiggumBin, "install", "--git")
 				env = append(env, "HOOKLESS=1")
+			case "fail":
+				env = append(env, "FAIL_ONCE=1")
+				args = append(args, "--retries", "1")
 			}
 			before := map[string]bool{}
 			for i, window := range c.kills {
@@ -178,12 +192,23 @@ func TestSerialResumeAtEachKillWindow(t *testing.T) {
 			if !strings.Contains(r.stdout, spent) {
 				t.Errorf("the resumed run did not say %q:\n%s", spent, r.stdout)
 			}
+			last := c.kills[len(c.kills)-1]
 			finishedMsg := "US-1: its attempt had finished before the crash (the agent exited 0 and its checks passed)"
 			rolledMsg := "US-1: rolled back the attempt a crash interrupted (its agent had not finished or its checks had not passed); its work is saved in refs/wiggum/backup/"
-			if c.mode == "moved" {
+			switch {
+			case c.mode == "moved":
 				rolledMsg = "US-1: rolled back the attempt a crash interrupted (it had finished, but HEAD moved since its checks passed (to "
+			case last == "attempt-failed":
+				rolledMsg = "US-1: rolled back the attempt a crash interrupted (it had failed: the agent exited with status 1); its work is saved in refs/wiggum/backup/"
+			case last == "attempt-rolled-back":
+				rolledMsg = "US-1: its attempt had failed (the agent exited with status 1) and was rolled back before the crash; counted as a failed attempt"
 			}
-			last := c.kills[len(c.kills)-1]
+			if c.mode == "fail" {
+				prompt := readFile(t, filepath.Join(marks, "prompt-US-1"))
+				if !strings.Contains(r.stdout, "US-1: story 1 (attempt 2 of 2)") || !strings.Contains(prompt, "BROKEN-OUTPUT") {
+					t.Errorf("the failure before the kill is not counted, or not in the next prompt:\n%s\nprompt:\n%s", r.stdout, prompt)
+				}
+			}
 			switch {
 			case last == "attempt-done":
 				if strings.Contains(r.stdout, finishedMsg) || strings.Contains(r.stdout, "rolled back") {
@@ -354,4 +379,38 @@ fi
 			}
 		})
 	}
+}
+
+// passedInJournal reads from the run journal the stories whose last
+// attempt passed its checks and has no end recorded: a serial attempt a
+// kill cut short after its agent finished, which the resumed run must
+// commit rather than give to the agent again. (wiggum status reports the
+// done ones.)
+func passedInJournal(t *testing.T, repo string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repo, ".ralph/wiggum/run-journal.jsonl"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	passed := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		js, _, _ := strings.Cut(line, "\t")
+		var r struct{ T, Story string }
+		if json.Unmarshal([]byte(js), &r) != nil {
+			continue // a torn last line
+		}
+		switch r.T {
+		case "pass":
+			passed[r.Story] = true
+		case "start", "end", "drop":
+			passed[r.Story] = false
+		}
+	}
+	var out []string
+	for s, ok := range passed {
+		if ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -88,7 +88,26 @@ type soakResult struct {
 // finished and not yet landed is landed by the resumed run), no worktree,
 // branch, lock or process left, git fsck clean.
 func TestSoakKillResume(t *testing.T) {
-	kills := 25
+	soak(t, 8, soakPoints, 25)
+}
+
+// TestSerialSoakKillResume is the soak of a serial run (no --workers): the
+// same agents, plan and checks, SIGKILLed at random moments and at the
+// kill points of a serial iteration. Every story is committed once with
+// its tick, and no story whose attempt a kill found finished (its agent
+// exited 0 and its checks passed, or its end recorded done) is started
+// again.
+func TestSerialSoakKillResume(t *testing.T) {
+	soak(t, 1, serialSoakPoints, 15)
+}
+
+// serialSoakPoints are the kill points of a serial iteration.
+var serialSoakPoints = []string{"agent-exited", "attempt-passed", "serial-ticked", "commit-staged", "attempt-committed", "attempt-done", "attempt-failed", "attempt-rolled-back"}
+
+// soak runs plans with workers (1: serial) through kills at random moments
+// and at points until WIGGUM_SOAK_KILLS kills (kills by default, for CI)
+// have landed.
+func soak(t *testing.T, workers int, points []string, kills int) {
 	if v := os.Getenv("WIGGUM_SOAK_KILLS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -100,7 +119,7 @@ func TestSoakKillResume(t *testing.T) {
 	res := soakResult{}
 	var fresh, resumed []float64
 	for res.Kills < kills {
-		f, r := soakRound(t, &res, kills)
+		f, r := soakRound(t, &res, kills, workers, points)
 		fresh = append(fresh, f...)
 		resumed = append(resumed, r...)
 		res.Rounds++
@@ -135,7 +154,7 @@ func writeSoakReport(t *testing.T, res soakResult, fresh, resumed []float64, beg
 
 // soakRound runs one plan to completion through kills, then checks it. It
 // returns the start-to-first-agent times of fresh and resumed runs.
-func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float64) {
+func soakRound(t *testing.T, res *soakResult, kills, workers int, points []string) (fresh, resumed []float64) {
 	const stories = 40
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
@@ -156,8 +175,12 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 	mustRun(t, repo, "git", "add", "plan.md")
 	mustRun(t, repo, "git", "commit", "-q", "-m", "init")
 
-	args := []string{"run", "--plan", "plan.md", "--workers", "8", "--agent-cmd", "sh " + agent,
-		"--timeout", "2s", "--grace", "200ms", "--wait-on-limit", "--retries", "3", "--no-progress", "1000", "-q"}
+	resume := "--plan plan.md"
+	if workers > 1 {
+		resume += fmt.Sprintf(" --workers %d", workers)
+	}
+	args := append(strings.Fields("run "+resume), "--agent-cmd", "sh "+agent,
+		"--timeout", "2s", "--grace", "200ms", "--wait-on-limit", "--retries", "3", "--no-progress", "1000", "-q")
 	logPath := filepath.Join(soak, "log")
 	first := true
 	// doneAt: for each story a kill found recorded as done, how many
@@ -178,7 +201,7 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 		env = append(env, "SOAK_DIR="+soak)
 		killing := res.Kills < kills
 		if killing && rand.N(4) == 0 {
-			env = append(env, "WIGGUM_TEST_KILLPOINT="+soakPoints[rand.N(len(soakPoints))])
+			env = append(env, "WIGGUM_TEST_KILLPOINT="+points[rand.N(len(points))])
 		}
 		window := startup * 3 / 2
 		delay := rand.N(window)
@@ -208,7 +231,7 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 			t.Fatalf("run %d (killing %v) did not end in 3 minutes\nstdout:\n%s\nstderr:\n%s\nprocesses: %v", run, killing, tail(p.stdout(), 4000), tail(p.stderr(), 20000), withMarker(soak))
 		}
 		code := p.wait(t)
-		res.LandedOnResume += strings.Count(p.stdout(), ": it finished before the crash (")
+		res.LandedOnResume += strings.Count(p.stdout(), ": it finished before the crash (") + strings.Count(p.stdout(), ": its attempt had finished before the crash (")
 		outs = append(outs, fmt.Sprintf("run %d (exit %d):\n%s", run, code, p.stdout()))
 		if ms := firstAgentAfter(logPath, started); ms > 0 {
 			startup = (startup*3 + time.Duration(ms*float64(time.Millisecond))) / 4
@@ -226,7 +249,7 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 		first = false
 		switch code {
 		case 0:
-			soakCheck(t, repo, soak, stories, res)
+			soakCheck(t, repo, soak, stories, res, workers == 1)
 			starts := agentStarts(t, logPath)
 			for s, n := range doneAt {
 				if starts[s] != n {
@@ -238,7 +261,7 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 		case 128 + int(syscall.SIGKILL):
 			res.Kills++
 			starts := agentStarts(t, logPath)
-			for _, s := range recordedDone(t, repo) {
+			for _, s := range append(recordedDone(t, repo), passedInJournal(t, repo)...) {
 				if _, ok := doneAt[s]; !ok {
 					doneAt[s] = starts[s]
 				}
@@ -251,7 +274,7 @@ func soakRound(t *testing.T, res *soakResult, kills int) (fresh, resumed []float
 						Command     string `json:"resume_command"`
 					} `json:"resume"`
 				}
-				if st.code != 0 || json.Unmarshal([]byte(st.stdout), &s) != nil || s.Resume == nil || !s.Resume.Interrupted || !strings.Contains(s.Resume.Command, "--plan plan.md --workers 8") {
+				if st.code != 0 || json.Unmarshal([]byte(st.stdout), &s) != nil || s.Resume == nil || !s.Resume.Interrupted || s.Resume.Command != "wiggum run "+resume {
 					t.Fatalf("status after a kill does not say the run was interrupted and how to resume: exit %d\n%s\n%s", st.code, st.stdout, st.stderr)
 				}
 			}
@@ -335,8 +358,9 @@ func firstAgentAfter(logPath string, t0 time.Time) float64 {
 	return 0
 }
 
-// soakCheck verifies a finished plan.
-func soakCheck(t *testing.T, repo, soak string, stories int, res *soakResult) {
+// soakCheck verifies a finished plan; serial: of a serial run, which
+// commits each story's tick with its work.
+func soakCheck(t *testing.T, repo, soak string, stories int, res *soakResult, serial bool) {
 	t.Helper()
 	plan, err := os.ReadFile(filepath.Join(repo, "plan.md"))
 	if err != nil {
@@ -346,11 +370,12 @@ func soakCheck(t *testing.T, repo, soak string, stories int, res *soakResult) {
 		t.Fatalf("the run exited 0 with open stories:\n%s", plan)
 	}
 	// Every story merged exactly once: one tick commit each, at most one
-	// merge commit each, and its work in the tree.
+	// merge commit each, and its work in the tree. Serially: one commit of
+	// the story's own (work and tick), no tick commit.
 	subjects := strings.Split(strings.TrimSpace(mustRun(t, repo, "git", "log", "--format=%s", "main")), "\n")
 	for i := 1; i <= stories; i++ {
 		id := fmt.Sprintf("US-%d", i)
-		ticks, merges := 0, 0
+		ticks, merges, own := 0, 0, 0
 		for _, s := range subjects {
 			if s == id+": mark done" {
 				ticks++
@@ -358,8 +383,14 @@ func soakCheck(t *testing.T, repo, soak string, stories int, res *soakResult) {
 			if strings.HasPrefix(s, "Merge "+id+": ") {
 				merges++
 			}
+			if s == fmt.Sprintf("%s: story %d", id, i) {
+				own++
+			}
 		}
-		if ticks != 1 || merges > 1 {
+		if serial && (ticks != 0 || own != 1) {
+			t.Errorf("%s: %d tick commits and %d commits of its own on main, want 0 and 1", id, ticks, own)
+		}
+		if !serial && (ticks != 1 || merges > 1) {
 			t.Errorf("%s: %d tick commits and %d merges on main, want 1 and at most 1", id, ticks, merges)
 		}
 		if _, err := os.Stat(filepath.Join(repo, "u-"+id+".txt")); err != nil {

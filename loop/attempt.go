@@ -170,14 +170,27 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		end.Outcome, end.Source = "interrupted", "signal"
 		return step{}, e.interrupted(iter, story, attempt, cp, end)
 	}
-	backup, rerr := e.rollback(ctx, story, attempt, out)
-	end.Backup, end.Source, end.Command, end.Detail = backup, out.source, out.command, out.detail
+	end.Source, end.Command, end.Detail = out.source, out.command, out.detail
 	end.Output = session.Tail(out.output, 4<<10)
+	if out.limit == nil && e.worktree == "" {
+		// The failure, before its rollback: a kill during or after the
+		// rollback must not cost the resumed run this attempt's count or
+		// its failure context. Written, not synced, like the pass.
+		fail := end
+		fail.T = "fail"
+		if err := r.led.record(fail, false); err != nil {
+			return step{}, err
+		}
+		killpoint.At("attempt-failed")
+	}
+	backup, rerr := e.rollback(ctx, story, attempt, out)
+	end.Backup = backup
 	if rerr != nil {
 		end.Outcome = "failed"
 		_ = r.led.record(end, true)
 		return step{}, rerr
 	}
+	killpoint.At("attempt-rolled-back")
 	if lim := out.limit; lim != nil {
 		end.Outcome = "limit"
 		if err := r.led.record(end, true); err != nil {

@@ -33,6 +33,9 @@ const JournalFile = "run-journal.jsonl"
 //	pass   an attempt in the main tree finished: its agent exited 0 and its
 //	       checks passed, so only its commit and tick are left (a resume
 //	       finishes those rather than redo the story)
+//	fail   an attempt in the main tree failed, before its rollback: what
+//	       failed it (a resume after a kill in the rollback records the
+//	       failure from it, counted, with its context)
 //	end    an attempt ended: outcome, cost, tokens, backup, failure context
 //	dirty  the paths a run leaves out of every commit (dirty before it)
 //	merge  a worker's branch landed in the target (with the plan tick)

@@ -35,6 +35,9 @@ type ledger struct {
 	// checks passed, and whose end is not recorded - a kill came between
 	// the checks and the commit's record.
 	passed map[string]journalRec
+	// failing: the attempts in the main tree that failed and whose end is
+	// not recorded - a kill came during or after their rollback.
+	failing map[string]journalRec
 	// keep: the paths the last run left out of every commit.
 	keep []string
 }
@@ -55,7 +58,7 @@ type storyBook struct {
 }
 
 func newLedger() *ledger {
-	return &ledger{stories: map[string]*storyBook{}, open: map[string]journalRec{}, merged: map[string]string{}, finished: map[string]finishedAt{}, passed: map[string]journalRec{}}
+	return &ledger{stories: map[string]*storyBook{}, open: map[string]journalRec{}, merged: map[string]string{}, finished: map[string]finishedAt{}, passed: map[string]journalRec{}, failing: map[string]journalRec{}}
 }
 
 func (l *ledger) book(id string) *storyBook {
@@ -79,9 +82,14 @@ func (l *ledger) replay(r journalRec) {
 		l.open[r.Story] = r
 		delete(l.finished, r.Story)
 		delete(l.passed, r.Story)
+		delete(l.failing, r.Story)
 	case "pass":
 		if _, ok := l.open[r.Story]; ok {
 			l.passed[r.Story] = r
+		}
+	case "fail":
+		if _, ok := l.open[r.Story]; ok {
+			l.failing[r.Story] = r
 		}
 	case "dirty":
 		l.keep = r.Paths
@@ -90,6 +98,7 @@ func (l *ledger) replay(r journalRec) {
 		delete(l.open, r.Story)
 		delete(l.finished, r.Story)
 		delete(l.passed, r.Story)
+		delete(l.failing, r.Story)
 		if r.Outcome == "done" && r.Head != "" && start.Worktree != "" && start.Branch != "" {
 			l.finished[r.Story] = finishedAt{Branch: start.Branch, Head: r.Head}
 		}
@@ -117,6 +126,7 @@ func (l *ledger) replay(r journalRec) {
 		delete(l.merged, r.Story)
 		delete(l.finished, r.Story)
 		delete(l.passed, r.Story)
+		delete(l.failing, r.Story)
 	}
 }
 
@@ -190,6 +200,15 @@ func (l *ledger) passedAt(id string) (journalRec, bool) {
 	defer l.mu.Unlock()
 	p, ok := l.passed[id]
 	return p, ok
+}
+
+// failingAt returns the fail record of story's open attempt: it failed,
+// and its end was never recorded.
+func (l *ledger) failingAt(id string) (journalRec, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, ok := l.failing[id]
+	return f, ok
 }
 
 // keepPaths returns the paths the last run left out of every commit.

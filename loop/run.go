@@ -496,7 +496,8 @@ func (r *run) untick(ctx context.Context) (bool, error) {
 
 // interruptedAttempt records a killed attempt: not a failure of the agent,
 // so it does not count against --retries, but the next prompt says where
-// its work is, and the run's spending keeps what a finished agent cost.
+// its work is, and the run's spending keeps what a finished agent cost. An
+// attempt that had failed before the kill is recorded as that failure.
 func (r *run) interruptedAttempt(story, backup string) {
 	o := r.led.openAttempts()
 	attempt := 0
@@ -504,6 +505,19 @@ func (r *run) interruptedAttempt(story, backup string) {
 		if a.Story == story {
 			attempt = a.Attempt
 		}
+	}
+	if f, ok := r.led.failingAt(story); ok {
+		// It had failed, and the kill came during or after its rollback:
+		// recorded as the failure it was, counted against --retries, its
+		// output in the next prompt.
+		f.T, f.Time, f.Outcome, f.Backup = "end", time.Time{}, "failed", backup
+		f.Note = "failed; the kill came during its rollback, finished on resume"
+		_ = r.led.record(f, true)
+		_ = session.AppendFailure(r.st, session.Failure{
+			Time: time.Now().UTC(), Story: story, Iteration: f.Iter, Source: f.Source,
+			Command: f.Command, Output: f.Output, Rollback: backup,
+		})
+		return
 	}
 	end := journalRec{T: "end", Story: story, Attempt: attempt, Outcome: "interrupted", Source: "crash", Backup: backup}
 	if pass, ok := r.led.passedAt(story); ok {
@@ -543,13 +557,17 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 	}
 	s := inPlan[open.Story]
 	unfinished := "its agent had not finished or its checks had not passed"
+	fail, failed := r.led.failingAt(open.Story)
+	if failed {
+		unfinished = "it had failed: " + fail.Detail
+	}
 	if pass, ok := r.led.passedAt(open.Story); ok && s != nil {
 		why, err := r.finishPassed(ctx, cp, pass, s)
 		if err != nil || why == "" {
 			return err
 		}
 		unfinished = "it had finished, but " + why
-	} else if s != nil && s.Done {
+	} else if !failed && s != nil && s.Done {
 		if head, ok := r.committedBefore(ctx, cp, s); ok {
 			r.disp.printf("%s: committed and ticked before the crash (%s); not redoing it", s.ID, head)
 			return r.led.record(journalRec{T: "end", Story: open.Story, Attempt: open.Attempt, Outcome: "done", Commit: head, Note: "committed before the crash"}, true)
@@ -561,8 +579,11 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 		errors.As(err, &refused)
 		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted (%s): %w%s", open.Story, unfinished, err, foreignHint(refused))
 	}
-	if res.BackupRef != "" {
+	switch {
+	case res.BackupRef != "":
 		r.disp.printf("%s: rolled back the attempt a crash interrupted (%s); its work is saved in %s", open.Story, unfinished, res.BackupRef)
+	case failed:
+		r.disp.printf("%s: its attempt had failed (%s) and was rolled back before the crash; counted as a failed attempt", open.Story, fail.Detail)
 	}
 	if inPlan[open.Story] != nil {
 		r.interruptedAttempt(open.Story, res.BackupRef)
