@@ -261,7 +261,7 @@ func soakRound(t *testing.T, res *soakResult, kills, workers int, points []strin
 		case 128 + int(syscall.SIGKILL):
 			res.Kills++
 			starts := agentStarts(t, logPath)
-			for _, s := range append(recordedDone(t, repo), passedInJournal(t, repo)...) {
+			for _, s := range recordedDone(t, repo) {
 				if _, ok := doneAt[s]; !ok {
 					doneAt[s] = starts[s]
 				}
@@ -317,13 +317,15 @@ func agentStarts(t *testing.T, logPath string) map[string]int {
 }
 
 // recordedDone reads from wiggum status the stories the interrupted run
-// recorded as done.
+// recorded as done, or as finished in the main tree and not yet committed
+// (a serial attempt that passed its checks).
 func recordedDone(t *testing.T, repo string) []string {
 	t.Helper()
 	st := wiggum(t, repo, nil, "status", "--json")
 	var s struct {
 		Resume *struct {
-			Done []string `json:"done"`
+			Done     []string `json:"done"`
+			Finished []string `json:"finished"`
 		} `json:"resume"`
 	}
 	if st.code != 0 || json.Unmarshal([]byte(st.stdout), &s) != nil {
@@ -332,7 +334,7 @@ func recordedDone(t *testing.T, repo string) []string {
 	if s.Resume == nil {
 		return nil
 	}
-	return s.Resume.Done
+	return append(s.Resume.Done, s.Resume.Finished...)
 }
 
 // firstAgentAfter is how long after t0 the first agent of a run started,

@@ -250,20 +250,24 @@ func rewriteJournal(path string, recs []journalRec) (int64, error) {
 type RunState struct {
 	// Open: the run did not end by itself (killed, interrupted, stopped by
 	// a usage limit) or is running now.
-	Open         bool      `json:"open"`
-	Interrupted  bool      `json:"interrupted"` // open and no live run holds the lock
-	Plan         string    `json:"plan"`
-	Kind         string    `json:"kind,omitempty"`
-	Workers      int       `json:"workers"`
-	Started      time.Time `json:"started"`
-	Runs         int       `json:"runs"` // the first start and each resume
-	Done         []string  `json:"done"`
-	Failed       int       `json:"failed_attempts"`
-	Interrupts   int       `json:"interrupted_attempts"`
-	SpentUSD     float64   `json:"spent_usd"`
-	MaxCost      float64   `json:"max_cost_usd,omitempty"`
-	MaxStoryCost float64   `json:"max_story_cost_usd,omitempty"`
-	Resume       string    `json:"resume_command,omitempty"`
+	Open        bool      `json:"open"`
+	Interrupted bool      `json:"interrupted"` // open and no live run holds the lock
+	Plan        string    `json:"plan"`
+	Kind        string    `json:"kind,omitempty"`
+	Workers     int       `json:"workers"`
+	Started     time.Time `json:"started"`
+	Runs        int       `json:"runs"` // the first start and each resume
+	Done        []string  `json:"done"`
+	// Finished: stories whose attempt in the main tree finished (its agent
+	// exited 0 and its checks passed) and whose commit a kill cut short;
+	// the resumed run commits them with their tick, without the agent.
+	Finished     []string `json:"finished,omitempty"`
+	Failed       int      `json:"failed_attempts"`
+	Interrupts   int      `json:"interrupted_attempts"`
+	SpentUSD     float64  `json:"spent_usd"`
+	MaxCost      float64  `json:"max_cost_usd,omitempty"`
+	MaxStoryCost float64  `json:"max_story_cost_usd,omitempty"`
+	Resume       string   `json:"resume_command,omitempty"`
 }
 
 // ReadRunState reads the run journal under root's runtime directory: nil
@@ -290,7 +294,11 @@ func ReadRunState(journalPath string) (*RunState, error) {
 		rs.Failed += b.failed
 		rs.Interrupts += b.interrupted
 	}
+	for id := range l.passed {
+		rs.Finished = append(rs.Finished, id)
+	}
 	sort.Strings(rs.Done)
+	sort.Strings(rs.Finished)
 	rs.SpentUSD, rs.MaxCost, rs.MaxStoryCost = l.spent, l.maxCost, l.maxStoryCost
 	flag := "--plan " + rs.Plan
 	if rs.Kind == "issues" {

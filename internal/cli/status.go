@@ -36,8 +36,11 @@ journal is on, how many backups exist, and the live run's story and iteration.
   run:        null or {story, story_title, iteration, policy, started, last_outcome}
   resume:     null, or the last run when it did not end by itself: {open,
               interrupted (no live run holds the lock), plan, kind, workers,
-              started, runs, done, failed_attempts, interrupted_attempts,
-              spent_usd, max_cost_usd, max_story_cost_usd, resume_command}
+              started, runs, done, finished (attempts that passed their
+              checks and were killed before their commit: the resumed run
+              commits them, not the agent), failed_attempts,
+              interrupted_attempts, spent_usd, max_cost_usd,
+              max_story_cost_usd, resume_command}
   worktrees:  present during or after a parallel run: as wiggum worktree list --json
   error:      present when a state file is corrupt
 
@@ -228,6 +231,9 @@ func printStatus(g *Globals, r *StatusReport) {
 			rs.Plan, rs.Started.Local().Format("Jan 2 15:04"), len(rs.Done), rs.Failed, rs.Interrupts, fmt.Sprintf("$%.2f", rs.SpentUSD))
 		if rs.MaxCost > 0 {
 			fmt.Fprintf(w, " of --max-cost $%.2f", rs.MaxCost)
+		}
+		if len(rs.Finished) > 0 {
+			fmt.Fprintf(w, "\n            finished before the kill, committed by the resumed run without the agent: %s", strings.Join(rs.Finished, ", "))
 		}
 		fmt.Fprintf(w, "\n            resume it with: %s (attempts, failures and spending carry over)\n", rs.Resume)
 	}
