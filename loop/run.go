@@ -60,6 +60,9 @@ type run struct {
 	// unlanded: stories the killed run finished and never landed, for
 	// the merge coordinator (resume.go).
 	unlanded []unlanded
+	// abandoned: the main tree's attempt a killed run of another plan
+	// left open, when --fresh starts over instead of resuming it.
+	abandoned *journalRec
 }
 
 // open takes the agent lock and sets up the run: its journal (resuming a
@@ -160,6 +163,19 @@ func (r *run) openJournal() error {
 		}
 		r.resumed = true
 	} else {
+		if open {
+			// --fresh: the killed run is not resumed, but what its
+			// attempt left in the main tree is still saved and cleaned.
+			old := newLedger()
+			for _, rec := range recs {
+				old.replay(rec)
+			}
+			for _, o := range old.openAttempts() {
+				if o.Worktree == "" {
+					r.abandoned = &o
+				}
+			}
+		}
 		recs, torn = nil, false
 		if good, err = rewriteJournal(path, nil); err != nil {
 			return err
@@ -241,6 +257,9 @@ func (r *run) recover(ctx context.Context) error {
 		for _, tmp := range tmps {
 			_ = os.Remove(tmp)
 		}
+	}
+	if err := r.rollbackAbandoned(ctx); err != nil {
+		return err
 	}
 	if err := r.recoverMain(ctx, inPlan); err != nil {
 		return err
@@ -529,6 +548,37 @@ func (r *run) interruptedAttempt(story, backup string) {
 		Time: time.Now().UTC(), Story: story, Source: "interrupted",
 		Output: "wiggum was killed during this attempt; what it had done is saved", Rollback: backup,
 	})
+}
+
+// rollbackAbandoned rolls the main tree back from the attempt a killed run
+// of another plan left open, when --fresh starts over instead of resuming
+// that run - saved first, like every rollback, and said - when the
+// checkpoint on disk is still that attempt's.
+func (r *run) rollbackAbandoned(ctx context.Context) error {
+	a := r.abandoned
+	if a == nil {
+		return nil
+	}
+	cp, err := r.st.Load()
+	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cp.Session != a.Session || cp.Head != a.Commit {
+		return nil
+	}
+	res, err := r.st.Rollback(ctx, checkpoint.RollbackOptions{Session: cp.Session, Reason: a.Story + " interrupted by a crash (attempt " + fmt.Sprint(a.Attempt) + "); not resumed: --fresh"})
+	if err != nil {
+		var refused *checkpoint.RefusedError
+		errors.As(err, &refused)
+		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted (a run of another plan, not resumed: --fresh): %w%s", a.Story, err, foreignHint(refused))
+	}
+	if res.BackupRef != "" {
+		r.disp.printf("%s: rolled back the attempt a crash interrupted in the run of another plan (not resumed: --fresh); its work is saved in %s", a.Story, res.BackupRef)
+	}
+	return nil
 }
 
 // recoverMain rolls back the main tree's unfinished attempt, when the
