@@ -539,8 +539,9 @@ func TestOwnDeadClaimTakenOverAtOnce(t *testing.T) {
 }
 
 // A coordinator claims the next story while the last one is worked on, as
-// long as more stories are free than machines are at work; a story claimed
-// ahead that no worker takes is given back by Done.
+// long as at least as many stories are free as machines are at work
+// (this one included); a story claimed ahead that no worker takes is
+// given back by Done.
 func TestClaimAhead(t *testing.T) {
 	f := newFixture(t, "daemon")
 	ctx := context.Background()
@@ -567,10 +568,15 @@ func TestClaimAhead(t *testing.T) {
 			t.Fatalf("%s is not claimed on the server", h.Story)
 		}
 	}
-	// One story left for one machine: nothing is claimed ahead of it.
-	h3, _, err := c.Claim(ctx, busy)
-	if err != nil || h3 == nil || h3.Ahead {
+	// One story left and one machine at work: it is claimed ahead too (no
+	// other machine is deprived of a next story); then nothing is left.
+	h3, s3, err := c.Claim(ctx, busy)
+	if err != nil || h3 == nil || !h3.Ahead {
 		t.Fatalf("third claim: %+v %v", h3, err)
+	}
+	busy[s3.ID] = true
+	if h4, _, err := c.Claim(ctx, busy); err != nil || h4 != nil {
+		t.Fatalf("a fourth claim with no story left: %+v %v", h4, err)
 	}
 	if err := c.Done(ctx); err != nil {
 		t.Fatal(err)
