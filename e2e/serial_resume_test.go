@@ -385,3 +385,41 @@ fi
 		})
 	}
 }
+
+// TestSerialResumeDoesNotTrustTheAgentsTick: an agent that ticks its own
+// story in the plan and commits its work under the very message wiggum
+// would use, then is killed with wiggum before it exits, has not finished:
+// its checks never ran (here they would fail). The resumed run must roll
+// the attempt back (saving it) and give the story to the agent again, not
+// take the agent's tick and commit for the loop's.
+func TestSerialResumeDoesNotTrustTheAgentsTick(t *testing.T) {
+	dir, marks, args := serialRepo(t, 1)
+	agent := filepath.Join(marks, "agent.sh")
+	writeFile(t, agent, `cat > /dev/null
+echo "$WIGGUM_STORY" >> "$MARKS/invocations"
+sed -i "s/^- \[ \] $WIGGUM_STORY:/- [x] $WIGGUM_STORY:/" plan.md
+echo work > work-US-1.txt
+git add -A && git commit -q -m "US-1: story 1"
+if [ ! -e "$MARKS/resumed" ]; then touch "$MARKS/hanging"; sleep $SLEEP; fi
+touch checked.txt
+`)
+	args = append(args[:len(args)-4], "--test-cmd", "test -e checked.txt", "--retries", "0")
+	env := []string{"MARKS=" + marks, "SLEEP=" + uniqueSleep()}
+	p := startWiggum(t, dir, env, args...)
+	waitFile(t, filepath.Join(marks, "hanging"))
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait(t)
+	killed := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD"))
+	writeFile(t, filepath.Join(marks, "resumed"), "")
+	r := wiggum(t, dir, env, args...)
+	if r.code != 0 {
+		t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := invocations(t, marks)["US-1"]; n != 2 || !strings.Contains(r.stdout, "US-1: rolled back the attempt a crash interrupted (its agent had not finished or its checks had not passed)") {
+		t.Errorf("the agent's own tick and commit were taken for a finished story (%d agent runs):\n%s", n, r.stdout)
+	}
+	if run(t, dir, nil, "git", "cat-file", "-e", "HEAD:checked.txt").code != 0 {
+		t.Error("the story was committed without the run that passed its checks")
+	}
+	checkResumed(t, dir, 1, []string{killed}, true)
+}

@@ -215,29 +215,6 @@ func (r *run) onPassedHead(ctx context.Context, pass journalRec, s *plan.Story) 
 	return fmt.Sprintf("HEAD moved since its checks passed (to %.12s; they passed at %.12s)", strings.SplitN(out, "\t", 2)[0], pass.Head), nil
 }
 
-// committedBefore reports whether the story's commit - its work and tick
-// together - is HEAD, made on top of the attempt's checkpoint: a kill after
-// that commit, with the attempt's pass record lost (the record is not
-// synced; a power cut can take it), leaves the story done. It returns
-// HEAD's short id.
-func (r *run) committedBefore(ctx context.Context, cp *checkpoint.Checkpoint, s *plan.Story) (string, bool) {
-	repo := r.st.Repo
-	out, err := repo.Line(ctx, "log", "-n", "1", "--format=%h%x09%H%x09%s", "HEAD")
-	f := strings.SplitN(out, "\t", 3)
-	if err != nil || len(f) < 3 || f[1] == cp.Head || f[2] != firstLine(commitMessage(s)) {
-		return "", false
-	}
-	// The tick is in HEAD's plan, and the plan on disk is HEAD's.
-	same, err := repo.OK(ctx, "diff", "--quiet", "HEAD", "--", r.planRel)
-	if err != nil || !same {
-		return "", false
-	}
-	if ancestor, err := repo.OK(ctx, "merge-base", "--is-ancestor", cp.Head, "HEAD"); err != nil || !ancestor {
-		return "", false
-	}
-	return f[0], true
-}
-
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line

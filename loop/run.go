@@ -583,8 +583,12 @@ func (r *run) rollbackAbandoned(ctx context.Context) error {
 
 // recoverMain rolls back the main tree's unfinished attempt, when the
 // checkpoint on disk is that attempt's (same session, taken after the last
-// attempt ended). A story whose commit (work and tick) landed before the
-// kill is done, not rolled back.
+// attempt ended). An attempt whose agent finished and whose checks passed
+// (its pass record) is committed with its tick instead, not redone. Only
+// that record says an attempt finished: a tick and a commit in the tree
+// may be the agent's own, made before its checks ran. (A power cut that
+// takes the unsynced record leaves the story rolled back, saved, and
+// redone.)
 func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) error {
 	var open *journalRec
 	for _, o := range r.led.openAttempts() {
@@ -617,11 +621,6 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 			return err
 		}
 		unfinished = "it had finished, but " + why
-	} else if !failed && s != nil && s.Done {
-		if head, ok := r.committedBefore(ctx, cp, s); ok {
-			r.disp.printf("%s: committed and ticked before the crash (%s); not redoing it", s.ID, head)
-			return r.led.record(journalRec{T: "end", Story: open.Story, Attempt: open.Attempt, Outcome: "done", Commit: head, Note: "committed before the crash"}, true)
-		}
 	}
 	res, err := r.st.Rollback(ctx, checkpoint.RollbackOptions{Session: cp.Session, Reason: open.Story + " interrupted by a crash (attempt " + fmt.Sprint(open.Attempt) + ")"})
 	if err != nil {
