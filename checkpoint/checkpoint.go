@@ -78,9 +78,44 @@ type SaveOptions struct {
 // Save records the current state as the rollback point. The caller must hold
 // the agent lock or act inside its session.
 func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Checkpoint, error) {
-	// The one status call also refreshes the index's stat data, so neither
-	// this snapshot nor the rollback's hashes an unchanged file twice.
-	now, err := s.Repo.RefreshStatus(ctx)
+	return s.StartSave(ctx).Finish(session, opts)
+}
+
+// Saving is a checkpoint whose git has started: its status reads the
+// working tree while the caller does work of its own that changes nothing
+// git sees (wiggum's runtime files). Finish or Abandon must follow.
+type Saving struct {
+	s      *State
+	ctx    context.Context
+	status func() (*git.Status, error)
+	move   *git.Started
+}
+
+// StartSave starts a checkpoint's git: the status that reads the working
+// tree (which also refreshes the index's stat data, so neither the
+// snapshot nor the rollback's hashes an unchanged file twice) and, beside
+// it, the record ref's update-ref, which waits for its update (see
+// moveRecordRef).
+func (s *State) StartSave(ctx context.Context) *Saving {
+	return &Saving{s: s, ctx: ctx, status: s.Repo.StartRefreshStatus(ctx), move: s.Repo.Start(ctx, nil, recordRefArgs...)}
+}
+
+// Abandon stops a checkpoint that will not be finished: the update-ref
+// unheard, the status waited for.
+func (p *Saving) Abandon() {
+	if p.status != nil {
+		p.move.Abandon()
+		_, _ = p.status()
+		p.status = nil
+	}
+}
+
+// Finish records the state the status read as the rollback point (Save).
+func (p *Saving) Finish(session string, opts SaveOptions) (*Checkpoint, error) {
+	s, ctx, move := p.s, p.ctx, p.move
+	defer move.Abandon() // a checkpoint that stops early: its update-ref unheard
+	now, err := p.status()
+	p.status = nil
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: read HEAD and status: %w", err)
 	}
@@ -103,7 +138,7 @@ func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Ch
 		}
 		cp.Snapshot, cp.Untracked, recorded = snap, now.Untracked, snap
 	}
-	if err := s.record(ctx, cp, recorded); err != nil {
+	if err := s.record(ctx, cp, recorded, move); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	return cp, nil
@@ -123,7 +158,7 @@ func (s *State) Save(ctx context.Context, session string, opts SaveOptions) (*Ch
 // checkpoint.json (statefile.Stage, Exchange), and emptied: a loop's
 // checkpoint creates and frees no file. An flock keeps two checkpoints of
 // one session from writing it at once.
-func (s *State) record(ctx context.Context, cp *Checkpoint, recorded string) error {
+func (s *State) record(ctx context.Context, cp *Checkpoint, recorded string, move *git.Started) error {
 	pending, err := s.Runtime(layout.CheckpointPending)
 	if err != nil {
 		return err
@@ -143,7 +178,7 @@ func (s *State) record(ctx context.Context, cp *Checkpoint, recorded string) err
 		if err := statefile.Stage(pending, append(data, '\n'), true); err != nil {
 			return fmt.Errorf("write %s: %w", pending, err)
 		}
-		if err := s.moveRecordRef(ctx, recorded); err != nil {
+		if err := s.moveRecordRef(ctx, recorded, move); err != nil {
 			return err
 		}
 		if err := statefile.Exchange(pending, s.RuntimePath(layout.CheckpointFile)); err != nil {
@@ -158,6 +193,12 @@ func (s *State) record(ctx context.Context, cp *Checkpoint, recorded string) err
 	})
 }
 
+// recordRefArgs is moveRecordRef's git command line: `update-ref --stdin`,
+// which acts only at the end of its input, so it can start before the
+// update is known (started ahead, as Save does, its start-up overlaps the
+// status; until it is given its update it has done nothing).
+var recordRefArgs = []string{"update-ref", "-m", "wiggum checkpoint", "--stdin"}
+
 // moveRecordRef points the checkpoint ref at value, compare-and-swap from
 // the value it has now. The agent lock keeps other wiggums out, but not the
 // git children of a checkpoint killed mid-update-ref: such an orphan can
@@ -165,7 +206,9 @@ func (s *State) record(ctx context.Context, cp *Checkpoint, recorded string) err
 // value given, an orphan that comes too late changes nothing, and one that
 // got in first makes this update fail and retry from what it wrote, so
 // the ref ends at the newest record, which the pending record names.
-func (s *State) moveRecordRef(ctx context.Context, value string) error {
+// started, when not nil, is recordRefArgs' git started ahead, given the
+// first attempt.
+func (s *State) moveRecordRef(ctx context.Context, value string, started *git.Started) error {
 	ref := s.snapshotRef()
 	var err error
 	for attempt := range 5 {
@@ -182,7 +225,17 @@ func (s *State) moveRecordRef(ctx context.Context, value string) error {
 				old = "" // none yet
 			}
 		}
-		if _, err = s.Repo.Run(ctx, "update-ref", "-m", "wiggum checkpoint", ref, value, old); err == nil {
+		if old == "" {
+			old = strings.Repeat("0", len(value)) // must not exist
+		}
+		tx := []byte("update " + ref + " " + value + " " + old + "\n")
+		if started != nil {
+			_, err = started.Finish(tx)
+			started = nil
+		} else {
+			_, err = s.Repo.RunEnv(ctx, nil, tx, recordRefArgs...)
+		}
+		if err == nil {
 			return nil
 		}
 	}

@@ -361,6 +361,35 @@ func TestRollbackDetached(t *testing.T) {
 	}
 }
 
+// A checkpoint moves its record ref in one transaction, in the git it
+// started beside its status: the first from nothing, the next from the
+// value the first left; a checkpoint refused moves nothing.
+func TestSaveIsOneRefTransaction(t *testing.T) {
+	r := newRepo(t)
+	ref := RecordRef(r.st.Repo.GitDir, r.st.Repo.CommonDir)
+	calls := r.watchRefTransactions()
+	first := mustSave(t, r, "")
+	zero := strings.Repeat("0", len(first.Head))
+	want := zero + " " + first.Head + " " + ref + "\n"
+	if got, w := calls(), "prepared\n"+want+"committed\n"+want; got != w {
+		t.Fatalf("first checkpoint's ref transactions:\n%s\nwant:\n%s", got, w)
+	}
+	r.write("dirty.txt", "dirty\n")
+	second := mustSave(t, r, "")
+	next := first.Head + " " + second.Snapshot + " " + ref + "\n"
+	if got, w := calls(), "prepared\n"+want+"committed\n"+want+"prepared\n"+next+"committed\n"+next; got != w {
+		t.Fatalf("second checkpoint's ref transactions:\n%s\nwant:\n%s", got, w)
+	}
+	r.git("switch", "-q", "--detach")
+	before := calls()
+	if _, err := r.st.Save(ctx, "", SaveOptions{}); err == nil || !strings.Contains(err.Error(), "detached") {
+		t.Fatalf("got %v", err)
+	}
+	if got := calls(); got != before {
+		t.Fatalf("a refused checkpoint ran ref transactions:\n%s", strings.TrimPrefix(got, before))
+	}
+}
+
 func TestSaveRefusals(t *testing.T) {
 	t.Run("no commits", func(t *testing.T) {
 		r := newRepo(t)

@@ -86,7 +86,13 @@ type step struct {
 func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (res step, err error) {
 	r := e.run
 	started := time.Now()
+	// The checkpoint's git starts first and reads the working tree while
+	// this process writes its own records, which git does not see (they
+	// are under the excluded runtime directory); the checkpoint is still
+	// recorded after them, as before.
+	saving := e.st.StartSave(ctx)
 	if err := e.writeRun(iter, story, started); err != nil {
+		saving.Abandon()
 		return step{}, err
 	}
 	attempt := r.led.failed(story.ID) + 1
@@ -102,7 +108,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	// run to trip on), and the rollback after it needs it. The journal
 	// lines, the plan's tick, the run record and the events are not
 	// synced: git's commit is the durable record of a done story.
-	cp, err := e.st.Save(ctx, e.session, checkpoint.SaveOptions{})
+	cp, err := saving.Finish(e.session, checkpoint.SaveOptions{})
 	if err != nil {
 		return step{}, err
 	}

@@ -62,7 +62,11 @@ func (r *Repo) Status(ctx context.Context) (*Status, error) {
 // StartStatus starts Status's git and returns what waits for its answer,
 // so that the caller can start more work while git scans the tree.
 func (r *Repo) StartStatus(ctx context.Context) func() (*Status, error) {
-	s := r.Start(ctx, nil, statusArgs...)
+	return r.startStatus(ctx, nil)
+}
+
+func (r *Repo) startStatus(ctx context.Context, env []string) func() (*Status, error) {
+	s := r.Start(ctx, env, statusArgs...)
 	return func() (*Status, error) {
 		out, err := s.Finish(nil)
 		if err != nil {
@@ -77,11 +81,12 @@ func (r *Repo) StartStatus(ctx context.Context) func() (*Status, error) {
 // at once; it never waits for it). Files that were touched without being
 // changed are then hashed once, not by every later read.
 func (r *Repo) RefreshStatus(ctx context.Context) (*Status, error) {
-	out, err := r.RunEnv(ctx, []string{"GIT_OPTIONAL_LOCKS=1"}, nil, statusArgs...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseStatus(out)
+	return r.StartRefreshStatus(ctx)()
+}
+
+// StartRefreshStatus is StartStatus for RefreshStatus.
+func (r *Repo) StartRefreshStatus(ctx context.Context) func() (*Status, error) {
+	return r.startStatus(ctx, []string{"GIT_OPTIONAL_LOCKS=1"})
 }
 
 // ParseStatus reads the output of `git status --porcelain=v2 -z --branch`.
