@@ -16,6 +16,7 @@ import (
 
 // helperEnv selects what a re-executed test binary does instead of testing:
 // "hold REPO STORY" creates a worktree and holds its lease until killed;
+// "batch REPO STORY STORY" creates two worktrees in one CreateMany;
 // "mutex REPO" holds the repository mutex until killed;
 // "prune REPO" prunes once and prints what it did.
 const helperEnv = "WIGGUM_WORKTREE_HELPER"
@@ -45,6 +46,17 @@ func helper(args []string) int {
 		for {
 			time.Sleep(time.Hour)
 		}
+	case "batch":
+		// Two worktrees in one CreateMany; a killpoint in the environment
+		// kills it part way.
+		_, errs := CreateMany(ctx, repo, []Request{{Story: args[2], Target: "refs/heads/main"}, {Story: args[3], Target: "refs/heads/main"}}, nil, nil)
+		for _, err := range errs {
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+		return 0
 	case "mutex":
 		if _, err := LockRepo(ctx, repo); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -71,8 +83,14 @@ func helper(args []string) int {
 // startHelper runs the test binary in helper mode.
 func startHelper(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
+	return startHelperEnv(t, nil, args...)
+}
+
+// startHelperEnv is startHelper with env added to the helper's environment.
+func startHelperEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(gitEnv(), helperEnv+"="+strings.Join(args, "\x1f"))
+	cmd.Env = append(append(gitEnv(), env...), helperEnv+"="+strings.Join(args, "\x1f"))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -225,5 +226,61 @@ func TestMergeRefreshesStaleStat(t *testing.T) {
 	}
 	if out := gitT(t, repo.Root, "status", "--porcelain"); out != "" {
 		t.Errorf("status:\n%s", out)
+	}
+}
+
+// A lister does not wait for the repository mutex, so it runs while
+// worktrees are added and removed under it: git worktree list then finds
+// an entry half written (an empty commondir) or half deleted (a locked
+// file gone between git's look and its read) and fails. List asks again
+// once that moment has passed, and never fails for it.
+func TestListRacesCreateAndRemove(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var lists atomic.Int64
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if _, err := List(ctx, repo); err != nil {
+					t.Errorf("list: %v", err)
+					return
+				}
+				lists.Add(1)
+			}
+		})
+	}
+	for round := range 6 {
+		var reqs []Request
+		for i := range 4 {
+			reqs = append(reqs, Request{Story: fmt.Sprintf("US-%d-%d", round, i), Target: "refs/heads/main"})
+		}
+		ws, errs := CreateMany(ctx, repo, reqs, nil, nil)
+		for i, w := range ws {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			w.Settle(ctx)
+			mu, err := LockRepo(ctx, repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = w.Release(ctx, repo)
+			mu.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	wg.Wait()
+	if lists.Load() == 0 {
+		t.Fatal("no list ran beside the creations")
 	}
 }

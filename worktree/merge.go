@@ -54,22 +54,33 @@ func (e *BlockedError) Error() string {
 // everything as it was.
 func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) (*Merged, error) {
 	ctx = context.WithoutCancel(ctx)
-	// One rev-parse for the checked-out branch and both tips.
-	out, err := tree.Line(ctx, "rev-parse", target+"^{commit}", branch+"^{commit}", "--symbolic-full-name", "HEAD")
+	// One rev-parse for both tips, their merge bases (the symmetric
+	// difference prints them as ^base) and the checked-out branch.
+	out, err := tree.Line(ctx, "rev-parse", target+"^{commit}..."+branch+"^{commit}", "--symbolic-full-name", "HEAD")
 	lines := strings.Split(out, "\n")
-	if err != nil || len(lines) != 3 {
+	if err != nil || len(lines) < 3 {
 		return nil, fmt.Errorf("merge: resolve HEAD, %s and %s: %w", target, branch, errOr(err, out))
 	}
-	cur, tip, head := lines[0], lines[1], lines[2]
+	// rev-parse prints A...B's B first.
+	tip, cur, head := lines[0], lines[1], lines[len(lines)-1]
+	var bases []string
+	for _, l := range lines[2 : len(lines)-1] {
+		bases = append(bases, strings.TrimPrefix(l, "^"))
+	}
 	if head != target {
 		return nil, &BlockedError{Branch: branch, Target: target, Reason: fmt.Sprintf("the working tree %s is on %s now, not on %s", tree.Root, orDetached(head), checkpoint.BranchName(target))}
 	}
 	if op := tree.InProgress(); op != "" {
 		return nil, &BlockedError{Branch: branch, Target: target, Reason: "a " + op + " is in progress in " + tree.Root}
 	}
-	base, err := tree.Line(ctx, "merge-base", cur, tip)
-	if err != nil {
-		return nil, fmt.Errorf("merge: merge-base: %w", err)
+	if len(bases) == 0 {
+		return nil, fmt.Errorf("merge: %s and %s have no common commit", checkpoint.BranchName(target), checkpoint.BranchName(branch))
+	}
+	// One is an ancestor of the other exactly when it is their only
+	// merge base.
+	base := bases[0]
+	if len(bases) > 1 {
+		base = ""
 	}
 	if base == tip {
 		return &Merged{Commit: cur, Tip: tip, Already: true}, nil

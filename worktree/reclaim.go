@@ -1,9 +1,11 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -112,16 +114,16 @@ func (lo Leftover) Tree(ctx context.Context) (*LeftTree, error) {
 // opts.Finished are called under both.
 func Reclaim(ctx context.Context, main *git.Repo, target string, opts ReclaimOptions) ([]Reclaimed, error) {
 	ctx = context.WithoutCancel(ctx)
-	infos, err := List(ctx, main)
+	paths, err := dirs(main)
 	if err != nil {
 		return nil, err
 	}
 	var out []Reclaimed
-	for _, in := range infos {
-		if opts.Skip[in.Path] {
+	for _, path := range paths {
+		if opts.Skip[path] {
 			continue
 		}
-		rc, err := reclaimOne(ctx, main, in.Path, target, opts)
+		rc, err := reclaimOne(ctx, main, path, target, opts)
 		if err != nil {
 			return out, err
 		}
@@ -183,6 +185,9 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 				// (this holds the repository mutex).
 				lf.Close()
 				w, lerr := lease(ctx, in.Name, in.Path, m, opts.Command)
+				if lerr == nil {
+					lerr = w.keep()
+				}
 				if lerr == nil {
 					rc.Worker = w
 					return rc, nil
@@ -294,6 +299,11 @@ func saveTip(ctx context.Context, main *git.Repo, commit string) (string, error)
 // forgetMissing drops git's record of wiggum worktrees whose directory is
 // gone (a removal killed between deleting the directory and telling git).
 func forgetMissing(ctx context.Context, main *git.Repo) error {
+	if _, err := os.Stat(filepath.Join(main.CommonDir, "worktrees")); errors.Is(err, fs.ErrNotExist) {
+		// git keeps every linked worktree's record there, and removes
+		// the directory with the last one: there is none to forget.
+		return nil
+	}
 	reg, err := registered(ctx, main)
 	if err != nil {
 		return err
@@ -320,7 +330,7 @@ func forgetMissing(ctx context.Context, main *git.Repo) error {
 // deleteMergedBranches deletes wiggum/ branches that no worktree has
 // checked out and that target contains.
 func deleteMergedBranches(ctx context.Context, main *git.Repo, target string) error {
-	if target == "" {
+	if target == "" || !mayHaveBranches(main) {
 		return nil
 	}
 	out, err := main.Run(ctx, "for-each-ref", "--merged", target, "--format=%(refname) %(objectname)", BranchPrefix)
@@ -335,8 +345,8 @@ func deleteMergedBranches(ctx context.Context, main *git.Repo, target string) er
 		return err
 	}
 	used := map[string]bool{}
-	for _, b := range reg {
-		used[b] = true
+	for _, e := range reg {
+		used[e.branch] = true
 	}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		ref, sha, ok := strings.Cut(line, " ")
@@ -346,4 +356,22 @@ func deleteMergedBranches(ctx context.Context, main *git.Repo, target string) er
 		_, _ = main.Run(ctx, "update-ref", "-d", ref, sha)
 	}
 	return nil
+}
+
+// mayHaveBranches reports whether any wiggum/ branch may exist, from the
+// files git keeps refs in: false only when neither a loose one nor a
+// packed one can be there (and the repository keeps its refs in files,
+// not in a reftable), so a run that starts clean asks git nothing.
+func mayHaveBranches(main *git.Repo) bool {
+	if _, err := os.Stat(filepath.Join(main.CommonDir, "reftable")); !errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if _, err := os.Stat(filepath.Join(main.CommonDir, filepath.FromSlash(BranchPrefix))); !errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	packed, err := os.ReadFile(filepath.Join(main.CommonDir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	return err != nil || bytes.Contains(packed, []byte(" "+BranchPrefix))
 }

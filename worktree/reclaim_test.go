@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
@@ -105,5 +106,40 @@ func TestReclaimKeepsFinished(t *testing.T) {
 	}
 	if ents, _ := filepath.Glob(filepath.Join(repo.Root, Dir, "*")); len(ents) != 0 {
 		t.Fatalf("worktrees left: %v", ents)
+	}
+}
+
+// A run killed inside a batch of creations, after git registered a
+// worktree and before it was leased, leaves no MetaFile: the worktree's
+// story is still known from git's lock on it, and what Reclaim saves from
+// it (here a file a torn checkout left) names the story.
+func TestReclaimNamesTheStoryOfAWorktreeNeverLeased(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	cmd, _ := startHelperEnv(t, []string{killpoint.Env + "=worktree-added"}, "batch", repo.Root, "US 7: odd id", "US-8")
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("the helper was not killed inside the batch")
+	}
+	infos, err := List(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 1 || infos[0].Story != "US 7: odd id" {
+		t.Fatalf("list: %+v", infos)
+	}
+	write(t, infos[0].Path, "half.txt", "left by a torn checkout\n")
+	got, err := Reclaim(ctx, repo, "refs/heads/main", ReclaimOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Story != "US 7: odd id" || got[0].Backup == "" {
+		t.Fatalf("reclaimed: %+v", got)
+	}
+	subject := strings.TrimSpace(gitT(t, repo.Root, "log", "-1", "--format=%s", got[0].Backup))
+	if !strings.HasSuffix(subject, `(story US 7: odd id)`) {
+		t.Errorf("the backup does not name its story: %q", subject)
+	}
+	if out := gitT(t, repo.Root, "worktree", "list", "--porcelain"); strings.Count(out, "worktree ") != 1 {
+		t.Errorf("worktrees left:\n%s", out)
 	}
 }

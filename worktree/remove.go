@@ -69,21 +69,30 @@ func (w *Worker) Landed(tip string) { w.landed = tip }
 // alive - in this process or any other - keeps its worktree. Dirty work is
 // saved first and unmerged branches are kept.
 func Prune(ctx context.Context, main *git.Repo, dryRun bool) ([]Removal, error) {
-	infos, err := List(ctx, main)
-	if err != nil {
-		return nil, err
-	}
-	var out []Removal
-	for _, in := range infos {
-		if dryRun {
+	if dryRun {
+		infos, err := List(ctx, main)
+		if err != nil {
+			return nil, err
+		}
+		var out []Removal
+		for _, in := range infos {
 			r := Removal{Info: in, Action: "would remove", BranchKept: in.Branch != "" && !in.Merged}
 			if in.Held {
 				r.Action = "live"
 			}
 			out = append(out, r)
-			continue
 		}
-		r, err := pruneOne(ctx, main, in.Path)
+		return out, nil
+	}
+	// Each one is described under the mutex and its lease, where no
+	// creation or removal is half way.
+	paths, err := dirs(main)
+	if err != nil {
+		return nil, err
+	}
+	var out []Removal
+	for _, path := range paths {
+		r, err := pruneOne(ctx, main, path)
 		if err != nil {
 			return out, err
 		}
@@ -146,14 +155,29 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 		r.Backup = ref
 		killpoint.At("remove-saved")
 	}
-	// Twice --force: the worktree is git-locked (so plain git commands leave
-	// it alone) and may hold changes just saved above.
 	// The worktree's checkpoint ref lives in the shared refs and would
 	// outlive it; it matters only while the worktree does, and the lease is
-	// held, so it goes first (missing is fine).
+	// held, so it goes first (missing is fine) - in one transaction with
+	// the branch when the branch is merged at the tip the caller knows: a
+	// kill after it leaves a worktree whose branch is gone, which says
+	// "nothing unsaved" (its files are saved above), and the removal
+	// costs one git process less.
+	checkpointRef := ""
 	if gitDir, commonDir := git.Dirs(in.Path); gitDir != "" && gitDir != commonDir {
-		_, _ = main.Run(ctx, "update-ref", "-d", checkpoint.RecordRef(gitDir, commonDir))
+		checkpointRef = checkpoint.RecordRef(gitDir, commonDir)
 	}
+	branchGone := false
+	if in.Branch != "" && in.Merged && in.tip != "" && checkpointRef != "" {
+		tx := "delete " + checkpointRef + "\ndelete " + in.Branch + " " + in.tip + "\n"
+		if _, err := main.RunEnv(ctx, nil, []byte(tx), "update-ref", "--stdin"); err == nil {
+			branchGone, checkpointRef = true, ""
+		}
+	}
+	if checkpointRef != "" {
+		_, _ = main.Run(ctx, "update-ref", "-d", checkpointRef)
+	}
+	// Twice --force: the worktree is git-locked (so plain git commands leave
+	// it alone) and may hold changes just saved above.
 	if _, err := main.Run(ctx, "worktree", "remove", "--force", "--force", in.Path); err != nil {
 		var ge *git.Error
 		if !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "validation failed") {
@@ -177,7 +201,7 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 	if err := os.RemoveAll(in.Path); err != nil {
 		return nil, fmt.Errorf("worktree: remove %s: %w", in.Path, err)
 	}
-	if in.Branch == "" {
+	if in.Branch == "" || branchGone {
 		return r, nil
 	}
 	if !in.Merged {

@@ -23,6 +23,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
@@ -124,14 +125,17 @@ type Request struct {
 	Start         string // a commit to start from; "" means Target's tip
 }
 
-// CreateMany creates one worktree for each request, as CreateAt does, in
-// one hold of the repository mutex. git adds them one at a time (a
+// CreateMany creates one worktree for each request, as CreateAt does.
+// git registers them one at a time, in one hold of the repository mutex (a
 // concurrent git worktree add reads the entries of the others half
-// written); each is leased while git adds the next, and none is visible to
-// a pruner before it is leased, since a pruner waits for the mutex. ws[i]
-// or errs[i] answers reqs[i]; ready, when not nil, is given each answer as
-// soon as it is known, so a worker can start in its worktree while git
-// adds the next ones.
+// written), without checking their files out; each is leased while git
+// registers the next, and none is visible to a pruner before it is leased,
+// since a pruner waits for the mutex. Each one's files are then checked
+// out under its own lease, beside the next registrations and after the
+// mutex is let go: nobody else touches a leased worktree, and its branch
+// is its own. ws[i] or errs[i] answers reqs[i]; ready, when not nil, is
+// given each answer as soon as it is known, so a worker can start in its
+// worktree while git makes the next ones.
 func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []string, ready func(i int, w *Worker, err error)) (ws []*Worker, errs []error) {
 	ws, errs = make([]*Worker, len(reqs)), make([]error, len(reqs))
 	if ready == nil {
@@ -174,10 +178,11 @@ func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []s
 		return ws, errs
 	}
 	added := make([]*added, len(reqs))
+	leaseErrs := make([]error, len(reqs))
 	// Every request at one target starts from one tip: resolved once,
 	// under the mutex no merge moves it.
 	tips := map[string]string{}
-	var wg sync.WaitGroup
+	var leased, made sync.WaitGroup
 	for i, r := range reqs {
 		if errs[i] != nil {
 			continue
@@ -185,23 +190,38 @@ func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []s
 		if added[i], errs[i] = add(ctx, main, parent, names[i], r, tips); errs[i] != nil {
 			continue
 		}
-		wg.Go(func() {
-			ws[i], errs[i] = lease(ctx, added[i].name, added[i].path, added[i].meta, command)
-			if errs[i] == nil {
-				answered[i] = true
-				ready(i, ws[i], nil)
+		killpoint.At("worktree-added")
+		a := added[i]
+		leased.Add(1)
+		made.Go(func() {
+			w, err := lease(ctx, a.name, a.path, a.meta, command)
+			leaseErrs[i] = err
+			leased.Done()
+			if err != nil {
+				return
 			}
+			if err := w.checkOut(ctx); err != nil {
+				errs[i] = err
+				w.undo(ctx, main)
+				return
+			}
+			ws[i] = w
+			answered[i] = true
+			ready(i, w, nil)
 		})
 	}
-	wg.Wait()
+	leased.Wait()
 	for i, a := range added {
-		if a != nil && errs[i] != nil {
+		if a != nil && leaseErrs[i] != nil {
+			errs[i] = leaseErrs[i]
 			// Nothing is in it yet: undo the add rather than leave a
 			// worktree nobody holds.
 			_, _ = main.Run(ctx, "worktree", "remove", "--force", "--force", a.path)
 			_, _ = main.Run(ctx, "update-ref", "-d", a.meta.Branch, a.meta.Base)
 		}
 	}
+	mu.Unlock()
+	made.Wait()
 	return ws, errs
 }
 
@@ -211,8 +231,8 @@ type added struct {
 	meta       Meta
 }
 
-// add makes one worktree and its branch; the caller holds the repository
-// mutex and leases it next.
+// add registers one worktree and its branch, its files not checked out;
+// the caller holds the repository mutex and leases it next.
 func add(ctx context.Context, main *git.Repo, parent, base string, r Request, tips map[string]string) (*added, error) {
 	from := r.Target
 	if r.Start != "" {
@@ -235,7 +255,7 @@ func add(ctx context.Context, main *git.Repo, parent, base string, r Request, ti
 		path := filepath.Join(parent, name)
 		// git refuses an existing branch or a non-empty directory, so a
 		// taken name is an error here, not a check made beforehand.
-		_, err := main.Run(ctx, "worktree", "add", "--quiet", "--lock", "--reason", "wiggum worker (pid "+strconv.Itoa(os.Getpid())+")",
+		_, err := main.Run(ctx, "worktree", "add", "--quiet", "--no-checkout", "--lock", "--reason", lockReason(r.Story),
 			"-b", strings.TrimPrefix(branch, "refs/heads/"), path, tip)
 		if err != nil {
 			var ge *git.Error
@@ -249,6 +269,9 @@ func add(ctx context.Context, main *git.Repo, parent, base string, r Request, ti
 	return nil, fmt.Errorf("worktree: no free name for story %q (100 branches %s%s-N exist)", r.Story, BranchPrefix, base)
 }
 
+// lease takes a worktree's lease and opens its state, for meta; the
+// caller records meta in the worktree (checkOut, or a worktree kept as
+// it is: keep).
 func lease(ctx context.Context, name, path string, meta Meta, command []string) (*Worker, error) {
 	st, err := checkpoint.Open(ctx, path)
 	if err != nil {
@@ -262,11 +285,56 @@ func lease(ctx context.Context, name, path string, meta Meta, command []string) 
 	if err != nil {
 		return nil, fmt.Errorf("worktree: lease %s: %w", name, err)
 	}
-	if err := statefile.WriteJSON(st.Path(MetaFile), meta); err != nil {
-		_ = l.Release()
-		return nil, fmt.Errorf("worktree: record %s: %w", name, err)
-	}
 	return &Worker{Meta: meta, Name: name, Path: path, State: st, Lease: l}, nil
+}
+
+// keep records the worktree's MetaFile; on failure it lets the lease go.
+func (w *Worker) keep() error {
+	if err := statefile.WriteJSON(w.State.Path(MetaFile), w.Meta); err != nil {
+		_ = w.Lease.Release()
+		return fmt.Errorf("worktree: record %s: %w", w.Name, err)
+	}
+	return nil
+}
+
+// nullID is git's name for "no commit" in a post-checkout hook's
+// arguments, as git worktree add passes it.
+const nullID = "0000000000000000000000000000000000000000"
+
+// checkOut fills a leased worktree git registered without its files: the
+// checkout git worktree add runs itself (reset --hard into the new index,
+// submodules left alone), then the repository's post-checkout hook, when
+// there is one, as git worktree add runs it; then it records the
+// worktree's MetaFile. On failure the lease is still held.
+func (w *Worker) checkOut(ctx context.Context) error {
+	repo := w.State.Repo
+	if _, err := repo.Run(ctx, "reset", "--hard", "--no-recurse-submodules", "--quiet"); err != nil {
+		return fmt.Errorf("worktree: check out %s: %w", w.Name, err)
+	}
+	if _, err := os.Stat(filepath.Join(repo.HooksDir, "post-checkout")); err == nil {
+		if _, err := repo.Run(ctx, "hook", "run", "--ignore-missing", "post-checkout", "--", nullID, w.Base, "1"); err != nil {
+			return fmt.Errorf("worktree: %s: the post-checkout hook: %w", w.Name, err)
+		}
+	}
+	if err := statefile.WriteJSON(w.State.Path(MetaFile), w.Meta); err != nil {
+		return fmt.Errorf("worktree: record %s: %w", w.Name, err)
+	}
+	return nil
+}
+
+// undo removes a worktree CreateMany registered and could not finish,
+// still holding its lease, under the repository mutex; then it lets the
+// lease go.
+func (w *Worker) undo(ctx context.Context, main *git.Repo) {
+	defer w.Lease.Release()
+	mu, err := LockRepo(ctx, main)
+	if err != nil {
+		return
+	}
+	defer mu.Unlock()
+	_, _ = main.Run(ctx, "worktree", "remove", "--force", "--force", w.Path)
+	_ = os.RemoveAll(w.Path)
+	_, _ = main.Run(ctx, "update-ref", "-d", w.Branch, w.Base)
 }
 
 // Refresh moves a worktree nobody has worked in yet - made ahead of its
@@ -311,6 +379,25 @@ type Info struct {
 
 // List describes every worktree under Dir, in name order.
 func List(ctx context.Context, main *git.Repo) ([]Info, error) {
+	paths, err := dirs(main)
+	if err != nil || len(paths) == 0 {
+		return nil, err
+	}
+	reg, err := registered(ctx, main)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, 0, len(paths))
+	for _, path := range paths {
+		out = append(out, describe(ctx, main, reg, path))
+	}
+	return out, nil
+}
+
+// dirs lists the directories under Dir, in name order: every worktree
+// wiggum made and has not removed yet. A removal takes the repository
+// mutex, so whoever acts on one looks at it again under the mutex.
+func dirs(main *git.Repo) ([]string, error) {
 	parent := filepath.Join(main.Root, filepath.FromSlash(Dir))
 	ents, err := os.ReadDir(parent)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -319,30 +406,30 @@ func List(ctx context.Context, main *git.Repo) ([]Info, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worktree: list %s: %w", Dir, err)
 	}
-	reg, err := registered(ctx, main)
-	if err != nil {
-		return nil, err
-	}
-	var out []Info
+	var out []string
 	for _, e := range ents {
-		if !e.IsDir() {
-			continue
+		if e.IsDir() {
+			out = append(out, filepath.Join(parent, e.Name()))
 		}
-		out = append(out, describe(ctx, main, reg, filepath.Join(parent, e.Name())))
 	}
 	return out, nil
 }
 
-func describe(ctx context.Context, main *git.Repo, reg map[string]string, path string) Info {
+func describe(ctx context.Context, main *git.Repo, reg map[string]registration, path string) Info {
 	in := Info{Name: filepath.Base(path), Path: path}
-	branch, ok := reg[path]
-	in.Registered, in.Branch = ok, branch
+	e, ok := reg[path]
+	in.Registered, in.Branch = ok, e.branch
 	var m Meta
 	if err := statefile.ReadJSON(filepath.Join(path, filepath.FromSlash(MetaFile)), &m, nil); err == nil {
 		in.Story, in.Target = m.Story, m.Target
 		if in.Branch == "" {
 			in.Branch = m.Branch
 		}
+	}
+	if in.Story == "" {
+		// Made and never leased (a kill inside a batch of creations):
+		// git's lock on it names the story it was made for.
+		in.Story = storyOfReason(e.reason)
 	}
 	st := layout.At(path)
 	if held, err := st.Probe(); err == nil && held {
@@ -368,24 +455,87 @@ func inspect(ctx context.Context, main *git.Repo, in *Info) {
 	in.Dirty = err != nil || st.Dirty()
 }
 
-// registered maps each worktree path git knows to its branch ref.
-func registered(ctx context.Context, main *git.Repo) (map[string]string, error) {
-	out, err := main.Run(ctx, "worktree", "list", "--porcelain", "-z")
+// registration is what git records of one worktree.
+type registration struct {
+	branch string // the checked-out branch's full ref; "" when detached
+	reason string // why it is locked; "" when it is not
+}
+
+// registered maps each worktree path git knows to what git records of it.
+// git worktree list reads every worktree's entry, and one being added or
+// removed meanwhile (under the repository mutex, which a lister does not
+// wait for) may be half written or half deleted: git then fails to read a
+// file of it, and the list is asked again once that moment has passed.
+func registered(ctx context.Context, main *git.Repo) (map[string]registration, error) {
+	var out string
+	var err error
+	delay := 2 * time.Millisecond
+	for try := 1; ; try++ {
+		out, err = main.Run(ctx, "worktree", "list", "--porcelain", "-z")
+		var ge *git.Error
+		if err == nil || try == listTries || !errors.As(err, &ge) || !halfWritten(ge.Stderr) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("worktree: git worktree list: %w", err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 50*time.Millisecond)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("worktree: git worktree list: %w", err)
 	}
-	m := map[string]string{}
+	m := map[string]registration{}
 	cur := ""
 	for _, f := range git.SplitZ(out) {
 		switch {
 		case strings.HasPrefix(f, "worktree "):
 			cur = strings.TrimPrefix(f, "worktree ")
-			m[cur] = ""
-		case strings.HasPrefix(f, "branch ") && cur != "":
-			m[cur] = strings.TrimPrefix(f, "branch ")
+			m[cur] = registration{}
+		case cur == "":
+		case strings.HasPrefix(f, "branch "):
+			e := m[cur]
+			e.branch = strings.TrimPrefix(f, "branch ")
+			m[cur] = e
+		case strings.HasPrefix(f, "locked "):
+			e := m[cur]
+			e.reason = strings.TrimPrefix(f, "locked ")
+			m[cur] = e
 		}
 	}
 	return m, nil
+}
+
+// listTries bounds the asks of registered: about a second in all.
+const listTries = 25
+
+// halfWritten reports whether git failed on a file of a worktree entry
+// that another git process is writing or deleting (its commondir created
+// but still empty, its locked file gone between git's look and its read).
+func halfWritten(stderr string) bool {
+	return strings.Contains(stderr, "failed to read") && strings.Contains(stderr, "worktrees/")
+}
+
+// lockReason is the reason git records for locking a worktree wiggum made
+// for story: the only record of its story until the worktree is leased and
+// its MetaFile written.
+func lockReason(story string) string {
+	return "wiggum worker (pid " + strconv.Itoa(os.Getpid()) + ") for story " + strconv.Quote(story)
+}
+
+// storyOfReason is the story a lockReason names, or "".
+func storyOfReason(reason string) string {
+	const sep = ") for story "
+	i := strings.Index(reason, sep)
+	if !strings.HasPrefix(reason, "wiggum worker (") || i < 0 {
+		return ""
+	}
+	story, err := strconv.Unquote(reason[i+len(sep):])
+	if err != nil {
+		return ""
+	}
+	return story
 }
 
 // CheckedOut returns the root of the worktree that has ref checked out, or "".
@@ -394,8 +544,8 @@ func CheckedOut(ctx context.Context, repo *git.Repo, ref string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	for path, b := range reg {
-		if b == ref {
+	for path, e := range reg {
+		if e.branch == ref {
 			return path, nil
 		}
 	}
