@@ -26,13 +26,18 @@ func status(ctx context.Context, repo *git.Repo) (*treeState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("git status: %w", err)
 	}
+	return changesOf(st), nil
+}
+
+// changesOf is the treeState of a git status.
+func changesOf(st *git.Status) *treeState {
 	ts := &treeState{paths: st.Paths()}
 	for _, c := range st.Changes {
 		if c.Staged {
 			ts.staged = append(ts.staged, c.Path)
 		}
 	}
-	return ts, nil
+	return ts
 }
 
 // committer commits what an iteration changed, never the paths that were

@@ -59,10 +59,8 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 		return nil, err
 	}
 	defer r.close()
-	target, err := st.Repo.Branch(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("run: read branch: %w", err)
-	}
+	// preflight read it, and refused a detached HEAD.
+	target := r.branch
 	p := &parallel{r: r, target: target, out: out, inflight: map[string]bool{}, skip: map[string]bool{}, lq: newLandings(), cr: newCreations()}
 	if opts.Coordinator != nil {
 		p.share(ctx, opts.Coordinator)

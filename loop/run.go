@@ -34,6 +34,7 @@ type run struct {
 	session string
 	disp    *display
 	commit  *committer // the main tree's
+	branch  string     // the branch checked out in the main tree, from preflight
 	planRel string
 	// planIgnored: git ignores the plan, so ticks are never committed.
 	planIgnored bool
@@ -644,29 +645,26 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 // records what was dirty before the run so it is never committed.
 func (r *run) preflight(ctx context.Context) error {
 	repo := r.st.Repo
-	head, err := repo.Head(ctx)
+	// One git status answers HEAD, its branch and the tree's changes.
+	now, err := repo.Status(ctx)
 	if err != nil {
-		return fmt.Errorf("run: read HEAD: %w", err)
+		return fmt.Errorf("run: git status: %w", err)
 	}
-	if head == "" {
+	if now.Head == "" {
 		return badinput.Errorf("run: the repository has no commits yet; commit something first")
 	}
 	if op := repo.InProgress(); op != "" {
 		return badinput.Errorf("run: a %s is in progress; finish or abort it first", op)
 	}
-	if branch, err := repo.Branch(ctx); err != nil {
-		return fmt.Errorf("run: read branch: %w", err)
-	} else if branch == "" {
+	if now.Branch == "" {
 		return badinput.Errorf("run: HEAD is detached; switch to the branch the loop should commit to")
 	}
 	// Without an identity every commit would fail, after the agent's work.
 	if _, err := repo.Run(ctx, "var", "GIT_COMMITTER_IDENT"); err != nil {
 		return badinput.Errorf("run: git does not know who commits here; set it with git config user.name and git config user.email")
 	}
-	ts, err := status(ctx, repo)
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
+	r.branch = now.Branch
+	ts := changesOf(now)
 	if len(ts.paths) > 0 && !r.opts.AllowDirty {
 		return badinput.Errorf("run: the working tree has uncommitted changes (%s); commit or stash them, or pass --allow-dirty to leave them out of every commit the loop makes", summarize(ts.paths, 5))
 	}
