@@ -8,7 +8,8 @@
 # a finished story waited for the merge coordinator (median and max), read
 # from the merged events, the time a worker spends between two of its
 # agents (median and max, from the iteration events), and the load average
-# before and after. DESIGN.md:
+# before and after, and (with strace installed) how many git processes one
+# run at N=4 starts. DESIGN.md:
 # wall time close to (stories / N) x agent time (efficiency at least 0.9 at
 # N=4), plus a bounded, measured cost per story.
 #
@@ -116,4 +117,16 @@ for n in $WORKERS; do
 			"$(echo "$ideal / $bbest" | bc -l)" "$(echo "$best / $bbest" | bc -l)" "$(gap "$tmp/bbest.jsonl")"
 	fi
 done
+# procs BINARY: how many git processes one run at N=4 starts (git's own
+# children included) - a count the machine's load does not move.
+procs() {
+	mkrepo "$tmp/repo-procs"
+	strace -f -qq -e trace=execve -o "$tmp/execs" "$1" run --plan plan.md --agent-cmd "sh $tmp/agent.sh" --workers 4 -q > /dev/null
+	grep -c 'execve("[^"]*/git"' "$tmp/execs"
+}
+if command -v strace > /dev/null; then
+	printf 'git processes in one run at N=4: %d' "$(procs "$tmp/wiggum")"
+	[ -n "${BASE:-}" ] && printf ' (%s: %d)' "$BASE" "$(procs "$tmp/wiggum-base")"
+	echo
+fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -645,6 +645,15 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 // records what was dirty before the run so it is never committed.
 func (r *run) preflight(ctx context.Context) error {
 	repo := r.st.Repo
+	// The identity and the plan's ignore rule are read beside the status:
+	// three reads of one unchanging state, and the run's first agent
+	// waits for all of them. Their answers are judged in the order below.
+	var identErr, ignoredErr error
+	var ignored bool
+	var reads sync.WaitGroup
+	reads.Go(func() { _, identErr = repo.Run(ctx, "var", "GIT_COMMITTER_IDENT") })
+	reads.Go(func() { ignored, ignoredErr = repo.OK(ctx, "check-ignore", "-q", "--", r.planRel) })
+	defer reads.Wait()
 	// One git status answers HEAD, its branch and the tree's changes.
 	now, err := repo.Status(ctx)
 	if err != nil {
@@ -660,7 +669,8 @@ func (r *run) preflight(ctx context.Context) error {
 		return badinput.Errorf("run: HEAD is detached; switch to the branch the loop should commit to")
 	}
 	// Without an identity every commit would fail, after the agent's work.
-	if _, err := repo.Run(ctx, "var", "GIT_COMMITTER_IDENT"); err != nil {
+	reads.Wait()
+	if identErr != nil {
 		return badinput.Errorf("run: git does not know who commits here; set it with git config user.name and git config user.email")
 	}
 	r.branch = now.Branch
@@ -673,7 +683,7 @@ func (r *run) preflight(ctx context.Context) error {
 	}
 	env := []string{layout.SessionEnv + "=" + r.session}
 	r.commit = newCommitter(repo, env, ts.paths)
-	if r.planIgnored, err = repo.OK(ctx, "check-ignore", "-q", "--", r.planRel); err != nil {
+	if r.planIgnored, err = ignored, ignoredErr; err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	if r.planIgnored {
