@@ -125,7 +125,7 @@ func BenchmarkClaimLand(b *testing.B) {
 		p := &benchRider{r: r, story: fmt.Sprintf("US-%d", i+1)}
 		t1 := time.Now()
 		m := &Member{H: h, Spec: LandSpec{Target: target, Branch: branches[i], PlanRel: "plan.md", Subject: "Merge " + story}}
-		r.landGroup(ctx, []*Member{m}, nil, nil, p)
+		r.landGroup(ctx, []*Member{m}, nil, p)
 		if m.Err != nil || !p.made {
 			b.Fatal(m.Err, p.made)
 		}

@@ -40,9 +40,8 @@ type Coordinator struct {
 	// OnError hears of renewals that failed (and will be retried).
 	OnError func(error)
 	// OnReadyLanded hears of a story this process landed from another
-	// process's finished work (its claim said ready: its holder had lost
-	// landing races, or can no longer land it), without running an agent
-	// on it.
+	// process's finished work (its claim said ready, and its holder
+	// could no longer land it), without running an agent on it.
 	OnReadyLanded func(from *Claim, l *Landed)
 
 	mu      sync.Mutex
@@ -61,8 +60,6 @@ type Coordinator struct {
 	// the one whose turn it is lands every story queued in landQ.
 	landMu sync.Mutex
 	landQ  []*landReq
-	// landWake tells the landing whose turn it is that landQ grew.
-	landWake chan struct{}
 }
 
 // landReq is a story waiting for its turn to land.
@@ -126,7 +123,7 @@ func NewCoordinator(ctx context.Context, r *Remote, main *git.Repo, target, plan
 	}
 	poll := min(max(r.Lease/8, 100*time.Millisecond), 300*time.Millisecond)
 	return &Coordinator{R: r, Main: main, Target: target, PlanRel: planRel, Poll: poll, mine: map[string]bool{},
-		ending: map[*Held]chan struct{}{}, over: map[*Held]bool{}, landWake: make(chan struct{}, 1)}, nil
+		ending: map[*Held]chan struct{}{}, over: map[*Held]bool{}}, nil
 }
 
 // Claim claims an open story (in the server's plan) that is not in busy
@@ -345,7 +342,6 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 		return nil, none, nothingLeft, nil
 	}
 	next := nothingLeft
-	var readyHeld []string // stories whose live claims say ready
 	for _, s := range spread(v.Plan) {
 		if s.Done || busy[s.ID] {
 			continue
@@ -361,7 +357,7 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 			continue
 		}
 		if !reuse {
-			if landed, raced, err := c.landReady(ctx, v, s.ID, false); landed || raced || err != nil {
+			if landed, raced, err := c.landReady(ctx, v, s.ID); landed || raced || err != nil {
 				c.Forget(s.ID)
 				if err != nil {
 					return nil, none, nothingLeft, err
@@ -380,9 +376,6 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 			}
 			if taken.Marked == nil {
 				next = othersHold
-			}
-			if !reuse && taken.Holder != nil && taken.Holder.Ready != "" {
-				readyHeld = append(readyHeld, s.ID)
 			}
 			continue
 		case err != nil:
@@ -424,40 +417,23 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 		// server before saying so.
 		return nil, none, lookAgain, nil
 	}
-	// Nothing to work on, and other machines' finished stories wait for
-	// their holders' next landing attempts (which back off after each
-	// race lost): land one now, as any landing would carry it. At the
-	// tail of a run this is the machines with nothing left to do landing
-	// what the busy ones finished.
-	for _, id := range readyHeld {
-		if !c.reserve(id) {
-			continue
-		}
-		landed, raced, err := c.landReady(ctx, v, id, true)
-		c.Forget(id)
-		if err != nil {
-			return nil, none, nothingLeft, err
-		}
-		if landed || raced {
-			return nil, none, lookAgain, nil
-		}
-	}
 	return nil, none, next, nil
 }
 
 // landReady lands story from v when its claim says its work is finished
 // and its holder can no longer land it (the lease ran out, or it was this
 // clone's process and is gone): a takeover would run an agent on a story
-// whose work is done. live: also when the holder is alive (it carries the
-// story as any landing would; the holder's next attempt finds it landed).
-// The caller has reserved the story.
-func (c *Coordinator) landReady(ctx context.Context, v *View, story string, live bool) (landed, raced bool, err error) {
+// whose work is done. The caller has reserved the story. (A live ready
+// claim is left to its holder's retries and to the landings that carry
+// it: machines with nothing to claim landing it too only added races at
+// the tail of a run - 4.6-5.5 pushes a story at 4 machines against 3.4.)
+func (c *Coordinator) landReady(ctx context.Context, v *View, story string) (landed, raced bool, err error) {
 	key, err := Key(story)
 	if err != nil {
 		return false, false, nil
 	}
 	old := v.Claims[key]
-	if old == nil || !readyHere(v, old, c.PlanRel) || !(live || old.Stale(c.R.now()) || c.R.deadHere(old)) {
+	if old == nil || !readyHere(v, old, c.PlanRel) || !(old.Stale(c.R.now()) || c.R.deadHere(old)) {
 		return false, false, nil
 	}
 	l, raced, err := c.R.landReady(ctx, v, old, c.PlanRel)
@@ -555,10 +531,6 @@ func (c *Coordinator) Land(ctx context.Context, h *Held, branch, subject string)
 	c.mu.Lock()
 	c.landQ = append(c.landQ, req)
 	c.mu.Unlock()
-	select {
-	case c.landWake <- struct{}{}:
-	default:
-	}
 	c.landMu.Lock()
 	select {
 	case <-req.done:
@@ -581,7 +553,7 @@ func (c *Coordinator) Land(ctx context.Context, h *Held, branch, subject string)
 		if c.Ride {
 			pass = rideWith{c}
 		}
-		c.R.landGroup(ctx, take(), take, c.landWake, pass)
+		c.R.landGroup(ctx, take(), take, pass)
 		for _, q := range batch {
 			close(q.done)
 		}

@@ -113,7 +113,7 @@ type Member struct {
 // meanwhile; they join the group. Every member's outcome is set when
 // LandGroup returns.
 func (r *Remote) LandGroup(ctx context.Context, ms []*Member, more func() []*Member) {
-	r.landGroup(ctx, ms, more, nil, nil)
+	r.landGroup(ctx, ms, more, nil)
 }
 
 // passenger is a claim that may ride along in a landing's push: its claim
@@ -141,13 +141,8 @@ type member struct {
 	over         bool
 }
 
-// landGroup is LandGroup with a passenger, and with wake: a signal that
-// more may have stories for the group, which ends a back-off at once when
-// it does. A story that just finished is marked ready by no one yet, so
-// no other machine can carry it: it should not sit out a back-off grown
-// long with the races its group lost (at the tail of a run that back-off
-// is the run's last seconds).
-func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Member, wake <-chan struct{}, pass passenger) {
+// landGroup is LandGroup with a passenger.
+func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Member, pass passenger) {
 	var open []*member
 	var locked []*Held
 	defer func() {
@@ -428,29 +423,14 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 		// stay still for a landing), widening with the losses, then
 		// rebuilds on the new tip.
 		window := max(time.Since(began), 10*time.Millisecond) * time.Duration(min(attempt, 4))
-		backoff := time.NewTimer(rand.N(window))
-		joined := false
-		for !joined {
-			select {
-			case <-ctx.Done():
-				backoff.Stop()
-				fail(ctx.Err())
-				return
-			case <-backoff.C:
-				joined = true
-				if more != nil {
-					join(more())
-				}
-			case <-wake:
-				if more == nil {
-					continue
-				}
-				if ms := more(); len(ms) > 0 {
-					backoff.Stop()
-					join(ms)
-					joined = true
-				}
-			}
+		select {
+		case <-ctx.Done():
+			fail(ctx.Err())
+			return
+		case <-time.After(rand.N(window)):
+		}
+		if more != nil {
+			join(more())
 		}
 	}
 }

@@ -340,7 +340,7 @@ func (c *RunCmd) coordinator(ctx context.Context, repo *git.Repo, p plan.Plan, g
 	log := g.Log()
 	coord.OnError = func(err error) { log.Warn("renewing a claim failed; retrying", "err", err) }
 	coord.OnReadyLanded = func(from *remote.Claim, l *remote.Landed) {
-		log.Info("landed a story another process had finished (its claim said ready); no agent ran on it again",
+		log.Info("landed a story another process finished and could not land (its claim said ready); no agent ran on it again",
 			"story", from.Story, "finished_by", from.Host+"/"+from.Machine, "commit", l.Commit)
 	}
 	coord.Ahead = true
