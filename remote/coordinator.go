@@ -30,8 +30,9 @@ type Coordinator struct {
 	// Ahead makes Claim claim the next story in the background as soon as
 	// it hands one out, so that a worker finishing its story finds the
 	// next one claimed (the claim's round trips off the critical path).
-	// Only while the plan has more unclaimed stories than machines at
-	// work: at the tail a story waits for no machine that is busy.
+	// Only while the plan has at least as many unclaimed stories as
+	// machines at work (see spare): at the tail a story waits for no
+	// machine that is busy.
 	Ahead bool
 	// Ride makes a claim ahead ride along in the push of a landing of
 	// this process when one is about to push (a story whose work ended,
@@ -318,8 +319,8 @@ const (
 	lookAgain          // the target moved under the pass: look again now
 )
 
-// tryClaim makes one pass over the server's plan; ahead, only when more
-// stories are free than machines are at work.
+// tryClaim makes one pass over the server's plan; ahead, only when at
+// least as many stories are free as machines are at work.
 func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse, ahead bool) (*Held, plan.Story, int, error) {
 	none := plan.Story{}
 	var v *View
