@@ -148,11 +148,9 @@ func (p *parallel) makeAhead(ctx context.Context, a *ahead) bool {
 	return true
 }
 
-// refreshAhead brings every ready worktree to the target's tip, all at
-// once, off the workers' path: each is its own worktree and branch, so the
-// moves run side by side, and a worker that finds every ready one being
-// moved waits for one move, not for all of them one after another; as
-// each is moved it may be taken. a.mu is held on entry and exit.
+// refreshAhead brings each ready worktree to the target's tip, one at a
+// time, off the workers' path: a worker takes one not being moved, and
+// waits only when every ready one is. a.mu is held on entry and exit.
 func (p *parallel) refreshAhead(a *ahead) {
 	if !slices.ContainsFunc(a.ready, func(m *made) bool { return m.w != nil }) {
 		return
@@ -164,32 +162,23 @@ func (p *parallel) refreshAhead(a *ahead) {
 		p.r.disp.printf("  the worktrees made ahead stay where they were made: resolve %s: %v", p.target, err)
 		return
 	}
-	var moving []*made
-	for _, m := range a.ready {
+	for _, m := range append([]*made(nil), a.ready...) {
 		// One a worker took meanwhile is its agent's now.
-		if m.w != nil {
-			m.refreshing = true
-			moving = append(moving, m)
+		if m.w == nil || !slices.Contains(a.ready, m) {
+			continue
 		}
+		m.refreshing = true
+		a.mu.Unlock()
+		_, err := m.w.Refresh(context.Background(), tip)
+		if err != nil {
+			// Not a reason to stop: the story starts from the tip its
+			// worktree was made at, as if nothing had landed since.
+			p.r.disp.printf("  %s: %v; it starts from %s", m.story.ID, err, m.w.Base[:12])
+		}
+		a.mu.Lock()
+		m.refreshing = false
+		a.cond.Broadcast()
 	}
-	a.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, m := range moving {
-		wg.Go(func() {
-			_, err := m.w.Refresh(context.Background(), tip)
-			if err != nil {
-				// Not a reason to stop: the story starts from the tip its
-				// worktree was made at, as if nothing had landed since.
-				p.r.disp.printf("  %s: %v; it starts from %s", m.story.ID, err, m.w.Base[:12])
-			}
-			a.mu.Lock()
-			m.refreshing = false
-			a.mu.Unlock()
-			a.cond.Broadcast()
-		})
-	}
-	wg.Wait()
-	a.mu.Lock()
 }
 
 // take gives a worker its next story: the first one made ahead and not
