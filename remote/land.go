@@ -226,6 +226,7 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 		// Stories this process marked ready may have been landed by
 		// another machine; ready stories of others land with these.
 		var others []*readyStory
+		var view *View // the server as fetched at this attempt; nil on a guess
 		if !guessed {
 			v, err := r.Local(ctx, spec.Target, "")
 			if err != nil {
@@ -243,6 +244,7 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 				return
 			}
 			others = readyOthers(v, spec, open)
+			view = v
 		}
 		// The claim riding along is picked while the merges are built
 		// (both only read this clone); one the attempt does not push is
@@ -270,12 +272,24 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 			h := o.m.H
 			commit, paths, err := r.landingCommit(ctx, cur, o.tip, o.m.Spec, h.Story, r.Me)
 			var already *AlreadyLandedError
-			if guessed && (paths != nil || errors.As(err, &already)) {
+			errors.As(err, &already)
+			if guessed && (paths != nil || already != nil) {
 				// Only the server's tip may condemn a story: look at it.
 				look = true
 				break
 			}
 			switch {
+			case already != nil && view != nil:
+				// Done on the server's tip. A mark-ready push whose
+				// answer never came (a timeout) may have made the
+				// claim ready after all, and another machine carried
+				// the story: the server says whether it was landed
+				// with this claim, or before it.
+				r.landedByOther(ctx, o.m, view, attempt)
+				if o.m.Landed == nil && o.m.Err == nil {
+					o.m.Err = err
+				}
+				o.over = true
 			case err != nil:
 				o.m.Err, o.over = err, true
 			case paths != nil:

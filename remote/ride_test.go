@@ -389,6 +389,57 @@ exit 0
 	})
 }
 
+// A mark-ready push whose answer never came (it timed out after the server
+// took it) leaves the holder thinking its claim plain while the server has
+// it ready, and another machine may carry the story. The holder's next
+// landing then finds the story done on the target: it must find its story
+// landed by the carrier, not fail with "already done" and push nothing.
+func TestCarriedStoryOfUnheardMarkReady(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
+		morePlan(t, a)
+		spec := func(h *Held, branch string) LandSpec {
+			return LandSpec{Target: target, Branch: branch, PlanRel: "plan.md", Subject: "Merge " + h.Story}
+		}
+		ha := claim(t, a, "S-1")
+		bra := work(t, a, "S-1", ha.Start, "s1.txt", "S-1\n")
+		hb := claim(t, b, "S-2")
+		brb := work(t, b, "S-2", hb.Start, "s2.txt", "S-2\n")
+		// b marks S-2 ready and the server takes it, but b never hears:
+		// its claim is as before.
+		heardClaim, heardPushed := hb.claim, hb.pushed
+		tip := gitIn(t, b.Repo.Root, "rev-parse", brb)
+		b.markReady(ctx, []*member{{m: &Member{H: hb, Spec: spec(hb, brb)}, tip: tip}})
+		if f.refs()[hb.claim.Ref] != hb.claim.Commit || hb.claim.Ready != tip {
+			t.Fatalf("S-2 not marked ready on the server: %v", f.refs())
+		}
+		hb.claim, hb.pushed = heardClaim, heardPushed
+
+		// a lands S-1 and carries S-2.
+		a.landGuess = guess{skip: 1}
+		ma := &Member{H: ha, Spec: spec(ha, bra)}
+		a.LandGroup(ctx, []*Member{ma}, nil)
+		if ma.Err != nil || strings.Join(ma.Landed.Carried, ",") != "S-2" {
+			t.Fatalf("a's landing: %+v %v", ma.Landed, ma.Err)
+		}
+
+		// b's landing finds S-2 landed by a, pushing nothing.
+		b.landGuess = guess{skip: 1}
+		_, q0 := b.Counts()
+		mb := &Member{H: hb, Spec: spec(hb, brb)}
+		b.LandGroup(ctx, []*Member{mb}, nil)
+		_, q1 := b.Counts()
+		if mb.Err != nil || mb.Landed == nil || mb.Landed.By != a.Me.String() || q1 != q0 {
+			t.Fatalf("b's landing of a story carried after an unheard mark: %+v %v, %d pushes", mb.Landed, mb.Err, q1-q0)
+		}
+		refs := f.refs()
+		if refs[ClaimsPrefix+"S-2"] != "" || refs[hb.Branch()] != "" || gitIn(t, f.bare, "show", "main:s2.txt") != "S-2" {
+			t.Fatalf("server after S-2 was carried: %v", refs)
+		}
+	})
+}
+
 // A landing reads the merged tree with the plan, in one cat-file: its
 // entries must be what ls-tree says, for every kind of entry.
 func TestTreeEntriesMatchLsTree(t *testing.T) {
