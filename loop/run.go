@@ -551,6 +551,22 @@ func (r *run) interruptedAttempt(story, backup string) {
 	})
 }
 
+// attemptCheckpoint is the checkpoint on disk when it is the one attempt a
+// took (same session and commit), else nil: none, or a later one's.
+func (r *run) attemptCheckpoint(a *journalRec) (*checkpoint.Checkpoint, error) {
+	cp, err := r.st.Load()
+	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cp.Session != a.Session || cp.Head != a.Commit {
+		return nil, nil
+	}
+	return cp, nil
+}
+
 // rollbackAbandoned rolls the main tree back from the attempt a killed run
 // of another plan left open, when --fresh starts over instead of resuming
 // that run - saved first, like every rollback, and said - when the
@@ -560,15 +576,9 @@ func (r *run) rollbackAbandoned(ctx context.Context) error {
 	if a == nil {
 		return nil
 	}
-	cp, err := r.st.Load()
-	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
-		return nil
-	}
-	if err != nil {
+	cp, err := r.attemptCheckpoint(a)
+	if cp == nil {
 		return err
-	}
-	if cp.Session != a.Session || cp.Head != a.Commit {
-		return nil
 	}
 	res, err := r.st.Rollback(ctx, checkpoint.RollbackOptions{Session: cp.Session, Reason: a.Story + " interrupted by a crash (attempt " + fmt.Sprint(a.Attempt) + "); not resumed: --fresh"})
 	if err != nil {
@@ -600,15 +610,9 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 	if open == nil {
 		return nil
 	}
-	cp, err := r.st.Load()
-	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
-		return nil
-	}
-	if err != nil {
+	cp, err := r.attemptCheckpoint(open)
+	if cp == nil {
 		return err
-	}
-	if cp.Session != open.Session || cp.Head != open.Commit {
-		return nil
 	}
 	s := inPlan[open.Story]
 	unfinished := "its agent had not finished or its checks had not passed"
