@@ -63,7 +63,7 @@ func TestRideIsAtomic(t *testing.T) {
 		a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
 		morePlan(t, a)
 		land := func(h *Held, branch string, p passenger) *Member {
-			m := &Member{H: h, Spec: LandSpec{Target: target, Branch: branch, PlanRel: "plan.md", Subject: "Merge " + h.Story}}
+			m := &Member{H: h, Spec: landSpec(h, branch)}
 			a.landGroup(ctx, []*Member{m}, nil, p)
 			return m
 		}
@@ -284,6 +284,11 @@ func TestClaimRidesAlong(t *testing.T) {
 	})
 }
 
+// landSpec lands h's story from branch onto the fixture's target.
+func landSpec(h *Held, branch string) LandSpec {
+	return LandSpec{Target: target, Branch: branch, PlanRel: "plan.md", Subject: "Merge " + h.Story}
+}
+
 // A story whose landing lost a race is marked ready on the server (its
 // claim names the branch tip, published with it), and the next machine
 // to land carries it in its own atomic push, leased on the exact ready
@@ -295,13 +300,10 @@ func TestReadyStoriesAreCarried(t *testing.T) {
 		ctx := context.Background()
 		a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
 		morePlan(t, a)
-		spec := func(h *Held, branch string) LandSpec {
-			return LandSpec{Target: target, Branch: branch, PlanRel: "plan.md", Subject: "Merge " + h.Story}
-		}
 		ready := func(r *Remote, h *Held, branch string) {
 			t.Helper()
 			tip := gitIn(t, r.Repo.Root, "rev-parse", branch)
-			r.markReady(ctx, []*member{{m: &Member{H: h, Spec: spec(h, branch)}, tip: tip}})
+			r.markReady(ctx, []*member{{m: &Member{H: h, Spec: landSpec(h, branch)}, tip: tip}})
 			c := h.Claim()
 			refs := f.refs()
 			if c.Ready != tip || refs[c.Ref] != c.Commit || refs[h.Branch()] != tip {
@@ -318,7 +320,7 @@ func TestReadyStoriesAreCarried(t *testing.T) {
 		// a lands S-1 and carries b's S-2, in one push.
 		a.landGuess = guess{skip: 1}
 		_, p0 := a.Counts()
-		ma := &Member{H: ha, Spec: spec(ha, bra)}
+		ma := &Member{H: ha, Spec: landSpec(ha, bra)}
 		a.LandGroup(ctx, []*Member{ma}, nil)
 		_, p1 := a.Counts()
 		if ma.Err != nil || p1-p0 != 1 || strings.Join(ma.Landed.Carried, ",") != "S-2" {
@@ -346,7 +348,7 @@ func TestReadyStoriesAreCarried(t *testing.T) {
 		// b finds its story landed, and pushes nothing.
 		b.landGuess = guess{skip: 1}
 		_, q0 := b.Counts()
-		mb := &Member{H: hb, Spec: spec(hb, brb)}
+		mb := &Member{H: hb, Spec: landSpec(hb, brb)}
 		b.LandGroup(ctx, []*Member{mb}, nil)
 		_, q1 := b.Counts()
 		if mb.Err != nil || mb.Landed == nil || mb.Landed.By != a.Me.String() || q1 != q0 {
@@ -369,7 +371,7 @@ exit 0
 `)
 		before = f.refs()[target]
 		a.landGuess = guess{skip: 1}
-		mc := &Member{H: hc, Spec: spec(hc, brc)}
+		mc := &Member{H: hc, Spec: landSpec(hc, brc)}
 		a.LandGroup(ctx, []*Member{mc}, nil)
 		gitserver.RemoveHook(t, f.bare, "pre-receive")
 		refs = f.refs()
@@ -399,9 +401,6 @@ func TestCarriedStoryOfUnheardMarkReady(t *testing.T) {
 		ctx := context.Background()
 		a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
 		morePlan(t, a)
-		spec := func(h *Held, branch string) LandSpec {
-			return LandSpec{Target: target, Branch: branch, PlanRel: "plan.md", Subject: "Merge " + h.Story}
-		}
 		ha := claim(t, a, "S-1")
 		bra := work(t, a, "S-1", ha.Start, "s1.txt", "S-1\n")
 		hb := claim(t, b, "S-2")
@@ -410,7 +409,7 @@ func TestCarriedStoryOfUnheardMarkReady(t *testing.T) {
 		// its claim is as before.
 		heardClaim, heardPushed := hb.claim, hb.pushed
 		tip := gitIn(t, b.Repo.Root, "rev-parse", brb)
-		b.markReady(ctx, []*member{{m: &Member{H: hb, Spec: spec(hb, brb)}, tip: tip}})
+		b.markReady(ctx, []*member{{m: &Member{H: hb, Spec: landSpec(hb, brb)}, tip: tip}})
 		if f.refs()[hb.claim.Ref] != hb.claim.Commit || hb.claim.Ready != tip {
 			t.Fatalf("S-2 not marked ready on the server: %v", f.refs())
 		}
@@ -418,7 +417,7 @@ func TestCarriedStoryOfUnheardMarkReady(t *testing.T) {
 
 		// a lands S-1 and carries S-2.
 		a.landGuess = guess{skip: 1}
-		ma := &Member{H: ha, Spec: spec(ha, bra)}
+		ma := &Member{H: ha, Spec: landSpec(ha, bra)}
 		a.LandGroup(ctx, []*Member{ma}, nil)
 		if ma.Err != nil || strings.Join(ma.Landed.Carried, ",") != "S-2" {
 			t.Fatalf("a's landing: %+v %v", ma.Landed, ma.Err)
@@ -427,7 +426,7 @@ func TestCarriedStoryOfUnheardMarkReady(t *testing.T) {
 		// b's landing finds S-2 landed by a, pushing nothing.
 		b.landGuess = guess{skip: 1}
 		_, q0 := b.Counts()
-		mb := &Member{H: hb, Spec: spec(hb, brb)}
+		mb := &Member{H: hb, Spec: landSpec(hb, brb)}
 		b.LandGroup(ctx, []*Member{mb}, nil)
 		_, q1 := b.Counts()
 		if mb.Err != nil || mb.Landed == nil || mb.Landed.By != a.Me.String() || q1 != q0 {
