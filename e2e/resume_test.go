@@ -233,6 +233,23 @@ func finishedBefore(t *testing.T, dir string) []string {
 	return s.Resume.Done
 }
 
+// resumeOK runs wiggum with args once more, which must resume and finish
+// the run (exit 0), and checks it as checkResumed does, with every commit
+// in made before the kills kept.
+func resumeOK(t *testing.T, dir string, env, args []string, n int, made map[string]bool, serial bool) result {
+	t.Helper()
+	r := wiggum(t, dir, env, args...)
+	if r.code != 0 {
+		t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	var kept []string
+	for c := range made {
+		kept = append(kept, c)
+	}
+	checkResumed(t, dir, n, kept, serial)
+	return r
+}
+
 // checkResumed verifies a resumed parallel run over n stories: each ticked
 // once and landed once, its work on main, every commit made before the
 // kill (before) on main or in a backup, nothing left behind. A serial
@@ -334,15 +351,7 @@ func TestResumeAtEachKillWindow(t *testing.T) {
 				}
 				at = append(at, kill{done: finishedBefore(t, dir), ran: invocations(t, marks)})
 			}
-			r := wiggum(t, dir, env, args...)
-			if r.code != 0 {
-				t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-			}
-			var made []string
-			for c := range before {
-				made = append(made, c)
-			}
-			checkResumed(t, dir, stories, made, false)
+			r := resumeOK(t, dir, env, args, stories, before, false)
 			again := invocations(t, marks)
 			for i, k := range at {
 				for _, s := range k.done {

@@ -162,15 +162,7 @@ func TestSerialResumeAtEachKillWindow(t *testing.T) {
 				before[strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD"))] = true
 			}
 			ranBefore := invocations(t, marks)["US-1"]
-			r := wiggum(t, dir, env, args...)
-			if r.code != 0 {
-				t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-			}
-			var made []string
-			for c := range before {
-				made = append(made, c)
-			}
-			checkResumed(t, dir, stories, made, true)
+			r := resumeOK(t, dir, env, args, stories, before, true)
 			checkSerialResumed(t, dir, stories, c.mode == "dirty")
 
 			ran := invocations(t, marks)
