@@ -179,13 +179,20 @@ func TestSerialResumeAtEachKillWindow(t *testing.T) {
 			}
 			// Every attempt whose agent finished, before the kill or on
 			// resume, counts in the run's spending: a finished attempt's
-			// cost from its pass record, also when it is rolled back.
-			// (The cost of an attempt killed before its checks passed is
-			// lost with its agent's stream.)
-			spent := "spent $0.75"
+			// cost from its pass record, also when it is rolled back, and
+			// an attempt killed while its checks ran (agent-exited) from
+			// its exited record - each such kill adds the $0.25 its agent
+			// reported to the three stories' $0.75.
+			cents := 75
 			if c.mode == "moved" {
-				spent = "spent $1.00"
+				cents += 25
 			}
+			for _, k := range c.kills {
+				if k == "agent-exited" {
+					cents += 25
+				}
+			}
+			spent := fmt.Sprintf("spent $%d.%02d", cents/100, cents%100)
 			if !strings.Contains(r.stdout, spent) {
 				t.Errorf("the resumed run did not say %q:\n%s", spent, r.stdout)
 			}

@@ -286,6 +286,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		o.detail = fmt.Sprintf("the agent exited with status %d", res.ExitCode)
 		return o
 	}
+	e.exited(iter, story, res)
 	killpoint.At("agent-exited")
 	if r.opts.TestCmd != "" {
 		e.disp.printf("  gate: %s", r.opts.TestCmd)
@@ -338,6 +339,19 @@ func (e *executor) passed(ctx context.Context, iter int, story *plan.Story, res 
 		rec.Cost, rec.In, rec.Out = res.Usage.CostUSD, res.Usage.InputTokens, res.Usage.OutputTokens
 	}
 	return e.run.led.record(rec, false)
+}
+
+// exited records, in the main tree, what the agent that just exited 0
+// reported it cost, before its checks run (they may take minutes): a kill
+// before the pass record then still leaves the run's spending whole on
+// resume (resume.go). Written, not synced, like the pass; only when the
+// agent reported a cost or tokens.
+func (e *executor) exited(iter int, story *plan.Story, res *agent.Result) {
+	u := res.Usage
+	if e.worktree != "" || (u.CostUSD == 0 && u.InputTokens == 0 && u.OutputTokens == 0) {
+		return
+	}
+	_ = e.run.led.record(journalRec{T: "exited", Story: story.ID, Attempt: e.attemptNo, Iter: iter, Cost: u.CostUSD, In: u.InputTokens, Out: u.OutputTokens}, false)
 }
 
 // commitWork commits the attempt's work; in the main tree the story's tick

@@ -35,6 +35,10 @@ type ledger struct {
 	// checks passed, and whose end is not recorded - a kill came between
 	// the checks and the commit's record.
 	passed map[string]journalRec
+	// exited: the attempts in the main tree whose agent exited 0 and
+	// reported what it cost, and whose end is not recorded - a kill came
+	// while their checks ran, or later.
+	exited map[string]journalRec
 	// failing: the attempts in the main tree that failed and whose end is
 	// not recorded - a kill came during or after their rollback.
 	failing map[string]journalRec
@@ -58,7 +62,7 @@ type storyBook struct {
 }
 
 func newLedger() *ledger {
-	return &ledger{stories: map[string]*storyBook{}, open: map[string]journalRec{}, merged: map[string]string{}, finished: map[string]finishedAt{}, passed: map[string]journalRec{}, failing: map[string]journalRec{}}
+	return &ledger{stories: map[string]*storyBook{}, open: map[string]journalRec{}, merged: map[string]string{}, finished: map[string]finishedAt{}, passed: map[string]journalRec{}, exited: map[string]journalRec{}, failing: map[string]journalRec{}}
 }
 
 func (l *ledger) book(id string) *storyBook {
@@ -82,10 +86,15 @@ func (l *ledger) replay(r journalRec) {
 		l.open[r.Story] = r
 		delete(l.finished, r.Story)
 		delete(l.passed, r.Story)
+		delete(l.exited, r.Story)
 		delete(l.failing, r.Story)
 	case "pass":
 		if _, ok := l.open[r.Story]; ok {
 			l.passed[r.Story] = r
+		}
+	case "exited":
+		if _, ok := l.open[r.Story]; ok {
+			l.exited[r.Story] = r
 		}
 	case "fail":
 		if _, ok := l.open[r.Story]; ok {
@@ -98,6 +107,7 @@ func (l *ledger) replay(r journalRec) {
 		delete(l.open, r.Story)
 		delete(l.finished, r.Story)
 		delete(l.passed, r.Story)
+		delete(l.exited, r.Story)
 		delete(l.failing, r.Story)
 		if r.Outcome == "done" && r.Head != "" && start.Worktree != "" && start.Branch != "" {
 			l.finished[r.Story] = finishedAt{Branch: start.Branch, Head: r.Head}
@@ -126,6 +136,7 @@ func (l *ledger) replay(r journalRec) {
 		delete(l.merged, r.Story)
 		delete(l.finished, r.Story)
 		delete(l.passed, r.Story)
+		delete(l.exited, r.Story)
 		delete(l.failing, r.Story)
 	}
 }
@@ -200,6 +211,15 @@ func (l *ledger) passedAt(id string) (journalRec, bool) {
 	defer l.mu.Unlock()
 	p, ok := l.passed[id]
 	return p, ok
+}
+
+// exitedAt returns the exited record of story's open attempt: its agent
+// exited 0 and reported its cost, and its end was never recorded.
+func (l *ledger) exitedAt(id string) (journalRec, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	x, ok := l.exited[id]
+	return x, ok
 }
 
 // failingAt returns the fail record of story's open attempt: it failed,

@@ -543,6 +543,9 @@ func (r *run) interruptedAttempt(story, backup string) {
 	if pass, ok := r.led.passedAt(story); ok {
 		// Its agent had finished, and reported what that cost.
 		end.Cost, end.In, end.Out = pass.Cost, pass.In, pass.Out
+	} else if x, ok := r.led.exitedAt(story); ok {
+		// Its agent had exited 0, and the kill came while its checks ran.
+		end.Cost, end.In, end.Out = x.Cost, x.In, x.Out
 	}
 	_ = r.led.record(end, true)
 	_ = session.AppendFailure(r.st, session.Failure{
