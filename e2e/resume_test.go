@@ -180,18 +180,28 @@ sleep 0.$((n % 3 + 1))
 // arguments.
 func resumeRepo(t *testing.T, n, workers int) (dir, marks string, args []string) {
 	t.Helper()
+	dir, marks, agent := scriptRepo(t, "", n, resumeAgent)
+	return dir, marks, []string{"run", "--plan", "plan.md", "--workers", strconv.Itoa(workers), "--agent-cmd", "sh " + agent, "--retries", "0"}
+}
+
+// scriptRepo makes a repository whose committed plan.md (after head) lists n
+// open stories US-1..US-n, and a marks directory holding the agent script;
+// it returns the repository, the marks directory and the script's path.
+func scriptRepo(t *testing.T, head string, n int, script string) (dir, marks, agent string) {
+	t.Helper()
 	dir = newRepo(t)
 	marks = t.TempDir()
 	var plan strings.Builder
+	plan.WriteString(head)
 	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&plan, "- [ ] US-%d: story %d\n", i, i)
 	}
 	writeFile(t, filepath.Join(dir, "plan.md"), plan.String())
 	mustRun(t, dir, "git", "add", "plan.md")
 	mustRun(t, dir, "git", "commit", "-q", "-m", "plan")
-	agent := filepath.Join(marks, "agent.sh")
-	writeFile(t, agent, resumeAgent)
-	return dir, marks, []string{"run", "--plan", "plan.md", "--workers", strconv.Itoa(workers), "--agent-cmd", "sh " + agent, "--retries", "0"}
+	agent = filepath.Join(marks, "agent.sh")
+	writeFile(t, agent, script)
+	return dir, marks, agent
 }
 
 // invocations counts the agent's runs per story.

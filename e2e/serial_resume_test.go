@@ -39,18 +39,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","total
 // run's arguments.
 func serialRepo(t *testing.T, n int) (dir, marks string, args []string) {
 	t.Helper()
-	dir = newRepo(t)
-	marks = t.TempDir()
-	var plan strings.Builder
-	plan.WriteString("# Plan\n\n")
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&plan, "- [ ] US-%d: story %d\n", i, i)
-	}
-	writeFile(t, filepath.Join(dir, "plan.md"), plan.String())
-	mustRun(t, dir, "git", "add", "plan.md")
-	mustRun(t, dir, "git", "commit", "-q", "-m", "plan")
-	agent := filepath.Join(marks, "agent.sh")
-	writeFile(t, agent, serialAgent)
+	dir, marks, agent := scriptRepo(t, "# Plan\n\n", n, serialAgent)
 	return dir, marks, []string{"run", "--plan", "plan.md", "--agent-cmd", "sh " + agent, "--test-cmd", "true", "--retries", "0"}
 }
 

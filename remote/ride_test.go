@@ -284,6 +284,20 @@ func TestClaimRidesAlong(t *testing.T) {
 	})
 }
 
+// wantCarried lands holder's story h from branch and wants it found
+// landed by carrier, with no push.
+func wantCarried(t *testing.T, holder *Remote, h *Held, branch string, carrier *Remote, what string) {
+	t.Helper()
+	holder.landGuess = guess{skip: 1}
+	_, q0 := holder.Counts()
+	m := &Member{H: h, Spec: landSpec(h, branch)}
+	holder.LandGroup(context.Background(), []*Member{m}, nil)
+	_, q1 := holder.Counts()
+	if m.Err != nil || m.Landed == nil || m.Landed.By != carrier.Me.String() || q1 != q0 {
+		t.Fatalf("%s: %+v %v, %d pushes", what, m.Landed, m.Err, q1-q0)
+	}
+}
+
 // landSpec lands h's story from branch onto the fixture's target.
 func landSpec(h *Held, branch string) LandSpec {
 	return LandSpec{Target: target, Branch: branch, PlanRel: "plan.md", Subject: "Merge " + h.Story}
@@ -346,14 +360,7 @@ func TestReadyStoriesAreCarried(t *testing.T) {
 		}
 
 		// b finds its story landed, and pushes nothing.
-		b.landGuess = guess{skip: 1}
-		_, q0 := b.Counts()
-		mb := &Member{H: hb, Spec: landSpec(hb, brb)}
-		b.LandGroup(ctx, []*Member{mb}, nil)
-		_, q1 := b.Counts()
-		if mb.Err != nil || mb.Landed == nil || mb.Landed.By != a.Me.String() || q1 != q0 {
-			t.Fatalf("b's landing of a carried story: %+v %v, %d pushes", mb.Landed, mb.Err, q1-q0)
-		}
+		wantCarried(t, b, hb, brb, a, "b's landing of a carried story")
 
 		// A ready claim that changes between the carrier's view and its
 		// push (a hook stands in for its holder) fails the push whole;
@@ -424,14 +431,7 @@ func TestCarriedStoryOfUnheardMarkReady(t *testing.T) {
 		}
 
 		// b's landing finds S-2 landed by a, pushing nothing.
-		b.landGuess = guess{skip: 1}
-		_, q0 := b.Counts()
-		mb := &Member{H: hb, Spec: landSpec(hb, brb)}
-		b.LandGroup(ctx, []*Member{mb}, nil)
-		_, q1 := b.Counts()
-		if mb.Err != nil || mb.Landed == nil || mb.Landed.By != a.Me.String() || q1 != q0 {
-			t.Fatalf("b's landing of a story carried after an unheard mark: %+v %v, %d pushes", mb.Landed, mb.Err, q1-q0)
-		}
+		wantCarried(t, b, hb, brb, a, "b's landing of a story carried after an unheard mark")
 		refs := f.refs()
 		if refs[ClaimsPrefix+"S-2"] != "" || refs[hb.Branch()] != "" || gitIn(t, f.bare, "show", "main:s2.txt") != "S-2" {
 			t.Fatalf("server after S-2 was carried: %v", refs)
