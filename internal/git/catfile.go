@@ -50,11 +50,7 @@ func (c *Cat) args() []string {
 
 func (c *Cat) start() error {
 	c.stderr.Reset()
-	c.cmd = exec.CommandContext(c.ctx, binary(), c.args()...)
-	c.cmd.Args[0] = "git"
-	c.cmd.Dir = c.root
-	c.cmd.Env = CleanEnv()
-	c.cmd.SysProcAttr = procAttr()
+	c.cmd = command(c.ctx, c.root, nil, c.args()...)
 	c.cmd.Stderr = &c.stderr
 	var err error
 	if c.in, err = c.cmd.StdinPipe(); err == nil {

@@ -120,12 +120,20 @@ func (r *Repo) OK(ctx context.Context, args ...string) (bool, error) {
 	return false, err
 }
 
-func run(ctx context.Context, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
+// command is git with args in dir, as every git process wiggum starts
+// is: named "git", in CleanEnv plus env, with procAttr's process
+// attributes.
+func command(ctx context.Context, dir string, env []string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, binary(), args...)
 	cmd.Args[0] = "git"
 	cmd.Dir = dir
 	cmd.Env = append(CleanEnv(), env...)
 	cmd.SysProcAttr = procAttr()
+	return cmd
+}
+
+func run(ctx context.Context, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
+	cmd := command(ctx, dir, env, args...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}

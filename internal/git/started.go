@@ -31,11 +31,7 @@ type Started struct {
 // Finish or Abandon must follow.
 func (r *Repo) Start(ctx context.Context, env []string, args ...string) *Started {
 	s := &Started{args: args}
-	s.cmd = exec.CommandContext(ctx, binary(), args...)
-	s.cmd.Args[0] = "git"
-	s.cmd.Dir = r.Root
-	s.cmd.Env = append(CleanEnv(), env...)
-	s.cmd.SysProcAttr = procAttr()
+	s.cmd = command(ctx, r.Root, env, args...)
 	s.cmd.Stdout = &s.stdout
 	s.cmd.Stderr = &s.stderr
 	var err error
