@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -163,7 +162,7 @@ func (s *State) record(ctx context.Context, cp *Checkpoint, recorded string, mov
 	if err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(cp, "", "  ")
+	data, err := statefile.Encode(cp)
 	if err != nil {
 		return err
 	}
@@ -175,7 +174,7 @@ func (s *State) record(ctx context.Context, cp *Checkpoint, recorded string, mov
 		// keeps what was written); a power cut does: git may have put the
 		// moved ref on disk, and the record it names must be there, whole,
 		// for the rollback and the resumed run to trust.
-		if err := statefile.Stage(pending, append(data, '\n'), true); err != nil {
+		if err := statefile.Stage(pending, data, true); err != nil {
 			return fmt.Errorf("write %s: %w", pending, err)
 		}
 		if err := s.moveRecordRef(ctx, recorded, move); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -117,9 +116,9 @@ func (t Tree) Acquire(ctx context.Context, opts AcquireOptions) (*Lock, error) {
 	// in heldError, when its pid is the flock's). A record a power cut tore
 	// is a stale one: read as no holder, replaced by the next holder. The
 	// flush would cost every lock, checkpoint and rollback a disk write.
-	data, err := json.MarshalIndent(l.Holder, "", "  ")
+	data, err := statefile.Encode(l.Holder)
 	if err == nil {
-		err = statefile.WriteUnsynced(t.Path(HolderFile), append(data, '\n'))
+		err = statefile.WriteUnsynced(t.Path(HolderFile), data)
 	}
 	if err != nil {
 		l.unlock()

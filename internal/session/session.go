@@ -62,11 +62,11 @@ func WriteRun(st *checkpoint.State, r Run) error {
 	if err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(r, "", "  ")
+	data, err := statefile.Encode(r)
 	if err != nil {
 		return err
 	}
-	if err := statefile.Swap(path, append(data, '\n'), false); err != nil {
+	if err := statefile.Swap(path, data, false); err != nil {
 		return fmt.Errorf("session: write run record: %w", err)
 	}
 	return nil

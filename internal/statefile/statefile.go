@@ -77,11 +77,21 @@ func decodeJSON(data []byte, v any, check func() error) error {
 
 // WriteJSON writes v to path atomically.
 func WriteJSON(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
+	data, err := Encode(v)
 	if err != nil {
 		return err
 	}
-	return Write(path, append(data, '\n'))
+	return Write(path, data)
+}
+
+// Encode is v as every state file holds it: indented JSON ending in a
+// newline.
+func Encode(v any) ([]byte, error) {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
 }
 
 // Write writes data to path atomically, creating the directory.
