@@ -199,7 +199,7 @@ func (r *run) onPassedHead(ctx context.Context, pass journalRec, s *plan.Story) 
 	if err != nil {
 		return "", fmt.Errorf("run: read HEAD: %w", err)
 	}
-	own := map[string]bool{firstLine(commitMessage(s)): true, s.ID + ": mark done": true}
+	own := map[string]bool{firstLine(commitMessage(s)): true, tickSubject(s): true}
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		f := strings.SplitN(line, "\t", 3)
 		if len(f) < 3 {

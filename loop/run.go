@@ -718,8 +718,11 @@ func (r *run) commitTick(ctx context.Context, story *plan.Story) (string, error)
 		r.disp.printf("  the plan %s had uncommitted changes before the run; marked %s done there but left it out of the commit", r.planRel, story.ID)
 		return "", nil
 	}
-	return r.commit.commitPath(ctx, story.ID+": mark done", r.planRel, r.opts.Plan.Kind() == "issues")
+	return r.commit.commitPath(ctx, tickSubject(story), r.planRel, r.opts.Plan.Kind() == "issues")
 }
+
+// tickSubject is the subject of a commit that ticks story alone.
+func tickSubject(story *plan.Story) string { return story.ID + ": mark done" }
 
 // tickInTree says whether the story's tick goes into the commit with its
 // work (the plan is tracked and was clean before the run).
