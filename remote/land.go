@@ -347,24 +347,13 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 		if rider != nil {
 			op += " and claim " + rider.Story
 		}
-		// The push moves this clone's remote-tracking ref of the target
-		// too: no fetch of this process may write it meanwhile.
-		r.fetchMu.Lock()
-		bad, err := r.push(ctx, op, ups)
-		if err == nil && len(bad) == 0 {
-			_, _ = r.Repo.Run(ctx, "update-ref", r.Tracking(spec.Target), cur)
-		}
-		r.fetchMu.Unlock()
+		bad, err := r.pushLanding(ctx, op, ups)
 		if err != nil {
-			if IsNetwork(err) && r.landedAnyway(ctx, ups) {
-				bad, err = map[string]string{}, nil
-			} else {
-				if rider != nil {
-					pass.off(rider, false, "", false, err)
-				}
-				fail(err)
-				return
+			if rider != nil {
+				pass.off(rider, false, "", false, err)
 			}
+			fail(err)
+			return
 		}
 		if rider != nil {
 			_, taken := bad[rider.claim.Ref]
@@ -465,14 +454,10 @@ func readyOthers(v *View, spec LandSpec, open []*member) []*readyStory {
 	}
 	var out []*readyStory
 	for _, c := range v.SortedClaims() {
-		if c.Unreadable || c.Ready == "" || mine[c.Ref] || c.Target != spec.Target || c.Plan != spec.PlanRel {
+		if mine[c.Ref] || c.Target != spec.Target || !readyHere(v, c, spec.PlanRel) {
 			continue
 		}
-		key := strings.TrimPrefix(c.Ref, ClaimsPrefix)
-		if v.Branches[key] != c.Ready || v.Conflicts[key] != nil {
-			continue
-		}
-		out = append(out, &readyStory{claim: c, branch: BranchPrefix + key})
+		out = append(out, &readyStory{claim: c, branch: BranchPrefix + strings.TrimPrefix(c.Ref, ClaimsPrefix)})
 	}
 	return out
 }
@@ -560,6 +545,25 @@ func (r *Remote) landedByOther(ctx context.Context, m *Member, v *View, attempt 
 	}
 	h.markLost(lerr)
 	m.Err = lerr
+}
+
+// pushLanding pushes a landing, whose first update moves the target:
+// accepted whole, this clone's remote-tracking ref of the target moves with
+// it (under fetchMu: no fetch of this process may write it meanwhile). A
+// push whose answer was lost to the network counts as accepted when the
+// server shows every update made (landedAnyway). bad is what the server
+// refused, as push returns it.
+func (r *Remote) pushLanding(ctx context.Context, op string, ups []update) (bad map[string]string, err error) {
+	r.fetchMu.Lock()
+	bad, err = r.push(ctx, op, ups)
+	if err == nil && len(bad) == 0 {
+		_, _ = r.Repo.Run(ctx, "update-ref", r.Tracking(ups[0].dst), ups[0].src)
+	}
+	r.fetchMu.Unlock()
+	if err != nil && IsNetwork(err) && r.landedAnyway(ctx, ups) {
+		return map[string]string{}, nil
+	}
+	return bad, err
 }
 
 // landedAnyway reads the server after a push whose answer was lost (a
@@ -846,17 +850,9 @@ func (r *Remote) landReady(ctx context.Context, v *View, cl *Claim, planRel stri
 		{dst: cl.Ref, expect: cl.Commit},
 		{dst: BranchPrefix + key, expect: cl.Ready},
 	}
-	r.fetchMu.Lock()
-	bad, err := r.push(ctx, "land "+cl.Story+", finished by "+cl.Host+"/"+cl.Machine, ups)
-	if err == nil && len(bad) == 0 {
-		_, _ = r.Repo.Run(ctx, "update-ref", r.Tracking(v.Target), commit)
-	}
-	r.fetchMu.Unlock()
+	bad, err := r.pushLanding(ctx, "land "+cl.Story+", finished by "+cl.Host+"/"+cl.Machine, ups)
 	if err != nil {
-		if !IsNetwork(err) || !r.landedAnyway(ctx, ups) {
-			return nil, false, err
-		}
-		bad = nil
+		return nil, false, err
 	}
 	if len(bad) > 0 {
 		return nil, true, nil
