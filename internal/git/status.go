@@ -76,15 +76,11 @@ func (r *Repo) startStatus(ctx context.Context, env []string) func() (*Status, e
 	}
 }
 
-// RefreshStatus is Status that also lets git write back the stat data it
-// refreshed (as a plain `git status` does when it can take the index lock
-// at once; it never waits for it). Files that were touched without being
-// changed are then hashed once, not by every later read.
-func (r *Repo) RefreshStatus(ctx context.Context) (*Status, error) {
-	return r.StartRefreshStatus(ctx)()
-}
-
-// StartRefreshStatus is StartStatus for RefreshStatus.
+// StartRefreshStatus is StartStatus for a status that also lets git write
+// back the stat data it refreshed (as a plain `git status` does when it
+// can take the index lock at once; it never waits for it). Files that were
+// touched without being changed are then hashed once, not by every later
+// read.
 func (r *Repo) StartRefreshStatus(ctx context.Context) func() (*Status, error) {
 	return r.startStatus(ctx, []string{"GIT_OPTIONAL_LOCKS=1"})
 }

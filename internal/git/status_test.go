@@ -160,11 +160,11 @@ func TestRefreshStatusWritesBackStatData(t *testing.T) {
 	if got := gitT(t, dir, "ls-files", "--debug", "a.txt"); got != stale {
 		t.Fatal("Status wrote the index")
 	}
-	st, err := r.RefreshStatus(ctx)
+	st, err := r.StartRefreshStatus(ctx)()
 	if err != nil || st.Dirty() {
 		t.Fatalf("%+v %v", st, err)
 	}
 	if got := gitT(t, dir, "ls-files", "--debug", "a.txt"); got == stale {
-		t.Fatal("RefreshStatus left the stale stat data")
+		t.Fatal("StartRefreshStatus left the stale stat data")
 	}
 }
