@@ -216,8 +216,7 @@ func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []s
 			errs[i] = leaseErrs[i]
 			// Nothing is in it yet: undo the add rather than leave a
 			// worktree nobody holds.
-			_, _ = main.Run(ctx, "worktree", "remove", "--force", "--force", a.path)
-			_, _ = main.Run(ctx, "update-ref", "-d", a.meta.Branch, a.meta.Base)
+			unregister(ctx, main, a.path, a.meta.Branch, a.meta.Base)
 		}
 	}
 	mu.Unlock()
@@ -290,8 +289,16 @@ func lease(ctx context.Context, name, path string, meta Meta, command []string) 
 
 // keep records the worktree's MetaFile; on failure it lets the lease go.
 func (w *Worker) keep() error {
-	if err := statefile.WriteJSON(w.State.Path(MetaFile), w.Meta); err != nil {
+	err := w.recordMeta()
+	if err != nil {
 		_ = w.Lease.Release()
+	}
+	return err
+}
+
+// recordMeta writes the worktree's MetaFile.
+func (w *Worker) recordMeta() error {
+	if err := statefile.WriteJSON(w.State.Path(MetaFile), w.Meta); err != nil {
 		return fmt.Errorf("worktree: record %s: %w", w.Name, err)
 	}
 	return nil
@@ -316,10 +323,7 @@ func (w *Worker) checkOut(ctx context.Context) error {
 			return fmt.Errorf("worktree: %s: the post-checkout hook: %w", w.Name, err)
 		}
 	}
-	if err := statefile.WriteJSON(w.State.Path(MetaFile), w.Meta); err != nil {
-		return fmt.Errorf("worktree: record %s: %w", w.Name, err)
-	}
-	return nil
+	return w.recordMeta()
 }
 
 // undo removes a worktree CreateMany registered and could not finish,
@@ -332,9 +336,16 @@ func (w *Worker) undo(ctx context.Context, main *git.Repo) {
 		return
 	}
 	defer mu.Unlock()
-	_, _ = main.Run(ctx, "worktree", "remove", "--force", "--force", w.Path)
+	unregister(ctx, main, w.Path, w.Branch, w.Base)
 	_ = os.RemoveAll(w.Path)
-	_, _ = main.Run(ctx, "update-ref", "-d", w.Branch, w.Base)
+}
+
+// unregister removes a worktree CreateMany added that holds no work yet,
+// and its branch while still at base; the caller holds the repository
+// mutex.
+func unregister(ctx context.Context, main *git.Repo, path, branch, base string) {
+	_, _ = main.Run(ctx, "worktree", "remove", "--force", "--force", path)
+	_, _ = main.Run(ctx, "update-ref", "-d", branch, base)
 }
 
 // Refresh moves a worktree nobody has worked in yet - made ahead of its
