@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // CreateMany makes every worktree in one hold of the mutex: each is
@@ -84,46 +86,29 @@ func TestCreateManyLeasesEach(t *testing.T) {
 func TestCreateManyRacesPrune(t *testing.T) {
 	repo := newRepo(t)
 	ctx := context.Background()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var outs []string
-	for range 2 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				cmd, out := startHelper(t, "prune", repo.Root)
-				var b strings.Builder
-				for {
-					line, err := out.ReadString('\n')
-					b.WriteString(line)
-					if err != nil {
-						break
-					}
-				}
-				if err := cmd.Wait(); err != nil {
-					t.Errorf("pruner: %v", err)
-				}
-				mu.Lock()
-				outs = append(outs, b.String())
-				mu.Unlock()
+	stop := beside(2, func() bool {
+		cmd, out := startHelper(t, "prune", repo.Root)
+		var b strings.Builder
+		for {
+			line, err := out.ReadString('\n')
+			b.WriteString(line)
+			if err != nil {
+				break
 			}
-		})
-	}
-	for round := range 4 {
-		var reqs []Request
-		for i := range 3 {
-			reqs = append(reqs, Request{Story: fmt.Sprintf("US-%d-%d", round, i), Target: "refs/heads/main"})
 		}
-		ws, errs := CreateMany(ctx, repo, reqs, nil, nil)
-		for i, w := range ws {
-			if errs[i] != nil {
-				t.Fatal(errs[i])
-			}
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("pruner: %v", err)
+		}
+		mu.Lock()
+		outs = append(outs, b.String())
+		mu.Unlock()
+		return true
+	})
+	for round := range 4 {
+		ws := createRound(t, repo, round, 3)
+		for _, w := range ws {
 			if !exists(w.Path) {
 				t.Fatalf("%s is gone while leased", w.Path)
 			}
@@ -147,8 +132,7 @@ func TestCreateManyRacesPrune(t *testing.T) {
 			}
 		}
 	}
-	close(done)
-	wg.Wait()
+	stop()
 	for _, o := range outs {
 		if strings.Contains(o, "removed") {
 			t.Errorf("a pruner removed a worktree: %q", o)
@@ -237,35 +221,17 @@ func TestMergeRefreshesStaleStat(t *testing.T) {
 func TestListRacesCreateAndRemove(t *testing.T) {
 	repo := newRepo(t)
 	ctx := context.Background()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
 	var lists atomic.Int64
-	for range 2 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				if _, err := List(ctx, repo); err != nil {
-					t.Errorf("list: %v", err)
-					return
-				}
-				lists.Add(1)
-			}
-		})
-	}
-	for round := range 6 {
-		var reqs []Request
-		for i := range 4 {
-			reqs = append(reqs, Request{Story: fmt.Sprintf("US-%d-%d", round, i), Target: "refs/heads/main"})
+	stop := beside(2, func() bool {
+		if _, err := List(ctx, repo); err != nil {
+			t.Errorf("list: %v", err)
+			return false
 		}
-		ws, errs := CreateMany(ctx, repo, reqs, nil, nil)
-		for i, w := range ws {
-			if errs[i] != nil {
-				t.Fatal(errs[i])
-			}
+		lists.Add(1)
+		return true
+	})
+	for round := range 6 {
+		for _, w := range createRound(t, repo, round, 4) {
 			w.Settle(ctx)
 			mu, err := LockRepo(ctx, repo)
 			if err != nil {
@@ -278,9 +244,50 @@ func TestListRacesCreateAndRemove(t *testing.T) {
 			}
 		}
 	}
-	close(done)
-	wg.Wait()
+	stop()
 	if lists.Load() == 0 {
 		t.Fatal("no list ran beside the creations")
 	}
+}
+
+// beside runs body in n goroutines, each again and again until body
+// returns false or stop is called; stop waits for them.
+func beside(n int, body func() bool) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if !body() {
+					return
+				}
+			}
+		})
+	}
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// createRound makes n worktrees in one CreateMany, for stories
+// US-<round>-<i> on main; any failure fails the test.
+func createRound(t *testing.T, repo *git.Repo, round, n int) []*Worker {
+	t.Helper()
+	var reqs []Request
+	for i := range n {
+		reqs = append(reqs, Request{Story: fmt.Sprintf("US-%d-%d", round, i), Target: "refs/heads/main"})
+	}
+	ws, errs := CreateMany(context.Background(), repo, reqs, nil, nil)
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ws
 }
