@@ -103,6 +103,22 @@ func startHelperEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *buf
 	return cmd, bufio.NewReader(out)
 }
 
+// runPruner runs `wiggum worktree prune`'s helper process in root to its
+// end: its whole output, and its exit.
+func runPruner(t *testing.T, root string) (string, error) {
+	t.Helper()
+	cmd, out := startHelper(t, "prune", root)
+	var b strings.Builder
+	for {
+		line, err := out.ReadString('\n')
+		b.WriteString(line)
+		if err != nil {
+			break
+		}
+	}
+	return b.String(), cmd.Wait()
+}
+
 func gitEnv() []string {
 	return append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=T",
 		"GIT_COMMITTER_EMAIL=t@e", "GIT_CONFIG_NOSYSTEM=1", "HOME="+os.TempDir())

@@ -89,20 +89,12 @@ func TestCreateManyRacesPrune(t *testing.T) {
 	var mu sync.Mutex
 	var outs []string
 	stop := beside(2, func() bool {
-		cmd, out := startHelper(t, "prune", repo.Root)
-		var b strings.Builder
-		for {
-			line, err := out.ReadString('\n')
-			b.WriteString(line)
-			if err != nil {
-				break
-			}
-		}
-		if err := cmd.Wait(); err != nil {
+		out, err := runPruner(t, repo.Root)
+		if err != nil {
 			t.Errorf("pruner: %v", err)
 		}
 		mu.Lock()
-		outs = append(outs, b.String())
+		outs = append(outs, out)
 		mu.Unlock()
 		return true
 	})

@@ -172,19 +172,11 @@ func TestPruneRacesLiveAndKilledWorkers(t *testing.T) {
 	outs := make([]string, 5)
 	for i := range outs {
 		wg.Go(func() {
-			cmd, out := startHelper(t, "prune", repo.Root)
-			var b strings.Builder
-			for {
-				line, err := out.ReadString('\n')
-				b.WriteString(line)
-				if err != nil {
-					break
-				}
-			}
-			if err := cmd.Wait(); err != nil {
+			out, err := runPruner(t, repo.Root)
+			if err != nil {
 				t.Errorf("pruner %d: %v", i, err)
 			}
-			outs[i] = b.String()
+			outs[i] = out
 		})
 	}
 	wg.Wait()
