@@ -52,6 +52,7 @@ var serialWindows = []struct {
 	name     string
 	finished bool
 }{
+	{"agent-reported", false},   // the agent reported its cost; still running
 	{"agent-exited", false},     // the agent exited 0; --test-cmd not run yet
 	{"attempt-passed", true},    // the checks passed; nothing ticked yet
 	{"serial-ticked", true},     // the plan ticked, nothing staged
@@ -89,6 +90,7 @@ func TestSerialResumeAtEachKillWindow(t *testing.T) {
 		tc{kills: []string{"attempt-passed", "serial-ticked"}, finished: true},
 		tc{kills: []string{"serial-ticked", "commit-staged"}, finished: true},
 		tc{kills: []string{"agent-exited", "agent-exited"}, finished: false},
+		tc{kills: []string{"agent-reported", "agent-reported"}, finished: false},
 		tc{kills: []string{"attempt-passed"}, finished: true, mode: "dirty"},
 		tc{kills: []string{"serial-work-committed"}, finished: true, mode: "dirty"},
 		tc{kills: []string{"serial-ticked", "serial-work-committed"}, finished: true, mode: "dirty"},
@@ -169,15 +171,16 @@ func TestSerialResumeAtEachKillWindow(t *testing.T) {
 			// Every attempt whose agent finished, before the kill or on
 			// resume, counts in the run's spending: a finished attempt's
 			// cost from its pass record, also when it is rolled back, and
-			// an attempt killed while its checks ran (agent-exited) from
-			// its exited record - each such kill adds the $0.25 its agent
-			// reported to the three stories' $0.75.
+			// an attempt killed while its agent still ran after reporting
+			// its cost (agent-reported) or while its checks ran
+			// (agent-exited) from its usage record - each such kill adds
+			// the $0.25 its agent reported to the three stories' $0.75.
 			cents := 75
 			if c.mode == "moved" {
 				cents += 25
 			}
 			for _, k := range c.kills {
-				if k == "agent-exited" {
+				if k == "agent-exited" || k == "agent-reported" {
 					cents += 25
 				}
 			}

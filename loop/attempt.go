@@ -54,6 +54,8 @@ type executor struct {
 	keep func() bool
 	// ran: this executor has run an agent attempt.
 	ran bool
+	// reported is what the current attempt's usage record last said.
+	reported agent.Usage
 }
 
 // outcome of one attempt.
@@ -96,7 +98,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		return step{}, err
 	}
 	attempt := r.led.failed(story.ID) + 1
-	e.attemptStarted, e.attemptNo = started, attempt
+	e.attemptStarted, e.attemptNo, e.reported = started, attempt, agent.Usage{}
 	e.event("iteration_start", map[string]any{"iteration": iter, "story": story.ID, "title": story.Title,
 		"attempt": attempt, "attempts": r.opts.Retries + 1, "worker": e.worker, "output": AgentLog(iter)})
 	e.disp.printf("── iteration %d · %s: %s (attempt %d of %d)", iter, story.ID, story.Title, attempt, r.opts.Retries+1)
@@ -286,7 +288,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		o.detail = fmt.Sprintf("the agent exited with status %d", res.ExitCode)
 		return o
 	}
-	e.exited(iter, story, res)
+	e.reportedUsage(iter, story.ID, res.Usage)
 	killpoint.At("agent-exited")
 	if r.opts.TestCmd != "" {
 		e.disp.printf("  gate: %s", r.opts.TestCmd)
@@ -324,16 +326,15 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	return outcome{ok: true, commit: sha, res: res}
 }
 
-// passed records, in the main tree, that the attempt's agent finished and
-// its checks passed: from here a kill leaves work that is complete, and
-// the resumed run commits and ticks it rather than give the story to the
-// agent again (resume.go). The record is written, not synced - it survives
-// the process, which is what a kill takes - and costs no git process: the
-// commit HEAD is at is read from git's files.
+// passed records that the attempt's agent finished and its checks passed,
+// with what the agent reported it cost: from here a kill leaves work that
+// is complete. In the main tree the resumed run commits and ticks it
+// rather than give the story to the agent again; in a worktree it lands
+// the branch when the worktree is as the attempt left it (resume.go); and
+// either way the run's spending keeps the cost. The record is written, not
+// synced - it survives the process, which is what a kill takes - and costs
+// no git process: the commit HEAD is at is read from git's files.
 func (e *executor) passed(ctx context.Context, iter int, story *plan.Story, res *agent.Result) error {
-	if e.worktree != "" {
-		return nil
-	}
 	rec := journalRec{T: "pass", Story: story.ID, Attempt: e.attemptNo, Iter: iter, Head: e.head(ctx)}
 	if res != nil {
 		rec.Cost, rec.In, rec.Out = res.Usage.CostUSD, res.Usage.InputTokens, res.Usage.OutputTokens
@@ -341,17 +342,21 @@ func (e *executor) passed(ctx context.Context, iter int, story *plan.Story, res 
 	return e.run.led.record(rec, false)
 }
 
-// exited records, in the main tree, what the agent that just exited 0
-// reported it cost, before its checks run (they may take minutes): a kill
-// before the pass record then still leaves the run's spending whole on
-// resume (resume.go). Written, not synced, like the pass; only when the
-// agent reported a cost or tokens.
-func (e *executor) exited(iter int, story *plan.Story, res *agent.Result) {
-	u := res.Usage
-	if e.worktree != "" || (u.CostUSD == 0 && u.InputTokens == 0 && u.OutputTokens == 0) {
+// reportedUsage records what the attempt's agent reported it cost, so that
+// a kill before the attempt's end (the agent still running after its
+// stream's result, its checks running, its commit) leaves the run's
+// spending whole on resume (resume.go): called at the stream's result, and
+// when the agent exits 0 (the same figures are not written twice). Written,
+// not synced, like the pass; only when the agent reported a cost or
+// tokens. Serial and parallel attempts alike.
+func (e *executor) reportedUsage(iter int, story string, u agent.Usage) {
+	u.Turns = 0
+	if u == (agent.Usage{}) || u == e.reported {
 		return
 	}
-	_ = e.run.led.record(journalRec{T: "exited", Story: story.ID, Attempt: e.attemptNo, Iter: iter, Cost: u.CostUSD, In: u.InputTokens, Out: u.OutputTokens}, false)
+	if e.run.led.record(journalRec{T: "usage", Story: story, Attempt: e.attemptNo, Iter: iter, Cost: u.CostUSD, In: u.InputTokens, Out: u.OutputTokens}, false) == nil {
+		e.reported = u
+	}
 }
 
 // commitWork commits the attempt's work; in the main tree the story's tick

@@ -30,9 +30,12 @@ const JournalFile = "run-journal.jsonl"
 //
 //	run    a run (or a resumed run) started: plan, session, budgets
 //	start  an attempt at a story started (in a worktree, for a worker)
-//	pass   an attempt in the main tree finished: its agent exited 0 and its
-//	       checks passed, so only its commit and tick are left (a resume
-//	       finishes those rather than redo the story)
+//	pass   an attempt finished: its agent exited 0 and its checks passed,
+//	       so only its commit and tick (a worktree's: its end and landing)
+//	       are left (a resume finishes those rather than redo the story)
+//	usage  what an attempt's agent reported it cost, before the attempt's
+//	       end: at its stream's result, and when it exited 0 (a resume
+//	       after a kill keeps it in the run's spending)
 //	fail   an attempt in the main tree failed, before its rollback: what
 //	       failed it (a resume after a kill in the rollback records the
 //	       failure from it, counted, with its context)
@@ -260,7 +263,9 @@ type RunState struct {
 	Done        []string  `json:"done"`
 	// Finished: stories whose attempt in the main tree finished (its agent
 	// exited 0 and its checks passed) and whose commit a kill cut short;
-	// the resumed run commits them with their tick, without the agent.
+	// the resumed run commits them with their tick, without the agent. (A
+	// worktree's such attempt is landed when its worktree is as the
+	// attempt left it, which only the resume judges.)
 	Finished     []string `json:"finished,omitempty"`
 	Failed       int      `json:"failed_attempts"`
 	Interrupts   int      `json:"interrupted_attempts"`
@@ -295,11 +300,18 @@ func ReadRunState(journalPath string) (*RunState, error) {
 		rs.Interrupts += b.interrupted
 	}
 	for id := range l.passed {
-		rs.Finished = append(rs.Finished, id)
+		// A worktree's is landed only if its worktree is still as the
+		// attempt left it, which the resume judges: not promised here.
+		if l.open[id].Worktree == "" {
+			rs.Finished = append(rs.Finished, id)
+		}
 	}
 	sort.Strings(rs.Done)
 	sort.Strings(rs.Finished)
-	rs.SpentUSD, rs.MaxCost, rs.MaxStoryCost = l.spent, l.maxCost, l.maxStoryCost
+	// What open attempts' agents reported is spent too: a resume records
+	// it as their end.
+	pending, _, _ := l.pendingCost()
+	rs.SpentUSD, rs.MaxCost, rs.MaxStoryCost = l.spent+pending, l.maxCost, l.maxStoryCost
 	flag := "--plan " + rs.Plan
 	if rs.Kind == "issues" {
 		flag = "--issues " + rs.Plan

@@ -31,14 +31,15 @@ type ledger struct {
 	// finished: the stories whose last record is a done attempt in a
 	// worktree, not landed since - where that attempt left its branch.
 	finished map[string]finishedAt
-	// passed: the attempts in the main tree whose agent finished and whose
-	// checks passed, and whose end is not recorded - a kill came between
-	// the checks and the commit's record.
+	// passed: the attempts (in the main tree or a worktree) whose agent
+	// finished and whose checks passed, and whose end is not recorded - a
+	// kill came between the checks and the commit's record.
 	passed map[string]journalRec
-	// exited: the attempts in the main tree whose agent exited 0 and
-	// reported what it cost, and whose end is not recorded - a kill came
-	// while their checks ran, or later.
-	exited map[string]journalRec
+	// reported: the attempts whose agent reported what it cost (its
+	// stream's result, or its exit 0 with a cost) and whose end is not
+	// recorded - a kill came while the agent was still running, while its
+	// checks ran, or later. The latest report counts.
+	reported map[string]journalRec
 	// failing: the attempts in the main tree that failed and whose end is
 	// not recorded - a kill came during or after their rollback.
 	failing map[string]journalRec
@@ -62,7 +63,7 @@ type storyBook struct {
 }
 
 func newLedger() *ledger {
-	return &ledger{stories: map[string]*storyBook{}, open: map[string]journalRec{}, merged: map[string]string{}, finished: map[string]finishedAt{}, passed: map[string]journalRec{}, exited: map[string]journalRec{}, failing: map[string]journalRec{}}
+	return &ledger{stories: map[string]*storyBook{}, open: map[string]journalRec{}, merged: map[string]string{}, finished: map[string]finishedAt{}, passed: map[string]journalRec{}, reported: map[string]journalRec{}, failing: map[string]journalRec{}}
 }
 
 func (l *ledger) book(id string) *storyBook {
@@ -86,15 +87,15 @@ func (l *ledger) replay(r journalRec) {
 		l.open[r.Story] = r
 		delete(l.finished, r.Story)
 		delete(l.passed, r.Story)
-		delete(l.exited, r.Story)
+		delete(l.reported, r.Story)
 		delete(l.failing, r.Story)
 	case "pass":
 		if _, ok := l.open[r.Story]; ok {
 			l.passed[r.Story] = r
 		}
-	case "exited":
+	case "usage", "exited": // "exited": the name of an older build's record
 		if _, ok := l.open[r.Story]; ok {
-			l.exited[r.Story] = r
+			l.reported[r.Story] = r
 		}
 	case "fail":
 		if _, ok := l.open[r.Story]; ok {
@@ -107,7 +108,7 @@ func (l *ledger) replay(r journalRec) {
 		delete(l.open, r.Story)
 		delete(l.finished, r.Story)
 		delete(l.passed, r.Story)
-		delete(l.exited, r.Story)
+		delete(l.reported, r.Story)
 		delete(l.failing, r.Story)
 		if r.Outcome == "done" && r.Head != "" && start.Worktree != "" && start.Branch != "" {
 			l.finished[r.Story] = finishedAt{Branch: start.Branch, Head: r.Head}
@@ -136,7 +137,7 @@ func (l *ledger) replay(r journalRec) {
 		delete(l.merged, r.Story)
 		delete(l.finished, r.Story)
 		delete(l.passed, r.Story)
-		delete(l.exited, r.Story)
+		delete(l.reported, r.Story)
 		delete(l.failing, r.Story)
 	}
 }
@@ -204,6 +205,20 @@ func (l *ledger) finishedAt(id string) (finishedAt, bool) {
 	return f, ok
 }
 
+// passedThere returns where the open attempt at story, in a worktree,
+// left its branch when its checks passed (its pass record), and that
+// record: a kill then cut its commit or its end's record short.
+func (l *ledger) passedThere(id string) (finishedAt, journalRec, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.passed[id]
+	start := l.open[id]
+	if !ok || start.Worktree == "" || start.Branch == "" || p.Head == "" {
+		return finishedAt{}, journalRec{}, false
+	}
+	return finishedAt{Branch: start.Branch, Head: p.Head}, p, true
+}
+
 // passedAt returns the pass record of story's open attempt: its agent
 // finished and its checks passed, and its end was never recorded.
 func (l *ledger) passedAt(id string) (journalRec, bool) {
@@ -213,13 +228,35 @@ func (l *ledger) passedAt(id string) (journalRec, bool) {
 	return p, ok
 }
 
-// exitedAt returns the exited record of story's open attempt: its agent
-// exited 0 and reported its cost, and its end was never recorded.
-func (l *ledger) exitedAt(id string) (journalRec, bool) {
+// crashCost is what story's open attempt, whose end a kill kept from being
+// recorded, is known to have cost: what its agent reported when its checks
+// passed (its pass record), else its agent's latest report of its cost
+// (its usage record); zero when it reported nothing.
+func (l *ledger) crashCost(id string) (cost float64, in, out int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	x, ok := l.exited[id]
-	return x, ok
+	return l.crashCostLocked(id)
+}
+
+func (l *ledger) crashCostLocked(id string) (cost float64, in, out int) {
+	if p, ok := l.passed[id]; ok {
+		return p.Cost, p.In, p.Out
+	}
+	u := l.reported[id]
+	return u.Cost, u.In, u.Out
+}
+
+// pendingCost is what the open attempts are known to have cost (crashCost
+// of each): spending a killed run's journal holds outside its end records,
+// which a resume records as each attempt's end.
+func (l *ledger) pendingCost() (cost float64, in, out int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id := range l.open {
+		c, i, o := l.crashCostLocked(id)
+		cost, in, out = cost+c, in+i, out+o
+	}
+	return cost, in, out
 }
 
 // failingAt returns the fail record of story's open attempt: it failed,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/agent"
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 )
@@ -95,6 +96,12 @@ func (o *observer) line(s string) {
 func (o *observer) event(e agent.Event) {
 	o.write("▸ " + e.Kind + ": " + e.Text + "\n")
 	o.e.disp.event(e)
+	if e.Kind == "result" {
+		// What the agent says its run cost is spent, whatever comes of
+		// the attempt - also when wiggum is killed before the agent ends.
+		o.e.reportedUsage(o.iter, o.story, e.Usage)
+		killpoint.At("agent-reported")
+	}
 	if e.Kind != "tool" {
 		return
 	}

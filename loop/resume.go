@@ -35,9 +35,21 @@ type unlanded struct {
 // does) and wiggum's own files git is not told to ignore (a lock holder
 // record's temporary file, left by a kill mid-write). Otherwise the worktree is saved and the story redone; why says
 // what changed when the story had finished.
+//
+// An attempt whose end a kill kept from being recorded, but whose checks
+// passed (its pass record), finished too when its branch is at the commit
+// the pass recorded (the agent committed its work itself) or on the one
+// commit the loop makes of the rest, on top of it, and the worktree is
+// otherwise as above; its end is recorded when it is kept (landPassed).
 func (r *run) finishedThere(ctx context.Context, lo worktree.Leftover, target string, inPlan map[string]*plan.Story) (bool, string) {
 	f, ok := r.led.finishedAt(lo.Story)
-	if s := inPlan[lo.Story]; !ok || s == nil || s.Done {
+	passed := false
+	if !ok {
+		f, _, ok = r.led.passedThere(lo.Story)
+		passed = ok
+	}
+	s := inPlan[lo.Story]
+	if !ok || s == nil || s.Done {
 		return false, ""
 	}
 	switch {
@@ -45,8 +57,18 @@ func (r *run) finishedThere(ctx context.Context, lo worktree.Leftover, target st
 		return false, fmt.Sprintf("its attempt ended on %s, and this worktree is on %s", checkpoint.BranchName(f.Branch), checkpoint.BranchName(lo.Branch))
 	case lo.Target != target:
 		return false, fmt.Sprintf("it was to land on %s, and the main tree is on %s now", checkpoint.BranchName(lo.Target), checkpoint.BranchName(target))
-	case lo.Tip != f.Head:
+	case lo.Tip != f.Head && !passed:
 		return false, fmt.Sprintf("its branch %s moved after the attempt ended (it is at %.12s, the attempt recorded %.12s)", checkpoint.BranchName(lo.Branch), lo.Tip, f.Head)
+	case lo.Tip != f.Head:
+		// One git process, on resume only: the tip's parents and subject.
+		out, err := r.st.Repo.Run(ctx, "log", "-n", "1", "--format=%P%x09%s", lo.Tip)
+		if err != nil {
+			return false, err.Error()
+		}
+		parents, subject, _ := strings.Cut(strings.TrimRight(out, "\n"), "\t")
+		if parents != f.Head || subject != firstLine(commitMessage(s)) {
+			return false, fmt.Sprintf("its branch %s moved after its checks passed (it is at %.12s, they passed at %.12s)", checkpoint.BranchName(lo.Branch), lo.Tip, f.Head)
+		}
 	}
 	tree, err := lo.Tree(ctx)
 	switch {
@@ -76,6 +98,23 @@ func (r *run) finishedThere(ctx context.Context, lo worktree.Leftover, target st
 func holderTemp(rel string) bool {
 	dir, base := path.Split(layout.HolderFile)
 	return strings.HasPrefix(rel, dir+"."+base) && rel != layout.HolderFile
+}
+
+// landPassed records the end of the attempt at story whose checks passed in
+// its worktree and whose end a kill kept from being recorded, when Reclaim
+// kept that worktree for landing (finishedThere): done, at its branch's
+// tip, with what its agent cost - as the killed run was about to.
+func (r *run) landPassed(ctx context.Context, w *worktree.Worker) {
+	_, pass, ok := r.led.passedThere(w.Story)
+	if !ok {
+		return
+	}
+	tip := headFromFiles(w.State.Repo.GitDir, w.State.Repo.CommonDir)
+	if tip == "" {
+		tip, _ = w.State.Repo.Head(ctx)
+	}
+	_ = r.led.record(journalRec{T: "end", Story: w.Story, Attempt: pass.Attempt, Iter: pass.Iter, Outcome: "done", Head: tip,
+		Cost: pass.Cost, In: pass.In, Out: pass.Out, Note: "its checks passed before the crash; landed on resume"}, true)
 }
 
 // keepFinished adds a worktree Reclaim kept for landing, without the

@@ -196,6 +196,8 @@ func (r *run) openJournal() error {
 	}
 	if r.resumed {
 		spent, _, _ := r.led.spending()
+		pending, _, _ := r.led.pendingCost()
+		spent += pending
 		r.disp.printf("resuming the interrupted run of %s (started %s; %s spent so far)", r.planRel, r.led.first.Local().Format("Jan 2 15:04"), usd(spent))
 	}
 	return r.led.record(journalRec{T: "run", Plan: r.planRel, Kind: r.opts.Plan.Kind(), Session: r.session, PID: os.Getpid(), Workers: max(r.opts.Workers, 1),
@@ -325,6 +327,7 @@ func (r *run) recover(ctx context.Context) error {
 		for _, rc := range got {
 			if rc.Worker != nil {
 				opts.Skip[rc.Worker.Path] = true
+				r.landPassed(ctx, rc.Worker)
 				r.keepFinished(rc.Worker, inPlan)
 			}
 		}
@@ -382,7 +385,9 @@ func (r *run) recover(ctx context.Context) error {
 	}
 	// Attempts left open with no worktree or tree to show for them.
 	for _, o := range r.led.openAttempts() {
-		_ = r.led.record(journalRec{T: "end", Story: o.Story, Attempt: o.Attempt, Outcome: "interrupted", Source: "crash"}, false)
+		end := journalRec{T: "end", Story: o.Story, Attempt: o.Attempt, Outcome: "interrupted", Source: "crash"}
+		end.Cost, end.In, end.Out = r.led.crashCost(o.Story)
+		_ = r.led.record(end, false)
 	}
 	return nil
 }
@@ -540,13 +545,7 @@ func (r *run) interruptedAttempt(story, backup string) {
 		return
 	}
 	end := journalRec{T: "end", Story: story, Attempt: attempt, Outcome: "interrupted", Source: "crash", Backup: backup}
-	if pass, ok := r.led.passedAt(story); ok {
-		// Its agent had finished, and reported what that cost.
-		end.Cost, end.In, end.Out = pass.Cost, pass.In, pass.Out
-	} else if x, ok := r.led.exitedAt(story); ok {
-		// Its agent had exited 0, and the kill came while its checks ran.
-		end.Cost, end.In, end.Out = x.Cost, x.In, x.Out
-	}
+	end.Cost, end.In, end.Out = r.led.crashCost(story)
 	_ = r.led.record(end, true)
 	_ = session.AppendFailure(r.st, session.Failure{
 		Time: time.Now().UTC(), Story: story, Source: "interrupted",

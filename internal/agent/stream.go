@@ -15,7 +15,8 @@ type Event struct {
 	Kind string // "init", "text", "tool", "result", "limit"
 	Text string
 	// Usage is the agent's token count so far, from the assistant messages
-	// seen up to this event (cost is known only at the result).
+	// seen up to this event (cost is known only at the result); on a
+	// "result" it is what the agent reported its run cost in all.
 	Usage Usage
 }
 
@@ -187,7 +188,7 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 		if text != "" && text != p.lastError {
 			p.lastError = text
 			p.checkLimitText(text)
-			events = append(events, Event{Kind: "result", Text: "error: " + firstLine(text)})
+			events = append(events, Event{Kind: "result", Text: "error: " + firstLine(text), Usage: p.usage})
 		}
 	case "tool_use":
 		p.tools++
@@ -221,7 +222,7 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 			p.lastError = text
 			summary = "error: " + firstLine(text)
 		}
-		events = append(events, Event{Kind: "result", Text: summary})
+		events = append(events, Event{Kind: "result", Text: summary, Usage: p.usage})
 	default:
 		return nil, true
 	}
@@ -262,9 +263,9 @@ func (p *parser) geminiResult(l streamLine) []Event {
 		text := errorText(l.Error)
 		p.lastError = text
 		p.checkLimitText(text)
-		return []Event{{Kind: "result", Text: "error: " + firstLine(text)}}
+		return []Event{{Kind: "result", Text: "error: " + firstLine(text), Usage: p.usage}}
 	}
-	return []Event{{Kind: "result", Text: l.Status}}
+	return []Event{{Kind: "result", Text: l.Status, Usage: p.usage}}
 }
 
 // errorText reads an error that is a string or an object with a message.

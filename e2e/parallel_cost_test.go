@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
+)
+
+// costAgent is the scripted agent of the parallel crash-record tests: it
+// counts its invocations per story outside the repository, writes the
+// story's work file (odd stories commit it themselves) and reports a cost
+// of $0.25 as Claude's stream does. A story listed in $MARKS/hang hangs
+// before it reports anything, one listed in $MARKS/linger after it
+// reported its cost - each until $MARKS/resumed exists; the others start
+// their work once every story in $MARKS/hang hangs.
+const costAgent = `cat > /dev/null
+S=$WIGGUM_STORY
+echo "$S" >> "$MARKS/invocations"
+for h in $(cat "$MARKS/hang" 2>/dev/null); do
+  [ "$h" = "$S" ] && continue
+  while [ ! -e "$MARKS/hanging-$h" ] && [ ! -e "$MARKS/resumed" ]; do sleep 0.05; done
+done
+n=${S#US-}
+echo "work of $S" > "work-$S.txt"
+if [ $((n % 2)) -eq 1 ]; then
+  git add "work-$S.txt" && git commit -q -m "agent: $S"
+fi
+if grep -qx "$S" "$MARKS/hang" 2>/dev/null && [ ! -e "$MARKS/resumed" ]; then
+  touch "$MARKS/hanging-$S"; sleep $SLEEP
+fi
+echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":0.25}'
+if grep -qx "$S" "$MARKS/linger" 2>/dev/null && [ ! -e "$MARKS/resumed" ]; then
+  sleep $SLEEP
+fi
+`
+
+// statusSpent reads the run's spending from wiggum status --json.
+func statusSpent(t *testing.T, dir string) float64 {
+	t.Helper()
+	st := wiggum(t, dir, nil, "status", "--json")
+	var s struct {
+		Resume *struct {
+			Spent float64 `json:"spent_usd"`
+		} `json:"resume"`
+	}
+	if st.code != 0 || json.Unmarshal([]byte(st.stdout), &s) != nil || s.Resume == nil {
+		t.Fatalf("status after the kill: exit %d\n%s%s", st.code, st.stdout, st.stderr)
+	}
+	return s.Resume.Spent
+}
+
+// TestParallelResumeKeepsCrashRecords SIGKILLs a 2-worker run over 2
+// stories at each kill point of one story's attempt after its agent
+// reported its cost, while the other story's agent hangs having reported
+// nothing; then resumes it. The cost the killed attempt's agent reported
+// is in the run's spending at once (wiggum status) and after the resume
+// (the run's last line), whether the attempt is redone or not. An attempt
+// whose checks had passed (attempt-passed, attempt-committed) is landed,
+// not given to the agent again, when its worktree is as the attempt left
+// it: the agent committed its work itself (odd stories), or the loop's
+// commit of it was made; an even story killed before that commit has its
+// work uncommitted in the worktree, which is saved and the story redone.
+func TestParallelResumeKeepsCrashRecords(t *testing.T) {
+	cases := []struct {
+		window  string
+		story   string // the story reaching window; the other one hangs
+		linger  bool   // its agent keeps running after it reported its cost
+		landed  bool   // the resumed run lands it without the agent
+		wantRun int    // its agent runs in all
+	}{
+		{"agent-reported", "US-1", true, false, 2},
+		{"agent-reported", "US-2", true, false, 2},
+		{"agent-exited", "US-1", false, false, 2},
+		{"attempt-passed", "US-1", false, true, 1},
+		{"attempt-passed", "US-2", false, false, 2},
+		{"attempt-committed", "US-1", false, true, 1},
+		{"attempt-committed", "US-2", false, true, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.window+"/"+c.story, func(t *testing.T) {
+			dir, marks, agent := scriptRepo(t, "", 2, costAgent)
+			args := []string{"run", "--plan", "plan.md", "--workers", "2", "--agent-cmd", "sh " + agent, "--test-cmd", "true", "--retries", "0"}
+			other := "US-2"
+			if c.story == "US-2" {
+				other = "US-1"
+			}
+			writeFile(t, filepath.Join(marks, "hang"), other+"\n")
+			if c.linger {
+				writeFile(t, filepath.Join(marks, "linger"), c.story+"\n")
+			}
+			env := []string{"MARKS=" + marks, "SLEEP=" + uniqueSleep()}
+			p := startWiggum(t, dir, append(env, killpoint.Env+"="+c.window), args...)
+			if code := p.wait(t); code != 128+int(syscall.SIGKILL) {
+				t.Fatalf("the run exited %d, never reaching %s\n%s%s", code, c.window, p.stdout(), p.stderr())
+			}
+			before := map[string]bool{}
+			for _, commit := range workCommits(t, dir) {
+				before[commit] = true
+			}
+			if spent := statusSpent(t, dir); spent != 0.25 {
+				t.Errorf("wiggum status says the killed run spent $%.2f; its agent for %s reported $0.25", spent, c.story)
+			}
+			writeFile(t, filepath.Join(marks, "resumed"), "")
+			r := resumeOK(t, dir, env, args, 2, before, false)
+
+			ran := invocations(t, marks)
+			if ran[c.story] != c.wantRun || ran[other] != 2 {
+				t.Errorf("agent runs %v; want %s %d, %s 2 (one hung, killed)\n%s", ran, c.story, c.wantRun, other, r.stdout)
+			}
+			said := strings.Contains(r.stdout, "landing "+c.story+": it finished before the crash")
+			if said != c.landed {
+				t.Errorf("the resumed run says it lands %s finished before the crash: %v, want %v\n%s", c.story, said, c.landed, r.stdout)
+			}
+			// Every agent that reported its cost counts once: the killed
+			// one's report, the other story's run after the resume, and
+			// the story's second run when it is redone.
+			cents := 25 * (1 + 1 + c.wantRun - 1)
+			if want := fmt.Sprintf("spent $%d.%02d", cents/100, cents%100); !strings.Contains(r.stdout, want) {
+				t.Errorf("the resumed run did not say %q:\n%s", want, r.stdout)
+			}
+		})
+	}
+}
