@@ -263,9 +263,10 @@ type newIndex struct {
 // Only the entries of changed paths are set (with no stat data: git checks
 // those files on its next read), so every other entry keeps its stat data.
 //
-// Its git process touches nothing but the private index, so it runs while
-// the refs move and the files are written; the index takes its place only
-// after both. The caller receives from the channel exactly once.
+// The edit is made in this process (editIndex) or, where that declines, by
+// git's update-index; either touches nothing but the private index, so it
+// runs while the refs move and the files are written; the index takes its
+// place only after both. The caller receives from the channel exactly once.
 func (s *State) startIndex(ctx context.Context, idx *treeIndex, tracked []treeChange, cp *Checkpoint, changes, uncommitted []treeChange) <-chan newIndex {
 	// First every tracked path the user's index may have differently from
 	// the working tree at its working-tree state (the index route did
@@ -299,8 +300,19 @@ func (s *State) startIndex(ctx context.Context, idx *treeIndex, tracked []treeCh
 	}
 	done := make(chan newIndex, 1)
 	go func() {
+		src := s.indexPath()
 		if idx == nil {
 			idx = s.newTreeIndex("")
+		} else {
+			src = idx.path
+		}
+		// In this process when it can (see editIndex), else in git.
+		err := editIndex(src, idx.path, final, len(cp.Head))
+		if !errors.Is(err, errIndexDecline) {
+			done <- newIndex{index: idx, err: err}
+			return
+		}
+		if src != idx.path {
 			if err := s.linkIndex(idx); err != nil {
 				done <- newIndex{index: idx, err: fmt.Errorf("copy the index: %w", err)}
 				return
