@@ -13,8 +13,9 @@ import (
 // what `git diff-tree -r --no-renames --raw` reports, in its order, from
 // the cat-file the rollback already runs. Subtrees with the same id on
 // both sides are never read; the others are read a level at a time, one
-// round trip for all pairs.
-func diffTrees(cat *git.Cat, pairs ...[2]string) ([][]treeChange, error) {
+// round trip for all pairs. Trees among known (objects already read or
+// written, under any name) are not read again.
+func diffTrees(cat *git.Cat, known map[string]git.Object, pairs ...[2]string) ([][]treeChange, error) {
 	type job struct {
 		pair   int
 		prefix string // "" or "dir/"
@@ -28,6 +29,15 @@ func diffTrees(cat *git.Cat, pairs ...[2]string) ([][]treeChange, error) {
 		}
 	}
 	trees := map[string]map[string]treeEntry{}
+	for _, o := range known {
+		if _, ok := trees[o.ID]; ok || o.Type != "tree" {
+			continue
+		}
+		entries := map[string]treeEntry{}
+		if parseTree(o.Data, len(o.ID)/2, entries) == nil {
+			trees[o.ID] = entries
+		}
+	}
 	for len(jobs) > 0 {
 		var want []string
 		for _, j := range jobs {

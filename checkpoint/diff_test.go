@@ -59,7 +59,7 @@ func TestDiffTreesIsGitsDiffTree(t *testing.T) {
 		"100644 dir-to-file dir", "160000 sub "+blob("not a commit"), "100644 same/s s", "100644 z/new n")
 	pairs := [][2]string{{a, b}, {b, a}, {a, empty}, {empty, b}, {a, a}, {empty, empty}}
 
-	got, err := diffTrees(r.st.Repo.Cat(ctx), pairs...)
+	got, err := diffTrees(r.st.Repo.Cat(ctx), nil, pairs...)
 	if err != nil {
 		t.Fatal(err)
 	}

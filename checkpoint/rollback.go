@@ -107,7 +107,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if cp.Snapshot != "" {
 		pairs = append(pairs, [2]string{f.SnapshotTree, f.CheckpointTree})
 	}
-	diffs, err := diffTrees(cat, pairs...)
+	diffs, err := diffTrees(cat, f.Trees, pairs...)
 	if err != nil {
 		return nil, fmt.Errorf("rollback: diff: %w", err)
 	}
@@ -158,17 +158,21 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 // checkpoint, when there is one, while git reads the working tree.
 func (s *State) rollbackFacts(ctx context.Context, cat *git.Cat, opts RollbackOptions, ahead func(*Checkpoint)) (*rollbackFacts, error) {
 	f := &rollbackFacts{Session: opts.Session, DiscardForeign: opts.DiscardForeign, InProgress: s.Repo.InProgress(), RecordRef: s.snapshotRef()}
+	// Status, the longest read, starts first; the checkpoint's record is
+	// read while it scans. Without a checkpoint its answer is waited for
+	// and dropped: killed, it could leave git's index.lock behind.
+	status := s.Repo.StartStatus(ctx)
 	cp, ref, err := s.currentCheckpoint(ctx)
-	if errors.Is(err, ErrNoCheckpoint) {
-		return f, nil
-	}
 	if err != nil {
+		status()
+		if errors.Is(err, ErrNoCheckpoint) {
+			return f, nil
+		}
 		return nil, err
 	}
 	f.Checkpoint = cp
 	// cat-file (and what ahead starts) start while status scans the
 	// working tree: they are independent of it.
-	status := s.Repo.StartStatus(ctx)
 	cat.Start()
 	ahead(cp)
 	if f.Now, err = status(); err != nil {
@@ -191,8 +195,20 @@ func (s *State) rollbackFacts(ctx context.Context, cat *git.Cat, opts RollbackOp
 	nfacts := len(objs)
 	if f.Now.Dirty() && f.Now.Head != "" {
 		// The same cat-file reads HEAD's trees along the changed paths,
-		// which a snapshot of the working tree builds on.
-		objs = append(objs, treeNames(f.Now.Head+"^{tree}", f.Now.Paths())...)
+		// which a snapshot of the working tree builds on, and the
+		// checkpoint's along the same paths, which the diff from the
+		// working tree to the checkpoint most likely reads (what an agent
+		// commits is mostly where it also left changes): a round trip per
+		// directory level saved when they are, a few objects read for
+		// nothing when they are not.
+		paths := f.Now.Paths()
+		objs = append(objs, treeNames(f.Now.Head+"^{tree}", paths)...)
+		if f.Now.Head != cp.Head {
+			objs = append(objs, treeNames(cp.Head+"^{tree}", paths)...)
+		}
+		if cp.Snapshot != "" {
+			objs = append(objs, treeNames(cp.Snapshot+"^{tree}", paths)...)
+		}
 	}
 	found, err := cat.Read(objs...)
 	if err != nil {

@@ -41,7 +41,8 @@ var errDecline = errors.New("snapshot needs the index")
 // status named (their entries in that tree, mode "" when deleted).
 //
 // pre holds objects already read (see treeNames), nil when none are; cat,
-// when not nil, reads the rest.
+// when not nil, reads the rest. The trees it writes are added to pre (by
+// id), for a rollback's diff to find without reading them back.
 func (s *State) quickSnapshot(ctx context.Context, now *git.Status, message string, pre map[string]git.Object, cat *git.Cat) (commit, tree string, tracked []treeChange, err error) {
 	ow := s.Repo.ObjectWriter(len(now.Head))
 	if ow == nil {
@@ -281,7 +282,7 @@ func (s *State) editTree(ctx context.Context, ow *git.ObjectWriter, base string,
 		}
 		n.entries[name] = treeEntry{mode: strings.TrimLeft(e.mode, "0"), id: id}
 	}
-	id, err := writeNode(ow, root)
+	id, err := writeNode(ow, root, pre)
 	if err != nil {
 		return "", err
 	}
@@ -338,10 +339,11 @@ func parseTree(b []byte, idLen int, into map[string]treeEntry) error {
 }
 
 // writeNode writes n's subdirectories, then n, and returns n's raw id (nil
-// when n is empty).
-func writeNode(ow *git.ObjectWriter, n *treeNode) ([]byte, error) {
+// when n is empty). Each tree written is added to written (by id) unless
+// it is nil.
+func writeNode(ow *git.ObjectWriter, n *treeNode, written map[string]git.Object) ([]byte, error) {
 	for name, sub := range n.subdirs {
-		id, err := writeNode(ow, sub)
+		id, err := writeNode(ow, sub, written)
 		if err != nil {
 			return nil, err
 		}
@@ -379,6 +381,9 @@ func writeNode(ow *git.ObjectWriter, n *treeNode) ([]byte, error) {
 	id, err := ow.Write("tree", b.Bytes())
 	if err != nil {
 		return nil, err
+	}
+	if written != nil {
+		written[id] = git.Object{ID: id, Type: "tree", Data: b.Bytes()}
 	}
 	return hex.DecodeString(id)
 }
