@@ -89,6 +89,9 @@ func editIndexData(data []byte, stamp int64, changes []treeChange) ([]byte, erro
 		}
 	}
 	count := int(binary.BigEndian.Uint32(data[8:12]))
+	if count > (len(body)-12)/(indexEntryFixed+2) {
+		return nil, errIndexDecline // more entries than the file could hold
+	}
 	entries := make([]indexEntry, 0, count+len(changes))
 	off := 12
 	for range count {
@@ -105,6 +108,9 @@ func editIndexData(data []byte, stamp int64, changes []treeChange) ([]byte, erro
 				return nil, errIndexDecline
 			}
 			nameAt += 2
+		}
+		if nameAt > len(body) {
+			return nil, errIndexDecline
 		}
 		n := bytes.IndexByte(body[nameAt:], 0)
 		if n < 0 {
