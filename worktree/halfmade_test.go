@@ -1,0 +1,92 @@
+package worktree
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMergeBesideHalfMadeWorktrees lands a branch while a sibling
+// worktree's registration is in each state a concurrent git worktree add
+// or remove passes through (or a kill leaves): its HEAD still git's null
+// id (add, before it sets HEAD), its commondir, HEAD or gitdir file
+// missing, its .git file or its whole directory gone, its registration
+// gone with its .git file left. A landing runs beside a removal (the
+// coordinator's) and beside checkouts of worktrees made ahead, so every
+// git command of a merge must read only the main tree and the shared
+// repository, never a sibling worktree: a merge that walked every ref
+// (git rev-list --all, whose walk takes in each worktree's HEAD: "fatal:
+// bad object worktrees/US-2/HEAD" in the null HEAD state) would fail
+// here, as "merge US-2: fatal: not a git repository" was suspected to.
+func TestMergeBesideHalfMadeWorktrees(t *testing.T) {
+	states := map[string]func(t *testing.T, admin, path string){
+		"null HEAD": func(t *testing.T, admin, _ string) {
+			write(t, admin, "HEAD", strings.Repeat("0", 40)+"\n")
+		},
+		"no commondir": func(t *testing.T, admin, _ string) { remove(t, filepath.Join(admin, "commondir")) },
+		"no HEAD":      func(t *testing.T, admin, _ string) { remove(t, filepath.Join(admin, "HEAD")) },
+		"no gitdir":    func(t *testing.T, admin, _ string) { remove(t, filepath.Join(admin, "gitdir")) },
+		"no .git file": func(t *testing.T, _, path string) { remove(t, filepath.Join(path, ".git")) },
+		"no worktree":  func(t *testing.T, _, path string) { remove(t, path) },
+		"no registration": func(t *testing.T, admin, _ string) {
+			remove(t, admin)
+		},
+	}
+	for name, state := range states {
+		t.Run(name, func(t *testing.T) {
+			repo := newRepo(t)
+			ctx := context.Background()
+			w, err := Create(ctx, repo, "US-1", "refs/heads/main", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, w.Path, "one.txt", "US-1\n")
+			gitT(t, w.Path, "add", "one.txt")
+			gitT(t, w.Path, "commit", "-q", "-m", "US-1")
+			// The target moved meanwhile: a real merge (merge-tree,
+			// commit-tree, read-tree, update-ref), not a fast-forward.
+			write(t, repo.Root, "main.txt", "main\n")
+			gitT(t, repo.Root, "add", "main.txt")
+			gitT(t, repo.Root, "commit", "-q", "-m", "main")
+
+			sibling := filepath.Join(repo.Root, filepath.FromSlash(Dir), "US-2")
+			gitT(t, repo.Root, "worktree", "add", "--quiet", "--no-checkout", "--lock", "-b", "wiggum/US-2", sibling, "main")
+			admin := filepath.Join(repo.CommonDir, "worktrees", "US-2")
+			if !exists(filepath.Join(admin, "HEAD")) {
+				t.Fatalf("git keeps the worktree's registration elsewhere than %s", admin)
+			}
+			state(t, admin, sibling)
+
+			m, err := Merge(ctx, repo, "refs/heads/main", w.Branch, "Merge US-1")
+			if err != nil {
+				t.Fatalf("merge beside a sibling worktree with %s: %v", name, err)
+			}
+			if m.FastForward || m.Already {
+				t.Fatalf("merge %+v: want a merge commit", m)
+			}
+			if got := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "main")); got != m.Commit {
+				t.Errorf("main is at %s, the merge made %s", got, m.Commit)
+			}
+			for _, f := range []string{"one.txt", "main.txt"} {
+				if !exists(filepath.Join(repo.Root, f)) {
+					t.Errorf("%s is not in the main tree after the merge", f)
+				}
+			}
+			if out := gitT(t, repo.Root, "status", "--porcelain"); out != "" {
+				t.Errorf("the main tree is not clean after the merge:\n%s", out)
+			}
+			if _, err := w.Release(ctx, repo); err != nil {
+				t.Fatalf("remove US-1's worktree beside it: %v", err)
+			}
+		})
+	}
+}
+
+func remove(t *testing.T, path string) {
+	t.Helper()
+	if err := os.RemoveAll(path); err != nil {
+		t.Fatal(err)
+	}
+}
