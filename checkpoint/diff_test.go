@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // TestDiffTreesIsGitsDiffTree: the rollback's own walk of two trees lists
@@ -86,6 +88,33 @@ func TestDiffTreesIsGitsDiffTree(t *testing.T) {
 		if strings.Join(have, "\n") != strings.Join(want, "\n") {
 			t.Errorf("pair %d:\nwiggum: %q\ngit:    %q", i, have, want)
 		}
+	}
+	// With every tree of the pairs known (read beforehand, under any
+	// name, among objects that are no trees), the walk reads nothing - it
+	// has no cat-file - and lists the same.
+	names := []string{head, "no-such-object"}
+	for _, id := range []string{a, b, empty} {
+		names = append(names, id)
+		for _, l := range strings.Split(r.git("ls-tree", "-r", "-d", id), "\n") {
+			if f := strings.Fields(l); len(f) == 4 && f[1] == "tree" {
+				names = append(names, id+":"+f[3])
+			}
+		}
+	}
+	objs, err := r.st.Repo.Batch(ctx, names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]git.Object{}
+	for i, o := range objs {
+		known[names[i]] = o
+	}
+	again, err := diffTrees(nil, known, pairs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(again) != fmt.Sprint(got) {
+		t.Errorf("with known trees:\n%v\nread:\n%v", again, got)
 	}
 	if len(got[0]) < 10 {
 		t.Fatalf("the trees differ in too few ways to test anything: %v", got[0])
