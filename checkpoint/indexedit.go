@@ -39,9 +39,11 @@ const (
 	indexNameMask   = 0x0fff
 )
 
-// indexEntry is one entry of an index: its path and its bytes on disk.
+// indexEntry is one entry of an index: its path and its bytes on disk
+// (name is a slice of them: an index of 100,000 entries is parsed without
+// 100,000 allocations).
 type indexEntry struct {
-	name string
+	name []byte
 	raw  []byte
 }
 
@@ -120,8 +122,8 @@ func editIndexData(data []byte, stamp int64, changes []treeChange) ([]byte, erro
 		if off+size > len(body) {
 			return nil, errIndexDecline
 		}
-		name := string(body[nameAt : nameAt+n])
-		if len(entries) > 0 && entries[len(entries)-1].name >= name {
+		name := body[nameAt : nameAt+n]
+		if len(entries) > 0 && bytes.Compare(entries[len(entries)-1].name, name) >= 0 {
 			return nil, errIndexDecline // not in git's order: git says what is wrong
 		}
 		entries = append(entries, indexEntry{name: name, raw: body[off : off+size]})
@@ -161,11 +163,11 @@ func editIndexData(data []byte, stamp int64, changes []treeChange) ([]byte, erro
 	// each question is a binary search, not a look at every entry.
 	drop := make([]bool, len(entries))
 	find := func(name string) int {
-		i, _ := slices.BinarySearchFunc(entries, name, func(e indexEntry, n string) int { return strings.Compare(e.name, n) })
+		i, _ := slices.BinarySearchFunc(entries, name, func(e indexEntry, n string) int { return bytes.Compare(e.name, []byte(n)) })
 		return i
 	}
 	dropName := func(name string) {
-		if i := find(name); i < len(entries) && entries[i].name == name {
+		if i := find(name); i < len(entries) && string(entries[i].name) == name {
 			drop[i] = true
 		}
 	}
@@ -180,16 +182,16 @@ func editIndexData(data []byte, stamp int64, changes []treeChange) ([]byte, erro
 			return nil, errIndexDecline
 		}
 		added = append(added, e)
-		for i := find(c.path + "/"); i < len(entries) && strings.HasPrefix(entries[i].name, c.path+"/"); i++ {
+		for i := find(c.path + "/"); i < len(entries) && bytes.HasPrefix(entries[i].name, []byte(c.path+"/")); i++ {
 			drop[i] = true
 		}
 		for d := parentDir(c.path); d != ""; d = parentDir(d) {
 			dropName(d)
 		}
 	}
-	slices.SortFunc(added, func(a, b indexEntry) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(added, func(a, b indexEntry) int { return bytes.Compare(a.name, b.name) })
 	for i := 1; i < len(added); i++ {
-		if added[i].name == added[i-1].name {
+		if bytes.Equal(added[i].name, added[i-1].name) {
 			return nil, errIndexDecline // a path written twice
 		}
 	}
@@ -201,10 +203,10 @@ func editIndexData(data []byte, stamp int64, changes []treeChange) ([]byte, erro
 	j := 0
 	for i, e := range entries {
 		if drop[i] {
-			tree.invalidate(e.name)
+			tree.invalidate(string(e.name))
 			continue
 		}
-		for ; j < len(added) && added[j].name < e.name; j++ {
+		for ; j < len(added) && bytes.Compare(added[j].name, e.name) < 0; j++ {
 			merged = append(merged, added[j])
 		}
 		if mtime := int64(binary.BigEndian.Uint32(e.raw[8:12])); mtime >= stamp {
@@ -215,7 +217,7 @@ func editIndexData(data []byte, stamp int64, changes []treeChange) ([]byte, erro
 	}
 	merged = append(merged, added[j:]...)
 	for _, e := range added {
-		tree.invalidate(e.name)
+		tree.invalidate(string(e.name))
 	}
 	entries = merged
 
@@ -257,7 +259,7 @@ func newIndexEntry(c treeChange) (indexEntry, bool) {
 	copy(raw[40:60], id)
 	binary.BigEndian.PutUint16(raw[60:62], uint16(min(len(c.path), indexNameMask)))
 	copy(raw[indexEntryFixed:], c.path)
-	return indexEntry{name: c.path, raw: raw}, true
+	return indexEntry{name: raw[indexEntryFixed : indexEntryFixed+len(c.path)], raw: raw}, true
 }
 
 // cacheTree is the index's TREE extension: for each directory, how many
