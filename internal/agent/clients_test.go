@@ -58,7 +58,7 @@ func TestCodexAndGeminiStreams(t *testing.T) {
 		name, lines, kinds string
 		in, out, tools     int
 	}{
-		{"codex", codexRun, "init,tool,text", 2400, 68, 1},
+		{"codex", codexRun, "init,tool,text,result", 2400, 68, 1},
 		{"gemini", geminiRun, "init,tool,text,result", 3600, 102, 1},
 	} {
 		p, evs := parseAll(t, tc.lines)
@@ -70,6 +70,11 @@ func TestCodexAndGeminiStreams(t *testing.T) {
 		}
 		if p.limit != nil {
 			t.Errorf("%s: a limit in a normal run: %+v", tc.name, p.limit)
+		}
+		// The closing result carries what the run used: the loop records
+		// it at once, so a kill before the agent ends keeps it.
+		if last := evs[len(evs)-1]; last.Kind != "result" || last.Usage != p.usage {
+			t.Errorf("%s: the last event %+v does not carry the run's usage %+v", tc.name, last, p.usage)
 		}
 	}
 }
@@ -120,5 +125,16 @@ func TestUnstarted(t *testing.T) {
 		if r.Unstarted() {
 			t.Errorf("unstarted: %+v", r)
 		}
+	}
+}
+
+// TestClaudeResultCarriesCost: claude's result line says what the run
+// cost; its event carries that, for the loop to record before the agent
+// exits.
+func TestClaudeResultCarriesCost(t *testing.T) {
+	p, evs := parseAll(t, `{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":0.25,"num_turns":3,"usage":{"input_tokens":10,"output_tokens":5}}`)
+	want := Usage{CostUSD: 0.25, InputTokens: 10, OutputTokens: 5, Turns: 3}
+	if len(evs) != 1 || evs[0].Kind != "result" || evs[0].Usage != want || p.usage != want {
+		t.Fatalf("events %+v, usage %+v; want one result carrying %+v", evs, p.usage, want)
 	}
 }

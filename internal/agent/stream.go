@@ -180,6 +180,9 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 			p.usage.OutputTokens += l.Usage.OutputTokens
 			p.usage.Turns++
 		}
+		// codex's closing report of what the run used (exec runs one
+		// turn), as claude's and gemini's result is theirs.
+		events = append(events, Event{Kind: "result", Text: "turn completed", Usage: p.usage})
 	case "turn.failed", "error":
 		text := errorText(l.Error)
 		if text == "" {
