@@ -19,7 +19,9 @@ import (
 // appends "story machine" to $FLEET_LOG (the record of claim winners: an
 // agent runs only for a story its machine claimed). AGENT_MODE=hang
 // commits partial work, signals, and hangs (to be SIGKILLed); pause
-// commits its work, signals, and sleeps a while (to be SIGSTOPped).
+// commits its work, signals, and sleeps a while (to be SIGSTOPped);
+// pushfirst commits a first part and works on long enough for a renewal
+// to push it.
 const fleetAgent = `set -e
 echo "$WIGGUM_STORY $MACHINE" >> "$FLEET_LOG"
 echo "$WIGGUM_STORY by $MACHINE" > "f-$WIGGUM_STORY.txt"
@@ -30,6 +32,10 @@ hang|pause)
   git commit -q -m "partial $WIGGUM_STORY by $MACHINE"
   : > "$SIGNAL_DIR/started-$WIGGUM_STORY"
   if [ "$AGENT_MODE" = hang ]; then sleep 300; else sleep 3; fi
+  ;;
+pushfirst)
+  git commit -q --allow-empty -m "first part of $WIGGUM_STORY by $MACHINE"
+  sleep 2.5
   ;;
 esac
 `
@@ -384,11 +390,75 @@ func TestFinishedStoryOfKilledMachineLandsOnce(t *testing.T) {
 			if !strings.Contains(body, "Wiggum-Story: US-1") || strings.Contains(body, "Wiggum-Landed-By: ") != (tc.next != "a") {
 				t.Fatalf("the landing does not say whose work it is and who landed it:\n%s", body)
 			}
-			if !strings.Contains(next.stderr(), "no agent ran on it again") {
+			// Another machine lands it from the server (the claim says
+			// ready); the same machine restarted, from the worktree it
+			// kept for landing.
+			said := next.stderr()
+			if tc.next == "a" {
+				said = next.stdout()
+			}
+			if !strings.Contains(said, "no agent ran on it again") && !strings.Contains(said, "not redoing it") {
 				t.Fatalf("%s did not say it landed the finished work:\nstdout: %s\nstderr: %s", tc.next, next.stdout(), next.stderr())
 			}
 			if refs := f.git("for-each-ref", "refs/wiggum", "refs/heads/wiggum"); refs != "" {
 				t.Fatalf("left on the server:\n%s", refs)
+			}
+		})
+	}
+}
+
+// A machine SIGKILLed after its agent finished a story, before the story
+// landed or its claim said it was ready, and restarted in the same clone:
+// the finished work in its local worktree is landed - not redone, not
+// saved aside and replaced by a new agent run from the last pushed commit
+// - whether the kill came before the story's branch was ever pushed (its
+// attempt recorded done) or after a renewal had pushed its first commits
+// (its work committed, its end unrecorded).
+func TestRestartedMachineLandsItsFinishedWork(t *testing.T) {
+	for _, tc := range []struct{ name, point, mode, lease string }{
+		{"never pushed", "attempt-done", "", "1h"},
+		{"pushed before it finished", "attempt-committed", "pushfirst", "3s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFleet(t, "daemon", 2)
+			a := f.machine("a", []string{"WIGGUM_TEST_KILLPOINT=" + tc.point, "AGENT_MODE=" + tc.mode}, "--lease", tc.lease)
+			if code := waitLong(t, a, 2*time.Minute); code != 128+int(syscall.SIGKILL) {
+				t.Fatalf("a exited %d, want killed at the killpoint\nstdout: %s\nstderr: %s", code, a.stdout(), a.stderr())
+			}
+			w := f.winners()
+			var story string
+			for s := range w {
+				story = s
+			}
+			if len(w) != 1 {
+				t.Fatalf("agents ran for %v before the kill, want one story", w)
+			}
+			branch := strings.TrimSpace(mustRun(t, f.bare, "sh", "-c", "git rev-parse -q --verify refs/heads/wiggum/"+story+" || true"))
+			if pushed := branch != ""; pushed != (tc.mode == "pushfirst") {
+				t.Fatalf("the story's branch on the server: %q before the restart (want pushed: %v)", branch, tc.mode == "pushfirst")
+			}
+			if n := f.landings()[story]; n != 0 {
+				t.Fatalf("%s landed %d times before the kill", story, n)
+			}
+			a2 := f.machine("a", nil, "--lease", tc.lease)
+			if code := waitLong(t, a2, 2*time.Minute); code != 0 {
+				t.Fatalf("the restarted machine exited %d\nstdout: %s\nstderr: %s", code, a2.stdout(), a2.stderr())
+			}
+			if runs := f.winners()[story]; len(runs) != 1 {
+				t.Fatalf("%s's agent ran %d times (%v), want once: the restart redid finished work\nstdout: %s", story, len(runs), runs, a2.stdout())
+			}
+			landed := f.landings()
+			if landed["US-1"] != 1 || landed["US-2"] != 1 {
+				t.Fatalf("landings per story: %v, want each once", landed)
+			}
+			if got := f.git("show", "main:f-"+story+".txt"); got != story+" by a" {
+				t.Fatalf("main does not have the finished work of %s: %q", story, got)
+			}
+			if refs := f.git("for-each-ref", "refs/wiggum", "refs/heads/wiggum"); refs != "" {
+				t.Fatalf("left on the server:\n%s", refs)
+			}
+			if out, _ := exec.Command("git", "-C", filepath.Join(f.dir, "a"), "for-each-ref", "refs/heads/wiggum-backup", "refs/wiggum/backup").CombinedOutput(); len(out) > 0 {
+				t.Fatalf("the finished work was saved aside rather than landed:\n%s", out)
 			}
 		})
 	}

@@ -136,6 +136,10 @@ func (r *run) keepFinished(w *worktree.Worker, inPlan map[string]*plan.Story) {
 // each is landed - merged, ticked once - and never given to an agent
 // again. Call it before any worker claims a story.
 func (p *parallel) landResumed(ctx context.Context) {
+	if p.coord != nil {
+		p.landResumedShared(ctx)
+		return
+	}
 	for _, u := range p.r.unlanded {
 		p.mu.Lock()
 		p.inflight[u.story.ID] = true

@@ -307,12 +307,12 @@ func (r *run) recover(ctx context.Context) error {
 	}
 	// A story a parallel run finished and never landed is landed by this
 	// run's merge coordinator rather than redone, when its worktree is
-	// exactly as its attempt left it (resume.go). A serial run, or one
-	// shared with other machines, redoes it.
+	// exactly as its attempt left it (resume.go); in a run shared with
+	// other machines, it is claimed again and landed on the server
+	// (landResumed). A serial run redoes it.
 	opts := worktree.ReclaimOptions{Landed: landed, Command: r.opts.Command, Skip: map[string]bool{}}
 	switch {
-	case r.opts.Coordinator != nil:
-	case r.opts.Workers > 1:
+	case r.opts.Workers > 1 || r.opts.Coordinator != nil:
 		opts.Finished = func(lo worktree.Leftover) (bool, string) { return r.finishedThere(ctx, lo, target, inPlan) }
 	default:
 		opts.Finished = func(lo worktree.Leftover) (bool, string) {

@@ -18,6 +18,10 @@ type Coordinator interface {
 	// Claim claims the next open story not in busy; nil when none is left
 	// for this process.
 	Claim(ctx context.Context, busy map[string]bool) (Claimed, error)
+	// ClaimFinished claims story for the work a killed run of this clone
+	// finished and never landed, to land it; nil when the story is no
+	// longer open on the server (it landed meanwhile).
+	ClaimFinished(ctx context.Context, story string) (Claimed, error)
 	// Follow moves the local target branch, and the main tree on it, to
 	// the shared one. The caller holds the repository mutex.
 	Follow(ctx context.Context) error
@@ -273,5 +277,66 @@ func lost(c Claimed) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// landResumedShared is landResumed for a shared run: each story the killed
+// run of this clone finished and never landed is claimed again on the
+// server and landed from its worktree, as its worker would have landed
+// it, and no agent runs on it again. A story landed meanwhile only loses
+// its worktree; one another machine holds (its lease ran out and it was
+// taken over) is left to that machine, this work kept on its local branch.
+func (p *parallel) landResumedShared(ctx context.Context) {
+	for _, u := range p.r.unlanded {
+		id := u.story.ID
+		p.mu.Lock()
+		p.inflight[id] = true
+		p.mu.Unlock()
+		u.w.Settle(ctx)
+		c, err := p.coord.ClaimFinished(ctx, id)
+		if c == nil {
+			switch {
+			case err != nil:
+				p.mu.Lock()
+				p.skip[id] = true
+				p.mu.Unlock()
+				p.r.disp.printf("✘ %s finished before the crash and is not landed: %v; its work stays on %s", id, err, checkpoint.BranchName(u.w.Branch))
+			default:
+				p.r.disp.printf("%s finished before the crash and was landed since; removed its worktree", id)
+			}
+			p.dropResumed(ctx, u.w)
+			p.mu.Lock()
+			delete(p.inflight, id)
+			p.mu.Unlock()
+			continue
+		}
+		p.mu.Lock()
+		p.held[id] = c
+		p.mu.Unlock()
+		p.r.event("claimed", c.Fields())
+		c.Follow(u.w.Branch)
+		c.Ended()
+		p.r.addCompleted(id)
+		j := &landing{w: u.w, story: u.story, done: true, queued: time.Now()}
+		p.sharedLandings.Go(func() {
+			p.landShared(context.WithoutCancel(ctx), u.w, u.story, true, c)
+			p.landed(j)
+		})
+	}
+	p.r.unlanded = nil
+}
+
+// dropResumed removes a kept worktree that is not landed here: its
+// branch stays unless the target has it.
+func (p *parallel) dropResumed(ctx context.Context, w *worktree.Worker) {
+	mu, err := worktree.LockRepo(context.WithoutCancel(ctx), p.r.st.Repo)
+	if err != nil {
+		_ = w.Lease.Release()
+		p.halt(err)
+		return
+	}
+	defer mu.Unlock()
+	if _, err := w.Release(context.WithoutCancel(ctx), p.r.st.Repo); err != nil {
+		p.halt(fmt.Errorf("run: remove the worktree of %s: %w", w.Story, err))
 	}
 }

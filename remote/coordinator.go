@@ -421,6 +421,54 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 	return nil, none, next, nil
 }
 
+// ClaimFinished claims story for work this clone finished before a crash
+// and never landed (the worktree a restarted run kept for landing), as
+// Claim claims any story: created if absent, or over a stale claim or this
+// clone's own claim from a process that is gone; it is renewed until it
+// lands. nil with no error when the story is no longer open on the server
+// (it landed meanwhile); a *ClaimTakenError when another machine holds it
+// live or it is marked conflicted.
+func (c *Coordinator) ClaimFinished(ctx context.Context, story string) (*Held, plan.Story, error) {
+	none := plan.Story{}
+	v, err := c.R.FetchPlan(ctx, c.Target, c.PlanRel)
+	if err != nil {
+		return nil, none, err
+	}
+	var s plan.Story
+	for _, p := range v.Plan {
+		if p.ID == story {
+			s = p
+		}
+	}
+	if s.ID == "" || s.Done {
+		return nil, none, nil
+	}
+	if !c.reserve(story) {
+		return nil, none, &ClaimTakenError{Story: story}
+	}
+	h, err := c.R.Claim(ctx, story, v)
+	if err != nil {
+		c.Forget(story)
+		return nil, none, err
+	}
+	if h.Moved {
+		// The story may have landed since the view: look again.
+		nv, err := c.R.FetchPlan(ctx, c.Target, c.PlanRel)
+		if err != nil || !open(nv.Plan, story) {
+			rerr := h.Release(ctx)
+			c.Forget(story)
+			return nil, none, errors.Join(err, rerr)
+		}
+		key := mustKey(story)
+		h.Start, h.pushed = nv.Branches[key], nv.Branches[key]
+	}
+	if h.Start == "" {
+		h.Start = v.Tip
+	}
+	h.Keep(c.OnError)
+	return h, s, nil
+}
+
 // landReady lands story from v when its claim says its work is finished
 // and its holder can no longer land it (the lease ran out, or it was this
 // clone's process and is gone): a takeover would run an agent on a story

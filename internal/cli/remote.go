@@ -60,6 +60,16 @@ func (s *sharedRun) Claim(ctx context.Context, busy map[string]bool) (loop.Claim
 	return &sharedClaim{c: s.c, h: h, story: story, took: time.Since(began)}, nil
 }
 
+func (s *sharedRun) ClaimFinished(ctx context.Context, story string) (loop.Claimed, error) {
+	began := time.Now()
+	h, st, err := s.c.ClaimFinished(ctx, story)
+	if err != nil || h == nil {
+		return nil, err
+	}
+	h.Spent = time.Since(began)
+	return &sharedClaim{c: s.c, h: h, story: st, took: h.Spent}, nil
+}
+
 func (s *sharedRun) Follow(ctx context.Context) error { return s.c.Follow(ctx) }
 
 func (s *sharedRun) Done(ctx context.Context) error { return s.c.Done(ctx) }
