@@ -65,6 +65,9 @@ func statusSpent(t *testing.T, dir string) float64 {
 // it: the agent committed its work itself (odd stories), or the loop's
 // commit of it was made; an even story killed before that commit has its
 // work uncommitted in the worktree, which is saved and the story redone.
+// Two cases kill the resumed run too, while it lands such a story: the
+// run after it lands it, still without the agent, and counts its cost
+// once.
 func TestParallelResumeKeepsCrashRecords(t *testing.T) {
 	cases := []struct {
 		window  string
@@ -72,17 +75,24 @@ func TestParallelResumeKeepsCrashRecords(t *testing.T) {
 		linger  bool   // its agent keeps running after it reported its cost
 		landed  bool   // the resumed run lands it without the agent
 		wantRun int    // its agent runs in all
+		then    string // a kill point for the first resumed run, or ""
 	}{
-		{"agent-reported", "US-1", true, false, 2},
-		{"agent-reported", "US-2", true, false, 2},
-		{"agent-exited", "US-1", false, false, 2},
-		{"attempt-passed", "US-1", false, true, 1},
-		{"attempt-passed", "US-2", false, false, 2},
-		{"attempt-committed", "US-1", false, true, 1},
-		{"attempt-committed", "US-2", false, true, 1},
+		{"agent-reported", "US-1", true, false, 2, ""},
+		{"agent-reported", "US-2", true, false, 2, ""},
+		{"agent-exited", "US-1", false, false, 2, ""},
+		{"attempt-passed", "US-1", false, true, 1, ""},
+		{"attempt-passed", "US-2", false, false, 2, ""},
+		{"attempt-committed", "US-1", false, true, 1, ""},
+		{"attempt-committed", "US-2", false, true, 1, ""},
+		{"attempt-committed", "US-2", false, true, 1, "merge-intent"},
+		{"attempt-passed", "US-1", false, true, 1, "land-ticked"},
 	}
 	for _, c := range cases {
-		t.Run(c.window+"/"+c.story, func(t *testing.T) {
+		name := c.window + "/" + c.story
+		if c.then != "" {
+			name += "+" + c.then
+		}
+		t.Run(name, func(t *testing.T) {
 			dir, marks, agent := scriptRepo(t, "", 2, costAgent)
 			args := []string{"run", "--plan", "plan.md", "--workers", "2", "--agent-cmd", "sh " + agent, "--test-cmd", "true", "--retries", "0"}
 			other := "US-2"
@@ -105,20 +115,36 @@ func TestParallelResumeKeepsCrashRecords(t *testing.T) {
 			if spent := statusSpent(t, dir); spent != 0.25 {
 				t.Errorf("wiggum status says the killed run spent $%.2f; its agent for %s reported $0.25", spent, c.story)
 			}
+			firstResumed := ""
+			if c.then != "" {
+				// The other story hangs again, and is killed again.
+				p := startWiggum(t, dir, append(env, killpoint.Env+"="+c.then), args...)
+				if code := p.wait(t); code != 128+int(syscall.SIGKILL) {
+					t.Fatalf("the resumed run exited %d, never reaching %s\n%s%s", code, c.then, p.stdout(), p.stderr())
+				}
+				for _, commit := range workCommits(t, dir) {
+					before[commit] = true
+				}
+				firstResumed = p.stdout()
+			}
 			writeFile(t, filepath.Join(marks, "resumed"), "")
 			r := resumeOK(t, dir, env, args, 2, before, false)
+			if c.then == "" {
+				firstResumed = r.stdout
+			}
 
 			ran := invocations(t, marks)
-			if ran[c.story] != c.wantRun || ran[other] != 2 {
-				t.Errorf("agent runs %v; want %s %d, %s 2 (one hung, killed)\n%s", ran, c.story, c.wantRun, other, r.stdout)
+			if ran[c.story] != c.wantRun || ran[other] < 2 || c.then == "" && ran[other] != 2 {
+				t.Errorf("agent runs %v; want %s %d, %s 2 (one hung, killed; one more per resumed run killed)\n%s", ran, c.story, c.wantRun, other, r.stdout)
 			}
-			said := strings.Contains(r.stdout, "landing "+c.story+": it finished before the crash")
+			said := strings.Contains(firstResumed, "landing "+c.story+": it finished before the crash")
 			if said != c.landed {
 				t.Errorf("the resumed run says it lands %s finished before the crash: %v, want %v\n%s", c.story, said, c.landed, r.stdout)
 			}
 			// Every agent that reported its cost counts once: the killed
-			// one's report, the other story's run after the resume, and
-			// the story's second run when it is redone.
+			// one's report, the other story's run after the last resume
+			// (it hung, reporting nothing, in every run killed), and the
+			// story's second run when it is redone.
 			cents := 25 * (1 + 1 + c.wantRun - 1)
 			if want := fmt.Sprintf("spent $%d.%02d", cents/100, cents%100); !strings.Contains(r.stdout, want) {
 				t.Errorf("the resumed run did not say %q:\n%s", want, r.stdout)
