@@ -69,7 +69,14 @@ func editIndex(src, dst string, changes []treeChange, hexLen int) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(dst, out, 0o644)
+	// The new index gets the old one's permissions whatever the umask,
+	// as git's (a shared repository's group bits included).
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(out)
+	return errors.Join(werr, f.Chmod(fi.Mode().Perm()), f.Close())
 }
 
 // editIndexData is editIndex on the bytes of an index whose file was last

@@ -65,8 +65,16 @@ func TestEditIndexIsGits(t *testing.T) {
 	r, changes := editFixture(t)
 	user := filepath.Join(r.dir, ".git", "index")
 	mine := filepath.Join(r.dir, ".git", "mine")
+	if err := os.Chmod(user, 0o664); err != nil { // as in a shared repository
+		t.Fatal(err)
+	}
 	if err := editIndex(user, mine, changes, 40); err != nil {
 		t.Fatalf("editIndex: %v", err)
+	}
+	if fi, err := os.Stat(mine); err != nil {
+		t.Fatal(err)
+	} else if fi.Mode().Perm() != 0o664 {
+		t.Fatalf("the edited index's mode is %v, want the old one's, 0664", fi.Mode())
 	}
 	theirs := &treeIndex{path: filepath.Join(r.dir, ".git", "theirs"), env: []string{"GIT_INDEX_FILE=" + filepath.Join(r.dir, ".git", "theirs")}}
 	if err := r.st.linkIndex(theirs); err != nil {
