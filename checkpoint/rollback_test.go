@@ -452,3 +452,35 @@ func TestRollbackInLinkedWorktree(t *testing.T) {
 		t.Fatalf("snapshot refs: %q", refs)
 	}
 }
+
+// A rollback whose ref transaction fails (here git's reference-transaction
+// hook rejects it; a branch that moved meanwhile fails it the same way)
+// has written no file: the blobs it reads while the refs move are written
+// only after they have.
+func TestRollbackWritesNothingWhenTheRefsDoNotMove(t *testing.T) {
+	r := newRepo(t)
+	r.write("kept.txt", "dirty at the checkpoint\n")
+	mustSave(t, r, "")
+	r.commit("agent.txt", "agent\n", "agent")
+	r.write("README", "the agent's edit\n")
+	r.write("new.txt", "the agent's new file\n")
+	hook := filepath.Join(r.st.Repo.HooksDir, "reference-transaction")
+	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\n[ \"$1\" = prepared ] && exit 1\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := r.fingerprint()
+	_, err := r.st.Rollback(ctx, RollbackOptions{DiscardForeign: true})
+	var refused *RefusedError
+	if !errors.As(err, &refused) {
+		t.Fatalf("rollback with its ref transaction rejected: %v, want a refusal", err)
+	}
+	if after := r.fingerprint(); after != before {
+		t.Fatalf("a rollback whose refs did not move changed the tree:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if r.exists(".git/index.lock") {
+		t.Fatal("index.lock left behind")
+	}
+}
