@@ -14,6 +14,7 @@
 # the load average before and after, because it does. First the floor:
 # a round trip to the same daemon with git's own connection (ls-remote,
 # push), against which the claim + landing per story is also given.
+# TIMELINE=M also prints each machine's timeline of the M-machine run.
 set -eu
 export CGO_ENABLED=0
 S=${S:-32}
@@ -122,6 +123,11 @@ for m in $MACHINES; do
 	scaling=n/a
 	[ "$single" -gt 0 ] && scaling=$(printf '%.2f' "$(echo "$single / $w / $m" | bc -l)")
 	ideal=$(echo "(($S + $m - 1) / $m) * $T * 1000000000" | bc)
+	if [ "$m" = "${TIMELINE:-}" ]; then
+		# TIMELINE=M: each machine's timeline of the M-machine run, and
+		# where its wall time went (bench/remotetimeline).
+		(cd "$here" && go run ./bench/remotetimeline "$t0" "$tmp/$name"-m*/.ralph/wiggum/events.jsonl)
+	fi
 	ahead=$(ev claimed | grep -c '"ahead":true' || true)
 	rode=$(ev claimed | grep -c '"rode":true' || true)
 	printf 'machines %d: %6.2f s wall, ideal %5.2f s, efficiency %.2f, scaling vs 1 machine %s; per story: claim %5.1f ms + landing %5.1f ms = %5.1f ms (%.1fx a push), %.2f pushes, %.2f fetches; landing retries %d; claimed ahead %d (in a landing push %d)\n' \

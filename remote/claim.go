@@ -28,6 +28,10 @@ type Claim struct {
 	Since   time.Time `json:"since"` // first claimed by this holder
 	Time    time.Time `json:"time"`  // last renewed
 	LeaseMS int64     `json:"lease_ms"`
+	// Workers: how many stories its process works on at once (0 in
+	// claims of older builds: one), so that other machines can tell a
+	// story claimed ahead from one more worker's.
+	Workers int `json:"workers,omitempty"`
 	// Ready: the story's work is finished and on its branch on the
 	// server at this commit, to land on Target with the plan Plan ticked,
 	// under Subject. Any machine's landing may carry it, leased on this
@@ -259,7 +263,7 @@ func (r *Remote) newClaim(ctx context.Context, story, key string, v *View) (*Hel
 // at now, with its commit written; nothing is pushed.
 func (r *Remote) freshClaim(ctx context.Context, story, key string, now time.Time) (Claim, error) {
 	c := Claim{Story: story, Machine: r.Me.ID, Host: r.Me.Host, PID: os.Getpid(), Run: r.Run,
-		Since: now.UTC(), Time: now.UTC(), LeaseMS: r.Lease.Milliseconds(), Ref: ClaimsPrefix + key}
+		Since: now.UTC(), Time: now.UTC(), LeaseMS: r.Lease.Milliseconds(), Workers: r.Workers, Ref: ClaimsPrefix + key}
 	sha, err := r.claimCommit(ctx, &c)
 	if err != nil {
 		return Claim{}, err

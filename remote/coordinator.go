@@ -502,17 +502,28 @@ func open(stories []plan.Story, story string) bool {
 	return false
 }
 
-// spare reports whether v has at least as many open stories that nobody
-// holds as machines holding a live claim (this one included): claiming
-// one ahead then still leaves one for every other machine at work, so no
-// story waits for a busy machine while another is idle, and in the last
-// round each machine finds its next story claimed when its last ends.
+// spare reports whether v has an open story that nobody holds for this
+// machine to claim ahead besides one for every other machine at work that
+// will want its next story: one whose live claims are no more than its
+// workers (none claimed ahead yet). So no story waits for a busy machine
+// while another is idle, and in the last round every machine finds its
+// next story claimed when its last ends - not only the first to look,
+// as when each machine at work, with its next story claimed or not, kept
+// one free story back.
 func (c *Coordinator) spare(v *View, busy map[string]bool) bool {
 	now := c.R.now()
-	machines := map[string]bool{c.R.Me.String(): true}
+	me := c.R.Me.String()
+	held, width := map[string]int{}, map[string]int{}
 	for _, cl := range v.Claims {
-		if !cl.Stale(now) {
-			machines[cl.Host+"/"+cl.Machine] = true
+		if m := cl.Host + "/" + cl.Machine; !cl.Stale(now) && m != me {
+			held[m]++
+			width[m] = max(width[m], cl.Workers, 1)
+		}
+	}
+	wanting := 0
+	for m, n := range held {
+		if n <= width[m] {
+			wanting++
 		}
 	}
 	free := 0
@@ -530,7 +541,7 @@ func (c *Coordinator) spare(v *View, busy map[string]bool) bool {
 		}
 		free++
 	}
-	return free >= len(machines)
+	return free >= 1+wanting
 }
 
 // spread orders the open stories for claiming: the plan's order, except

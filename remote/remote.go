@@ -60,6 +60,9 @@ type Remote struct {
 	Lease   time.Duration
 	Timeout time.Duration
 	Run     string
+	// Workers is how many stories this process works on at once
+	// (written in its claims; 0 says one).
+	Workers int
 	now     func() time.Time
 
 	// fetchMu serialises fetches: they write this clone's

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/gitserver"
+	"github.com/wiggum-dev/wiggum/internal/plan"
 )
 
 const target = "refs/heads/main"
@@ -774,6 +776,64 @@ func TestClaimFromMovedView(t *testing.T) {
 	for ref := range f.refs() {
 		if strings.HasPrefix(ref, ClaimsPrefix) {
 			t.Fatalf("%s left on the server", ref)
+		}
+	}
+}
+
+// A machine claims ahead while the free stories leave one for every other
+// machine at work still without its next story: in the last round of a
+// fleet each machine finds its next story claimed, not only the first to
+// look. Claims ahead are told from more workers by the claims' workers.
+func TestSpareLeavesOneForEachMachineWithoutItsNext(t *testing.T) {
+	now := time.Now()
+	me := Machine{ID: "m1", Host: "h"}
+	c := &Coordinator{R: &Remote{Me: me, now: func() time.Time { return now }}}
+	view := func(free int, claims map[string][]int) (*View, map[string]bool) {
+		v := &View{Claims: map[string]*Claim{}, Conflicts: map[string]*Conflict{}}
+		busy := map[string]bool{}
+		n := 0
+		story := func() string {
+			n++
+			id := fmt.Sprintf("S-%d", n)
+			v.Plan = append(v.Plan, plan.Story{ID: id})
+			return id
+		}
+		for m, held := range claims {
+			for _, workers := range held {
+				id := story()
+				lease := time.Minute
+				if workers < 0 {
+					lease, workers = -time.Minute, 0 // stale
+				}
+				v.Claims[mustKey(id)] = &Claim{Story: id, Machine: m, Host: "h", Time: now, LeaseMS: lease.Milliseconds(), Workers: workers}
+				if m == me.ID {
+					busy[id] = true
+				}
+			}
+		}
+		for range free {
+			story()
+		}
+		v.Plan = append(v.Plan, plan.Story{ID: "done", Done: true})
+		return v, busy
+	}
+	for _, tc := range []struct {
+		name   string
+		free   int
+		claims map[string][]int // machine: its claims' workers (-1: stale)
+		want   bool
+	}{
+		{"last round, one machine has its next", 3, map[string][]int{"m1": {1}, "m2": {1, 1}, "m3": {1}, "m4": {1}}, true},
+		{"last round, one short", 2, map[string][]int{"m1": {1}, "m2": {1, 1}, "m3": {1}, "m4": {1}}, false},
+		{"a machine of two workers has no next", 3, map[string][]int{"m1": {1}, "m2": {2, 2}, "m3": {1}, "m4": {1}}, false},
+		{"claims of older builds say one worker", 2, map[string][]int{"m1": {1}, "m2": {0, 0}, "m3": {0}}, true},
+		{"a stale claim's machine wants nothing", 1, map[string][]int{"m1": {1}, "m2": {-1}}, true},
+		{"alone", 1, map[string][]int{"m1": {1}}, true},
+		{"nothing free", 0, map[string][]int{"m1": {1}}, false},
+	} {
+		v, busy := view(tc.free, tc.claims)
+		if got := c.spare(v, busy); got != tc.want {
+			t.Errorf("%s: spare = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

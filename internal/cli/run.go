@@ -333,6 +333,7 @@ func (c *RunCmd) coordinator(ctx context.Context, repo *git.Repo, p plan.Plan, g
 		return nil, badinput.Errorf("run: the plan %s is outside the repository", p.Path())
 	}
 	r.Run = strconv.Itoa(os.Getpid()) + "-" + time.Now().UTC().Format("20060102T150405Z")
+	r.Workers = c.Workers
 	coord, err := remote.NewCoordinator(ctx, r, repo, target, filepath.ToSlash(rel))
 	if err != nil {
 		return nil, remoteErr(err)
