@@ -99,6 +99,16 @@ func (s *State) StartSave(ctx context.Context) *Saving {
 	return &Saving{s: s, ctx: ctx, status: s.Repo.StartRefreshStatus(ctx), move: s.Repo.Start(ctx, nil, recordRefArgs...)}
 }
 
+// StartSaveClean is StartSave for a working tree its caller knows is
+// clean at head on branch (a full ref): a worktree it checked out itself
+// and nobody has written in since, its files exactly head's. No status
+// reads the tree; the checkpoint records head and no snapshot, as a
+// status of that tree would have it record.
+func (s *State) StartSaveClean(ctx context.Context, head, branch string) *Saving {
+	known := &git.Status{Head: head, Branch: branch}
+	return &Saving{s: s, ctx: ctx, status: func() (*git.Status, error) { return known, nil }, move: s.Repo.Start(ctx, nil, recordRefArgs...)}
+}
+
 // Abandon stops a checkpoint that will not be finished: the update-ref
 // unheard, the status waited for.
 func (p *Saving) Abandon() {

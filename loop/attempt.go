@@ -56,6 +56,20 @@ type executor struct {
 	ran bool
 	// reported is what the current attempt's usage record last said.
 	reported agent.Usage
+	// cleanHead, when not "", is the commit a worktree nobody has written
+	// in yet is known to be clean at (on branch): the first attempt's
+	// checkpoint records it without reading the tree.
+	cleanHead string
+}
+
+// startSave starts the attempt's checkpoint (StartSave); the first one in
+// a worktree known clean needs no status.
+func (e *executor) startSave(ctx context.Context) *checkpoint.Saving {
+	if head := e.cleanHead; head != "" {
+		e.cleanHead = ""
+		return e.st.StartSaveClean(ctx, head, e.branch)
+	}
+	return e.st.StartSave(ctx)
 }
 
 // outcome of one attempt.
@@ -92,7 +106,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	// this process writes its own records, which git does not see (they
 	// are under the excluded runtime directory); the checkpoint is still
 	// recorded after them, as before.
-	saving := e.st.StartSave(ctx)
+	saving := e.startSave(ctx)
 	if err := e.writeRun(iter, story, started); err != nil {
 		saving.Abandon()
 		return step{}, err

@@ -379,7 +379,7 @@ func (p *parallel) failedIteration() bool {
 func (p *parallel) executor(w *worktree.Worker, story *plan.Story) *executor {
 	prefix := &prefixWriter{out: p.out, prefix: "[" + story.ID + "] "}
 	env := []string{layout.SessionEnv + "=" + w.Lease.Holder.Session}
-	return &executor{
+	ex := &executor{
 		run: p.r, st: w.State, lock: w.Lease, session: w.Lease.Holder.Session,
 		disp: newDisplay(prefix, false, p.r.opts.Quiet, 0),
 		// The plan is the coordinator's: an agent's edit to the
@@ -387,6 +387,10 @@ func (p *parallel) executor(w *worktree.Worker, story *plan.Story) *executor {
 		commit:   newCommitter(w.State.Repo, env, []string{p.r.planRel}),
 		worktree: w.Path, branch: w.Branch,
 	}
+	if w.TakeClean() {
+		ex.cleanHead = w.Base
+	}
+	return ex
 }
 
 // mergeLocked is the first half of the merge coordinator's step for one

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
@@ -282,4 +283,70 @@ func createRound(t *testing.T, repo *git.Repo, round, n int) []*Worker {
 		}
 	}
 	return ws
+}
+
+// A worktree CreateMany checked out says it is clean at Base on its branch
+// once, and the checkpoint taken on that word without a status is the one
+// a status-read checkpoint records there; so after Refresh moves it. A
+// post-checkout hook, which may write anything, takes the word away.
+func TestTakeCleanMatchesStatus(t *testing.T) {
+	repo := newRepo(t)
+	ctx := context.Background()
+	write(t, repo.Root, "dir/b.txt", "b\n")
+	write(t, repo.Root, "run.sh", "#!/bin/sh\n")
+	if err := os.Chmod(filepath.Join(repo.Root, "run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, repo.Root, "add", "-A")
+	gitT(t, repo.Root, "commit", "-q", "-m", "more")
+	ws := createRound(t, repo, 1, 2)
+	defer ws[0].Lease.Release()
+	defer ws[1].Lease.Release()
+	// Main moves on; the second worktree follows it as one made ahead does.
+	write(t, repo.Root, "c.txt", "c\n")
+	gitT(t, repo.Root, "add", "-A")
+	gitT(t, repo.Root, "commit", "-q", "-m", "c")
+	tip := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "main"))
+	if moved, err := ws[1].Refresh(ctx, tip); err != nil || !moved {
+		t.Fatalf("refresh: %v %v", moved, err)
+	}
+	for _, w := range ws {
+		if !w.TakeClean() {
+			t.Fatalf("%s: not known clean after its checkout", w.Name)
+		}
+		if w.TakeClean() {
+			t.Errorf("%s: known clean twice", w.Name)
+		}
+		if st := gitT(t, w.Path, "status", "--porcelain", "--untracked-files=all", "--ignore-submodules=none"); st != "" {
+			t.Errorf("%s said clean, git says:\n%s", w.Name, st)
+		}
+		known, err := w.State.StartSaveClean(ctx, w.Base, w.Branch).Finish(w.Lease.Holder.Session, checkpoint.SaveOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		read, err := w.State.Save(ctx, w.Lease.Holder.Session, checkpoint.SaveOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if known.Head != read.Head || known.Branch != read.Branch || known.Snapshot != read.Snapshot || len(known.Untracked) != len(read.Untracked) {
+			t.Errorf("%s: checkpoint without status %+v, with %+v", w.Name, known, read)
+		}
+	}
+	if ws[1].Base != tip {
+		t.Errorf("refreshed to %s, want %s", ws[1].Base, tip)
+	}
+
+	hook := filepath.Join(repo.CommonDir, "hooks", "post-checkout")
+	write(t, repo.CommonDir, "hooks/post-checkout", "#!/bin/sh\necho built > built.txt\n")
+	if err := os.Chmod(hook, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hooked := createRound(t, repo, 2, 1)[0]
+	defer hooked.Lease.Release()
+	if hooked.TakeClean() {
+		t.Error("a worktree a post-checkout hook ran in is known clean")
+	}
+	if !exists(filepath.Join(hooked.Path, "built.txt")) {
+		t.Error("the post-checkout hook did not run")
+	}
 }

@@ -143,3 +143,57 @@ func TestReclaimNamesTheStoryOfAWorktreeNeverLeased(t *testing.T) {
 		t.Errorf("worktrees left:\n%s", out)
 	}
 }
+
+// A run killed after a batch's branches were made and before git added
+// any worktree leaves branches no worktree has: Reclaim deletes them, and
+// the stories get their own names again, not numbered ones.
+func TestReclaimDeletesBranchesMadeAhead(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	cmd, _ := startHelperEnv(t, []string{killpoint.Env + "=worktree-branches"}, "batch", repo.Root, "US-7", "US-8")
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("the helper was not killed inside the batch")
+	}
+	if out := gitT(t, repo.Root, "for-each-ref", "--format=%(refname)", BranchPrefix); strings.Count(out, "\n") != 2 {
+		t.Fatalf("the batch's branches are not there:\n%s", out)
+	}
+	if _, err := Reclaim(ctx, repo, "refs/heads/main", ReclaimOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if out := gitT(t, repo.Root, "for-each-ref", "--format=%(refname)", BranchPrefix); out != "" {
+		t.Fatalf("branches left:\n%s", out)
+	}
+	ws, errs := CreateMany(ctx, repo, []Request{{Story: "US-7", Target: "refs/heads/main"}, {Story: "US-8", Target: "refs/heads/main"}}, nil, nil)
+	for i, w := range ws {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		defer w.Lease.Release()
+		if w.Branch != BranchPrefix+w.Story {
+			t.Errorf("%s got branch %s", w.Story, w.Branch)
+		}
+	}
+}
+
+// A batch whose first name for a story is taken by a directory left
+// behind deletes the branch it made ahead for that name and uses the next;
+// a batch one of whose branches exists makes each branch on its own.
+func TestCreateManyBranchesAheadFallBack(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	write(t, filepath.Join(repo.Root, filepath.FromSlash(Dir), "US-1"), "left.txt", "left\n")
+	gitT(t, repo.Root, "branch", "wiggum/US-4")
+	for _, batch := range [][]string{{"US-1", "US-2"}, {"US-3", "US-4"}} {
+		ws, errs := CreateMany(ctx, repo, []Request{{Story: batch[0], Target: "refs/heads/main"}, {Story: batch[1], Target: "refs/heads/main"}}, nil, nil)
+		for i, w := range ws {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			defer w.Lease.Release()
+		}
+	}
+	out := gitT(t, repo.Root, "for-each-ref", "--format=%(refname:short)", BranchPrefix)
+	if want := "wiggum/US-1-2\nwiggum/US-2\nwiggum/US-3\nwiggum/US-4\nwiggum/US-4-2\n"; out != want {
+		t.Errorf("branches:\n%swant:\n%s", out, want)
+	}
+}

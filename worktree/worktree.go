@@ -98,6 +98,7 @@ type Worker struct {
 	Lease *layout.Lock      // the worktree's .ralph/.agent-lock
 
 	dirty  *bool  // from Settle: uncommitted changes once its writers stopped
+	clean  bool   // checked out here at Base, no hook run, nothing written in it since
 	landed string // from Landed: the branch tip its target now contains
 }
 
@@ -182,18 +183,19 @@ func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []s
 	// Every request at one target starts from one tip: resolved once,
 	// under the mutex no merge moves it.
 	tips := map[string]string{}
-	var leased, made sync.WaitGroup
+	made := branchAhead(ctx, main, reqs, names, errs, tips)
+	var leased, checked sync.WaitGroup
 	for i, r := range reqs {
 		if errs[i] != nil {
 			continue
 		}
-		if added[i], errs[i] = add(ctx, main, parent, names[i], r, tips); errs[i] != nil {
+		if added[i], errs[i] = add(ctx, main, parent, names[i], r, tips, made[i]); errs[i] != nil {
 			continue
 		}
 		killpoint.At("worktree-added")
 		a := added[i]
 		leased.Add(1)
-		made.Go(func() {
+		checked.Go(func() {
 			w, err := lease(ctx, a.name, a.path, a.meta, command)
 			leaseErrs[i] = err
 			leased.Done()
@@ -220,8 +222,64 @@ func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []s
 		}
 	}
 	mu.Unlock()
-	made.Wait()
+	checked.Wait()
 	return ws, errs
+}
+
+// branchAhead creates the branches of a batch of requests - each at its
+// start, under its first name - in one update-ref transaction, so git
+// worktree add need not start a git branch for each (one process for the
+// batch instead of one per worktree, while the caller holds the
+// repository mutex). made[i] says request i's branch is there; a
+// transaction git refuses (a name taken) creates none, and each request
+// then makes its own, as add does alone. A kill after the transaction
+// leaves branches at their target's tip that no worktree has checked out,
+// which Reclaim deletes. The caller holds the repository mutex.
+func branchAhead(ctx context.Context, main *git.Repo, reqs []Request, names []string, errs []error, tips map[string]string) []bool {
+	made := make([]bool, len(reqs))
+	var tx strings.Builder
+	n := 0
+	for i, r := range reqs {
+		if errs[i] != nil {
+			continue
+		}
+		tip, err := resolveStart(ctx, main, r, tips)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		fmt.Fprintf(&tx, "create %s%s %s\n", BranchPrefix, names[i], tip)
+		n++
+	}
+	if n < 2 {
+		return made // one request: git worktree add -b costs no more
+	}
+	if _, err := main.RunEnv(ctx, nil, []byte(tx.String()), "update-ref", "-m", "wiggum: branch for a worktree", "--stdin"); err != nil {
+		return made
+	}
+	killpoint.At("worktree-branches")
+	for i := range reqs {
+		made[i] = errs[i] == nil
+	}
+	return made
+}
+
+// resolveStart resolves the commit r's branch starts from, once per
+// target or start in tips.
+func resolveStart(ctx context.Context, main *git.Repo, r Request, tips map[string]string) (string, error) {
+	from := r.Target
+	if r.Start != "" {
+		from = r.Start
+	}
+	if tip := tips[from]; tip != "" {
+		return tip, nil
+	}
+	tip, err := main.Line(ctx, "rev-parse", "--verify", "--quiet", from+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("worktree: resolve %s: %w", from, err)
+	}
+	tips[from] = tip
+	return tip, nil
 }
 
 // added is a worktree git has made and nobody holds yet.
@@ -231,19 +289,13 @@ type added struct {
 }
 
 // add registers one worktree and its branch, its files not checked out;
-// the caller holds the repository mutex and leases it next.
-func add(ctx context.Context, main *git.Repo, parent, base string, r Request, tips map[string]string) (*added, error) {
-	from := r.Target
-	if r.Start != "" {
-		from = r.Start
-	}
-	tip := tips[from]
-	if tip == "" {
-		var err error
-		if tip, err = main.Line(ctx, "rev-parse", "--verify", "--quiet", from+"^{commit}"); err != nil {
-			return nil, fmt.Errorf("worktree: resolve %s: %w", from, err)
-		}
-		tips[from] = tip
+// the caller holds the repository mutex and leases it next. made says
+// branchAhead created the branch under the first name; if that name's
+// directory is taken, the branch is deleted and the next name tried.
+func add(ctx context.Context, main *git.Repo, parent, base string, r Request, tips map[string]string, made bool) (*added, error) {
+	tip, err := resolveStart(ctx, main, r, tips)
+	if err != nil {
+		return nil, err
 	}
 	for i := 1; i <= 100; i++ {
 		name := base
@@ -252,10 +304,18 @@ func add(ctx context.Context, main *git.Repo, parent, base string, r Request, ti
 		}
 		branch := BranchPrefix + name
 		path := filepath.Join(parent, name)
+		short := strings.TrimPrefix(branch, "refs/heads/")
 		// git refuses an existing branch or a non-empty directory, so a
 		// taken name is an error here, not a check made beforehand.
-		_, err := main.Run(ctx, "worktree", "add", "--quiet", "--no-checkout", "--lock", "--reason", lockReason(r.Story),
-			"-b", strings.TrimPrefix(branch, "refs/heads/"), path, tip)
+		args := []string{"worktree", "add", "--quiet", "--no-checkout", "--lock", "--reason", lockReason(r.Story), "-b", short, path, tip}
+		if made {
+			args = []string{"worktree", "add", "--quiet", "--no-checkout", "--lock", "--reason", lockReason(r.Story), path, short}
+		}
+		_, err := main.Run(ctx, args...)
+		if err != nil && made {
+			made = false
+			_, _ = main.Run(ctx, "update-ref", "-d", branch, tip)
+		}
 		if err != nil {
 			var ge *git.Error
 			if errors.As(err, &ge) && (strings.Contains(ge.Stderr, "already exists") || strings.Contains(ge.Stderr, "is a missing but locked worktree")) {
@@ -318,12 +378,32 @@ func (w *Worker) checkOut(ctx context.Context) error {
 	if _, err := repo.Run(ctx, "reset", "--hard", "--no-recurse-submodules", "--quiet"); err != nil {
 		return fmt.Errorf("worktree: check out %s: %w", w.Name, err)
 	}
+	hook := false
 	if _, err := os.Stat(filepath.Join(repo.HooksDir, "post-checkout")); err == nil {
+		hook = true
 		if _, err := repo.Run(ctx, "hook", "run", "--ignore-missing", "post-checkout", "--", nullID, w.Base, "1"); err != nil {
 			return fmt.Errorf("worktree: %s: the post-checkout hook: %w", w.Name, err)
 		}
 	}
-	return w.recordMeta()
+	if err := w.recordMeta(); err != nil {
+		return err
+	}
+	// A new directory filled by reset --hard holds Base's files and
+	// nothing else (wiggum's own records are under the excluded runtime
+	// directory); a post-checkout hook may write anything.
+	w.clean = !hook
+	return nil
+}
+
+// TakeClean reports whether the worktree is known to be clean at Base on its
+// branch without asking git: checked out by this process (no
+// post-checkout hook run), at most moved by Refresh, and not yet handed
+// to anybody who writes in it. TakeClean answers once: whoever takes it
+// is the one about to write.
+func (w *Worker) TakeClean() bool {
+	c := w.clean
+	w.clean = false
+	return c
 }
 
 // undo removes a worktree CreateMany registered and could not finish,
@@ -364,8 +444,11 @@ func (w *Worker) Refresh(ctx context.Context, tip string) (bool, error) {
 	if err := statefile.WriteJSON(w.State.Path(MetaFile), meta); err != nil {
 		return false, fmt.Errorf("worktree: record %s: %w", w.Name, err)
 	}
-	// --keep refuses to lose a change; there is none to lose here.
+	// --keep refuses to lose a change; there is none to lose here. A
+	// clean tree moved by it is clean at tip; a failed move leaves it
+	// unknown.
 	if _, err := w.State.Repo.Run(ctx, "reset", "--keep", "--quiet", tip); err != nil {
+		w.clean = false
 		return false, fmt.Errorf("worktree: move %s to %s: %w", w.Name, tip, err)
 	}
 	w.Meta = meta
