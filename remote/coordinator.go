@@ -122,7 +122,11 @@ func NewCoordinator(ctx context.Context, r *Remote, main *git.Repo, target, plan
 	if _, err := r.PlanAt(ctx, v.Tip, planRel); err != nil {
 		return nil, &BadRemoteError{Msg: err.Error()}
 	}
-	poll := min(max(r.Lease/8, 100*time.Millisecond), 300*time.Millisecond)
+	// At the end of a run every machine but the last to land waits here
+	// for the others' last landings: what it waits past one is wall time
+	// of the whole fleet (150 ms rather than 300 cut 0.1-0.2 s of a
+	// 4-machine run's tail), for a few fetches more per waiting machine.
+	poll := min(max(r.Lease/8, 100*time.Millisecond), 150*time.Millisecond)
 	return &Coordinator{R: r, Main: main, Target: target, PlanRel: planRel, Poll: poll, mine: map[string]bool{},
 		ending: map[*Held]chan struct{}{}, over: map[*Held]bool{}}, nil
 }
