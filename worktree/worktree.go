@@ -274,6 +274,14 @@ func resolveStart(ctx context.Context, main *git.Repo, r Request, tips map[strin
 	if tip := tips[from]; tip != "" {
 		return tip, nil
 	}
+	// A branch names a commit (git will not point one at anything else):
+	// its file answers without starting git.
+	if strings.HasPrefix(from, "refs/heads/") {
+		if tip, ok := main.RefValue(from); ok && tip != "" {
+			tips[from] = tip
+			return tip, nil
+		}
+	}
 	tip, err := main.Line(ctx, "rev-parse", "--verify", "--quiet", from+"^{commit}")
 	if err != nil {
 		return "", fmt.Errorf("worktree: resolve %s: %w", from, err)
