@@ -35,7 +35,7 @@ hang|pause)
   ;;
 pushfirst)
   git commit -q --allow-empty -m "first part of $WIGGUM_STORY by $MACHINE"
-  sleep 2.5
+  sleep 4
   ;;
 esac
 `
