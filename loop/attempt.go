@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -267,6 +268,11 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		"WIGGUM_ITERATION="+strconv.Itoa(iter),
 		session.EventLogEnv+"="+r.st.Path(layout.RuntimeDir+"/"+layout.EventFile),
 	)
+	if e.worktree != "" {
+		// The worktree sits inside the main tree: if the agent removes
+		// its .git, its git must fail, not find the main repository.
+		env = append(env, git.CeilingEnv(e.st.Repo.Root))
+	}
 	obs := e.observe(iter, story.ID)
 	defer obs.close()
 	hold := e.lock.Dup()

@@ -21,6 +21,7 @@ import (
 type Cat struct {
 	ctx    context.Context
 	root   string
+	env    []string // the ceiling (Repo.env)
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
@@ -30,7 +31,7 @@ type Cat struct {
 }
 
 // Cat returns a reader of the repository's objects.
-func (r *Repo) Cat(ctx context.Context) *Cat { return &Cat{ctx: ctx, root: r.Root} }
+func (r *Repo) Cat(ctx context.Context) *Cat { return &Cat{ctx: ctx, root: r.Root, env: r.env(nil)} }
 
 // Start starts git now rather than at the first read, so that its
 // start-up overlaps what the caller does next (a status, say). A failure
@@ -50,7 +51,7 @@ func (c *Cat) args() []string {
 
 func (c *Cat) start() error {
 	c.stderr.Reset()
-	c.cmd = command(c.ctx, c.root, nil, c.args()...)
+	c.cmd = command(c.ctx, c.root, c.env, c.args()...)
 	c.cmd.Stderr = &c.stderr
 	var err error
 	if c.in, err = c.cmd.StdinPipe(); err == nil {

@@ -90,14 +90,36 @@ func openWithGit(ctx context.Context, dir string) (*Repo, error) {
 
 // Run runs git in the working tree and returns its stdout.
 func (r *Repo) Run(ctx context.Context, args ...string) (string, error) {
-	out, err := run(ctx, r.Root, nil, nil, args...)
+	out, err := run(ctx, r.Root, r.env(nil), nil, args...)
 	return string(out), err
 }
 
 // RunEnv runs git with extra environment variables and optional stdin.
 func (r *Repo) RunEnv(ctx context.Context, env []string, stdin []byte, args ...string) (string, error) {
-	out, err := run(ctx, r.Root, env, stdin, args...)
+	out, err := run(ctx, r.Root, r.env(env), stdin, args...)
 	return string(out), err
+}
+
+// env is what every git process at the top of this working tree runs
+// with: env, and a ceiling just above the tree (CeilingEnv).
+func (r *Repo) env(env []string) []string {
+	return append(env[:len(env):len(env)], CeilingEnv(r.Root))
+}
+
+// CeilingEnv is GIT_CEILING_DIRECTORIES for git run at the top of the
+// working tree root (and anything under it): git may not look for its
+// repository above root. A tree whose .git went missing - a worktree the
+// agent ran rm -rf .git in, one half made or half removed - then makes
+// git say "not a git repository" instead of finding the repository the
+// tree sits in: parallel worktrees live inside the main tree, and a
+// commit or a reset --hard there would act on the main repository. Any
+// ceiling the user set is kept after it.
+func CeilingEnv(root string) string {
+	v := filepath.Dir(filepath.Clean(root))
+	if old := os.Getenv("GIT_CEILING_DIRECTORIES"); old != "" {
+		v += string(filepath.ListSeparator) + old
+	}
+	return "GIT_CEILING_DIRECTORIES=" + v
 }
 
 // Line runs git and returns its stdout without the trailing newline.

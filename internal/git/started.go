@@ -31,7 +31,7 @@ type Started struct {
 // Finish or Abandon must follow.
 func (r *Repo) Start(ctx context.Context, env []string, args ...string) *Started {
 	s := &Started{args: args}
-	s.cmd = command(ctx, r.Root, env, args...)
+	s.cmd = command(ctx, r.Root, r.env(env), args...)
 	s.cmd.Stdout = &s.stdout
 	s.cmd.Stderr = &s.stderr
 	var err error
