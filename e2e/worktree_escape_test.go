@@ -36,6 +36,9 @@ func TestWorktreeWithoutGitNeverReachesMain(t *testing.T) {
 	if !strings.Contains(log, "US-2: mark done") {
 		t.Errorf("US-2 did not land:\n%s\n%s%s", log, res.stdout, res.stderr)
 	}
+	if !strings.Contains(res.stderr, "the worktree of US-1") || !strings.Contains(res.stderr, "has lost its .git") {
+		t.Errorf("the run does not say the worktree of US-1 lost its .git:\n%s", res.stderr)
+	}
 	if st := mustRun(t, dir, "git", "status", "--porcelain"); strings.TrimSpace(st) != "" {
 		t.Errorf("the main tree is dirty after the run:\n%s", st)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -422,6 +424,11 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 		if errors.As(err, &refused) {
 			e.run.event("rollback_refused", map[string]any{"story": story.ID, "reason": refused.Reason})
 			return "", fmt.Errorf("run: %s failed (%s) and its rollback was refused, so the loop stops: %w%s", story.ID, out.detail, err, foreignHint(refused))
+		}
+		if e.worktree != "" {
+			if _, serr := os.Lstat(filepath.Join(e.st.Repo.Root, ".git")); errors.Is(serr, fs.ErrNotExist) {
+				return "", fmt.Errorf("run: the worktree of %s (%s) has lost its .git (did the agent remove it?), so its attempt can be neither checked nor rolled back there; the main repository and the other stories are untouched, and its files are left as the agent left them", story.ID, e.st.Repo.Root)
+			}
 		}
 		return "", fmt.Errorf("run: roll back %s: %w", story.ID, err)
 	}
