@@ -128,3 +128,37 @@ func (r *Repo) RefValue(name string) (value string, ok bool) {
 	}
 	return "", true
 }
+
+// headFile reads what HEAD is on from its file in the worktree's git dir,
+// as git symbolic-ref would answer it: the branch ("refs/heads/x") for
+// "ref: refs/heads/x", "" for a detached HEAD (a bare commit id). ok is
+// false when the file cannot settle it: refs kept in a reftable (HEAD's
+// file is a placeholder there), a symbolic link (git's old way), a
+// symbolic ref outside refs/heads/, anything unexpected.
+func (r *Repo) headFile() (branch string, ok bool) {
+	if r.GitDir == "" || r.CommonDir == "" {
+		return "", false
+	}
+	if _, err := os.Stat(filepath.Join(r.CommonDir, "reftable")); err == nil {
+		return "", false
+	}
+	path := filepath.Join(r.GitDir, "HEAD")
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", false
+	}
+	v := strings.TrimSpace(string(data))
+	if ref, isRef := strings.CutPrefix(v, "ref: "); isRef {
+		if !strings.HasPrefix(ref, "refs/heads/") || len(ref) == len("refs/heads/") || strings.ContainsAny(ref, " \t\n\\") || strings.Contains(ref, "..") {
+			return "", false
+		}
+		return ref, true
+	}
+	if (len(v) == 40 || len(v) == 64) && strings.Trim(v, "0123456789abcdef") == "" {
+		return "", true
+	}
+	return "", false
+}

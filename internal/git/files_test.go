@@ -3,6 +3,7 @@ package git
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -115,5 +116,57 @@ func TestRefValueReadsWhatGitReads(t *testing.T) {
 	}
 	if _, ok := r.RefValue("refs/wiggum/x"); ok {
 		t.Fatal("a reftable repository's ref read from files")
+	}
+}
+
+// Branch answers from HEAD's file what git symbolic-ref answers, in every
+// state HEAD can be in, and leaves to git what the file cannot settle.
+func TestBranchReadsWhatGitReads(t *testing.T) {
+	dir := testRepo(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitT(t, dir, "worktree", "add", "-q", "-b", "side", wt)
+	fresh := t.TempDir()
+	gitT(t, fresh, "init", "-q", "-b", "unborn")
+	git := func(d string) string {
+		out, err := runGit(d, "symbolic-ref", "--quiet", "HEAD")
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(out)
+	}
+	check := func(what, d string, fromFile bool) {
+		t.Helper()
+		r, err := Open(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.Branch(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if want := git(d); got != want {
+			t.Errorf("%s: Branch %q, git says %q", what, got, want)
+		}
+		if _, ok := r.headFile(); ok != fromFile {
+			t.Errorf("%s: answered from HEAD's file: %v, want %v", what, ok, fromFile)
+		}
+	}
+	check("main tree on a branch", dir, true)
+	check("linked worktree on its branch", wt, true)
+	check("unborn branch", fresh, true)
+	gitT(t, dir, "checkout", "-q", "--detach")
+	check("detached HEAD", dir, true)
+	gitT(t, dir, "symbolic-ref", "HEAD", "refs/remotes/origin/x")
+	check("HEAD on a remote-tracking ref", dir, false)
+	gitT(t, dir, "checkout", "-q", "main")
+	gitT(t, dir, "checkout", "-q", "-b", "feature/deep/name")
+	check("branch with slashes", dir, true)
+	// A reftable repository's HEAD file is a placeholder: git answers.
+	if err := os.Mkdir(filepath.Join(dir, ".git", "reftable"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := Open(ctx, dir)
+	if _, ok := r.headFile(); ok {
+		t.Error("a reftable repository's HEAD read from its file")
 	}
 }

@@ -196,7 +196,12 @@ func (r *Repo) Head(ctx context.Context) (string, error) {
 }
 
 // Branch returns the full ref HEAD is on (refs/heads/x), or "" when detached.
+// HEAD's own file answers when it settles it (a branch under refs/heads/, or
+// a commit id); git symbolic-ref is asked otherwise.
 func (r *Repo) Branch(ctx context.Context) (string, error) {
+	if b, ok := r.headFile(); ok {
+		return b, nil
+	}
 	return r.optionalLine(ctx, "symbolic-ref", "--quiet", "HEAD")
 }
 
