@@ -79,6 +79,8 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 	}()
 	p.landResumed(ctx)
 	first := p.prepare(ctx, opts.Workers)
+	// The first agents' supervisors start while git makes their worktrees.
+	r.pool.Warm(len(first))
 	p.startAhead(ctx, first)
 	var wg sync.WaitGroup
 	for i := range opts.Workers {

@@ -28,6 +28,24 @@ type Pool struct {
 // NewPool returns an empty pool; supervisors start on first use.
 func NewPool() *Pool { return &Pool{} }
 
+// Warm starts n supervisors in the background and keeps them idle, so
+// that the first n commands do not wait for wiggum's binary to start (a
+// parallel run warms one per worker while it makes their worktrees). One
+// that cannot start is left out: a command then starts its own and says
+// why. Unused ones end with Close.
+func (p *Pool) Warm(n int) {
+	if p == nil || !pooling {
+		return
+	}
+	for range n {
+		go func() {
+			if s, err := spawnServer(); err == nil {
+				p.put(s)
+			}
+		}()
+	}
+}
+
 // Close ends the idle supervisors and waits for them; a busy one ends when
 // its command does.
 func (p *Pool) Close() {

@@ -266,3 +266,41 @@ func TestPoolFallsBackForAHugeCommand(t *testing.T) {
 		t.Fatalf("after the fallback: exit %d", code)
 	}
 }
+
+// Warm starts supervisors ahead of any command: the commands that follow
+// run on them (their parent is a warmed supervisor, not one started for
+// them), and Close ends the ones left idle.
+func TestPoolWarmStartsSupervisorsAhead(t *testing.T) {
+	if !pooling {
+		t.Skip("no pooled supervisors on this platform")
+	}
+	p := NewPool()
+	p.Warm(2)
+	var warmed []*server
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		p.mu.Lock()
+		warmed = append([]*server(nil), p.idle...)
+		p.mu.Unlock()
+		if len(warmed) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d supervisor(s) warmed, want 2", len(warmed))
+		}
+	}
+	pids := map[string]bool{}
+	for _, s := range warmed {
+		pids[strconv.Itoa(s.cmd.Process.Pid)] = true
+	}
+	dir := t.TempDir()
+	out, code := runPooled(t, p, dir, `echo $PPID`)
+	if code != 0 || !pids[strings.TrimSpace(out)] {
+		t.Fatalf("the command ran under %q (exit %d), not under a warmed supervisor %v", out, code, pids)
+	}
+	p.Close()
+	for _, s := range warmed {
+		if err := s.cmd.Process.Signal(syscall.Signal(0)); err == nil {
+			t.Errorf("supervisor %d still runs after Close", s.cmd.Process.Pid)
+		}
+	}
+}
