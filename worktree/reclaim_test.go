@@ -124,20 +124,36 @@ func TestReclaimNamesTheStoryOfAWorktreeNeverLeased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(infos) != 1 || infos[0].Story != "US 7: odd id" {
+	// The batch's adds run together: the kill after the first leaves
+	// it, and the other's git (not killed with wiggum) may finish too.
+	if len(infos) == 0 || len(infos) > 2 {
 		t.Fatalf("list: %+v", infos)
 	}
-	write(t, infos[0].Path, "half.txt", "left by a torn checkout\n")
+	for _, in := range infos {
+		if in.Story != "US 7: odd id" && in.Story != "US-8" {
+			t.Fatalf("a worktree never leased does not name its story: %+v", in)
+		}
+		write(t, in.Path, "half.txt", "left by a torn checkout\n")
+	}
 	got, err := Reclaim(ctx, repo, "refs/heads/main", ReclaimOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Story != "US 7: odd id" || got[0].Backup == "" {
+	if len(got) != len(infos) {
 		t.Fatalf("reclaimed: %+v", got)
 	}
-	subject := strings.TrimSpace(gitT(t, repo.Root, "log", "-1", "--format=%s", got[0].Backup))
-	if !strings.HasSuffix(subject, `(story US 7: odd id)`) {
-		t.Errorf("the backup does not name its story: %q", subject)
+	listed := map[string]bool{}
+	for _, in := range infos {
+		listed[in.Story] = true
+	}
+	for _, rc := range got {
+		if !listed[rc.Story] || rc.Backup == "" {
+			t.Fatalf("reclaimed: %+v", got)
+		}
+		subject := strings.TrimSpace(gitT(t, repo.Root, "log", "-1", "--format=%s", rc.Backup))
+		if !strings.HasSuffix(subject, "(story "+rc.Story+")") {
+			t.Errorf("the backup does not name its story: %q", subject)
+		}
 	}
 	if out := gitT(t, repo.Root, "worktree", "list", "--porcelain"); strings.Count(out, "worktree ") != 1 {
 		t.Errorf("worktrees left:\n%s", out)

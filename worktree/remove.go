@@ -40,6 +40,9 @@ func (w *Worker) Release(ctx context.Context, main *git.Repo) (*Removal, error) 
 	case in.Branch != "" && in.Target != "":
 		in.Merged, _ = main.OK(ctx, "merge-base", "--is-ancestor", in.Branch, in.Target)
 	}
+	if w.settled != nil {
+		<-w.settled
+	}
 	if w.dirty != nil {
 		in.Dirty = *w.dirty
 	} else {
@@ -49,15 +52,21 @@ func (w *Worker) Release(ctx context.Context, main *git.Repo) (*Removal, error) 
 	return removeLeased(ctx, main, in)
 }
 
-// Settle reads, for Release, whether the worktree has uncommitted changes.
-// Call it once nothing writes to the worktree any more - its agent is done
-// and the lease is held - and outside the repository mutex: the status is
-// the costliest read of a removal, and nothing can change its answer
-// afterwards.
+// Settle starts reading, for Release, whether the worktree has uncommitted
+// changes. Call it once nothing writes to the worktree any more - its
+// agent is done and the lease is held: nothing can change the answer
+// afterwards. The status - the costliest read of a removal - runs beside
+// whatever comes next (the story's merge, its worker's next worktree);
+// Release waits for it.
 func (w *Worker) Settle(ctx context.Context) {
-	st, err := (&git.Repo{Root: w.Path}).Status(context.WithoutCancel(ctx))
-	dirty := err != nil || st.Dirty()
-	w.dirty = &dirty
+	done := make(chan struct{})
+	w.settled = done
+	go func() {
+		defer close(done)
+		st, err := (&git.Repo{Root: w.Path}).Status(context.WithoutCancel(ctx))
+		dirty := err != nil || st.Dirty()
+		w.dirty = &dirty
+	}()
 }
 
 // Landed tells Release that the branch, at tip, is now contained in its

@@ -97,9 +97,10 @@ type Worker struct {
 	State *checkpoint.State // the worktree's own state: checkpoint, hooks, run record
 	Lease *layout.Lock      // the worktree's .ralph/.agent-lock
 
-	dirty  *bool  // from Settle: uncommitted changes once its writers stopped
-	clean  bool   // checked out here at Base, no hook run, nothing written in it since
-	landed string // from Landed: the branch tip its target now contains
+	dirty   *bool         // from Settle: uncommitted changes once its writers stopped
+	settled chan struct{} // closed once Settle's status has set dirty
+	clean   bool          // checked out here at Base, no hook run, nothing written in it since
+	landed  string        // from Landed: the branch tip its target now contains
 }
 
 // Create makes a worktree and branch for story starting at target's tip,
@@ -184,18 +185,35 @@ func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []s
 	// under the mutex no merge moves it.
 	tips := map[string]string{}
 	made := branchAhead(ctx, main, reqs, names, errs, tips)
+	// Every start is resolved before the adds run together: they only
+	// read tips.
+	for i, r := range reqs {
+		if errs[i] == nil {
+			_, errs[i] = resolveStart(ctx, main, r, tips)
+		}
+	}
+	// git adds the worktrees side by side: each add makes its own
+	// directory under the worktrees' parent and its own entry under
+	// .git/worktrees (git creates the entry with mkdir and takes the
+	// next name when it exists), checks out nothing, and its branch is
+	// its own. Each one is leased as soon as git has added it, while the
+	// others are still being added, and all are leased before the mutex
+	// is let go, so no pruner sees one nobody holds.
 	var leased, checked sync.WaitGroup
 	for i, r := range reqs {
 		if errs[i] != nil {
 			continue
 		}
-		if added[i], errs[i] = add(ctx, main, parent, names[i], r, tips, made[i]); errs[i] != nil {
-			continue
-		}
-		killpoint.At("worktree-added")
-		a := added[i]
 		leased.Add(1)
 		checked.Go(func() {
+			a, err := add(ctx, main, parent, names[i], r, tips, made[i])
+			if err != nil {
+				errs[i] = err
+				leased.Done()
+				return
+			}
+			added[i] = a
+			killpoint.At("worktree-added")
 			w, err := lease(ctx, a.name, a.path, a.meta, command)
 			leaseErrs[i] = err
 			leased.Done()
@@ -320,6 +338,17 @@ func add(ctx context.Context, main *git.Repo, parent, base string, r Request, ti
 			args = []string{"worktree", "add", "--quiet", "--no-checkout", "--lock", "--reason", lockReason(r.Story), path, short}
 		}
 		_, err := main.Run(ctx, args...)
+		// An add beside it (CreateMany runs them together) may have
+		// its entry half written when git reads every entry: that
+		// add fails before it made anything, and goes again.
+		for try := 1; err != nil && try < listTries; try++ {
+			var ge *git.Error
+			if !errors.As(err, &ge) || !halfWritten(ge.Stderr) {
+				break
+			}
+			time.Sleep(time.Duration(try) * time.Millisecond)
+			_, err = main.Run(ctx, args...)
+		}
 		if err != nil && made {
 			made = false
 			_, _ = main.Run(ctx, "update-ref", "-d", branch, tip)
