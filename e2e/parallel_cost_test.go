@@ -63,8 +63,9 @@ func statusSpent(t *testing.T, dir string) float64 {
 // whose checks had passed (attempt-passed, attempt-committed) is landed,
 // not given to the agent again, when its worktree is as the attempt left
 // it: the agent committed its work itself (odd stories), or the loop's
-// commit of it was made; an even story killed before that commit has its
-// work uncommitted in the worktree, which is saved and the story redone.
+// commit of it was made, or - an even story killed before that commit -
+// its work is uncommitted in the worktree, and the resumed run commits it
+// as the killed run was about to.
 // Two cases kill the resumed run too, while it lands such a story: the
 // run after it lands it, still without the agent, and counts its cost
 // once.
@@ -81,7 +82,7 @@ func TestParallelResumeKeepsCrashRecords(t *testing.T) {
 		{"agent-reported", "US-2", true, false, 2, ""},
 		{"agent-exited", "US-1", false, false, 2, ""},
 		{"attempt-passed", "US-1", false, true, 1, ""},
-		{"attempt-passed", "US-2", false, false, 2, ""},
+		{"attempt-passed", "US-2", false, true, 1, ""},
 		{"attempt-committed", "US-1", false, true, 1, ""},
 		{"attempt-committed", "US-2", false, true, 1, ""},
 		{"attempt-committed", "US-2", false, true, 1, "merge-intent"},

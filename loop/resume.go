@@ -41,6 +41,9 @@ type unlanded struct {
 // the pass recorded (the agent committed its work itself) or on the one
 // commit the loop makes of the rest, on top of it, and the worktree is
 // otherwise as above; its end is recorded when it is kept (landPassed).
+// At the commit the pass recorded, what the agent left uncommitted is the
+// rest of that attempt - the kill came before the loop's commit - and is
+// committed here, as the killed run was about to.
 func (r *run) finishedThere(ctx context.Context, lo worktree.Leftover, target string, inPlan map[string]*plan.Story) (bool, string) {
 	f, ok := r.led.finishedAt(lo.Story)
 	passed := false
@@ -79,11 +82,28 @@ func (r *run) finishedThere(ctx context.Context, lo worktree.Leftover, target st
 	case tree.Busy != "":
 		return false, fmt.Sprintf("a %s is in progress in its worktree", tree.Busy)
 	}
-	var stray []string
+	var stray, own []string
 	for _, p := range tree.Dirty {
-		if p != r.planRel && !strings.HasPrefix(p, r.planRel+"/") && !holderTemp(p) {
+		switch {
+		case p == r.planRel || strings.HasPrefix(p, r.planRel+"/"):
+		case holderTemp(p):
+			own = append(own, p)
+		default:
 			stray = append(stray, p)
 		}
+	}
+	if len(stray) > 0 && passed && lo.Tip == f.Head {
+		// The kill came after the checks passed on this tree and before
+		// the loop's commit of what the agent left uncommitted: it is
+		// committed now, as the killed run was about to (as a serial
+		// run's resume does), under the lease Reclaim holds.
+		c := newCommitter(tree.Repo, []string{layout.SessionEnv + "=" + r.session}, append([]string{r.planRel}, own...))
+		sha, err := c.commitAll(ctx, commitMessage(s))
+		if err != nil {
+			return false, fmt.Sprintf("the work its agent left uncommitted when its checks passed could not be committed (%v)", err)
+		}
+		r.disp.printf("%s: committed the work its agent left uncommitted when its checks passed, before the crash (%s)", s.ID, sha)
+		return true, ""
 	}
 	if len(stray) > 0 {
 		return false, fmt.Sprintf("its worktree has changes made after the attempt ended (%s)", summarize(stray, 5))

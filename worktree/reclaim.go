@@ -77,8 +77,9 @@ type LeftTree struct {
 	// Head and HeadBranch are its HEAD: the commit, and the branch it has
 	// checked out ("" when detached).
 	Head, HeadBranch string
-	Dirty            []string // every changed, staged or untracked path, repository-relative
-	Busy             string   // a git operation in progress there (merge, rebase...), or ""
+	Dirty            []string  // every changed, staged or untracked path, repository-relative
+	Busy             string    // a git operation in progress there (merge, rebase...), or ""
+	Repo             *git.Repo // the worktree, for a judge that finishes what the killed run was doing there
 }
 
 // Tree reads the worktree's HEAD and status (one git status): a judge
@@ -95,7 +96,7 @@ func (lo Leftover) Tree(ctx context.Context) (*LeftTree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worktree: read the status of %s: %w", lo.Path, err)
 	}
-	return &LeftTree{Head: st.Head, HeadBranch: st.Branch, Dirty: st.Paths(), Busy: wrepo.InProgress()}, nil
+	return &LeftTree{Head: st.Head, HeadBranch: st.Branch, Dirty: st.Paths(), Busy: wrepo.InProgress(), Repo: wrepo}, nil
 }
 
 // Reclaim removes every worktree under Dir whose lease is free - the
