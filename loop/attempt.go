@@ -403,6 +403,20 @@ func (e *executor) head(ctx context.Context) string {
 	return h
 }
 
+// LostGitError is a parallel worktree whose .git is gone (its agent
+// removed it, say): git cannot read it as a repository, so its attempt can
+// be neither checked, committed nor rolled back there. Only its story
+// fails: the main repository and the other stories are untouched, and its
+// files are saved when the worktree is removed.
+type LostGitError struct {
+	Story string
+	Path  string // the worktree
+}
+
+func (e *LostGitError) Error() string {
+	return fmt.Sprintf("the worktree of %s (%s) has lost its .git (did the agent remove it?), so its attempt can be neither checked nor rolled back there; the main repository and the other stories are untouched", e.Story, e.Path)
+}
+
 // rollback returns the tree to the attempt's checkpoint. A refusal stops
 // the run: someone else changed the repository, and the loop must not
 // carry on over their work.
@@ -427,7 +441,7 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 		}
 		if e.worktree != "" {
 			if _, serr := os.Lstat(filepath.Join(e.st.Repo.Root, ".git")); errors.Is(serr, fs.ErrNotExist) {
-				return "", fmt.Errorf("run: the worktree of %s (%s) has lost its .git (did the agent remove it?), so its attempt can be neither checked nor rolled back there; the main repository and the other stories are untouched, and its files are left as the agent left them", story.ID, e.st.Repo.Root)
+				return "", &LostGitError{Story: story.ID, Path: e.st.Repo.Root}
 			}
 		}
 		return "", fmt.Errorf("run: roll back %s: %w", story.ID, err)

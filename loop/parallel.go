@@ -41,6 +41,7 @@ type parallel struct {
 	failed   error    // a hard error
 	unmerged []string // why each kept branch did not merge
 	kept     []string // those branches
+	lost     []string // stories whose worktree lost its .git
 
 	coord Coordinator        // a run shared with other machines; nil when local
 	held  map[string]Claimed // the shared stories this process works on
@@ -311,7 +312,11 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 		}
 		res, err := ex.attempt(sctx, iter, story)
 		if err != nil {
-			if !errors.Is(err, context.Canceled) {
+			var lost *LostGitError
+			switch {
+			case errors.As(err, &lost):
+				p.lostGit(lost)
+			case !errors.Is(err, context.Canceled):
 				p.halt(err)
 			}
 			break
@@ -363,6 +368,19 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 		p.landed(j)
 	})
 	return false
+}
+
+// lostGit fails the story whose worktree lost its .git, and only that
+// story: it is not picked again in this run and stays open; its worktree
+// goes to the coordinator like any unfinished one, whose removal saves its
+// files under refs/wiggum/backup/ (worktree.Release).
+func (p *parallel) lostGit(lost *LostGitError) {
+	p.mu.Lock()
+	p.skip[lost.Story] = true
+	p.lost = append(p.lost, lost.Story)
+	p.mu.Unlock()
+	p.r.event("worktree_lost", map[string]any{"story": lost.Story, "worktree": lost.Path, "error": lost.Error()})
+	p.r.disp.printf("✘ %s", lost)
 }
 
 // failedIteration counts an iteration that completed no story and reports
@@ -514,6 +532,9 @@ func (p *parallel) result(ctx context.Context) error {
 	}
 	if n := len(p.unmerged); n > 0 {
 		why = append(why, fmt.Sprintf("%d branch(es) could not be merged and are kept (%s)", n, strings.Join(p.kept, ", ")))
+	}
+	if n := len(p.lost); n > 0 {
+		why = append(why, fmt.Sprintf("%d story(ies) whose worktree lost its .git (%s): their files are saved under refs/wiggum/backup/, and they stay open", n, strings.Join(p.lost, ", ")))
 	}
 	if n := len(p.r.sum.Skipped); n > 0 {
 		why = append(why, fmt.Sprintf("%d story(ies) skipped (failed attempts or budget): %s", n, strings.Join(p.r.sum.Skipped, ", ")))

@@ -203,6 +203,18 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 			rc.NotLanded = why
 		}
 		switch {
+		case errors.Is(gerr, os.ErrNotExist) && holdsFiles(in.Path):
+			// Files, and no .git: it lost its .git after its checkout
+			// (its agent removed it, say) - a creation killed inside
+			// git worktree add leaves at most an empty directory. Its
+			// files and its branch are saved together, through the main
+			// repository.
+			ref, err := saveLost(ctx, main, in.Path, in.Branch, "a killed run's worktree "+in.Name+" that lost its .git (story "+in.Story+")")
+			if err != nil {
+				return nil, fmt.Errorf("worktree: save %s before removing it: %w", in.Name, err)
+			}
+			rc.Backup = ref
+			in.Dirty = false
 		case errors.Is(gerr, os.ErrNotExist):
 			// Killed inside git worktree add, before its .git file: no
 			// agent ever worked here. Only the branch can hold anything.
@@ -281,13 +293,19 @@ func (m Meta) progressed(tip string) bool {
 
 // saveTip points a new backup ref at commit.
 func saveTip(ctx context.Context, main *git.Repo, commit string) (string, error) {
-	ref := checkpoint.BackupPrefix + time.Now().UTC().Format("20060102T150405Z") + "-" + commit[:8] + "-reclaimed"
+	return saveRef(ctx, main, commit, "reclaimed", "wiggum: save a killed run's branch")
+}
+
+// saveRef points a new backup ref, named for the time, commit and why, at
+// commit.
+func saveRef(ctx context.Context, main *git.Repo, commit, why, reflog string) (string, error) {
+	ref := checkpoint.BackupPrefix + time.Now().UTC().Format("20060102T150405Z") + "-" + commit[:8] + "-" + why
 	for i := 1; ; i++ {
 		try := ref
 		if i > 1 {
 			try += "-" + strconv.Itoa(i)
 		}
-		_, err := main.Run(ctx, "update-ref", "-m", "wiggum: save a killed run's branch", try, commit, "")
+		_, err := main.Run(ctx, "update-ref", "-m", reflog, try, commit, "")
 		if err == nil {
 			return try, nil
 		}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 
@@ -149,6 +151,17 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 		}
 		return r, nil
 	}
+	if in.Dirty && lostGit(in.Path) {
+		// git cannot read it as a worktree any more: its files are saved
+		// through the main repository instead.
+		ref, err := saveLost(ctx, main, in.Path, in.Branch, "worktree "+in.Name+" removed after it lost its .git (story "+in.Story+")")
+		if err != nil {
+			return nil, fmt.Errorf("worktree: save %s before removing it: %w", in.Name, err)
+		}
+		r.Backup = ref
+		in.Dirty = false
+		killpoint.At("remove-saved")
+	}
 	if in.Dirty {
 		wrepo, err := git.Open(ctx, in.Path)
 		if err != nil {
@@ -229,4 +242,65 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 		r.BranchKept = true
 	}
 	return r, nil
+}
+
+// lostGit reports whether the worktree at path has lost its .git file
+// (its agent removed it, say): git no longer reads it as a worktree.
+func lostGit(path string) bool {
+	_, err := os.Lstat(filepath.Join(path, ".git"))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// saveLost saves the files of a worktree that lost its .git into a new
+// backup ref, through the main repository: an index of its own, started
+// from the tip of branch when it has one, takes every file under path as
+// git add -A would (the ignore rules apply, and wiggum's exclude lines keep
+// the worktree's own runtime state out), and its tree is committed on top
+// of that tip. Nothing of the main tree, its index or its refs but the new
+// backup ref changes.
+func saveLost(ctx context.Context, main *git.Repo, path, branch, message string) (string, error) {
+	index := filepath.Join(main.CommonDir, fmt.Sprintf("wiggum-lost-index-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	defer os.Remove(index)
+	defer os.Remove(index + ".lock")
+	env := []string{"GIT_DIR=" + main.CommonDir, "GIT_WORK_TREE=" + path, "GIT_INDEX_FILE=" + index}
+	tip := ""
+	if branch != "" {
+		tip, _ = main.Line(ctx, "rev-parse", "--verify", "--quiet", branch+"^{commit}")
+	}
+	if tip != "" {
+		if _, err := main.RunEnv(ctx, env, nil, "read-tree", tip); err != nil {
+			return "", err
+		}
+	}
+	if _, err := main.RunEnv(ctx, env, nil, "add", "-A"); err != nil {
+		return "", err
+	}
+	tree, err := main.RunEnv(ctx, env, nil, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	args := []string{"commit-tree", strings.TrimSpace(tree), "-m", "wiggum backup: " + message}
+	if tip != "" {
+		args = append(args, "-p", tip)
+	}
+	commit, err := main.RunEnv(ctx, env, nil, args...)
+	if err != nil {
+		return "", err
+	}
+	return saveRef(ctx, main, strings.TrimSpace(commit), "lost", "wiggum: save a worktree that lost its .git")
+}
+
+// holdsFiles reports whether the directory at path holds anything but
+// wiggum's own runtime directory (.ralph, where a lease is taken).
+func holdsFiles(path string) bool {
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if e.Name() != layout.StateDir {
+			return true
+		}
+	}
+	return false
 }
