@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // lostWorktree makes a worktree for story, writes an agent's work in it
@@ -20,10 +22,31 @@ func lostWorktree(t *testing.T, w *Worker) {
 	}
 }
 
-// checkSaved verifies that backup holds the lost worktree's files on top of
-// its branch's tip, and that the main tree is as it was.
-func checkSaved(t *testing.T, root, backup, tip, story, head string) {
+// lostSetup makes a repository and a leased worktree for US-1 in it that
+// lost its .git (lostWorktree); head is main's tip.
+func lostSetup(t *testing.T) (ctx context.Context, repo *git.Repo, head string, w *Worker) {
 	t.Helper()
+	ctx = context.Background()
+	repo = newRepo(t)
+	head = strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "HEAD"))
+	w, err := Create(ctx, repo, "US-1", "refs/heads/main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lostWorktree(t, w)
+	return ctx, repo, head, w
+}
+
+// checkSaved verifies that the worktree at path is gone, that backup holds the lost worktree's files on top of
+// its branch's tip, and that the main tree is as it was.
+func checkSaved(t *testing.T, root, path, backup, tip, story, head string) {
+	t.Helper()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the worktree is still there: %v", err)
+	}
+	if out := gitT(t, root, "worktree", "list", "--porcelain"); strings.Count(out, "worktree ") != 1 {
+		t.Errorf("git still lists the worktree:\n%s", out)
+	}
 	if backup == "" {
 		t.Fatal("the worktree's files were not saved")
 	}
@@ -53,26 +76,13 @@ func checkSaved(t *testing.T, root, backup, tip, story, head string) {
 // the save asked git in the worktree, which found no repository, and the
 // removal failed.
 func TestReleaseSavesAWorktreeThatLostItsGit(t *testing.T) {
-	ctx := context.Background()
-	repo := newRepo(t)
-	head := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "HEAD"))
-	w, err := Create(ctx, repo, "US-1", "refs/heads/main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lostWorktree(t, w)
+	ctx, repo, head, w := lostSetup(t)
 	w.Settle(ctx)
 	rem, err := w.Release(ctx, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSaved(t, repo.Root, rem.Backup, w.Base, "US-1", head)
-	if _, err := os.Stat(w.Path); !os.IsNotExist(err) {
-		t.Errorf("the worktree is still there: %v", err)
-	}
-	if out := gitT(t, repo.Root, "worktree", "list", "--porcelain"); strings.Count(out, "worktree ") != 1 {
-		t.Errorf("git still lists the worktree:\n%s", out)
-	}
+	checkSaved(t, repo.Root, w.Path, rem.Backup, w.Base, "US-1", head)
 }
 
 // A killed run's worktree that lost its .git is saved - its files with
@@ -93,13 +103,7 @@ func TestReclaimSavesAWorktreeThatLostItsGit(t *testing.T) {
 	if len(got) != 1 || got[0].Story != "US-1" {
 		t.Fatalf("reclaimed: %+v", got)
 	}
-	checkSaved(t, repo.Root, got[0].Backup, tip, "US-1", head)
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Errorf("the worktree is still there: %v", err)
-	}
-	if out := gitT(t, repo.Root, "worktree", "list", "--porcelain"); strings.Count(out, "worktree ") != 1 {
-		t.Errorf("git still lists the worktree:\n%s", out)
-	}
+	checkSaved(t, repo.Root, path, got[0].Backup, tip, "US-1", head)
 	// A second pass finds nothing left to do.
 	if got, err := Reclaim(ctx, repo, "refs/heads/main", ReclaimOptions{}); err != nil || len(got) != 0 {
 		t.Errorf("second reclaim: %+v, %v", got, err)
@@ -109,14 +113,7 @@ func TestReclaimSavesAWorktreeThatLostItsGit(t *testing.T) {
 // wiggum worktree prune saves a worktree that lost its .git the same way
 // before removing it.
 func TestPruneSavesAWorktreeThatLostItsGit(t *testing.T) {
-	ctx := context.Background()
-	repo := newRepo(t)
-	head := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "HEAD"))
-	w, err := Create(ctx, repo, "US-1", "refs/heads/main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lostWorktree(t, w)
+	ctx, repo, head, w := lostSetup(t)
 	if err := w.Lease.Release(); err != nil {
 		t.Fatal(err)
 	}
@@ -127,5 +124,5 @@ func TestPruneSavesAWorktreeThatLostItsGit(t *testing.T) {
 	if len(got) != 1 || got[0].Action != "removed" {
 		t.Fatalf("pruned: %+v", got)
 	}
-	checkSaved(t, repo.Root, got[0].Backup, w.Base, "US-1", head)
+	checkSaved(t, repo.Root, w.Path, got[0].Backup, w.Base, "US-1", head)
 }
