@@ -15,6 +15,9 @@
 # a round trip to the same daemon with git's own connection (ls-remote,
 # push), against which the claim + landing per story is also given.
 # TIMELINE=M also prints each machine's timeline of the M-machine run.
+# A run that fails (a machine's exit, a story not landed or landed twice)
+# keeps the server's repository and every machine's records in
+# /tmp/wiggum-remote-failed.* and says so.
 set -eu
 export CGO_ENABLED=0
 S=${S:-32}
@@ -86,6 +89,24 @@ pushes() {
 s=$(now); pushes; pushrt=$(echo "$(($(now) - s))" | awk '{printf "%.1f", $1 / 20 / 1000000}')
 echo "floor: ls-remote ${lsv2} ms (protocol v2), ${lsv0} ms (v0); push ${pushrt} ms (git's own connection to git daemon on 127.0.0.1)"
 single=0
+# evidence WHAT: keeps the server's repository and each machine's records
+# (its log, .ralph: journal, events, worktrees; its refs and commits) of
+# the failed M-machine run for a post-mortem, says where, and exits 1.
+evidence() {
+	kept=$(mktemp -d /tmp/wiggum-remote-failed.XXXXXX)
+	cp -r "$tmp/srv/$name.git" "$kept/server.git"
+	for d in "$tmp/$name"-m*; do
+		[ -d "$d" ] || continue
+		b=$(basename "$d")
+		mkdir -p "$kept/$b"
+		cp "$d.log" "$kept/$b.log" 2>/dev/null
+		cp -r "$d/.ralph" "$kept/$b/" 2>/dev/null
+		git -C "$d" log --all --format='%H %P %s%n%b' > "$kept/$b/commits.txt" 2>/dev/null
+		git -C "$d" for-each-ref > "$kept/$b/refs.txt" 2>/dev/null
+	done
+	echo "$1; the server's repository and each machine's records are kept in $kept" >&2
+	exit 1
+}
 sum() { awk '{s += $1; c++} END {printf "%.1f", (c ? s : 0)}'; }
 
 for m in $MACHINES; do
@@ -108,10 +129,10 @@ for m in $MACHINES; do
 	fail=0
 	for p in $pids; do wait "$p" || fail=1; done
 	t1=$(now)
-	[ $fail -eq 0 ] || { echo "a machine failed:" >&2; cat "$tmp/$name"-m*.log >&2; exit 1; }
+	[ $fail -eq 0 ] || { echo "a machine failed:" >&2; cat "$tmp/$name"-m*.log >&2; evidence "a machine failed"; }
 	cd "$tmp/srv/$name.git"
-	[ "$(git show main:plan.md | grep -c '^- \[x\]')" -eq "$S" ] || { echo "not every story landed" >&2; exit 1; }
-	[ "$(git rev-list --count --merges main)" -eq "$S" ] || { echo "a story landed twice or not at all" >&2; exit 1; }
+	[ "$(git show main:plan.md | grep -c '^- \[x\]')" -eq "$S" ] || evidence "not every story landed"
+	[ "$(git rev-list --count --merges main)" -eq "$S" ] || evidence "a story landed twice or not at all"
 	ev() { cat "$tmp/$name"-m*/.ralph/wiggum/events.jsonl | grep "\"event\":\"$1\""; }
 	claim=$(ev claimed | sed 's/.*"claim_ms":\([0-9.]*\).*/\1/' | sum)
 	land=$(ev landed | sed 's/.*"land_ms":\([0-9.]*\).*/\1/' | sum)
