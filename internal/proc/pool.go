@@ -56,9 +56,13 @@ func (p *Pool) Close() {
 	idle := p.idle
 	p.idle, p.closed = nil, true
 	p.mu.Unlock()
+	// Each ends on its own once its socket closes; waiting for them one
+	// after another would add their exits up at the end of every run.
+	var wg sync.WaitGroup
 	for _, s := range idle {
-		s.close()
+		wg.Go(s.close)
 	}
+	wg.Wait()
 }
 
 // server is one pooled supervisor and wiggum's end of its socket.
