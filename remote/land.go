@@ -287,7 +287,22 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 				// with this claim, or before it.
 				r.landedByOther(ctx, o.m, view, attempt)
 				if o.m.Landed == nil && o.m.Err == nil {
+					// Still claimed by this process, yet done: either it
+					// was done before the claim, or this fetch read the
+					// refs while another machine's push carrying the
+					// story was being applied - git advertises refs one
+					// at a time, so a fetch can see the new target tip
+					// and the claim that push deletes (seen: one of 300
+					// reads during a run of atomic pushes). Only a ready
+					// claim can be carried, and the landing commit tells:
+					// it merges the work the claim names.
 					o.m.Err = err
+					if h.claim.Ready != "" {
+						if l := r.landingOf(ctx, view.Target, h.Story, h.claim.Ready); l != nil {
+							h.done = true
+							o.m.Landed, o.m.Err = &Landed{Commit: l.Commit, Attempts: attempt, By: l.By}, nil
+						}
+					}
 				}
 				o.over = true
 			case err != nil:
@@ -538,6 +553,15 @@ func (r *Remote) landedByOther(ctx context.Context, m *Member, v *View, attempt 
 				}
 			}
 		}
+		// Gone and not landed on v's target. git advertises refs one at
+		// a time, so a fetch made while another machine's push carrying
+		// the story was applied can read the target before that push
+		// and the claims after it. The target on the server now says
+		// which: moved on since v, the next attempt's fetch tells;
+		// still v's, the claim was released.
+		if live, err := r.lsRemote(ctx, "land "+h.Story, []update{{dst: v.Target}}); err == nil && live[v.Target] != v.Tip {
+			return
+		}
 	}
 	lerr := &LeaseLostError{Story: h.Story}
 	if now != nil {
@@ -545,6 +569,35 @@ func (r *Remote) landedByOther(ctx context.Context, m *Member, v *View, attempt 
 	}
 	h.markLost(lerr)
 	m.Err = lerr
+}
+
+// landingOf returns the landing of story on the fetched target when it
+// merged one of tips (the work this process holds for it), nil otherwise.
+// Its By names the machine that carried it; empty, this one pushed it.
+func (r *Remote) landingOf(ctx context.Context, target, story string, tips ...string) *LandedStory {
+	landed, err := r.Landed(ctx, target, 256)
+	if err != nil {
+		return nil
+	}
+	for _, l := range landed {
+		if l.Story != story {
+			continue
+		}
+		parents, err := r.Repo.Run(ctx, "rev-parse", l.Commit+"^@")
+		if err != nil {
+			return nil
+		}
+		ps := strings.Fields(parents)
+		for i := 1; i < len(ps); i++ {
+			for _, tip := range tips {
+				if tip != "" && ps[i] == tip {
+					return &l
+				}
+			}
+		}
+		return nil
+	}
+	return nil
 }
 
 // pushLanding pushes a landing, whose first update moves the target:
