@@ -11,7 +11,7 @@ set -eu
 export CGO_ENABLED=0
 cd "$(dirname "$0")/.."
 cache=${WIGGUM_AGENT_CACHE:-$HOME/.cache/wiggum-agents}
-claude="$cache/@anthropic-ai+claude-code@2.1.330/node_modules/.bin/claude"
+claude="$cache/@anthropic-ai+claude-code@2.1.332/node_modules/.bin/claude"
 if [ ! -x "$claude" ]; then
 	echo "claude is not installed in $cache: run conformance/install-clients.sh" >&2
 	exit 1

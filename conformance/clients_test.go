@@ -21,8 +21,8 @@ type client struct {
 
 // clients must match the pins in install-clients.sh.
 var clients = []client{
-	{name: "claude", pkg: "@anthropic-ai/claude-code", version: "2.1.330", env: claudeEnv},
-	{name: "codex", pkg: "@openai/codex", version: "0.169.0", env: codexEnv},
+	{name: "claude", pkg: "@anthropic-ai/claude-code", version: "2.1.332", env: claudeEnv},
+	{name: "codex", pkg: "@openai/codex", version: "0.171.0", env: codexEnv},
 	{name: "gemini", pkg: "@google/gemini-cli", version: "0.61.0", env: geminiEnv},
 }
 

@@ -9,8 +9,8 @@ set -euo pipefail
 
 cache=${WIGGUM_AGENT_CACHE:-$HOME/.cache/wiggum-agents}
 pins=(
-	"@anthropic-ai/claude-code@2.1.330 claude"
-	"@openai/codex@0.169.0 codex"
+	"@anthropic-ai/claude-code@2.1.332 claude"
+	"@openai/codex@0.171.0 codex"
 	"@google/gemini-cli@0.61.0 gemini"
 )
 

@@ -240,10 +240,7 @@ func TestAgentCommitRolledBack(t *testing.T) {
 // write_file (Claude Code and Codex keep the pre-push backstop,
 // TestPrePushBackstop).
 func TestGuardReadsWrittenScript(t *testing.T) {
-	forEachClient(t, func(t *testing.T, c client) {
-		if c.name != "gemini" {
-			return
-		}
+	forClients(t, []string{"gemini"}, func(t *testing.T, c client) {
 		const script = "git push origin HEAD:refs/heads/scripted\n"
 		w := newWorld(t, c,
 			fakemodel.Turn{WriteFile: "push.sh", WriteContent: script},
