@@ -604,7 +604,7 @@ func (r *Remote) landingOf(ctx context.Context, target, story string, tips ...st
 // accepted whole, this clone's remote-tracking ref of the target moves with
 // it (under fetchMu: no fetch of this process may write it meanwhile). A
 // push whose answer was lost to the network counts as accepted when the
-// server shows every update made (landedAnyway). bad is what the server
+// server shows the landing made (landedAnyway). bad is what the server
 // refused, as push returns it.
 func (r *Remote) pushLanding(ctx context.Context, op string, ups []update) (bad map[string]string, err error) {
 	r.fetchMu.Lock()
@@ -620,18 +620,15 @@ func (r *Remote) pushLanding(ctx context.Context, op string, ups []update) (bad 
 }
 
 // landedAnyway reads the server after a push whose answer was lost (a
-// timeout): true when every update was made.
+// timeout): true when the target is the landing commit. Only this push
+// holds that commit, and the push is atomic, so the target there means
+// every update was made - even when the read shows a claim the push
+// deletes: git advertises refs one at a time, and a read made while the
+// server applies the push can see the target moved and the claim not yet
+// gone.
 func (r *Remote) landedAnyway(ctx context.Context, ups []update) bool {
-	now, err := r.lsRemote(ctx, "check the landing", ups)
-	if err != nil {
-		return false
-	}
-	for _, u := range ups {
-		if now[u.dst] != u.src && !(u.src == "" && now[u.dst] == "") {
-			return false
-		}
-	}
-	return true
+	now, err := r.lsRemote(ctx, "check the landing", ups[:1])
+	return err == nil && now[ups[0].dst] == ups[0].src
 }
 
 // landingCommit builds the commit that lands tip on base: their merge with

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/gitserver"
 )
 
 // git advertises refs one at a time, so a fetch made while another
@@ -151,6 +153,39 @@ func TestReadyClaimGoneInATornView(t *testing.T) {
 		}
 		if plan := gitIn(t, f.bare, "show", "main:plan.md"); strings.Contains(plan, "- [x] S-3") {
 			t.Fatal("S-3 landed past its released claim")
+		}
+	})
+}
+
+// A landing push whose answer never comes (the server took it, then hung
+// past the client's timeout) counts as landed when the server shows the
+// landing commit on the target - also when the read that checks shows the
+// story's claim still there, as a read made while the server applies the
+// push can (a post-receive hook stands in for that moment: it puts the
+// claim back, then hangs; over git daemon wiggum pushes by itself and
+// reads the answer before that hook runs, so there the landing is answered
+// as usual). A push the server never took is a failure that changes
+// nothing: see TestServerDiesMidPush.
+func TestLandingWhoseAnswerWasLost(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a := f.machine("a", time.Minute, 0)
+		a.Timeout = time.Second
+		h := claim(t, a, "S-1")
+		branch := work(t, a, "S-1", h.Start, "s1.txt", "S-1\n")
+		claimed := f.refs()[ClaimsPrefix+"S-1"]
+		gitserver.Hook(t, f.bare, "post-receive", "git update-ref "+ClaimsPrefix+"S-1 "+claimed+"\nexec sleep 4 >/dev/null 2>&1\n")
+		a.landGuess = guess{skip: 1}
+		l, err := h.Land(ctx, landSpec(h, branch))
+		gitserver.RemoveHook(t, f.bare, "post-receive")
+		if err != nil {
+			t.Fatalf("a landing the server took, its answer lost: %v", err)
+		}
+		if got := f.refs()[target]; got != l.Commit {
+			t.Fatalf("main is %s, want the landing %s", got, l.Commit)
+		}
+		if plan := gitIn(t, f.bare, "show", "main:plan.md"); !strings.Contains(plan, "- [x] S-1") {
+			t.Fatalf("plan on main:\n%s", plan)
 		}
 	})
 }
