@@ -405,35 +405,16 @@ exit 0
 // landed by the carrier, not fail with "already done" and push nothing.
 func TestCarriedStoryOfUnheardMarkReady(t *testing.T) {
 	eachTransport(t, func(t *testing.T, f *fixture) {
-		ctx := context.Background()
-		a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
-		morePlan(t, a)
-		ha := claim(t, a, "S-1")
-		bra := work(t, a, "S-1", ha.Start, "s1.txt", "S-1\n")
-		hb := claim(t, b, "S-2")
-		brb := work(t, b, "S-2", hb.Start, "s2.txt", "S-2\n")
 		// b marks S-2 ready and the server takes it, but b never hears:
-		// its claim is as before.
-		heardClaim, heardPushed := hb.claim, hb.pushed
-		tip := gitIn(t, b.Repo.Root, "rev-parse", brb)
-		b.markReady(ctx, []*member{{m: &Member{H: hb, Spec: landSpec(hb, brb)}, tip: tip}})
-		if f.refs()[hb.claim.Ref] != hb.claim.Commit || hb.claim.Ready != tip {
-			t.Fatalf("S-2 not marked ready on the server: %v", f.refs())
+		// its claim is as before; a lands S-1 and carries S-2.
+		c := carry(t, f, false)
+		if c.hb.claim.Ready != "" {
+			t.Fatalf("b heard its mark: %+v", c.hb.claim)
 		}
-		hb.claim, hb.pushed = heardClaim, heardPushed
-
-		// a lands S-1 and carries S-2.
-		a.landGuess = guess{skip: 1}
-		ma := &Member{H: ha, Spec: landSpec(ha, bra)}
-		a.LandGroup(ctx, []*Member{ma}, nil)
-		if ma.Err != nil || strings.Join(ma.Landed.Carried, ",") != "S-2" {
-			t.Fatalf("a's landing: %+v %v", ma.Landed, ma.Err)
-		}
-
 		// b's landing finds S-2 landed by a, pushing nothing.
-		wantCarried(t, b, hb, brb, a, "b's landing of a story carried after an unheard mark")
+		wantCarried(t, c.b, c.hb, c.brb, c.a, "b's landing of a story carried after an unheard mark")
 		refs := f.refs()
-		if refs[ClaimsPrefix+"S-2"] != "" || refs[hb.Branch()] != "" || gitIn(t, f.bare, "show", "main:s2.txt") != "S-2" {
+		if refs[ClaimsPrefix+"S-2"] != "" || refs[c.hb.Branch()] != "" || gitIn(t, f.bare, "show", "main:s2.txt") != "S-2" {
 			t.Fatalf("server after S-2 was carried: %v", refs)
 		}
 	})

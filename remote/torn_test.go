@@ -19,39 +19,61 @@ import (
 // a 4-machine benchmark run: exit 5, "1 branch could not be merged").
 func TestCarriedStorySeenInATornView(t *testing.T) {
 	eachTransport(t, func(t *testing.T, f *fixture) {
-		ctx := context.Background()
-		a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
-		morePlan(t, a)
-		ha := claim(t, a, "S-1")
-		bra := work(t, a, "S-1", ha.Start, "s1.txt", "S-1\n")
-		hb := claim(t, b, "S-2")
-		brb := work(t, b, "S-2", hb.Start, "s2.txt", "S-2\n")
-		tip := gitIn(t, b.Repo.Root, "rev-parse", brb)
-		b.markReady(ctx, []*member{{m: &Member{H: hb, Spec: landSpec(hb, brb)}, tip: tip}})
-		ready := hb.Claim()
-		if ready.Ready != tip || f.refs()[ready.Ref] != ready.Commit {
-			t.Fatalf("S-2 not marked ready: %+v, server %v", ready, f.refs())
-		}
-
-		a.landGuess = guess{skip: 1}
-		ma := &Member{H: ha, Spec: landSpec(ha, bra)}
-		a.LandGroup(ctx, []*Member{ma}, nil)
-		if ma.Err != nil || strings.Join(ma.Landed.Carried, ",") != "S-2" {
-			t.Fatalf("a's landing: %+v %v", ma.Landed, ma.Err)
-		}
-		landedTip := f.refs()[target]
+		c := carry(t, f, true)
 		// The server as a fetch reads it halfway through a's push: the
 		// target moved, S-2's claim and branch not yet deleted.
-		gitIn(t, f.bare, "update-ref", ready.Ref, ready.Commit)
-		gitIn(t, f.bare, "update-ref", hb.Branch(), tip)
-		wantCarried(t, b, hb, brb, a, "b's landing of a story carried, seen in a torn view")
-		if got := f.refs()[target]; got != landedTip {
-			t.Fatalf("b moved the target from %s to %s", landedTip, got)
+		gitIn(t, f.bare, "update-ref", c.ready.Ref, c.ready.Commit)
+		gitIn(t, f.bare, "update-ref", c.hb.Branch(), c.tip)
+		wantCarried(t, c.b, c.hb, c.brb, c.a, "b's landing of a story carried, seen in a torn view")
+		if got := f.refs()[target]; got != c.now {
+			t.Fatalf("b moved the target from %s to %s", c.now, got)
 		}
 		if plan := gitIn(t, f.bare, "show", "main:plan.md"); strings.Count(plan, "- [x] S-2") != 1 {
 			t.Fatalf("plan on main:\n%s", plan)
 		}
 	})
+}
+
+// carried is the fixture's two machines after a landed S-1 and carried
+// b's S-2 with it, in one push: b's claim on S-2 was marked ready (with
+// branch brb at tip) and, unless heard, b never heard the server take
+// that mark. before is the target before a's landing.
+type carried struct {
+	a, b        *Remote
+	hb          *Held
+	brb, tip    string
+	ready       Claim // S-2's ready claim, as the server took it
+	before, now string
+}
+
+func carry(t *testing.T, f *fixture, heard bool) *carried {
+	t.Helper()
+	ctx := context.Background()
+	c := &carried{a: f.machine("a", time.Minute, 0), b: f.machine("b", time.Minute, 0)}
+	morePlan(t, c.a)
+	ha := claim(t, c.a, "S-1")
+	bra := work(t, c.a, "S-1", ha.Start, "s1.txt", "S-1\n")
+	c.hb = claim(t, c.b, "S-2")
+	c.brb = work(t, c.b, "S-2", c.hb.Start, "s2.txt", "S-2\n")
+	c.tip = gitIn(t, c.b.Repo.Root, "rev-parse", c.brb)
+	heardClaim, heardPushed := c.hb.claim, c.hb.pushed
+	c.b.markReady(ctx, []*member{{m: &Member{H: c.hb, Spec: landSpec(c.hb, c.brb)}, tip: c.tip}})
+	c.ready = c.hb.Claim()
+	if c.ready.Ready != c.tip || f.refs()[c.ready.Ref] != c.ready.Commit {
+		t.Fatalf("S-2 not marked ready: %+v, server %v", c.ready, f.refs())
+	}
+	if !heard {
+		c.hb.claim, c.hb.pushed = heardClaim, heardPushed
+	}
+	c.before = f.refs()[target]
+	c.a.landGuess = guess{skip: 1}
+	ma := &Member{H: ha, Spec: landSpec(ha, bra)}
+	c.a.LandGroup(ctx, []*Member{ma}, nil)
+	if ma.Err != nil || strings.Join(ma.Landed.Carried, ",") != "S-2" {
+		t.Fatalf("a's landing: %+v %v", ma.Landed, ma.Err)
+	}
+	c.now = f.refs()[target]
+	return c
 }
 
 // A story done on the target by a landing of other work than the holder's
@@ -96,53 +118,35 @@ func TestLandingOfWantsTheHoldersWork(t *testing.T) {
 func TestReadyClaimGoneInATornView(t *testing.T) {
 	eachTransport(t, func(t *testing.T, f *fixture) {
 		ctx := context.Background()
-		a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
-		morePlan(t, a)
-		markReady := func(h *Held, branch string) {
-			t.Helper()
-			tip := gitIn(t, b.Repo.Root, "rev-parse", branch)
-			b.markReady(ctx, []*member{{m: &Member{H: h, Spec: landSpec(h, branch)}, tip: tip}})
-			if c := h.Claim(); c.Ready != tip || f.refs()[c.Ref] != c.Commit {
-				t.Fatalf("%s not marked ready: %+v, server %v", h.Story, c, f.refs())
-			}
-		}
-		ha := claim(t, a, "S-1")
-		bra := work(t, a, "S-1", ha.Start, "s1.txt", "S-1\n")
-		hb := claim(t, b, "S-2")
-		brb := work(t, b, "S-2", hb.Start, "s2.txt", "S-2\n")
-		markReady(hb, brb)
-		before := f.refs()[target]
-
-		a.landGuess = guess{skip: 1}
-		ma := &Member{H: ha, Spec: landSpec(ha, bra)}
-		a.LandGroup(ctx, []*Member{ma}, nil)
-		if ma.Err != nil || strings.Join(ma.Landed.Carried, ",") != "S-2" {
-			t.Fatalf("a's landing: %+v %v", ma.Landed, ma.Err)
-		}
+		c := carry(t, f, true)
+		b, hb := c.b, c.hb
 		// b's view as a torn fetch leaves it: the claims after a's push,
 		// the target before it.
 		if _, err := b.Fetch(ctx, target); err != nil {
 			t.Fatal(err)
 		}
-		gitIn(t, b.Repo.Root, "update-ref", b.Tracking(target), before)
+		gitIn(t, b.Repo.Root, "update-ref", b.Tracking(target), c.before)
 		v, err := b.Local(ctx, target, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.Claims[hb.key] != nil || v.Tip != before {
+		if v.Claims[hb.key] != nil || v.Tip != c.before {
 			t.Fatalf("not the torn view: tip %s, claim %+v", v.Tip, v.Claims[hb.key])
 		}
-		m := &Member{H: hb, Spec: landSpec(hb, brb)}
+		m := &Member{H: hb, Spec: landSpec(hb, c.brb)}
 		b.landedByOther(ctx, m, v, 1)
 		if m.Err != nil || m.Landed != nil || hb.LostErr() != nil {
 			t.Fatalf("S-2 settled from a torn view: %+v %v (lost: %v)", m.Landed, m.Err, hb.LostErr())
 		}
-		wantCarried(t, b, hb, brb, a, "b's landing after a torn view")
+		wantCarried(t, b, hb, c.brb, c.a, "b's landing after a torn view")
 
 		// Released on the server, the target where the view saw it: lost.
 		hc := claim(t, b, "S-3")
 		brc := work(t, b, "S-3", hc.Start, "s3.txt", "S-3\n")
-		markReady(hc, brc)
+		b.markReady(ctx, []*member{{m: &Member{H: hc, Spec: landSpec(hc, brc)}, tip: gitIn(t, b.Repo.Root, "rev-parse", brc)}})
+		if hc.Claim().Ready == "" {
+			t.Fatal("S-3 not marked ready")
+		}
 		gitIn(t, f.bare, "update-ref", "-d", hc.Claim().Ref)
 		b.landGuess = guess{skip: 1}
 		mc := &Member{H: hc, Spec: landSpec(hc, brc)}
