@@ -45,7 +45,10 @@ func wantRefused(t *testing.T, r *testRepo, opts RollbackOptions, reason string)
 }
 
 // watchRefTransactions installs a reference-transaction hook that records
-// each state git announces, and returns what it recorded so far.
+// each state git announces, and returns what it recorded so far. It leaves
+// out what depends on git's version: the "preparing" state (git 2.46 and
+// later announce it before "prepared") and the line for HEAD when HEAD
+// only follows its branch (git 2.39 names it, newer gits do not).
 func (r *testRepo) watchRefTransactions() func() string {
 	r.t.Helper()
 	log := filepath.Join(r.t.TempDir(), "transactions")
@@ -53,7 +56,7 @@ func (r *testRepo) watchRefTransactions() func() string {
 	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
 		r.t.Fatal(err)
 	}
-	script := "#!/bin/sh\n{ echo \"$1\"; cat; } >> '" + log + "'\n"
+	script := "#!/bin/sh\n[ \"$1\" = preparing ] && { cat > /dev/null; exit 0; }\n{ echo \"$1\"; grep -v ' HEAD$'; } >> '" + log + "'\nexit 0\n"
 	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
 		r.t.Fatal(err)
 	}
@@ -68,7 +71,7 @@ func (r *testRepo) watchRefTransactions() func() string {
 
 // A rollback moves its refs in one transaction, in the git it started
 // ahead of knowing the transaction: the backup ref and the branch (git
-// names HEAD too, which points at it), nothing else, once.
+// 2.39 names HEAD too, which points at it), nothing else, once.
 func TestRollbackIsOneRefTransaction(t *testing.T) {
 	r := newRepo(t)
 	cp := mustSave(t, r, "")
@@ -81,8 +84,7 @@ func TestRollbackIsOneRefTransaction(t *testing.T) {
 	}
 	backup := r.git("rev-parse", res.BackupRef)
 	zero := strings.Repeat("0", len(head))
-	update := zero + " " + backup + " " + res.BackupRef + "\n" + head + " " + cp.Head + " refs/heads/main\n" +
-		head + " " + cp.Head + " HEAD\n"
+	update := zero + " " + backup + " " + res.BackupRef + "\n" + head + " " + cp.Head + " refs/heads/main\n"
 	if want := "prepared\n" + update + "committed\n" + update; calls() != want {
 		t.Fatalf("ref transactions:\n%s\nwant:\n%s", calls(), want)
 	}
