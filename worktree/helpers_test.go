@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,6 +91,9 @@ func startHelper(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader) {
 func startHelperEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	// A process group of its own, so a test can wait for the git
+	// processes a killed helper leaves running (waitOrphans).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = append(append(gitEnv(), env...), helperEnv+"="+strings.Join(args, "\x1f"))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -101,6 +105,19 @@ func startHelperEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *buf
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd, bufio.NewReader(out)
+}
+
+// waitOrphans waits until no process is left in the process group of the
+// helper cmd started (a killed helper's git children run on to their end).
+func waitOrphans(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for syscall.Kill(-cmd.Process.Pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the killed helper's processes are still running after 30 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // runPruner runs `wiggum worktree prune`'s helper process in root to its

@@ -242,6 +242,17 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 			in.Dirty = false
 		}
 	}
+	if !in.Registered && m.Branch == "" && holdsFiles(in.Path, ".git") {
+		// A creation killed inside git worktree add before git wrote its
+		// entry (newer gits make the directory first): nothing names
+		// its story, and no agent worked here, but whatever is in it
+		// now is saved before it goes.
+		ref, err := saveLost(ctx, main, in.Path, "", "a killed run's worktree "+in.Name+" that git never registered")
+		if err != nil {
+			return nil, fmt.Errorf("worktree: save %s before removing it: %w", in.Name, err)
+		}
+		rc.Backup = ref
+	}
 	if !in.Registered && m.Branch != "" {
 		// A removal killed after git forgot the worktree: its branch may
 		// still hold work nothing else has (the backup taken before may

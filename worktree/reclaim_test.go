@@ -120,12 +120,15 @@ func TestReclaimNamesTheStoryOfAWorktreeNeverLeased(t *testing.T) {
 	if err := cmd.Wait(); err == nil {
 		t.Fatal("the helper was not killed inside the batch")
 	}
+	waitOrphans(t, cmd)
 	infos, err := List(ctx, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The batch's adds run together: the kill after the first leaves
-	// it, and the other's git (not killed with wiggum) may finish too.
+	// it, and the other's git, not killed with wiggum, runs on to its
+	// end (waited for above: listed while it still ran, its directory
+	// could be there before git's entry for it).
 	if len(infos) == 0 || len(infos) > 2 {
 		t.Fatalf("list: %+v", infos)
 	}
@@ -157,6 +160,41 @@ func TestReclaimNamesTheStoryOfAWorktreeNeverLeased(t *testing.T) {
 	}
 	if out := gitT(t, repo.Root, "worktree", "list", "--porcelain"); strings.Count(out, "worktree ") != 1 {
 		t.Errorf("worktrees left:\n%s", out)
+	}
+}
+
+// A directory among the worktrees that git never registered and wiggum
+// never leased (a worktree add still running, or killed, when its run was
+// killed; anyone's mkdir) is removed by Reclaim, and what it holds is
+// saved first: nothing names a story there, so the backup names the
+// directory.
+func TestReclaimSavesADirectoryGitNeverRegistered(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	dir := filepath.Join(repo.Root, Dir, "US-9")
+	write(t, dir, "half.txt", "left in a directory git never registered\n")
+	write(t, filepath.Join(repo.Root, Dir, "empty"), ".git", "gitdir: /nowhere\n")
+	got, err := Reclaim(ctx, repo, "refs/heads/main", ReclaimOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved []string
+	for _, rc := range got {
+		if rc.Backup != "" {
+			saved = append(saved, rc.Backup)
+		}
+	}
+	if len(got) != 2 || len(saved) != 1 {
+		t.Fatalf("reclaimed: %+v", got)
+	}
+	if data := gitT(t, repo.Root, "show", saved[0]+":half.txt"); data != "left in a directory git never registered\n" {
+		t.Fatalf("the backup holds %q", data)
+	}
+	if subject := gitT(t, repo.Root, "log", "-1", "--format=%s", saved[0]); !strings.Contains(subject, "US-9 that git never registered") {
+		t.Fatalf("the backup does not name the directory: %q", subject)
+	}
+	if ents, _ := filepath.Glob(filepath.Join(repo.Root, Dir, "*")); len(ents) != 0 {
+		t.Fatalf("left: %v", ents)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -291,14 +292,15 @@ func saveLost(ctx context.Context, main *git.Repo, path, branch, message string)
 }
 
 // holdsFiles reports whether the directory at path holds anything but
-// wiggum's own runtime directory (.ralph, where a lease is taken).
-func holdsFiles(path string) bool {
+// wiggum's own runtime directory (.ralph, where a lease is taken) and the
+// names in besides.
+func holdsFiles(path string, besides ...string) bool {
 	ents, err := os.ReadDir(path)
 	if err != nil {
 		return false
 	}
 	for _, e := range ents {
-		if e.Name() != layout.StateDir {
+		if e.Name() != layout.StateDir && !slices.Contains(besides, e.Name()) {
 			return true
 		}
 	}
