@@ -444,6 +444,20 @@ func TestLinkedWorktreeBranch(t *testing.T) {
 	if b, _ := branches(dir); b != "main" {
 		t.Fatalf("main tree branch %q", b)
 	}
+	// A repository that keeps its refs in a reftable (git 2.45 and later;
+	// the default in git 3) has a placeholder HEAD file naming the branch
+	// ".invalid", which is never the answer: git is asked (here git 2.39,
+	// which reads the placeholder too, so the answer is "unknown" and the
+	// guard asks before a merge; a reftable-capable git names the branch).
+	if err := os.WriteFile(filepath.Join(dir, ".git", "HEAD"), []byte("ref: refs/heads/.invalid\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, ".git", "reftable"), 0o755); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	if b, d := branches(dir); b == ".invalid" || d != "" {
+		t.Fatalf("the reftable placeholder read as branch %q (default %q)", b, d)
+	}
 }
 
 // TestStdinNeverClosed: an agent that never closes the hook's stdin does

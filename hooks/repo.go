@@ -1,27 +1,62 @@
 package hooks
 
 import (
+	"context"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"time"
 
 	gitfiles "github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // A hook call must cost about what starting a Go binary costs, so nothing
-// here spawns git: the working tree and its branch come from internal/git's
-// file reads, the session from the holder record and a lock probe.
+// here spawns git where git's files can answer: the working tree and its
+// branch come from internal/git's file reads, the session from the holder
+// record and a lock probe. (A repository that keeps its refs in a reftable
+// is the exception: its branch is git's to say.)
 
 // findRoot is the working tree containing dir, found without git.
 func findRoot(dir string) string { return gitfiles.FindRoot(dir) }
 
 // branches returns the checked-out branch ("" when detached or unknown)
 // and the remote's default branch ("" when unknown), for the guard's
-// protected-branch rule.
+// protected-branch rule. In a repository that keeps its refs in a
+// reftable the files cannot tell, and git is asked (a few milliseconds
+// more a hook there): read from HEAD's placeholder file, the branch would
+// be ".invalid", and merging into main would not be denied.
 func branches(root string) (current, defaultBranch string) {
 	gitDir, commonDir := gitfiles.Dirs(root)
 	if gitDir == "" {
 		return "", ""
 	}
-	return gitfiles.HeadBranch(gitDir), gitfiles.RemoteDefaultBranch(commonDir)
+	current, known := gitfiles.HeadBranch(gitDir)
+	if !known {
+		current = symbolicRef(root, "HEAD", "refs/heads/")
+	}
+	defaultBranch, known = gitfiles.RemoteDefaultBranch(commonDir)
+	if !known {
+		defaultBranch = symbolicRef(root, "refs/remotes/origin/HEAD", "refs/remotes/origin/")
+	}
+	return current, defaultBranch
+}
+
+// symbolicRef asks git which branch under prefix the symbolic ref names;
+// "" when it names none (or git does not answer within a few seconds).
+func symbolicRef(root, ref, prefix string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "-C", root, "symbolic-ref", "-q", ref)
+	cmd.Env = gitfiles.CleanEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	name, ok := strings.CutPrefix(strings.TrimSpace(string(out)), prefix)
+	if !ok || !gitfiles.ValidBranch(name) {
+		return ""
+	}
+	return name
 }
 
 // infoDir is the repository's shared info directory (where exclude

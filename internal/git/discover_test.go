@@ -117,7 +117,7 @@ func TestOpenWithoutGitInCommonLayouts(t *testing.T) {
 func TestOpenWithoutGitInSHA256Repo(t *testing.T) {
 	testRepo(t) // the environment
 	dir := t.TempDir()
-	cmdOut, err := runGit(dir, "init", "-q", "--object-format=sha256")
+	cmdOut, err := runGit(dir, "-c", "init.defaultRefFormat=files", "init", "-q", "--object-format=sha256")
 	if err != nil {
 		t.Skipf("this git cannot make a SHA-256 repository: %s", cmdOut)
 	}

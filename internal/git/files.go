@@ -67,32 +67,64 @@ func Dirs(root string) (gitDir, commonDir string) {
 
 // HeadBranch returns the short name of the branch checked out in gitDir
 // (HEAD is "ref: refs/heads/NAME"), or "" when HEAD is detached, points
-// outside refs/heads or cannot be read.
-func HeadBranch(gitDir string) string {
+// outside refs/heads or cannot be read. known is false when HEAD's file
+// cannot tell: in a repository that keeps its refs in a reftable, HEAD's
+// file is a placeholder naming the branch ".invalid" (ask git then).
+func HeadBranch(gitDir string) (name string, known bool) {
 	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
-		return ""
+		return "", true
 	}
 	name, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "ref: refs/heads/")
 	if !ok {
-		return ""
+		return "", true
 	}
-	return name
+	if !ValidBranch(name) {
+		return "", false
+	}
+	return name, true
+}
+
+// ValidBranch reports whether name (without refs/heads/) can name a
+// branch: no empty component or one that starts with a dot (the reftable
+// placeholder ".invalid" is one), none of the characters or sequences git
+// refuses (git check-ref-format).
+func ValidBranch(name string) bool {
+	if name == "" || strings.HasSuffix(name, ".lock") || strings.HasSuffix(name, ".") ||
+		strings.Contains(name, "..") || strings.Contains(name, "@{") ||
+		strings.ContainsAny(name, " ~^:?*[\\\x7f") {
+		return false
+	}
+	for _, c := range strings.Split(name, "/") {
+		if c == "" || strings.HasPrefix(c, ".") || strings.HasSuffix(c, ".lock") {
+			return false
+		}
+	}
+	for _, r := range name {
+		if r < 0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 // RemoteDefaultBranch returns the short name of the branch origin's HEAD
 // points at (refs/remotes/origin/HEAD, which git keeps as a loose symbolic
-// ref), or "" when it is not recorded.
-func RemoteDefaultBranch(commonDir string) string {
+// ref), or "" when it is not recorded. known is false when the refs are
+// kept in a reftable (ask git then).
+func RemoteDefaultBranch(commonDir string) (name string, known bool) {
+	if _, err := os.Stat(filepath.Join(commonDir, "reftable")); err == nil {
+		return "", false
+	}
 	data, err := os.ReadFile(filepath.Join(commonDir, "refs", "remotes", "origin", "HEAD"))
 	if err != nil {
-		return ""
+		return "", true
 	}
 	name, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "ref: refs/remotes/origin/")
-	if !ok {
-		return ""
+	if !ok || !ValidBranch(name) {
+		return "", true
 	}
-	return name
+	return name, true
 }
 
 // RefValue reads the object id a ref names without starting git: its loose

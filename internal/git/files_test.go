@@ -20,8 +20,8 @@ func TestFileReadsMainAndLinkedWorktree(t *testing.T) {
 	if gitDir != filepath.Join(dir, ".git") || common != gitDir {
 		t.Fatalf("Dirs: %q %q", gitDir, common)
 	}
-	if b := HeadBranch(gitDir); b != "main" {
-		t.Fatalf("branch %q", b)
+	if b, known := HeadBranch(gitDir); b != "main" || !known {
+		t.Fatalf("branch %q %v", b, known)
 	}
 
 	wt := filepath.Join(t.TempDir(), "wt")
@@ -38,12 +38,32 @@ func TestFileReadsMainAndLinkedWorktree(t *testing.T) {
 	if wgit != r.GitDir || wcommon != r.CommonDir {
 		t.Fatalf("Dirs(%s) = %q %q, git says %q %q", wt, wgit, wcommon, r.GitDir, r.CommonDir)
 	}
-	if b := HeadBranch(wgit); b != "story/1" {
-		t.Fatalf("worktree branch %q", b)
+	if b, known := HeadBranch(wgit); b != "story/1" || !known {
+		t.Fatalf("worktree branch %q %v", b, known)
 	}
 	gitT(t, wt, "switch", "-q", "--detach")
-	if b := HeadBranch(wgit); b != "" {
-		t.Fatalf("detached HEAD read as branch %q", b)
+	if b, known := HeadBranch(wgit); b != "" || !known {
+		t.Fatalf("detached HEAD read as branch %q %v", b, known)
+	}
+	// A repository keeping its refs in a reftable has a placeholder for
+	// HEAD's file, naming the branch ".invalid": unknown, git's to say.
+	if err := os.WriteFile(filepath.Join(wgit, "HEAD"), []byte("ref: refs/heads/.invalid\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, known := HeadBranch(wgit); b != "" || known {
+		t.Fatalf("the reftable placeholder read as branch %q %v", b, known)
+	}
+}
+
+// ValidBranch is git check-ref-format --branch, on what a HEAD file holds.
+func TestValidBranchAgreesWithGit(t *testing.T) {
+	dir := testRepo(t)
+	for _, name := range []string{"main", "feature/deep/name", "US-7", "a.b", "x@y", ".invalid", "a/.b", "a..b", "a.lock", "a/", "/a",
+		"a//b", "a b", "a~1", "a^", "a:b", "a?", "a*", "a[", "a\\b", "a.", "@", "a@{1}", "a\x01b", "a\x7fb"} {
+		_, err := runGit(dir, "check-ref-format", "refs/heads/"+name)
+		if got := ValidBranch(name); got != (err == nil) {
+			t.Errorf("ValidBranch(%q) = %v, git check-ref-format says %v", name, got, err == nil)
+		}
 	}
 }
 
@@ -59,21 +79,28 @@ func TestFileReadsOutsideAndBroken(t *testing.T) {
 	if g, c := Dirs(dir); g != "" || c != "" {
 		t.Fatalf("a broken .git file read as %q %q", g, c)
 	}
-	if b := HeadBranch(filepath.Join(dir, "nowhere")); b != "" {
-		t.Fatalf("missing HEAD read as %q", b)
+	if b, known := HeadBranch(filepath.Join(dir, "nowhere")); b != "" || !known {
+		t.Fatalf("missing HEAD read as %q %v", b, known)
 	}
 }
 
 func TestRemoteDefaultBranch(t *testing.T) {
 	dir := testRepo(t)
 	_, common := Dirs(dir)
-	if d := RemoteDefaultBranch(common); d != "" {
-		t.Fatalf("no remote, default %q", d)
+	if d, known := RemoteDefaultBranch(common); d != "" || !known {
+		t.Fatalf("no remote, default %q %v", d, known)
 	}
 	gitT(t, dir, "update-ref", "refs/remotes/origin/trunk", "HEAD")
 	gitT(t, dir, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/trunk")
-	if d := RemoteDefaultBranch(common); d != "trunk" {
-		t.Fatalf("default %q, want trunk", d)
+	if d, known := RemoteDefaultBranch(common); d != "trunk" || !known {
+		t.Fatalf("default %q %v, want trunk", d, known)
+	}
+	// Refs kept in a reftable are git's to read.
+	if err := os.Mkdir(filepath.Join(common, "reftable"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if d, known := RemoteDefaultBranch(common); d != "" || known {
+		t.Fatalf("a reftable repository's default branch read from files: %q %v", d, known)
 	}
 }
 
@@ -126,7 +153,7 @@ func TestBranchReadsWhatGitReads(t *testing.T) {
 	wt := filepath.Join(t.TempDir(), "wt")
 	gitT(t, dir, "worktree", "add", "-q", "-b", "side", wt)
 	fresh := t.TempDir()
-	gitT(t, fresh, "init", "-q", "-b", "unborn")
+	gitT(t, fresh, "-c", "init.defaultRefFormat=files", "init", "-q", "-b", "unborn")
 	git := func(d string) string {
 		out, err := runGit(d, "symbolic-ref", "--quiet", "HEAD")
 		if err != nil {
