@@ -197,3 +197,39 @@ func TestBranchReadsWhatGitReads(t *testing.T) {
 		t.Error("a reftable repository's HEAD read from its file")
 	}
 }
+
+// InProgress finds a cherry-pick or revert half done where git keeps its
+// marker: a file in the git dir, or - in a repository that keeps its refs
+// in a reftable (git 2.45 and later) - a ref only git can read. Here git
+// 2.39 stands in for the reftable: the repository gets the reftable
+// directory and the marker is a ref git resolves, with no file.
+func TestInProgressAsksGitInAReftableRepository(t *testing.T) {
+	dir := testRepo(t)
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op := r.InProgress(); op != "" {
+		t.Fatalf("a clean repository has a %s in progress", op)
+	}
+	head := gitT(t, dir, "rev-parse", "HEAD")
+	if err := os.WriteFile(filepath.Join(r.GitDir, "REVERT_HEAD"), []byte(head+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if op := r.InProgress(); op != "revert" {
+		t.Fatalf("REVERT_HEAD's file: %q", op)
+	}
+	if err := os.Remove(filepath.Join(r.GitDir, "REVERT_HEAD")); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, dir, "update-ref", "refs/heads/CHERRY_PICK_HEAD", head)
+	if op := r.InProgress(); op != "" {
+		t.Fatalf("refs in files: a branch named CHERRY_PICK_HEAD read as a %s", op)
+	}
+	if err := os.Mkdir(filepath.Join(r.CommonDir, "reftable"), 0o755); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	if op := r.InProgress(); op != "cherry-pick" {
+		t.Fatalf("a reftable repository whose git resolves CHERRY_PICK_HEAD: %q", op)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/exitwait"
 )
@@ -226,12 +227,32 @@ func (r *Repo) InProgress() string {
 		{"REVERT_HEAD", "revert"},
 		{"BISECT_LOG", "bisect"},
 	}
+	reftable := r.reftable()
 	for _, c := range checks {
 		if _, err := os.Lstat(filepath.Join(r.GitDir, c.path)); err == nil {
 			return c.what
 		}
+		if reftable && strings.HasSuffix(c.path, "_HEAD") && c.path != "MERGE_HEAD" {
+			// A repository that keeps its refs in a reftable keeps
+			// CHERRY_PICK_HEAD and REVERT_HEAD there, not as files
+			// (only MERGE_HEAD and FETCH_HEAD stay files): git says.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ok, err := r.OK(ctx, "rev-parse", "--verify", "--quiet", c.path)
+			cancel()
+			if ok || err != nil {
+				// Unsure is "in progress": the caller refuses, and
+				// nothing is lost.
+				return c.what
+			}
+		}
 	}
 	return ""
+}
+
+// reftable reports whether the repository keeps its refs in a reftable.
+func (r *Repo) reftable() bool {
+	_, err := os.Stat(filepath.Join(r.CommonDir, "reftable"))
+	return err == nil
 }
 
 // SplitZ splits NUL-terminated git output.
