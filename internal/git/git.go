@@ -176,19 +176,50 @@ func run(ctx context.Context, dir string, env []string, stdin []byte, args ...st
 
 // CleanEnv drops variables that would point git at another repository or
 // index (a git hook runs with GIT_DIR and GIT_INDEX_FILE set) and pins a
-// stable, non-interactive, untranslated git.
+// stable, non-interactive, untranslated git that waits for a ref lock
+// (lockWaits) instead of failing at once.
 func CleanEnv() []string {
 	var env []string
+	count := 0
 	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
+		name, value, _ := strings.Cut(kv, "=")
 		switch name {
 		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
 			"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "LANG", "LC_ALL", "LANGUAGE":
 			continue
+		case "GIT_CONFIG_COUNT":
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 0 {
+				count = -1 // not ours to touch: git will say what is wrong with it
+			} else if count >= 0 {
+				count = n
+			}
+			continue
 		}
 		env = append(env, kv)
 	}
-	return append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
+	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
+	if count < 0 {
+		return append(env, "GIT_CONFIG_COUNT="+os.Getenv("GIT_CONFIG_COUNT"))
+	}
+	for i, kv := range lockWaits {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", count+i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", count+i, kv[1]))
+	}
+	return append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(count+len(lockWaits)))
+}
+
+// lockWaits make git wait up to ten seconds for a ref lock another git
+// holds, where by default it gives up after 100 ms (1 s for packed-refs):
+// the user's git, an editor's, a detached `git maintenance run --auto`
+// (git 2.5x starts one after a commit) or, in a repository that keeps its
+// refs in a reftable - one lock for every ref - any concurrent ref update
+// at all, a worker's commit among them. A lease that fails (the ref moved)
+// still fails at once. Passed as GIT_CONFIG_KEY_n (git 2.31 and later;
+// older gits ignore them), after any the user set.
+var lockWaits = [][2]string{
+	{"core.filesRefLockTimeout", "10000"},
+	{"core.packedRefsTimeout", "10000"},
+	{"reftable.lockTimeout", "10000"},
 }
 
 // Head returns the sha HEAD points at, or "" when the repository has no commits.

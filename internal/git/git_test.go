@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 var ctx = context.Background()
@@ -52,5 +53,57 @@ func write(t *testing.T, dir, rel, content string) {
 	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A ref lock another git holds for a moment is waited for, not a failure:
+// git gives up on it after 100 ms by default, and a landing, a checkpoint
+// or a rollback would fail for a user's git, a detached maintenance run
+// or - in a reftable repository, one lock for all refs - a worker's
+// commit. A lease on a ref that moved still fails at once.
+func TestRefLockHeldForAMomentIsWaitedFor(t *testing.T) {
+	dir := testRepo(t)
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := gitT(t, dir, "rev-parse", "HEAD")
+	gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "next")
+	next := gitT(t, dir, "rev-parse", "HEAD")
+	lock := filepath.Join(r.CommonDir, "refs", "heads", "main.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan struct{})
+	go func() {
+		time.Sleep(600 * time.Millisecond)
+		os.Remove(lock)
+		close(released)
+	}()
+	if _, err := r.Run(ctx, "update-ref", "refs/heads/main", head, next); err != nil {
+		t.Fatalf("update-ref while another git held the ref's lock for a moment: %v", err)
+	}
+	<-released
+	if got := gitT(t, dir, "rev-parse", "refs/heads/main"); got != head {
+		t.Fatalf("main is %s, want %s", got, head)
+	}
+	if _, err := r.Run(ctx, "update-ref", "refs/heads/main", next, next); err == nil {
+		t.Fatal("a lease on a ref that moved succeeded")
+	}
+}
+
+// The waits are added after any config the user passes the same way.
+func TestCleanEnvKeepsTheUsersConfig(t *testing.T) {
+	dir := testRepo(t)
+	t.Setenv("GIT_CONFIG_COUNT", "1")
+	t.Setenv("GIT_CONFIG_KEY_0", "wiggum.test")
+	t.Setenv("GIT_CONFIG_VALUE_0", "kept")
+	for _, key := range []string{"wiggum.test", "core.filesRefLockTimeout"} {
+		cmd := exec.Command("git", "config", "--get", key)
+		cmd.Dir, cmd.Env = dir, CleanEnv()
+		out, err := cmd.Output()
+		if err != nil || strings.TrimSpace(string(out)) == "" {
+			t.Fatalf("%s: %q %v", key, out, err)
+		}
 	}
 }
