@@ -275,6 +275,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		// its .git, its git must fail, not find the main repository.
 		env = append(env, git.CeilingEnv(e.st.Repo.Root))
 	}
+	env = git.WithConfig(env, git.NoAutoMaintenance...)
 	obs := e.observe(iter, story.ID)
 	defer obs.close()
 	hold := e.lock.Dup()

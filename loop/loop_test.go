@@ -214,3 +214,24 @@ func TestRetryPromptCarriesOnlyThisRunsFailure(t *testing.T) {
 		t.Errorf("retry prompt:\n%s", second)
 	}
 }
+
+// The agent's git starts no automatic maintenance (git 2.5x runs it
+// detached after a commit and it packs refs; killed with the agent's
+// process group it can leave packed-refs.new behind, and every ref
+// deletion after it fails), and config the user passes through the
+// environment still reaches it.
+func TestAgentGitRunsNoAutoMaintenance(t *testing.T) {
+	st, p := newRepo(t, 1)
+	dir := t.TempDir()
+	t.Setenv("GIT_CONFIG_COUNT", "1")
+	t.Setenv("GIT_CONFIG_KEY_0", "wiggum.mine")
+	t.Setenv("GIT_CONFIG_VALUE_0", "kept")
+	o := opts(p, `cat >/dev/null; for k in maintenance.auto gc.auto wiggum.mine; do git config --get $k >> "`+dir+`/config"; done; echo x > "f-$WIGGUM_STORY"`)
+	if _, err := Run(context.Background(), st, o); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "config"))
+	if string(got) != "false\n0\nkept\n" {
+		t.Fatalf("the agent's git config: %q", got)
+	}
+}

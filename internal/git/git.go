@@ -180,33 +180,53 @@ func run(ctx context.Context, dir string, env []string, stdin []byte, args ...st
 // (lockWaits) instead of failing at once.
 func CleanEnv() []string {
 	var env []string
-	count := 0
 	for _, kv := range os.Environ() {
-		name, value, _ := strings.Cut(kv, "=")
+		name, _, _ := strings.Cut(kv, "=")
 		switch name {
 		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
 			"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "LANG", "LC_ALL", "LANGUAGE":
-			continue
-		case "GIT_CONFIG_COUNT":
-			n, err := strconv.Atoi(value)
-			if err != nil || n < 0 {
-				count = -1 // not ours to touch: git will say what is wrong with it
-			} else if count >= 0 {
-				count = n
-			}
 			continue
 		}
 		env = append(env, kv)
 	}
 	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
-	if count < 0 {
-		return append(env, "GIT_CONFIG_COUNT="+os.Getenv("GIT_CONFIG_COUNT"))
-	}
-	for i, kv := range lockWaits {
-		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", count+i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", count+i, kv[1]))
-	}
-	return append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(count+len(lockWaits)))
+	return WithConfig(env, lockWaits...)
 }
+
+// WithConfig returns env with the git config settings kvs (key, value)
+// added as GIT_CONFIG_KEY_n and GIT_CONFIG_VALUE_n, after any env already
+// passes that way (git 2.31 and later read them; older gits ignore them).
+// A GIT_CONFIG_COUNT that is not a count is left for git to complain of.
+func WithConfig(env []string, kvs ...[2]string) []string {
+	count, at := 0, -1
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GIT_CONFIG_COUNT="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return env
+			}
+			count, at = n, i
+		}
+	}
+	out := make([]string, 0, len(env)+2*len(kvs)+1)
+	for i, kv := range env {
+		if i != at && !strings.HasPrefix(kv, "GIT_CONFIG_COUNT=") {
+			out = append(out, kv)
+		}
+	}
+	for i, kv := range kvs {
+		out = append(out, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", count+i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", count+i, kv[1]))
+	}
+	return append(out, "GIT_CONFIG_COUNT="+strconv.Itoa(count+len(kvs)))
+}
+
+// NoAutoMaintenance keeps a git command from starting `git maintenance run
+// --auto` (or gc --auto) after it. git 2.5x runs it detached after a
+// commit, and it packs refs: killed with the agent's process group (a
+// timeout, an interrupt, a killed run), it can leave packed-refs.new or
+// packed-refs.lock behind, and every ref deletion after it fails. Given
+// to the agent's environment; wiggum's own commits pass the same.
+var NoAutoMaintenance = [][2]string{{"maintenance.auto", "false"}, {"gc.auto", "0"}}
 
 // lockWaits make git wait up to ten seconds for a ref lock another git
 // holds, where by default it gives up after 100 ms (1 s for packed-refs):
