@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -46,13 +45,11 @@ func branches(root string) (current, defaultBranch string) {
 func symbolicRef(root, ref, prefix string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "-C", root, "symbolic-ref", "-q", ref)
-	cmd.Env = gitfiles.CleanEnv()
-	out, err := cmd.Output()
+	out, err := (&gitfiles.Repo{Root: root}).Line(ctx, "symbolic-ref", "-q", ref)
 	if err != nil {
 		return ""
 	}
-	name, ok := strings.CutPrefix(strings.TrimSpace(string(out)), prefix)
+	name, ok := strings.CutPrefix(out, prefix)
 	if !ok || !gitfiles.ValidBranch(name) {
 		return ""
 	}

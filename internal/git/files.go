@@ -113,7 +113,7 @@ func ValidBranch(name string) bool {
 // ref), or "" when it is not recorded. known is false when the refs are
 // kept in a reftable (ask git then).
 func RemoteDefaultBranch(commonDir string) (name string, known bool) {
-	if _, err := os.Stat(filepath.Join(commonDir, "reftable")); err == nil {
+	if reftableRefs(commonDir) {
 		return "", false
 	}
 	data, err := os.ReadFile(filepath.Join(commonDir, "refs", "remotes", "origin", "HEAD"))
@@ -127,12 +127,20 @@ func RemoteDefaultBranch(commonDir string) (name string, known bool) {
 	return name, true
 }
 
+// reftableRefs reports whether the repository whose common dir is
+// commonDir keeps its refs in a reftable: then HEAD's file is a
+// placeholder, and no ref is in a loose file or packed-refs.
+func reftableRefs(commonDir string) bool {
+	_, err := os.Stat(filepath.Join(commonDir, "reftable"))
+	return err == nil
+}
+
 // RefValue reads the object id a ref names without starting git: its loose
 // file under the common dir, else its line in packed-refs; "" when it has
 // neither. ok is false when it cannot tell (a symbolic ref, refs kept some
 // other way, an unreadable file): ask git then.
 func (r *Repo) RefValue(name string) (value string, ok bool) {
-	if _, err := os.Stat(filepath.Join(r.CommonDir, "reftable")); err == nil {
+	if reftableRefs(r.CommonDir) {
 		return "", false
 	}
 	data, err := os.ReadFile(filepath.Join(r.CommonDir, filepath.FromSlash(name)))
@@ -171,7 +179,7 @@ func (r *Repo) headFile() (branch string, ok bool) {
 	if r.GitDir == "" || r.CommonDir == "" {
 		return "", false
 	}
-	if _, err := os.Stat(filepath.Join(r.CommonDir, "reftable")); err == nil {
+	if reftableRefs(r.CommonDir) {
 		return "", false
 	}
 	path := filepath.Join(r.GitDir, "HEAD")

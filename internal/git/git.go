@@ -270,23 +270,26 @@ func (r *Repo) optionalLine(ctx context.Context, args ...string) (string, error)
 // InProgress names the operation (merge, rebase, cherry-pick, revert, bisect)
 // that is half done in this worktree, or "" when none is.
 func (r *Repo) InProgress() string {
-	checks := []struct{ path, what string }{
-		{"MERGE_HEAD", "merge"},
-		{"rebase-merge", "rebase"},
-		{"rebase-apply", "rebase or am"},
-		{"CHERRY_PICK_HEAD", "cherry-pick"},
-		{"REVERT_HEAD", "revert"},
-		{"BISECT_LOG", "bisect"},
+	// inRefs: a repository that keeps its refs in a reftable keeps these
+	// there, not as files (MERGE_HEAD and FETCH_HEAD stay files).
+	checks := []struct {
+		path, what string
+		inRefs     bool
+	}{
+		{"MERGE_HEAD", "merge", false},
+		{"rebase-merge", "rebase", false},
+		{"rebase-apply", "rebase or am", false},
+		{"CHERRY_PICK_HEAD", "cherry-pick", true},
+		{"REVERT_HEAD", "revert", true},
+		{"BISECT_LOG", "bisect", false},
 	}
-	reftable := r.reftable()
+	reftable := reftableRefs(r.CommonDir)
 	for _, c := range checks {
 		if _, err := os.Lstat(filepath.Join(r.GitDir, c.path)); err == nil {
 			return c.what
 		}
-		if reftable && strings.HasSuffix(c.path, "_HEAD") && c.path != "MERGE_HEAD" {
-			// A repository that keeps its refs in a reftable keeps
-			// CHERRY_PICK_HEAD and REVERT_HEAD there, not as files
-			// (only MERGE_HEAD and FETCH_HEAD stay files): git says.
+		if reftable && c.inRefs {
+			// Not a file there: git says.
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			ok, err := r.OK(ctx, "rev-parse", "--verify", "--quiet", c.path)
 			cancel()
@@ -298,12 +301,6 @@ func (r *Repo) InProgress() string {
 		}
 	}
 	return ""
-}
-
-// reftable reports whether the repository keeps its refs in a reftable.
-func (r *Repo) reftable() bool {
-	_, err := os.Stat(filepath.Join(r.CommonDir, "reftable"))
-	return err == nil
 }
 
 // SplitZ splits NUL-terminated git output.
