@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/guard"
@@ -10,14 +11,27 @@ import (
 // claudeIn is a Claude Code hook payload (also Codex's, and Gemini CLI's,
 // whose fields carry the same names).
 type claudeIn struct {
-	SessionID      string `json:"session_id"`
-	Cwd            string `json:"cwd"`
-	Event          string `json:"hook_event_name"`
-	ToolName       string `json:"tool_name"`
-	ToolInput      any    `json:"tool_input"`
-	ToolResponse   any    `json:"tool_response"`
-	Error          any    `json:"error"`
-	StopHookActive bool   `json:"stop_hook_active"`
+	SessionID      string // session_id
+	Cwd            string // cwd
+	Event          string // hook_event_name
+	ToolName       string // tool_name
+	ToolInput      any    // tool_input
+	ToolResponse   any    // tool_response
+	Error          any    // error
+	StopHookActive bool   // stop_hook_active
+}
+
+func decodeClaude(data []byte) (claudeIn, error) {
+	m, err := decode(data)
+	if err != nil {
+		return claudeIn{}, err
+	}
+	stop, _ := m["stop_hook_active"].(bool)
+	return claudeIn{
+		SessionID: str(m, "session_id"), Cwd: str(m, "cwd"), Event: str(m, "hook_event_name"),
+		ToolName: str(m, "tool_name"), ToolInput: m["tool_input"], ToolResponse: m["tool_response"],
+		Error: m["error"], StopHookActive: stop,
+	}, nil
 }
 
 // event fills what every agent's events share.
@@ -32,8 +46,8 @@ func (in *claudeIn) event(agent string) Event {
 type claude struct{}
 
 func (claude) Parse(data []byte) (Event, error) {
-	var in claudeIn
-	if err := decode(data, &in); err != nil {
+	in, err := decodeClaude(data)
+	if err != nil {
 		return Event{}, err
 	}
 	ev := in.event("claude")
@@ -136,8 +150,8 @@ func patchPaths(patch string) []string {
 type gemini struct{}
 
 func (gemini) Parse(data []byte) (Event, error) {
-	var in claudeIn
-	if err := decode(data, &in); err != nil {
+	in, err := decodeClaude(data)
+	if err != nil {
 		return Event{}, err
 	}
 	ev := in.event("gemini")
@@ -182,23 +196,56 @@ func (gemini) Render(ev Event, r Response) []byte {
 
 // cursorIn is a Cursor hook payload.
 type cursorIn struct {
-	ConversationID string   `json:"conversation_id"`
-	Event          string   `json:"hook_event_name"`
-	Command        string   `json:"command"`
-	Cwd            string   `json:"cwd"`
-	Output         string   `json:"output"`
-	FilePath       string   `json:"file_path"`
-	WorkspaceRoots []string `json:"workspace_roots"`
-	ToolName       string   `json:"tool_name"`
-	ExitCode       *int     `json:"exit_code"`
-	LoopCount      int      `json:"loop_count"`
+	ConversationID string   // conversation_id
+	Event          string   // hook_event_name
+	Command        string   // command
+	Cwd            string   // cwd
+	Output         string   // output
+	FilePath       string   // file_path
+	WorkspaceRoots []string // workspace_roots
+	ToolName       string   // tool_name
+	ExitCode       *int     // exit_code
+	LoopCount      int      // loop_count
+}
+
+func decodeCursor(data []byte) (cursorIn, error) {
+	m, err := decode(data)
+	if err != nil {
+		return cursorIn{}, err
+	}
+	in := cursorIn{
+		ConversationID: str(m, "conversation_id"), Event: str(m, "hook_event_name"), Command: str(m, "command"),
+		Cwd: str(m, "cwd"), Output: str(m, "output"), FilePath: str(m, "file_path"), ToolName: str(m, "tool_name"),
+	}
+	if roots, ok := m["workspace_roots"].([]any); ok {
+		for _, r := range roots {
+			if s, ok := r.(string); ok {
+				in.WorkspaceRoots = append(in.WorkspaceRoots, s)
+			}
+		}
+	}
+	if n, ok := jsonInt(m["exit_code"]); ok {
+		in.ExitCode = &n
+	}
+	in.LoopCount, _ = jsonInt(m["loop_count"])
+	return in, nil
+}
+
+// jsonInt is a JSON number that is a whole number in int's range, as json
+// decodes into an int field.
+func jsonInt(v any) (int, bool) {
+	f, ok := v.(float64)
+	if !ok || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {
+		return 0, false
+	}
+	return int(f), true
 }
 
 type cursor struct{}
 
 func (cursor) Parse(data []byte) (Event, error) {
-	var in cursorIn
-	if err := decode(data, &in); err != nil {
+	in, err := decodeCursor(data)
+	if err != nil {
 		return Event{}, err
 	}
 	ev := Event{Agent: "cursor", Name: in.Event, SessionID: in.ConversationID, Cwd: in.Cwd, Command: in.Command,

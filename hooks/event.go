@@ -71,18 +71,20 @@ var Adapters = map[string]Adapter{
 // errNotObject is a payload that is not a JSON object.
 var errNotObject = errors.New("payload is not a JSON object")
 
-// decode unmarshals an agent payload. Fields of an unexpected type are left
-// empty instead of failing the whole event: agents add and change fields.
-func decode(data []byte, v any) error {
+// decode unmarshals an agent payload into a generic JSON object - the one
+// decoding pass a hook makes, and no reflection over Go structs (whose field
+// tables json builds on first use in every hook process). Keys match
+// exactly; a field of an unexpected type reads as empty instead of failing
+// the whole event: agents add and change fields.
+func decode(data []byte) (map[string]any, error) {
 	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
-		return errNotObject
+		return nil, errNotObject
 	}
-	err := json.Unmarshal(data, v)
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return nil
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
 	}
-	return err
+	return m, nil
 }
 
 // toolInput holds the tool_input fields wiggum reads.
@@ -104,8 +106,8 @@ func str(m map[string]any, key string) string {
 func parseToolInput(v any) toolInput {
 	if s, ok := v.(string); ok {
 		// Some agents pass tool input as a JSON string holding JSON.
-		var inner any
-		if decode([]byte(s), &inner) != nil {
+		inner, err := decode([]byte(s))
+		if err != nil {
 			return toolInput{}
 		}
 		v = inner

@@ -73,6 +73,37 @@ func TestParsePayloads(t *testing.T) {
 	}
 }
 
+// TestParseReadsFieldsBesideWrongTypes: a field of an unexpected type reads
+// as empty and the rest of the event is still read; numbers are read only
+// when whole.
+func TestParseReadsFieldsBesideWrongTypes(t *testing.T) {
+	ev, err := claude{}.Parse([]byte(`{"hook_event_name":"PreToolUse","session_id":7,"tool_name":"Bash",` +
+		`"tool_input":{"command":"git push","file_path":["x"]},"cwd":"/r","stop_hook_active":"yes"}`))
+	if err != nil || ev.Kind != KindPreTool || ev.Command != "git push" || ev.Cwd != "/r" || ev.SessionID != "" ||
+		ev.FilePath != "" || ev.StopHookActive || !ev.Shell {
+		t.Errorf("claude: %+v, %v", ev, err)
+	}
+	cases := []struct {
+		in   string
+		kind Kind
+		exit int
+		cwd  string
+		stop bool
+	}{
+		{`{"hook_event_name":"afterShellExecution","command":"make","exit_code":2,"workspace_roots":[3,"/w"]}`, KindPostFailure, 2, "/w", false},
+		{`{"hook_event_name":"afterShellExecution","command":"make","exit_code":2.5,"cwd":"/c"}`, KindPostTool, -1, "/c", false},
+		{`{"hook_event_name":"afterShellExecution","command":"make","exit_code":"2","cwd":"/c"}`, KindPostTool, -1, "/c", false},
+		{`{"hook_event_name":"stop","loop_count":1,"cwd":"/c"}`, KindStop, -1, "/c", true},
+		{`{"hook_event_name":"stop","loop_count":"1","cwd":"/c"}`, KindStop, -1, "/c", false},
+	}
+	for _, c := range cases {
+		ev, err := cursor{}.Parse([]byte(c.in))
+		if err != nil || ev.Kind != c.kind || ev.ExitCode != c.exit || ev.Cwd != c.cwd || ev.StopHookActive != c.stop {
+			t.Errorf("cursor %s: kind %d exit %d cwd %q stop %v, %v", c.in, ev.Kind, ev.ExitCode, ev.Cwd, ev.StopHookActive, err)
+		}
+	}
+}
+
 // TestBadInputAlwaysValidOutput feeds hostile stdin to every adapter.
 func TestBadInputAlwaysValidOutput(t *testing.T) {
 	inputs := map[string][]byte{
