@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -164,6 +165,11 @@ func (p *parallel) storyContext(ctx context.Context, c Claimed, w *worktree.Work
 	}
 }
 
+// landedElsewhere is a landing error for a story another machine landed
+// while this one worked on it, when this attempt added nothing: its claim
+// and branch are gone and nothing is lost (remote.AlreadyLandedError).
+type landedElsewhere interface{ LandedElsewhere() bool }
+
 // giveBack releases a claim whose story is not going on here.
 func (p *parallel) giveBack(ctx context.Context, c Claimed) {
 	id := c.Story().ID
@@ -181,7 +187,7 @@ func (p *parallel) giveBack(ctx context.Context, c Claimed) {
 // story whose claim was lost keeps its work on its local branch.
 func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *plan.Story, done bool, c Claimed) {
 	main := p.r.st.Repo
-	landed := false
+	follow := false
 	select {
 	case <-c.Lost():
 		p.r.event("claim_lost", map[string]any{"story": story.ID, "branch": w.Branch})
@@ -211,6 +217,15 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 			p.mu.Unlock()
 			break
 		}
+		var elsewhere landedElsewhere
+		if errors.As(err, &elsewhere) && elsewhere.LandedElsewhere() {
+			// Claimed from a view that missed its landing by another
+			// machine, and this attempt added nothing: nothing to keep.
+			follow = true
+			p.r.event("landed_elsewhere", map[string]any{"story": story.ID, "branch": w.Branch, "error": err.Error()})
+			p.r.disp.printf("⇢ %s was landed by another machine meanwhile; this attempt added nothing to it, so nothing is kept", story.ID)
+			break
+		}
 		if err != nil {
 			p.mu.Lock()
 			p.skip[story.ID] = true
@@ -224,7 +239,7 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 			p.r.disp.printf("✘ %s", err)
 			break
 		}
-		landed = true
+		follow = true
 		p.mu.Lock()
 		p.stalled = 0
 		p.mu.Unlock()
@@ -242,7 +257,7 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 		return
 	}
 	defer mu.Unlock()
-	if landed {
+	if follow {
 		if err := p.coord.Follow(ctx); err != nil {
 			p.r.disp.printf("  the local %s does not follow the shared one: %v", checkpoint.BranchName(p.target), err)
 		}

@@ -146,6 +146,9 @@ type Held struct {
 	// the story may have landed meanwhile; look before working on it.
 	Moved bool
 
+	// seen is the target's tip in the view the claim was made from.
+	seen string
+
 	mu     sync.Mutex
 	claim  Claim  // as last pushed
 	pushed string // the story branch's value on the server; "" none
@@ -242,7 +245,7 @@ func (r *Remote) Claim(ctx context.Context, story string, view *View) (*Held, er
 	if _, ok := bad[c.Ref]; ok {
 		return nil, &ClaimTakenError{Story: story}
 	}
-	h := &Held{r: r, key: key, Story: story, Took: old, TookDead: dead, claim: c,
+	h := &Held{r: r, key: key, Story: story, Took: old, TookDead: dead, claim: c, seen: view.Tip,
 		Start: view.Branches[key], pushed: view.Branches[key], Moved: len(bad) > 0,
 		lost: make(chan struct{}), stop: make(chan struct{})}
 	return h, nil
@@ -255,7 +258,7 @@ func (r *Remote) newClaim(ctx context.Context, story, key string, v *View) (*Hel
 	if err != nil {
 		return nil, err
 	}
-	return &Held{r: r, key: key, Story: story, claim: c, Start: v.Branches[key], pushed: v.Branches[key],
+	return &Held{r: r, key: key, Story: story, claim: c, seen: v.Tip, Start: v.Branches[key], pushed: v.Branches[key],
 		lost: make(chan struct{}), stop: make(chan struct{})}, nil
 }
 

@@ -284,14 +284,30 @@ func (c *Coordinator) takeAhead(ctx context.Context, busy map[string]bool) (*Hel
 		c.Forget(a.story.ID)
 		return nil, plan.Story{}
 	}
-	if a.h.fresh {
+	tip, err := c.R.readRef(ctx, c.R.Tracking(c.Target))
+	if err == nil && tip != "" && tip != a.h.seen && c.landedSince(ctx, tip, a.story.ID) {
+		// Claimed ahead from a view that missed the story's landing
+		// (git advertises refs one at a time: a claim can be made
+		// while another machine's landing is applied, its claim
+		// already deleted and the target not yet moved); the target
+		// as this clone sees it now marks it done. No agent for it.
+		_ = a.h.Release(context.WithoutCancel(ctx))
+		c.Forget(a.story.ID)
+		return nil, plan.Story{}
+	}
+	if a.h.fresh && err == nil && tip != "" {
 		// Claimed while the last story was worked on: start from the
 		// target as this clone sees it now (that story's landing).
-		if tip, err := c.R.readRef(ctx, c.R.Tracking(c.Target)); err == nil && tip != "" {
-			a.h.Start = tip
-		}
+		a.h.Start = tip
 	}
 	return a.h, a.story
+}
+
+// landedSince reports whether the plan at tip (a target tip this clone
+// fetched) no longer has story open.
+func (c *Coordinator) landedSince(ctx context.Context, tip, story string) bool {
+	stories, err := c.R.PlanAt(ctx, tip, c.PlanRel)
+	return err == nil && !open(stories, story)
 }
 
 // Done gives back a story claimed ahead that no worker took (the run is
@@ -757,8 +773,13 @@ func (p rideWith) off(h *Held, made bool, tip string, taken bool, err error) {
 	c := p.c
 	if !made {
 		c.Forget(h.Story)
-	} else if h.Start == "" {
-		h.Start, h.fresh = tip, true
+	} else {
+		// Made atomically with a landing leased on the tip the rider
+		// read the plan at: the tip that push left is what it saw.
+		h.seen = tip
+		if h.Start == "" {
+			h.Start, h.fresh = tip, true
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

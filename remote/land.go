@@ -56,12 +56,26 @@ func (e *ConflictError) Error() string {
 }
 
 // AlreadyLandedError is a story the target's plan already marks done: it
-// landed before this claim was made. Nothing was pushed.
-type AlreadyLandedError struct{ Story string }
+// landed before this claim was made. Nothing landed.
+type AlreadyLandedError struct {
+	Story string
+	// Dropped: the story's branch adds nothing to the target (every
+	// commit of it is there already), so its claim and its branch on the
+	// server were deleted: nothing is lost and nothing is kept. Otherwise
+	// the branch is kept with the work the target lacks.
+	Dropped bool
+}
 
 func (e *AlreadyLandedError) Error() string {
+	if e.Dropped {
+		return fmt.Sprintf("%s was already done on the target branch (landed by another machine meanwhile) and its branch adds nothing to it; its claim and branch are deleted", e.Story)
+	}
 	return fmt.Sprintf("%s is already done on the target branch; nothing landed", e.Story)
 }
+
+// LandedElsewhere reports whether the story was done on the target
+// without this branch, which added nothing to it: not a failure.
+func (e *AlreadyLandedError) LandedElsewhere() bool { return e.Dropped }
 
 // TooManyRacesError is a landing that lost the race to other machines more
 // often than its bound; the claim is still held and nothing was lost.
@@ -302,6 +316,13 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 							h.done = true
 							o.m.Landed, o.m.Err = &Landed{Commit: l.Commit, Attempts: attempt, By: l.By}, nil
 						}
+					}
+					if o.m.Err != nil {
+						// Claimed from a torn view (the claim already
+						// deleted by the landing, the target read before
+						// it): when the work adds nothing, there is
+						// nothing to keep.
+						r.dropLanded(ctx, h, o.tip, base, already)
 					}
 				}
 				o.over = true
@@ -569,6 +590,28 @@ func (r *Remote) landedByOther(ctx context.Context, m *Member, v *View, attempt 
 	}
 	h.markLost(lerr)
 	m.Err = lerr
+}
+
+// dropLanded deletes h's claim and its branch on the server, in one atomic
+// push leased on both, when the story is done on the target at base and
+// tip (the local branch) adds nothing to it; already then says so. A story
+// claimed from a torn view (git advertises refs one at a time, so a claim
+// can be made while another machine's landing of the story is applied:
+// its claim already deleted, the target not yet moved) ends here when its
+// agent found nothing left to do. The caller (a landing) holds h.mu.
+func (r *Remote) dropLanded(ctx context.Context, h *Held, tip, base string, already *AlreadyLandedError) {
+	if in, err := r.Repo.OK(ctx, "merge-base", "--is-ancestor", tip, base); err != nil || !in {
+		return
+	}
+	ups := []update{{dst: h.claim.Ref, expect: h.claim.Commit}}
+	if h.pushed != "" {
+		ups = append(ups, update{dst: h.Branch(), expect: h.pushed})
+	}
+	if bad, err := r.push(ctx, "drop the claim on "+h.Story, ups); err != nil || len(bad) > 0 {
+		return
+	}
+	h.done, h.pushed = true, ""
+	already.Dropped = true
 }
 
 // landingOf returns the landing of story on the fetched target when it

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/gitserver"
+	"github.com/wiggum-dev/wiggum/internal/plan"
 )
 
 // git advertises refs one at a time, so a fetch made while another
@@ -190,6 +191,128 @@ func TestLandingWhoseAnswerWasLost(t *testing.T) {
 		}
 		if plan := gitIn(t, f.bare, "show", "main:plan.md"); !strings.Contains(plan, "- [x] S-1") {
 			t.Fatalf("plan on main:\n%s", plan)
+		}
+	})
+}
+
+// tornClaim has a land story and b claim it from a torn read of the
+// server - the claim already deleted by a's landing, the target not yet
+// moved - as git's one-ref-at-a-time advertisement can show it while the
+// landing push is applied (seen in a 2-machine benchmark run: the second
+// machine ran the story again, then failed with "already done on the
+// target branch" and kept a branch that added nothing). It returns b's
+// claim, the target before a's landing and the landing.
+func tornClaim(t *testing.T, f *fixture, a, b *Remote, story string) (hb *Held, before, landed string) {
+	t.Helper()
+	before = f.refs()[target]
+	ha := claim(t, a, story)
+	br := work(t, a, story, ha.Start, strings.ToLower(story)+".txt", story+"\n")
+	if _, err := ha.Land(context.Background(), landSpec(ha, br)); err != nil {
+		t.Fatal(err)
+	}
+	landed = f.refs()[target]
+	gitIn(t, f.bare, "update-ref", target, before)
+	hb = claim(t, b, story)
+	gitIn(t, f.bare, "update-ref", target, landed)
+	if hb.Moved {
+		t.Fatal("not a torn claim: the claim push saw the target move")
+	}
+	return hb, before, landed
+}
+
+// A story claimed from a torn view whose work adds nothing to the target
+// (the agent found it done) ends without a failure: its claim and branch
+// are deleted, nothing is kept. One whose branch has work the target
+// lacks still fails "already done" and keeps it.
+func TestTornClaimThatAddsNothingIsDropped(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
+		hb, _, landed := tornClaim(t, f, a, b, "S-1")
+		// b's worktree started from the landing (its own fetch caught up)
+		// and its agent committed nothing; the branch was published.
+		if _, err := b.Fetch(ctx, target); err != nil {
+			t.Fatal(err)
+		}
+		gitIn(t, b.Repo.Root, "branch", "wiggum/S-1", landed)
+		hb.Follow("refs/heads/wiggum/S-1")
+		if err := hb.Publish(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if f.refs()[hb.Branch()] != landed {
+			t.Fatalf("branch not published: %v", f.refs())
+		}
+		_, err := hb.Land(ctx, landSpec(hb, "refs/heads/wiggum/S-1"))
+		var already *AlreadyLandedError
+		if !errors.As(err, &already) || !already.LandedElsewhere() {
+			t.Fatalf("landing a torn claim that adds nothing: %v", err)
+		}
+		refs := f.refs()
+		if refs[target] != landed || refs[hb.Claim().Ref] != "" || refs[hb.Branch()] != "" {
+			t.Fatalf("server after the landing: %v", refs)
+		}
+		if err := hb.Release(ctx); err != nil {
+			t.Fatalf("release after the drop: %v", err)
+		}
+
+		// The same tear, but b's agent committed work on the old tip.
+		hc, before, landed2 := tornClaim(t, f, a, b, "S-2")
+		br := work(t, b, "S-2", before, "b-s2.txt", "b's own S-2\n")
+		tip := gitIn(t, b.Repo.Root, "rev-parse", br)
+		_, err = hc.Land(ctx, landSpec(hc, br))
+		if !errors.As(err, &already) || already.LandedElsewhere() {
+			t.Fatalf("landing a torn claim with new work: %v", err)
+		}
+		refs = f.refs()
+		if refs[target] != landed2 || refs[hc.Claim().Ref] != hc.Claim().Commit {
+			t.Fatalf("server after the refused landing: %v", refs)
+		}
+		if got := gitIn(t, b.Repo.Root, "rev-parse", br); got != tip {
+			t.Fatalf("b's work moved: %s, want %s", got, tip)
+		}
+	})
+}
+
+// A story claimed ahead from a torn view is given back, not handed to an
+// agent, once the target this clone has fetched since marks it done; one
+// still open is handed out.
+func TestClaimAheadLandedMeanwhileIsGivenBack(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
+		cb, err := NewCoordinator(ctx, b, b.Repo, target, "plan.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := claim(t, b, "S-2")
+		hb, _, landed := tornClaim(t, f, a, b, "S-1")
+		if _, err := b.Fetch(ctx, target); err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range []*Held{hb, open} {
+			cb.reserve(h.Story)
+			ah := &ahead{done: make(chan struct{}), h: h, story: plan.Story{ID: h.Story}}
+			close(ah.done)
+			cb.mu.Lock()
+			cb.ahead = ah
+			cb.mu.Unlock()
+			got, s := cb.takeAhead(ctx, map[string]bool{})
+			switch h {
+			case hb:
+				if got != nil {
+					t.Fatalf("S-1, landed by a meanwhile, handed out: %+v", s)
+				}
+				if ref := f.refs()[hb.Claim().Ref]; ref != "" {
+					t.Fatalf("S-1's claim kept: %s", ref)
+				}
+			case open:
+				if got != open || s.ID != "S-2" || f.refs()[open.Claim().Ref] != open.Claim().Commit {
+					t.Fatalf("S-2, still open, not handed out: %+v %+v", got, s)
+				}
+			}
+		}
+		if f.refs()[target] != landed {
+			t.Fatal("the target moved")
 		}
 	})
 }

@@ -111,7 +111,7 @@ func (s *State) Apply(e Event) {
 		s.LimitUntil = e.Until
 	case "limit_wait_end":
 		s.LimitUntil = time.Time{}
-	case "merged", "landed":
+	case "merged", "landed", "landed_elsewhere":
 		s.markDone(e.Story)
 		if w := s.find(-1, e.Story); w != nil {
 			w.Outcome = "merged"
@@ -147,6 +147,8 @@ func describe(e Event) (kind, text string) {
 		return "merged", "merged" + prefixed(" as ", short(e.Commit))
 	case "landed":
 		return "merged", "landed on the remote" + prefixed(" as ", short(e.Commit))
+	case "landed_elsewhere":
+		return "merged", "landed by another machine meanwhile; this attempt added nothing"
 	case "land_failed", "claim_lost":
 		return "conflict", strings.ReplaceAll(e.Name, "_", " ") + prefixed(": ", e.Error) + "; branch " + strings.TrimPrefix(e.Branch, "refs/heads/") + " kept"
 	case "limit_wait_start":
