@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -835,5 +836,53 @@ func TestSpareLeavesOneForEachMachineWithoutItsNext(t *testing.T) {
 		if got := c.spare(v, busy); got != tc.want {
 			t.Errorf("%s: spare = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A fetch that fails for a moment (the server's upload-pack dies, as git
+// daemon's did under 8 machines' landings: "not our ref 0000...",
+// connection reset) is tried again; one that keeps failing is reported
+// after three tries, and a missing target is reported at once.
+func TestFetchTriesAFailureOfTheMomentAgain(t *testing.T) {
+	f := newFixture(t, "file")
+	ctx := context.Background()
+	a := f.machine("a", time.Minute, 0)
+	dir := t.TempDir()
+	count := filepath.Join(dir, "count")
+	flaky := filepath.Join(dir, "flaky-upload-pack")
+	script := "#!/bin/sh\nn=$(cat " + count + " 2>/dev/null || echo 0)\necho $((n + 1)) > " + count + "\n" +
+		"if [ $n -lt $FAILS ]; then echo 'fatal: remote error: upload-pack: not our ref 0000000000000000000000000000000000000000' >&2; exit 128; fi\n" +
+		"exec git-upload-pack \"$@\"\n"
+	if err := os.WriteFile(flaky, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, a.Repo.Root, "config", "remote.origin.uploadpack", flaky)
+	for _, c := range []struct {
+		fails, tries int
+		ok           bool
+	}{{0, 1, true}, {2, 3, true}, {3, 3, false}} {
+		t.Setenv("FAILS", strconv.Itoa(c.fails))
+		_ = os.Remove(count)
+		v, err := a.Fetch(ctx, target)
+		data, _ := os.ReadFile(count)
+		tries, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+		var ne *NetworkError
+		switch {
+		case tries != c.tries:
+			t.Errorf("%d failures: %d tries, want %d", c.fails, tries, c.tries)
+		case c.ok && (err != nil || v.Tip != f.refs()[target]):
+			t.Errorf("%d failures: %v", c.fails, err)
+		case !c.ok && (!errors.As(err, &ne) || !strings.Contains(err.Error(), "not our ref")):
+			t.Errorf("%d failures: %v, want the server's error", c.fails, err)
+		}
+	}
+	t.Setenv("FAILS", "0")
+	_ = os.Remove(count)
+	var bad *BadRemoteError
+	if _, err := a.Fetch(ctx, "refs/heads/nosuch"); !errors.As(err, &bad) {
+		t.Fatalf("fetch of a missing branch: %v", err)
+	}
+	if data, _ := os.ReadFile(count); strings.TrimSpace(string(data)) != "1" {
+		t.Fatalf("a missing branch was fetched %s times", data)
 	}
 }

@@ -76,7 +76,32 @@ func (r *Remote) readRef(ctx context.Context, ref string) (string, error) {
 	return r.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
 }
 
+// fetchTries is how many times a fetch is tried: a fetch changes nothing
+// on the server, and one can fail for a moment - seen with git daemon under
+// 8 machines' landings: "upload-pack: not our ref 0000...", the connection
+// reset - which must not end a machine's run.
+var fetchTries = []time.Duration{0, 50 * time.Millisecond, 200 * time.Millisecond}
+
 func (r *Remote) fetch(ctx context.Context, op, target string, refspecs ...string) error {
+	var err error
+	for _, wait := range fetchTries {
+		if wait > 0 {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(wait):
+			}
+		}
+		err = r.fetchOnce(ctx, op, target, refspecs...)
+		var ne *NetworkError
+		if err == nil || !errors.As(err, &ne) || ne.Timeout || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+func (r *Remote) fetchOnce(ctx context.Context, op, target string, refspecs ...string) error {
 	r.fetchMu.Lock()
 	defer r.fetchMu.Unlock()
 	// A fetch's connectivity check reads every worktree's HEAD, which
