@@ -362,3 +362,25 @@ func TestModelRemoteAndLimitWait(t *testing.T) {
 		t.Errorf("still paused after limit_wait_end:\n%s", m.Render())
 	}
 }
+
+// A story another machine landed while this one worked on it, when this
+// attempt added nothing, counts as done and says so - not as a failure.
+func TestModelLandedElsewhere(t *testing.T) {
+	evs := []Event{
+		ev(t, 0, "run_start", map[string]any{"plan": "plan.md", "pid": 1, "workers": 2, "stories": 2, "done": 0}),
+		ev(t, 1, "iteration_start", map[string]any{"iteration": 1, "story": "US-3", "attempt": 1, "attempts": 1, "worker": 1}),
+		ev(t, 2, "landed_elsewhere", map[string]any{"story": "US-3", "branch": "refs/heads/wiggum/US-3",
+			"error": "US-3 was already done on the target branch (landed by another machine meanwhile)"}),
+	}
+	v := newTestModel(evs).Render()
+	for _, want := range []string{"1/2 stories done", "landed by another machine meanwhile; this attempt added nothing"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+	for _, bad := range []string{"kept", "conflict", "failed"} {
+		if strings.Contains(v, bad) {
+			t.Errorf("view says %q:\n%s", bad, v)
+		}
+	}
+}
