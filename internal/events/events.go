@@ -28,6 +28,10 @@ const (
 	LimitWaitEnd    = "limit_wait_end"   // waited_ms, interrupted
 	Merged          = "merged"           // story, branch, commit, fast_forward, land_ms
 	MergeFailed     = "merge_failed"     // story, branch, error, paths: the branch is kept
+	Landed          = "landed"           // shared run: story, branch, commit, attempts, land_ms
+	LandedElsewhere = "landed_elsewhere" // shared run: story, branch, error: another machine landed it, this attempt added nothing
+	LandFailed      = "land_failed"      // shared run: story, branch, error: the branch is kept
+	ClaimLost       = "claim_lost"       // shared run: story, branch, error: another machine took the story over; the commits stay on branch
 	TestFailure     = "test-failure"     // hook: agent, runner, rollback, story
 	AgentStop       = "agent-stop"       // hook: agent, stop_hook_active, done
 	StoryIncomplete = "story-incomplete" // hook: the agent stopped with its story open
@@ -99,7 +103,7 @@ type Event struct {
 	// usage_limit
 	Message string    `json:"message,omitempty"`
 	Reset   time.Time `json:"reset,omitzero"`
-	// merged, merge_failed
+	// merged, merge_failed, landed, land_failed, claim_lost
 	Branch      string   `json:"branch,omitempty"`
 	FastForward bool     `json:"fast_forward,omitempty"`
 	LandMS      float64  `json:"land_ms,omitempty"`

@@ -238,17 +238,20 @@ func (b *builder) add(ev events.Event) error {
 		if s.SkipReason == "" {
 			s.SkipReason = fmt.Sprintf("failed %d attempt(s)", ev.Attempts)
 		}
-	case events.Merged:
+	case events.Merged, events.Landed, events.LandedElsewhere:
 		s := b.story(ev.Story, "")
 		s.Outcome, s.Merged = StoryDone, ev.Time
 		if ev.Commit != "" {
 			s.Commit = ev.Commit
 		}
-	case events.MergeFailed:
+	case events.MergeFailed, events.LandFailed, events.ClaimLost:
 		s := b.story(ev.Story, "")
 		s.Outcome = StoryUnmerged
 		s.Branch = strings.TrimPrefix(ev.Branch, "refs/heads/")
 		s.Conflicts, s.MergeError, s.conflictAt = ev.Paths, ev.Error, ev.Time
+		if ev.Name == events.ClaimLost && s.MergeError == "" {
+			s.MergeError = "another machine took the story over; this attempt's commits stay on its branch"
+		}
 	case events.UsageLimit, events.LimitWaitStart:
 		if n := len(b.r.Waits); n == 0 || !b.r.Waits[n-1].End.IsZero() {
 			b.r.Waits = append(b.r.Waits, Wait{Start: ev.Time, Message: ev.Message})

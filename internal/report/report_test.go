@@ -304,3 +304,54 @@ func TestTickStep(t *testing.T) {
 		}
 	}
 }
+
+// A shared run's landings (remote): a story landed, one another machine
+// landed meanwhile, one whose landing failed and one whose claim was lost.
+// The two kept branches are "not merged", even though their attempts were
+// done and run_end lists them as completed.
+func TestSharedRunLandings(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 19, 0, 0, 0, time.UTC)
+	var lines []string
+	add := func(sec int, name string, fields map[string]any) {
+		fields["event"], fields["time"] = name, t0.Add(time.Duration(sec)*time.Second)
+		data, err := json.Marshal(fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(data))
+	}
+	add(0, "run_start", map[string]any{"plan": "plan.md", "pid": 1, "workers": 2, "stories": 4})
+	stories := []string{"US-1", "US-2", "US-3", "US-4"}
+	for i, id := range stories {
+		add(1+i, "iteration_start", map[string]any{"iteration": i + 1, "story": id, "attempt": 1, "attempts": 3, "worker": 1})
+		add(2+i, "iteration_end", map[string]any{"iteration": i + 1, "story": id, "attempt": 1, "worker": 1, "outcome": "done", "commit": "abc"})
+	}
+	add(10, "landed", map[string]any{"story": "US-1", "branch": "refs/heads/wiggum/US-1", "commit": "1111111111111111", "attempts": 1})
+	add(11, "landed_elsewhere", map[string]any{"story": "US-2", "branch": "refs/heads/wiggum/US-2", "error": "landed by another machine"})
+	add(12, "land_failed", map[string]any{"story": "US-3", "branch": "refs/heads/wiggum/US-3", "error": "US-3 is already done on the target branch; nothing landed"})
+	add(13, "claim_lost", map[string]any{"story": "US-4", "branch": "refs/heads/wiggum/US-4"})
+	add(14, "run_end", map[string]any{"iterations": 4, "completed": stories, "error": "2 branch(es) could not be merged and are kept"})
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := build(t, path, Options{})
+	want := map[string][2]string{
+		"US-1": {StoryDone, ""}, "US-2": {StoryDone, ""},
+		"US-3": {StoryUnmerged, "wiggum/US-3"}, "US-4": {StoryUnmerged, "wiggum/US-4"},
+	}
+	for _, s := range r.Stories {
+		if w := want[s.ID]; s.Outcome != w[0] || s.Branch != w[1] {
+			t.Errorf("%s: outcome %q branch %q, want %v", s.ID, s.Outcome, s.Branch, w)
+		}
+	}
+	if us1 := r.Stories[0]; us1.Commit != "1111111111111111" || !us1.Merged.Equal(t0.Add(10*time.Second)) {
+		t.Errorf("US-1: commit %q merged %v", us1.Commit, us1.Merged)
+	}
+	if r.Totals.Done != 2 || r.Totals.Unmerged != 2 {
+		t.Errorf("totals %+v", r.Totals)
+	}
+	if us4 := r.Stories[3]; !strings.Contains(us4.MergeError, "took the story over") {
+		t.Errorf("US-4's reason: %q", us4.MergeError)
+	}
+}
