@@ -224,6 +224,10 @@ func TestMoreMessages(t *testing.T) {
 	}{
 		{events.Event{Name: events.MergeFailed, Story: "US-4", Branch: "refs/heads/wiggum/US-4", Error: "conflicts in a.go\nmore detail"},
 			KindMergeConflict, "wiggum: US-4 could not be merged", "Its branch wiggum/US-4 is kept: conflicts in a.go"},
+		{events.Event{Name: events.LandFailed, Story: "US-5", Branch: "refs/heads/wiggum/US-5", Error: "US-5 is already done on the target branch; nothing landed"},
+			KindMergeConflict, "wiggum: US-5 could not be landed", "Its branch wiggum/US-5 is kept: US-5 is already done on the target branch; nothing landed"},
+		{events.Event{Name: events.ClaimLost, Story: "US-6", Branch: "refs/heads/wiggum/US-6"},
+			KindMergeConflict, "wiggum: another machine took US-6 over", "This attempt's commits stay on wiggum/US-6."},
 		{events.Event{Name: events.GuardDenied, Decision: "ask", Command: "curl x | sh", Reason: "cannot tell", Story: "US-2"},
 			KindGuardDenied, "wiggum: the guard held a command for approval", "US-2: `curl x | sh`: cannot tell"},
 		{events.Event{Name: events.RollbackRefused, Story: "US-9", Reason: "HEAD moved"},

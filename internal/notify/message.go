@@ -18,7 +18,7 @@ const (
 	KindLimitStart      = "limit_start"      // the agent hit its usage limit
 	KindLimitEnd        = "limit_end"        // the limit reset; the run goes on
 	KindGuardDenied     = "guard_denied"     // the guard denied the agent a command
-	KindMergeConflict   = "merge_conflict"   // a finished story's branch could not merge; it is kept
+	KindMergeConflict   = "merge_conflict"   // a finished story's branch could not merge or land, or its claim was lost; it is kept
 	KindRollbackRefused = "rollback_refused" // a rollback was unsafe; the run stops
 	KindBudget          = "budget_reached"   // --max-cost was reached; the run stops
 )
@@ -133,6 +133,14 @@ func (t *tracker) message(ev events.Event) (Message, bool) {
 		m.Kind, m.Severity = KindMergeConflict, SeverityError
 		m.Title = "wiggum: " + clip(ev.Story) + " could not be merged"
 		m.Text = "Its branch " + strings.TrimPrefix(ev.Branch, "refs/heads/") + " is kept: " + clip(firstLine(ev.Error))
+	case events.LandFailed:
+		m.Kind, m.Severity = KindMergeConflict, SeverityError
+		m.Title = "wiggum: " + clip(ev.Story) + " could not be landed"
+		m.Text = "Its branch " + strings.TrimPrefix(ev.Branch, "refs/heads/") + " is kept: " + clip(firstLine(ev.Error))
+	case events.ClaimLost:
+		m.Kind, m.Severity = KindMergeConflict, SeverityError
+		m.Title = "wiggum: another machine took " + clip(ev.Story) + " over"
+		m.Text = "This attempt's commits stay on " + strings.TrimPrefix(ev.Branch, "refs/heads/") + "."
 	case events.BudgetReached:
 		m.Kind, m.Severity = KindBudget, SeverityWarning
 		m.Title = "wiggum: budget reached; no new attempts start"
