@@ -245,8 +245,22 @@ func (r *Remote) Claim(ctx context.Context, story string, view *View) (*Held, er
 	if _, ok := bad[c.Ref]; ok {
 		return nil, &ClaimTakenError{Story: story}
 	}
+	_, moved := bad[view.Target]
+	if view.Tip != "" && !moved {
+		// The push checked the target against the server's advertisement,
+		// which git writes one ref at a time: read while another machine's
+		// landing is applied, it can show the claim that landing deletes
+		// gone and the target it moves not yet moved (a files backend
+		// moves the target first, then deletes). The target read now,
+		// after this claim was made, cannot be that old: if the landing
+		// deleted the claim before this one was created, it had moved
+		// the target before.
+		if now, err := r.lsRemote(ctx, "claim "+story, []update{{dst: view.Target}}); err == nil && now[view.Target] != view.Tip {
+			moved = true
+		}
+	}
 	h := &Held{r: r, key: key, Story: story, Took: old, TookDead: dead, claim: c, seen: view.Tip,
-		Start: view.Branches[key], pushed: view.Branches[key], Moved: len(bad) > 0,
+		Start: view.Branches[key], pushed: view.Branches[key], Moved: moved,
 		lost: make(chan struct{}), stop: make(chan struct{})}
 	return h, nil
 }

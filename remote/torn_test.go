@@ -316,3 +316,38 @@ func TestClaimAheadLandedMeanwhileIsGivenBack(t *testing.T) {
 		}
 	})
 }
+
+// The tear inside the claim push itself: the server's advertisement shows
+// the target before another machine's landing and the story's claim
+// already deleted (a pre-receive hook stands in for that landing, moving
+// the target after the advertisement). The claim is made; the target read
+// after it shows the move, so the story is looked at again, found done and
+// given back - no agent runs on it.
+func TestClaimPushSeesATornAdvertisement(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		a, b := f.machine("a", time.Minute, 0), f.machine("b", time.Minute, 0)
+		before := f.refs()[target]
+		ha := claim(t, a, "S-1")
+		br := work(t, a, "S-1", ha.Start, "s1.txt", "S-1\n")
+		l, err := ha.Land(ctx, landSpec(ha, br))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gitIn(t, f.bare, "update-ref", target, before)
+		cb, err := NewCoordinator(ctx, b, b.Repo, target, "plan.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gitserver.Hook(t, f.bare, "pre-receive", "unset GIT_QUARANTINE_PATH\ngit update-ref "+target+" "+l.Commit+"\ncat >/dev/null\n")
+		h, s, err := cb.Claim(ctx, map[string]bool{"S-2": true, "S-3": true})
+		gitserver.RemoveHook(t, f.bare, "pre-receive")
+		if err != nil || h != nil {
+			t.Fatalf("claimed %+v from a torn advertisement: %v", s, err)
+		}
+		refs := f.refs()
+		if refs[target] != l.Commit || refs[ClaimsPrefix+"S-1"] != "" {
+			t.Fatalf("server after the claim: %v", refs)
+		}
+	})
+}
