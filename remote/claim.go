@@ -246,23 +246,27 @@ func (r *Remote) Claim(ctx context.Context, story string, view *View) (*Held, er
 		return nil, &ClaimTakenError{Story: story}
 	}
 	_, moved := bad[view.Target]
-	if view.Tip != "" && !moved {
-		// The push checked the target against the server's advertisement,
-		// which git writes one ref at a time: read while another machine's
-		// landing is applied, it can show the claim that landing deletes
-		// gone and the target it moves not yet moved (a files backend
-		// moves the target first, then deletes). The target read now,
-		// after this claim was made, cannot be that old: if the landing
-		// deleted the claim before this one was created, it had moved
-		// the target before.
-		if now, err := r.lsRemote(ctx, "claim "+story, []update{{dst: view.Target}}); err == nil && now[view.Target] != view.Tip {
-			moved = true
-		}
-	}
 	h := &Held{r: r, key: key, Story: story, Took: old, TookDead: dead, claim: c, seen: view.Tip,
 		Start: view.Branches[key], pushed: view.Branches[key], Moved: moved,
 		lost: make(chan struct{}), stop: make(chan struct{})}
 	return h, nil
+}
+
+// movedSince reports whether the server's target (a branch ref) has moved from the tip
+// of the view h was claimed from, read after the claim was made. The claim
+// push checked the target against the server's advertisement, which git
+// writes one ref at a time: read while another machine's landing is
+// applied, it can show the claim that landing deletes gone and the target
+// it moves not yet moved (a files backend moves the target first, then
+// deletes). The target read after this claim exists cannot be that old:
+// if the landing deleted the claim before this one was created, it had
+// moved the target before. A failed read says no.
+func (r *Remote) movedSince(ctx context.Context, h *Held, target string) bool {
+	if h.seen == "" {
+		return false
+	}
+	now, err := r.lsRemote(ctx, "claim "+h.Story, []update{{dst: target}})
+	return err == nil && now[target] != h.seen
 }
 
 // newClaim writes a fresh claim on story (key its ref name) for a push

@@ -403,6 +403,14 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 			c.Forget(s.ID)
 			return nil, none, nothingLeft, err
 		}
+		if !h.Moved && !ahead && c.R.movedSince(ctx, h, c.Target) {
+			// A claim an agent starts on at once: read the target again
+			// (one ls-remote), which a torn advertisement cannot fool. A
+			// claim made ahead is looked at when a worker takes it
+			// (takeAhead), off this round trip: most of a busy fleet's
+			// claims are made ahead, and their targets often move.
+			h.Moved = true
+		}
 		if h.Moved {
 			// Claimed from a view the target has moved on from: the
 			// story may have landed since. Look at the server now (the
