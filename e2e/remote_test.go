@@ -463,3 +463,37 @@ func TestRestartedMachineLandsItsFinishedWork(t *testing.T) {
 		})
 	}
 }
+
+// git advertises a server's refs one at a time, so a machine's claim push
+// can read another machine's landing half applied: the story's claim
+// already deleted, the target not yet moved (a pre-receive hook stands in
+// for that landing here, moving the target after the advertisement). The
+// claim is made, but no agent runs on the landed story: the machine reads
+// the target again, finds the story done and gives it back, and its run
+// ends with nothing left to do.
+func TestTornClaimRunsNoAgent(t *testing.T) {
+	f := newFleet(t, "daemon", 1)
+	before := f.git("rev-parse", "main")
+	a := f.machine("a", nil)
+	if code := waitLong(t, a, time.Minute); code != 0 {
+		t.Fatalf("machine a exited %d\nstdout: %s\nstderr: %s", code, a.stdout(), a.stderr())
+	}
+	landed := f.git("rev-parse", "main")
+	f.git("update-ref", "refs/heads/main", before)
+	gitserver.Hook(t, f.bare, "pre-receive", "unset GIT_QUARANTINE_PATH\ngit update-ref refs/heads/main "+landed+"\ncat >/dev/null\n")
+	b := f.machine("b", nil)
+	code := waitLong(t, b, time.Minute)
+	gitserver.RemoveHook(t, f.bare, "pre-receive")
+	if code != 0 {
+		t.Fatalf("machine b exited %d\nstdout: %s\nstderr: %s", code, b.stdout(), b.stderr())
+	}
+	if w := f.winners(); len(w["US-1"]) != 1 || w["US-1"][0] != "a" {
+		t.Fatalf("agents run on US-1: %v, want only a's", w["US-1"])
+	}
+	if got := f.git("rev-parse", "main"); got != landed {
+		t.Fatalf("main is %s, want a's landing %s", got, landed)
+	}
+	if refs := f.git("for-each-ref", "refs/wiggum", "refs/heads/wiggum"); refs != "" {
+		t.Fatalf("left on the server:\n%s", refs)
+	}
+}

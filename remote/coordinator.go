@@ -521,6 +521,16 @@ func (c *Coordinator) landReady(ctx context.Context, v *View, story string) (lan
 }
 
 // open reports whether story is in stories and not done.
+// doneIn reports whether stories mark story done.
+func doneIn(stories []plan.Story, story string) bool {
+	for _, s := range stories {
+		if s.ID == story {
+			return s.Done
+		}
+	}
+	return false
+}
+
 func open(stories []plan.Story, story string) bool {
 	for _, s := range stories {
 		if s.ID == story {

@@ -696,6 +696,16 @@ func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandS
 				paths = append(paths, p)
 			}
 		}
+		// A story the target already marks done does not conflict: it
+		// landed (another machine's work), and this branch is kept as
+		// "already done", not marked for an operator to merge by hand.
+		if objs, err := r.readObjects(ctx, []string{base + ":" + spec.PlanRel}); err == nil {
+			if o := objs[base+":"+spec.PlanRel]; o.typ == "blob" {
+				if stories, err := parsePlan(o.data, spec.PlanRel); err == nil && doneIn(stories, story) {
+					return "", nil, &AlreadyLandedError{Story: story}
+				}
+			}
+		}
 		return "", paths, nil
 	}
 	tree := strings.TrimSpace(fields[0])

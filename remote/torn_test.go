@@ -270,6 +270,19 @@ func TestTornClaimThatAddsNothingIsDropped(t *testing.T) {
 		if got := gitIn(t, b.Repo.Root, "rev-parse", br); got != tip {
 			t.Fatalf("b's work moved: %s, want %s", got, tip)
 		}
+
+		// Work that conflicts with the landed story's is "already done"
+		// too, not a conflict marked for an operator to merge by hand.
+		hd, before3, _ := tornClaim(t, f, a, b, "S-3")
+		br3 := work(t, b, "S-3", before3, "s-3.txt", "b's own S-3\n")
+		_, err = hd.Land(ctx, landSpec(hd, br3))
+		var conflict *ConflictError
+		if !errors.As(err, &already) || errors.As(err, &conflict) {
+			t.Fatalf("landing a torn claim whose work conflicts with the landed story's: %v", err)
+		}
+		if ref := f.refs()[ConflictsPrefix+"S-3"]; ref != "" {
+			t.Fatalf("S-3 marked conflicted: %s", ref)
+		}
 	})
 }
 
