@@ -129,13 +129,18 @@ func (r *Remote) lsRemote(ctx context.Context, op string, ups []update) (map[str
 	for _, u := range ups {
 		args = append(args, u.dst)
 	}
-	out, _, err := r.net(ctx, op+" (reading the server's refs)", "", nil, args...)
-	if err != nil {
+	var out string
+	err := retryRead(ctx, func() error {
+		var err error
+		out, _, err = r.net(ctx, op+" (reading the server's refs)", "", nil, args...)
 		var ne *NetworkError
-		if errors.As(err, &ne) {
-			return nil, err
+		if err != nil && !errors.As(err, &ne) {
+			err = r.transportError(op, err)
 		}
-		return nil, r.transportError(op, err)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	now := map[string]string{}
 	for _, line := range strings.Split(out, "\n") {

@@ -839,10 +839,10 @@ func TestSpareLeavesOneForEachMachineWithoutItsNext(t *testing.T) {
 	}
 }
 
-// A fetch that fails for a moment (the server's upload-pack dies, as git
-// daemon's did under 8 machines' landings: "not our ref 0000...",
-// connection reset) is tried again; one that keeps failing is reported
-// after three tries, and a missing target is reported at once.
+// A fetch or ls-remote that fails for a moment (the server's upload-pack
+// dies, as git daemon's did under 8 machines' landings: "not our ref
+// 0000...", connection reset) is tried again; one that keeps failing is
+// reported after three tries, and a missing target is reported at once.
 func TestFetchTriesAFailureOfTheMomentAgain(t *testing.T) {
 	f := newFixture(t, "file")
 	ctx := context.Background()
@@ -874,6 +874,20 @@ func TestFetchTriesAFailureOfTheMomentAgain(t *testing.T) {
 			t.Errorf("%d failures: %v", c.fails, err)
 		case !c.ok && (!errors.As(err, &ne) || !strings.Contains(err.Error(), "not our ref")):
 			t.Errorf("%d failures: %v, want the server's error", c.fails, err)
+		}
+	}
+	// ls-remote reads the server as well, and is tried again the same way.
+	for _, c := range []struct {
+		fails, tries int
+		ok           bool
+	}{{2, 3, true}, {3, 3, false}} {
+		t.Setenv("FAILS", strconv.Itoa(c.fails))
+		_ = os.Remove(count)
+		now, err := a.lsRemote(ctx, "read", []update{{dst: target}})
+		data, _ := os.ReadFile(count)
+		tries, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+		if tries != c.tries || c.ok != (err == nil) || c.ok && now[target] != f.refs()[target] {
+			t.Errorf("ls-remote, %d failures: %d tries, %v, %v", c.fails, tries, now, err)
 		}
 	}
 	t.Setenv("FAILS", "0")

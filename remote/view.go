@@ -76,15 +76,18 @@ func (r *Remote) readRef(ctx context.Context, ref string) (string, error) {
 	return r.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
 }
 
-// fetchTries is how many times a fetch is tried: a fetch changes nothing
-// on the server, and one can fail for a moment - seen with git daemon under
-// 8 machines' landings: "upload-pack: not our ref 0000...", the connection
-// reset - which must not end a machine's run.
-var fetchTries = []time.Duration{0, 50 * time.Millisecond, 200 * time.Millisecond}
+// readTries are the waits before each try of a read of the server (a fetch,
+// an ls-remote): it changes nothing there, and one can fail for a moment -
+// seen with git daemon under 8 machines' landings: "upload-pack: not our
+// ref 0000...", the connection reset - which must not end a machine's run.
+var readTries = []time.Duration{0, 50 * time.Millisecond, 200 * time.Millisecond}
 
-func (r *Remote) fetch(ctx context.Context, op, target string, refspecs ...string) error {
+// retryRead runs read, a request that changes nothing on the server, until
+// it succeeds, fails for good (not a *NetworkError: a missing branch, say),
+// times out (it already took the whole timeout), or has had its tries.
+func retryRead(ctx context.Context, read func() error) error {
 	var err error
-	for _, wait := range fetchTries {
+	for _, wait := range readTries {
 		if wait > 0 {
 			select {
 			case <-ctx.Done():
@@ -92,13 +95,17 @@ func (r *Remote) fetch(ctx context.Context, op, target string, refspecs ...strin
 			case <-time.After(wait):
 			}
 		}
-		err = r.fetchOnce(ctx, op, target, refspecs...)
+		err = read()
 		var ne *NetworkError
 		if err == nil || !errors.As(err, &ne) || ne.Timeout || ctx.Err() != nil {
 			return err
 		}
 	}
 	return err
+}
+
+func (r *Remote) fetch(ctx context.Context, op, target string, refspecs ...string) error {
+	return retryRead(ctx, func() error { return r.fetchOnce(ctx, op, target, refspecs...) })
 }
 
 func (r *Remote) fetchOnce(ctx context.Context, op, target string, refspecs ...string) error {
