@@ -247,7 +247,9 @@ func TestKilledWhileMakingAhead(t *testing.T) {
 // ahead that no worker took (here at --max-iterations 2, after stories 1
 // and 2, whose agents wait until the worktrees of 3 and 4 exist) removes
 // them and their branches, saves nothing, and leaves their stories open:
-// exit 5, and the next run does them.
+// exit 5, and the next run does them. (The first agent to see both marks
+// it for the other: once story 1 lands, the capped run removes them, and
+// the other agent, polling, could miss the moment - 2 runs in 15 did.)
 func TestStopDropsWorktreesMadeAhead(t *testing.T) {
 	dir := newRepo(t)
 	marks := t.TempDir()
@@ -256,7 +258,7 @@ func TestStopDropsWorktreesMadeAhead(t *testing.T) {
 	writeFile(t, agent, `cat > /dev/null
 case $WIGGUM_STORY in US-1|US-2)
   i=0
-  until [ -e ../US-3/.git ] && [ -e ../US-4/.git ]; do
+  until [ -e "`+marks+`/seen" ] || { [ -e ../US-3/.git ] && [ -e ../US-4/.git ] && : > "`+marks+`/seen"; }; do
     i=$((i + 1)); [ $i -gt 1200 ] && { echo "no worktree made ahead" > "`+marks+`/fail-$WIGGUM_STORY"; exit 1; }
     sleep 0.05
   done ;;
