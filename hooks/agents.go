@@ -231,8 +231,8 @@ func decodeCursor(data []byte) (cursorIn, error) {
 	return in, nil
 }
 
-// jsonInt is a JSON number that is a whole number in int's range, as json
-// decodes into an int field.
+// jsonInt is a JSON number that is a whole number within int32's range (an
+// exit code or a count); anything else reads as absent.
 func jsonInt(v any) (int, bool) {
 	f, ok := v.(float64)
 	if !ok || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {

@@ -521,14 +521,16 @@ func (c *Coordinator) landReady(ctx context.Context, v *View, story string) (lan
 }
 
 // open reports whether story is in stories and not done.
-// doneIn reports whether stories mark story done.
-func doneIn(stories []plan.Story, story string) bool {
+// storyDone reports whether stories mark story done (any entry of it, as
+// a landing ticks it) and whether they have it at all.
+func storyDone(stories []plan.Story, story string) (done, found bool) {
 	for _, s := range stories {
 		if s.ID == story {
-			return s.Done
+			found = true
+			done = done || s.Done
 		}
 	}
-	return false
+	return done, found
 }
 
 func open(stories []plan.Story, story string) bool {

@@ -701,8 +701,10 @@ func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandS
 		// "already done", not marked for an operator to merge by hand.
 		if objs, err := r.readObjects(ctx, []string{base + ":" + spec.PlanRel}); err == nil {
 			if o := objs[base+":"+spec.PlanRel]; o.typ == "blob" {
-				if stories, err := parsePlan(o.data, spec.PlanRel); err == nil && doneIn(stories, story) {
-					return "", nil, &AlreadyLandedError{Story: story}
+				if stories, err := parsePlan(o.data, spec.PlanRel); err == nil {
+					if done, _ := storyDone(stories, story); done {
+						return "", nil, &AlreadyLandedError{Story: story}
+					}
 				}
 			}
 		}
@@ -723,14 +725,9 @@ func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandS
 	if err != nil {
 		return "", nil, err
 	}
-	found := false
-	for _, s := range stories {
-		if s.ID == story {
-			if s.Done {
-				return "", nil, &AlreadyLandedError{Story: story}
-			}
-			found = true
-		}
+	done, found := storyDone(stories, story)
+	if done {
+		return "", nil, &AlreadyLandedError{Story: story}
 	}
 	if !found {
 		return "", nil, &plan.NotFoundError{ID: story, Path: spec.PlanRel + " on the target branch"}
