@@ -251,3 +251,27 @@ func TestCreateManyBranchesAheadFallBack(t *testing.T) {
 		t.Errorf("branches:\n%swant:\n%s", out, want)
 	}
 }
+
+// TestCreateTakenDirectoryLeavesNoBranch: one request whose directory is
+// taken. git worktree add -b creates the branch before it looks at the
+// directory and refuses it; the add that then goes on to the next name
+// deletes that branch, so no empty wiggum/US-5 is left beside the
+// worktree's wiggum/US-5-2. A branch that was there before (US-6's) is
+// not the add's own and is kept.
+func TestCreateTakenDirectoryLeavesNoBranch(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	write(t, filepath.Join(repo.Root, filepath.FromSlash(Dir), "US-5"), "left.txt", "left\n")
+	gitT(t, repo.Root, "branch", "wiggum/US-6")
+	for _, story := range []string{"US-5", "US-6"} {
+		ws, errs := CreateMany(ctx, repo, []Request{{Story: story, Target: "refs/heads/main"}}, nil, nil)
+		if errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+		defer ws[0].Lease.Release()
+	}
+	out := gitT(t, repo.Root, "for-each-ref", "--format=%(refname:short)", BranchPrefix)
+	if want := "wiggum/US-5-2\nwiggum/US-6\nwiggum/US-6-2\n"; out != want {
+		t.Errorf("branches:\n%swant:\n%s", out, want)
+	}
+}

@@ -317,7 +317,8 @@ type added struct {
 // add registers one worktree and its branch, its files not checked out;
 // the caller holds the repository mutex and leases it next. made says
 // branchAhead created the branch under the first name; if that name's
-// directory is taken, the branch is deleted and the next name tried.
+// directory is taken, the branch is deleted and the next name tried - as
+// is a branch git worktree add -b made before it refused the directory.
 func add(ctx context.Context, main *git.Repo, parent, base string, r Request, tips map[string]string, made bool) (*added, error) {
 	tip, err := resolveStart(ctx, main, r, tips)
 	if err != nil {
@@ -337,23 +338,36 @@ func add(ctx context.Context, main *git.Repo, parent, base string, r Request, ti
 		if made {
 			args = []string{"worktree", "add", "--quiet", "--no-checkout", "--lock", "--reason", lockReason(r.Story), path, short}
 		}
+		// With -b, git creates the branch first and only then reads
+		// the worktrees and looks at the directory: an add that fails
+		// there leaves the branch behind, at tip. Unless git refused
+		// the branch itself (it was there before), that branch is this
+		// add's own, and undoing the add deletes it - only while it is
+		// still at tip.
+		undo := func(err error) {
+			var ge *git.Error
+			if made || !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "a branch named") {
+				made = false
+				_, _ = main.Run(ctx, "update-ref", "-d", branch, tip)
+			}
+		}
 		_, err := main.Run(ctx, args...)
 		// An add beside it (CreateMany runs them together) may have
 		// its entry half written when git reads every entry: that
-		// add fails before it made anything, and goes again.
+		// add fails before it made the worktree, and goes again.
 		for try := 1; err != nil && try < listTries; try++ {
 			var ge *git.Error
 			if !errors.As(err, &ge) || !halfWritten(ge.Stderr) {
 				break
 			}
+			if !made {
+				undo(err)
+			}
 			time.Sleep(time.Duration(try) * time.Millisecond)
 			_, err = main.Run(ctx, args...)
 		}
-		if err != nil && made {
-			made = false
-			_, _ = main.Run(ctx, "update-ref", "-d", branch, tip)
-		}
 		if err != nil {
+			undo(err)
 			var ge *git.Error
 			if errors.As(err, &ge) && (strings.Contains(ge.Stderr, "already exists") || strings.Contains(ge.Stderr, "is a missing but locked worktree")) {
 				continue
