@@ -444,6 +444,9 @@ func (p *parallel) releaseLocked(ctx context.Context, j *landing, m *worktree.Me
 	if rem.Backup != "" {
 		p.r.disp.printf("  %s: uncommitted work in its worktree is saved in %s", story.ID, rem.Backup)
 	}
+	for _, b := range rem.Submodules {
+		p.r.disp.printf("  %s: %s", story.ID, b)
+	}
 	if m == nil {
 		return
 	}

@@ -379,8 +379,11 @@ func (r *run) recover(ctx context.Context) error {
 			if s != nil && !s.Done {
 				r.interruptedAttempt(rc.Story, rc.Backup)
 			}
-		case redo && attempted[rc.Story]:
+		case redo && attempted[rc.Story] && len(rc.Submodules) == 0:
 			r.disp.printf("redoing %s: the killed run's attempt at it had changed nothing", rc.Story)
+		}
+		for _, b := range rc.Submodules {
+			r.disp.printf("%s: the killed run's worktree is removed; %s", rc.Story, b)
 		}
 	}
 	// Attempts left open with no worktree or tree to show for them.

@@ -270,6 +270,9 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 	if rem.Backup != "" {
 		p.r.disp.printf("  %s: uncommitted work in its worktree is saved in %s", story.ID, rem.Backup)
 	}
+	for _, b := range rem.Submodules {
+		p.r.disp.printf("  %s: %s", story.ID, b)
+	}
 }
 
 // sharedResult records the run's network calls, and makes a shared run

@@ -30,6 +30,9 @@ type Reclaimed struct {
 	Progressed bool   `json:"progressed"`
 	Backup     string `json:"backup,omitempty"` // where its work was saved
 	Live       bool   `json:"live"`             // its lease is held: left alone
+	// Submodules: work in submodules checked out in the worktree,
+	// saved before it was removed.
+	Submodules []SubmoduleBackup `json:"submodules,omitempty"`
 	// Worker is the worktree kept, leased again by this process, because
 	// ReclaimOptions.Finished said its story is finished there: the
 	// caller lands its branch and releases it.
@@ -290,9 +293,11 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 		}
 		in.Branch = ""
 	}
-	if _, err := removeLeased(ctx, main, in); err != nil {
+	rem, err := removeLeased(ctx, main, in)
+	if err != nil {
 		return nil, err
 	}
+	rc.Submodules = rem.Submodules
 	return rc, nil
 }
 

@@ -26,6 +26,9 @@ type Removal struct {
 	// BranchKept: the branch holds work its target does not have, so it
 	// stays; the worktree goes.
 	BranchKept bool `json:"branch_kept,omitempty"`
+	// Submodules: work in submodules checked out in the worktree, saved
+	// before it was removed (their repositories go with it).
+	Submodules []SubmoduleBackup `json:"submodules,omitempty"`
 }
 
 // Release removes the worker's worktree while still holding its lease,
@@ -151,6 +154,13 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 			return nil, fmt.Errorf("worktree: remove %s: %w", in.Path, err)
 		}
 		return r, nil
+	}
+	if !lostGit(in.Path) {
+		saved, err := saveSubmodules(ctx, main, in.Path, main.Root, in.Story)
+		r.Submodules = saved
+		if err != nil {
+			return nil, fmt.Errorf("worktree: %s left as it is: %w", in.Name, err)
+		}
 	}
 	if in.Dirty && lostGit(in.Path) {
 		// git cannot read it as a worktree any more: its files are saved

@@ -126,6 +126,9 @@ func (c *WorktreePruneCmd) Run(ctx context.Context, g *Globals) error {
 		if r.Backup != "" {
 			line += "; uncommitted changes saved in " + r.Backup
 		}
+		for _, b := range r.Submodules {
+			line += "; " + b.String()
+		}
 		fmt.Fprintln(g.stdout, line)
 	}
 	if len(res) == 0 && err == nil {

@@ -1,0 +1,154 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/git"
+)
+
+// SubmoduleBackup is the work of one submodule checked out in a removed
+// worktree, saved before the removal.
+type SubmoduleBackup struct {
+	// Path is the submodule's path in the worktree (and in the main tree).
+	Path string `json:"path"`
+	// Ref is the backup ref: the submodule's commit, with its
+	// uncommitted and untracked files on top when it had any.
+	Ref string `json:"ref"`
+	// Repo is where Ref is: the main tree's checkout of the same
+	// submodule (Path, relative to the main tree), or "" for the main
+	// repository itself when the main tree has none.
+	Repo string `json:"repo"`
+}
+
+// String says where the backup is, for a person.
+func (b SubmoduleBackup) String() string {
+	if b.Repo == "" {
+		return fmt.Sprintf("work in submodule %s is saved in %s of the main repository", b.Path, b.Ref)
+	}
+	return fmt.Sprintf("work in submodule %s is saved in %s of the main tree's %s (wiggum -C %s recover)", b.Path, b.Ref, b.Repo, b.Repo)
+}
+
+// SubmoduleBackupPrefix holds, in the main repository, the work of a
+// worktree's submodule that the main tree has no checkout of: a
+// submodule's history, not the main tree's, so not a backup wiggum recover
+// lists or restores.
+const SubmoduleBackupPrefix = "refs/wiggum/submodule-backup/"
+
+// saveSubmodules saves the work in the submodules checked out in the
+// worktree at wt - by the repository's post-checkout hook, say, or the
+// agent - before the worktree is removed. git worktree remove deletes a
+// submodule's repository with the worktree (it lives in the worktree's
+// git dir), and a backup of the worktree records a submodule only as the
+// commit it is at; so commits made in it and its uncommitted files would
+// be lost with it. A submodule that has changed nothing - clean, at a
+// commit the main tree's checkout of it has (or, with none, one its own
+// remote-tracking branches hold) - is left as it is. mainRoot is the main
+// tree; nested submodules are saved the same way.
+func saveSubmodules(ctx context.Context, main *git.Repo, wt, mainRoot, story string) ([]SubmoduleBackup, error) {
+	return saveSubmodulesIn(ctx, main, wt, mainRoot, "", story)
+}
+
+func saveSubmodulesIn(ctx context.Context, main *git.Repo, dir, mainDir, prefix, story string) ([]SubmoduleBackup, error) {
+	if _, err := os.Lstat(filepath.Join(dir, ".gitmodules")); err != nil {
+		return nil, nil // no submodules: the one cost for every other repository
+	}
+	paths, err := submodulePaths(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	var saved []SubmoduleBackup
+	for _, p := range paths {
+		subDir := filepath.Join(dir, filepath.FromSlash(p))
+		if _, err := os.Lstat(filepath.Join(subDir, ".git")); err != nil {
+			continue // not checked out: nothing in it
+		}
+		sub, err := git.Open(ctx, subDir)
+		if err != nil || sub.Root != subDir {
+			continue // git cannot read it as a repository of its own
+		}
+		nested, err := saveSubmodulesIn(ctx, main, subDir, filepath.Join(mainDir, filepath.FromSlash(p)), prefix+p+"/", story)
+		saved = append(saved, nested...)
+		if err != nil {
+			return saved, err
+		}
+		b, err := saveSubmodule(ctx, main, sub, filepath.Join(mainDir, filepath.FromSlash(p)), prefix+p, story)
+		if err != nil {
+			return saved, fmt.Errorf("worktree: save submodule %s: %w", prefix+p, err)
+		}
+		if b != nil {
+			saved = append(saved, *b)
+		}
+	}
+	return saved, nil
+}
+
+// saveSubmodule saves one checked-out submodule, sub, when it has work;
+// mainCopy is where the main tree has the same submodule.
+func saveSubmodule(ctx context.Context, main, sub *git.Repo, mainCopy, rel, story string) (*SubmoduleBackup, error) {
+	st, err := sub.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if st.Head == "" {
+		return nil, nil // no commit yet and nothing git could save
+	}
+	var dest *git.Repo
+	if _, err := os.Lstat(filepath.Join(mainCopy, ".git")); err == nil {
+		if r, err := git.Open(ctx, mainCopy); err == nil && r.Root == mainCopy {
+			dest = r
+		}
+	}
+	if !st.Dirty() {
+		if dest != nil {
+			if ok, _ := dest.OK(ctx, "cat-file", "-e", st.Head+"^{commit}"); ok {
+				return nil, nil
+			}
+		} else if out, err := sub.Run(ctx, "rev-list", "-n1", st.Head, "--not", "--remotes"); err == nil && strings.TrimSpace(out) == "" {
+			return nil, nil
+		}
+	}
+	ref, err := checkpoint.FromRepo(sub).Backup(ctx, "submodule "+rel+" of a worktree removed (story "+story+")")
+	if err != nil {
+		return nil, err
+	}
+	b := &SubmoduleBackup{Path: rel, Ref: ref, Repo: filepath.ToSlash(rel)}
+	if dest == nil {
+		dest, b.Repo = main, ""
+		b.Ref = SubmoduleBackupPrefix + strings.TrimPrefix(ref, checkpoint.BackupPrefix)
+	}
+	// The refspec has no +: an existing ref of that name (time and
+	// commit) is never overwritten.
+	if _, err := dest.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", sub.Root, ref+":"+b.Ref); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// submodulePaths lists the paths .gitmodules in dir gives its submodules,
+// leaving out any that would reach outside dir (a hostile .gitmodules).
+func submodulePaths(ctx context.Context, dir string) ([]string, error) {
+	out, err := (&git.Repo{Root: dir}).Run(ctx, "config", "--file", ".gitmodules", "-z", "--get-regexp", `^submodule\..*\.path$`)
+	var ge *git.Error
+	if errors.As(err, &ge) && ge.Status() == 1 {
+		return nil, nil // none
+	}
+	if err != nil {
+		return nil, fmt.Errorf("worktree: read %s: %w", filepath.Join(dir, ".gitmodules"), err)
+	}
+	var paths []string
+	for _, entry := range strings.Split(out, "\x00") {
+		_, p, ok := strings.Cut(entry, "\n")
+		if !ok || p == "" || !filepath.IsLocal(filepath.FromSlash(p)) || path.Clean(p) != p {
+			continue
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}

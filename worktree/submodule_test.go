@@ -1,0 +1,164 @@
+package worktree
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
+)
+
+// withSubmodule adds a submodule at vendor/sub to repo (checked out in the
+// main tree) from a repository of its own with one commit, and returns
+// that repository's path.
+func withSubmodule(t *testing.T, repo *git.Repo) string {
+	t.Helper()
+	sub := t.TempDir()
+	gitT(t, sub, "init", "-q", "-b", "main")
+	write(t, sub, "lib.txt", "lib\n")
+	gitT(t, sub, "add", "-A")
+	gitT(t, sub, "commit", "-q", "-m", "lib")
+	gitT(t, repo.Root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "vendor/sub")
+	gitT(t, repo.Root, "commit", "-q", "-m", "add the submodule")
+	return sub
+}
+
+// worktreeWithSubmodule makes a worktree for story and checks its
+// submodule out, as a post-checkout hook running git submodule update
+// would.
+func worktreeWithSubmodule(t *testing.T, repo *git.Repo, story string) *Worker {
+	t.Helper()
+	ws, errs := CreateMany(context.Background(), repo, []Request{{Story: story, Target: "refs/heads/main"}}, nil, nil)
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	w := ws[0]
+	gitT(t, w.Path, "-c", "protocol.file.allow=always", "submodule", "update", "--init", "--quiet")
+	if !exists(filepath.Join(w.Path, "vendor/sub/lib.txt")) {
+		t.Fatal("the worktree's submodule is not checked out")
+	}
+	return w
+}
+
+// TestReleaseSavesSubmoduleWork: an agent committed in a submodule checked
+// out in its worktree, edited a file there and left a new one. git
+// worktree remove deletes that submodule's repository with the worktree,
+// and the worktree's own backup holds the submodule only as a commit id;
+// so the removal first saves the submodule's work - the commit, with the
+// edit and the new file on top - into the main tree's checkout of the
+// submodule, where `wiggum -C vendor/sub recover` finds it and from which
+// the main tree's git submodule update can check the commit out.
+func TestReleaseSavesSubmoduleWork(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	withSubmodule(t, repo)
+	w := worktreeWithSubmodule(t, repo, "US-1")
+	subDir := filepath.Join(w.Path, "vendor/sub")
+	write(t, subDir, "lib.txt", "lib, changed and committed\n")
+	gitT(t, subDir, "commit", "-q", "-am", "work in the submodule")
+	committed := strings.TrimSpace(gitT(t, subDir, "rev-parse", "HEAD"))
+	write(t, subDir, "lib.txt", "lib, changed after the commit\n")
+	write(t, subDir, "new.txt", "a new file\n")
+
+	rem, err := w.Release(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exists(w.Path) {
+		t.Fatal("worktree not removed")
+	}
+	if len(rem.Submodules) != 1 || rem.Submodules[0].Path != "vendor/sub" || rem.Submodules[0].Repo != "vendor/sub" {
+		t.Fatalf("submodule backups: %+v", rem.Submodules)
+	}
+	mainSub := filepath.Join(repo.Root, "vendor/sub")
+	ref := rem.Submodules[0].Ref
+	if !strings.HasPrefix(ref, "refs/wiggum/backup/") {
+		t.Fatalf("backup ref %q", ref)
+	}
+	if got := gitT(t, mainSub, "show", ref+":lib.txt"); got != "lib, changed after the commit\n" {
+		t.Errorf("saved lib.txt: %q", got)
+	}
+	if got := gitT(t, mainSub, "show", ref+":new.txt"); got != "a new file\n" {
+		t.Errorf("saved new.txt: %q", got)
+	}
+	if got := strings.TrimSpace(gitT(t, mainSub, "rev-parse", ref+"^")); got != committed {
+		t.Errorf("the backup's parent is %s, want the submodule's commit %s", got, committed)
+	}
+	// The main tree's submodule can check the commit out.
+	gitT(t, mainSub, "checkout", "-q", committed)
+}
+
+// TestReleaseLeavesUntouchedSubmodule: a checked-out submodule nobody
+// changed - clean, at a commit the main tree's checkout has - costs no
+// backup; a .gitmodules path reaching outside the worktree is not
+// followed.
+func TestReleaseLeavesUntouchedSubmodule(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	withSubmodule(t, repo)
+	w := worktreeWithSubmodule(t, repo, "US-1")
+	outside := t.TempDir()
+	gitT(t, outside, "init", "-q")
+	write(t, outside, "mine.txt", "not the worktree's\n")
+	rel, err := filepath.Rel(w.Path, outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, w.Path, "config", "--file", ".gitmodules", "submodule.evil.path", filepath.ToSlash(rel))
+	gitT(t, w.Path, "commit", "-q", "-am", "a submodule path outside")
+	rem, err := w.Release(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rem.Submodules) != 0 {
+		t.Errorf("saved %+v", rem.Submodules)
+	}
+	for _, dir := range []string{filepath.Join(repo.Root, "vendor/sub"), repo.Root, outside} {
+		if refs := gitT(t, dir, "for-each-ref", "refs/wiggum/"); refs != "" {
+			t.Errorf("%s: refs made:\n%s", dir, refs)
+		}
+	}
+	if st := gitT(t, outside, "status", "--porcelain"); st != "?? mine.txt\n" {
+		t.Errorf("the repository outside: %q", st)
+	}
+}
+
+// TestReleaseSavesSubmoduleWorkWithoutMainCheckout: the main tree has not
+// checked the submodule out, so its commit goes into the main repository,
+// under a prefix of its own (it is the submodule's history, not a state of
+// the main tree for wiggum recover to restore).
+func TestReleaseSavesSubmoduleWorkWithoutMainCheckout(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	withSubmodule(t, repo)
+	gitT(t, repo.Root, "submodule", "deinit", "-q", "-f", "vendor/sub")
+	if exists(filepath.Join(repo.Root, "vendor/sub/.git")) {
+		t.Fatal("the main tree's submodule is still checked out")
+	}
+	w := worktreeWithSubmodule(t, repo, "US-1")
+	subDir := filepath.Join(w.Path, "vendor/sub")
+	write(t, subDir, "lib.txt", "committed in the worktree only\n")
+	gitT(t, subDir, "commit", "-q", "-am", "work in the submodule")
+	committed := strings.TrimSpace(gitT(t, subDir, "rev-parse", "HEAD"))
+
+	rem, err := w.Release(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rem.Submodules) != 1 || rem.Submodules[0].Repo != "" || !strings.HasPrefix(rem.Submodules[0].Ref, SubmoduleBackupPrefix) {
+		t.Fatalf("submodule backups: %+v", rem.Submodules)
+	}
+	if got := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", rem.Submodules[0].Ref+"^")); got != committed {
+		t.Errorf("the backup's parent is %s, want %s", got, committed)
+	}
+	// What wiggum recover lists are states of the main tree (here, the
+	// worktree's own backup: its submodule moved).
+	for _, ref := range strings.Fields(gitT(t, repo.Root, "for-each-ref", "--format=%(refname)", "refs/wiggum/backup/")) {
+		gitT(t, repo.Root, "cat-file", "-e", ref+":README")
+	}
+	if _, err := os.Stat(w.Path); err == nil {
+		t.Error("worktree not removed")
+	}
+}
