@@ -49,6 +49,10 @@ type Checkpoint struct {
 	Snapshot string `json:"snapshot,omitempty"`
 	// Untracked lists the untracked, not ignored files present then.
 	Untracked []string `json:"untracked,omitempty"`
+	// Submodules lists the submodules that had changes then (new
+	// commits, changed or new files): a rollback leaves those as they
+	// are, since the checkpoint does not record their changes.
+	Submodules []string `json:"submodules,omitempty"`
 }
 
 var shaRE = lazyre.New(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
@@ -146,6 +150,7 @@ func (p *Saving) Finish(session string, opts SaveOptions) (*Checkpoint, error) {
 			return nil, fmt.Errorf("checkpoint: snapshot the working tree: %w", err)
 		}
 		cp.Snapshot, cp.Untracked, recorded = snap, now.Untracked, snap
+		cp.Submodules = changedSubmodules(now)
 	}
 	if err := s.record(ctx, cp, recorded, move); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)

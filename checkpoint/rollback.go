@@ -44,7 +44,10 @@ type RollbackResult struct {
 	Files       []string    `json:"files"`         // paths whose content returns to the checkpoint
 	Removed     []string    `json:"removed"`       // untracked files removed
 	NothingToDo bool        `json:"nothing_to_do"` // already at the checkpoint
-	DryRun      bool        `json:"dry_run"`
+	// Submodules: the checked-out submodules the rollback returned to the
+	// checkpoint, or left as they are, and why.
+	Submodules []SubmoduleReturn `json:"submodules,omitempty"`
+	DryRun     bool              `json:"dry_run"`
 }
 
 // Rollback returns HEAD and the working tree to the checkpoint when that is
@@ -97,9 +100,19 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if cp.Snapshot != "" {
 		wantTree = f.SnapshotTree
 	}
+	subs := changedSubmodules(now)
+	reason := opts.Reason
+	if reason == "" {
+		reason = "rollback"
+	}
 	if len(res.Commits) == 0 && nowTree == wantTree {
-		res.NothingToDo = true
-		return res, nil
+		// Nothing of the main tree to return; its submodules' files
+		// may still have changed.
+		if len(subs) > 0 {
+			res.Submodules, err = s.returnSubmodules(ctx, cp, subs, nil, reason, opts.DryRun)
+		}
+		res.NothingToDo = len(res.Submodules) == 0
+		return res, err
 	}
 	// One walk of the trees answers what the working tree must change and
 	// what the checkpoint's own uncommitted state changed.
@@ -121,7 +134,8 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	}
 	res.Removed = newUntracked(cp, now.Untracked)
 	if opts.DryRun {
-		return res, nil
+		res.Submodules, err = s.returnSubmodules(ctx, cp, subs, changes, reason, true)
+		return res, err
 	}
 
 	// Save first: nothing is discarded that is not in a backup ref. The
@@ -149,7 +163,10 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if err := s.restoreTree(ctx, cat, lk, index, cp, changes); err != nil {
 		return nil, fmt.Errorf("rollback: return the working tree to %s (everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
 	}
-	return res, nil
+	if len(subs) > 0 || hasGitlink(changes) {
+		res.Submodules, err = s.returnSubmodules(ctx, cp, subs, changes, reason, false)
+	}
+	return res, err
 }
 
 // rollbackFacts reads what the rules judge, changing nothing. It stops

@@ -493,8 +493,16 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 			if res.Checkpoint != nil {
 				cp = shortSHA(res.Checkpoint.Head)
 			}
-			f.Rollback = fmt.Sprintf("rolled back to %s; attempt saved in %s", cp, res.BackupRef)
-			msg += fmt.Sprintf(" The working tree was rolled back to checkpoint %s; your attempt is saved in %s (see `wiggum recover`). Start again from the checkpoint with a different approach.", cp, res.BackupRef)
+			saved := res.BackupRef
+			if saved == "" {
+				saved = "the submodules' own backups"
+			}
+			f.Rollback = fmt.Sprintf("rolled back to %s; attempt saved in %s", cp, saved)
+			msg += fmt.Sprintf(" The working tree was rolled back to checkpoint %s; your attempt is saved in %s (see `wiggum recover`).", cp, saved)
+			for _, sub := range res.Submodules {
+				msg += " The " + sub.String() + "."
+			}
+			msg += " Start again from the checkpoint with a different approach."
 		}
 	}
 	if err := session.AppendFailure(st, f); err != nil {

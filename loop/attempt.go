@@ -450,6 +450,9 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 	if res.BackupRef != "" {
 		e.run.addBackup(res.BackupRef)
 	}
+	for _, sub := range res.Submodules {
+		e.disp.printf("  %s", sub)
+	}
 	return res.BackupRef, nil
 }
 
@@ -484,10 +487,17 @@ func (e *executor) interrupted(iter int, story *plan.Story, attempt int, cp *che
 		e.disp.printf("interrupted; the unfinished iteration was left as it is (%v). Checkpoint: %.12s", err, cp.Head)
 	case res.NothingToDo:
 		e.disp.printf("interrupted; nothing to roll back")
+	case res.BackupRef == "":
+		e.disp.printf("interrupted; rolled back the unfinished iteration")
 	default:
 		e.run.addBackup(res.BackupRef)
 		end.Backup = res.BackupRef
 		e.disp.printf("interrupted; rolled back the unfinished iteration, its work is saved in %s", res.BackupRef)
+	}
+	if err == nil {
+		for _, sub := range res.Submodules {
+			e.disp.printf("  %s", sub)
+		}
 	}
 	if err == nil {
 		_ = e.run.led.record(end, true)

@@ -161,11 +161,19 @@ func (c Command) rollback(ctx context.Context, st *checkpoint.State, w io.Writer
 		return nil
 	case res.DryRun:
 		fmt.Fprintf(w, "rollback to %s on %s would discard:\n", cp.Head[:12], checkpoint.BranchName(cp.Branch))
+	case res.BackupRef == "":
+		// Only submodules' files had changed.
+		fmt.Fprintf(w, "rolled back to %s on %s\n", cp.Head[:12], checkpoint.BranchName(cp.Branch))
 	default:
 		fmt.Fprintf(w, "rolled back to %s on %s; discarded state saved in %s\n", cp.Head[:12], checkpoint.BranchName(cp.Branch), res.BackupRef)
 	}
-	describeDiscard(w, res)
-	if !res.DryRun {
+	if res.BackupRef != "" || res.DryRun {
+		describeDiscard(w, res)
+	}
+	for _, sub := range res.Submodules {
+		fmt.Fprintf(w, "  %s\n", sub)
+	}
+	if !res.DryRun && res.BackupRef != "" {
 		fmt.Fprintf(w, "restore it with: wiggum recover %s\n", strings.TrimPrefix(res.BackupRef, checkpoint.BackupPrefix))
 	}
 	return nil

@@ -1,0 +1,150 @@
+package checkpoint
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// addSubmodule adds a checked-out submodule at vendor/lib, from a
+// repository of its own with one commit, and commits it.
+func (r *testRepo) addSubmodule() {
+	r.t.Helper()
+	lib := r.t.TempDir()
+	if err := os.WriteFile(filepath.Join(lib, "lib.txt"), []byte("lib\n"), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "lib.txt"}, {"commit", "-q", "-m", "lib"}} {
+		if out, err := exec.Command("git", append([]string{"-C", lib}, args...)...).CombinedOutput(); err != nil {
+			r.t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	r.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib")
+	r.git("commit", "-q", "-m", "add vendor/lib")
+}
+
+func (r *testRepo) sub(args ...string) string {
+	r.t.Helper()
+	return r.git(append([]string{"-C", "vendor/lib"}, args...)...)
+}
+
+// TestRollbackReturnsSubmodule: an agent changed a file in a submodule
+// and left a new one there - which git's reset leaves alone and a backup
+// of the main tree records only as the submodule's commit. The rollback
+// saves the submodule's state in a backup ref of its own repository and
+// returns its files to the checkpoint's; a dry run says so and changes
+// nothing.
+func TestRollbackReturnsSubmodule(t *testing.T) {
+	r := newRepo(t)
+	r.addSubmodule()
+	mustSave(t, r, "")
+	at := r.sub("rev-parse", "HEAD")
+	r.write("vendor/lib/lib.txt", "broken by the agent\n")
+	r.write("vendor/lib/new.txt", "new\n")
+
+	dry, err := r.st.Rollback(ctx, RollbackOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dry.Submodules) != 1 || dry.Submodules[0].Commit != at || dry.Submodules[0].Backup != "" || dry.NothingToDo {
+		t.Fatalf("dry run: %+v", dry)
+	}
+	if r.read("vendor/lib/lib.txt") != "broken by the agent\n" {
+		t.Fatal("the dry run changed the submodule")
+	}
+
+	res, err := r.st.Rollback(ctx, RollbackOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NothingToDo || len(res.Submodules) != 1 || res.Submodules[0].Path != "vendor/lib" || res.Submodules[0].Left != "" {
+		t.Fatalf("result: %+v", res)
+	}
+	if got := r.read("vendor/lib/lib.txt"); got != "lib\n" {
+		t.Errorf("lib.txt after the rollback: %q", got)
+	}
+	if r.exists("vendor/lib/new.txt") {
+		t.Error("the submodule's new file is still there")
+	}
+	if st := r.git("status", "--porcelain", "--ignore-submodules=none"); st != "" {
+		t.Errorf("status after the rollback:\n%s", st)
+	}
+	ref := res.Submodules[0].Backup
+	if got := r.sub("show", ref+":lib.txt"); got != "broken by the agent" {
+		t.Errorf("saved lib.txt: %q", got)
+	}
+	if got := r.sub("show", ref+":new.txt"); got != "new" {
+		t.Errorf("saved new.txt: %q", got)
+	}
+}
+
+// TestRollbackReturnsSubmoduleCommit: the agent committed in the
+// submodule and recorded the new commit in the main tree. The main tree's
+// rollback returns the recorded commit; the submodule's HEAD returns to
+// the checkpoint's commit too, detached, with the agent's commit kept in
+// the backup (and its branch, which is never moved).
+func TestRollbackReturnsSubmoduleCommit(t *testing.T) {
+	r := newRepo(t)
+	r.addSubmodule()
+	mustSave(t, r, "")
+	at := r.sub("rev-parse", "HEAD")
+	r.sub("checkout", "-q", "-b", "agent-work")
+	r.write("vendor/lib/lib.txt", "the agent's commit\n")
+	r.sub("commit", "-q", "-am", "agent in the submodule")
+	work := r.sub("rev-parse", "HEAD")
+	r.git("commit", "-q", "-am", "bump vendor/lib")
+
+	res, err := r.st.Rollback(ctx, RollbackOptions{DiscardForeign: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Submodules) != 1 || res.Submodules[0].Commit != at {
+		t.Fatalf("submodules: %+v", res.Submodules)
+	}
+	if got := r.sub("rev-parse", "HEAD"); got != at {
+		t.Errorf("the submodule is at %s, want the checkpoint's %s", got, at)
+	}
+	if got := r.sub("rev-parse", res.Submodules[0].Backup+"^"); got != work {
+		t.Errorf("the backup's parent is %s, want the agent's commit %s", got, work)
+	}
+	if got := r.sub("rev-parse", "agent-work"); got != work {
+		t.Errorf("the submodule's branch moved to %s", got)
+	}
+	if st := r.git("status", "--porcelain", "--ignore-submodules=none"); st != "" {
+		t.Errorf("status after the rollback:\n%s", st)
+	}
+}
+
+// TestRollbackLeavesSubmoduleChangedAtCheckpoint: a submodule that
+// already had changes when the checkpoint was taken cannot be returned
+// to them (the checkpoint records only its commit): it is left as it
+// is, and the rollback says so.
+func TestRollbackLeavesSubmoduleChangedAtCheckpoint(t *testing.T) {
+	r := newRepo(t)
+	r.addSubmodule()
+	r.write("vendor/lib/lib.txt", "the user's own edit\n")
+	cp := mustSave(t, r, "")
+	if len(cp.Submodules) != 1 || cp.Submodules[0] != "vendor/lib" {
+		t.Fatalf("checkpoint submodules: %v", cp.Submodules)
+	}
+	r.write("vendor/lib/lib.txt", "the user's own edit, then the agent's\n")
+	r.write("agent.txt", "agent\n")
+	res, err := r.st.Rollback(ctx, RollbackOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Submodules) != 1 || !strings.Contains(res.Submodules[0].Left, "changes at the checkpoint") {
+		t.Fatalf("submodules: %+v", res.Submodules)
+	}
+	if got := r.read("vendor/lib/lib.txt"); got != "the user's own edit, then the agent's\n" {
+		t.Errorf("lib.txt: %q", got)
+	}
+	if r.exists("agent.txt") {
+		t.Error("the main tree was not rolled back")
+	}
+	if refs := r.sub("for-each-ref", "refs/wiggum/"); refs != "" {
+		t.Errorf("backups in the submodule:\n%s", refs)
+	}
+}
