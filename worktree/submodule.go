@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -18,9 +19,14 @@ import (
 type SubmoduleBackup struct {
 	// Path is the submodule's path in the worktree (and in the main tree).
 	Path string `json:"path"`
-	// Ref is the backup ref: the submodule's commit, with its
-	// uncommitted and untracked files on top when it had any.
-	Ref string `json:"ref"`
+	// Ref is the backup ref of its state at the removal: its commit, with
+	// its uncommitted and untracked files on top when it had any; "" when
+	// it had changed nothing.
+	Ref string `json:"ref,omitempty"`
+	// Earlier are the backups it already held - rollbacks made in the
+	// worktree save a submodule's state in its own repository - carried
+	// over under the same names.
+	Earlier []string `json:"earlier,omitempty"`
 	// Repo is where Ref is: the main tree's checkout of the same
 	// submodule (Path, relative to the main tree), or "" for the main
 	// repository itself when the main tree has none.
@@ -29,10 +35,17 @@ type SubmoduleBackup struct {
 
 // String says where the backup is, for a person.
 func (b SubmoduleBackup) String() string {
-	if b.Repo == "" {
-		return fmt.Sprintf("work in submodule %s is saved in %s of the main repository", b.Path, b.Ref)
+	what := b.Ref
+	switch {
+	case b.Ref == "":
+		what = fmt.Sprintf("%d backup(s) of its rollbacks", len(b.Earlier))
+	case len(b.Earlier) > 0:
+		what += fmt.Sprintf(" (and %d backup(s) of its rollbacks)", len(b.Earlier))
 	}
-	return fmt.Sprintf("work in submodule %s is saved in %s of the main tree's %s (wiggum -C %s recover)", b.Path, b.Ref, b.Repo, b.Repo)
+	if b.Repo == "" {
+		return fmt.Sprintf("work in submodule %s is saved in %s of the main repository", b.Path, what)
+	}
+	return fmt.Sprintf("work in submodule %s is saved in %s of the main tree's %s (wiggum -C %s recover)", b.Path, what, b.Repo, b.Repo)
 }
 
 // SubmoduleBackupPrefix holds, in the main repository, the work of a
@@ -105,27 +118,51 @@ func saveSubmodule(ctx context.Context, main, sub *git.Repo, mainCopy, rel, stor
 			dest = r
 		}
 	}
-	if !st.Dirty() {
-		if dest != nil {
-			if ok, _ := dest.OK(ctx, "cat-file", "-e", st.Head+"^{commit}"); ok {
-				return nil, nil
-			}
-		} else if out, err := sub.Run(ctx, "rev-list", "-n1", st.Head, "--not", "--remotes"); err == nil && strings.TrimSpace(out) == "" {
-			return nil, nil
-		}
-	}
-	ref, err := checkpoint.FromRepo(sub).Backup(ctx, "submodule "+rel+" of a worktree removed (story "+story+")")
+	// Backups a rollback in the worktree made in the submodule's own
+	// repository go with it too.
+	out, err := sub.Run(ctx, "for-each-ref", "--format=%(refname)", checkpoint.BackupPrefix)
 	if err != nil {
 		return nil, err
 	}
-	b := &SubmoduleBackup{Path: rel, Ref: ref, Repo: filepath.ToSlash(rel)}
+	b := &SubmoduleBackup{Path: rel, Repo: filepath.ToSlash(rel), Earlier: strings.Fields(out)}
+	changed := st.Dirty()
+	if !changed {
+		if dest != nil {
+			ok, _ := dest.OK(ctx, "cat-file", "-e", st.Head+"^{commit}")
+			changed = !ok
+		} else {
+			out, err := sub.Run(ctx, "rev-list", "-n1", st.Head, "--not", "--remotes")
+			changed = err != nil || strings.TrimSpace(out) != ""
+		}
+	}
+	if !changed && len(b.Earlier) == 0 {
+		return nil, nil
+	}
+	refs := slices.Clone(b.Earlier)
+	if changed {
+		if b.Ref, err = checkpoint.FromRepo(sub).Backup(ctx, "submodule "+rel+" of a worktree removed (story "+story+")"); err != nil {
+			return nil, err
+		}
+		refs = append([]string{b.Ref}, refs...)
+	}
+	rename := func(ref string) string { return ref }
 	if dest == nil {
 		dest, b.Repo = main, ""
-		b.Ref = SubmoduleBackupPrefix + strings.TrimPrefix(ref, checkpoint.BackupPrefix)
+		rename = func(ref string) string { return SubmoduleBackupPrefix + strings.TrimPrefix(ref, checkpoint.BackupPrefix) }
+		for i := range b.Earlier {
+			b.Earlier[i] = rename(b.Earlier[i])
+		}
+		if b.Ref != "" {
+			b.Ref = rename(b.Ref)
+		}
 	}
-	// The refspec has no +: an existing ref of that name (time and
+	// No + in the refspecs: an existing ref of that name (time and
 	// commit) is never overwritten.
-	if _, err := dest.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", sub.Root, ref+":"+b.Ref); err != nil {
+	args := []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", sub.Root}
+	for _, ref := range refs {
+		args = append(args, ref+":"+rename(ref))
+	}
+	if _, err := dest.Run(ctx, args...); err != nil {
 		return nil, err
 	}
 	return b, nil

@@ -2,11 +2,13 @@ package worktree
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
@@ -160,5 +162,49 @@ func TestReleaseSavesSubmoduleWorkWithoutMainCheckout(t *testing.T) {
 	}
 	if _, err := os.Stat(w.Path); err == nil {
 		t.Error("worktree not removed")
+	}
+}
+
+// TestReleaseCarriesSubmoduleRollbackBackups: a rollback in the worktree
+// saved the submodule's state in the submodule's own repository, which
+// goes with the worktree; the removal carries that backup over to the
+// main tree's checkout under the same name, though the submodule itself
+// is back where it started.
+func TestReleaseCarriesSubmoduleRollbackBackups(t *testing.T) {
+	for _, mainCheckout := range []bool{true, false} {
+		t.Run(fmt.Sprintf("main checkout %v", mainCheckout), func(t *testing.T) {
+			ctx := context.Background()
+			repo := newRepo(t)
+			withSubmodule(t, repo)
+			if !mainCheckout {
+				gitT(t, repo.Root, "submodule", "deinit", "-q", "-f", "vendor/sub")
+			}
+			w := worktreeWithSubmodule(t, repo, "US-1")
+			if _, err := w.State.Save(ctx, "", checkpoint.SaveOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(w.Path, "vendor/sub"), "lib.txt", "broken\n")
+			res, err := w.State.Rollback(ctx, checkpoint.RollbackOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Submodules) != 1 || res.Submodules[0].Backup == "" {
+				t.Fatalf("rollback: %+v", res.Submodules)
+			}
+			rolled, where := res.Submodules[0].Backup, filepath.Join(repo.Root, "vendor/sub")
+			if !mainCheckout {
+				rolled, where = SubmoduleBackupPrefix+strings.TrimPrefix(rolled, checkpoint.BackupPrefix), repo.Root
+			}
+			rem, err := w.Release(ctx, repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rem.Submodules) != 1 || len(rem.Submodules[0].Earlier) != 1 || rem.Submodules[0].Earlier[0] != rolled {
+				t.Fatalf("submodule backups: %+v", rem.Submodules)
+			}
+			if got := gitT(t, where, "show", rolled+":lib.txt"); got != "broken\n" {
+				t.Errorf("carried-over backup's lib.txt: %q", got)
+			}
+		})
 	}
 }
