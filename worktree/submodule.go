@@ -148,7 +148,9 @@ func saveSubmodule(ctx context.Context, main, sub *git.Repo, mainCopy, rel, stor
 	rename := func(ref string) string { return ref }
 	if dest == nil {
 		dest, b.Repo = main, ""
-		rename = func(ref string) string { return SubmoduleBackupPrefix + strings.TrimPrefix(ref, checkpoint.BackupPrefix) }
+		rename = func(ref string) string {
+			return SubmoduleBackupPrefix + strings.TrimPrefix(ref, checkpoint.BackupPrefix)
+		}
 		for i := range b.Earlier {
 			b.Earlier[i] = rename(b.Earlier[i])
 		}
