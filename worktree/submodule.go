@@ -69,19 +69,13 @@ func saveSubmodules(ctx context.Context, main *git.Repo, wt, mainRoot, story str
 }
 
 func saveSubmodulesIn(ctx context.Context, main *git.Repo, dir, mainDir, prefix, story string) ([]SubmoduleBackup, error) {
-	if _, err := os.Lstat(filepath.Join(dir, ".gitmodules")); err != nil {
-		return nil, nil // no submodules: the one cost for every other repository
-	}
-	paths, err := submodulePaths(ctx, dir)
+	paths, err := checkedOutSubmodules(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	var saved []SubmoduleBackup
 	for _, p := range paths {
 		subDir := filepath.Join(dir, filepath.FromSlash(p))
-		if _, err := os.Lstat(filepath.Join(subDir, ".git")); err != nil {
-			continue // not checked out: nothing in it
-		}
 		sub, err := git.Open(ctx, subDir)
 		if err != nil || sub.Root != subDir {
 			continue // git cannot read it as a repository of its own
@@ -190,4 +184,24 @@ func submodulePaths(ctx context.Context, dir string) ([]string, error) {
 		paths = append(paths, p)
 	}
 	return paths, nil
+}
+
+// checkedOutSubmodules lists the submodules checked out in the worktree at
+// dir (their paths, slash-separated); nil, at the cost of one stat, when
+// it has no .gitmodules.
+func checkedOutSubmodules(ctx context.Context, dir string) ([]string, error) {
+	if _, err := os.Lstat(filepath.Join(dir, ".gitmodules")); err != nil {
+		return nil, nil
+	}
+	paths, err := submodulePaths(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p), ".git")); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }

@@ -208,3 +208,41 @@ func TestReleaseCarriesSubmoduleRollbackBackups(t *testing.T) {
 		})
 	}
 }
+
+// TestRefreshKeepsWorktreeWithMovedSubmodule: a worktree made ahead, its
+// submodule checked out, is not moved past a commit that changes the
+// submodule's recorded commit (git reset would leave the submodule
+// behind, and the story's commit would undo the change); past any other
+// commit it moves as before.
+func TestRefreshKeepsWorktreeWithMovedSubmodule(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	withSubmodule(t, repo)
+	w := worktreeWithSubmodule(t, repo, "US-1")
+	defer w.Lease.Release()
+	base := w.Base
+
+	write(t, repo.Root, "other.txt", "landed\n")
+	gitT(t, repo.Root, "add", "other.txt")
+	gitT(t, repo.Root, "commit", "-q", "-m", "another story")
+	tip := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "HEAD"))
+	if moved, err := w.Refresh(ctx, tip); err != nil || !moved {
+		t.Fatalf("refresh past a commit that leaves the submodule alone: moved %v, %v", moved, err)
+	}
+
+	mainSub := filepath.Join(repo.Root, "vendor/sub")
+	write(t, mainSub, "lib.txt", "lib v2\n")
+	gitT(t, mainSub, "commit", "-q", "-am", "lib v2")
+	gitT(t, repo.Root, "commit", "-q", "-am", "bump vendor/sub")
+	bumped := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "HEAD"))
+	moved, err := w.Refresh(ctx, bumped)
+	if moved || err == nil || !strings.Contains(err.Error(), "submodule vendor/sub") {
+		t.Fatalf("refresh past a submodule bump: moved %v, %v", moved, err)
+	}
+	if w.Base != tip || strings.TrimSpace(gitT(t, w.Path, "rev-parse", "HEAD")) != tip {
+		t.Errorf("the worktree moved: base %s, HEAD %s, want %s (made at %s)", w.Base, gitT(t, w.Path, "rev-parse", "HEAD"), tip, base)
+	}
+	if st := gitT(t, w.Path, "status", "--porcelain", "--ignore-submodules=none"); st != "" {
+		t.Errorf("worktree status:\n%s", st)
+	}
+}

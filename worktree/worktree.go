@@ -490,6 +490,22 @@ func (w *Worker) Refresh(ctx context.Context, tip string) (bool, error) {
 	if tip == w.Base {
 		return false, nil
 	}
+	// git reset leaves a checked-out submodule where it is: moved past a
+	// change of its recorded commit, the worktree would show it changed,
+	// and the story's commit would record the old commit again, undoing
+	// the change that landed. Such a worktree stays where it was made.
+	if subs, err := checkedOutSubmodules(ctx, w.Path); err != nil || len(subs) > 0 {
+		if err != nil {
+			return false, err
+		}
+		out, err := w.State.Repo.Run(ctx, append([]string{"diff", "--name-only", w.Base, tip, "--"}, subs...)...)
+		if err != nil {
+			return false, fmt.Errorf("worktree: compare %s's submodules at %s and %s: %w", w.Name, w.Base[:12], tip[:12], err)
+		}
+		if changed := strings.Fields(out); len(changed) > 0 {
+			return false, fmt.Errorf("worktree: %s stays at %s: the target changed the commit of submodule %s, checked out there, which moving it would leave behind", w.Name, w.Base[:12], changed[0])
+		}
+	}
 	meta := w.Meta
 	meta.Base, meta.Prev = tip, w.Base
 	if err := statefile.WriteJSON(w.State.Path(MetaFile), meta); err != nil {
