@@ -52,7 +52,9 @@ func (w *walk) git(args []string) {
 		w.gitRm(rest)
 	case "config":
 		w.gitConfig(rest)
-	case "submodule", "bisect", "rebase":
+	case "submodule":
+		w.gitSubmodule(rest)
+	case "bisect", "rebase":
 		w.gitRunsCode(sub, rest)
 	}
 	if writesRefs(sub) {

@@ -7,14 +7,6 @@ import "strings"
 // like any other.
 func (w *walk) gitRunsCode(sub string, rest []string) {
 	switch {
-	case sub == "submodule" && len(rest) > 0 && rest[0] == "foreach":
-		i := 1
-		for i < len(rest) && strings.HasPrefix(rest[i], "-") {
-			i++
-		}
-		if i < len(rest) {
-			w.g.script(strings.Join(rest[i:], " "), w.depth+1)
-		}
 	case sub == "bisect" && len(rest) > 1 && rest[0] == "run":
 		w.command(nil, rest[1:], 1) // run as an argument vector, not through a shell
 	case sub == "rebase":
