@@ -164,9 +164,11 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		return nil, fmt.Errorf("rollback: return the working tree to %s (everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
 	}
 	if len(subs) > 0 || hasGitlink(changes) {
-		res.Submodules, err = s.returnSubmodules(ctx, cp, subs, changes, reason, false)
+		if res.Submodules, err = s.returnSubmodules(ctx, cp, subs, changes, reason, false); err != nil {
+			return res, fmt.Errorf("the tree is back at %s (its state before is saved in %s), but %w", short(cp.Head), res.BackupRef, err)
+		}
 	}
-	return res, err
+	return res, nil
 }
 
 // rollbackFacts reads what the rules judge, changing nothing. It stops
