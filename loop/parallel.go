@@ -299,6 +299,9 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 		return false
 	}
 	killpoint.At("worktree-created")
+	for _, n := range w.Notes {
+		p.r.disp.printf("  %s: %s", story.ID, n)
+	}
 	ex := p.executor(w, story)
 	ex.worker = worker
 	// A shared story stops when another machine takes its claim over.

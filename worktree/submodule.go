@@ -167,6 +167,19 @@ func saveSubmodule(ctx context.Context, main, sub *git.Repo, mainCopy, rel, stor
 // submodulePaths lists the paths .gitmodules in dir gives its submodules,
 // leaving out any that would reach outside dir (a hostile .gitmodules).
 func submodulePaths(ctx context.Context, dir string) ([]string, error) {
+	mods, err := submodules(ctx, dir)
+	paths := make([]string, len(mods))
+	for i, m := range mods {
+		paths[i] = m.path
+	}
+	return paths, err
+}
+
+// submodule is one entry of a .gitmodules: its name and path.
+type submodule struct{ name, path string }
+
+// submodules reads the submodules .gitmodules in dir names.
+func submodules(ctx context.Context, dir string) ([]submodule, error) {
 	out, err := (&git.Repo{Root: dir}).Run(ctx, "config", "--file", ".gitmodules", "-z", "--get-regexp", `^submodule\..*\.path$`)
 	var ge *git.Error
 	if errors.As(err, &ge) && ge.Status() == 1 {
@@ -175,15 +188,96 @@ func submodulePaths(ctx context.Context, dir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worktree: read %s: %w", filepath.Join(dir, ".gitmodules"), err)
 	}
-	var paths []string
+	var mods []submodule
 	for _, entry := range strings.Split(out, "\x00") {
-		_, p, ok := strings.Cut(entry, "\n")
+		key, p, ok := strings.Cut(entry, "\n")
 		if !ok || p == "" || !filepath.IsLocal(filepath.FromSlash(p)) || path.Clean(p) != p {
 			continue
 		}
-		paths = append(paths, p)
+		name := strings.TrimSuffix(strings.TrimPrefix(key, "submodule."), ".path")
+		mods = append(mods, submodule{name: name, path: p})
 	}
-	return paths, nil
+	return mods, nil
+}
+
+// checkOutSubmodules checks out, in a new worktree at dir, the submodules
+// the main tree (mainDir) has checked out - so that an agent in a worktree
+// sees the repository as one in the main tree does - at the commits the
+// worktree records for them. Each is cloned from the main tree's checkout
+// of it (local: hard links, no network, no credentials), then its origin
+// is pointed where the main tree's points. Nested submodules the same way.
+// One that cannot be checked out at its recorded commit (the main tree's
+// checkout lacks the commit) is left empty, as git worktree add leaves
+// every submodule: half checked out, it would look changed, and a commit
+// of the worktree would record its wrong commit. It returns what it could
+// not check out, and why, for the caller to say; a worktree without a
+// .gitmodules costs one stat.
+func checkOutSubmodules(ctx context.Context, dir, mainDir string) []string {
+	if _, err := os.Lstat(filepath.Join(dir, ".gitmodules")); err != nil {
+		return nil
+	}
+	mods, err := submodules(ctx, dir)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	args := []string{"-c", "protocol.file.allow=always"}
+	var paths []string
+	for _, m := range mods {
+		from := filepath.Join(mainDir, filepath.FromSlash(m.path))
+		if _, err := os.Lstat(filepath.Join(from, ".git")); err != nil {
+			continue // the main tree has not checked it out either
+		}
+		args = append(args, "-c", "submodule."+m.name+".url="+from)
+		paths = append(paths, m.path)
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	wt := &git.Repo{Root: dir}
+	recorded := map[string]string{}
+	out, err := wt.Run(ctx, append([]string{"ls-files", "--stage", "-z", "--"}, paths...)...)
+	if err != nil {
+		return []string{"submodules not checked out: " + firstLine(err.Error())}
+	}
+	for _, entry := range strings.Split(out, "\x00") {
+		meta, p, ok := strings.Cut(entry, "\t")
+		if f := strings.Fields(meta); ok && len(f) == 3 && f[0] == "160000" {
+			recorded[p] = f[1]
+		}
+	}
+	args = append(args, "submodule", "update", "--init", "--quiet", "--no-fetch", "--")
+	base := args[:len(args):len(args)]
+	if _, err := wt.Run(ctx, append(base, paths...)...); err != nil {
+		// One that failed stops git before the rest: go on one by one.
+		for _, p := range paths {
+			_, _ = wt.Run(ctx, append(base, p)...)
+		}
+	}
+	var problems []string
+	for _, p := range paths {
+		sub := filepath.Join(dir, filepath.FromSlash(p))
+		from := filepath.Join(mainDir, filepath.FromSlash(p))
+		head, err := (&git.Repo{Root: sub}).Line(ctx, "rev-parse", "--verify", "--quiet", "HEAD")
+		if err != nil || head != recorded[p] {
+			emptyDir(sub)
+			problems = append(problems, fmt.Sprintf("submodule %s is not checked out: the main tree's checkout of it lacks commit %.12s, which this worktree records (git submodule update in the main tree fetches it)", p, recorded[p]))
+			continue
+		}
+		if url, err := (&git.Repo{Root: from}).Line(ctx, "remote", "get-url", "origin"); err == nil && url != "" {
+			_, _ = (&git.Repo{Root: sub}).Run(ctx, "remote", "set-url", "origin", url)
+		}
+		problems = append(problems, checkOutSubmodules(ctx, sub, from)...)
+	}
+	return problems
+}
+
+// emptyDir removes what is in dir, leaving it empty: a submodule not
+// checked out.
+func emptyDir(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
 }
 
 // checkedOutSubmodules lists the submodules checked out in the worktree at

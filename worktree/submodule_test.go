@@ -246,3 +246,66 @@ func TestRefreshKeepsWorktreeWithMovedSubmodule(t *testing.T) {
 		t.Errorf("worktree status:\n%s", st)
 	}
 }
+
+// TestCreateChecksOutSubmodules: a worktree gets the submodules the main
+// tree has checked out, at the commits it records for them, cloned from
+// the main tree's checkouts - no network: the submodule's URL here points
+// at nothing that answers - with origin pointing where the main tree's
+// does; it is clean. One the main tree has not checked out stays empty,
+// and one whose recorded commit the main tree's checkout lacks stays
+// empty too, with a note saying why.
+func TestCreateChecksOutSubmodules(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	lib := withSubmodule(t, repo)
+	const nowhere = "http://127.0.0.1:9/nothing-listens-here"
+	gitT(t, repo.Root, "config", "--file", ".gitmodules", "submodule.vendor/sub.url", nowhere)
+	gitT(t, repo.Root, "config", "submodule.vendor/sub.url", nowhere)
+	// A second submodule the main tree never checks out.
+	gitT(t, repo.Root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/other")
+	gitT(t, repo.Root, "commit", "-q", "-am", "point the submodules elsewhere")
+	gitT(t, repo.Root, "submodule", "deinit", "-q", "-f", "vendor/other")
+
+	ws, errs := CreateMany(ctx, repo, []Request{{Story: "US-1", Target: "refs/heads/main"}}, nil, nil)
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	w := ws[0]
+	defer w.Lease.Release()
+	if len(w.Notes) != 0 {
+		t.Errorf("notes: %q", w.Notes)
+	}
+	sub := filepath.Join(w.Path, "vendor/sub")
+	if got := strings.TrimSpace(gitT(t, sub, "rev-parse", "HEAD")); got != strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "HEAD:vendor/sub")) {
+		t.Errorf("the worktree's submodule is at %s", got)
+	}
+	if got, want := strings.TrimSpace(gitT(t, sub, "remote", "get-url", "origin")), strings.TrimSpace(gitT(t, filepath.Join(repo.Root, "vendor/sub"), "remote", "get-url", "origin")); got != want {
+		t.Errorf("origin %q, want the main tree's %q", got, want)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(w.Path, "vendor/other")); len(ents) != 0 {
+		t.Errorf("vendor/other, not checked out in the main tree, has %d entries", len(ents))
+	}
+	if st := gitT(t, w.Path, "status", "--porcelain", "--ignore-submodules=none"); st != "" {
+		t.Errorf("worktree status:\n%s", st)
+	}
+
+	// The main tree records a submodule commit its own checkout lacks.
+	missing := strings.Repeat("1", 40)
+	gitT(t, repo.Root, "update-index", "--cacheinfo", "160000,"+missing+",vendor/sub")
+	gitT(t, repo.Root, "commit", "-q", "-m", "record a commit nobody has")
+	ws, errs = CreateMany(ctx, repo, []Request{{Story: "US-2", Target: "refs/heads/main"}}, nil, nil)
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	w2 := ws[0]
+	defer w2.Lease.Release()
+	if len(w2.Notes) != 1 || !strings.Contains(w2.Notes[0], "submodule vendor/sub is not checked out") || !strings.Contains(w2.Notes[0], missing[:12]) {
+		t.Errorf("notes: %q", w2.Notes)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(w2.Path, "vendor/sub")); len(ents) != 0 {
+		t.Errorf("vendor/sub, at a commit nobody has, has %d entries", len(ents))
+	}
+	if st := gitT(t, w2.Path, "status", "--porcelain", "--ignore-submodules=none"); st != "" {
+		t.Errorf("worktree status:\n%s", st)
+	}
+}

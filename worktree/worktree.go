@@ -100,7 +100,11 @@ type Worker struct {
 	dirty   *bool         // from Settle: uncommitted changes once its writers stopped
 	settled chan struct{} // closed once Settle's status has set dirty
 	clean   bool          // checked out here at Base, no hook run, nothing written in it since
-	landed  string        // from Landed: the branch tip its target now contains
+
+	// Notes are what making the worktree could not do (a submodule it
+	// could not check out), for the caller to say.
+	Notes  []string
+	landed string // from Landed: the branch tip its target now contains
 }
 
 // Create makes a worktree and branch for story starting at target's tip,
@@ -220,7 +224,7 @@ func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []s
 			if err != nil {
 				return
 			}
-			if err := w.checkOut(ctx); err != nil {
+			if err := w.checkOut(ctx, main); err != nil {
 				errs[i] = err
 				w.undo(ctx, main)
 				return
@@ -420,15 +424,17 @@ func (w *Worker) recordMeta() error {
 const nullID = "0000000000000000000000000000000000000000"
 
 // checkOut fills a leased worktree git registered without its files: the
-// checkout git worktree add runs itself (reset --hard into the new index,
-// submodules left alone), then the repository's post-checkout hook, when
-// there is one, as git worktree add runs it; then it records the
-// worktree's MetaFile. On failure the lease is still held.
-func (w *Worker) checkOut(ctx context.Context) error {
+// checkout git worktree add runs itself (reset --hard into the new index),
+// the submodules the main tree has checked out (checkOutSubmodules), then
+// the repository's post-checkout hook, when there is one, as git worktree
+// add runs it; then it records the worktree's MetaFile. On failure the
+// lease is still held.
+func (w *Worker) checkOut(ctx context.Context, main *git.Repo) error {
 	repo := w.State.Repo
 	if _, err := repo.Run(ctx, "reset", "--hard", "--no-recurse-submodules", "--quiet"); err != nil {
 		return fmt.Errorf("worktree: check out %s: %w", w.Name, err)
 	}
+	w.Notes = checkOutSubmodules(ctx, w.Path, main.Root)
 	hook := false
 	if _, err := os.Stat(filepath.Join(repo.HooksDir, "post-checkout")); err == nil {
 		hook = true
