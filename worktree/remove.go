@@ -53,7 +53,7 @@ func (w *Worker) Release(ctx context.Context, main *git.Repo) (*Removal, error) 
 		in.Dirty = *w.dirty
 	} else {
 		st, err := (&git.Repo{Root: in.Path}).Status(ctx)
-		in.Dirty = err != nil || st.Dirty()
+		in.Dirty = err != nil || st.DirtyBesidesSubmodules()
 	}
 	return removeLeased(ctx, main, in)
 }
@@ -70,7 +70,7 @@ func (w *Worker) Settle(ctx context.Context) {
 	go func() {
 		defer close(done)
 		st, err := (&git.Repo{Root: w.Path}).Status(context.WithoutCancel(ctx))
-		dirty := err != nil || st.Dirty()
+		dirty := err != nil || st.DirtyBesidesSubmodules()
 		w.dirty = &dirty
 	}()
 }

@@ -119,7 +119,8 @@ func saveSubmodule(ctx context.Context, main, sub *git.Repo, mainCopy, rel, stor
 		return nil, err
 	}
 	b := &SubmoduleBackup{Path: rel, Repo: filepath.ToSlash(rel), Earlier: strings.Fields(out)}
-	changed := st.Dirty()
+	// Changes inside its own submodules are theirs: saved above.
+	changed := st.DirtyBesidesSubmodules()
 	if !changed {
 		if dest != nil {
 			ok, _ := dest.OK(ctx, "cat-file", "-e", st.Head+"^{commit}")

@@ -74,6 +74,9 @@ func TestReleaseSavesSubmoduleWork(t *testing.T) {
 	if len(rem.Submodules) != 1 || rem.Submodules[0].Path != "vendor/sub" || rem.Submodules[0].Repo != "vendor/sub" {
 		t.Fatalf("submodule backups: %+v", rem.Submodules)
 	}
+	if rem.Backup != "" {
+		t.Errorf("the worktree itself, changed only inside its submodule, was backed up too: %s", rem.Backup)
+	}
 	mainSub := filepath.Join(repo.Root, "vendor/sub")
 	ref := rem.Submodules[0].Ref
 	if !strings.HasPrefix(ref, "refs/wiggum/backup/") {
@@ -307,5 +310,53 @@ func TestCreateChecksOutSubmodules(t *testing.T) {
 	}
 	if st := gitT(t, w2.Path, "status", "--porcelain", "--ignore-submodules=none"); st != "" {
 		t.Errorf("worktree status:\n%s", st)
+	}
+}
+
+// TestNestedSubmodules: a submodule inside a submodule is checked out in a
+// new worktree as the main tree has it, and an edit inside it is saved,
+// before the worktree goes, into the main tree's checkout of that nested
+// submodule - and only there: the submodule around it changed nothing of
+// its own.
+func TestNestedSubmodules(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	deep, mid := t.TempDir(), t.TempDir()
+	gitT(t, deep, "init", "-q", "-b", "main")
+	write(t, deep, "d.txt", "deep\n")
+	gitT(t, deep, "add", "-A")
+	gitT(t, deep, "commit", "-q", "-m", "deep")
+	gitT(t, mid, "init", "-q", "-b", "main")
+	gitT(t, mid, "-c", "protocol.file.allow=always", "submodule", "add", "-q", deep, "inner")
+	gitT(t, mid, "commit", "-q", "-m", "mid")
+	gitT(t, repo.Root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", mid, "vendor/mid")
+	gitT(t, repo.Root, "-c", "protocol.file.allow=always", "submodule", "update", "--init", "--recursive", "-q")
+	gitT(t, repo.Root, "commit", "-q", "-m", "add vendor/mid")
+
+	ws, errs := CreateMany(ctx, repo, []Request{{Story: "US-1", Target: "refs/heads/main"}}, nil, nil)
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	w := ws[0]
+	if len(w.Notes) != 0 {
+		t.Errorf("notes: %q", w.Notes)
+	}
+	inner := filepath.Join(w.Path, "vendor/mid/inner")
+	if !exists(filepath.Join(inner, "d.txt")) {
+		t.Fatal("the nested submodule is not checked out in the worktree")
+	}
+	write(t, inner, "d.txt", "deep, edited\n")
+	rem, err := w.Release(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rem.Submodules) != 1 || rem.Submodules[0].Path != "vendor/mid/inner" || rem.Submodules[0].Repo != "vendor/mid/inner" {
+		t.Fatalf("submodule backups: %+v", rem.Submodules)
+	}
+	if got := gitT(t, filepath.Join(repo.Root, "vendor/mid/inner"), "show", rem.Submodules[0].Ref+":d.txt"); got != "deep, edited\n" {
+		t.Errorf("saved d.txt: %q", got)
+	}
+	if refs := gitT(t, filepath.Join(repo.Root, "vendor/mid"), "for-each-ref", "refs/wiggum/"); refs != "" {
+		t.Errorf("backups in vendor/mid:\n%s", refs)
 	}
 }

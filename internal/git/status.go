@@ -38,6 +38,21 @@ type Change struct {
 // Dirty reports whether anything is staged, changed or untracked.
 func (s *Status) Dirty() bool { return len(s.Changes) > 0 || len(s.Untracked) > 0 }
 
+// DirtyBesidesSubmodules is Dirty leaving out submodules whose changes are
+// their own - new commits, changed or new files inside them - and not
+// staged here: what a backup of this tree would hold beyond them.
+func (s *Status) DirtyBesidesSubmodules() bool {
+	if len(s.Untracked) > 0 {
+		return true
+	}
+	for _, c := range s.Changes {
+		if !c.Submodule || c.Staged || c.Unmerged {
+			return true
+		}
+	}
+	return false
+}
+
 // Paths lists every changed, staged, unmerged or untracked path.
 func (s *Status) Paths() []string {
 	out := make([]string, 0, len(s.Changes)+len(s.Untracked))
