@@ -98,41 +98,11 @@ func (s *State) returnSubmodules(ctx context.Context, cp *Checkpoint, subs []str
 			out = append(out, r)
 			continue
 		}
-		sub, err := git.Open(ctx, dir)
-		if err != nil || sub.Root != dir {
-			out = append(out, SubmoduleReturn{Path: p, Left: "git cannot read it as a repository of its own"})
-			continue
-		}
-		st, err := sub.Status(ctx)
+		rs, err := returnSubmodule(ctx, dir, r, reason, dry)
+		out = append(out, rs...)
 		if err != nil {
-			return out, fmt.Errorf("rollback: submodule %s: %w", p, err)
+			return out, err
 		}
-		if r.Commit == "" {
-			r.Commit = st.Head
-		}
-		if st.Head == r.Commit && !st.Dirty() {
-			continue // already as the checkpoint has it
-		}
-		if dry {
-			out = append(out, r)
-			continue
-		}
-		ref, err := FromRepo(sub).Backup(ctx, reason+" (submodule "+p+" of the rolled-back tree)")
-		if err != nil {
-			return out, fmt.Errorf("rollback: submodule %s: save it (left as it is): %w", p, err)
-		}
-		r.Backup = ref
-		restore := []string{"reset", "--hard", "--quiet"}
-		if st.Head != r.Commit {
-			restore = []string{"checkout", "--quiet", "--force", "--detach", r.Commit}
-		}
-		if _, err := sub.Run(ctx, restore...); err != nil {
-			return out, fmt.Errorf("rollback: submodule %s: return it to %s (its state is saved in %s): %w", p, short(r.Commit), ref, err)
-		}
-		if _, err := sub.Run(ctx, "clean", "-f", "-d", "--quiet"); err != nil {
-			return out, fmt.Errorf("rollback: submodule %s: remove its new files (saved in %s): %w", p, ref, err)
-		}
-		out = append(out, r)
 	}
 	return out, nil
 }
@@ -145,4 +115,62 @@ func hasGitlink(changes []treeChange) bool {
 		}
 	}
 	return false
+}
+
+// returnSubmodule returns the submodule checked out at dir to r.Commit
+// ("" for the commit it is at), saving its state first, and then the
+// submodules checked out inside it to the commits it records for them.
+// It lists what it did, the nested ones after it.
+func returnSubmodule(ctx context.Context, dir string, r SubmoduleReturn, reason string, dry bool) ([]SubmoduleReturn, error) {
+	p := r.Path
+	sub, err := git.Open(ctx, dir)
+	if err != nil || sub.Root != dir {
+		return []SubmoduleReturn{{Path: p, Left: "git cannot read it as a repository of its own"}}, nil
+	}
+	st, err := sub.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rollback: submodule %s: %w", p, err)
+	}
+	if r.Commit == "" {
+		r.Commit = st.Head
+	}
+	var out []SubmoduleReturn
+	// Changes inside its own submodules are theirs, returned below.
+	if st.Head != r.Commit || st.DirtyBesidesSubmodules() {
+		if !dry {
+			ref, err := FromRepo(sub).Backup(ctx, reason+" (submodule "+p+" of the rolled-back tree)")
+			if err != nil {
+				return nil, fmt.Errorf("rollback: submodule %s: save it (left as it is): %w", p, err)
+			}
+			r.Backup = ref
+			restore := []string{"reset", "--hard", "--quiet"}
+			if st.Head != r.Commit {
+				restore = []string{"checkout", "--quiet", "--force", "--detach", r.Commit}
+			}
+			if _, err := sub.Run(ctx, restore...); err != nil {
+				return nil, fmt.Errorf("rollback: submodule %s: return it to %s (its state is saved in %s): %w", p, short(r.Commit), ref, err)
+			}
+			if _, err := sub.Run(ctx, "clean", "-f", "-d", "--quiet"); err != nil {
+				return nil, fmt.Errorf("rollback: submodule %s: remove its new files (saved in %s): %w", p, ref, err)
+			}
+		}
+		out = append(out, r)
+	}
+	for _, np := range changedSubmodules(st) {
+		inner := filepath.Join(dir, filepath.FromSlash(np))
+		if _, err := os.Lstat(filepath.Join(inner, ".git")); err != nil {
+			continue
+		}
+		want, err := sub.Line(ctx, "rev-parse", "--verify", "--quiet", r.Commit+":"+np)
+		if err != nil {
+			out = append(out, SubmoduleReturn{Path: p + "/" + np, Left: "the checkpoint's commit of " + p + " has no submodule there"})
+			continue
+		}
+		rs, err := returnSubmodule(ctx, inner, SubmoduleReturn{Path: p + "/" + np, Commit: want}, reason, dry)
+		out = append(out, rs...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }

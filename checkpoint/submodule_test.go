@@ -148,3 +148,56 @@ func TestRollbackLeavesSubmoduleChangedAtCheckpoint(t *testing.T) {
 		t.Errorf("backups in the submodule:\n%s", refs)
 	}
 }
+
+// TestRollbackReturnsNestedSubmodule: an edit inside a submodule of a
+// submodule is returned too, saved in that nested submodule's own
+// repository; the submodule around it, which changed nothing of its own,
+// gets no backup.
+func TestRollbackReturnsNestedSubmodule(t *testing.T) {
+	r := newRepo(t)
+	deep, mid := t.TempDir(), t.TempDir()
+	run := func(dir string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command("git", append([]string{"-C", dir, "-c", "protocol.file.allow=always"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run(deep, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(deep, "d.txt"), []byte("deep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(deep, "add", "d.txt")
+	run(deep, "commit", "-q", "-m", "deep")
+	run(mid, "init", "-q", "-b", "main")
+	run(mid, "submodule", "add", "-q", deep, "inner")
+	run(mid, "commit", "-q", "-m", "mid")
+	run(r.dir, "submodule", "add", "-q", mid, "vendor/mid")
+	run(r.dir, "submodule", "update", "--init", "--recursive", "-q")
+	run(r.dir, "commit", "-q", "-m", "add vendor/mid")
+	mustSave(t, r, "")
+	r.write("vendor/mid/inner/d.txt", "broken deep inside\n")
+	r.write("vendor/mid/inner/new.txt", "new\n")
+
+	res, err := r.st.Rollback(ctx, RollbackOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Submodules) != 1 || res.Submodules[0].Path != "vendor/mid/inner" || res.Submodules[0].Backup == "" {
+		t.Fatalf("submodules: %+v", res.Submodules)
+	}
+	if got := r.read("vendor/mid/inner/d.txt"); got != "deep\n" {
+		t.Errorf("d.txt: %q", got)
+	}
+	if r.exists("vendor/mid/inner/new.txt") {
+		t.Error("new.txt is still there")
+	}
+	if st := r.git("status", "--porcelain", "--ignore-submodules=none"); st != "" {
+		t.Errorf("status:\n%s", st)
+	}
+	if got := r.git("-C", "vendor/mid/inner", "show", res.Submodules[0].Backup+":d.txt"); got != "broken deep inside" {
+		t.Errorf("saved d.txt: %q", got)
+	}
+	if refs := r.git("-C", "vendor/mid", "for-each-ref", "refs/wiggum/"); refs != "" {
+		t.Errorf("backups in vendor/mid:\n%s", refs)
+	}
+}
