@@ -55,8 +55,8 @@ func (b SubmoduleBackup) String() string {
 const SubmoduleBackupPrefix = "refs/wiggum/submodule-backup/"
 
 // saveSubmodules saves the work in the submodules checked out in the
-// worktree at wt - by the repository's post-checkout hook, say, or the
-// agent - before the worktree is removed. git worktree remove deletes a
+// worktree at wt - by checkOutSubmodules, the repository's post-checkout
+// hook or the agent - before the worktree is removed. git worktree remove deletes a
 // submodule's repository with the worktree (it lives in the worktree's
 // git dir), and a backup of the worktree records a submodule only as the
 // commit it is at; so commits made in it and its uncommitted files would
