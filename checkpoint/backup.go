@@ -17,6 +17,13 @@ import (
 // BackupPrefix is where every saved state lives (contract).
 const BackupPrefix = "refs/wiggum/backup/"
 
+// SubmoduleBackupPrefix holds, in the main repository, the work of a
+// parallel worktree's submodule that the main tree has no checkout of
+// (wiggum's worktree removal saves it there): a submodule's history, not
+// the tree's, so not a backup wiggum recover lists or restores; Prune
+// deletes old ones with the rest.
+const SubmoduleBackupPrefix = "refs/wiggum/submodule-backup/"
+
 // backupCommit records the state with HEAD at head (whose tree is tree)
 // and a clean working tree.
 func (s *State) backupCommit(ctx context.Context, head, tree, message string) (string, error) {
@@ -302,6 +309,26 @@ func (s *State) Prune(ctx context.Context, age time.Duration, dryRun bool) ([]st
 			}
 		}
 		gone = append(gone, b.Ref)
+	}
+	out, err := s.Repo.Run(ctx, "for-each-ref", "--format=%(refname) %(objectname) %(committerdate:unix)", SubmoduleBackupPrefix)
+	if err != nil {
+		return gone, fmt.Errorf("list submodule backups: %w", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		secs, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || !time.Unix(secs, 0).Before(cutoff) {
+			continue
+		}
+		if !dryRun {
+			if _, err := s.Repo.Run(ctx, "update-ref", "-d", f[0], f[1]); err != nil {
+				return gone, fmt.Errorf("prune %s: %w", f[0], err)
+			}
+		}
+		gone = append(gone, f[0])
 	}
 	return gone, nil
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // addSubmodule adds a checked-out submodule at vendor/lib, from a
@@ -199,5 +200,39 @@ func TestRollbackReturnsNestedSubmodule(t *testing.T) {
 	}
 	if refs := r.git("-C", "vendor/mid", "for-each-ref", "refs/wiggum/"); refs != "" {
 		t.Errorf("backups in vendor/mid:\n%s", refs)
+	}
+}
+
+// TestPruneSubmoduleBackups: wiggum recover --prune deletes old submodule
+// backups (saved in the main repository when a worktree's submodule had
+// no main-tree checkout to go to) with the tree's own; a dry run only
+// lists them.
+func TestPruneSubmoduleBackups(t *testing.T) {
+	r := newRepo(t)
+	commitAt := func(date string) string {
+		cmd := exec.Command("git", "commit-tree", "-m", "submodule work", r.git("rev-parse", "HEAD^{tree}"))
+		cmd.Dir = r.dir
+		cmd.Env = append(os.Environ(), "GIT_COMMITTER_DATE="+date)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	old, recent := SubmoduleBackupPrefix+"20200101T000000Z-old", SubmoduleBackupPrefix+"recent"
+	r.git("update-ref", old, commitAt("2020-01-01T00:00:00Z"))
+	r.git("update-ref", recent, commitAt(time.Now().Format(time.RFC3339)))
+
+	gone, err := r.st.Prune(ctx, 24*time.Hour, true)
+	if err != nil || len(gone) != 1 || gone[0] != old {
+		t.Fatalf("dry run: %v, %v", gone, err)
+	}
+	r.git("rev-parse", "--verify", old)
+	gone, err = r.st.Prune(ctx, 24*time.Hour, false)
+	if err != nil || len(gone) != 1 || gone[0] != old {
+		t.Fatalf("prune: %v, %v", gone, err)
+	}
+	if refs := r.git("for-each-ref", "--format=%(refname)", SubmoduleBackupPrefix); refs != recent {
+		t.Errorf("left: %q", refs)
 	}
 }

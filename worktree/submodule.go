@@ -48,11 +48,8 @@ func (b SubmoduleBackup) String() string {
 	return fmt.Sprintf("work in submodule %s is saved in %s of the main tree's %s (wiggum -C %s recover)", b.Path, what, b.Repo, b.Repo)
 }
 
-// SubmoduleBackupPrefix holds, in the main repository, the work of a
-// worktree's submodule that the main tree has no checkout of: a
-// submodule's history, not the main tree's, so not a backup wiggum recover
-// lists or restores.
-const SubmoduleBackupPrefix = "refs/wiggum/submodule-backup/"
+// SubmoduleBackupPrefix is checkpoint.SubmoduleBackupPrefix.
+const SubmoduleBackupPrefix = checkpoint.SubmoduleBackupPrefix
 
 // saveSubmodules saves the work in the submodules checked out in the
 // worktree at wt - by checkOutSubmodules, the repository's post-checkout

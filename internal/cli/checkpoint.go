@@ -77,7 +77,7 @@ func (c *RollbackCmd) Run(ctx context.Context, g *Globals) error {
 // RecoverCmd is `wiggum recover [REF]`.
 type RecoverCmd struct {
 	Ref       string        `arg:"" optional:"" help:"Backup to restore (full ref, name under refs/wiggum/backup/, or a unique prefix)."`
-	Prune     bool          `help:"Delete backups older than --older-than."`
+	Prune     bool          `help:"Delete backups older than --older-than (also parallel worktrees' submodule backups under refs/wiggum/submodule-backup/)."`
 	OlderThan time.Duration `name:"older-than" help:"With --prune: age of backups to delete (e.g. 168h)."`
 	DryRun    bool          `help:"With --prune: list what would be deleted."`
 	JSON      bool          `name:"json" help:"Print the list as JSON."`
