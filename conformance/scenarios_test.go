@@ -262,3 +262,35 @@ func TestGuardReadsWrittenScript(t *testing.T) {
 		}
 	})
 }
+
+// (b, submodule) A failing test run after the agent edited a file inside
+// a checked-out submodule: the rollback returns the submodule too (git's
+// reset leaves it alone), saves its state in the submodule's own
+// repository, and the model is told.
+func TestFailingTestRunRollsBackSubmodule(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "echo broken >> vendor/lib/lib.txt && npm test"}, fakemodel.Turn{Text: "done"})
+		lib := filepath.Join(t.TempDir(), "lib")
+		writeFile(t, filepath.Join(lib, "lib.txt"), "lib\n")
+		w.cmd(lib, "git", "init", "-q", "-b", "main")
+		w.cmd(lib, "git", "add", "lib.txt")
+		w.cmd(lib, "git", "commit", "-q", "-m", "lib")
+		w.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib")
+		w.git("commit", "-q", "-m", "add vendor/lib")
+		w.run(0)
+		got, err := os.ReadFile(filepath.Join(w.dir, "vendor/lib/lib.txt"))
+		if err != nil || string(got) != "lib\n" {
+			t.Fatalf("vendor/lib/lib.txt after the rollback: %q, %v\nrequests:\n%s", got, err, w.requestLog())
+		}
+		saved := strings.Fields(w.cmd(filepath.Join(w.dir, "vendor/lib"), "git", "for-each-ref", "--format=%(refname)", "refs/wiggum/backup/"))
+		if len(saved) == 0 {
+			t.Fatal("no backup in the submodule's repository")
+		}
+		if got := w.cmd(filepath.Join(w.dir, "vendor/lib"), "git", "show", saved[0]+":lib.txt"); got != "lib\nbroken\n" {
+			t.Fatalf("the submodule's backup holds %q", got)
+		}
+		if !hasText(w.turnRequest(1).Body, "The submodule vendor/lib returned to") {
+			t.Fatalf("the model's next request does not say the submodule was returned:\n%.3000s", w.turnRequest(1).Body)
+		}
+	})
+}
