@@ -47,7 +47,12 @@ type RollbackResult struct {
 	// Submodules: the checked-out submodules the rollback returned to the
 	// checkpoint, or left as they are, and why.
 	Submodules []SubmoduleReturn `json:"submodules,omitempty"`
-	DryRun     bool              `json:"dry_run"`
+	// Repositories: new untracked directories that are git repositories
+	// of their own (an agent's git init or project generator). Their
+	// history cannot be held by a backup of this tree, so they are left
+	// as they are.
+	Repositories []string `json:"repositories,omitempty"`
+	DryRun       bool     `json:"dry_run"`
 }
 
 // Rollback returns HEAD and the working tree to the checkpoint when that is
@@ -101,6 +106,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		wantTree = f.SnapshotTree
 	}
 	subs := changedSubmodules(now)
+	_, res.Repositories = newUntracked(cp, now.Untracked)
 	reason := opts.Reason
 	if reason == "" {
 		reason = "rollback"
@@ -132,7 +138,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	for _, c := range changes {
 		res.Files = append(res.Files, c.path)
 	}
-	res.Removed = newUntracked(cp, now.Untracked)
+	res.Removed, _ = newUntracked(cp, now.Untracked)
 	if opts.DryRun {
 		res.Submodules, err = s.returnSubmodules(ctx, cp, subs, changes, reason, true)
 		return res, err
@@ -345,19 +351,24 @@ func (s *State) checkoutTree(ctx context.Context, commit string) error {
 }
 
 // newUntracked lists the files of now (untracked ones) that did not exist
-// at checkpoint time.
-func newUntracked(cp *Checkpoint, now []string) []string {
+// at checkpoint time, and apart the new directories git lists whole
+// ("dir/"): with every untracked file listed, those are repositories of
+// their own, which a snapshot leaves out and a rollback leaves alone.
+func newUntracked(cp *Checkpoint, now []string) (files, repos []string) {
 	keep := make(map[string]bool, len(cp.Untracked))
 	for _, p := range cp.Untracked {
 		keep[p] = true
 	}
-	var out []string
 	for _, p := range now {
-		if !keep[p] {
-			out = append(out, p)
+		switch {
+		case keep[p]:
+		case strings.HasSuffix(p, "/"):
+			repos = append(repos, p)
+		default:
+			files = append(files, p)
 		}
 	}
-	return out
+	return files, repos
 }
 
 func short(sha string) string {

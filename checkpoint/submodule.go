@@ -174,3 +174,9 @@ func returnSubmodule(ctx context.Context, dir string, r SubmoduleReturn, reason 
 	}
 	return out, nil
 }
+
+// RepositoryLeft says, for a person, that a new directory holding a git
+// repository of its own was left as it is by a rollback.
+func RepositoryLeft(dir string) string {
+	return fmt.Sprintf("%s left as it is: a git repository of its own (a backup of this tree cannot hold its history)", dir)
+}

@@ -236,3 +236,37 @@ func TestPruneSubmoduleBackups(t *testing.T) {
 		t.Errorf("left: %q", refs)
 	}
 }
+
+// TestRollbackLeavesNestedRepository: an agent's project generator made a
+// new directory holding a git repository of its own. A backup of this tree
+// cannot hold its history (git would record it as a bare commit id), so
+// the rollback leaves it - files and commits - as it is and says so,
+// instead of counting it among the files it removed; the next rollback,
+// with nothing else to do, says so too.
+func TestRollbackLeavesNestedRepository(t *testing.T) {
+	r := newRepo(t)
+	mustSave(t, r, "")
+	r.write("app/f.txt", "generated\n")
+	r.git("-C", "app", "init", "-q")
+	r.git("-C", "app", "add", "f.txt")
+	r.git("-C", "app", "commit", "-q", "-m", "app")
+	r.write("new.txt", "new\n")
+
+	res, err := r.st.Rollback(ctx, RollbackOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(res.Removed, ",") != "new.txt" || strings.Join(res.Repositories, ",") != "app/" {
+		t.Fatalf("removed %q, repositories %q", res.Removed, res.Repositories)
+	}
+	if r.exists("new.txt") {
+		t.Error("new.txt is still there")
+	}
+	if r.read("app/f.txt") != "generated\n" || r.git("-C", "app", "log", "--format=%s") != "app" {
+		t.Error("the nested repository changed")
+	}
+	res, err = r.st.Rollback(ctx, RollbackOptions{})
+	if err != nil || !res.NothingToDo || strings.Join(res.Repositories, ",") != "app/" {
+		t.Fatalf("second rollback: %+v, %v", res, err)
+	}
+}

@@ -488,6 +488,9 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 		case res.NothingToDo:
 			f.Rollback = "nothing to do: already at the checkpoint"
 			msg += " The working tree is already at the checkpoint; nothing was rolled back."
+			for _, dir := range res.Repositories {
+				msg += " " + checkpoint.RepositoryLeft(dir) + "."
+			}
 		default:
 			cp := ""
 			if res.Checkpoint != nil {
@@ -501,6 +504,9 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 			msg += fmt.Sprintf(" The working tree was rolled back to checkpoint %s; your attempt is saved in %s (see `wiggum recover`).", cp, saved)
 			for _, sub := range res.Submodules {
 				msg += " The " + sub.String() + "."
+			}
+			for _, dir := range res.Repositories {
+				msg += " " + checkpoint.RepositoryLeft(dir) + "."
 			}
 			msg += " Start again from the checkpoint with a different approach."
 		}

@@ -453,6 +453,9 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 	for _, sub := range res.Submodules {
 		e.disp.printf("  %s", sub)
 	}
+	for _, dir := range res.Repositories {
+		e.disp.printf("  %s", checkpoint.RepositoryLeft(dir))
+	}
 	return res.BackupRef, nil
 }
 

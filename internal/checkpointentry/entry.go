@@ -158,6 +158,9 @@ func (c Command) rollback(ctx context.Context, st *checkpoint.State, w io.Writer
 	switch {
 	case res.NothingToDo:
 		fmt.Fprintf(w, "already at checkpoint %s; nothing to roll back\n", cp.Head[:12])
+		for _, dir := range res.Repositories {
+			fmt.Fprintf(w, "  %s\n", checkpoint.RepositoryLeft(dir))
+		}
 		return nil
 	case res.DryRun:
 		fmt.Fprintf(w, "rollback to %s on %s would discard:\n", cp.Head[:12], checkpoint.BranchName(cp.Branch))
@@ -172,6 +175,9 @@ func (c Command) rollback(ctx context.Context, st *checkpoint.State, w io.Writer
 	}
 	for _, sub := range res.Submodules {
 		fmt.Fprintf(w, "  %s\n", sub)
+	}
+	for _, dir := range res.Repositories {
+		fmt.Fprintf(w, "  %s\n", checkpoint.RepositoryLeft(dir))
 	}
 	if !res.DryRun && res.BackupRef != "" {
 		fmt.Fprintf(w, "restore it with: wiggum recover %s\n", strings.TrimPrefix(res.BackupRef, checkpoint.BackupPrefix))
