@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
@@ -39,7 +40,7 @@ type Removal struct {
 func (w *Worker) Release(ctx context.Context, main *git.Repo) (*Removal, error) {
 	ctx = context.WithoutCancel(ctx)
 	defer w.Lease.Release()
-	in := Info{Name: w.Name, Story: w.Story, Branch: w.Branch, Target: w.Target, Path: w.Path, Held: true, Registered: true}
+	in := Info{Name: w.Name, Story: w.Story, Branch: w.Branch, Target: w.Target, Path: w.Path, Held: true, Registered: true, base: w.Base}
 	switch {
 	case w.landed != "":
 		in.Merged, in.tip = true, w.landed
@@ -50,10 +51,13 @@ func (w *Worker) Release(ctx context.Context, main *git.Repo) (*Removal, error) 
 		<-w.settled
 	}
 	if w.dirty != nil {
-		in.Dirty = *w.dirty
+		in.Dirty, in.repos, in.reposKnown = *w.dirty, w.repos, w.reposKnown
 	} else {
 		st, err := (&git.Repo{Root: in.Path}).Status(ctx)
 		in.Dirty = err != nil || st.DirtyBesidesSubmodules()
+		if err == nil {
+			in.repos = repositories(st)
+		}
 	}
 	return removeLeased(ctx, main, in)
 }
@@ -69,8 +73,20 @@ func (w *Worker) Settle(ctx context.Context) {
 	w.settled = done
 	go func() {
 		defer close(done)
-		st, err := (&git.Repo{Root: w.Path}).Status(context.WithoutCancel(ctx))
+		ctx := context.WithoutCancel(ctx)
+		// The repositories its commits recorded are read beside the
+		// status, off the removal's path too.
+		var recorded []string
+		var rerr error
+		var wg sync.WaitGroup
+		wg.Go(func() { recorded, rerr = recordedRepos(ctx, w.Path, w.Base) })
+		st, err := (&git.Repo{Root: w.Path}).Status(ctx)
+		wg.Wait()
 		dirty := err != nil || st.DirtyBesidesSubmodules()
+		if err == nil && rerr == nil {
+			w.repos = append(repositories(st), recorded...)
+			w.reposKnown = true
+		}
 		w.dirty = &dirty
 	}()
 }
@@ -156,7 +172,7 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 		return r, nil
 	}
 	if !lostGit(in.Path) {
-		saved, err := saveSubmodules(ctx, main, in.Path, main.Root, in.Story)
+		saved, err := saveSubmodules(ctx, main, in, main.Root)
 		r.Submodules = saved
 		if err != nil {
 			return nil, fmt.Errorf("worktree: %s left as it is: %w", in.Name, err)

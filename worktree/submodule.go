@@ -43,26 +43,48 @@ func (b SubmoduleBackup) String() string {
 		what += fmt.Sprintf(" (and %d backup(s) of its rollbacks)", len(b.Earlier))
 	}
 	if b.Repo == "" {
-		return fmt.Sprintf("work in submodule %s is saved in %s of the main repository", b.Path, what)
+		return fmt.Sprintf("work in %s (a repository of its own) is saved in %s of the main repository", b.Path, what)
 	}
-	return fmt.Sprintf("work in submodule %s is saved in %s of the main tree's %s (wiggum -C %s recover)", b.Path, what, b.Repo, b.Repo)
+	return fmt.Sprintf("work in %s (a repository of its own) is saved in %s of the main tree's %s (wiggum -C %s recover)", b.Path, what, b.Repo, b.Repo)
 }
 
 // SubmoduleBackupPrefix is checkpoint.SubmoduleBackupPrefix.
 const SubmoduleBackupPrefix = checkpoint.SubmoduleBackupPrefix
 
-// saveSubmodules saves the work in the submodules checked out in the
-// worktree at wt - by checkOutSubmodules, the repository's post-checkout
-// hook or the agent - before the worktree is removed. git worktree remove deletes a
-// submodule's repository with the worktree (it lives in the worktree's
-// git dir), and a backup of the worktree records a submodule only as the
-// commit it is at; so commits made in it and its uncommitted files would
-// be lost with it. A submodule that has changed nothing - clean, at a
-// commit the main tree's checkout of it has (or, with none, one its own
+// saveSubmodules saves the work in the repositories of their own inside
+// the worktree in describes - submodules checked out by
+// checkOutSubmodules, the repository's post-checkout hook or the agent,
+// and repositories the agent made (a git init, a project generator; git
+// add records one as a bare commit id) - before the worktree is removed.
+// git worktree remove deletes them with the worktree (a submodule's
+// repository lives in the worktree's git dir, an agent's in the
+// directory), and a backup of the worktree records each only as the
+// commit it is at; so commits made in them and their uncommitted files
+// would be lost. One that has changed nothing - clean, at a commit the
+// main tree's checkout of it has (or, with none, one its own
 // remote-tracking branches hold) - is left as it is. mainRoot is the main
 // tree; nested submodules are saved the same way.
-func saveSubmodules(ctx context.Context, main *git.Repo, wt, mainRoot, story string) ([]SubmoduleBackup, error) {
-	return saveSubmodulesIn(ctx, main, wt, mainRoot, "", story)
+func saveSubmodules(ctx context.Context, main *git.Repo, in Info, mainRoot string) ([]SubmoduleBackup, error) {
+	paths, err := checkedOutSubmodules(ctx, in.Path)
+	if err != nil {
+		return nil, err
+	}
+	more := in.repos
+	if !in.reposKnown {
+		recorded, err := recordedRepos(ctx, in.Path, in.base)
+		if err != nil {
+			return nil, err
+		}
+		more = append(more, recorded...)
+	}
+	for _, p := range more {
+		if !slices.Contains(paths, p) && filepath.IsLocal(filepath.FromSlash(p)) {
+			if _, err := os.Lstat(filepath.Join(in.Path, filepath.FromSlash(p), ".git")); err == nil {
+				paths = append(paths, p)
+			}
+		}
+	}
+	return saveReposIn(ctx, main, in.Path, mainRoot, "", in.Story, paths)
 }
 
 func saveSubmodulesIn(ctx context.Context, main *git.Repo, dir, mainDir, prefix, story string) ([]SubmoduleBackup, error) {
@@ -70,6 +92,12 @@ func saveSubmodulesIn(ctx context.Context, main *git.Repo, dir, mainDir, prefix,
 	if err != nil {
 		return nil, err
 	}
+	return saveReposIn(ctx, main, dir, mainDir, prefix, story, paths)
+}
+
+// saveReposIn saves the repositories at paths inside dir, and the
+// submodules inside each.
+func saveReposIn(ctx context.Context, main *git.Repo, dir, mainDir, prefix, story string, paths []string) ([]SubmoduleBackup, error) {
 	var saved []SubmoduleBackup
 	for _, p := range paths {
 		subDir := filepath.Join(dir, filepath.FromSlash(p))
@@ -93,6 +121,57 @@ func saveSubmodulesIn(ctx context.Context, main *git.Repo, dir, mainDir, prefix,
 	return saved, nil
 }
 
+// recordedRepos lists the repositories the worktree's commits recorded
+// since base (gitlinks added or moved); with no base, or no HEAD to
+// compare (its branch already deleted), every gitlink its index holds.
+func recordedRepos(ctx context.Context, dir, base string) ([]string, error) {
+	wt := &git.Repo{Root: dir}
+	var paths []string
+	out, err := "", errors.New("no base")
+	if base != "" {
+		out, err = wt.Run(ctx, "diff", "--raw", "-z", "--no-renames", "--no-abbrev", base, "HEAD", "--")
+	}
+	if err != nil {
+		out, err := wt.Run(ctx, "ls-files", "--stage", "-z")
+		if err != nil {
+			return nil, fmt.Errorf("worktree: list %s: %w", dir, err)
+		}
+		for _, entry := range strings.Split(out, "\x00") {
+			if meta, p, ok := strings.Cut(entry, "\t"); ok && strings.HasPrefix(meta, "160000 ") {
+				paths = append(paths, p)
+			}
+		}
+		return paths, nil
+	}
+	// -z --raw: ":oldmode newmode old new status\0path\0" per path.
+	fields := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		f := strings.Fields(fields[i])
+		if len(f) >= 2 && f[1] == "160000" {
+			paths = append(paths, fields[i+1])
+		}
+	}
+	return paths, nil
+}
+
+// repositories lists the repositories of their own a status of the
+// worktree saw: new untracked directories git lists whole ("dir/"), and
+// changed submodules.
+func repositories(st *git.Status) []string {
+	var out []string
+	for _, u := range st.Untracked {
+		if p, ok := strings.CutSuffix(u, "/"); ok {
+			out = append(out, p)
+		}
+	}
+	for _, c := range st.Changes {
+		if c.Submodule {
+			out = append(out, c.Path)
+		}
+	}
+	return out
+}
+
 // saveSubmodule saves one checked-out submodule, sub, when it has work;
 // mainCopy is where the main tree has the same submodule.
 func saveSubmodule(ctx context.Context, main, sub *git.Repo, mainCopy, rel, story string) (*SubmoduleBackup, error) {
@@ -100,8 +179,8 @@ func saveSubmodule(ctx context.Context, main, sub *git.Repo, mainCopy, rel, stor
 	if err != nil {
 		return nil, err
 	}
-	if st.Head == "" {
-		return nil, nil // no commit yet and nothing git could save
+	if st.Head == "" && !st.Dirty() {
+		return nil, nil // no commit and no file
 	}
 	var dest *git.Repo
 	if _, err := os.Lstat(filepath.Join(mainCopy, ".git")); err == nil {
@@ -132,7 +211,13 @@ func saveSubmodule(ctx context.Context, main, sub *git.Repo, mainCopy, rel, stor
 	}
 	refs := slices.Clone(b.Earlier)
 	if changed {
-		if b.Ref, err = checkpoint.FromRepo(sub).Backup(ctx, "submodule "+rel+" of a worktree removed (story "+story+")"); err != nil {
+		reason := "submodule " + rel + " of a worktree removed (story " + story + ")"
+		if st.Head == "" {
+			b.Ref, err = saveUnborn(ctx, sub, reason)
+		} else {
+			b.Ref, err = checkpoint.FromRepo(sub).Backup(ctx, reason)
+		}
+		if err != nil {
 			return nil, err
 		}
 		refs = append([]string{b.Ref}, refs...)
@@ -296,4 +381,25 @@ func checkedOutSubmodules(ctx context.Context, dir string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// saveUnborn saves the files of a repository with no commit yet (a git
+// init with files in it) as a commit of their own - every file git add -A
+// would take, through an index of its own - under a new backup ref.
+func saveUnborn(ctx context.Context, repo *git.Repo, reason string) (string, error) {
+	index := filepath.Join(repo.GitDir, fmt.Sprintf("wiggum-unborn-index-%d", os.Getpid()))
+	defer os.Remove(index)
+	env := []string{"GIT_INDEX_FILE=" + index}
+	if _, err := repo.RunEnv(ctx, env, nil, "add", "-A"); err != nil {
+		return "", err
+	}
+	tree, err := repo.RunEnv(ctx, env, nil, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	commit, err := repo.RunEnv(ctx, env, nil, "commit-tree", strings.TrimSpace(tree), "-m", "wiggum backup: "+reason)
+	if err != nil {
+		return "", err
+	}
+	return saveRef(ctx, repo, strings.TrimSpace(commit), "unborn", "wiggum: save a repository with no commit")
 }

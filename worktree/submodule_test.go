@@ -360,3 +360,67 @@ func TestNestedSubmodules(t *testing.T) {
 		t.Errorf("backups in vendor/mid:\n%s", refs)
 	}
 }
+
+// TestReleaseSavesRepositoriesTheAgentMade: an agent's project generator
+// ran git init in the worktree. One repository, with a commit, was then
+// recorded by the story's commit (git add makes it a bare commit id);
+// another has files and no commit yet and was never added. git worktree
+// remove deletes both with their files and history; the removal saves
+// both first, into the main repository (the main tree has no checkout of
+// either), under refs/wiggum/submodule-backup/.
+func TestReleaseSavesRepositoriesTheAgentMade(t *testing.T) {
+	for _, settle := range []bool{true, false} {
+		t.Run(fmt.Sprintf("settled %v", settle), func(t *testing.T) { releaseSavesRepositoriesTheAgentMade(t, settle) })
+	}
+}
+
+func releaseSavesRepositoriesTheAgentMade(t *testing.T, settle bool) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	ws, errs := CreateMany(ctx, repo, []Request{{Story: "US-1", Target: "refs/heads/main"}}, nil, nil)
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	w := ws[0]
+	app := filepath.Join(w.Path, "app")
+	write(t, app, "f.txt", "generated and committed\n")
+	gitT(t, app, "init", "-q")
+	gitT(t, app, "add", "f.txt")
+	gitT(t, app, "commit", "-q", "-m", "generated")
+	appHead := strings.TrimSpace(gitT(t, app, "rev-parse", "HEAD"))
+	write(t, app, "g.txt", "written after\n")
+	gitT(t, w.Path, "add", "app")
+	gitT(t, w.Path, "commit", "-q", "-m", "the story, with app recorded")
+	scratch := filepath.Join(w.Path, "scratch")
+	write(t, scratch, "notes.txt", "no commit yet\n")
+	gitT(t, scratch, "init", "-q")
+	if settle {
+		w.Settle(ctx)
+	}
+
+	rem, err := w.Release(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]SubmoduleBackup{}
+	for _, b := range rem.Submodules {
+		got[b.Path] = b
+	}
+	if len(got) != 2 || got["app"].Repo != "" || got["scratch"].Repo != "" {
+		t.Fatalf("saved: %+v", rem.Submodules)
+	}
+	if p := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", got["app"].Ref+"^")); p != appHead {
+		t.Errorf("app's backup sits on %s, want its commit %s", p, appHead)
+	}
+	if s := gitT(t, repo.Root, "show", got["app"].Ref+":g.txt"); s != "written after\n" {
+		t.Errorf("app's g.txt: %q", s)
+	}
+	if s := gitT(t, repo.Root, "show", got["scratch"].Ref+":notes.txt"); s != "no commit yet\n" {
+		t.Errorf("scratch's notes.txt: %q", s)
+	}
+	for _, b := range got {
+		if !strings.HasPrefix(b.Ref, SubmoduleBackupPrefix) {
+			t.Errorf("%s saved as %s", b.Path, b.Ref)
+		}
+	}
+}

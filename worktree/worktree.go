@@ -97,9 +97,12 @@ type Worker struct {
 	State *checkpoint.State // the worktree's own state: checkpoint, hooks, run record
 	Lease *layout.Lock      // the worktree's .ralph/.agent-lock
 
-	dirty   *bool         // from Settle: uncommitted changes once its writers stopped
-	settled chan struct{} // closed once Settle's status has set dirty
-	clean   bool          // checked out here at Base, no hook run, nothing written in it since
+	dirty *bool    // from Settle: uncommitted changes once its writers stopped
+	repos []string // from Settle: repositories of their own its status and commits show
+	// reposKnown: repos holds the ones its commits recorded too.
+	reposKnown bool
+	settled    chan struct{} // closed once Settle's status has set dirty
+	clean      bool          // checked out here at Base, no hook run, nothing written in it since
 
 	// Notes are what making the worktree could not do (a submodule it
 	// could not check out), for the caller to say.
@@ -542,6 +545,14 @@ type Info struct {
 	Dirty      bool   `json:"dirty"`
 
 	tip string // the branch's tip, when the caller knows it
+	// base is the commit the worktree started from, when known; repos
+	// are the repositories of their own its status saw (new untracked
+	// ones, changed submodules): with the submodules .gitmodules names
+	// and the ones its commits recorded since base, what a removal saves
+	// apart (saveSubmodules).
+	base       string
+	repos      []string
+	reposKnown bool // repos holds the ones its commits recorded too
 }
 
 // List describes every worktree under Dir, in name order.
@@ -588,7 +599,7 @@ func describe(ctx context.Context, main *git.Repo, reg map[string]registration, 
 	in.Registered, in.Branch = ok, e.branch
 	var m Meta
 	if err := statefile.ReadJSON(filepath.Join(path, filepath.FromSlash(MetaFile)), &m, nil); err == nil {
-		in.Story, in.Target = m.Story, m.Target
+		in.Story, in.Target, in.base = m.Story, m.Target, m.Base
 		if in.Branch == "" {
 			in.Branch = m.Branch
 		}
@@ -620,6 +631,9 @@ func inspect(ctx context.Context, main *git.Repo, in *Info) {
 	}
 	st, err := (&git.Repo{Root: in.Path}).Status(ctx)
 	in.Dirty = err != nil || st.Dirty()
+	if err == nil {
+		in.repos = repositories(st)
+	}
 }
 
 // registration is what git records of one worktree.
