@@ -343,6 +343,9 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	}
 	killpoint.At("attempt-passed")
 	sha, err := e.commitWork(cctx, story)
+	for _, p := range e.commit.leftOut {
+		e.disp.printf("  %s/ is a git repository of its own with no commit (a git init?): not committed; its files stay where they are", p)
+	}
 	if err != nil {
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -47,6 +48,9 @@ type committer struct {
 	env   []string // WIGGUM_SESSION, so a journal hook attributes the commit
 	keep  []string // paths dirty before the run, never committed
 	keepM map[string]bool
+	// leftOut: repositories of their own with no commit (an agent's git
+	// init) the last commit left out, for the caller to say.
+	leftOut []string
 }
 
 func newCommitter(repo *git.Repo, env []string, keep []string) *committer {
@@ -100,7 +104,7 @@ func (c *committer) commitAll(ctx context.Context, message string) (string, erro
 		// Nothing to leave out: git add -A and commit say themselves
 		// whether anything changed (commit's "nothing to commit" is
 		// ""), so the status call would only cost a process.
-		if _, err := c.git(ctx, nil, "add", "-A", "--", ":/"); err != nil {
+		if err := c.addAll(ctx, ":/\x00"); err != nil {
 			return "", fmt.Errorf("stage changes: %w", err)
 		}
 		killpoint.At("commit-staged")
@@ -138,8 +142,41 @@ func (c *committer) stageExcept(ctx context.Context, ts *treeState) error {
 	for _, p := range c.keep {
 		spec += ":(top,literal,exclude)" + p + "\x00"
 	}
-	_, err := c.git(ctx, []byte(spec), "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
-	return err
+	return c.addAll(ctx, spec)
+}
+
+// addAll runs git add -A on spec (NUL-separated pathspecs). git refuses
+// the whole add when a new directory is a repository of its own with no
+// commit yet (an agent's git init): "error: 'dir/' does not have a commit
+// checked out". Such a directory cannot be recorded; it is left out -
+// its files stay where they are - and the rest is staged, instead of
+// failing every attempt of the story on it. c.leftOut says which.
+func (c *committer) addAll(ctx context.Context, spec string) error {
+	c.leftOut = nil
+	for {
+		_, err := c.git(ctx, []byte(spec), "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
+		var ge *git.Error
+		if err == nil || !errors.As(err, &ge) {
+			return err
+		}
+		var unborn []string
+		for _, line := range strings.Split(ge.Stderr, "\n") {
+			rest, ok := strings.CutPrefix(line, "error: '")
+			if p, found := strings.CutSuffix(rest, "' does not have a commit checked out"); ok && found {
+				unborn = append(unborn, strings.TrimSuffix(p, "/"))
+			}
+		}
+		if len(unborn) == 0 || len(c.leftOut) > 1000 {
+			return err
+		}
+		for _, p := range unborn {
+			if slices.Contains(c.leftOut, p) {
+				return err // excluded and still refused: not ours to mend
+			}
+			c.leftOut = append(c.leftOut, p)
+			spec += ":(top,literal,exclude)" + p + "\x00"
+		}
+	}
 }
 
 // commitPath commits exactly path (the plan), whatever else is staged; ""
