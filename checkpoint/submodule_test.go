@@ -26,6 +26,22 @@ func (r *testRepo) addSubmodule() {
 	r.git("commit", "-q", "-m", "add vendor/lib")
 }
 
+// wantReturned checks a submodule at dir after a rollback: file holds
+// want again, the new.txt the test left there is gone, and the whole tree
+// is clean.
+func (r *testRepo) wantReturned(dir, file, want string) {
+	r.t.Helper()
+	if got := r.read(dir + "/" + file); got != want {
+		r.t.Errorf("%s/%s after the rollback: %q, want %q", dir, file, got, want)
+	}
+	if r.exists(dir + "/new.txt") {
+		r.t.Errorf("%s/new.txt is still there", dir)
+	}
+	if st := r.git("status", "--porcelain", "--ignore-submodules=none"); st != "" {
+		r.t.Errorf("status after the rollback:\n%s", st)
+	}
+}
+
 func (r *testRepo) sub(args ...string) string {
 	r.t.Helper()
 	return r.git(append([]string{"-C", "vendor/lib"}, args...)...)
@@ -63,15 +79,7 @@ func TestRollbackReturnsSubmodule(t *testing.T) {
 	if res.NothingToDo || len(res.Submodules) != 1 || res.Submodules[0].Path != "vendor/lib" || res.Submodules[0].Left != "" {
 		t.Fatalf("result: %+v", res)
 	}
-	if got := r.read("vendor/lib/lib.txt"); got != "lib\n" {
-		t.Errorf("lib.txt after the rollback: %q", got)
-	}
-	if r.exists("vendor/lib/new.txt") {
-		t.Error("the submodule's new file is still there")
-	}
-	if st := r.git("status", "--porcelain", "--ignore-submodules=none"); st != "" {
-		t.Errorf("status after the rollback:\n%s", st)
-	}
+	r.wantReturned("vendor/lib", "lib.txt", "lib\n")
 	ref := res.Submodules[0].Backup
 	if got := r.sub("show", ref+":lib.txt"); got != "broken by the agent" {
 		t.Errorf("saved lib.txt: %q", got)
@@ -186,15 +194,7 @@ func TestRollbackReturnsNestedSubmodule(t *testing.T) {
 	if len(res.Submodules) != 1 || res.Submodules[0].Path != "vendor/mid/inner" || res.Submodules[0].Backup == "" {
 		t.Fatalf("submodules: %+v", res.Submodules)
 	}
-	if got := r.read("vendor/mid/inner/d.txt"); got != "deep\n" {
-		t.Errorf("d.txt: %q", got)
-	}
-	if r.exists("vendor/mid/inner/new.txt") {
-		t.Error("new.txt is still there")
-	}
-	if st := r.git("status", "--porcelain", "--ignore-submodules=none"); st != "" {
-		t.Errorf("status:\n%s", st)
-	}
+	r.wantReturned("vendor/mid/inner", "d.txt", "deep\n")
 	if got := r.git("-C", "vendor/mid/inner", "show", res.Submodules[0].Backup+":d.txt"); got != "broken deep inside" {
 		t.Errorf("saved d.txt: %q", got)
 	}
