@@ -150,7 +150,7 @@ func (p *Saving) Finish(session string, opts SaveOptions) (*Checkpoint, error) {
 			return nil, fmt.Errorf("checkpoint: snapshot the working tree: %w", err)
 		}
 		cp.Snapshot, cp.Untracked, recorded = snap, now.Untracked, snap
-		cp.Submodules = changedSubmodules(now)
+		cp.Submodules = now.ChangedSubmodules()
 	}
 	if err := s.record(ctx, cp, recorded, move); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)

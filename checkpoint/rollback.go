@@ -105,8 +105,9 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if cp.Snapshot != "" {
 		wantTree = f.SnapshotTree
 	}
-	subs := changedSubmodules(now)
-	_, res.Repositories = newUntracked(cp, now.Untracked)
+	subs := now.ChangedSubmodules()
+	removed, repos := newUntracked(cp, now.Untracked)
+	res.Repositories = repos
 	reason := opts.Reason
 	if reason == "" {
 		reason = "rollback"
@@ -114,9 +115,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if len(res.Commits) == 0 && nowTree == wantTree {
 		// Nothing of the main tree to return; its submodules' files
 		// may still have changed.
-		if len(subs) > 0 {
-			res.Submodules, err = s.returnSubmodules(ctx, cp, subs, nil, reason, opts.DryRun)
-		}
+		res.Submodules, err = s.returnSubmodules(ctx, cp, subs, nil, reason, opts.DryRun)
 		res.NothingToDo = len(res.Submodules) == 0
 		return res, err
 	}
@@ -138,7 +137,7 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	for _, c := range changes {
 		res.Files = append(res.Files, c.path)
 	}
-	res.Removed, _ = newUntracked(cp, now.Untracked)
+	res.Removed = removed
 	if opts.DryRun {
 		res.Submodules, err = s.returnSubmodules(ctx, cp, subs, changes, reason, true)
 		return res, err
@@ -169,10 +168,8 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if err := s.restoreTree(ctx, cat, lk, index, cp, changes); err != nil {
 		return nil, fmt.Errorf("rollback: return the working tree to %s (everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
 	}
-	if len(subs) > 0 || hasGitlink(changes) {
-		if res.Submodules, err = s.returnSubmodules(ctx, cp, subs, changes, reason, false); err != nil {
-			return res, fmt.Errorf("the tree is back at %s (its state before is saved in %s), but %w", short(cp.Head), res.BackupRef, err)
-		}
+	if res.Submodules, err = s.returnSubmodules(ctx, cp, subs, changes, reason, false); err != nil {
+		return res, fmt.Errorf("the tree is back at %s (its state before is saved in %s), but %w", short(cp.Head), res.BackupRef, err)
 	}
 	return res, nil
 }

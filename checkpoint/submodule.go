@@ -38,17 +38,6 @@ func (r SubmoduleReturn) String() string {
 	return fmt.Sprintf("submodule %s returned to %s; its state is saved in %s of %s (wiggum -C %s recover)", r.Path, short(r.Commit), r.Backup, r.Path, r.Path)
 }
 
-// changedSubmodules lists the submodules a status sees changed.
-func changedSubmodules(now *git.Status) []string {
-	var paths []string
-	for _, c := range now.Changes {
-		if c.Submodule {
-			paths = append(paths, c.Path)
-		}
-	}
-	return paths
-}
-
 // returnSubmodules returns the checked-out submodules that changed since
 // the checkpoint to it, after the main tree's rollback: those the status
 // saw changed (subs) and those whose recorded commit the rollback moved
@@ -107,16 +96,6 @@ func (s *State) returnSubmodules(ctx context.Context, cp *Checkpoint, subs []str
 	return out, nil
 }
 
-// hasGitlink reports whether changes move a submodule's recorded commit.
-func hasGitlink(changes []treeChange) bool {
-	for _, c := range changes {
-		if c.mode == "160000" {
-			return true
-		}
-	}
-	return false
-}
-
 // returnSubmodule returns the submodule checked out at dir to r.Commit
 // ("" for the commit it is at), saving its state first, and then the
 // submodules checked out inside it to the commits it records for them.
@@ -156,7 +135,7 @@ func returnSubmodule(ctx context.Context, dir string, r SubmoduleReturn, reason 
 		}
 		out = append(out, r)
 	}
-	for _, np := range changedSubmodules(st) {
+	for _, np := range st.ChangedSubmodules() {
 		inner := filepath.Join(dir, filepath.FromSlash(np))
 		if _, err := os.Lstat(filepath.Join(inner, ".git")); err != nil {
 			continue
@@ -173,6 +152,20 @@ func returnSubmodule(ctx context.Context, dir string, r SubmoduleReturn, reason 
 		}
 	}
 	return out, nil
+}
+
+// Notes says, for a person, a line each, what the rollback did with the
+// repositories of their own in the tree: each submodule it returned or
+// left, each new repository it left as it is.
+func (res *RollbackResult) Notes() []string {
+	var out []string
+	for _, sub := range res.Submodules {
+		out = append(out, sub.String())
+	}
+	for _, dir := range res.Repositories {
+		out = append(out, RepositoryLeft(dir))
+	}
+	return out
 }
 
 // RepositoryLeft says, for a person, that a new directory holding a git

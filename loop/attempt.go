@@ -453,11 +453,8 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 	if res.BackupRef != "" {
 		e.run.addBackup(res.BackupRef)
 	}
-	for _, sub := range res.Submodules {
-		e.disp.printf("  %s", sub)
-	}
-	for _, dir := range res.Repositories {
-		e.disp.printf("  %s", checkpoint.RepositoryLeft(dir))
+	for _, n := range res.Notes() {
+		e.disp.printf("  %s", n)
 	}
 	return res.BackupRef, nil
 }
@@ -504,8 +501,6 @@ func (e *executor) interrupted(iter int, story *plan.Story, attempt int, cp *che
 		for _, sub := range res.Submodules {
 			e.disp.printf("  %s", sub)
 		}
-	}
-	if err == nil {
 		_ = e.run.led.record(end, true)
 	}
 	e.run.setLast("interrupted")

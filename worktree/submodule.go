@@ -164,12 +164,7 @@ func repositories(st *git.Status) []string {
 			out = append(out, p)
 		}
 	}
-	for _, c := range st.Changes {
-		if c.Submodule {
-			out = append(out, c.Path)
-		}
-	}
-	return out
+	return append(out, st.ChangedSubmodules()...)
 }
 
 // saveSubmodule saves one checked-out submodule, sub, when it has work;

@@ -158,8 +158,8 @@ func (c Command) rollback(ctx context.Context, st *checkpoint.State, w io.Writer
 	switch {
 	case res.NothingToDo:
 		fmt.Fprintf(w, "already at checkpoint %s; nothing to roll back\n", cp.Head[:12])
-		for _, dir := range res.Repositories {
-			fmt.Fprintf(w, "  %s\n", checkpoint.RepositoryLeft(dir))
+		for _, n := range res.Notes() {
+			fmt.Fprintf(w, "  %s\n", n)
 		}
 		return nil
 	case res.DryRun:
@@ -173,11 +173,8 @@ func (c Command) rollback(ctx context.Context, st *checkpoint.State, w io.Writer
 	if res.BackupRef != "" || res.DryRun {
 		describeDiscard(w, res)
 	}
-	for _, sub := range res.Submodules {
-		fmt.Fprintf(w, "  %s\n", sub)
-	}
-	for _, dir := range res.Repositories {
-		fmt.Fprintf(w, "  %s\n", checkpoint.RepositoryLeft(dir))
+	for _, n := range res.Notes() {
+		fmt.Fprintf(w, "  %s\n", n)
 	}
 	if !res.DryRun && res.BackupRef != "" {
 		fmt.Fprintf(w, "restore it with: wiggum recover %s\n", strings.TrimPrefix(res.BackupRef, checkpoint.BackupPrefix))

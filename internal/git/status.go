@@ -53,6 +53,17 @@ func (s *Status) DirtyBesidesSubmodules() bool {
 	return false
 }
 
+// ChangedSubmodules lists the submodules the status sees changed.
+func (s *Status) ChangedSubmodules() []string {
+	var paths []string
+	for _, c := range s.Changes {
+		if c.Submodule {
+			paths = append(paths, c.Path)
+		}
+	}
+	return paths
+}
+
 // Paths lists every changed, staged, unmerged or untracked path.
 func (s *Status) Paths() []string {
 	out := make([]string, 0, len(s.Changes)+len(s.Untracked))
