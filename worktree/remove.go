@@ -286,23 +286,29 @@ func lostGit(path string) bool {
 // of that tip. Nothing of the main tree, its index or its refs but the new
 // backup ref changes.
 func saveLost(ctx context.Context, main *git.Repo, path, branch, message string) (string, error) {
-	index := filepath.Join(main.CommonDir, fmt.Sprintf("wiggum-lost-index-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	return saveFiles(ctx, main, path, branch, message, "lost", "wiggum: save a worktree that lost its .git")
+}
+
+// saveFiles is saveLost's save, into repo, of the files under path; why
+// names the backup ref, reflog is its reflog message.
+func saveFiles(ctx context.Context, repo *git.Repo, path, branch, message, why, reflog string) (string, error) {
+	index := filepath.Join(repo.CommonDir, fmt.Sprintf("wiggum-%s-index-%d-%d", why, os.Getpid(), time.Now().UnixNano()))
 	defer os.Remove(index)
 	defer os.Remove(index + ".lock")
-	env := []string{"GIT_DIR=" + main.CommonDir, "GIT_WORK_TREE=" + path, "GIT_INDEX_FILE=" + index}
+	env := []string{"GIT_DIR=" + repo.CommonDir, "GIT_WORK_TREE=" + path, "GIT_INDEX_FILE=" + index}
 	tip := ""
 	if branch != "" {
-		tip, _ = main.Line(ctx, "rev-parse", "--verify", "--quiet", branch+"^{commit}")
+		tip, _ = repo.Line(ctx, "rev-parse", "--verify", "--quiet", branch+"^{commit}")
 	}
 	if tip != "" {
-		if _, err := main.RunEnv(ctx, env, nil, "read-tree", tip); err != nil {
+		if _, err := repo.RunEnv(ctx, env, nil, "read-tree", tip); err != nil {
 			return "", err
 		}
 	}
-	if _, err := main.RunEnv(ctx, env, nil, "add", "-A"); err != nil {
+	if _, err := repo.RunEnv(ctx, env, nil, "add", "-A"); err != nil {
 		return "", err
 	}
-	tree, err := main.RunEnv(ctx, env, nil, "write-tree")
+	tree, err := repo.RunEnv(ctx, env, nil, "write-tree")
 	if err != nil {
 		return "", err
 	}
@@ -310,11 +316,11 @@ func saveLost(ctx context.Context, main *git.Repo, path, branch, message string)
 	if tip != "" {
 		args = append(args, "-p", tip)
 	}
-	commit, err := main.RunEnv(ctx, env, nil, args...)
+	commit, err := repo.RunEnv(ctx, env, nil, args...)
 	if err != nil {
 		return "", err
 	}
-	return saveRef(ctx, main, strings.TrimSpace(commit), "lost", "wiggum: save a worktree that lost its .git")
+	return saveRef(ctx, repo, strings.TrimSpace(commit), why, reflog)
 }
 
 // holdsFiles reports whether the directory at path holds anything but

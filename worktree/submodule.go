@@ -382,19 +382,5 @@ func checkedOutSubmodules(ctx context.Context, dir string) ([]string, error) {
 // init with files in it) as a commit of their own - every file git add -A
 // would take, through an index of its own - under a new backup ref.
 func saveUnborn(ctx context.Context, repo *git.Repo, reason string) (string, error) {
-	index := filepath.Join(repo.GitDir, fmt.Sprintf("wiggum-unborn-index-%d", os.Getpid()))
-	defer os.Remove(index)
-	env := []string{"GIT_INDEX_FILE=" + index}
-	if _, err := repo.RunEnv(ctx, env, nil, "add", "-A"); err != nil {
-		return "", err
-	}
-	tree, err := repo.RunEnv(ctx, env, nil, "write-tree")
-	if err != nil {
-		return "", err
-	}
-	commit, err := repo.RunEnv(ctx, env, nil, "commit-tree", strings.TrimSpace(tree), "-m", "wiggum backup: "+reason)
-	if err != nil {
-		return "", err
-	}
-	return saveRef(ctx, repo, strings.TrimSpace(commit), "unborn", "wiggum: save a repository with no commit")
+	return saveFiles(ctx, repo, repo.Root, "", reason, "unborn", "wiggum: save a repository with no commit")
 }
