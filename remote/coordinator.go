@@ -520,7 +520,6 @@ func (c *Coordinator) landReady(ctx context.Context, v *View, story string) (lan
 	return l != nil, raced, err
 }
 
-// open reports whether story is in stories and not done.
 // storyDone reports whether stories mark story done (any entry of it, as
 // a landing ticks it) and whether they have it at all.
 func storyDone(stories []plan.Story, story string) (done, found bool) {
@@ -533,6 +532,8 @@ func storyDone(stories []plan.Story, story string) (done, found bool) {
 	return done, found
 }
 
+// open reports whether story is in stories and not done (its first entry,
+// as the plan's reader picks stories).
 func open(stories []plan.Story, story string) bool {
 	for _, s := range stories {
 		if s.ID == story {
