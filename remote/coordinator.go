@@ -532,8 +532,8 @@ func storyDone(stories []plan.Story, story string) (done, found bool) {
 	return done, found
 }
 
-// open reports whether story is in stories and not done (its first entry,
-// as the plan's reader picks stories).
+// open reports whether story is in stories and its first entry is not
+// done.
 func open(stories []plan.Story, story string) bool {
 	for _, s := range stories {
 		if s.ID == story {
