@@ -97,3 +97,54 @@ func TestCodexApplyPatchGuarded(t *testing.T) {
 		t.Fatalf("the model's next request does not carry the guard's reason %q:\n%.3000s", reason, w.turnRequest(1).Body)
 	}
 }
+
+// The hooks install writes are `wiggum hook AGENT`, which the client's
+// shell looks up on PATH. Run from a wiggum that PATH does not find, or
+// with another wiggum first on PATH (a stale install, here one that
+// answers nothing and so lets every command through), the hooks would fail
+// with "command not found" or run the other binary, and the agent would
+// work unguarded without a word. The run puts its own binary first on its
+// agent's PATH and says so: the guard's deny still reaches the model.
+func TestHooksRunWhenWiggumIsNotOnPath(t *testing.T) {
+	stale := t.TempDir()
+	writeFile(t, filepath.Join(stale, "wiggum"), "#!/bin/sh\nexit 0\n")
+	if err := os.Chmod(filepath.Join(stale, "wiggum"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, path, note string }{
+		{"missing", "", "wiggum is not on PATH"},
+		{"other", stale, "is not this one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachClient(t, func(t *testing.T, c client) {
+				const push = "git push origin HEAD:refs/heads/pushed"
+				w := newWorld(t, c, fakemodel.Turn{Shell: push}, fakemodel.Turn{Text: "done"})
+				reason := w.denyReason(push)
+				dirs := []string{c.binDir(t)}
+				if tc.path != "" {
+					dirs = append(dirs, tc.path)
+				}
+				for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+					if _, err := os.Stat(filepath.Join(d, "wiggum")); err != nil {
+						dirs = append(dirs, d)
+					}
+				}
+				w.env = append(w.env, "PATH="+strings.Join(dirs, string(os.PathListSeparator)))
+				found, _ := w.exec(w.dir, "sh", "-c", "command -v wiggum || true")
+				if want := filepath.Join(tc.path, "wiggum"); strings.TrimSpace(found) != want && (tc.path != "" || found != "") {
+					t.Fatalf("PATH finds %q, want %q", found, want)
+				}
+				out := w.run(0)
+				if refs := w.remoteRefs(); strings.Contains(refs, "pushed") {
+					t.Fatalf("the push reached the remote:\n%s", refs)
+				}
+				if !hasText(w.turnRequest(1).Body, reason) {
+					t.Fatalf("the guard did not run: the model's next request lacks %q:\n%.3000s", reason, w.turnRequest(1).Body)
+				}
+				if !strings.Contains(out, tc.note) {
+					t.Fatalf("the run does not say what it did about PATH (%q):\n%s", tc.note, out)
+				}
+			})
+		})
+	}
+}

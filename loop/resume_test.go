@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -372,5 +374,30 @@ func TestLedgerFinishedAt(t *testing.T) {
 		if ok != c.ok || ok && got != want {
 			t.Errorf("%s: finishedAt = %+v, %v; want %v", c.name, got, ok, c.ok)
 		}
+	}
+}
+
+// The error for a git lock that outlives the wait names the process that
+// keeps it: its command line and parent, so the user can find it.
+func TestDescribeProcessNamesCommandAndParent(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// Start returns as the exec begins; the new command line shows a
+	// moment later.
+	got := describeProcess(cmd.Process.Pid)
+	for deadline := time.Now().Add(5 * time.Second); strings.HasPrefix(got, ": ,") && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		got = describeProcess(cmd.Process.Pid)
+	}
+	if want := fmt.Sprintf(": sleep 30, parent %d", os.Getpid()); got != want {
+		t.Fatalf("describeProcess = %q, want %q", got, want)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if got := describeProcess(cmd.Process.Pid); got != "" {
+		t.Fatalf("a process that is gone is described as %q", got)
 	}
 }

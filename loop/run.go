@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -421,7 +422,7 @@ func (r *run) waitGitLocks(ctx context.Context) error {
 			continue
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("run: %s exists for more than %s and git (pid %d) is working in the repository; run again when it is done", lock, dyingWait, pid)
+			return fmt.Errorf("run: %s exists for more than %s and git (pid %d%s) is working in the repository; run again when it is done", lock, dyingWait, pid, describeProcess(pid))
 		}
 		select {
 		case <-ctx.Done():
@@ -455,6 +456,23 @@ func gitWorkingIn(root, commonDir string) int {
 		}
 	}
 	return 0
+}
+
+// describeProcess is ": COMMAND LINE, parent PPID" for a live pid, for an
+// error that must let the user find the process; "" once it is gone.
+func describeProcess(pid int) string {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return ""
+	}
+	out := ": " + strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// The fields after the command's closing parenthesis: state ppid ...
+		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 1 {
+			out += ", parent " + f[1]
+		}
+	}
+	return out
 }
 
 // gitLockFile returns a git lock file under commonDir, or "".

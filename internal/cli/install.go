@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/wiggum-dev/wiggum/install"
+	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
@@ -85,6 +86,11 @@ func (c *InstallCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	opts := install.AgentOptions{Guard: c.Guard, RequireRead: c.RequireRead, Migrate: c.Migrate}
 	changed := false
+	if len(c.agents()) > 0 {
+		if n := agent.HookNote(); n != "" {
+			defer fmt.Fprintln(g.stdout, "note: "+n)
+		}
+	}
 	for _, a := range c.agents() {
 		path, err := c.settingsPath(g, repo, a)
 		if err != nil {

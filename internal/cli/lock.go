@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/proc"
@@ -57,6 +58,14 @@ func (c *LockCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	defer l.Release()
 	g.Log().Debug("lock acquired", "session", l.Holder.Session, "cmd", proc.CommandLine(c.Command))
+	// An agent run under the lock runs its hooks as `wiggum hook ...`.
+	note, err := agent.OnPath(st.Path(layout.RuntimeDir))
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		g.Log().Warn(note)
+	}
 	hold := l.Dup()
 	env := append(os.Environ(), layout.SessionEnv+"="+l.Holder.Session)
 	p, err := proc.Start(context.WithoutCancel(ctx), c.Command, proc.Options{

@@ -201,6 +201,12 @@ rails), and with what each needs for wiggum's hooks to run:
           stop for a push.
 A built-in agent whose hooks wiggum cannot find (in the repository or the
 home directory) gets a warning at the start: it would run with no guard.
+The agents run the hooks as 'wiggum hook ...', looked up on PATH. When PATH
+finds no wiggum there, or another one (an older install), the run links
+.ralph/wiggum/bin/wiggum to itself, puts that directory first on the PATH
+of everything it starts, and says so: otherwise each hook would fail with
+"command not found", which the agents take as a non-blocking error and
+work on unguarded. ('wiggum lock -- CMD' does the same for CMD.)
 An agent that fails on the run's first attempt before doing anything (no
 tool call, no model answer: missing auth, a refusal) stops the run at once
 with exit 1 and its own message; the plan and the tree stay as they were.
@@ -299,6 +305,15 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	st := checkpoint.FromRepo(repo)
 	if err := layout.EnsureExcluded(repo.InfoDir); err != nil {
 		return badinput.Wrap(err)
+	}
+	// The agent's hooks are `wiggum hook ...`, looked up on PATH: they
+	// must find this binary, or the agent works unguarded.
+	note, err := agent.OnPath(st.Path(layout.RuntimeDir))
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		g.Log().Warn(note)
 	}
 	stopNotify, err := c.startNotify(g, st)
 	if err != nil {
