@@ -148,3 +148,57 @@ func TestHooksRunWhenWiggumIsNotOnPath(t *testing.T) {
 		})
 	}
 }
+
+// Hooks installed but turned off in the client's own settings (claude's
+// disableAllHooks, codex's hooks feature, gemini's hooksConfig.enabled)
+// never run, and the client says nothing in headless mode: the agent
+// would work unguarded for the whole run. The guard hook marks each shell
+// command it sees; an attempt whose shell commands it never saw is rolled
+// back (saved first) and stops the run with exit 1, naming the settings.
+func TestHooksTurnedOffStopTheRun(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "echo unguarded > story.txt"}, fakemodel.Turn{Text: "done"})
+		home := filepath.Join(filepath.Dir(w.dir), "home")
+		switch c.name {
+		case "claude":
+			writeFile(t, filepath.Join(home, ".claude", "settings.json"), `{"disableAllHooks": true}`+"\n")
+		case "codex":
+			path := filepath.Join(home, ".codex", "config.toml")
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, path, string(data)+"\n[features]\nhooks = false\n")
+		case "gemini":
+			path := filepath.Join(home, ".gemini", "settings.json")
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var settings map[string]any
+			if err := json.Unmarshal(data, &settings); err != nil {
+				t.Fatal(err)
+			}
+			settings["hooksConfig"] = map[string]any{"enabled": false}
+			data, _ = json.Marshal(settings)
+			writeFile(t, path, string(data))
+		}
+		out := w.run(1, "--retries", "2")
+		if !strings.Contains(out, "the "+c.name+" agent cannot run: it ran 1 shell command(s) and wiggum's guard hook saw none of them") {
+			t.Fatalf("the run does not say that the hooks did not run:\n%s", out)
+		}
+		if n := strings.Count(out, "── iteration"); n != 1 {
+			t.Fatalf("%d attempts, want 1:\n%s", n, out)
+		}
+		if _, err := os.Stat(filepath.Join(w.dir, "story.txt")); err == nil {
+			t.Fatal("the unguarded attempt's file is still in the tree")
+		}
+		if plan, _ := os.ReadFile(filepath.Join(w.dir, "plan.md")); !strings.Contains(string(plan), "- [ ] US-1") {
+			t.Fatalf("the story was ticked:\n%s", plan)
+		}
+		if len(w.backups()) == 0 {
+			t.Fatal("the unguarded attempt was not saved in a backup")
+		}
+		w.event("hooks_unseen")
+	})
+}

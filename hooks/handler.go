@@ -235,6 +235,9 @@ func readPipe(f *os.File) (data []byte, err error, ok bool) {
 func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 	switch ev.Kind {
 	case KindPreTool:
+		if ev.Shell {
+			session.MarkGuardSeen()
+		}
 		if ev.Shell && ev.Command != "" {
 			return guardCommand(ev, root, opts)
 		}

@@ -712,3 +712,53 @@ func TestOutsideSessionFailureIsCheap(t *testing.T) {
 		t.Fatalf("runtime state visible to git: %s", status)
 	}
 }
+
+// The guard hook marks each shell command it sees by removing the file
+// that wiggum run names in the agent's environment (session.GuardUnseenEnv),
+// for every agent and with the guard off too: the run then knows the hooks
+// run. A variable naming any other file removes nothing.
+func TestGuardMarksShellCommandsSeen(t *testing.T) {
+	dir := repo(t)
+	runtime := filepath.Join(dir, layout.RuntimeDir)
+	if err := os.MkdirAll(runtime, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(runtime, layout.GuardUnseenFile)
+	for _, tc := range []struct{ agent, file string }{
+		{"claude", "claude_pretooluse_bash.json"},
+		{"codex", "codex_pretooluse.json"},
+		{"gemini", "gemini_beforetool.json"},
+	} {
+		for _, guard := range []string{GuardSession, GuardOff} {
+			if err := os.WriteFile(mark, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv(session.GuardUnseenEnv, mark)
+			hook(t, tc.agent, tc.file, dir, Options{Guard: guard})
+			if _, err := os.Stat(mark); err == nil {
+				t.Errorf("%s (guard %s): the shell command was not marked seen", tc.agent, guard)
+			}
+		}
+	}
+	// A file edit is no shell command: the mark stays.
+	if err := os.WriteFile(mark, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hook(t, "claude", "claude_pretooluse_edit.json", dir, Options{Guard: GuardSession})
+	if _, err := os.Stat(mark); err != nil {
+		t.Error("an edit removed the mark")
+	}
+	// Hostile values: another file, a path climbing out, a relative path.
+	victim := filepath.Join(dir, "keep.txt")
+	other := filepath.Join(dir, "x", layout.RuntimeDir, layout.GuardUnseenFile)
+	for _, v := range []string{victim, filepath.Join(runtime, "..", "..", "keep.txt"), other + "/../../../../../keep.txt", layout.RuntimeDir + "/" + layout.GuardUnseenFile} {
+		if err := os.WriteFile(victim, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(session.GuardUnseenEnv, v)
+		hook(t, "claude", "claude_pretooluse_bash.json", dir, Options{Guard: GuardSession})
+		if _, err := os.Stat(victim); err != nil {
+			t.Fatalf("%s=%q removed %s", session.GuardUnseenEnv, v, victim)
+		}
+	}
+}

@@ -85,6 +85,9 @@ type outcome struct {
 	commit  string
 	res     *agent.Result
 	limit   *agent.Limit
+	// unguarded: the agent ran shell commands that wiggum's guard hook
+	// never saw; the run stops after the rollback.
+	unguarded bool
 }
 
 // step is what one attempt came to.
@@ -241,6 +244,10 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	if why := finalCondition(out); why != "" {
 		return step{}, &FinalError{Reason: why}
 	}
+	if out.unguarded {
+		e.event("hooks_unseen", map[string]any{"story": story.ID, "shell_calls": out.res.ShellCalls})
+		return step{}, &agent.UnusableError{Agent: r.opts.Agent.Name, Reason: out.detail}
+	}
 	if first && out.res != nil && out.res.Unstarted() {
 		// An agent that fails its first attempt before doing anything (no
 		// auth, an untrusted folder, a refusal) fails every attempt the
@@ -276,6 +283,13 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		env = append(env, git.CeilingEnv(e.st.Repo.Root))
 	}
 	env = git.WithConfig(env, git.NoAutoMaintenance...)
+	unseen := ""
+	if r.opts.VerifyHooks {
+		if p, err := e.st.Runtime(layout.GuardUnseenFile); err == nil && os.WriteFile(p, nil, 0o644) == nil {
+			unseen = p
+			env = append(env, session.GuardUnseenEnv+"="+p)
+		}
+	}
 	obs := e.observe(iter, story.ID)
 	defer obs.close()
 	hold := e.lock.Dup()
@@ -294,6 +308,18 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		return outcome{source: "agent", command: cmd, detail: err.Error(), output: err.Error()}
 	}
 	o := outcome{source: "agent", command: cmd, output: res.Output, res: res}
+	if unseen != "" {
+		_, serr := os.Stat(unseen)
+		_ = os.Remove(unseen)
+		if serr == nil && res.ShellCalls > 0 && ctx.Err() == nil {
+			o.source, o.unguarded = "hooks", true
+			o.detail = fmt.Sprintf("it ran %d shell command(s) and wiggum's guard hook saw none of them: its hooks did not run, "+
+				"so it worked without the guard and without test rollbacks. Look for a setting that turns hooks off "+
+				"(claude: disableAllHooks or allowManagedHooksOnly; gemini: hooksConfig.enabled or hooksConfig.disabled; "+
+				"codex: hooks under [features]) and check that the hook command reaches this wiggum, then run again", res.ShellCalls)
+			return o
+		}
+	}
 	switch {
 	case res.Limit != nil:
 		o.source, o.detail, o.limit = "limit", res.Limit.Message, res.Limit

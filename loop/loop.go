@@ -55,6 +55,10 @@ type Options struct {
 	Grace       time.Duration
 	AllowDirty  bool
 	WaitOnLimit bool
+	// VerifyHooks: the agent's hooks are installed, so each attempt checks
+	// that the guard hook saw the agent's shell commands, and an attempt
+	// that ran them unseen stops the run (the hooks are off somewhere).
+	VerifyHooks bool
 	Policy      string // what hooks do with failing tests mid-iteration (session.Policy*)
 	Out         io.Writer
 	Live        bool // a terminal: redraw a status line

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/agent"
 )
 
 // What watch reads: iteration_start with the attempt and its output log,
@@ -128,5 +130,46 @@ func TestSilentAttemptLeavesNoLog(t *testing.T) {
 	}
 	if log, err := os.ReadFile(st.Path(AgentLog(2))); err != nil || string(log) != "said something\n" {
 		t.Errorf("the second attempt's log: %q, %v", log, err)
+	}
+}
+
+// With the agent's hooks installed (VerifyHooks), an attempt whose shell
+// commands the guard hook never marked seen ran unguarded: it is rolled
+// back, saved, and stops the run with an UnusableError, in the main tree
+// and in a parallel worktree alike. An attempt whose commands were seen
+// (here the script removes the mark, as the hook does) goes on as usual.
+func TestUnseenShellCommandsStopTheRun(t *testing.T) {
+	const tool = `cat >/dev/null
+echo '{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","name":"Bash","input":{"command":"echo x"}}]}}'
+echo x > "f-$WIGGUM_STORY"
+`
+	for _, workers := range []int{1, 2} {
+		st, p := newRepo(t, 2)
+		var out bytes.Buffer
+		o := opts(p, tool)
+		o.Agent.Name, o.Agent.Events = "claude", true
+		o.VerifyHooks, o.Workers, o.Out = true, workers, &out
+		_, err := Run(context.Background(), st, o)
+		if !agent.IsUnusable(err) || !strings.Contains(err.Error(), "it ran 1 shell command(s) and wiggum's guard hook saw none of them") {
+			t.Fatalf("workers %d: err = %v\n%s", workers, err, out.String())
+		}
+		if _, err := os.Stat(st.Path("f-US-1")); err == nil {
+			t.Errorf("workers %d: the unguarded attempt's file is in the main tree", workers)
+		}
+		if data, _ := os.ReadFile(st.Path("plan.md")); strings.Contains(string(data), "[x]") {
+			t.Errorf("workers %d: a story was ticked:\n%s", workers, data)
+		}
+		if !strings.Contains(out.String(), "refs/wiggum/backup/") {
+			t.Errorf("workers %d: no backup named:\n%s", workers, out.String())
+		}
+
+		st, p = newRepo(t, 2)
+		out.Reset()
+		o = opts(p, tool+`rm -f "$WIGGUM_GUARD_UNSEEN"`)
+		o.Agent.Name, o.Agent.Events = "claude", true
+		o.VerifyHooks, o.Workers, o.Out = true, workers, &out
+		if sum, err := Run(context.Background(), st, o); err != nil || len(sum.Completed) != 2 {
+			t.Fatalf("workers %d, commands seen: %+v, %v\n%s", workers, sum, err, out.String())
+		}
 	}
 }

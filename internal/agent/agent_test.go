@@ -287,6 +287,10 @@ func TestToolEventRunningTokens(t *testing.T) {
 	if len(tools) != 2 {
 		t.Fatalf("tool events = %+v", tools)
 	}
+	// Read is no shell command: only Bash goes through the guard hook.
+	if p.tools != 2 || p.shells != 1 {
+		t.Errorf("%d tools, %d shell commands; want 2 and 1", p.tools, p.shells)
+	}
 	if got := tools[0].Usage; got.InputTokens != 15 || got.OutputTokens != 4 {
 		t.Errorf("first tool usage = %+v, want 15 in / 4 out", got)
 	}

@@ -71,6 +71,9 @@ func TestCodexAndGeminiStreams(t *testing.T) {
 		if p.limit != nil {
 			t.Errorf("%s: a limit in a normal run: %+v", tc.name, p.limit)
 		}
+		if p.shells != 1 {
+			t.Errorf("%s: %d shell commands counted, want 1", tc.name, p.shells)
+		}
 		// The closing result carries what the run used: the loop records
 		// it at once, so a kill before the agent ends keeps it.
 		if last := evs[len(evs)-1]; last.Kind != "result" || last.Usage != p.usage {

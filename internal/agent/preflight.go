@@ -110,6 +110,12 @@ var hookFiles = map[string]struct{ project, user []string }{
 	"gemini": {[]string{".gemini/settings.json"}, []string{".gemini/settings.json"}},
 }
 
+// HasHooks reports whether wiggum installs hooks for the built-in agent.
+func HasHooks(name string) bool {
+	_, ok := hookFiles[name]
+	return ok
+}
+
 // HooksMissing returns a warning when none of the agent's hook files in the
 // repository or the home directory registers wiggum's hooks: the run would
 // have no guard and no mid-iteration rollback, and should say so.

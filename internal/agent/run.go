@@ -55,7 +55,10 @@ type Result struct {
 	// Error is the last error the stream reported.
 	ToolCalls int    `json:"tool_calls,omitempty"`
 	Error     string `json:"-"`
-	events    bool
+	// ShellCalls counts, of ToolCalls, the shell commands: each one goes
+	// through wiggum's guard hook when the agent's hooks run.
+	ShellCalls int `json:"shell_calls,omitempty"`
+	events     bool
 }
 
 // Unstarted reports whether the agent failed before doing anything: it
@@ -189,7 +192,7 @@ wait:
 	res.Output = r.tail.String()
 	res.Usage = r.parser.usage
 	res.Limit = r.parser.limit
-	res.ToolCalls = r.parser.tools
+	res.ToolCalls, res.ShellCalls = r.parser.tools, r.parser.shells
 	res.Error = r.parser.lastError
 	res.events = prof.Events
 	return res, nil

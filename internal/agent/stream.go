@@ -112,6 +112,7 @@ type parser struct {
 	// tools counts the tool calls the agent made; lastError is the last
 	// error the agent reported in its event stream.
 	tools     int
+	shells    int // of them, shell commands (what the guard hook sees)
 	lastError string
 }
 
@@ -160,6 +161,9 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 				p.checkLimitText(c.Text)
 			case "tool_use":
 				p.tools++
+				if c.Name == "Bash" || c.Name == "PowerShell" {
+					p.shells++
+				}
 				events = append(events, Event{Kind: "tool", Text: c.Name + toolDetail(c.Input), Usage: p.running()})
 			}
 		}
@@ -195,6 +199,9 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 		}
 	case "tool_use":
 		p.tools++
+		if l.ToolName == "run_shell_command" {
+			p.shells++
+		}
 		events = append(events, Event{Kind: "tool", Text: l.ToolName + toolDetail(l.Parameters), Usage: p.usage})
 	case "message":
 		var text string
@@ -241,6 +248,9 @@ func (p *parser) codexItem(l streamLine) []Event {
 	switch {
 	case l.Type == "item.started" && (l.Item.Type == "command_execution" || l.Item.Type == "file_change" || l.Item.Type == "mcp_tool_call"):
 		p.tools++
+		if l.Item.Type == "command_execution" {
+			p.shells++
+		}
 		text := l.Item.Type
 		if l.Item.Command != "" {
 			text = "shell: " + clip(firstLine(l.Item.Command), 100)

@@ -207,6 +207,13 @@ finds no wiggum there, or another one (an older install), the run links
 of everything it starts, and says so: otherwise each hook would fail with
 "command not found", which the agents take as a non-blocking error and
 work on unguarded. ('wiggum lock -- CMD' does the same for CMD.)
+With the hooks installed, each attempt also checks that they ran: the
+guard hook marks each shell command it sees, and an attempt whose shell
+commands (as the agent's event stream counts them) it never saw - hooks
+turned off in the agent's settings (claude's disableAllHooks, gemini's
+hooksConfig.enabled, codex's hooks feature), or a hook command that does
+not reach this wiggum - is rolled back (saved first) and stops the run
+with exit 1, naming the likely settings.
 An agent that fails on the run's first attempt before doing anything (no
 tool call, no model answer: missing auth, a refusal) stops the run at once
 with exit 1 and its own message; the plan and the tree stay as they were.
@@ -250,14 +257,17 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
+	verifyHooks := false
 	if !c.DryRun {
 		if err := agent.Preflight(prof, repo.Root, os.Environ()); err != nil {
 			return err
 		}
 		home, _ := os.UserHomeDir()
-		if warn := agent.HooksMissing(prof, repo.Root, home); warn != "" {
+		warn := agent.HooksMissing(prof, repo.Root, home)
+		if warn != "" {
 			g.Log().Warn(warn)
 		}
+		verifyHooks = warn == "" && agent.HasHooks(prof.Name)
 	}
 	var tmpl string
 	if c.Prompt != "" {
@@ -278,7 +288,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		AllowDirty: c.AllowDirty, WaitOnLimit: c.WaitOnLimit, Policy: policy,
 		MaxCost: c.MaxCost, MaxStoryCost: c.MaxStoryCost, Fresh: c.Fresh,
 		Out: g.stdout, Live: isTerminal(g.stdout), Width: termWidth(g.stdout), Quiet: c.Quiet, Command: notify.RedactArgs(os.Args),
-		Workers: c.Workers,
+		Workers: c.Workers, VerifyHooks: verifyHooks,
 	}
 	if c.DryRun {
 		return loop.DryRun(repo.Root, opts)

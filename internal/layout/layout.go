@@ -40,6 +40,7 @@ const (
 	EventFile         = "events.jsonl"
 	ProgressFile      = "progress.md"
 	DebugLog          = "hook-debug.log"
+	GuardUnseenFile   = "guard-unseen" // made before an attempt; the guard hook removes it
 	ReadsDir          = "reads"
 )
 

@@ -30,6 +30,11 @@ const (
 	// worktree record there, in the main tree, whose log outlives the
 	// worktree.
 	EventLogEnv = "WIGGUM_EVENT_LOG"
+	// GuardUnseenEnv names, in the environment of an agent that wiggum run
+	// started, a file the run makes before the attempt and the guard hook
+	// removes when it sees a shell command: an agent that ran shell
+	// commands and left the file ran them without wiggum's hooks.
+	GuardUnseenEnv = "WIGGUM_GUARD_UNSEEN"
 )
 
 // Policies for a failing test run seen by a hook.
@@ -232,6 +237,19 @@ func EventLogFromEnv() string {
 		return ""
 	}
 	return path
+}
+
+// MarkGuardSeen removes the file GuardUnseenEnv names (one unlink; a
+// missing file is the common case), when it is a wiggum runtime file: the
+// variable comes from the agent's environment and must not make a hook
+// delete anything else.
+func MarkGuardSeen() {
+	path := os.Getenv(GuardUnseenEnv)
+	if path == "" || !filepath.IsAbs(path) || strings.Contains(path, "/../") ||
+		!strings.HasSuffix(path, "/"+layout.RuntimeDir+"/"+layout.GuardUnseenFile) {
+		return
+	}
+	_ = os.Remove(path)
 }
 
 // AppendEventAt is AppendEvent to the event log at path.
