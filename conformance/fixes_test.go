@@ -153,11 +153,14 @@ func TestHooksRunWhenWiggumIsNotOnPath(t *testing.T) {
 // disableAllHooks, codex's hooks feature, gemini's hooksConfig.enabled)
 // never run, and the client says nothing in headless mode: the agent
 // would work unguarded for the whole run. The guard hook marks each shell
-// command it sees; an attempt whose shell commands it never saw is rolled
-// back (saved first) and stops the run with exit 1, naming the settings.
+// command it sees; at the first command's result in the client's event
+// stream the run finds it unmarked, stops the agent there (the scripted
+// second command, 30 s long, and the third turn never come), rolls the
+// attempt back (saved first) and stops with exit 1, naming the settings.
 func TestHooksTurnedOffStopTheRun(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c client) {
-		w := newWorld(t, c, fakemodel.Turn{Shell: "echo unguarded > story.txt"}, fakemodel.Turn{Text: "done"})
+		w := newWorld(t, c, fakemodel.Turn{Shell: "echo unguarded > story.txt"},
+			fakemodel.Turn{Shell: "sleep 30 && echo late > late.txt"}, fakemodel.Turn{Text: "done"})
 		home := filepath.Join(filepath.Dir(w.dir), "home")
 		switch c.name {
 		case "claude":
@@ -184,8 +187,11 @@ func TestHooksTurnedOffStopTheRun(t *testing.T) {
 			writeFile(t, path, string(data))
 		}
 		out := w.run(1, "--retries", "2")
-		if !strings.Contains(out, "the "+c.name+" agent cannot run: it ran 1 shell command(s) and wiggum's guard hook saw none of them") {
+		if !strings.Contains(out, "the "+c.name+" agent cannot run: wiggum's guard hook did not see its first shell command, so wiggum stopped it there: its hooks did not run") {
 			t.Fatalf("the run does not say that the hooks did not run:\n%s", out)
+		}
+		if n := w.srv.Played(); n > 2 {
+			t.Fatalf("the agent ran on after its unseen command: %d scripted turns played", n)
 		}
 		if n := strings.Count(out, "── iteration"); n != 1 {
 			t.Fatalf("%d attempts, want 1:\n%s", n, out)

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
@@ -283,21 +284,20 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		env = append(env, git.CeilingEnv(e.st.Repo.Root))
 	}
 	env = git.WithConfig(env, git.NoAutoMaintenance...)
-	unseen := ""
+	actx, stopAgent := context.WithCancel(ctx)
+	defer stopAgent()
+	var hc *hookCheck
 	if r.opts.VerifyHooks {
-		if p, err := e.st.Runtime(layout.GuardUnseenFile); err == nil && os.WriteFile(p, nil, 0o644) == nil {
-			unseen = p
-			env = append(env, session.GuardUnseenEnv+"="+p)
-		}
+		hc = e.newHookCheck(&env, stopAgent)
 	}
 	obs := e.observe(iter, story.ID)
 	defer obs.close()
 	hold := e.lock.Dup()
 	sp := e.span.Start(telemetry.SpanAgent, telemetry.Attrs{"wiggum.agent": r.opts.Agent.Name, "process.command_line": strings.Join(r.opts.Agent.Argv, " ")})
-	res, err := agent.Run(ctx, r.opts.Agent, agent.Options{
+	res, err := agent.Run(actx, r.opts.Agent, agent.Options{
 		Dir: e.st.Repo.Root, Env: env, Prompt: prompt,
 		Timeout: r.opts.Timeout, IdleTimeout: r.opts.IdleTimeout, Grace: r.opts.Grace, Hold: hold,
-		Line: obs.line, Event: obs.event, Pool: r.pool,
+		Line: obs.line, Event: obs.event, Pool: r.pool, ShellDone: hc.shellDone,
 	})
 	endProcess(sp, res, err)
 	if hold != nil {
@@ -308,17 +308,10 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		return outcome{source: "agent", command: cmd, detail: err.Error(), output: err.Error()}
 	}
 	o := outcome{source: "agent", command: cmd, output: res.Output, res: res}
-	if unseen != "" {
-		_, serr := os.Stat(unseen)
-		_ = os.Remove(unseen)
-		if serr == nil && res.ShellCalls > 0 && ctx.Err() == nil {
-			o.source, o.unguarded = "hooks", true
-			o.detail = fmt.Sprintf("it ran %d shell command(s) and wiggum's guard hook saw none of them: its hooks did not run, "+
-				"so it worked without the guard and without test rollbacks. Look for a setting that turns hooks off "+
-				"(claude: disableAllHooks or allowManagedHooksOnly; gemini: hooksConfig.enabled or hooksConfig.disabled; "+
-				"codex: hooks under [features]) and check that the hook command reaches this wiggum, then run again", res.ShellCalls)
-			return o
-		}
+	if hc.missed(res) && ctx.Err() == nil {
+		o.source, o.unguarded = "hooks", true
+		o.detail = hc.reason(res)
+		return o
 	}
 	switch {
 	case res.Limit != nil:
@@ -376,6 +369,65 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
 	}
 	return outcome{ok: true, commit: sha, res: res}
+}
+
+// hookCheck checks that the agent's hooks run (Options.VerifyHooks): the
+// run makes a file that the guard hook removes on every shell command it
+// sees (session.GuardUnseenEnv). It is looked at once during the attempt,
+// when the event stream first reports a shell command's result (its
+// PreToolUse hooks have run by then), and at the end. Its methods do
+// nothing on a nil *hookCheck.
+type hookCheck struct {
+	path    string
+	stop    context.CancelFunc // stops the agent
+	checked atomic.Bool
+	stopped atomic.Bool // the agent was stopped at its first unseen command
+}
+
+// newHookCheck makes the file and names it in env; nil when it cannot.
+func (e *executor) newHookCheck(env *[]string, stop context.CancelFunc) *hookCheck {
+	path, err := e.st.Runtime(layout.GuardUnseenFile)
+	if err != nil || os.WriteFile(path, nil, 0o644) != nil {
+		return nil
+	}
+	*env = append(*env, session.GuardUnseenEnv+"="+path)
+	return &hookCheck{path: path, stop: stop}
+}
+
+// shellDone is agent.Options.ShellDone: at the first shell command's
+// result, an agent whose hook did not see it is working unguarded, and is
+// stopped at once rather than at the end of its attempt.
+func (h *hookCheck) shellDone() {
+	if h == nil || h.checked.Swap(true) {
+		return
+	}
+	if _, err := os.Stat(h.path); err == nil {
+		h.stopped.Store(true)
+		h.stop()
+	}
+}
+
+// missed reports, once the agent has exited, whether it ran shell
+// commands its guard hook never saw; it removes the file.
+func (h *hookCheck) missed(res *agent.Result) bool {
+	if h == nil {
+		return false
+	}
+	_, err := os.Stat(h.path)
+	_ = os.Remove(h.path)
+	return h.stopped.Load() || (err == nil && res.ShellCalls > 0)
+}
+
+// reason is what the run says about an agent whose hooks did not run.
+func (h *hookCheck) reason(res *agent.Result) string {
+	what := fmt.Sprintf("it ran %d shell command(s) and wiggum's guard hook saw none of them", res.ShellCalls)
+	if h.stopped.Load() {
+		what = "wiggum's guard hook did not see its first shell command, so wiggum stopped it there"
+	}
+	return what + ": its hooks did not run, so it worked without the guard and without test rollbacks. " +
+		"Look for a setting that turns hooks off (claude: disableAllHooks or allowManagedHooksOnly; " +
+		"gemini: hooksConfig.enabled or hooksConfig.disabled; codex: hooks under [features]) and check that " +
+		"the hook command reaches this wiggum, then run again"
 }
 
 // passed records that the attempt's agent finished and its checks passed,

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/agent"
 )
@@ -140,7 +142,7 @@ func TestSilentAttemptLeavesNoLog(t *testing.T) {
 // (here the script removes the mark, as the hook does) goes on as usual.
 func TestUnseenShellCommandsStopTheRun(t *testing.T) {
 	const tool = `cat >/dev/null
-echo '{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","name":"Bash","input":{"command":"echo x"}}]}}'
+echo '{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"echo x"}}]}}'
 echo x > "f-$WIGGUM_STORY"
 `
 	for _, workers := range []int{1, 2} {
@@ -161,6 +163,24 @@ echo x > "f-$WIGGUM_STORY"
 		}
 		if !strings.Contains(out.String(), "refs/wiggum/backup/") {
 			t.Errorf("workers %d: no backup named:\n%s", workers, out.String())
+		}
+
+		// With the command's result in the stream, the hook has had its
+		// turn: the agent is stopped there, not at the end of its attempt.
+		st, p = newRepo(t, 2)
+		out.Reset()
+		after := filepath.Join(t.TempDir(), "after")
+		o = opts(p, tool+`echo '{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":""}]}}'
+sleep 30
+touch `+after)
+		o.Agent.Name, o.Agent.Events = "claude", true
+		o.VerifyHooks, o.Workers, o.Out, o.Grace = true, workers, &out, time.Second
+		_, err = Run(context.Background(), st, o)
+		if !agent.IsUnusable(err) || !strings.Contains(err.Error(), "did not see its first shell command, so wiggum stopped it there") {
+			t.Fatalf("workers %d, result in the stream: err = %v\n%s", workers, err, out.String())
+		}
+		if _, err := os.Stat(after); err == nil {
+			t.Errorf("workers %d: the agent ran on after its unseen command's result", workers)
 		}
 
 		st, p = newRepo(t, 2)

@@ -71,8 +71,8 @@ func TestCodexAndGeminiStreams(t *testing.T) {
 		if p.limit != nil {
 			t.Errorf("%s: a limit in a normal run: %+v", tc.name, p.limit)
 		}
-		if p.shells != 1 {
-			t.Errorf("%s: %d shell commands counted, want 1", tc.name, p.shells)
+		if p.shells != 1 || p.shellsDone != 1 {
+			t.Errorf("%s: %d shell commands counted, %d results; want 1 and 1", tc.name, p.shells, p.shellsDone)
 		}
 		// The closing result carries what the run used: the loop records
 		// it at once, so a kill before the agent ends keeps it.
@@ -139,5 +139,23 @@ func TestClaudeResultCarriesCost(t *testing.T) {
 	want := Usage{CostUSD: 0.25, InputTokens: 10, OutputTokens: 5, Turns: 3}
 	if len(evs) != 1 || evs[0].Kind != "result" || evs[0].Usage != want || p.usage != want {
 		t.Fatalf("events %+v, usage %+v; want one result carrying %+v", evs, p.usage, want)
+	}
+}
+
+// claude's results come back in user messages naming the call: only a
+// shell call's result counts, once.
+func TestClaudeShellResults(t *testing.T) {
+	p, _ := parseAll(t, `{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"toolu_r","name":"Read","input":{"file_path":"a"}},{"type":"tool_use","id":"toolu_b","name":"Bash","input":{"command":"ls"}}]}}
+{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_r","content":"x"}]}}`)
+	if p.shells != 1 || p.shellsDone != 0 {
+		t.Fatalf("after the Read's result: %d shell calls, %d results; want 1 and 0", p.shells, p.shellsDone)
+	}
+	for i := 0; i < 2; i++ {
+		if _, ok := p.line([]byte(`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_b","content":"","is_error":true}]}}`)); !ok {
+			t.Fatal("the user line is not recognised")
+		}
+	}
+	if p.shellsDone != 1 {
+		t.Fatalf("%d shell results after the Bash result twice, want 1", p.shellsDone)
 	}
 }

@@ -26,6 +26,10 @@ type Options struct {
 	// Grace. Zero means no bound.
 	Timeout, IdleTimeout, Grace time.Duration
 	Hold                        *os.File // the agent lock, kept by the supervisor
+	// ShellDone is called (from the goroutine reading the output) each
+	// time the event stream reports a shell command's result: the
+	// command's PreToolUse hooks have run by then.
+	ShellDone func()
 	// Pool, when set, runs the agent on a supervisor kept between runs
 	// (a loop's), instead of starting one for this run.
 	Pool *proc.Pool
@@ -240,7 +244,11 @@ func (r *reader) read(f io.Reader) {
 
 func (r *reader) handle(line []byte) {
 	text := strings.TrimRight(string(line), "\r\n")
+	done := r.parser.shellsDone
 	if events, ok := r.parser.line([]byte(text)); ok {
+		if r.parser.shellsDone > done && r.opts.ShellDone != nil {
+			r.opts.ShellDone()
+		}
 		for _, e := range events {
 			r.tail.add("[" + e.Kind + "] " + e.Text + "\n")
 			if r.opts.Event != nil {

@@ -67,6 +67,7 @@ type streamLine struct {
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content"`
 	ToolName   string          `json:"tool_name"`
+	ToolID     string          `json:"tool_id"`
 	Parameters json.RawMessage `json:"parameters"`
 	Status     string          `json:"status"`
 	Stats      *struct {
@@ -80,10 +81,12 @@ type claudeMessage struct {
 	ID      string      `json:"id"`
 	Usage   *tokenUsage `json:"usage"`
 	Content []struct {
-		Type  string          `json:"type"`
-		Text  string          `json:"text"`
-		Name  string          `json:"name"`
-		Input json.RawMessage `json:"input"`
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		ID        string          `json:"id"`          // a tool_use's
+		ToolUseID string          `json:"tool_use_id"` // a tool_result's call
 	} `json:"content"`
 }
 
@@ -111,9 +114,35 @@ type parser struct {
 	current Usage
 	// tools counts the tool calls the agent made; lastError is the last
 	// error the agent reported in its event stream.
-	tools     int
-	shells    int // of them, shell commands (what the guard hook sees)
-	lastError string
+	tools  int
+	shells int // of them, shell commands (what the guard hook sees)
+	// shellsDone counts the shell commands whose result the stream
+	// reported: their PreToolUse hooks have run by then. shellIDs are the
+	// ids of the shell calls still open (claude's and gemini's results
+	// name the call; codex's completed item is the command itself).
+	shellsDone int
+	shellIDs   map[string]bool
+	lastError  string
+}
+
+// shellCall notes a shell command the agent called.
+func (p *parser) shellCall(id string) {
+	p.shells++
+	if id == "" {
+		return
+	}
+	if p.shellIDs == nil {
+		p.shellIDs = map[string]bool{}
+	}
+	p.shellIDs[id] = true
+}
+
+// shellResult notes the result of the call id, when it is an open shell call.
+func (p *parser) shellResult(id string) {
+	if p.shellIDs[id] {
+		delete(p.shellIDs, id)
+		p.shellsDone++
+	}
 }
 
 // running is the token count so far.
@@ -162,7 +191,7 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 			case "tool_use":
 				p.tools++
 				if c.Name == "Bash" || c.Name == "PowerShell" {
-					p.shells++
+					p.shellCall(c.ID)
 				}
 				events = append(events, Event{Kind: "tool", Text: c.Name + toolDetail(c.Input), Usage: p.running()})
 			}
@@ -200,9 +229,21 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 	case "tool_use":
 		p.tools++
 		if l.ToolName == "run_shell_command" {
-			p.shells++
+			p.shellCall(l.ToolID)
 		}
 		events = append(events, Event{Kind: "tool", Text: l.ToolName + toolDetail(l.Parameters), Usage: p.usage})
+	case "user":
+		// claude's tool results come back as a user message.
+		var m claudeMessage
+		if json.Unmarshal(l.Message, &m) == nil {
+			for _, c := range m.Content {
+				if c.Type == "tool_result" {
+					p.shellResult(c.ToolUseID)
+				}
+			}
+		}
+	case "tool_result":
+		p.shellResult(l.ToolID)
 	case "message":
 		var text string
 		if l.Role == "assistant" && json.Unmarshal(l.Content, &text) == nil && strings.TrimSpace(text) != "" {
@@ -249,13 +290,15 @@ func (p *parser) codexItem(l streamLine) []Event {
 	case l.Type == "item.started" && (l.Item.Type == "command_execution" || l.Item.Type == "file_change" || l.Item.Type == "mcp_tool_call"):
 		p.tools++
 		if l.Item.Type == "command_execution" {
-			p.shells++
+			p.shellCall("")
 		}
 		text := l.Item.Type
 		if l.Item.Command != "" {
 			text = "shell: " + clip(firstLine(l.Item.Command), 100)
 		}
 		return []Event{{Kind: "tool", Text: text, Usage: p.usage}}
+	case l.Type == "item.completed" && l.Item.Type == "command_execution":
+		p.shellsDone++
 	case l.Type == "item.completed" && l.Item.Type == "agent_message":
 		if t := strings.TrimSpace(l.Item.Text); t != "" {
 			p.checkLimitText(t)

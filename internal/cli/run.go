@@ -208,12 +208,13 @@ of everything it starts, and says so: otherwise each hook would fail with
 "command not found", which the agents take as a non-blocking error and
 work on unguarded. ('wiggum lock -- CMD' does the same for CMD.)
 With the hooks installed, each attempt also checks that they ran: the
-guard hook marks each shell command it sees, and an attempt whose shell
-commands (as the agent's event stream counts them) it never saw - hooks
-turned off in the agent's settings (claude's disableAllHooks, gemini's
+guard hook marks each shell command it sees, and an agent whose first
+shell command (as its event stream reports it) went unseen - hooks turned
+off in its settings (claude's disableAllHooks, gemini's
 hooksConfig.enabled, codex's hooks feature), or a hook command that does
-not reach this wiggum - is rolled back (saved first) and stops the run
-with exit 1, naming the likely settings.
+not reach this wiggum - is stopped at that command's result; the attempt
+is rolled back (saved first) and the run stops with exit 1, naming the
+likely settings.
 An agent that fails on the run's first attempt before doing anything (no
 tool call, no model answer: missing auth, a refusal) stops the run at once
 with exit 1 and its own message; the plan and the tree stay as they were.
