@@ -208,3 +208,42 @@ func TestHooksTurnedOffStopTheRun(t *testing.T) {
 		w.event("hooks_unseen")
 	})
 }
+
+// A parallel run's agents work in worktrees checked out from HEAD: they
+// get the hooks of the committed settings (the guard's deny reaches the
+// model from inside the worktree), and none when the settings that hold
+// them are not committed - which the run refuses up front, naming the fix,
+// instead of letting the agents work unguarded.
+func TestParallelAgentsGetCommittedHooks(t *testing.T) {
+	const push = "git push origin HEAD:refs/heads/pushed"
+	t.Run("committed", func(t *testing.T) {
+		forEachClient(t, func(t *testing.T, c client) {
+			w := newWorld(t, c, fakemodel.Turn{Shell: push}, fakemodel.Turn{Text: "done"})
+			reason := w.denyReason(push)
+			w.run(0, "--workers", "2")
+			if refs := w.remoteRefs(); strings.Contains(refs, "pushed") {
+				t.Fatalf("the push reached the remote:\n%s", refs)
+			}
+			if !hasText(w.turnRequest(1).Body, reason) {
+				t.Fatalf("the guard did not run in the worktree: the model's next request lacks %q:\n%.3000s", reason, w.turnRequest(1).Body)
+			}
+			if plan, _ := os.ReadFile(filepath.Join(w.dir, "plan.md")); !strings.Contains(string(plan), "- [x] US-1") {
+				t.Fatalf("the story did not land:\n%s", plan)
+			}
+		})
+	})
+	t.Run("uncommitted", func(t *testing.T) {
+		forEachClient(t, func(t *testing.T, c client) {
+			w := newWorld(t, c, fakemodel.Turn{Shell: push}, fakemodel.Turn{Text: "done"})
+			w.git("rm", "-q", "-r", "--cached", "."+c.name)
+			w.git("commit", "-q", "-m", "the hooks stay out of the repository")
+			out := w.run(1, "--workers", "2", "--allow-dirty")
+			if !strings.Contains(out, "which is not committed") || !strings.Contains(out, "wiggum install --"+c.name+" --user") {
+				t.Fatalf("the refusal does not say why and what to do:\n%s", out)
+			}
+			if n := len(w.srv.Requests()); n != 0 {
+				t.Fatalf("the agent was started anyway (%d requests)", n)
+			}
+		})
+	})
+}

@@ -124,25 +124,74 @@ func HooksMissing(p Profile, root, home string) string {
 	if !ok {
 		return ""
 	}
-	want := []byte("wiggum hook " + p.Name)
 	var paths []string
 	for _, f := range files.project {
 		paths = append(paths, filepath.Join(root, f))
 	}
+	if registers(p.Name, append(paths, userHookFiles(p.Name, home)...)...) {
+		return ""
+	}
+	return fmt.Sprintf("wiggum's hooks are not installed for %s here, so the agent runs without the command guard and without the mid-iteration test rollback; run 'wiggum install --%s' to add them", p.Name, p.Name)
+}
+
+// HooksNotCommitted returns an error for a parallel run (each story in a
+// worktree checked out from HEAD) whose agent would find wiggum's hooks
+// only in project files the worktrees do not get: files not committed, or
+// committed without the hooks. Hooks in the home directory reach every
+// worktree. atHead reads a file's committed content (ok false when HEAD
+// has no such file).
+func HooksNotCommitted(p Profile, root, home string, atHead func(path string) (data []byte, ok bool)) error {
+	files, ok := hookFiles[p.Name]
+	if !ok {
+		return nil
+	}
+	if registers(p.Name, userHookFiles(p.Name, home)...) {
+		return nil
+	}
+	want := []byte("wiggum hook " + p.Name)
+	var here []string
+	for _, f := range files.project {
+		if data, ok := atHead(f); ok && bytes.Contains(data, want) {
+			return nil
+		}
+		if registers(p.Name, filepath.Join(root, f)) {
+			here = append(here, f)
+		}
+	}
+	if len(here) == 0 {
+		return nil // not installed at all: HooksMissing warns
+	}
+	return &UnusableError{Agent: p.Name, Reason: fmt.Sprintf("wiggum's hooks are in %s, which is not committed (or not with them): "+
+		"a parallel run's agents work in worktrees checked out from HEAD and would run there without the guard. "+
+		"Commit it (git add %s && git commit), or install the hooks for your user (wiggum install --%s --user)",
+		strings.Join(here, " and "), strings.Join(here, " "), p.Name)}
+}
+
+// userHookFiles are the agent's hook files in the home directory (and
+// codex's CODEX_HOME).
+func userHookFiles(agent, home string) []string {
+	var paths []string
 	if home != "" {
-		for _, f := range files.user {
+		for _, f := range hookFiles[agent].user {
 			paths = append(paths, filepath.Join(home, f))
 		}
 	}
-	if p.Name == "codex" {
+	if agent == "codex" {
 		if ch := os.Getenv("CODEX_HOME"); ch != "" {
 			paths = append(paths, filepath.Join(ch, "hooks.json"))
 		}
 	}
+	return paths
+}
+
+// registers reports whether one of the files registers wiggum's hooks for
+// the agent.
+func registers(agent string, paths ...string) bool {
+	want := []byte("wiggum hook " + agent)
 	for _, path := range paths {
 		if data, err := os.ReadFile(path); err == nil && bytes.Contains(data, want) {
-			return ""
+			return true
 		}
 	}
-	return fmt.Sprintf("wiggum's hooks are not installed for %s here, so the agent runs without the command guard and without the mid-iteration test rollback; run 'wiggum install --%s' to add them", p.Name, p.Name)
+	return false
 }

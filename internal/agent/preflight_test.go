@@ -88,3 +88,53 @@ func TestHooksMissing(t *testing.T) {
 		t.Errorf("an agent wiggum has no hooks for is warned about: %q", w)
 	}
 }
+
+func TestHooksNotCommitted(t *testing.T) {
+	root, home := t.TempDir(), t.TempDir()
+	t.Setenv("CODEX_HOME", "")
+	hooks := `{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"wiggum hook claude"}]}]}}`
+	head := map[string]string{}
+	atHead := func(path string) ([]byte, bool) {
+		data, ok := head[path]
+		return []byte(data), ok
+	}
+	claude, _ := Builtin("claude")
+	// Not installed at all: HooksMissing's warning, not this refusal.
+	if err := HooksNotCommitted(claude, root, home, atHead); err != nil {
+		t.Fatalf("no hooks anywhere: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, ".claude", "settings.json"), []byte(hooks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := HooksNotCommitted(claude, root, home, atHead)
+	if !IsUnusable(err) || !strings.Contains(err.Error(), ".claude/settings.json, which is not committed") {
+		t.Fatalf("untracked settings: %v", err)
+	}
+	head[".claude/settings.json"] = `{"permissions":{}}`
+	if err := HooksNotCommitted(claude, root, home, atHead); err == nil {
+		t.Fatal("committed without the hooks: no refusal")
+	}
+	head[".claude/settings.json"] = hooks
+	if err := HooksNotCommitted(claude, root, home, atHead); err != nil {
+		t.Fatalf("committed with the hooks: %v", err)
+	}
+	// In the home directory they reach every worktree.
+	delete(head, ".claude/settings.json")
+	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte(hooks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := HooksNotCommitted(claude, root, home, atHead); err != nil {
+		t.Fatalf("user-level hooks: %v", err)
+	}
+	// An agent wiggum installs no hooks for is never refused.
+	amp, _ := Builtin("amp")
+	if err := HooksNotCommitted(amp, root, "", atHead); err != nil {
+		t.Fatal(err)
+	}
+}

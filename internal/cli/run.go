@@ -214,7 +214,9 @@ off in its settings (claude's disableAllHooks, gemini's
 hooksConfig.enabled, codex's hooks feature), or a hook command that does
 not reach this wiggum - is stopped at that command's result; the attempt
 is rolled back (saved first) and the run stops with exit 1, naming the
-likely settings.
+likely settings. With --workers or --remote the agents work in worktrees
+checked out from HEAD: hooks found only in an uncommitted settings file
+would not be there, and such a run is refused before it starts.
 An agent that fails on the run's first attempt before doing anything (no
 tool call, no model answer: missing auth, a refusal) stops the run at once
 with exit 1 and its own message; the plan and the tree stay as they were.
@@ -269,6 +271,15 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 			g.Log().Warn(warn)
 		}
 		verifyHooks = warn == "" && agent.HasHooks(prof.Name)
+		if c.Workers > 1 || c.Remote != "" {
+			err := agent.HooksNotCommitted(prof, repo.Root, home, func(path string) ([]byte, bool) {
+				out, err := repo.Run(ctx, "cat-file", "blob", "HEAD:"+path)
+				return []byte(out), err == nil
+			})
+			if err != nil {
+				return err
+			}
+		}
 	}
 	var tmpl string
 	if c.Prompt != "" {
