@@ -247,3 +247,34 @@ func TestParallelAgentsGetCommittedHooks(t *testing.T) {
 		})
 	})
 }
+
+// --model and --agent-arg reach a built-in agent's command line, so users
+// choose a model without giving up the built-in profile (its event
+// stream, limits, hook checks) for --agent-cmd: the client asks the model
+// server for that model.
+func TestModelFlagReachesTheClient(t *testing.T) {
+	const model = "conformance-model-x"
+	forEachClient(t, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "echo hello > story.txt"}, fakemodel.Turn{Text: "done"})
+		w.run(0, "--model", model)
+		var first *fakemodel.Request
+		for _, r := range w.srv.Requests() {
+			if r.Turn == 0 {
+				first = &r
+				break
+			}
+		}
+		if first == nil {
+			t.Fatalf("no scripted turn was asked for:\n%s", w.requestLog())
+		}
+		if !strings.Contains(first.Path, model) && !strings.Contains(string(first.Body), `"`+model+`"`) {
+			t.Fatalf("the client did not ask for %s: %s\n%.2000s", model, first.Path, first.Body)
+		}
+		// A flag wiggum runs the client with is refused, not repeated.
+		flag := map[string]string{"claude": "--output-format", "codex": "--json", "gemini": "--output-format"}[c.name]
+		out, code := w.exec(w.dir, filepath.Join(wiggumDir, "wiggum"), "run", "--agent", c.name, "--plan", "plan.md", "--dry-run", "--agent-arg="+flag+"=text")
+		if code != 2 || !strings.Contains(out, "wiggum sets "+flag+" itself") {
+			t.Fatalf("--agent-arg %s was not refused (exit %d):\n%s", flag, code, out)
+		}
+	})
+}

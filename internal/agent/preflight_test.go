@@ -138,3 +138,40 @@ func TestHooksNotCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestWithArgs(t *testing.T) {
+	codex, _ := Builtin("codex")
+	p, err := WithArgs(codex, "gpt-x", []string{"-c", "model_reasoning_effort=high"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.Argv, " "); got != "codex exec --json --sandbox workspace-write --trust --dangerously-bypass-hook-trust --model gpt-x -c model_reasoning_effort=high -" {
+		t.Fatalf("argv = %s", got)
+	}
+	if b, _ := Builtin("codex"); strings.Join(b.Argv, " ") != strings.Join(codex.Argv, " ") {
+		t.Fatal("WithArgs changed the built-in profile")
+	}
+	claude, _ := Builtin("claude")
+	if p, err := WithArgs(claude, "", nil); err != nil || strings.Join(p.Argv, " ") != strings.Join(claude.Argv, " ") {
+		t.Fatalf("no extra arguments: %v %v", p.Argv, err)
+	}
+	for _, tc := range []struct {
+		agent string
+		arg   string
+	}{
+		{"claude", "--output-format=text"}, {"claude", "--input-format"}, {"codex", "--sandbox"}, {"codex", "-s"},
+		{"gemini", "--approval-mode=default"}, {"gemini", "-o"}, {"amp", "--execute"},
+	} {
+		p, _ := Builtin(tc.agent)
+		if _, err := WithArgs(p, "", []string{tc.arg}); err == nil || !strings.Contains(err.Error(), "wiggum sets") {
+			t.Errorf("%s %s: err = %v", tc.agent, tc.arg, err)
+		}
+	}
+	amp, _ := Builtin("amp")
+	if _, err := WithArgs(amp, "m", nil); err == nil {
+		t.Error("amp took --model")
+	}
+	if _, err := WithArgs(Profile{Name: "custom", Argv: []string{"sh"}}, "m", nil); err == nil {
+		t.Error("a custom agent took --model")
+	}
+}

@@ -75,6 +75,52 @@ func Builtin(name string) (Profile, error) {
 	return p, nil
 }
 
+// reserved are, per built-in agent, the flags of its command line that
+// make it run headless and print what wiggum reads: extra arguments may
+// not give them again (a second --output-format would leave wiggum reading
+// text as events; codex refuses a repeated flag outright).
+var reserved = map[string][]string{
+	"claude":   {"-p", "--print", "--output-format", "--input-format"},
+	"codex":    {"--json", "--sandbox", "-s", "--trust", "--dangerously-bypass-hook-trust"},
+	"gemini":   {"-o", "--output-format", "--approval-mode", "-y", "--yolo", "-p", "--prompt", "-i", "--prompt-interactive"},
+	"amp":      {"-x", "--execute", "--dangerously-allow-all"},
+	"opencode": {},
+}
+
+// WithArgs returns the built-in profile p with extra arguments on its
+// command line - after its own flags, before codex's "-" (the prompt read
+// from stdin) - and, when model is set, the agent's --model flag. An
+// argument that sets one of the flags wiggum relies on is refused.
+func WithArgs(p Profile, model string, args []string) (Profile, error) {
+	res, ok := reserved[p.Name]
+	if !ok {
+		return p, fmt.Errorf("extra arguments apply to built-in agents only")
+	}
+	for _, a := range args {
+		for _, r := range res {
+			if a == r || strings.HasPrefix(a, r+"=") {
+				return p, fmt.Errorf("--agent-arg %s: wiggum sets %s itself to run %s headless and read its output; for another command line use --agent-cmd", a, r, p.Name)
+			}
+		}
+	}
+	if model != "" {
+		if p.Name == "amp" {
+			return p, fmt.Errorf("--model: amp has no model flag (it picks its model by mode); use --agent-arg")
+		}
+		args = append([]string{"--model", model}, args...)
+	}
+	if len(args) == 0 {
+		return p, nil
+	}
+	argv := append([]string(nil), p.Argv...)
+	tail := []string(nil)
+	if argv[len(argv)-1] == "-" {
+		argv, tail = argv[:len(argv)-1], []string{"-"}
+	}
+	p.Argv = append(append(argv, args...), tail...)
+	return p, nil
+}
+
 // Custom runs a user's command line through sh, so pipes, variables and
 // quoting mean what they mean in a shell. A line of plain words (no quotes,
 // variables, globs or operators) means the same without a shell, so it runs

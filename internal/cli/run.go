@@ -33,10 +33,12 @@ type RunCmd struct {
 	Plan   string `placeholder:"FILE" help:"Use this markdown plan or prd.json (inside the repository)."`
 	Issues string `placeholder:"DIR" help:"Use a little-loops issues directory (DIR/<type>/P<n>-<ID>-<slug>.md)."`
 
-	Agent    string `default:"claude" placeholder:"NAME" help:"Built-in agent: claude, codex, amp, gemini or opencode."`
-	AgentCmd string `name:"agent-cmd" placeholder:"CMD" help:"Any other agent: a shell command that reads the prompt on stdin."`
-	Prompt   string `placeholder:"FILE" type:"existingfile" help:"Prompt template replacing the built-in one."`
-	TestCmd  string `name:"test-cmd" placeholder:"CMD" help:"Gate run after the agent; the story counts as done only if it exits 0."`
+	Agent    string   `default:"claude" placeholder:"NAME" help:"Built-in agent: claude, codex, amp, gemini or opencode."`
+	Model    string   `placeholder:"MODEL" help:"The built-in agent's model (its --model flag), e.g. --model opus."`
+	AgentArg []string `name:"agent-arg" placeholder:"ARG" sep:"none" help:"Add ARG to the built-in agent's command line (repeatable): --agent-arg=--max-turns --agent-arg=30. The flags wiggum sets to run it headless and read its output are refused."`
+	AgentCmd string   `name:"agent-cmd" placeholder:"CMD" help:"Any other agent: a shell command that reads the prompt on stdin."`
+	Prompt   string   `placeholder:"FILE" type:"existingfile" help:"Prompt template replacing the built-in one."`
+	TestCmd  string   `name:"test-cmd" placeholder:"CMD" help:"Gate run after the agent; the story counts as done only if it exits 0."`
 
 	Retries      int           `default:"2" help:"Attempts after the first before a story is skipped."`
 	MaxIter      int           `name:"max-iterations" default:"0" help:"Stop (exit 5) after this many iterations; 0 (the default) allows each open story its attempts (stories x (--retries + 1))."`
@@ -388,6 +390,9 @@ func (c *RunCmd) coordinator(ctx context.Context, repo *git.Repo, p plan.Plan, g
 
 func (c *RunCmd) profile() (agent.Profile, error) {
 	if c.AgentCmd != "" {
+		if c.Model != "" || len(c.AgentArg) > 0 {
+			return agent.Profile{}, badinput.Errorf("run: --model and --agent-arg apply to a built-in agent; with --agent-cmd put them in the command")
+		}
 		p, err := agent.Custom(c.AgentCmd)
 		if err != nil {
 			return p, badinput.Errorf("run: %v", err)
@@ -396,6 +401,9 @@ func (c *RunCmd) profile() (agent.Profile, error) {
 	}
 	p, err := agent.Builtin(c.Agent)
 	if err != nil {
+		return p, badinput.Errorf("run: %v", err)
+	}
+	if p, err = agent.WithArgs(p, c.Model, c.AgentArg); err != nil {
 		return p, badinput.Errorf("run: %v", err)
 	}
 	// Every iteration would fail the same way; say so once, up front.
