@@ -53,9 +53,9 @@ func OnPath(runtimeDir string) (note string, err error) {
 
 // PathLookup is what `wiggum` on PATH is, next to the running binary.
 type PathLookup struct {
-	Self  string // the running binary, symlinks resolved
-	Found string // what PATH finds for wiggum; "" when nothing
-	Same  bool   // Found is Self
+	Self  string `json:"self"`  // the running binary, symlinks resolved
+	Found string `json:"found"` // what PATH finds for wiggum; "" when nothing
+	Same  bool   `json:"same"`  // Found is Self
 }
 
 // Which looks `wiggum` up on PATH as an agent's shell would.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -134,37 +135,72 @@ func HooksMissing(p Profile, root, home string) string {
 	return fmt.Sprintf("wiggum's hooks are not installed for %s here, so the agent runs without the command guard and without the mid-iteration test rollback; run 'wiggum install --%s' to add them", p.Name, p.Name)
 }
 
+// Hooks is where an agent's wiggum hooks are registered.
+type Hooks struct {
+	Agent string `json:"agent"`
+	// Files register them: project files (relative to the repository) as
+	// they are in the working tree, and the user's (absolute).
+	Files []string `json:"files"`
+	// Committed: a project file registers them at HEAD, so the worktrees
+	// of a parallel run get them; User: a file in the home directory does,
+	// for every repository.
+	Committed bool `json:"committed"`
+	User      bool `json:"user"`
+}
+
+// InstalledHooks lists, for each built-in agent wiggum installs hooks for,
+// where they are registered; an agent with none is left out. atHead reads
+// a project file's committed content (ok false when HEAD has no such
+// file).
+func InstalledHooks(root, home string, atHead func(path string) (data []byte, ok bool)) []Hooks {
+	var out []Hooks
+	for _, name := range slices.Sorted(maps.Keys(hookFiles)) {
+		if h := installedHooks(name, root, home, atHead); h != nil {
+			out = append(out, *h)
+		}
+	}
+	return out
+}
+
+func installedHooks(agent, root, home string, atHead func(string) ([]byte, bool)) *Hooks {
+	h := &Hooks{Agent: agent}
+	want := []byte("wiggum hook " + agent)
+	for _, f := range hookFiles[agent].project {
+		if registers(agent, filepath.Join(root, f)) {
+			h.Files = append(h.Files, f)
+		}
+		if data, ok := atHead(f); ok && bytes.Contains(data, want) {
+			h.Committed = true
+		}
+	}
+	for _, f := range userHookFiles(agent, home) {
+		if registers(agent, f) {
+			h.Files, h.User = append(h.Files, f), true
+		}
+	}
+	if len(h.Files) == 0 && !h.Committed {
+		return nil
+	}
+	return h
+}
+
 // HooksNotCommitted returns an error for a parallel run (each story in a
 // worktree checked out from HEAD) whose agent would find wiggum's hooks
 // only in project files the worktrees do not get: files not committed, or
 // committed without the hooks. Hooks in the home directory reach every
-// worktree. atHead reads a file's committed content (ok false when HEAD
-// has no such file).
+// worktree.
 func HooksNotCommitted(p Profile, root, home string, atHead func(path string) (data []byte, ok bool)) error {
-	files, ok := hookFiles[p.Name]
-	if !ok {
+	if _, ok := hookFiles[p.Name]; !ok {
 		return nil
 	}
-	if registers(p.Name, userHookFiles(p.Name, home)...) {
-		return nil
-	}
-	want := []byte("wiggum hook " + p.Name)
-	var here []string
-	for _, f := range files.project {
-		if data, ok := atHead(f); ok && bytes.Contains(data, want) {
-			return nil
-		}
-		if registers(p.Name, filepath.Join(root, f)) {
-			here = append(here, f)
-		}
-	}
-	if len(here) == 0 {
+	h := installedHooks(p.Name, root, home, atHead)
+	if h == nil || h.Committed || h.User {
 		return nil // not installed at all: HooksMissing warns
 	}
 	return &UnusableError{Agent: p.Name, Reason: fmt.Sprintf("wiggum's hooks are in %s, which is not committed (or not with them): "+
 		"a parallel run's agents work in worktrees checked out from HEAD and would run there without the guard. "+
 		"Commit it (git add %s && git commit), or install the hooks for your user (wiggum install --%s --user)",
-		strings.Join(here, " and "), strings.Join(here, " "), p.Name)}
+		strings.Join(h.Files, " and "), strings.Join(h.Files, " "), p.Name)}
 }
 
 // userHookFiles are the agent's hook files in the home directory (and
@@ -194,4 +230,14 @@ func registers(agent string, paths ...string) bool {
 		}
 	}
 	return false
+}
+
+// ProjectHookFiles are the project files, relative to the repository,
+// where agents read hooks.
+func ProjectHookFiles() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(hookFiles)) {
+		out = append(out, hookFiles[name].project...)
+	}
+	return out
 }

@@ -274,11 +274,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		verifyHooks = warn == "" && agent.HasHooks(prof.Name)
 		if c.Workers > 1 || c.Remote != "" {
-			err := agent.HooksNotCommitted(prof, repo.Root, home, func(path string) ([]byte, bool) {
-				out, err := repo.Run(ctx, "cat-file", "blob", "HEAD:"+path)
-				return []byte(out), err == nil
-			})
-			if err != nil {
+			if err := agent.HooksNotCommitted(prof, repo.Root, home, committedHookFiles(ctx, repo)); err != nil {
 				return err
 			}
 		}
@@ -438,4 +434,26 @@ func isTerminal(w any) bool {
 		return false
 	}
 	return fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
+}
+
+// committedHookFiles reads the agents' project hook files at HEAD with one
+// git process, for agent.HooksNotCommitted and agent.InstalledHooks.
+func committedHookFiles(ctx context.Context, repo *git.Repo) func(path string) ([]byte, bool) {
+	files := agent.ProjectHookFiles()
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = "HEAD:" + f
+	}
+	at := map[string][]byte{}
+	if objs, err := repo.Batch(ctx, names...); err == nil {
+		for i, o := range objs {
+			if o.ID != "" && o.Type == "blob" {
+				at[files[i]] = o.Data
+			}
+		}
+	}
+	return func(path string) ([]byte, bool) {
+		data, ok := at[path]
+		return data, ok
+	}
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/session"
 	"github.com/wiggum-dev/wiggum/loop"
@@ -42,6 +45,11 @@ journal is on, how many backups exist, and the live run's story and iteration.
               interrupted_attempts, spent_usd, max_cost_usd,
               max_story_cost_usd, resume_command}
   worktrees:  present during or after a parallel run: as wiggum worktree list --json
+  agent_hooks: [{agent, files, committed, user}]: where each agent's wiggum
+              hooks are registered (files: project ones as in the working
+              tree, and the user's); committed: at HEAD, so parallel
+              worktrees get them
+  wiggum_on_path: {self, found, same}: what 'wiggum hook ...' finds on PATH
   error:      present when a state file is corrupt
 
 With --remote NAME (after fetching the shared refs) --json prints instead:
@@ -64,6 +72,8 @@ type StatusReport struct {
 	Run        *session.Run     `json:"run"`
 	Resume     *loop.RunState   `json:"resume"`              // null, or the last run when it did not end by itself
 	Worktrees  []worktree.Info  `json:"worktrees,omitempty"` // parallel runs' worktrees (see wiggum worktree list --json)
+	AgentHooks []agent.Hooks    `json:"agent_hooks"`         // where each agent's wiggum hooks are registered
+	OnPath     agent.PathLookup `json:"wiggum_on_path"`      // what the agents' 'wiggum hook ...' runs
 	Errors     []string         `json:"errors,omitempty"`
 
 	holderUnreadable, checkpointUnreadable, foreignHolder bool
@@ -168,6 +178,11 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	} else {
 		r.Worktrees = wts
 	}
+	home, _ := os.UserHomeDir()
+	r.AgentHooks = agent.InstalledHooks(st.Repo.Root, home, committedHookFiles(ctx, st.Repo))
+	if r.OnPath, err = agent.Which(); err != nil {
+		r.Errors = append(r.Errors, err.Error())
+	}
 	if c.JSON {
 		if err := writeJSON(g.stdout, r); err != nil {
 			return err
@@ -219,6 +234,7 @@ func printStatus(g *Globals, r *StatusReport) {
 		fmt.Fprintln(w, "journal:    off (wiggum install --git turns it on)")
 	}
 	fmt.Fprintf(w, "backups:    %d (wiggum recover lists them)\n", r.Backups)
+	printHooks(w, r)
 	if run := r.Run; run != nil {
 		fmt.Fprintf(w, "run:        iteration %d, story %s %s", run.Iteration, run.Story, run.StoryTitle)
 		if run.LastOutcome != "" {
@@ -252,5 +268,35 @@ func printStatus(g *Globals, r *StatusReport) {
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "error:      %s\n", e)
+	}
+}
+
+// printHooks says where the agents' hooks are and what they will run.
+func printHooks(w io.Writer, r *StatusReport) {
+	if len(r.AgentHooks) == 0 {
+		fmt.Fprintln(w, "hooks:      no agent's (wiggum install --claude, --codex, --gemini)")
+	}
+	for i, h := range r.AgentHooks {
+		label := "            "
+		if i == 0 {
+			label = "hooks:      "
+		}
+		where := strings.Join(h.Files, ", ")
+		switch {
+		case h.Committed && len(h.Files) == 0:
+			where = "committed, but not in the working tree's files"
+		case h.Committed:
+			where += " (committed: parallel worktrees get them)"
+		case !h.User:
+			where += " (not committed: parallel worktrees do not get them)"
+		}
+		fmt.Fprintf(w, "%s%s in %s\n", label, h.Agent, where)
+	}
+	switch p := r.OnPath; {
+	case p.Self == "" || p.Same:
+	case p.Found == "":
+		fmt.Fprintf(w, "            wiggum is not on PATH: agents you start cannot run these hooks ('wiggum run' and 'wiggum lock' put %s first for theirs)\n", p.Self)
+	default:
+		fmt.Fprintf(w, "            the wiggum on PATH is %s, not this one (%s): agents you start run that one\n", p.Found, p.Self)
 	}
 }
