@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
@@ -399,5 +400,73 @@ func TestDescribeProcessNamesCommandAndParent(t *testing.T) {
 	_ = cmd.Wait()
 	if got := describeProcess(cmd.Process.Pid); got != "" {
 		t.Fatalf("a process that is gone is described as %q", got)
+	}
+}
+
+// A git the killed run started and that did not exit on the SIGTERM of
+// that run's death (git 2.39 was seen spinning in its own signal handler
+// for good, holding the branch's .lock) would make every resume fail. The
+// resumed run kills it - only a git whose starter is dead - removes the
+// lock it left, says so, and goes on.
+func TestResumeKillsGitLeftByKilledRun(t *testing.T) {
+	st, p := newRepo(t, 1)
+	marks := t.TempDir()
+	o := opts(p, `cat >/dev/null; touch "`+marks+`/started"; sleep 30`)
+	o.Grace = 100 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			if _, err := os.Stat(filepath.Join(marks, "started")); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	if _, err := Run(ctx, st, o); !errors.Is(err, context.Canceled) {
+		t.Fatalf("first run: err = %v", err)
+	}
+	// The killed run's git: its starter is dead, it ignores SIGTERM, its
+	// working directory is the repository, and the branch's lock is there.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	fake := filepath.Join(t.TempDir(), "git")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 0.1; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	branch := strings.TrimSpace(gitT(t, st.Repo.Root, "symbolic-ref", "--short", "HEAD"))
+	lock := filepath.Join(st.Repo.CommonDir, "refs", "heads", branch+".lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	orphan := exec.Command(fake)
+	orphan.Dir = st.Repo.Root
+	orphan.Env = append(os.Environ(), fmt.Sprintf("%s=%d", git.OwnerEnv, dead.Process.Pid))
+	if err := orphan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- orphan.Wait() }()
+	defer func() { _ = orphan.Process.Kill() }()
+
+	var out bytes.Buffer
+	o = opts(p, `cat >/dev/null; echo x > "f-$WIGGUM_STORY"`)
+	o.Out = &out
+	sum, err := Run(context.Background(), st, o)
+	if err != nil || len(sum.Completed) != 1 {
+		t.Fatalf("resumed run: %+v, %v\n%s", sum, err, out.String())
+	}
+	if want := fmt.Sprintf("killed git (pid %d: /bin/sh %s", orphan.Process.Pid, fake); !strings.Contains(out.String(), want) {
+		t.Errorf("the run does not say it killed the git (%q):\n%s", want, out.String())
+	}
+	if !strings.Contains(out.String(), "removed "+lock) {
+		t.Errorf("the run does not say it removed the lock:\n%s", out.String())
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Error("the killed run's git is still running")
 	}
 }

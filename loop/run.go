@@ -14,10 +14,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/proc"
@@ -403,11 +405,16 @@ func (r *run) recover(ctx context.Context) error {
 // works in the repository was left by a git that died without cleaning up
 // (killed with SIGKILL, or by a reboot): the caller holds the agent lock,
 // so no wiggum is working here either, and it is removed, and said so.
-// With a git process still working there past the wait, it is an error
-// naming the file.
+// A git that a dead wiggum started (git.Owner) and that still runs after
+// orphanGrace was sent its SIGTERM and did not exit: git 2.39 has been seen
+// to spin in its own signal handler for good, holding refs/heads/main.lock.
+// Nobody is waiting for its work, so it is killed, and said so; its lock
+// is then a stale one. With any other git process still working there past
+// the wait, it is an error naming the file and the process.
 func (r *run) waitGitLocks(ctx context.Context) error {
 	commonDir := r.st.Repo.CommonDir
-	deadline := time.Now().Add(dyingWait)
+	start := time.Now()
+	deadline := start.Add(dyingWait)
 	for {
 		lock := gitLockFile(commonDir)
 		if lock == "" {
@@ -419,6 +426,17 @@ func (r *run) waitGitLocks(ctx context.Context) error {
 				return fmt.Errorf("run: remove the stale git lock %s: %w", lock, err)
 			}
 			r.disp.printf("removed %s, left by a git process that died without cleaning up", lock)
+			continue
+		}
+		if owner := git.Owner(pid); owner != 0 && owner != os.Getpid() && !layout.PIDAlive(owner) && time.Since(start) > orphanGrace {
+			what := describeProcess(pid)
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("run: kill git (pid %d%s), left running by the killed run: %w", pid, what, err)
+			}
+			for i := 0; i < 100 && processExists(pid); i++ {
+				time.Sleep(10 * time.Millisecond)
+			}
+			r.disp.printf("killed git (pid %d%s): the killed run (pid %d) started it, and it was still running %s after that run's death", pid, what, owner, orphanGrace)
 			continue
 		}
 		if time.Now().After(deadline) {
@@ -456,6 +474,13 @@ func gitWorkingIn(root, commonDir string) int {
 		}
 	}
 	return 0
+}
+
+// processExists reports whether pid is still a process (a zombie counts
+// until its parent reaps it).
+func processExists(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
 }
 
 // describeProcess is ": COMMAND LINE, parent PPID" for a live pid, for an
@@ -845,6 +870,11 @@ func (r *run) logIteration(iter int, story *plan.Story, attempt int, result stri
 // dyingWait bounds the wait for a killed run's agents to die, freeing the
 // locks and leases they inherited.
 const dyingWait = 15 * time.Second
+
+// orphanGrace is how long a git a dead wiggum started may go on before the
+// next run kills it: its SIGTERM came with that wiggum's death, and a git
+// that heeds it is gone in milliseconds.
+const orphanGrace = 2 * time.Second
 
 // gate is the run's usage-limit pause: when any attempt reports a limit,
 // no worker starts another until the reset.

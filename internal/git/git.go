@@ -184,13 +184,36 @@ func CleanEnv() []string {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
 		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
-			"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "LANG", "LC_ALL", "LANGUAGE":
+			"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "LANG", "LC_ALL", "LANGUAGE", OwnerEnv:
 			continue
 		}
 		env = append(env, kv)
 	}
-	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
+	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", OwnerEnv+"="+strconv.Itoa(os.Getpid()))
 	return WithConfig(env, lockWaits...)
+}
+
+// OwnerEnv names, in the environment of every git wiggum starts, the pid
+// of the wiggum that started it: a resumed run can then tell a git its
+// killed predecessor left running (one that did not exit on the SIGTERM
+// its parent's death sent it) from anyone else's.
+const OwnerEnv = "WIGGUM_GIT_OWNER"
+
+// Owner returns the pid of the wiggum that started the process pid (a
+// git), from its environment; 0 when it was not one of wiggum's or its
+// environment cannot be read.
+func Owner(pid int) int {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return 0
+	}
+	for _, kv := range strings.Split(string(data), "\x00") {
+		if v, ok := strings.CutPrefix(kv, OwnerEnv+"="); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
 }
 
 // WithConfig returns env with the git config settings kvs (key, value)

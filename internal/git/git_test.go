@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +106,40 @@ func TestCleanEnvKeepsTheUsersConfig(t *testing.T) {
 		if err != nil || strings.TrimSpace(string(out)) == "" {
 			t.Fatalf("%s: %q %v", key, out, err)
 		}
+	}
+}
+
+// Every git wiggum starts names its starter (OwnerEnv), whatever the
+// environment wiggum itself was given, and Owner reads it back from a
+// running process.
+func TestGitsNameTheirOwner(t *testing.T) {
+	dir := testRepo(t)
+	t.Setenv(OwnerEnv, "1") // inherited from a git that ran wiggum as a hook
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Line(ctx, "-c", "alias.owner=!echo $"+OwnerEnv, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strconv.Itoa(os.Getpid()); out != want {
+		t.Fatalf("a git wiggum started names %q as its owner, want %s", out, want)
+	}
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = append(os.Environ(), OwnerEnv+"=4242")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	owner := Owner(cmd.Process.Pid)
+	for deadline := time.Now().Add(5 * time.Second); owner != 4242 && time.Now().Before(deadline); owner = Owner(cmd.Process.Pid) {
+		time.Sleep(time.Millisecond) // the environment shows once the exec is done
+	}
+	if owner != 4242 {
+		t.Fatalf("Owner = %d, want 4242", owner)
+	}
+	if got := Owner(1 << 30); got != 0 {
+		t.Fatalf("Owner of no process = %d", got)
 	}
 }
