@@ -72,6 +72,9 @@ func Run(ctx context.Context, agent string, stdin io.Reader, stdout io.Writer, o
 		debugLog("", opts, "%s hook: %v", agent, err)
 		ev = oversized(ad, data)
 		root = findRoot(ev.Cwd)
+		if ev.Kind == KindPreTool {
+			session.MarkGuardSeen() // it answers for the call
+		}
 		if ev.Kind == KindPreTool && guardOn(root, opts) {
 			resp = Response{Decision: guard.Ask, Reason: fmt.Sprintf("wiggum: this tool call's hook payload is over %d bytes, more than wiggum's guard reads, so it cannot tell whether the call is safe", MaxPayload)}
 		}
