@@ -34,6 +34,9 @@ if [ -n "${BASE:-}" ]; then
 	(cd "$here" && git archive "$BASE" | tar -x -C "$tmp/base")
 	(cd "$tmp/base" && go build -o "$tmp/wiggum-base" ./cmd/wiggum)
 fi
+# The build timed is the wiggum on PATH, as for a user who installed it
+# (otherwise each run links itself into PATH and says so).
+export PATH="$tmp:$PATH"
 
 export GIT_CONFIG_NOSYSTEM=1 HOME="$tmp" GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com \
 	GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com

@@ -37,6 +37,9 @@ if [ -n "${WIGGUM_BIN:-}" ]; then
 else
 	(cd "$here" && go build -o "$tmp/wiggum" ./cmd/wiggum)
 fi
+# The build timed is the wiggum on PATH, as for a user who installed it
+# (otherwise each run links itself into PATH and says so).
+export PATH="$tmp:$PATH"
 
 export GIT_CONFIG_NOSYSTEM=1 HOME="$tmp" GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com \
 	GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
