@@ -201,7 +201,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	}
 	end.Source, end.Command, end.Detail = out.source, out.command, out.detail
 	end.Output = session.Tail(out.output, 4<<10)
-	if out.limit == nil && e.worktree == "" {
+	if out.limit == nil && !out.unguarded && e.worktree == "" {
 		// The failure, before its rollback: a kill during or after the
 		// rollback must not cost the resumed run this attempt's count or
 		// its failure context. Written, not synced, like the pass.
@@ -231,6 +231,19 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		held.limit, held.story = lim, story.ID
 		return held, nil
 	}
+	if out.unguarded {
+		// The agent's setup failed, not its work: the attempt does not
+		// count against the story, and its failure is no context for the
+		// next prompt.
+		end.Outcome = "hooks"
+		if err := r.led.record(end, true); err != nil {
+			return step{}, err
+		}
+		e.log(iter, story, attempt, "stopped: hooks did not run", out, backup, time.Since(started))
+		e.disp.printf("✘ %s stopped: its hooks did not run; rolled back%s (not counted as a failed attempt)", story.ID, backupNote(backup))
+		e.event("hooks_unseen", map[string]any{"story": story.ID, "shell_calls": out.res.ShellCalls})
+		return step{}, &agent.UnusableError{Agent: r.opts.Agent.Name, Reason: out.detail}
+	}
 	end.Outcome = "failed"
 	r.setLast("failed: " + out.source)
 	if err := r.led.record(end, true); err != nil {
@@ -244,10 +257,6 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	e.disp.printf("✘ %s failed: %s; rolled back%s", story.ID, out.detail, backupNote(backup))
 	if why := finalCondition(out); why != "" {
 		return step{}, &FinalError{Reason: why}
-	}
-	if out.unguarded {
-		e.event("hooks_unseen", map[string]any{"story": story.ID, "shell_calls": out.res.ShellCalls})
-		return step{}, &agent.UnusableError{Agent: r.opts.Agent.Name, Reason: out.detail}
 	}
 	if first && out.res != nil && out.res.Unstarted() {
 		// An agent that fails its first attempt before doing anything (no

@@ -164,6 +164,28 @@ echo x > "f-$WIGGUM_STORY"
 		if !strings.Contains(out.String(), "refs/wiggum/backup/") {
 			t.Errorf("workers %d: no backup named:\n%s", workers, out.String())
 		}
+		// The stop is no failed attempt of the story: the journal ends it
+		// as "hooks", with no failure record.
+		journal, err := os.ReadFile(journalPath(t, st.Repo.Root))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(journal), `"outcome":"hooks"`) || strings.Contains(string(journal), `"t":"fail"`) {
+			t.Errorf("workers %d: the journal counts the stop as a failure:\n%s", workers, journal)
+		}
+		// Once the hooks run, the next run does the story, and the stop is
+		// no failure context in the agent's prompt.
+		prompts := t.TempDir()
+		out.Reset()
+		o = opts(p, `cat > "`+prompts+`/$WIGGUM_STORY"; rm -f "$WIGGUM_GUARD_UNSEEN"; echo x > "f-$WIGGUM_STORY"`)
+		o.Agent.Name, o.Agent.Events = "claude", true
+		o.VerifyHooks, o.Workers, o.Out, o.Retries = true, workers, &out, 0
+		if sum, err := Run(context.Background(), st, o); err != nil || len(sum.Completed) != 2 {
+			t.Fatalf("workers %d, the run after the fix: %+v, %v\n%s", workers, sum, err, out.String())
+		}
+		if prompt, _ := os.ReadFile(filepath.Join(prompts, "US-1")); strings.Contains(string(prompt), "guard hook") || len(prompt) == 0 {
+			t.Errorf("workers %d: the next prompt carries the stop as a failure:\n%s", workers, prompt)
+		}
 
 		// With the command's result in the stream, the hook has had its
 		// turn: the agent is stopped there, not at the end of its attempt.
