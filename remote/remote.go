@@ -253,7 +253,7 @@ func (r *Remote) net(ctx context.Context, op, service string, stdin []byte, args
 		}
 		full = append(full, a)
 	}
-	cmd := exec.Command("git", full...)
+	cmd := exec.Command(git.Binary(), full...)
 	cmd.Dir = r.Repo.Root
 	cmd.Env = append(git.CleanEnv(), "GIT_SSH_COMMAND="+sshCommand())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -208,7 +208,7 @@ func (r *Remote) packFor(ctx context.Context, cmds []update) ([]byte, error) {
 			in.WriteString("^" + u.expect + "\n")
 		}
 	}
-	cmd := exec.CommandContext(ctx, "git", "pack-objects", "--all-progress-implied", "--revs", "--stdout", "--thin", "--delta-base-offset", "-q")
+	cmd := exec.CommandContext(ctx, git.Binary(), "pack-objects", "--all-progress-implied", "--revs", "--stdout", "--thin", "--delta-base-offset", "-q")
 	cmd.Dir = r.Repo.Root
 	cmd.Env = git.CleanEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -374,7 +374,13 @@ var found struct {
 	path, on string
 }
 
+// Binary is the git to run, for the packages that start git themselves.
+func Binary() string { return binary() }
+
 // binary is the git to run: the one PATH names, looked up once per PATH.
+// A run's PATH changes once, at its start (agent.OnPath), before any agent
+// runs: the git found then is the one used for good, whatever a directory
+// on PATH gains later.
 func binary() string {
 	on := os.Getenv("PATH")
 	found.Lock()

@@ -143,3 +143,21 @@ func TestGitsNameTheirOwner(t *testing.T) {
 		t.Fatalf("Owner of no process = %d", got)
 	}
 }
+
+// The git wiggum runs is looked up once per PATH: a git that appears
+// later in a directory ahead on PATH (the run's .ralph/wiggum/bin, which
+// an agent could write to) is not picked up.
+func TestBinaryPinnedForAPath(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	first := Binary()
+	if !filepath.IsAbs(first) || filepath.Dir(first) == dir {
+		t.Fatalf("Binary() = %q", first)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "git"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := Binary(); got != first {
+		t.Fatalf("after a git appeared ahead on PATH, Binary() = %q, want %q", got, first)
+	}
+}
