@@ -24,9 +24,12 @@ const HookBinDir = "bin"
 // rollback, and in headless mode nothing says so. Where it finds another
 // wiggum (an older install, say), the hooks run that one. So, unless PATH
 // already finds this binary, OnPath links runtimeDir/bin/wiggum to it and
-// puts that directory first on PATH; the directory holds nothing else, so
-// no other command changes. note tells the user what was done and why,
-// and is "" when nothing was needed.
+// puts that directory on PATH: last when PATH has no wiggum, so that no
+// lookup of anything else can end there; first when it must come before
+// another wiggum. The directory holds nothing but the link (the guard
+// denies an agent's writes there, as everywhere in wiggum's state; wiggum's
+// own git is looked up before any agent runs). note tells the user what was done and why, and
+// is "" when nothing was needed.
 func OnPath(runtimeDir string) (note string, err error) {
 	w, err := Which()
 	if err != nil || w.Same {
@@ -39,16 +42,20 @@ func OnPath(runtimeDir string) (note string, err error) {
 	if err := renameio.Symlink(w.Self, filepath.Join(dir, "wiggum")); err != nil {
 		return "", fmt.Errorf("link %s to %s: %w", filepath.Join(dir, "wiggum"), w.Self, err)
 	}
-	if err := os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
+	path, where := os.Getenv("PATH")+string(os.PathListSeparator)+dir, "last"
+	if w.Found != "" {
+		path, where = dir+string(os.PathListSeparator)+os.Getenv("PATH"), "first"
+	}
+	if err := os.Setenv("PATH", path); err != nil {
 		return "", err
 	}
 	if w.Found == "" {
 		return fmt.Sprintf("wiggum is not on PATH, so an agent could not run its hooks ('wiggum hook ...'); "+
-			"for this run %s (a link to %s) comes first on PATH. Agents started outside wiggum need %s on PATH",
-			dir, w.Self, filepath.Dir(w.Self)), nil
+			"for this run %s (a link to %s) comes %s on PATH. Agents started outside wiggum need %s on PATH",
+			dir, w.Self, where, filepath.Dir(w.Self)), nil
 	}
 	return fmt.Sprintf("the wiggum on PATH (%s) is not this one (%s); for this run the agent, its hooks and git's "+
-		"run this one (%s, a link to it, comes first on PATH)", w.Found, w.Self, dir), nil
+		"run this one (%s, a link to it, comes %s on PATH)", w.Found, w.Self, dir, where), nil
 }
 
 // PathLookup is what `wiggum` on PATH is, next to the running binary.

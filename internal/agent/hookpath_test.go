@@ -22,9 +22,10 @@ func TestOnPathLinksThisBinaryWhenPathLacksIt(t *testing.T) {
 		t.Fatalf("note = %q", note)
 	}
 	dir := filepath.Join(runtime, HookBinDir)
-	if !strings.HasPrefix(os.Getenv("PATH"), dir+string(os.PathListSeparator)) {
-		t.Fatalf("PATH = %q, want %s first", os.Getenv("PATH"), dir)
+	if !strings.HasSuffix(os.Getenv("PATH"), string(os.PathListSeparator)+dir) {
+		t.Fatalf("PATH = %q, want %s last (nothing else to come before)", os.Getenv("PATH"), dir)
 	}
+
 	found, err := exec.LookPath("wiggum")
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +76,9 @@ func TestOnPathPutsThisBinaryBeforeAnotherWiggum(t *testing.T) {
 	self, _ := os.Executable()
 	if err != nil || !sameFile(found, self) {
 		t.Fatalf("PATH finds %s (%v), not the running binary %s", found, err, self)
+	}
+	if !strings.HasPrefix(os.Getenv("PATH"), dir+string(os.PathListSeparator)) {
+		t.Fatalf("PATH = %q, want %s first, before the other wiggum", os.Getenv("PATH"), dir)
 	}
 }
 

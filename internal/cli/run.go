@@ -205,8 +205,9 @@ A built-in agent whose hooks wiggum cannot find (in the repository or the
 home directory) gets a warning at the start: it would run with no guard.
 The agents run the hooks as 'wiggum hook ...', looked up on PATH. When PATH
 finds no wiggum there, or another one (an older install), the run links
-.ralph/wiggum/bin/wiggum to itself, puts that directory first on the PATH
-of everything it starts, and says so: otherwise each hook would fail with
+.ralph/wiggum/bin/wiggum to itself, puts that directory on the PATH of
+everything it starts (last; first when another wiggum is on PATH), and
+says so: otherwise each hook would fail with
 "command not found", which the agents take as a non-blocking error and
 work on unguarded. ('wiggum lock -- CMD' does the same for CMD.)
 With the hooks installed, each attempt also checks that they ran: the
