@@ -53,7 +53,13 @@ func runMain(m *testing.M) int {
 	}
 	// safe.bareRepository: git 3 refuses git run inside a bare repository
 	// without --git-dir, and the tests look into their servers that way.
-	gitconfig := "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n[safe]\n\tbareRepository = all\n"
+	// core.filesRefLockTimeout: after a test SIGKILLs wiggum, a git it had
+	// started may still be dying (its SIGTERM comes with wiggum's death)
+	// and hold a ref's lock for a moment; the tests' own git commands wait
+	// for it as wiggum's do, instead of failing at once (CI33 failed
+	// TestKilledWhileMakingAhead on refs/heads/wiggum/US-1.lock so).
+	gitconfig := "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n[safe]\n\tbareRepository = all\n" +
+		"[core]\n\tfilesRefLockTimeout = 10000\n"
 	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
