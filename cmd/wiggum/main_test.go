@@ -42,5 +42,9 @@ func setupEnv(e *testscript.Env) error {
 	e.Setenv("TERM", "dumb")
 	// safe.bareRepository: git 3 refuses git run inside a bare repository
 	// without --git-dir, and the scripts look into their servers that way.
-	return os.WriteFile(home+"/.gitconfig", []byte("[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n[safe]\n\tbareRepository = all\n"), 0o644)
+	// core.filesRefLockTimeout: a script's own git commands wait for a ref
+	// lock that a git of a killed wiggum still holds while it dies, as
+	// wiggum's own git commands do (see e2e's TestMain).
+	return os.WriteFile(home+"/.gitconfig", []byte("[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n[safe]\n\tbareRepository = all\n"+
+		"[core]\n\tfilesRefLockTimeout = 10000\n"), 0o644)
 }
