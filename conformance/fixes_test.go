@@ -149,44 +149,38 @@ func TestHooksRunWhenWiggumIsNotOnPath(t *testing.T) {
 	}
 }
 
-// Hooks installed but turned off in the client's own settings (claude's
-// disableAllHooks, codex's hooks feature, gemini's hooksConfig.enabled)
-// never run, and the client says nothing in headless mode: the agent
-// would work unguarded for the whole run. The guard hook marks each shell
-// command it sees; at the first command's result in the client's event
-// stream the run finds it unmarked, stops the agent there (the scripted
-// second command, 30 s long, and the third turn never come), rolls the
-// attempt back (saved first) and stops with exit 1, naming the settings.
+// Hooks installed but turned off for the client where wiggum does not read
+// (claude's --settings, codex's -c, gemini's system settings file named in
+// its environment) never run, and the client says nothing in headless
+// mode: the agent would work unguarded for the whole run. The guard hook
+// marks each shell command it sees; at the first command's result in the
+// client's event stream the run finds it unmarked, stops the agent there
+// (the scripted second command, 30 s long, and the third turn never come),
+// rolls the attempt back (saved first) and exits 1, naming the settings.
 func TestHooksTurnedOffStopTheRun(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c client) {
 		w := newWorld(t, c, fakemodel.Turn{Shell: "echo unguarded > story.txt"},
 			fakemodel.Turn{Shell: "sleep 30 && echo late > late.txt"}, fakemodel.Turn{Text: "done"})
-		home := filepath.Join(filepath.Dir(w.dir), "home")
+		var extra []string
 		switch c.name {
 		case "claude":
-			writeFile(t, filepath.Join(home, ".claude", "settings.json"), `{"disableAllHooks": true}`+"\n")
+			extra = []string{"--agent-arg=--settings", `--agent-arg={"disableAllHooks": true}`}
 		case "codex":
-			path := filepath.Join(home, ".codex", "config.toml")
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			writeFile(t, path, string(data)+"\n[features]\nhooks = false\n")
+			extra = []string{"--agent-arg=-c", "--agent-arg=features.hooks=false"}
 		case "gemini":
-			path := filepath.Join(home, ".gemini", "settings.json")
-			data, err := os.ReadFile(path)
+			// gemini skips a system settings file below a directory
+			// others may write to (as /tmp is): this one sits beside the
+			// clients, outside the temporary directories.
+			dir, err := os.MkdirTemp(secureDir(t), "settings-")
 			if err != nil {
 				t.Fatal(err)
 			}
-			var settings map[string]any
-			if err := json.Unmarshal(data, &settings); err != nil {
-				t.Fatal(err)
-			}
-			settings["hooksConfig"] = map[string]any{"enabled": false}
-			data, _ = json.Marshal(settings)
-			writeFile(t, path, string(data))
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			path := filepath.Join(dir, "system-settings.json")
+			writeFile(t, path, `{"hooksConfig": {"enabled": false}}`)
+			w.env = append(w.env, "GEMINI_CLI_SYSTEM_SETTINGS_PATH="+path)
 		}
-		out := w.run(1, "--retries", "2")
+		out := w.run(1, append([]string{"--retries", "2"}, extra...)...)
 		if !strings.Contains(out, "the "+c.name+" agent cannot run: wiggum's guard hook did not see its first shell command, so wiggum stopped it there: its hooks did not run") {
 			t.Fatalf("the run does not say that the hooks did not run:\n%s", out)
 		}
@@ -206,6 +200,57 @@ func TestHooksTurnedOffStopTheRun(t *testing.T) {
 			t.Fatal("the unguarded attempt was not saved in a backup")
 		}
 		w.event("hooks_unseen")
+	})
+}
+
+// The same settings in the client's own files, which wiggum reads: the run
+// refuses before the client starts (no model request, no attempt), naming
+// the file and the setting, and install says so already.
+func TestHooksOffInSettingsRefusedUpFront(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "echo unguarded > story.txt"}, fakemodel.Turn{Text: "done"})
+		home := filepath.Join(filepath.Dir(w.dir), "home")
+		var setting string
+		switch c.name {
+		case "claude":
+			writeFile(t, filepath.Join(home, ".claude", "settings.json"), `{"disableAllHooks": true}`+"\n")
+			setting = "disableAllHooks"
+		case "codex":
+			path := filepath.Join(home, ".codex", "config.toml")
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, path, string(data)+"\n[features]\nhooks = false\n")
+			setting = "[features] hooks = false"
+		case "gemini":
+			path := filepath.Join(home, ".gemini", "settings.json")
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var settings map[string]any
+			if err := json.Unmarshal(data, &settings); err != nil {
+				t.Fatal(err)
+			}
+			settings["hooksConfig"] = map[string]any{"enabled": false}
+			data, _ = json.Marshal(settings)
+			writeFile(t, path, string(data))
+			setting = "hooksConfig.enabled to false"
+		}
+		if out := w.wiggum(0, "install", "--"+c.name); !strings.Contains(out, "own settings turn these hooks off") || !strings.Contains(out, setting) {
+			t.Fatalf("install does not say the hooks are off:\n%s", out)
+		}
+		out := w.run(1)
+		if !strings.Contains(out, "the "+c.name+" agent cannot run: its own settings turn wiggum's hooks off") || !strings.Contains(out, setting) {
+			t.Fatalf("the refusal does not name the setting:\n%s", out)
+		}
+		if n := len(w.srv.Requests()); n != 0 {
+			t.Fatalf("the client was started anyway (%d requests)", n)
+		}
+		if strings.Contains(out, "── iteration") {
+			t.Fatalf("an attempt was made:\n%s", out)
+		}
 	})
 }
 
@@ -277,4 +322,26 @@ func TestModelFlagReachesTheClient(t *testing.T) {
 			t.Fatalf("--agent-arg %s was not refused (exit %d):\n%s", flag, code, out)
 		}
 	})
+}
+
+// secureDir is a directory no parent of which others may write to, for a
+// file gemini reads only from such a place: the clients' cache, else the
+// directory of the wiggum under test.
+func secureDir(t *testing.T) string {
+	t.Helper()
+	for _, dir := range []string{cacheDir(), wiggumDir} {
+		secure := true
+		for d := dir; secure; d = filepath.Dir(d) {
+			fi, err := os.Stat(d)
+			secure = err == nil && fi.Mode().Perm()&0o022 == 0
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+		if secure {
+			return dir
+		}
+	}
+	t.Fatalf("neither %s nor %s is a directory whose parents only their owner may write to; gemini reads its system settings from nowhere else", cacheDir(), wiggumDir)
+	return ""
 }

@@ -146,6 +146,8 @@ type Hooks struct {
 	// for every repository.
 	Committed bool `json:"committed"`
 	User      bool `json:"user"`
+	// Off says which of the agent's own settings turns them off (HooksOff).
+	Off string `json:"off,omitempty"`
 }
 
 // InstalledHooks lists, for each built-in agent wiggum installs hooks for,
@@ -181,6 +183,7 @@ func installedHooks(agent, root, home string, atHead func(string) ([]byte, bool)
 	if len(h.Files) == 0 && !h.Committed {
 		return nil
 	}
+	h.Off = HooksOff(agent, root, home)
 	return h
 }
 

@@ -106,6 +106,10 @@ func (c *InstallCmd) Run(ctx context.Context, g *Globals) error {
 				fmt.Fprintln(g.stdout, "note: "+n)
 			}
 		}
+		home, _ := os.UserHomeDir()
+		if off := agent.HooksOff(a.Name, repo.Root, home); off != "" {
+			fmt.Fprintf(g.stdout, "note: %s's own settings turn these hooks off: %s; 'wiggum run --agent %s' refuses to start until that is undone\n", a.Name, off, a.Name)
+		}
 	}
 	if c.Git {
 		chs, err := install.InstallGit(ctx, repo, c.Force)

@@ -217,7 +217,9 @@ off in its settings (claude's disableAllHooks, gemini's
 hooksConfig.enabled, codex's hooks feature), or a hook command that does
 not reach this wiggum - is stopped at that command's result; the attempt
 is rolled back (saved first) and the run stops with exit 1, naming the
-likely settings. With --workers or --remote the agents work in worktrees
+likely settings. Settings in the agent's own files that turn its hooks off
+(claude's disableAllHooks, gemini's hooksConfig, codex's [features] hooks)
+are refused before it starts. With --workers or --remote the agents work in worktrees
 checked out from HEAD: hooks found only in an uncommitted settings file
 would not be there, and such a run is refused before it starts.
 An agent that fails on the run's first attempt before doing anything (no
@@ -274,6 +276,10 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 			g.Log().Warn(warn)
 		}
 		verifyHooks = warn == "" && agent.HasHooks(prof.Name)
+		if off := agent.HooksOff(prof.Name, repo.Root, home); verifyHooks && off != "" {
+			return &agent.UnusableError{Agent: prof.Name, Reason: "its own settings turn wiggum's hooks off (" + off +
+				"), so it would work without the guard and without test rollbacks; undo that setting, then run again"}
+		}
 		if c.Workers > 1 || c.Remote != "" {
 			if err := agent.HooksNotCommitted(prof, repo.Root, home, committedHookFiles(ctx, repo)); err != nil {
 				return err

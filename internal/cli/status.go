@@ -45,10 +45,11 @@ journal is on, how many backups exist, and the live run's story and iteration.
               interrupted_attempts, spent_usd, max_cost_usd,
               max_story_cost_usd, resume_command}
   worktrees:  present during or after a parallel run: as wiggum worktree list --json
-  agent_hooks: [{agent, files, committed, user}]: where each agent's wiggum
-              hooks are registered (files: project ones as in the working
-              tree, and the user's); committed: at HEAD, so parallel
-              worktrees get them
+  agent_hooks: [{agent, files, committed, user, off}]: where each agent's
+              wiggum hooks are registered (files: project ones as in the
+              working tree, and the user's); committed: at HEAD, so
+              parallel worktrees get them; off: the agent's own setting
+              that turns them off, when one does
   wiggum_on_path: {self, found, same}: what 'wiggum hook ...' finds on PATH
   error:      present when a state file is corrupt
 
@@ -291,6 +292,9 @@ func printHooks(w io.Writer, r *StatusReport) {
 			where += " (not committed: parallel worktrees do not get them)"
 		}
 		fmt.Fprintf(w, "%s%s in %s\n", label, h.Agent, where)
+		if h.Off != "" {
+			fmt.Fprintf(w, "              but off: %s\n", h.Off)
+		}
 	}
 	switch p := r.OnPath; {
 	case p.Self == "" || p.Same:

@@ -1,0 +1,132 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Settings files of the clients that can turn hooks off, as the clients
+// name them; variables so that tests can point the system-wide ones
+// elsewhere.
+var (
+	claudeManaged = "/etc/claude-code/managed-settings.json"
+	geminiSystem  = "/etc/gemini-cli/settings.json"
+)
+
+// HooksOff says which of the agent's own settings turns wiggum's hooks off,
+// or "" when none does as far as these files tell: claude's
+// disableAllHooks (and a managed allowManagedHooksOnly), gemini's
+// hooksConfig.enabled false or a hooksConfig.disabled entry naming
+// wiggum's hook, codex's hooks feature set false. Each client's
+// precedence between its files is followed. Settings given another way
+// (on the command line, by a profile, through the environment) are not
+// read here; the run's check that the guard sees the agent's shell
+// commands catches those.
+func HooksOff(agent, root, home string) string {
+	switch agent {
+	case "claude":
+		if v, ok := jsonKey(claudeManaged, "allowManagedHooksOnly"); ok && v == true {
+			return claudeManaged + " sets allowManagedHooksOnly (only managed hooks run)"
+		}
+		// The first file that sets the key decides: managed, local,
+		// project, user.
+		for _, path := range []string{claudeManaged, filepath.Join(root, ".claude", "settings.local.json"),
+			filepath.Join(root, ".claude", "settings.json"), filepath.Join(home, ".claude", "settings.json")} {
+			if v, ok := jsonKey(path, "disableAllHooks"); ok {
+				if v == true {
+					return path + " sets disableAllHooks"
+				}
+				return ""
+			}
+		}
+	case "gemini":
+		// hooksConfig.disabled lists are merged from every file; for
+		// enabled the system file overrides the workspace, which
+		// overrides the user's.
+		files := []string{geminiSystem, filepath.Join(root, ".gemini", "settings.json"), filepath.Join(home, ".gemini", "settings.json")}
+		for _, path := range files {
+			if v, ok := jsonKey(path, "hooksConfig"); ok {
+				cfg, _ := v.(map[string]any)
+				list, _ := cfg["disabled"].([]any)
+				for _, d := range list {
+					if s, _ := d.(string); s == "wiggum" || strings.Contains(s, "wiggum hook") {
+						return fmt.Sprintf("%s lists %q in hooksConfig.disabled", path, s)
+					}
+				}
+			}
+		}
+		for _, path := range files {
+			if v, ok := jsonKey(path, "hooksConfig"); ok {
+				cfg, _ := v.(map[string]any)
+				if enabled, set := cfg["enabled"].(bool); set {
+					if !enabled {
+						return path + " sets hooksConfig.enabled to false"
+					}
+					return ""
+				}
+			}
+		}
+	case "codex":
+		dir := os.Getenv("CODEX_HOME")
+		if dir == "" {
+			dir = filepath.Join(home, ".codex")
+		}
+		path := filepath.Join(dir, "config.toml")
+		if tomlFalse(path, "features", "hooks") || tomlFalse(path, "features", "codex_hooks") {
+			return path + " turns the hooks feature off ([features] hooks = false)"
+		}
+	}
+	return ""
+}
+
+// jsonKey reads a top-level key of a JSON settings file; ok is false when
+// the file, or the key, is not there (or the file is not JSON: the client
+// will say so itself).
+func jsonKey(path, key string) (any, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false
+	}
+	var doc map[string]any
+	if json.Unmarshal(data, &doc) != nil {
+		return nil, false
+	}
+	v, ok := doc[key]
+	return v, ok
+}
+
+// tomlFalse reports whether a TOML file sets table.key = false, as
+// `[table]` then `key = false`, or as `table.key = false` at the top.
+// Only these plain forms are read; others are left to the run's check.
+func tomlFalse(path, table, key string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	current := ""
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
+		if strings.HasPrefix(line, "[") {
+			current = strings.TrimSpace(strings.Trim(line, "[]"))
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.TrimSpace(v) != "false" {
+			continue
+		}
+		k = strings.TrimSpace(k)
+		if (current == table && k == key) || (current == "" && k == table+"."+key) {
+			return true
+		}
+	}
+	return false
+}

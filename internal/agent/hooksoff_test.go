@@ -1,0 +1,66 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestHooksOff(t *testing.T) {
+	root, home, etc := t.TempDir(), t.TempDir(), t.TempDir()
+	claudeManaged, geminiSystem = filepath.Join(etc, "managed.json"), filepath.Join(etc, "gemini.json")
+	t.Cleanup(func() {
+		claudeManaged, geminiSystem = "/etc/claude-code/managed-settings.json", "/etc/gemini-cli/settings.json"
+	})
+	t.Setenv("CODEX_HOME", "")
+	put := func(path, data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(what, agent, want string) {
+		t.Helper()
+		got := HooksOff(agent, root, home)
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("%s: HooksOff(%s) = %q, want %q", what, agent, got, want)
+		}
+	}
+	for _, a := range []string{"claude", "codex", "gemini", "amp"} {
+		check("no settings", a, "")
+	}
+
+	put(filepath.Join(home, ".claude", "settings.json"), `{"disableAllHooks": true}`)
+	check("claude user", "claude", "disableAllHooks")
+	put(filepath.Join(root, ".claude", "settings.json"), `{"disableAllHooks": false, "hooks": {}}`)
+	check("the project's false overrides the user's true", "claude", "")
+	put(filepath.Join(root, ".claude", "settings.local.json"), `{"disableAllHooks": true}`)
+	check("local overrides project", "claude", "settings.local.json sets disableAllHooks")
+	put(claudeManaged, `{"allowManagedHooksOnly": true}`)
+	check("managed", "claude", "allowManagedHooksOnly")
+	put(claudeManaged, `not json`)
+	check("a managed file that is no JSON is the client's to report", "claude", "settings.local.json")
+
+	put(filepath.Join(home, ".gemini", "settings.json"), `{"hooksConfig": {"enabled": false}}`)
+	check("gemini user", "gemini", "hooksConfig.enabled to false")
+	put(filepath.Join(root, ".gemini", "settings.json"), `{"hooksConfig": {"enabled": true}, "hooks": {}}`)
+	check("the workspace's true overrides the user's false", "gemini", "")
+	put(geminiSystem, `{"hooksConfig": {"disabled": ["other", "wiggum"]}}`)
+	check("disabled by name", "gemini", `"wiggum" in hooksConfig.disabled`)
+
+	path := filepath.Join(home, ".codex", "config.toml")
+	put(path, "model = \"x\"\n[features]\nother = false\n")
+	check("codex other feature", "codex", "")
+	put(path, "model = \"x\"\n\n[features] # comment\nhooks = false # off\n")
+	check("codex table", "codex", "[features] hooks = false")
+	put(path, "features.codex_hooks = false\n[projects.\"/x\"]\ntrust_level = \"trusted\"\n")
+	check("codex dotted legacy name", "codex", "hooks feature off")
+	put(path, "[projects.\"/x\"]\nhooks = false\n")
+	check("a key of another table", "codex", "")
+	t.Setenv("CODEX_HOME", filepath.Join(etc, "codexhome"))
+	check("CODEX_HOME is where codex reads its config", "codex", "")
+}
