@@ -74,9 +74,9 @@ func Run(ctx context.Context, agent string, stdin io.Reader, stdout io.Writer, o
 		root = findRoot(ev.Cwd)
 		if ev.Kind == KindPreTool {
 			session.MarkGuardSeen() // it answers for the call
-		}
-		if ev.Kind == KindPreTool && guardOn(root, opts) {
-			resp = Response{Decision: guard.Ask, Reason: fmt.Sprintf("wiggum: this tool call's hook payload is over %d bytes, more than wiggum's guard reads, so it cannot tell whether the call is safe", MaxPayload)}
+			if guardOn(root, opts) {
+				resp = Response{Decision: guard.Ask, Reason: fmt.Sprintf("wiggum: this tool call's hook payload is over %d bytes, more than wiggum's guard reads, so it cannot tell whether the call is safe", MaxPayload)}
+			}
 		}
 		return
 	}
@@ -240,9 +240,9 @@ func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 	case KindPreTool:
 		if ev.Shell {
 			session.MarkGuardSeen()
-		}
-		if ev.Shell && ev.Command != "" {
-			return guardCommand(ev, root, opts)
+			if ev.Command != "" {
+				return guardCommand(ev, root, opts)
+			}
 		}
 		for _, p := range ev.Paths {
 			one := ev

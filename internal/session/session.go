@@ -229,8 +229,8 @@ func AppendEvent(st *checkpoint.State, name string, fields map[string]any) error
 // the variable is unset or does not name a wiggum event log in an
 // existing runtime directory.
 func EventLogFromEnv() string {
-	path := os.Getenv(EventLogEnv)
-	if !filepath.IsAbs(path) || !strings.HasSuffix(path, "/"+layout.RuntimeDir+"/"+layout.EventFile) || strings.Contains(path, "/../") {
+	path := runtimeFileFromEnv(EventLogEnv, layout.EventFile)
+	if path == "" {
 		return ""
 	}
 	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
@@ -244,12 +244,21 @@ func EventLogFromEnv() string {
 // variable comes from the agent's environment and must not make a hook
 // delete anything else.
 func MarkGuardSeen() {
-	path := os.Getenv(GuardUnseenEnv)
-	if path == "" || !filepath.IsAbs(path) || strings.Contains(path, "/../") ||
-		!strings.HasSuffix(path, "/"+layout.RuntimeDir+"/"+layout.GuardUnseenFile) {
-		return
+	if path := runtimeFileFromEnv(GuardUnseenEnv, layout.GuardUnseenFile); path != "" {
+		_ = os.Remove(path)
 	}
-	_ = os.Remove(path)
+}
+
+// runtimeFileFromEnv returns the path the environment variable env names
+// when it is the file name in a wiggum runtime directory (absolute, ending
+// in RuntimeDir/name, no "/../" in it), else "": such variables reach the
+// hooks through the agent, and a hook writes or removes what they name.
+func runtimeFileFromEnv(env, name string) string {
+	path := os.Getenv(env)
+	if !filepath.IsAbs(path) || strings.Contains(path, "/../") || !strings.HasSuffix(path, "/"+layout.RuntimeDir+"/"+name) {
+		return ""
+	}
+	return path
 }
 
 // AppendEventAt is AppendEvent to the event log at path.
