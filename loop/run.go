@@ -1,7 +1,6 @@
 package loop
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -433,7 +432,7 @@ func (r *run) waitGitLocks(ctx context.Context) error {
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 				return fmt.Errorf("run: kill git (pid %d%s), left running by the killed run: %w", pid, what, err)
 			}
-			for i := 0; i < 100 && processExists(pid); i++ {
+			for i := 0; i < 100 && layout.PIDAlive(pid); i++ {
 				time.Sleep(10 * time.Millisecond)
 			}
 			r.disp.printf("killed git (pid %d%s): the killed run (pid %d) started it, and it was still running %s after that run's death", pid, what, owner, orphanGrace)
@@ -476,13 +475,6 @@ func gitWorkingIn(root, commonDir string) int {
 	return 0
 }
 
-// processExists reports whether pid is still a process (a zombie counts
-// until its parent reaps it).
-func processExists(pid int) bool {
-	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
-	return err == nil
-}
-
 // describeProcess is ": COMMAND LINE, parent PPID" for a live pid, for an
 // error that must let the user find the process; "" once it is gone.
 func describeProcess(pid int) string {
@@ -491,11 +483,8 @@ func describeProcess(pid int) string {
 		return ""
 	}
 	out := ": " + strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))
-	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		// The fields after the command's closing parenthesis: state ppid ...
-		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 1 {
-			out += ", parent " + f[1]
-		}
+	if _, ppid, ok := proc.Stat(pid); ok {
+		out += ", parent " + strconv.Itoa(ppid)
 	}
 	return out
 }

@@ -304,3 +304,27 @@ func TestPoolWarmStartsSupervisorsAhead(t *testing.T) {
 		}
 	}
 }
+
+// Stat reads the state and the parent past a command name that holds
+// parentheses and blanks, and says when the process is gone.
+func TestStat(t *testing.T) {
+	dir := t.TempDir()
+	odd := filepath.Join(dir, "a) b (c")
+	if err := os.WriteFile(odd, []byte("#!/bin/sh\nsleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(odd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	state, ppid, ok := Stat(cmd.Process.Pid)
+	if !ok || ppid != os.Getpid() || state == "" {
+		t.Fatalf("Stat = %q, %d, %v; want a state and parent %d", state, ppid, ok, os.Getpid())
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if _, _, ok := Stat(cmd.Process.Pid); ok {
+		t.Fatal("Stat of a reaped process says ok")
+	}
+}

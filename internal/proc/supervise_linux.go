@@ -5,7 +5,6 @@ import (
 
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -55,7 +54,7 @@ func becomeSubreaper() {
 // children lists the supervisor's live children: the command and whatever
 // was re-parented to it. Zombies are left out; Wait4 reaps them.
 func children() []int {
-	self := strconv.Itoa(os.Getpid())
+	self := os.Getpid()
 	ents, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range ents {
@@ -63,17 +62,7 @@ func children() []int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// After the parenthesised name (which may hold anything): state, ppid.
-		i := strings.LastIndexByte(string(stat), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) >= 2 && f[1] == self && f[0] != "Z" && f[0] != "X" {
+		if state, ppid, ok := Stat(pid); ok && ppid == self && state != "Z" && state != "X" {
 			pids = append(pids, pid)
 		}
 	}
