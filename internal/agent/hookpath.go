@@ -28,8 +28,8 @@ const HookBinDir = "bin"
 // lookup of anything else can end there; first when it must come before
 // another wiggum. The directory holds nothing but the link (the guard
 // denies an agent's writes there, as everywhere in wiggum's state; wiggum's
-// own git is looked up before any agent runs). note tells the user what was done and why, and
-// is "" when nothing was needed.
+// own git is looked up before any agent runs). note tells the user what
+// was done and why, and is "" when nothing was needed.
 func OnPath(runtimeDir string) (note string, err error) {
 	w, err := Which()
 	if err != nil || w.Same {
@@ -42,20 +42,16 @@ func OnPath(runtimeDir string) (note string, err error) {
 	if err := renameio.Symlink(w.Self, filepath.Join(dir, "wiggum")); err != nil {
 		return "", fmt.Errorf("link %s to %s: %w", filepath.Join(dir, "wiggum"), w.Self, err)
 	}
-	path, where := os.Getenv("PATH")+string(os.PathListSeparator)+dir, "last"
+	path := os.Getenv("PATH") + string(os.PathListSeparator) + dir
+	note = fmt.Sprintf("wiggum is not on PATH, so an agent could not run its hooks ('wiggum hook ...'); "+
+		"for this run %s (a link to %s) comes last on PATH. Agents started outside wiggum need %s on PATH",
+		dir, w.Self, filepath.Dir(w.Self))
 	if w.Found != "" {
-		path, where = dir+string(os.PathListSeparator)+os.Getenv("PATH"), "first"
+		path = dir + string(os.PathListSeparator) + os.Getenv("PATH")
+		note = fmt.Sprintf("the wiggum on PATH (%s) is not this one (%s); for this run the agent, its hooks and git's "+
+			"run this one (%s, a link to it, comes first on PATH)", w.Found, w.Self, dir)
 	}
-	if err := os.Setenv("PATH", path); err != nil {
-		return "", err
-	}
-	if w.Found == "" {
-		return fmt.Sprintf("wiggum is not on PATH, so an agent could not run its hooks ('wiggum hook ...'); "+
-			"for this run %s (a link to %s) comes %s on PATH. Agents started outside wiggum need %s on PATH",
-			dir, w.Self, where, filepath.Dir(w.Self)), nil
-	}
-	return fmt.Sprintf("the wiggum on PATH (%s) is not this one (%s); for this run the agent, its hooks and git's "+
-		"run this one (%s, a link to it, comes %s on PATH)", w.Found, w.Self, dir, where), nil
+	return note, os.Setenv("PATH", path)
 }
 
 // PathLookup is what `wiggum` on PATH is, next to the running binary.
@@ -87,16 +83,26 @@ func Which() (PathLookup, error) {
 // the hooks install writes, when that is not this binary; "" when it is.
 func HookNote() string {
 	w, err := Which()
+	if err != nil {
+		return ""
+	}
+	return w.Note()
+}
+
+// Note says, for install and status, what an agent started outside
+// `wiggum run` and `wiggum lock` runs for 'wiggum hook ...' when that is
+// not this binary; "" when it is (or this binary is unknown).
+func (w PathLookup) Note() string {
 	switch {
-	case err != nil || w.Same:
+	case w.Self == "" || w.Same:
 		return ""
 	case w.Found == "":
 		return fmt.Sprintf("wiggum is not on PATH: an agent runs these hooks as 'wiggum hook ...', fails to find it, "+
 			"and works on without them (Claude Code, Codex and Gemini CLI count that as a non-blocking hook error). "+
-			"Put %s on PATH ('wiggum run' does so for its own agents)", filepath.Dir(w.Self))
+			"Put %s on PATH ('wiggum run' and 'wiggum lock' do so for their own agents)", filepath.Dir(w.Self))
 	default:
 		return fmt.Sprintf("the wiggum on PATH (%s) is not this one (%s): agents will run that one for these hooks "+
-			"('wiggum run' puts this one first for its own agents)", w.Found, w.Self)
+			"('wiggum run' and 'wiggum lock' put this one first for their own agents)", w.Found, w.Self)
 	}
 }
 

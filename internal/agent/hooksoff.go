@@ -30,14 +30,19 @@ var (
 func HooksOff(agent, root, home string) string {
 	switch agent {
 	case "claude":
-		if v, ok := jsonKey(claudeManaged, "allowManagedHooksOnly"); ok && v == true {
+		managed := jsonDoc(claudeManaged)
+		if managed["allowManagedHooksOnly"] == true {
 			return claudeManaged + " sets allowManagedHooksOnly (only managed hooks run)"
 		}
 		// The first file that sets the key decides: managed, local,
 		// project, user.
-		for _, path := range []string{claudeManaged, filepath.Join(root, ".claude", "settings.local.json"),
+		for i, path := range []string{claudeManaged, filepath.Join(root, ".claude", "settings.local.json"),
 			filepath.Join(root, ".claude", "settings.json"), filepath.Join(home, ".claude", "settings.json")} {
-			if v, ok := jsonKey(path, "disableAllHooks"); ok {
+			doc := managed
+			if i > 0 {
+				doc = jsonDoc(path)
+			}
+			if v, ok := doc["disableAllHooks"]; ok {
 				if v == true {
 					return path + " sets disableAllHooks"
 				}
@@ -49,26 +54,22 @@ func HooksOff(agent, root, home string) string {
 		// enabled the system file overrides the workspace, which
 		// overrides the user's.
 		files := []string{geminiSystem, filepath.Join(root, ".gemini", "settings.json"), filepath.Join(home, ".gemini", "settings.json")}
-		for _, path := range files {
-			if v, ok := jsonKey(path, "hooksConfig"); ok {
-				cfg, _ := v.(map[string]any)
-				list, _ := cfg["disabled"].([]any)
-				for _, d := range list {
-					if s, _ := d.(string); s == "wiggum" || strings.Contains(s, "wiggum hook") {
-						return fmt.Sprintf("%s lists %q in hooksConfig.disabled", path, s)
-					}
+		cfgs := make([]map[string]any, len(files))
+		for i, path := range files {
+			cfgs[i], _ = jsonDoc(path)["hooksConfig"].(map[string]any)
+			list, _ := cfgs[i]["disabled"].([]any)
+			for _, d := range list {
+				if s, _ := d.(string); s == "wiggum" || strings.Contains(s, "wiggum hook") {
+					return fmt.Sprintf("%s lists %q in hooksConfig.disabled", path, s)
 				}
 			}
 		}
-		for _, path := range files {
-			if v, ok := jsonKey(path, "hooksConfig"); ok {
-				cfg, _ := v.(map[string]any)
-				if enabled, set := cfg["enabled"].(bool); set {
-					if !enabled {
-						return path + " sets hooksConfig.enabled to false"
-					}
-					return ""
+		for i, cfg := range cfgs {
+			if enabled, set := cfg["enabled"].(bool); set {
+				if !enabled {
+					return files[i] + " sets hooksConfig.enabled to false"
 				}
+				return ""
 			}
 		}
 	case "codex":
@@ -77,33 +78,32 @@ func HooksOff(agent, root, home string) string {
 			dir = filepath.Join(home, ".codex")
 		}
 		path := filepath.Join(dir, "config.toml")
-		if tomlFalse(path, "features", "hooks") || tomlFalse(path, "features", "codex_hooks") {
+		if tomlFalse(path, "features", "hooks", "codex_hooks") {
 			return path + " turns the hooks feature off ([features] hooks = false)"
 		}
 	}
 	return ""
 }
 
-// jsonKey reads a top-level key of a JSON settings file; ok is false when
-// the file, or the key, is not there (or the file is not JSON: the client
-// will say so itself).
-func jsonKey(path, key string) (any, bool) {
+// jsonDoc reads a JSON settings file's top level; nil when the file is not
+// there or is not a JSON object (the client will say so itself).
+func jsonDoc(path string) map[string]any {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, false
+		return nil
 	}
 	var doc map[string]any
 	if json.Unmarshal(data, &doc) != nil {
-		return nil, false
+		return nil
 	}
-	v, ok := doc[key]
-	return v, ok
+	return doc
 }
 
-// tomlFalse reports whether a TOML file sets table.key = false, as
-// `[table]` then `key = false`, or as `table.key = false` at the top.
-// Only these plain forms are read; others are left to the run's check.
-func tomlFalse(path, table, key string) bool {
+// tomlFalse reports whether a TOML file sets table.key = false for one of
+// the keys, as `[table]` then `key = false`, or as `table.key = false` at
+// the top. Only these plain forms are read; others are left to the run's
+// check.
+func tomlFalse(path, table string, keys ...string) bool {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return false
@@ -124,8 +124,10 @@ func tomlFalse(path, table, key string) bool {
 			continue
 		}
 		k = strings.TrimSpace(k)
-		if (current == table && k == key) || (current == "" && k == table+"."+key) {
-			return true
+		for _, key := range keys {
+			if (current == table && k == key) || (current == "" && k == table+"."+key) {
+				return true
+			}
 		}
 	}
 	return false

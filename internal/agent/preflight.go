@@ -158,6 +158,7 @@ func InstalledHooks(root, home string, atHead func(path string) (data []byte, ok
 	var out []Hooks
 	for _, name := range slices.Sorted(maps.Keys(hookFiles)) {
 		if h := installedHooks(name, root, home, atHead); h != nil {
+			h.Off = HooksOff(name, root, home)
 			out = append(out, *h)
 		}
 	}
@@ -166,12 +167,11 @@ func InstalledHooks(root, home string, atHead func(path string) (data []byte, ok
 
 func installedHooks(agent, root, home string, atHead func(string) ([]byte, bool)) *Hooks {
 	h := &Hooks{Agent: agent}
-	want := []byte("wiggum hook " + agent)
 	for _, f := range hookFiles[agent].project {
 		if registers(agent, filepath.Join(root, f)) {
 			h.Files = append(h.Files, f)
 		}
-		if data, ok := atHead(f); ok && bytes.Contains(data, want) {
+		if data, ok := atHead(f); ok && mentions(agent, data) {
 			h.Committed = true
 		}
 	}
@@ -183,7 +183,6 @@ func installedHooks(agent, root, home string, atHead func(string) ([]byte, bool)
 	if len(h.Files) == 0 && !h.Committed {
 		return nil
 	}
-	h.Off = HooksOff(agent, root, home)
 	return h
 }
 
@@ -193,7 +192,7 @@ func installedHooks(agent, root, home string, atHead func(string) ([]byte, bool)
 // committed without the hooks. Hooks in the home directory reach every
 // worktree.
 func HooksNotCommitted(p Profile, root, home string, atHead func(path string) (data []byte, ok bool)) error {
-	if _, ok := hookFiles[p.Name]; !ok {
+	if !HasHooks(p.Name) {
 		return nil
 	}
 	h := installedHooks(p.Name, root, home, atHead)
@@ -226,13 +225,18 @@ func userHookFiles(agent, home string) []string {
 // registers reports whether one of the files registers wiggum's hooks for
 // the agent.
 func registers(agent string, paths ...string) bool {
-	want := []byte("wiggum hook " + agent)
 	for _, path := range paths {
-		if data, err := os.ReadFile(path); err == nil && bytes.Contains(data, want) {
+		if data, err := os.ReadFile(path); err == nil && mentions(agent, data) {
 			return true
 		}
 	}
 	return false
+}
+
+// mentions reports whether a hook file's content holds wiggum's hook
+// command for the agent.
+func mentions(agent string, data []byte) bool {
+	return bytes.Contains(data, []byte("wiggum hook "+agent))
 }
 
 // ProjectHookFiles are the project files, relative to the repository,

@@ -86,12 +86,14 @@ func (c *InstallCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	opts := install.AgentOptions{Guard: c.Guard, RequireRead: c.RequireRead, Migrate: c.Migrate}
 	changed := false
-	if len(c.agents()) > 0 {
+	agents := c.agents()
+	if len(agents) > 0 {
 		if n := agent.HookNote(); n != "" {
 			defer fmt.Fprintln(g.stdout, "note: "+n)
 		}
 	}
-	for _, a := range c.agents() {
+	home, _ := os.UserHomeDir()
+	for _, a := range agents {
 		path, err := c.settingsPath(g, repo, a)
 		if err != nil {
 			return err
@@ -106,7 +108,6 @@ func (c *InstallCmd) Run(ctx context.Context, g *Globals) error {
 				fmt.Fprintln(g.stdout, "note: "+n)
 			}
 		}
-		home, _ := os.UserHomeDir()
 		if off := agent.HooksOff(a.Name, repo.Root, home); off != "" {
 			fmt.Fprintf(g.stdout, "note: %s's own settings turn these hooks off: %s; 'wiggum run --agent %s' refuses to start until that is undone\n", a.Name, off, a.Name)
 		}

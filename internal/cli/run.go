@@ -207,9 +207,9 @@ The agents run the hooks as 'wiggum hook ...', looked up on PATH. When PATH
 finds no wiggum there, or another one (an older install), the run links
 .ralph/wiggum/bin/wiggum to itself, puts that directory on the PATH of
 everything it starts (last; first when another wiggum is on PATH), and
-says so: otherwise each hook would fail with
-"command not found", which the agents take as a non-blocking error and
-work on unguarded. ('wiggum lock -- CMD' does the same for CMD.)
+says so: otherwise each hook would fail with "command not found", which
+the agents take as a non-blocking error and work on unguarded. ('wiggum
+lock -- CMD' does the same for CMD.)
 With the hooks installed, each attempt also checks that they ran: the
 guard hook marks each shell command it sees, and an agent whose first
 shell command (as its event stream reports it) went unseen - hooks turned
@@ -217,11 +217,12 @@ off in its settings (claude's disableAllHooks, gemini's
 hooksConfig.enabled, codex's hooks feature), or a hook command that does
 not reach this wiggum - is stopped at that command's result; the attempt
 is rolled back (saved first) and the run stops with exit 1, naming the
-likely settings. Settings in the agent's own files that turn its hooks off
-(claude's disableAllHooks, gemini's hooksConfig, codex's [features] hooks)
-are refused before it starts. With --workers or --remote the agents work in worktrees
-checked out from HEAD: hooks found only in an uncommitted settings file
-would not be there, and such a run is refused before it starts.
+likely settings. Settings in the agent's own files that turn its hooks
+off (claude's disableAllHooks, gemini's hooksConfig, codex's [features]
+hooks) are refused before it starts. With --workers or --remote the
+agents work in worktrees checked out from HEAD: hooks found only in an
+uncommitted settings file would not be there, and such a run is refused
+before it starts.
 An agent that fails on the run's first attempt before doing anything (no
 tool call, no model answer: missing auth, a refusal) stops the run at once
 with exit 1 and its own message; the plan and the tree stay as they were.
@@ -276,9 +277,11 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 			g.Log().Warn(warn)
 		}
 		verifyHooks = warn == "" && agent.HasHooks(prof.Name)
-		if off := agent.HooksOff(prof.Name, repo.Root, home); verifyHooks && off != "" {
-			return &agent.UnusableError{Agent: prof.Name, Reason: "its own settings turn wiggum's hooks off (" + off +
-				"), so it would work without the guard and without test rollbacks; undo that setting, then run again"}
+		if verifyHooks {
+			if off := agent.HooksOff(prof.Name, repo.Root, home); off != "" {
+				return &agent.UnusableError{Agent: prof.Name, Reason: "its own settings turn wiggum's hooks off (" + off +
+					"), so it would work without the guard and without test rollbacks; undo that setting, then run again"}
+			}
 		}
 		if c.Workers > 1 || c.Remote != "" {
 			if err := agent.HooksNotCommitted(prof, repo.Root, home, committedHookFiles(ctx, repo)); err != nil {

@@ -296,11 +296,7 @@ func printHooks(w io.Writer, r *StatusReport) {
 			fmt.Fprintf(w, "              but off: %s\n", h.Off)
 		}
 	}
-	switch p := r.OnPath; {
-	case p.Self == "" || p.Same:
-	case p.Found == "":
-		fmt.Fprintf(w, "            wiggum is not on PATH: agents you start cannot run these hooks ('wiggum run' and 'wiggum lock' put %s first for theirs)\n", p.Self)
-	default:
-		fmt.Fprintf(w, "            the wiggum on PATH is %s, not this one (%s): agents you start run that one\n", p.Found, p.Self)
+	if n := r.OnPath.Note(); n != "" {
+		fmt.Fprintf(w, "            %s\n", n)
 	}
 }
