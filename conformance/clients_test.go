@@ -88,9 +88,12 @@ stream_max_retries = 0
 
 func geminiEnv(t *testing.T, home, url string) []string {
 	// Without a selected auth type, GOOGLE_GEMINI_BASE_URL makes gemini
-	// 0.61 pick its "gateway" auth, which headless mode rejects.
+	// 0.61 pick its "gateway" auth, which headless mode rejects. One
+	// attempt per request, as CLAUDE_CODE_MAX_RETRIES=0 and codex's
+	// request_max_retries = 0 give the others: a scripted server error
+	// ends the client's turn at once instead of after minutes of back-off.
 	writeFile(t, filepath.Join(home, ".gemini", "settings.json"),
-		`{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}`)
+		`{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},"general":{"maxAttempts":1}}`)
 	return []string{"GOOGLE_GEMINI_BASE_URL=" + url, "GEMINI_API_KEY=conformance"}
 }
 

@@ -324,6 +324,42 @@ func TestModelFlagReachesTheClient(t *testing.T) {
 	})
 }
 
+// The model service failing after the client's own retries (Anthropic's
+// 529 overloaded_error, OpenAI's 503, Gemini's 503 UNAVAILABLE) is not the
+// agent failing: the run stops with exit 5 saying so in the client's own
+// words, the attempt is rolled back and saved, and it does not count - the
+// next run, the service back, does the story on the same attempt. Before,
+// each outage burned one of the story's attempts, then skipped it.
+func TestModelOutageDoesNotCount(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		status, words := map[string]int{"claude": 529, "codex": 503, "gemini": 503}[c.name],
+			map[string]string{"claude": "API Error: 529 Overloaded", "codex": "unexpected status 503", "gemini": "The model is overloaded"}[c.name]
+		w := newWorld(t, c, fakemodel.Turn{Shell: "echo one > one.txt"}, fakemodel.Turn{Status: status})
+		out := w.run(5)
+		if !strings.Contains(out, "stopped: the model service is unavailable (") || !strings.Contains(out, words) {
+			t.Fatalf("the run does not say the service failed, in the client's words (%q):\n%s", words, out)
+		}
+		if _, err := os.Stat(filepath.Join(w.dir, "one.txt")); err == nil {
+			t.Fatal("the attempt's work was not rolled back")
+		}
+		if len(w.backups()) == 0 {
+			t.Fatal("the attempt was not saved under refs/wiggum/backup/")
+		}
+		if e := w.event("usage_limit"); e["outage"] != true {
+			t.Fatalf("usage_limit event does not mark the outage: %v", e)
+		}
+
+		w.srv.Script(fakemodel.Turn{Shell: "echo two > two.txt"}, fakemodel.Turn{Text: "done"})
+		out = w.run(0)
+		if !strings.Contains(out, "(attempt 1 of 1)") {
+			t.Fatalf("the resumed run did not give the story its first attempt again:\n%s", out)
+		}
+		if got := w.git("show", "HEAD:two.txt"); got != "two\n" {
+			t.Fatalf("the story was not done after the outage: %q", got)
+		}
+	})
+}
+
 // secureDir is a directory no parent of which others may write to, for a
 // file gemini reads only from such a place: the clients' cache, else the
 // directory of the wiggum under test.

@@ -184,6 +184,15 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		out.limit = limitIn(out)
 	}
 	var held step
+	if out.limit != nil && out.limit.Outage {
+		n := r.outages.Add(1)
+		if r.opts.WaitOnLimit && out.limit.Reset.IsZero() {
+			out.limit.Reset = time.Now().Add(outageWait(int(n)))
+		}
+	} else if out.res != nil {
+		// The service answered (or the agent's failure was its own).
+		r.outages.Store(0)
+	}
 	if out.limit != nil {
 		// Every worker stops starting attempts now, before this one's
 		// rollback: waiting at the gate, or not at all when the run stops.
@@ -226,8 +235,13 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 			return step{}, err
 		}
 		e.log(iter, story, attempt, "usage limit", out, backup, time.Since(started))
-		e.disp.printf("⏸ %s hit a usage limit: %s; rolled back%s (not counted as a failed attempt)", story.ID, lim.Message, backupNote(backup))
-		e.event("usage_limit", map[string]any{"story": story.ID, "message": lim.Message, "reset": lim.Reset})
+		if lim.Outage {
+			e.disp.printf("⏸ %s: %s; rolled back%s (not counted as a failed attempt)", story.ID, lim.Message, backupNote(backup))
+			e.event("usage_limit", map[string]any{"story": story.ID, "message": lim.Message, "outage": true})
+		} else {
+			e.disp.printf("⏸ %s hit a usage limit: %s; rolled back%s (not counted as a failed attempt)", story.ID, lim.Message, backupNote(backup))
+			e.event("usage_limit", map[string]any{"story": story.ID, "message": lim.Message, "reset": lim.Reset})
+		}
 		held.limit, held.story = lim, story.ID
 		return held, nil
 	}

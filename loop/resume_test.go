@@ -470,3 +470,74 @@ func TestResumeKillsGitLeftByKilledRun(t *testing.T) {
 		t.Error("the killed run's git is still running")
 	}
 }
+
+// The model service failing (claude's "API Error: 529 Overloaded" after its
+// own retries) is not the agent failing: without --wait-on-limit the run
+// stops (exit 5) with the attempt rolled back, saved and not counted, and
+// the next run resumes the story at the same attempt; with it, the run
+// backs off and tries again, each outage in a row waiting longer.
+func TestModelOutageIsWaitedOutNotCounted(t *testing.T) {
+	outage := `echo '{"type":"result","subtype":"success","is_error":true,"result":"API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a moment.","terminal_reason":"api_error"}'; exit 1`
+	st, p := newRepo(t, 1)
+	dir := t.TempDir()
+	o := opts(p, `cat >/dev/null; echo partial > p.txt; n=$(cat "`+dir+`/n" 2>/dev/null || echo 0); echo $((n+1)) > "`+dir+`/n"
+if [ "$n" -lt 3 ]; then `+outage+`; fi
+echo ok > ok.txt`)
+	o.Retries = 0
+	var out bytes.Buffer
+	o.Out = &out
+	_, err := Run(context.Background(), st, o)
+	if !isStop(err) || !strings.Contains(err.Error(), "the model service is unavailable (API Error: 529 Overloaded") ||
+		!strings.Contains(err.Error(), "--wait-on-limit") {
+		t.Fatalf("want a stop naming the outage, got %v\n%s", err, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(st.Repo.Root, "p.txt")); err == nil {
+		t.Error("the attempt was not rolled back")
+	}
+	if refs := gitT(t, st.Repo.Root, "for-each-ref", "refs/wiggum/backup/"); refs == "" {
+		t.Error("the attempt was not saved")
+	}
+
+	// Resumed with --wait-on-limit and no retries: two more outages are
+	// waited out, and the story is still on its first attempt.
+	saved := outageBase
+	outageBase = 20 * time.Millisecond
+	defer func() { outageBase = saved }()
+	o.WaitOnLimit = true
+	out.Reset()
+	sum, err := Run(context.Background(), st, o)
+	if err != nil || len(sum.Completed) != 1 {
+		t.Fatalf("an outage with --wait-on-limit and no retries left must be waited out: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "waiting") || !strings.Contains(out.String(), "before trying again") {
+		t.Errorf("the wait is not shown:\n%s", out.String())
+	}
+	events, _ := os.ReadFile(filepath.Join(st.Repo.Root, ".ralph/wiggum/events.jsonl"))
+	var outages, waits int
+	for _, line := range strings.Split(string(events), "\n") {
+		var ev struct {
+			Event   string `json:"event"`
+			Outage  bool   `json:"outage"`
+			Attempt int    `json:"attempt"`
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil {
+			continue
+		}
+		switch {
+		case ev.Event == "usage_limit" && ev.Outage:
+			outages++
+		case ev.Event == "limit_wait_start" && ev.Outage:
+			waits++
+		case ev.Event == "iteration_start" && ev.Attempt != 1:
+			t.Errorf("an outage counted as a failed attempt: %s", line)
+		}
+	}
+	if outages != 3 || waits != 2 {
+		t.Errorf("%d outage events and %d waits, want 3 and 2:\n%s", outages, waits, events)
+	}
+	for n, want := range []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 160 * time.Millisecond, 320 * time.Millisecond, 320 * time.Millisecond} {
+		if got := outageWait(n + 1); got != want {
+			t.Errorf("outage %d in a row waits %v, want %v", n+1, got, want)
+		}
+	}
+}

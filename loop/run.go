@@ -56,6 +56,9 @@ type run struct {
 	// noDispatch: a usage limit stops the run (no --wait-on-limit); no
 	// worker starts another attempt.
 	noDispatch atomic.Bool
+	// outages counts the model-service outages in a row, for the back-off
+	// (outageWait); any attempt the service answered resets it.
+	outages atomic.Int32
 	// pool keeps the agents' supervisors between attempts: starting
 	// wiggum's binary anew for each attempt cost more than the agent's
 	// own start.
@@ -929,6 +932,17 @@ const (
 	unknownResetWait = 15 * time.Minute
 	limitJitter      = 30 * time.Second
 )
+
+// outageWait is how long a run waits before trying again after the n-th
+// model-service outage in a row (n >= 1): 1, 2, 4, 8 minutes, then 15. The
+// client has already retried for itself, so the first wait is not short;
+// an outage that lasts is not hammered.
+func outageWait(n int) time.Duration {
+	return min(outageBase<<min(max(n-1, 0), 4), unknownResetWait)
+}
+
+// outageBase is the first outage's wait (a variable for the tests).
+var outageBase = time.Minute
 
 // limitStop is a run stopped by a usage limit without --wait-on-limit:
 // work is left (exit 5), and the run stays open to be resumed.

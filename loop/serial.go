@@ -117,6 +117,9 @@ func (r *run) limited(ctx context.Context, res step) error {
 		when = "at " + lim.Reset.Local().Format("15:04 MST, Jan 2")
 	}
 	if !r.opts.WaitOnLimit {
+		if lim.Outage {
+			return &limitStop{StopError{Reason: fmt.Sprintf("stopped: %s, after the agent's own retries; the attempt was rolled back and does not count. Run again to resume (attempts, failures and spending carry over), or pass --wait-on-limit to wait and try again", lim.Message)}}
+		}
 		return &limitStop{StopError{Reason: fmt.Sprintf("stopped: the agent says %s; it resets %s. Run again then to resume (attempts, failures and spending carry over), or pass --wait-on-limit to wait for it", lim.Message, when)}}
 	}
 	until, lead := res.until, res.lead
@@ -124,19 +127,29 @@ func (r *run) limited(ctx context.Context, res step) error {
 		return r.gate.wait(ctx)
 	}
 	defer r.gate.done()
-	r.disp.printf("the agent says %s; waiting until it resets %s (no worker starts an attempt before)", lim.Message, when)
-	r.event("limit_wait_start", map[string]any{"message": lim.Message, "until": until.UTC().Format(time.RFC3339)})
+	waitFor := "the usage limit to reset at " + until.Local().Format("15:04:05 MST")
+	if lim.Outage {
+		waitFor = "the model service, trying again at " + until.Local().Format("15:04:05 MST")
+		r.disp.printf("%s; waiting %s before trying again (no worker starts an attempt before)", lim.Message, time.Until(until).Round(time.Second))
+	} else {
+		r.disp.printf("the agent says %s; waiting until it resets %s (no worker starts an attempt before)", lim.Message, when)
+	}
+	r.event("limit_wait_start", map[string]any{"message": lim.Message, "until": until.UTC().Format(time.RFC3339), "outage": lim.Outage})
 	_ = session.WriteRun(r.st, session.Run{PID: r.lock.Holder.PID, Session: r.session, Plan: r.planRel, Started: r.started.UTC(),
-		LastOutcome: "waiting for the usage limit to reset at " + until.Local().Format("15:04:05 MST")})
+		LastOutcome: "waiting for " + waitFor})
 	began := time.Now()
-	err := r.countdown(ctx)
+	err := r.countdown(ctx, lim.Outage)
 	r.event("limit_wait_end", map[string]any{"waited_ms": time.Since(began).Milliseconds(), "interrupted": err != nil})
-	r.event("usage_limit_end", map[string]any{"story": res.story})
+	r.event("usage_limit_end", map[string]any{"story": res.story, "outage": lim.Outage})
 	return err
 }
 
-func (r *run) countdown(ctx context.Context) error {
-	r.disp.begin("usage limit")
+func (r *run) countdown(ctx context.Context, outage bool) error {
+	what, verb := "usage limit", "resets"
+	if outage {
+		what, verb = "model service", "retry"
+	}
+	r.disp.begin(what)
 	defer r.disp.end()
 	lastPlain := time.Time{}
 	for {
@@ -147,10 +160,10 @@ func (r *run) countdown(ctx context.Context) error {
 			return nil
 		}
 		r.disp.mu.Lock()
-		r.disp.activity = "resets in " + left.Round(time.Second).String()
+		r.disp.activity = verb + " in " + left.Round(time.Second).String()
 		r.disp.mu.Unlock()
 		if !r.opts.Live && time.Since(lastPlain) >= 10*time.Minute {
-			r.disp.printf("  waiting for the usage limit to reset: %s left", left.Round(time.Second))
+			r.disp.printf("  waiting for the %s: %s left", what, left.Round(time.Second))
 			lastPlain = time.Now()
 		}
 		select {

@@ -29,6 +29,14 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request, body []byte) 
 		}
 	}
 	turn, idx, seq := s.take(r, "anthropic", body, main)
+	if turn.Status >= 500 {
+		kind, msg := "api_error", "Internal server error"
+		if turn.Status == 529 {
+			kind, msg = "overloaded_error", "Overloaded"
+		}
+		writeJSON(w, turn.Status, map[string]any{"type": "error", "error": map[string]any{"type": kind, "message": msg}})
+		return
+	}
 	if turn.Status != 0 {
 		reset := resetOf(turn)
 		w.Header().Set("anthropic-ratelimit-unified-status", "rejected")

@@ -32,8 +32,10 @@ type Turn struct {
 	WriteFile, WriteContent string
 	// Text is a final answer: the client's turn ends.
 	Text string
-	// Status answers with this HTTP error (e.g. 429), in the body and
-	// headers the client's own service sends for a usage limit.
+	// Status answers with this HTTP error, in the body and headers the
+	// client's own service sends: for 429 a usage limit; for 500 and up
+	// the service failing or overloaded (Anthropic's 529 overloaded_error,
+	// OpenAI's server_error, Gemini's UNAVAILABLE).
 	Status int
 	// Reset is when a usage limit resets (for Status 429); zero means one
 	// hour from now.

@@ -35,6 +35,14 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 	}
 	turn, _, _ := s.take(r, "gemini", body, main)
+	if turn.Status >= 500 {
+		status, msg := "INTERNAL", "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting"
+		if turn.Status == 503 {
+			status, msg = "UNAVAILABLE", "The model is overloaded. Please try again later."
+		}
+		writeJSON(w, turn.Status, map[string]any{"error": map[string]any{"code": turn.Status, "message": msg, "status": status}})
+		return
+	}
 	if turn.Status != 0 {
 		reset := resetOf(turn)
 		writeJSON(w, turn.Status, map[string]any{"error": map[string]any{

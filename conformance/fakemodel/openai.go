@@ -47,6 +47,11 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 	}
 	turn, _, seq := s.take(r, "openai", body, tool != "")
+	if turn.Status >= 500 {
+		writeJSON(w, turn.Status, map[string]any{"error": map[string]any{"type": "server_error", "code": "server_error",
+			"message": "The server had an error while processing your request. Sorry about that!"}})
+		return
+	}
 	if turn.Status != 0 {
 		reset := resetOf(turn)
 		w.Header().Set("x-codex-primary-used-percent", "100")

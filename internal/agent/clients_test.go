@@ -109,6 +109,51 @@ func TestClientLimits(t *testing.T) {
 	}
 }
 
+// Closing errors recorded from claude 2.1.332, codex 0.171 and gemini-cli
+// 0.61 when conformance/fakemodel answered 500, 503 or 529 (the clients'
+// own retries turned off): each is an outage, not a limit or a failure.
+func TestClientOutages(t *testing.T) {
+	for _, tc := range []struct{ name, lines, msg string }{
+		{"claude-529", `{"type":"result","subtype":"success","is_error":true,"result":"API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:43113).","terminal_reason":"api_error","total_cost_usd":0}`, "API Error: 529 Overloaded"},
+		{"claude-500", `{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500 Internal server error. This is a server-side issue, usually temporary — try again in a moment.","terminal_reason":"api_error"}`, "API Error: 500"},
+		{"codex-503", `{"type":"error","message":"unexpected status 503 Service Unavailable: The server had an error while processing your request. Sorry about that!, url: http://127.0.0.1:41547/v1/responses"}
+{"type":"turn.failed","error":{"message":"unexpected status 503 Service Unavailable: The server had an error while processing your request. Sorry about that!, url: http://127.0.0.1:41547/v1/responses"}}`, "unexpected status 503"},
+		{"codex-500", `{"type":"error","message":"We’re currently experiencing high demand, which may cause temporary errors."}
+{"type":"turn.failed","error":{"message":"We’re currently experiencing high demand, which may cause temporary errors."}}`, "high demand"},
+		{"gemini-503", `{"type":"result","timestamp":"2026-11-28T02:38:56.392Z","status":"error","error":{"type":"unknown","message":"[API Error: The model is overloaded. Please try again later.]"},"stats":{"total_tokens":1234,"input_tokens":1200,"output_tokens":34}}`, "The model is overloaded"},
+		{"gemini-500", `{"type":"result","status":"error","error":{"type":"unknown","message":"[API Error: {\"error\":{\"code\":500,\"message\":\"An internal error has occurred.\",\"status\":\"INTERNAL\"}}]"}}`, `"code":500`},
+	} {
+		p, _ := parseAll(t, tc.lines)
+		if p.limit == nil || !p.limit.Outage {
+			t.Errorf("%s: outage not recognised: %+v", tc.name, p.limit)
+			continue
+		}
+		if !strings.Contains(p.limit.Message, "the model service is unavailable") || !strings.Contains(p.limit.Message, tc.msg) {
+			t.Errorf("%s: message %q, want the client's %q in it", tc.name, p.limit.Message, tc.msg)
+		}
+		if !p.limit.Reset.IsZero() {
+			t.Errorf("%s: an outage has no reset time, got %v", tc.name, p.limit.Reset)
+		}
+	}
+	// Not outages: a usage limit stays a limit; codex's retry notices are
+	// not its last word; a 503 in a tool's output or the agent's own text
+	// is the project's business; an agent's own failure is a failure.
+	for _, tc := range []struct{ name, lines string }{
+		{"claude-429", claudeAPI429},
+		{"codex-limit", codexLimit},
+		{"codex-retrying", `{"type":"error","message":"Reconnecting... 2/5 (unexpected status 503 Service Unavailable)"}
+{"type":"turn.completed","usage":{"input_tokens":10,"output_tokens":2}}`},
+		{"tool-output", `{"type":"item.completed","item":{"id":"item_0","type":"command_execution","command":"curl localhost","aggregated_output":"HTTP/1.1 503 Service Unavailable overloaded","exit_code":0,"status":"completed"}}
+{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"the server answers 503: overloaded"}}`},
+		{"claude-failure", `{"type":"result","subtype":"error_max_turns","is_error":true,"result":"Reached max turns (30)"}`},
+	} {
+		p, _ := parseAll(t, tc.lines)
+		if p.limit != nil && p.limit.Outage {
+			t.Errorf("%s: taken for an outage: %+v", tc.name, p.limit)
+		}
+	}
+}
+
 func TestUnstarted(t *testing.T) {
 	p, _ := parseAll(t, `{"type":"result","subtype":"success","is_error":true,"result":"Invalid API key · Please run /login"}`)
 	r := &Result{ExitCode: 1, events: true, ToolCalls: p.tools, Usage: p.usage, Error: p.lastError}

@@ -29,9 +29,16 @@ type Usage struct {
 }
 
 // Limit is a usage limit the agent hit. Reset is zero when unknown.
+//
+// Outage marks the other reason to wait rather than fail: the model
+// service itself failed (an HTTP 5xx, "overloaded") and the client gave up
+// after its own retries. The agent did nothing wrong, so the attempt is
+// handled as a limit's is - rolled back, saved, not counted - but there is
+// no reset time: the run backs off (see the loop).
 type Limit struct {
 	Message string
 	Reset   time.Time
+	Outage  bool
 }
 
 // streamLine is the part of a JSON-lines event wiggum reads: claude's
@@ -226,6 +233,11 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 			p.checkLimitText(text)
 			events = append(events, Event{Kind: "result", Text: "error: " + firstLine(text), Usage: p.usage})
 		}
+		if l.Type == "turn.failed" {
+			// codex's "error" events also report retries it goes on from
+			// ("Reconnecting... 2/5"); only the failed turn is its last word.
+			p.checkOutage(text)
+		}
 	case "tool_use":
 		p.tools++
 		if l.ToolName == "run_shell_command" {
@@ -272,6 +284,7 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 		if l.IsError {
 			p.lastError = text
 			summary = "error: " + firstLine(text)
+			p.checkOutage(text)
 		}
 		events = append(events, Event{Kind: "result", Text: summary, Usage: p.usage})
 	default:
@@ -319,6 +332,7 @@ func (p *parser) geminiResult(l streamLine) []Event {
 		text := errorText(l.Error)
 		p.lastError = text
 		p.checkLimitText(text)
+		p.checkOutage(text)
 		return []Event{{Kind: "result", Text: "error: " + firstLine(text), Usage: p.usage}}
 	}
 	return []Event{{Kind: "result", Text: l.Status, Usage: p.usage}}
@@ -369,6 +383,24 @@ func (p *parser) checkLimitText(text string) {
 		// gemini: "You have exhausted your daily quota on this model."
 		p.limit = &Limit{Message: strings.Trim(firstLine(text), "[]")}
 	}
+}
+
+// outageText is how each client words the model service failing after its
+// own retries: claude "API Error: 529 Overloaded" or "API Error: 500
+// Internal server error"; codex "unexpected status 503 Service
+// Unavailable: ...", and for a 500 "We're currently experiencing high
+// demand"; gemini "[API Error: The model is overloaded...]" or the
+// service's JSON with "code":500. It is read only from a client's own
+// closing error, never from a tool's output.
+var outageText = lazyre.New(`(?i)(API Error: 5[0-9][0-9]\b|unexpected status 5[0-9][0-9]\b|"code":\s*5[0-9][0-9]\b|\boverloaded\b|experiencing high demand|stream disconnected before completion|"status":\s*"(UNAVAILABLE|INTERNAL)")`)
+
+// checkOutage reads a client's closing error: the model service failing
+// is an outage to wait out, unless the same error is a usage limit.
+func (p *parser) checkOutage(text string) {
+	if p.limit != nil || !outageText().MatchString(text) {
+		return
+	}
+	p.limit = &Limit{Message: "the model service is unavailable (" + clip(strings.Trim(firstLine(text), "[]"), 200) + ")", Outage: true}
 }
 
 // parseReset reads "resets [Mon D at ]H[:MM]am|pm[ (Zone)]" as the next such

@@ -49,7 +49,7 @@ type RunCmd struct {
 	Timeout      time.Duration `default:"1h" help:"Stop an agent that runs longer than this (0: no limit)."`
 	IdleTimeout  time.Duration `name:"idle-timeout" default:"0s" help:"Stop an agent that prints nothing for this long (0: no limit)."`
 	Grace        time.Duration `default:"10s" help:"Time between SIGTERM and SIGKILL when stopping an agent."`
-	WaitOnLimit  bool          `name:"wait-on-limit" help:"When the agent hits its usage limit, wait for the reset (with a countdown) instead of stopping."`
+	WaitOnLimit  bool          `name:"wait-on-limit" help:"When the agent hits its usage limit, wait for the reset (with a countdown) instead of stopping; when the model service is down, back off and try again."`
 	AllowDirty   bool          `name:"allow-dirty" help:"Start on a dirty tree; pre-existing changes are left out of every commit."`
 	HookPolicy   string        `name:"hook-policy" enum:"rollback,record" default:"rollback" help:"What wiggum's agent hooks do when they see a test run fail mid-iteration: rollback (to the iteration's checkpoint, saving the attempt first; refused when unsafe) or record (only log it and tell the agent)."`
 	DryRun       bool          `name:"dry-run" help:"Show the stories and the prompts the run would use; change nothing."`
@@ -120,8 +120,13 @@ starts another attempt; the limited attempt is rolled back and saved, and
 does not count as failed. Without --wait-on-limit the run stops (exit 5)
 and resumes when run again; with it, every worker waits until the reported
 reset (plus up to 30s of jitter; 15m when none is reported) and the story is
-retried. A spending cap, a disabled account or revoked credentials stop the
-run at once (exit 1).
+retried. The model service failing after the agent's own retries (an HTTP
+5xx: Claude's "API Error: 529 Overloaded", Codex's "unexpected status 503",
+Gemini's "model is overloaded", as each reports it in its event stream) is
+handled the same way - rolled back, saved, not counted - except that there
+is no reset to wait for: with --wait-on-limit the run tries again after 1m,
+then 2m, 4m, 8m and 15m while the outage lasts. A spending cap, a disabled
+account or revoked credentials stop the run at once (exit 1).
 
 Budgets: --max-cost and --max-story-cost use the cost the agents report.
 Reaching the run's budget stops dispatch; attempts already running finish,

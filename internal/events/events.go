@@ -22,9 +22,9 @@ const (
 	BudgetReached   = "budget_reached"   // reason: --max-cost reached, the run stops
 	RollbackRefused = "rollback_refused" // story, reason: the run stops
 	Interrupted     = "interrupted"      // iteration, story
-	UsageLimit      = "usage_limit"      // story, message, reset: a limit wait begins (or the run stops)
-	UsageLimitEnd   = "usage_limit_end"  // story: the wait is over
-	LimitWaitStart  = "limit_wait_start" // message, until: every worker waits for the reset
+	UsageLimit      = "usage_limit"      // story, message, reset, outage: a limit wait begins (or the run stops)
+	UsageLimitEnd   = "usage_limit_end"  // story, outage: the wait is over
+	LimitWaitStart  = "limit_wait_start" // message, until, outage: every worker waits for the reset
 	LimitWaitEnd    = "limit_wait_end"   // waited_ms, interrupted
 	Merged          = "merged"           // story, branch, commit, fast_forward, land_ms
 	MergeFailed     = "merge_failed"     // story, branch, error, paths: the branch is kept
@@ -103,6 +103,9 @@ type Event struct {
 	// usage_limit
 	Message string    `json:"message,omitempty"`
 	Reset   time.Time `json:"reset,omitzero"`
+	// usage_limit, usage_limit_end, limit_wait_start: the wait is for the
+	// model service (an outage: HTTP 5xx, overloaded), not a usage limit
+	Outage bool `json:"outage,omitempty"`
 	// merged, merge_failed, landed, land_failed, claim_lost
 	Branch      string   `json:"branch,omitempty"`
 	FastForward bool     `json:"fast_forward,omitempty"`

@@ -210,6 +210,15 @@ func TestMessages(t *testing.T) {
 	if strings.Join(kinds, " ") != strings.Join(want, " ") {
 		t.Errorf("kinds %v, want %v", kinds, want)
 	}
+
+	// A model-service outage is a wait too, and says what it waits for.
+	m, ok := tr.message(events.Event{Name: events.UsageLimit, Outage: true, Message: "the model service is unavailable (API Error: 529 Overloaded)"})
+	if !ok || m.Kind != KindLimitStart || m.Title != "wiggum: the model service is unavailable" || !strings.Contains(m.Text, "529 Overloaded") {
+		t.Errorf("outage: %v %+v", ok, m)
+	}
+	if m, ok := tr.message(events.Event{Name: events.UsageLimitEnd, Outage: true}); !ok || m.Kind != KindLimitEnd || m.Title != "wiggum: trying the model service again" {
+		t.Errorf("outage over: %v %+v", ok, m)
+	}
 }
 
 // The remaining kinds: a merge conflict names the kept branch, a guard

@@ -110,6 +110,9 @@ func (t *tracker) message(ev events.Event) (Message, bool) {
 		t.limited = true
 		m.Kind, m.Severity = KindLimitStart, SeverityWarning
 		m.Title = "wiggum: usage limit reached"
+		if ev.Outage {
+			m.Title = "wiggum: the model service is unavailable"
+		}
 		m.Text = clip(ev.Message)
 		if !ev.Reset.IsZero() {
 			m.Text += "; it resets at " + ev.Reset.UTC().Format("15:04 UTC, Jan 2")
@@ -118,6 +121,9 @@ func (t *tracker) message(ev events.Event) (Message, bool) {
 		t.limited = false
 		m.Kind = KindLimitEnd
 		m.Title = "wiggum: usage limit over"
+		if ev.Outage {
+			m.Title = "wiggum: trying the model service again"
+		}
 		m.Text = "The wait is over; the run goes on."
 	case events.GuardDenied:
 		m.Kind, m.Severity = KindGuardDenied, SeverityWarning

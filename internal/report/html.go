@@ -187,7 +187,7 @@ footer { color: var(--muted); font-size: 12px; }
 <ul>{{range .Look}}<li><code>{{.Cmd}}</code> {{.Why}}</li>{{end}}</ul>
 </section>{{end}}
 {{if .WaitRows}}<section>
-<h2>Usage-limit waits</h2>
+<h2>Waits: usage limits and model-service outages</h2>
 <ul>{{range .WaitRows}}<li>{{index . 0}} · {{index . 1}} · {{index . 2}}</li>{{end}}</ul>
 </section>{{end}}
 {{if .R.Denials}}<section>

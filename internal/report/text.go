@@ -95,7 +95,7 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 	}
 	if len(r.Waits) > 0 {
-		ew.printf("\nusage-limit waits:\n")
+		ew.printf("\nwaits (usage limits, model-service outages):\n")
 		for _, wt := range r.Waits {
 			d := "still waiting"
 			if !wt.End.IsZero() {

@@ -152,6 +152,9 @@ func describe(e Event) (kind, text string) {
 	case "land_failed", "claim_lost":
 		return "conflict", strings.ReplaceAll(e.Name, "_", " ") + prefixed(": ", e.Error) + "; branch " + strings.TrimPrefix(e.Branch, "refs/heads/") + " kept"
 	case "limit_wait_start":
+		if e.Outage {
+			return "limit", "all workers wait for the model service; trying again at " + e.Until.Local().Format("15:04")
+		}
 		return "limit", "all workers wait for the usage limit to reset at " + e.Until.Local().Format("15:04")
 	case "budget_reached":
 		return "stopped", "budget reached: " + e.Reason
@@ -161,12 +164,18 @@ func describe(e Event) (kind, text string) {
 		}
 		return "conflict", "not merged, branch kept: " + e.Error
 	case "usage_limit":
+		if e.Outage {
+			return "limit", e.Message
+		}
 		text := "usage limit: " + e.Message
 		if !e.Reset.IsZero() {
 			text += "; resets " + e.Reset.Local().Format("15:04")
 		}
 		return "limit", text
 	case "usage_limit_end":
+		if e.Outage {
+			return "limit", "trying the model service again"
+		}
 		return "limit", "usage limit over; going on"
 	case "story_skipped":
 		return "skipped", fmt.Sprintf("skipped after %d failed attempts", e.Attempts)
