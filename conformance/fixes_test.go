@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -356,6 +357,41 @@ func TestModelOutageDoesNotCount(t *testing.T) {
 		}
 		if got := w.git("show", "HEAD:two.txt"); got != "two\n" {
 			t.Fatalf("the story was not done after the outage: %q", got)
+		}
+	})
+}
+
+// The model service out of reach (nothing listens at the client's base
+// URL) is an outage too, not a failed attempt: claude gives up with "API
+// Error: Connection refused ... (ECONNREFUSED)"; codex waits for the network
+// for as long as it takes, until --timeout stops it. Not for gemini: it
+// retries a refused connection for minutes (10 attempts, 5 s to 30 s apart)
+// before its closing error, "fetch failed", which the parser reads the same.
+func TestModelServiceOutOfReach(t *testing.T) {
+	forClients(t, []string{"claude", "codex"}, func(t *testing.T, c client) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := "http://" + ln.Addr().String()
+		ln.Close()
+		w := newWorld(t, c, fakemodel.Turn{Text: "done"})
+		var out, words string
+		switch c.name {
+		case "claude":
+			w.env = append(w.env, "ANTHROPIC_BASE_URL="+closed)
+			out, words = w.run(5), "Connection refused"
+		case "codex":
+			out, words = w.run(5, "--timeout", "15s", "--agent-arg=-c", "--agent-arg=model_providers.fake.base_url="+closed+"/v1"), "waiting for network"
+		}
+		if !strings.Contains(out, "stopped: the model service is unavailable (") || !strings.Contains(out, words) {
+			t.Fatalf("the run does not say the service is out of reach (%q):\n%s", words, out)
+		}
+		if e := w.event("usage_limit"); e["outage"] != true {
+			t.Fatalf("usage_limit event does not mark the outage: %v", e)
+		}
+		if n := len(w.srv.Requests()); n != 0 {
+			t.Fatalf("the client reached the model server after all (%d requests): the test proves nothing", n)
 		}
 	})
 }

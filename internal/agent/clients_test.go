@@ -121,6 +121,7 @@ func TestClientOutages(t *testing.T) {
 		{"codex-500", `{"type":"error","message":"We’re currently experiencing high demand, which may cause temporary errors."}
 {"type":"turn.failed","error":{"message":"We’re currently experiencing high demand, which may cause temporary errors."}}`, "high demand"},
 		{"gemini-503", `{"type":"result","timestamp":"2026-11-28T02:38:56.392Z","status":"error","error":{"type":"unknown","message":"[API Error: The model is overloaded. Please try again later.]"},"stats":{"total_tokens":1234,"input_tokens":1200,"output_tokens":34}}`, "The model is overloaded"},
+		{"claude-offline", `{"type":"result","subtype":"success","is_error":true,"result":"API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)","terminal_reason":"api_error"}`, "Connection refused"},
 		{"gemini-500", `{"type":"result","status":"error","error":{"type":"unknown","message":"[API Error: {\"error\":{\"code\":500,\"message\":\"An internal error has occurred.\",\"status\":\"INTERNAL\"}}]"}}`, `"code":500`},
 	} {
 		p, _ := parseAll(t, tc.lines)
@@ -135,6 +136,20 @@ func TestClientOutages(t *testing.T) {
 			t.Errorf("%s: an outage has no reset time, got %v", tc.name, p.limit.Reset)
 		}
 	}
+	// codex without a network waits for one as long as it takes: stopped
+	// there (--timeout), that is an outage; once it is back, it is not.
+	waiting := `{"type":"turn.started"}
+{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}
+{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}`
+	p, _ := parseAll(t, waiting)
+	if lim := p.stoppedOffline(); lim == nil || !lim.Outage || !strings.Contains(lim.Message, "waiting for network") {
+		t.Errorf("codex stopped while waiting for the network: %+v", lim)
+	}
+	p, _ = parseAll(t, waiting+"\n"+`{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"back"}}`)
+	if lim := p.stoppedOffline(); lim != nil {
+		t.Errorf("codex back online, still taken for offline: %+v", lim)
+	}
+
 	// Not outages: a usage limit stays a limit; codex's retry notices are
 	// not its last word; a 503 in a tool's output or the agent's own text
 	// is the project's business; an agent's own failure is a failure.

@@ -196,6 +196,11 @@ wait:
 	res.Output = r.tail.String()
 	res.Usage = r.parser.usage
 	res.Limit = r.parser.limit
+	if res.Stopped == StopTimeout || res.Stopped == StopIdle {
+		if lim := r.parser.stoppedOffline(); lim != nil {
+			res.Limit = lim
+		}
+	}
 	res.ToolCalls, res.ShellCalls = r.parser.tools, r.parser.shells
 	res.Error = r.parser.lastError
 	res.events = prof.Events

@@ -130,6 +130,9 @@ type parser struct {
 	shellsDone int
 	shellIDs   map[string]bool
 	lastError  string
+	// offline: the agent's last word is that it waits for the network
+	// (codex); if it is stopped there, that was an outage.
+	offline bool
 }
 
 // shellCall notes a shell command the agent called.
@@ -213,6 +216,7 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 			events = append(events, Event{Kind: "limit", Text: lim.Message})
 		}
 	case "item.started", "item.completed":
+		p.offline = false
 		events = p.codexItem(l)
 	case "turn.completed":
 		if l.Usage != nil {
@@ -238,6 +242,9 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 			// ("Reconnecting... 2/5"); only the failed turn is its last word.
 			p.checkOutage(text)
 		}
+		// codex without a network waits for one, for as long as it takes
+		// ("Reconnecting... waiting for network (Connection failed: ...)").
+		p.offline = strings.Contains(text, "waiting for network")
 	case "tool_use":
 		p.tools++
 		if l.ToolName == "run_shell_command" {
@@ -392,7 +399,11 @@ func (p *parser) checkLimitText(text string) {
 // demand"; gemini "[API Error: The model is overloaded...]" or the
 // service's JSON with "code":500. It is read only from a client's own
 // closing error, never from a tool's output.
-var outageText = lazyre.New(`(?i)(API Error: 5[0-9][0-9]\b|unexpected status 5[0-9][0-9]\b|"code":\s*5[0-9][0-9]\b|\boverloaded\b|experiencing high demand|stream disconnected before completion|"status":\s*"(UNAVAILABLE|INTERNAL)")`)
+//
+// The service out of reach is the same to the run: claude "API Error:
+// Connection refused ... (ECONNREFUSED)", codex "error sending request",
+// gemini "fetch failed".
+var outageText = lazyre.New(`(?i)(API Error: 5[0-9][0-9]\b|unexpected status 5[0-9][0-9]\b|"code":\s*5[0-9][0-9]\b|\boverloaded\b|experiencing high demand|stream disconnected before completion|"status":\s*"(UNAVAILABLE|INTERNAL)"|API Error: (Connection|Request timed out)|\bE(CONNREFUSED|CONNRESET|TIMEDOUT|NOTFOUND|AI_AGAIN|NETUNREACH|HOSTUNREACH)\b|error sending request|fetch failed)`)
 
 // checkOutage reads a client's closing error: the model service failing
 // is an outage to wait out, unless the same error is a usage limit.
@@ -401,6 +412,15 @@ func (p *parser) checkOutage(text string) {
 		return
 	}
 	p.limit = &Limit{Message: "the model service is unavailable (" + clip(strings.Trim(firstLine(text), "[]"), 200) + ")", Outage: true}
+}
+
+// stoppedOffline is the outage of an agent wiggum stopped (--timeout,
+// --idle-timeout) while it waited for the network: not its failure.
+func (p *parser) stoppedOffline() *Limit {
+	if !p.offline || p.limit != nil {
+		return nil
+	}
+	return &Limit{Message: "the model service is unavailable (" + clip(firstLine(p.lastError), 200) + ", until the agent was stopped)", Outage: true}
 }
 
 // parseReset reads "resets [Mon D at ]H[:MM]am|pm[ (Zone)]" as the next such

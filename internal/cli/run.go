@@ -122,8 +122,9 @@ and resumes when run again; with it, every worker waits until the reported
 reset (plus up to 30s of jitter; 15m when none is reported) and the story is
 retried. The model service failing after the agent's own retries (an HTTP
 5xx: Claude's "API Error: 529 Overloaded", Codex's "unexpected status 503",
-Gemini's "model is overloaded", as each reports it in its event stream) is
-handled the same way - rolled back, saved, not counted - except that there
+Gemini's "model is overloaded", as each reports it in its event stream), or
+out of reach (a refused connection; codex stopped by --timeout while it
+waits for the network), is handled the same way - rolled back, saved, not counted - except that there
 is no reset to wait for: with --wait-on-limit the run tries again after 1m,
 then 2m, 4m, 8m and 15m while the outage lasts. A spending cap, a disabled
 account or revoked credentials stop the run at once (exit 1).
