@@ -244,7 +244,7 @@ func printStatus(g *Globals, r *StatusReport) {
 		fmt.Fprintln(w)
 	}
 	if rs := r.Resume; rs != nil && rs.Interrupted {
-		fmt.Fprintf(w, "resume:     the run of %s started %s was interrupted (killed, signalled or stopped by a usage limit): %d story(ies) done in it, %d failed and %d interrupted attempt(s), %s spent",
+		fmt.Fprintf(w, "resume:     the run of %s started %s was interrupted (killed, signalled, or stopped by a usage limit or a model-service outage): %d story(ies) done in it, %d failed and %d interrupted attempt(s), %s spent",
 			rs.Plan, rs.Started.Local().Format("Jan 2 15:04"), len(rs.Done), rs.Failed, rs.Interrupts, fmt.Sprintf("$%.2f", rs.SpentUSD))
 		if rs.MaxCost > 0 {
 			fmt.Fprintf(w, " of --max-cost $%.2f", rs.MaxCost)
