@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -416,4 +417,81 @@ func secureDir(t *testing.T) string {
 	}
 	t.Fatalf("neither %s nor %s is a directory whose parents only their owner may write to; gemini reads its system settings from nowhere else", cacheDir(), wiggumDir)
 	return ""
+}
+
+// Claude Code's own Bash sandbox (bubblewrap on Linux: every command in new
+// namespaces, writes only in the working directory and what the settings
+// allow), turned on as a user does in ~/.claude/settings.json: the story is
+// committed, a failing test run is rolled back and saved with wiggum's
+// message in the model's next request, and a push from a script the guard
+// cannot read is refused by the pre-push hook from inside the sandbox's PID
+// namespace. The first command's own view of its PID namespace proves the
+// sandbox is on; failIfUnavailable makes claude refuse rather than run
+// unsandboxed.
+func TestClaudeSandbox(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		for _, tool := range []string{"bwrap", "socat"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				msg := tool + " is not installed (apt-get install bubblewrap socat): claude's sandbox needs it"
+				if os.Getenv("CI") != "" {
+					t.Fatal(msg)
+				}
+				t.Skip(msg)
+			}
+		}
+		sandboxed := func(t *testing.T, turns ...fakemodel.Turn) *world {
+			w := newWorld(t, c, turns...)
+			home := filepath.Join(filepath.Dir(w.dir), "home")
+			// The bare remote is outside the working tree: writable only
+			// where allowed, or a push would fail for that reason alone.
+			writeFile(t, filepath.Join(home, ".claude", "settings.json"), `{"sandbox":{"enabled":true,"failIfUnavailable":true,`+
+				`"autoAllowBashIfSandboxed":true,"filesystem":{"allowWrite":["`+w.remote+`"]}}}`)
+			return w
+		}
+		t.Run("commit", func(t *testing.T) {
+			w := sandboxed(t, fakemodel.Turn{Shell: "echo hello > story.txt; grep NSpid /proc/self/status"}, fakemodel.Turn{Text: "done"})
+			w.run(0)
+			if got := w.git("show", "HEAD:story.txt"); got != "hello\n" {
+				t.Fatalf("story.txt not committed: %q", got)
+			}
+			// NSpid lists the command's pid in each PID namespace it is in:
+			// two or more, inside the sandbox.
+			body := string(w.turnRequest(1).Body)
+			i := strings.Index(body, `NSpid:`)
+			if i < 0 {
+				t.Fatalf("no NSpid line in the tool result:\n%.2000s", body)
+			}
+			line, _, _ := strings.Cut(body[i:], `\n`)
+			if len(strings.Split(strings.TrimPrefix(line, `NSpid:`), `\t`)) < 3 {
+				t.Fatalf("the command ran in the machine's own PID namespace, not claude's sandbox: %q", line)
+			}
+		})
+		t.Run("rollback", func(t *testing.T) {
+			w := sandboxed(t, fakemodel.Turn{Shell: "echo x > x.txt; npm test"}, fakemodel.Turn{Text: "done"})
+			w.run(0)
+			if !hasText(w.turnRequest(1).Body, "wiggum: tests failed (npm test)") {
+				t.Fatalf("the model was not told the tests failed:\n%.3000s", w.turnRequest(1).Body)
+			}
+			if _, err := os.Stat(filepath.Join(w.dir, "x.txt")); err == nil {
+				t.Fatal("the failing attempt's file was not rolled back")
+			}
+			if len(w.backups()) == 0 {
+				t.Fatal("the rolled-back work was not saved")
+			}
+		})
+		t.Run("backstop", func(t *testing.T) {
+			scripted := "printf 'git push origin HEAD:refs/heads/scripted\\n' > push.sh; f=push.sh; sh \"$f\""
+			w := sandboxed(t, fakemodel.Turn{Shell: scripted}, fakemodel.Turn{Text: "done"})
+			if out := w.hookOut("claude", scripted); out != "" {
+				t.Fatalf("the guard stops the push itself, so the backstop is not tested: %s", out)
+			}
+			w.run(0)
+			if refs := w.remoteRefs(); strings.Contains(refs, "scripted") {
+				t.Fatalf("a push from inside claude's sandbox reached the remote:\n%s", refs)
+			}
+			if !hasText(w.turnRequest(1).Body, "push refused: ") {
+				t.Fatalf("the pre-push hook's refusal is not in the model's next request:\n%.3000s", w.turnRequest(1).Body)
+			}
+		})
+	})
 }
