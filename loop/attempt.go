@@ -185,9 +185,8 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	}
 	var held step
 	if out.limit != nil && out.limit.Outage {
-		n := r.outages.Add(1)
 		if r.opts.WaitOnLimit && out.limit.Reset.IsZero() {
-			out.limit.Reset = time.Now().Add(outageWait(int(n)))
+			out.limit.Reset = r.gate.backoff(&r.outages)
 		}
 	} else if out.res != nil {
 		// The service answered (or the agent's failure was its own).

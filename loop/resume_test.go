@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -539,5 +540,29 @@ echo ok > ok.txt`)
 		if got := outageWait(n + 1); got != want {
 			t.Errorf("outage %d in a row waits %v, want %v", n+1, got, want)
 		}
+	}
+}
+
+// Workers whose attempts fail in the same outage join the wait the first
+// one began; only an outage after the gate opened again waits longer.
+func TestOutageBackoffCountsWaitsNotWorkers(t *testing.T) {
+	var g gate
+	var n atomic.Int32
+	first := g.backoff(&n)
+	until, _ := g.pause(first)
+	for range 3 { // three more workers, the same outage
+		if got := g.backoff(&n); !got.Equal(until) {
+			t.Fatalf("a worker in the same outage waits until %v, not the gate's %v", got, until)
+		}
+	}
+	if n.Load() != 1 {
+		t.Fatalf("%d outages counted for one wait", n.Load())
+	}
+	g.mu.Lock()
+	g.until = time.Time{} // the wait is over
+	g.mu.Unlock()
+	g.backoff(&n)
+	if n.Load() != 2 {
+		t.Fatalf("the next outage is number %d, want 2", n.Load())
 	}
 }

@@ -896,6 +896,19 @@ func (g *gate) pause(reset time.Time) (time.Time, bool) {
 	return g.until, lead
 }
 
+// backoff is when to try again after a model-service outage: the wait
+// the gate is closed for already, when it is (the other workers' attempts
+// failing in the same outage join it), else the next step of the back-off,
+// counted in outages.
+func (g *gate) backoff(outages *atomic.Int32) time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if time.Until(g.until) > 0 {
+		return g.until
+	}
+	return time.Now().Add(outageWait(int(outages.Add(1))))
+}
+
 // wait blocks while the gate is closed.
 func (g *gate) wait(ctx context.Context) error {
 	for {
