@@ -350,6 +350,9 @@ func TestModelOutageDoesNotCount(t *testing.T) {
 		if e := w.event("usage_limit"); e["outage"] != true {
 			t.Fatalf("usage_limit event does not mark the outage: %v", e)
 		}
+		if st := w.wiggum(0, "status"); !strings.Contains(st, "its last attempt stopped on: the model service is unavailable (") {
+			t.Fatalf("status does not say what stopped the run:\n%s", st)
+		}
 
 		w.srv.Script(fakemodel.Turn{Shell: "echo two > two.txt"}, fakemodel.Turn{Text: "done"})
 		out = w.run(0)

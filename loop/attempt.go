@@ -229,7 +229,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	}
 	killpoint.At("attempt-rolled-back")
 	if lim := out.limit; lim != nil {
-		end.Outcome = "limit"
+		end.Outcome, end.Detail = "limit", lim.Message
 		if err := r.led.record(end, true); err != nil {
 			return step{}, err
 		}

@@ -273,6 +273,9 @@ type RunState struct {
 	MaxCost      float64  `json:"max_cost_usd,omitempty"`
 	MaxStoryCost float64  `json:"max_story_cost_usd,omitempty"`
 	Resume       string   `json:"resume_command,omitempty"`
+	// Waiting: the last attempt ended on a usage limit or a model-service
+	// outage, in the agent's words; what a resume waits for, if open.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // ReadRunState reads the run journal under root's runtime directory: nil
@@ -287,9 +290,14 @@ func ReadRunState(journalPath string) (*RunState, error) {
 	rs := &RunState{Open: recs[len(recs)-1].T != "close", Plan: recs[0].Plan, Kind: recs[0].Kind, Started: recs[0].Time}
 	for _, r := range recs {
 		l.replay(r)
-		if r.T == "run" {
+		switch {
+		case r.T == "run":
 			rs.Runs++
 			rs.Workers = r.Workers
+		case r.T == "end" && r.Outcome == "limit":
+			rs.Waiting = r.Detail
+		case r.T == "end":
+			rs.Waiting = ""
 		}
 	}
 	for id, b := range l.stories {

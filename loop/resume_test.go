@@ -498,6 +498,9 @@ echo ok > ok.txt`)
 	if refs := gitT(t, st.Repo.Root, "for-each-ref", "refs/wiggum/backup/"); refs == "" {
 		t.Error("the attempt was not saved")
 	}
+	if rs, err := ReadRunState(journalPath(t, st.Repo.Root)); err != nil || rs.Failed != 0 || !strings.Contains(rs.Waiting, "529 Overloaded") {
+		t.Errorf("the journal should hold no failure and the outage as what the run waits for: %+v, %v", rs, err)
+	}
 
 	// Resumed with --wait-on-limit and no retries: two more outages are
 	// waited out, and the story is still on its first attempt.
@@ -532,6 +535,9 @@ echo ok > ok.txt`)
 		case ev.Event == "iteration_start" && ev.Attempt != 1:
 			t.Errorf("an outage counted as a failed attempt: %s", line)
 		}
+	}
+	if rs, err := ReadRunState(journalPath(t, st.Repo.Root)); err != nil || rs.Waiting != "" {
+		t.Errorf("after the story was done the run waits for nothing: %+v, %v", rs, err)
 	}
 	if outages != 3 || waits != 2 {
 		t.Errorf("%d outage events and %d waits, want 3 and 2:\n%s", outages, waits, events)

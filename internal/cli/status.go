@@ -249,6 +249,9 @@ func printStatus(g *Globals, r *StatusReport) {
 		if rs.MaxCost > 0 {
 			fmt.Fprintf(w, " of --max-cost $%.2f", rs.MaxCost)
 		}
+		if rs.Waiting != "" {
+			fmt.Fprintf(w, "\n            its last attempt stopped on: %s", rs.Waiting)
+		}
 		if len(rs.Finished) > 0 {
 			fmt.Fprintf(w, "\n            finished before the kill, committed by the resumed run without the agent: %s", strings.Join(rs.Finished, ", "))
 		}
