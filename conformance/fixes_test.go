@@ -368,11 +368,12 @@ func TestModelOutageDoesNotCount(t *testing.T) {
 // The model service out of reach (nothing listens at the client's base
 // URL) is an outage too, not a failed attempt: claude gives up with "API
 // Error: Connection refused ... (ECONNREFUSED)"; codex waits for the network
-// for as long as it takes, until --timeout stops it. Not for gemini: it
-// retries a refused connection for minutes (10 attempts, 5 s to 30 s apart)
-// before its closing error, "fetch failed", which the parser reads the same.
+// for as long as it takes, until --timeout stops it; gemini retries for
+// about a minute (its model router's requests keep their own back-off) and
+// ends with "[API Error: exception TypeError: fetch failed sending
+// request]".
 func TestModelServiceOutOfReach(t *testing.T) {
-	forClients(t, []string{"claude", "codex"}, func(t *testing.T, c client) {
+	forEachClient(t, func(t *testing.T, c client) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -387,6 +388,9 @@ func TestModelServiceOutOfReach(t *testing.T) {
 			out, words = w.run(5), "Connection refused"
 		case "codex":
 			out, words = w.run(5, "--timeout", "15s", "--agent-arg=-c", "--agent-arg=model_providers.fake.base_url="+closed+"/v1"), "waiting for network"
+		case "gemini":
+			w.env = append(w.env, "GOOGLE_GEMINI_BASE_URL="+closed)
+			out, words = w.run(5, "--timeout", "5m"), "fetch failed"
 		}
 		if !strings.Contains(out, "stopped: the model service is unavailable (") || !strings.Contains(out, words) {
 			t.Fatalf("the run does not say the service is out of reach (%q):\n%s", words, out)
