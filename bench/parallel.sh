@@ -32,11 +32,13 @@ trap 'rm -rf "$tmp"' EXIT
 if [ -n "${BASE:-}" ]; then
 	mkdir "$tmp/base"
 	(cd "$here" && git archive "$BASE" | tar -x -C "$tmp/base")
-	(cd "$tmp/base" && go build -o "$tmp/wiggum-base" ./cmd/wiggum)
+	(cd "$tmp/base" && go build -o "$tmp/base-bin/wiggum" ./cmd/wiggum)
 fi
 # The build timed is the wiggum on PATH, as for a user who installed it
-# (otherwise each run links itself into PATH and says so).
+# (otherwise each run links itself into PATH and says so); the base build
+# runs with its own directory first on PATH (withpath).
 export PATH="$tmp:$PATH"
+withpath() { PATH="$(dirname "$1"):$PATH" "$@"; }
 
 export GIT_CONFIG_NOSYSTEM=1 HOME="$tmp" GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com \
 	GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
@@ -82,7 +84,7 @@ serial=0
 one() {
 	mkrepo "$tmp/repo-$2"
 	t0=$(now)
-	"$1" run --plan plan.md --agent-cmd "sh $tmp/agent.sh" --workers "$2" -q > /dev/null
+	withpath "$1" run --plan plan.md --agent-cmd "sh $tmp/agent.sh" --workers "$2" -q > /dev/null
 	t1=$(now)
 	[ "$(grep -c '^- \[x\]' plan.md)" -eq "$S" ] || { echo "wiggum did not finish every story" >&2; exit 1; }
 	[ "$(git ls-files 'f-*' | wc -l)" -eq "$S" ] || { echo "a story's work is missing" >&2; exit 1; }
@@ -95,7 +97,7 @@ for n in $WORKERS; do
 	r=1
 	while [ $r -le "$ROUNDS" ]; do
 		if [ -n "${BASE:-}" ]; then
-			w=$(one "$tmp/wiggum-base" "$n")
+			w=$(one "$tmp/base-bin/wiggum" "$n")
 			if [ $bbest -eq 0 ] || [ $w -lt $bbest ]; then
 				bbest=$w
 				cp "$tmp/repo-$n/.ralph/wiggum/events.jsonl" "$tmp/bbest.jsonl"
@@ -124,12 +126,12 @@ done
 # children included) - a count the machine's load does not move.
 procs() {
 	mkrepo "$tmp/repo-procs"
-	strace -f -qq -e trace=execve -o "$tmp/execs" "$1" run --plan plan.md --agent-cmd "sh $tmp/agent.sh" --workers 4 -q > /dev/null
+	PATH="$(dirname "$1"):$PATH" strace -f -qq -e trace=execve -o "$tmp/execs" "$1" run --plan plan.md --agent-cmd "sh $tmp/agent.sh" --workers 4 -q > /dev/null
 	grep -c 'execve("[^"]*/git"' "$tmp/execs"
 }
 if command -v strace > /dev/null; then
 	printf 'git processes in one run at N=4: %d' "$(procs "$tmp/wiggum")"
-	[ -n "${BASE:-}" ] && printf ' (%s: %d)' "$BASE" "$(procs "$tmp/wiggum-base")"
+	[ -n "${BASE:-}" ] && printf ' (%s: %d)' "$BASE" "$(procs "$tmp/base-bin/wiggum")"
 	echo
 fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
