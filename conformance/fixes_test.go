@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"encoding/json"
 	"net"
 	"os"
@@ -500,5 +501,55 @@ func TestClaudeSandbox(t *testing.T) {
 				t.Fatalf("the pre-push hook's refusal is not in the model's next request:\n%.3000s", w.turnRequest(1).Body)
 			}
 		})
+	})
+}
+
+// An agent that rewrites its own hook settings (here a node script the
+// guard cannot read, as a confused or injected agent might) and deletes
+// the pre-push hook leaves the next attempts unguarded, though this
+// client's session, which read its hooks at start, still runs them. The
+// attempt fails though the agent exited 0: its work and the settings are
+// rolled back, the git hook is put back, and the run says what was broken.
+// Inside codex's workspace-write sandbox .codex and .git are read-only: the
+// script gets EROFS for both and the story is done with the hooks intact.
+func TestAttemptThatBreaksTheHooksFails(t *testing.T) {
+	files := map[string]string{"claude": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini": ".gemini/settings.json"}
+	forEachClient(t, func(t *testing.T, c client) {
+		file := files[c.name]
+		script := `node -e 'const fs=require("fs"); for (const f of [() => fs.writeFileSync("` + file + `", "{}\n"), () => fs.unlinkSync(".git/hooks/pre-push")]) try { f() } catch (e) { console.log(e.message) }'; echo work > work.txt`
+		w := newWorld(t, c, fakemodel.Turn{Shell: script}, fakemodel.Turn{Text: "done"})
+		settings := w.git("show", "HEAD:"+file)
+		shim, err := os.ReadFile(filepath.Join(w.dir, ".git", "hooks", "pre-push"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		intact := func() {
+			t.Helper()
+			if got, _ := os.ReadFile(filepath.Join(w.dir, file)); string(got) != settings {
+				t.Fatalf("%s is not as committed:\n%s", file, got)
+			}
+			if got, _ := os.ReadFile(filepath.Join(w.dir, ".git", "hooks", "pre-push")); !bytes.Equal(got, shim) {
+				t.Fatalf("the pre-push hook is not as installed: %q", got)
+			}
+		}
+		if c.name == "codex" {
+			w.run(0)
+			if body := w.turnRequest(1).Body; !hasText(body, "EROFS: read-only file system, open '"+file+"'") || !hasText(body, "EROFS: read-only file system, unlink '.git/hooks/pre-push'") {
+				t.Fatalf("codex's sandbox let the script write:\n%.3000s", body)
+			}
+			intact()
+			return
+		}
+		out := w.run(5)
+		if !strings.Contains(out, "failed: the attempt removed or changed wiggum's hooks in "+filepath.Join(w.dir, file)) {
+			t.Fatalf("the attempt did not fail naming the settings it broke:\n%s", out)
+		}
+		intact()
+		if _, err := os.Stat(filepath.Join(w.dir, "work.txt")); err == nil {
+			t.Fatal("the attempt's work was not rolled back")
+		}
+		if e := w.event("iteration_end"); e["outcome"] != "failed (guard)" {
+			t.Fatalf("iteration_end: %v", e)
+		}
 	})
 }

@@ -318,3 +318,49 @@ func TestSettingsDocument(t *testing.T) {
 		}
 	}
 }
+
+// An attempt that deletes or rewrites a git hook shim, or points git at
+// another hooks directory, breaks the git rails; the shims are put back
+// byte for byte. A repository without wiggum's git hooks has none to break.
+func TestGitRails(t *testing.T) {
+	dir := gitRepo(t)
+	ctx := context.Background()
+	repo, err := git.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if none := GitRailsOf(repo); none.Installed() || none.Broken(GitRailsOf(repo)) != "" {
+		t.Fatal("rails without wiggum's git hooks")
+	}
+	if _, err := InstallGit(ctx, repo, false); err != nil {
+		t.Fatal(err)
+	}
+	before := GitRailsOf(repo)
+	prePush, postCommit := filepath.Join(repo.HooksDir, "pre-push"), filepath.Join(repo.HooksDir, "post-commit")
+	want := read(t, prePush)
+	if what := before.Broken(GitRailsOf(repo)); what != "" {
+		t.Fatalf("unchanged, yet broken: %s", what)
+	}
+	if err := os.Remove(prePush); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(postCommit, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if what := before.Broken(GitRailsOf(repo)); what != "removed or changed wiggum's git hook(s) post-commit and pre-push" {
+		t.Fatalf("Broken = %q", what)
+	}
+	if err := before.Restore(repo); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(read(t, prePush), want) || before.Broken(GitRailsOf(repo)) != "" {
+		t.Fatal("the shims were not put back as they were")
+	}
+	if fi, err := os.Stat(prePush); err != nil || fi.Mode()&0o111 == 0 {
+		t.Fatalf("the restored shim is not executable: %v", err)
+	}
+	run(t, dir, "git", "config", "core.hooksPath", "/dev/null")
+	if what := before.Broken(GitRailsOf(repo)); !strings.Contains(what, "core.hooksPath") {
+		t.Fatalf("a hooksPath set by the attempt: Broken = %q", what)
+	}
+}

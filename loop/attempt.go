@@ -17,6 +17,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/install"
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
@@ -89,6 +90,10 @@ type outcome struct {
 	// unguarded: the agent ran shell commands that wiggum's guard hook
 	// never saw; the run stops after the rollback.
 	unguarded bool
+	// railsGone: the attempt broke the hooks in a way its rollback does not
+	// undo (a settings file outside the tree, core.hooksPath); the run
+	// stops after the rollback.
+	railsGone string
 }
 
 // step is what one attempt came to.
@@ -268,6 +273,10 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	})
 	e.log(iter, story, attempt, "failed ("+out.source+")", out, backup, time.Since(started))
 	e.disp.printf("✘ %s failed: %s; rolled back%s", story.ID, out.detail, backupNote(backup))
+	if out.railsGone != "" {
+		return step{}, fmt.Errorf("run: stopped: an attempt %s, which its rollback does not undo, so the next one would work without wiggum's hooks; "+
+			"put them back ('wiggum status' shows where they are; 'wiggum install' writes them again), then run again to resume", out.railsGone)
+	}
 	if why := finalCondition(out); why != "" {
 		return step{}, &FinalError{Reason: why}
 	}
@@ -312,6 +321,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	if r.opts.VerifyHooks {
 		hc = e.newHookCheck(&env, stopAgent)
 	}
+	before := e.readRails()
 	obs := e.observe(iter, story.ID)
 	defer obs.close()
 	hold := e.lock.Dup()
@@ -330,6 +340,8 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		return outcome{source: "agent", command: cmd, detail: err.Error(), output: err.Error()}
 	}
 	o := outcome{source: "agent", command: cmd, output: res.Output, res: res}
+	lost, gone := e.checkRails(before)
+	o.railsGone = gone
 	if hc.missed(res) && ctx.Err() == nil {
 		o.source, o.unguarded = "hooks", true
 		o.detail = hc.reason(res)
@@ -350,6 +362,12 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		return o
 	case res.ExitCode != 0:
 		o.detail = fmt.Sprintf("the agent exited with status %d", res.ExitCode)
+		return o
+	}
+	if lost != "" {
+		o.source = "guard"
+		o.detail = "the attempt " + lost + "; leave wiggum's hooks and the agents' hook settings as they are"
+		o.output = o.detail
 		return o
 	}
 	e.reportedUsage(iter, story.ID, res.Usage)
@@ -391,6 +409,58 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
 	}
 	return outcome{ok: true, commit: sha, res: res}
+}
+
+// rails is what makes wiggum's hooks run for an attempt: the agent's hook
+// settings (only for a built-in agent whose hooks are installed) and the
+// repository's git hooks.
+type rails struct {
+	agent agent.Rails
+	git   install.GitRails
+}
+
+func (e *executor) readRails() rails {
+	var r rails
+	if e.run.opts.VerifyHooks {
+		home, _ := os.UserHomeDir()
+		r.agent = agent.RailsOf(e.run.opts.Agent.Name, e.st.Repo.Root, home)
+	}
+	r.git = install.GitRailsOf(e.st.Repo)
+	return r
+}
+
+// checkRails compares the rails after the agent with before. It puts back
+// git hooks the attempt removed or changed (git hooks are not in the
+// tree: no rollback brings them back). lost says what the attempt broke,
+// for its failure; gone what its rollback cannot undo - a settings file
+// outside the tree, core.hooksPath - for which the run must stop.
+func (e *executor) checkRails(before rails) (lost, gone string) {
+	after := e.readRails()
+	var parts []string
+	if what, files := before.agent.Broken(after.agent); what != "" {
+		parts = append(parts, what)
+		for _, f := range files {
+			if rel, err := filepath.Rel(e.st.Repo.Root, f); err != nil || !filepath.IsLocal(rel) {
+				gone = what
+			}
+		}
+	}
+	if what := before.git.Broken(after.git); what != "" {
+		// The hooks directory and the config are shared by every
+		// worktree: in a parallel run another worker's agent may have done
+		// it, so the attempt is not blamed, only the hooks put back.
+		if e.worktree == "" {
+			parts = append(parts, what)
+		}
+		if err := before.git.Restore(e.st.Repo); err != nil {
+			gone = what + " (and putting them back failed: " + err.Error() + ")"
+		} else if strings.Contains(what, "hooksPath") {
+			gone = what
+		} else {
+			e.disp.printf("  %s: put back", what)
+		}
+	}
+	return strings.Join(parts, "; "), gone
 }
 
 // hookCheck checks that the agent's hooks run (Options.VerifyHooks): the

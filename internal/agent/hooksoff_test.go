@@ -7,14 +7,16 @@ import (
 	"testing"
 )
 
-func TestHooksOff(t *testing.T) {
+// settingsDirs makes a project root, a home directory and system settings
+// paths of the test's own, and returns them with a writer of settings files.
+func settingsDirs(t *testing.T) (root, home string, put func(path, data string)) {
 	root, home, etc := t.TempDir(), t.TempDir(), t.TempDir()
 	claudeManaged, geminiSystem = filepath.Join(etc, "managed.json"), filepath.Join(etc, "gemini.json")
 	t.Cleanup(func() {
 		claudeManaged, geminiSystem = "/etc/claude-code/managed-settings.json", "/etc/gemini-cli/settings.json"
 	})
 	t.Setenv("CODEX_HOME", "")
-	put := func(path, data string) {
+	put = func(path, data string) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
@@ -23,6 +25,11 @@ func TestHooksOff(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return root, home, put
+}
+
+func TestHooksOff(t *testing.T) {
+	root, home, put := settingsDirs(t)
 	check := func(what, agent, want string) {
 		t.Helper()
 		got := HooksOff(agent, root, home)
@@ -61,6 +68,6 @@ func TestHooksOff(t *testing.T) {
 	check("codex dotted legacy name", "codex", "hooks feature off")
 	put(path, "[projects.\"/x\"]\nhooks = false\n")
 	check("a key of another table", "codex", "")
-	t.Setenv("CODEX_HOME", filepath.Join(etc, "codexhome"))
+	t.Setenv("CODEX_HOME", filepath.Join(t.TempDir(), "codexhome"))
 	check("CODEX_HOME is where codex reads its config", "codex", "")
 }

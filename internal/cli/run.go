@@ -232,6 +232,14 @@ before it starts.
 An agent that fails on the run's first attempt before doing anything (no
 tool call, no model answer: missing auth, a refusal) stops the run at once
 with exit 1 and its own message; the plan and the tree stay as they were.
+An attempt that breaks wiggum's hooks - removes or changes their entries
+in the agent's hook settings, turns the agent's hooks off, deletes or
+rewrites a git hook wiggum installed - fails even when its agent exited
+0, however it did it (a script the guard cannot read, say): it is rolled
+back, the git hooks are put back (no rollback would: they are not in the
+tree), and the story is retried. One that did so where a rollback cannot
+reach (a settings file in the home directory, core.hooksPath) stops the
+run with exit 1, saying what to put back.
 
 Exit: 0 all stories done; 3 lock held; 4 a rollback was refused; 5 stopped
 with work left (iteration cap, no-progress breaker, skipped stories, usage

@@ -1,0 +1,100 @@
+package install
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/hooks"
+	"github.com/wiggum-dev/wiggum/internal/git"
+)
+
+// GitRails is wiggum's git hooks as the repository has them at one moment:
+// the content of each of its shims, and the core.hooksPath lines of the
+// shared config (read from the file: a git process for it would cost every
+// iteration). Git hooks are not in the working tree, so a rollback does
+// not bring back a shim an attempt deleted or a hooksPath it set; the loop
+// compares before and after, and puts the shims back.
+type GitRails struct {
+	shims     map[string][]byte
+	hooksPath string
+}
+
+// GitRailsOf reads the repository's git rails.
+func GitRailsOf(repo *git.Repo) GitRails {
+	g := GitRails{shims: map[string][]byte{}, hooksPath: hooksPathLines(filepath.Join(repo.CommonDir, "config"))}
+	for _, name := range hooks.GitHooks {
+		if data, err := os.ReadFile(filepath.Join(repo.HooksDir, name)); err == nil && bytes.Contains(data, []byte(checkpoint.GitHookMarker)) {
+			g.shims[name] = data
+		}
+	}
+	return g
+}
+
+// Installed reports whether any of wiggum's git hooks is in place.
+func (g GitRails) Installed() bool { return len(g.shims) > 0 }
+
+// Broken says what after lost of g: a shim removed or changed, or
+// core.hooksPath set or changed (git would then look for hooks elsewhere);
+// "" when nothing was lost.
+func (g GitRails) Broken(after GitRails) string {
+	if len(g.shims) == 0 {
+		return ""
+	}
+	if g.hooksPath != after.hooksPath {
+		return "changed core.hooksPath in the repository's git config, so git no longer runs wiggum's hooks"
+	}
+	var lost []string
+	for _, name := range hooks.GitHooks {
+		if have, ok := g.shims[name]; ok && !bytes.Equal(have, after.shims[name]) {
+			lost = append(lost, name)
+		}
+	}
+	if len(lost) > 0 {
+		return "removed or changed wiggum's git hook(s) " + strings.Join(lost, " and ")
+	}
+	return ""
+}
+
+// Restore puts back what after lost of g: the config's hooksPath is the
+// user's to fix (wiggum does not edit the config behind their back), the
+// shims are written again.
+func (g GitRails) Restore(repo *git.Repo) error {
+	for name, data := range g.shims {
+		path := filepath.Join(repo.HooksDir, name)
+		if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, data) {
+			continue
+		}
+		if err := os.MkdirAll(repo.HooksDir, 0o755); err != nil {
+			return err
+		}
+		if err := renameio.WriteFile(path, data, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hooksPathLines returns the lines of a git config file that set
+// hooksPath, as written; "" when there are none or the file is unreadable.
+func hooksPathLines(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if k, _, ok := strings.Cut(line, "="); ok && strings.EqualFold(strings.TrimSpace(k), "hookspath") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
