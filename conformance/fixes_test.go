@@ -553,3 +553,27 @@ func TestAttemptThatBreaksTheHooksFails(t *testing.T) {
 		}
 	})
 }
+
+// An agent's script that deletes wiggum's session files (the agent lock
+// file and its holder record) no longer turns the guard off for the rest
+// of the attempt: the hooks ask whether a session is live, and a process
+// the session started for this tree is never told there is none. The
+// push in the next turn is denied, the attempt fails, and the run locks
+// the file again so no second wiggum can get in.
+func TestSessionFilesDeletedKeepTheGuardOn(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		del := `node -e 'const fs=require("fs"); for (const f of [".ralph/.agent-lock", ".ralph/.agent-lock.json"]) fs.unlinkSync(f)'`
+		push := "git push origin HEAD:refs/heads/escaped"
+		w := newWorld(t, c, fakemodel.Turn{Shell: del}, fakemodel.Turn{Shell: push}, fakemodel.Turn{Text: "done"})
+		out := w.run(5)
+		if refs := w.remoteRefs(); strings.Contains(refs, "escaped") {
+			t.Fatalf("the push after the session files were deleted reached the remote:\n%s", refs)
+		}
+		if body := w.turnRequest(2).Body; !hasText(body, "git push is not allowed during a wiggum session") {
+			t.Fatalf("the guard's deny is not in the model's next request:\n%.3000s", body)
+		}
+		if !strings.Contains(out, "failed: the attempt deleted or replaced the agent lock file .ralph/.agent-lock and the holder record") {
+			t.Fatalf("the attempt did not fail naming the deleted files:\n%s", out)
+		}
+	})
+}

@@ -305,6 +305,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	r := e.run
 	env := append(os.Environ(),
 		layout.SessionEnv+"="+e.session,
+		layout.RootEnv+"="+e.st.Repo.Root,
 		"WIGGUM_STORY="+story.ID,
 		"WIGGUM_ITERATION="+strconv.Itoa(iter),
 		session.EventLogEnv+"="+r.st.Path(layout.RuntimeDir+"/"+layout.EventFile),
@@ -443,6 +444,30 @@ func (e *executor) checkRails(before rails) (lost, gone string) {
 			if rel, err := filepath.Rel(e.st.Repo.Root, f); err != nil || !filepath.IsLocal(rel) {
 				gone = what
 			}
+		}
+	}
+	// The session's own files: a lock file deleted or replaced would let
+	// another wiggum take the lock, and the hooks find no session. The
+	// main tree's lock is every worker's; a worker is blamed only for its
+	// worktree's lease.
+	locks := []*layout.Lock{e.lock}
+	if e.run.lock != e.lock {
+		locks = append(locks, e.run.lock)
+	}
+	for i, l := range locks {
+		if l == nil {
+			continue
+		}
+		fixed, err := l.Keep()
+		switch {
+		case err != nil:
+			parts = append(parts, "deleted or replaced wiggum's agent lock file")
+			gone = "deleted or replaced wiggum's agent lock file, and another process holds the new one (" + err.Error() + ")"
+		case fixed != "":
+			if i == 0 {
+				parts = append(parts, "deleted or replaced "+fixed)
+			}
+			e.disp.printf("  %s deleted or replaced during the attempt: locked and written again", fixed)
 		}
 	}
 	if what := before.git.Broken(after.git); what != "" {

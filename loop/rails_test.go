@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wiggum-dev/wiggum/install"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // An attempt that breaks wiggum's hooks - deletes a git hook shim, rewrites
@@ -26,6 +27,7 @@ func TestAttemptThatBreaksTheHooksFails(t *testing.T) {
 		{name: "settings rewritten", breaks: `echo '{}' > .claude/settings.json`, want: "removed or changed wiggum's hooks in", claude: true},
 		{name: "hooks turned off", breaks: `sed -i 's/{"hooks"/{"disableAllHooks": true, "hooks"/' .claude/settings.json`, want: "turned the agent's hooks off", claude: true},
 		{name: "hooksPath", breaks: `git config core.hooksPath /dev/null`, want: "core.hooksPath", stops: true},
+		{name: "session files deleted", breaks: `rm -f .ralph/.agent-lock .ralph/.agent-lock.json`, want: "deleted or replaced the agent lock file .ralph/.agent-lock and the holder record .ralph/.agent-lock.json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("HOME", t.TempDir())
@@ -73,6 +75,12 @@ if [ ! -e "`+marker+`" ]; then touch "`+marker+`"; HOOKS="`+st.Repo.HooksDir+`";
 			if log := gitT(t, root, "log", "--format=%s", "-1"); !strings.Contains(log, "US-1") {
 				t.Errorf("the story was not committed by its retry: %s", log)
 			}
+			// The run ended and let go of every file it locked.
+			l, err := layout.At(root).Acquire(context.Background(), layout.AcquireOptions{})
+			if err != nil {
+				t.Fatalf("the lock is still held after the run: %v", err)
+			}
+			l.Release()
 		})
 	}
 }

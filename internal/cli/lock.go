@@ -67,7 +67,7 @@ func (c *LockCmd) Run(ctx context.Context, g *Globals) error {
 		g.Log().Warn(note)
 	}
 	hold := l.Dup()
-	env := append(os.Environ(), layout.SessionEnv+"="+l.Holder.Session)
+	env := append(os.Environ(), layout.SessionEnv+"="+l.Holder.Session, layout.RootEnv+"="+st.Repo.Root)
 	p, err := proc.Start(context.WithoutCancel(ctx), c.Command, proc.Options{
 		Dir: g.WorkDir(), Env: env, Stdin: os.Stdin, Stdout: g.stdout, Stderr: g.stderr, Grace: c.Grace, Hold: hold,
 	})

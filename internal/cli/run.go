@@ -239,7 +239,11 @@ rewrites a git hook wiggum installed - fails even when its agent exited
 back, the git hooks are put back (no rollback would: they are not in the
 tree), and the story is retried. One that did so where a rollback cannot
 reach (a settings file in the home directory, core.hooksPath) stops the
-run with exit 1, saying what to put back.
+run with exit 1, saying what to put back. The same holds for wiggum's
+session files: an attempt that deletes the agent lock file or its holder
+record fails, and the run locks the file again so that no second wiggum
+gets in; meanwhile the hooks still see the session (WIGGUM_SESSION and
+WIGGUM_ROOT in the agent's environment name it), so the guard stays on.
 
 Exit: 0 all stories done; 3 lock held; 4 a rollback was refused; 5 stopped
 with work left (iteration cap, no-progress breaker, skipped stories, usage

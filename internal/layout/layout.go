@@ -48,6 +48,11 @@ const (
 // (contract).
 const SessionEnv = "WIGGUM_SESSION"
 
+// RootEnv is exported with SessionEnv: the top of the tree the session
+// holds. Together they let a hook tell "no session here" from "this
+// session's files were deleted under it" (Tree.Session).
+const RootEnv = "WIGGUM_ROOT"
+
 // excludeLines keep runtime state out of every commit and every
 // "untracked files" listing.
 var excludeLines = []string{"/" + LockFile, "/" + HolderFile, "/" + RuntimeDir + "/"}

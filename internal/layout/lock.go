@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -32,6 +33,12 @@ type Lock struct {
 	fl     *flock.Flock
 	mark   *os.File // a second descriptor of the locked file, carrying the live mark
 	Holder Holder
+	// kept: files that replaced the lock file while it was held, locked
+	// and marked too (Keep), with their marks; keepMu orders the workers
+	// of a parallel run that Keep the main lock at once.
+	keepMu    sync.Mutex
+	kept      []*flock.Flock
+	keptMarks []*os.File
 }
 
 // HeldError says the agent lock belongs to another process.
@@ -149,7 +156,69 @@ func (l *Lock) Release() error {
 	return l.unlock()
 }
 
+// Keep makes sure the lock file at its path, and the holder record, are
+// this lock's. Something that deleted or replaced them while the lock was
+// held - an agent's script, say - would let another wiggum take the lock
+// through a new file while this one still works, and would leave the
+// hooks' probe finding no session. Keep locks whatever file is at the
+// path now (making it if need be), marks it live and writes the holder
+// record again; it fails with a *HeldError when another process holds that
+// file already. repaired says what it put right ("" when nothing).
+func (l *Lock) Keep() (repaired string, err error) {
+	l.keepMu.Lock()
+	defer l.keepMu.Unlock()
+	path := l.tree.Path(LockFile)
+	ours := func(now os.FileInfo) bool {
+		for _, f := range append([]*flock.Flock{l.fl}, l.kept...) {
+			if held, err := f.Stat(); err == nil && os.SameFile(held, now) {
+				return true
+			}
+		}
+		return false
+	}
+	var fixed []string
+	if now, err := os.Stat(path); err != nil || !ours(now) {
+		nf := flock.New(path)
+		ok, err := nf.TryLock()
+		if err != nil {
+			return "", fmt.Errorf("lock %s again: %w", LockFile, err)
+		}
+		if !ok {
+			return "", l.tree.heldError()
+		}
+		l.kept = append(l.kept, nf)
+		if mark := dupLocked(nf); mark != nil {
+			l.keptMarks = append(l.keptMarks, mark)
+			if err := setLiveMark(mark); err != nil {
+				return "", fmt.Errorf("lock: mark %s live: %w", LockFile, err)
+			}
+		}
+		fixed = append(fixed, "the agent lock file "+LockFile)
+	}
+	var h Holder
+	if err := statefile.ReadJSON(l.tree.Path(HolderFile), &h, nil); err != nil || h.Session != l.Holder.Session || h.PID != l.Holder.PID {
+		data, err := statefile.Encode(l.Holder)
+		if err == nil {
+			err = statefile.WriteUnsynced(l.tree.Path(HolderFile), data)
+		}
+		if err != nil {
+			return "", fmt.Errorf("lock: write holder record: %w", err)
+		}
+		fixed = append(fixed, "the holder record "+HolderFile)
+	}
+	return strings.Join(fixed, " and "), nil
+}
+
 func (l *Lock) unlock() error {
+	l.keepMu.Lock()
+	defer l.keepMu.Unlock()
+	for _, m := range l.keptMarks {
+		m.Close()
+	}
+	for _, f := range l.kept {
+		_ = f.Unlock()
+	}
+	l.kept, l.keptMarks = nil, nil
 	if l.mark != nil {
 		// Closing the last descriptor of this process drops the live mark
 		// with the flock; a supervisor's inherited one keeps both.
@@ -288,19 +357,43 @@ type SessionInfo struct {
 // record is written before and removed before the flock is released, so a
 // missing record means no wiggum session; the probe tells a live holder
 // from a record left by a SIGKILLed one.
+//
+// A process the session started for this tree (its environment names the
+// session and the tree) is never told there is no session: if the record
+// or the lock file is gone, something deleted them under the live session
+// - an agent's script, say - and the guard must not stand down for that.
 func (t Tree) Session() SessionInfo {
 	if t.Root == "" {
 		return SessionInfo{}
 	}
 	var h Holder
 	if err := statefile.ReadJSON(t.Path(HolderFile), &h, nil); err != nil || h.Session == "" {
-		return SessionInfo{}
+		return t.inSession()
 	}
 	if held, err := t.Probe(); err != nil || !held {
-		return SessionInfo{}
+		return t.inSession()
 	}
 	tok := os.Getenv(SessionEnv)
 	return SessionInfo{Active: true, Mine: tok != "" && tok == h.Session, Session: h.Session, Started: h.Started}
+}
+
+// inSession is the session this process was started in for this tree,
+// when its environment says so; none otherwise.
+func (t Tree) inSession() SessionInfo {
+	tok, root := os.Getenv(SessionEnv), os.Getenv(RootEnv)
+	if tok == "" || root == "" || !sameDir(root, t.Root) {
+		return SessionInfo{}
+	}
+	return SessionInfo{Active: true, Mine: true, Session: tok}
+}
+
+func sameDir(a, b string) bool {
+	if a == b {
+		return true
+	}
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }
 
 func newToken() string {
