@@ -577,3 +577,27 @@ func TestSessionFilesDeletedKeepTheGuardOn(t *testing.T) {
 		}
 	})
 }
+
+// The pre-push refusal once ended "or set WIGGUM_ALLOW_PUSH=1 to push
+// anyway", read by the model; an agent that then set it in a script the
+// guard cannot read got its push through. Now the refusal the model reads
+// names no override, and the session's own processes setting the variable
+// change nothing: only the wiggum that started the session can allow it.
+// Not for gemini: it runs no git hooks (TestPrePushBackstop).
+func TestAgentCannotAllowItsOwnPush(t *testing.T) {
+	forClients(t, []string{"claude", "codex"}, func(t *testing.T, c client) {
+		scripted := "printf 'WIGGUM_ALLOW_PUSH=1 git push origin HEAD:refs/heads/allowed\\n' > push.sh; f=push.sh; sh \"$f\""
+		w := newWorld(t, c, fakemodel.Turn{Shell: scripted}, fakemodel.Turn{Text: "done"})
+		if out := w.hookOut("claude", scripted); out != "" {
+			t.Fatalf("the guard stops the push itself, so the backstop is not tested: %s", out)
+		}
+		w.run(0)
+		if refs := w.remoteRefs(); strings.Contains(refs, "allowed") {
+			t.Fatalf("the agent's own WIGGUM_ALLOW_PUSH=1 let its push reach the remote:\n%s", refs)
+		}
+		body := w.turnRequest(1).Body
+		if !hasText(body, "push refused: ") || !hasText(body, "leave publishing to the person running the loop") || hasText(body, "to push anyway") {
+			t.Fatalf("the refusal the model reads should name no override:\n%.3000s", body)
+		}
+	})
+}

@@ -2,5 +2,5 @@ package guard
 
 // gitPush denies publishing: push, send-pack and http-push.
 func (w *walk) gitPush(sub string, rest []string) {
-	w.g.verdict(Deny, "git %s is not allowed during a wiggum session: commit locally and leave publishing to the person running the loop (set WIGGUM_ALLOW_PUSH=1 outside the agent if a push is really wanted)", sub)
+	w.g.verdict(Deny, "git %s is not allowed during a wiggum session: commit locally and leave publishing to the person running the loop", sub)
 }

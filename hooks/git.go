@@ -12,16 +12,25 @@ import (
 // GitHooks are the git hooks wiggum installs.
 var GitHooks = []string{"post-commit", "pre-push"}
 
-// AllowPushEnv lets a push through while a session holds the lock.
-const AllowPushEnv = "WIGGUM_ALLOW_PUSH"
+// AllowPushEnv lets a push through while a session holds the lock (see
+// layout.AllowPushEnv for whose setting counts).
+const AllowPushEnv = layout.AllowPushEnv
 
-// PushRefusedError is the pre-push hook's refusal.
-type PushRefusedError struct{ Holder *layout.Holder }
+// PushRefusedError is the pre-push hook's refusal. Inside the session
+// (Agent: the push comes from one of its processes) it does not tell how
+// to override it: that is for the person running the loop, not the agent.
+type PushRefusedError struct {
+	Holder *layout.Holder
+	Agent  bool
+}
 
 func (e *PushRefusedError) Error() string {
 	who := "a wiggum session"
 	if e.Holder != nil {
 		who = fmt.Sprintf("a wiggum session (pid %d, since %s)", e.Holder.PID, e.Holder.Started.Local().Format("15:04:05"))
+	}
+	if e.Agent {
+		return fmt.Sprintf("push refused: %s holds this repository's agent lock, and an agent must not publish work; commit locally and leave publishing to the person running the loop", who)
 	}
 	return fmt.Sprintf("push refused: %s holds this repository's agent lock, and an agent must not publish work; push after the session ends, or set %s=1 to push anyway", who, AllowPushEnv)
 }
@@ -38,22 +47,26 @@ func GitHook(ctx context.Context, dir, name string) error {
 		}
 		return st.RecordCommit(ctx)
 	case "pre-push":
-		if os.Getenv(AllowPushEnv) == "1" {
-			return nil
-		}
 		root := findRoot(dir)
 		if root == "" {
 			return nil
 		}
-		if s := layout.At(root).Session(); !s.Active {
+		s := layout.At(root).Session()
+		if !s.Active {
 			return nil
 		}
-		st, err := checkpoint.Open(ctx, root)
-		if err != nil {
-			return &PushRefusedError{}
+		var h *layout.Holder
+		if st, err := checkpoint.Open(ctx, root); err == nil {
+			h, _ = st.CurrentHolder()
 		}
-		h, _ := st.CurrentHolder()
-		return &PushRefusedError{Holder: h}
+		if os.Getenv(AllowPushEnv) == "1" {
+			// From outside the session: the person's own override. From
+			// inside: only when the session itself was started with it.
+			if !s.Mine || (h != nil && h.Session == s.Session && h.AllowPush) {
+				return nil
+			}
+		}
+		return &PushRefusedError{Holder: h, Agent: s.Mine}
 	}
 	return nil
 }

@@ -440,14 +440,29 @@ func TestGitHooks(t *testing.T) {
 		t.Fatalf("pre-push outside a session: %v", err)
 	}
 	inSession(t, dir)
+	// A push by one of the session's processes (an agent): refused without
+	// a word on how to override it, and its own WIGGUM_ALLOW_PUSH=1 does
+	// not count - the session was not started with it.
 	err := GitHook(ctx, dir, "pre-push")
-	if _, ok := err.(*PushRefusedError); !ok || !strings.Contains(err.Error(), AllowPushEnv) {
-		t.Fatalf("pre-push in a session: %v", err)
+	if _, ok := err.(*PushRefusedError); !ok || strings.Contains(err.Error(), AllowPushEnv) {
+		t.Fatalf("pre-push by the session's agent: %v", err)
+	}
+	t.Setenv(AllowPushEnv, "1")
+	if err := GitHook(ctx, dir, "pre-push"); err == nil {
+		t.Fatalf("an agent's own %s=1 let its push through", AllowPushEnv)
+	}
+	// The person, outside the session: told how, and their override works.
+	session := os.Getenv(layout.SessionEnv)
+	t.Setenv(layout.SessionEnv, "")
+	t.Setenv(AllowPushEnv, "")
+	if err := GitHook(ctx, dir, "pre-push"); err == nil || !strings.Contains(err.Error(), AllowPushEnv+"=1") {
+		t.Fatalf("pre-push from outside the session: %v", err)
 	}
 	t.Setenv(AllowPushEnv, "1")
 	if err := GitHook(ctx, dir, "pre-push"); err != nil {
-		t.Fatalf("%s=1: %v", AllowPushEnv, err)
+		t.Fatalf("%s=1 outside the session: %v", AllowPushEnv, err)
 	}
+	t.Setenv(layout.SessionEnv, session)
 	if err := GitHook(ctx, dir, "post-commit"); err != nil {
 		t.Fatal(err)
 	}

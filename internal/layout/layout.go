@@ -48,6 +48,13 @@ const (
 // (contract).
 const SessionEnv = "WIGGUM_SESSION"
 
+// AllowPushEnv set to 1 lets a push through wiggum's pre-push hook while
+// a session holds the lock: in the environment of the person pushing
+// outside the session, or of the wiggum that starts the session (its
+// holder record then says so); not when one of the session's own
+// processes - an agent - sets it.
+const AllowPushEnv = "WIGGUM_ALLOW_PUSH"
+
 // RootEnv is exported with SessionEnv: the top of the tree the session
 // holds. Together they let a hook tell "no session here" from "this
 // session's files were deleted under it" (Tree.Session).

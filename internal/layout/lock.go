@@ -24,6 +24,10 @@ type Holder struct {
 	Started time.Time `json:"started"`
 	Session string    `json:"session"`
 	Command []string  `json:"command,omitempty"`
+	// AllowPush: the holder was started with WIGGUM_ALLOW_PUSH=1, so the
+	// session's own processes may push. Only the holder's environment
+	// says so: one of its agents setting the variable does not.
+	AllowPush bool `json:"allow_push,omitempty"`
 }
 
 // Lock is the held agent lock. The lock file itself is never deleted: the
@@ -115,7 +119,8 @@ func (t Tree) Acquire(ctx context.Context, opts AcquireOptions) (*Lock, error) {
 		}
 	}
 	host, _ := os.Hostname()
-	l.Holder = Holder{PID: os.Getpid(), Host: host, Started: time.Now().UTC(), Session: newToken(), Command: opts.Command}
+	l.Holder = Holder{PID: os.Getpid(), Host: host, Started: time.Now().UTC(), Session: newToken(), Command: opts.Command,
+		AllowPush: os.Getenv(AllowPushEnv) == "1"}
 	// The record is renamed into place whole (readers, and a kill of this
 	// process, never see it torn) but not fsynced: it describes an flock,
 	// which no power cut or kernel crash leaves held, and every reader
