@@ -54,7 +54,7 @@ BEFORE=${BEFORE:-}
 if [ -n "$BEFORE" ]; then
 	mkdir "$tmp/before-src"
 	git -C "$here" archive "$BEFORE" | tar -x -C "$tmp/before-src"
-	(cd "$tmp/before-src" && go build -o "$tmp/wiggum-before" ./cmd/wiggum)
+	(cd "$tmp/before-src" && go build -o "$tmp/before-bin/wiggum" ./cmd/wiggum)
 fi
 if [ -n "$OUT" ] && [ -n "$CURVE" ]; then
 	(cd "$here" && go build -o "$tmp/scalecurve" ./bench/scalecurve)
@@ -134,7 +134,9 @@ timed() {
 }
 
 wiggum_all() { "$tmp/wiggum" run --plan plan.md --agent-cmd "$AGENT" -q > /dev/null; }
-before_all() { "$tmp/wiggum-before" run --plan plan.md --agent-cmd "$AGENT" -q > /dev/null; }
+# The before build runs with its own directory first on PATH, as this one
+# does with $tmp (otherwise it links itself into PATH and says so).
+before_all() { PATH="$tmp/before-bin:$PATH" "$tmp/before-bin/wiggum" run --plan plan.md --agent-cmd "$AGENT" -q > /dev/null; }
 wiggum_some() { "$tmp/wiggum" run --plan plan.md --agent-cmd "$AGENT" --max-iterations "$1" -q > /dev/null 2>&1 || [ $? -eq 5 ]; }
 
 # median FILE: the median of the numbers in FILE, one a line.
