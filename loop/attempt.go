@@ -470,6 +470,12 @@ func (e *executor) checkRails(before rails) (lost, gone string) {
 			e.disp.printf("  %s deleted or replaced during the attempt: locked and written again", fixed)
 		}
 	}
+	// The exclude lines that hide wiggum's state from git: the state is
+	// never committed or rolled back without them (git.Status and the
+	// committer leave it out), but a user's `git status` would list it.
+	if err := layout.EnsureExcluded(e.st.Repo.InfoDir); err != nil {
+		e.disp.printf("  could not restore wiggum's lines in %s: %v", filepath.Join(e.st.Repo.InfoDir, "exclude"), err)
+	}
 	if what := before.git.Broken(after.git); what != "" {
 		// The hooks directory and the config are shared by every
 		// worktree: in a parallel run another worker's agent may have done

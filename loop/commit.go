@@ -154,9 +154,12 @@ func (c *committer) stageExcept(ctx context.Context, ts *treeState) error {
 func (c *committer) addAll(ctx context.Context, spec string) error {
 	c.leftOut = nil
 	for {
-		_, err := c.git(ctx, []byte(spec), "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
+		out, err := c.git(ctx, []byte(spec), "add", "-A", "-v", "--pathspec-from-file=-", "--pathspec-file-nul")
 		var ge *git.Error
-		if err == nil || !errors.As(err, &ge) {
+		if err == nil {
+			return c.unstageState(ctx, out)
+		}
+		if !errors.As(err, &ge) {
 			return err
 		}
 		var unborn []string
@@ -177,6 +180,26 @@ func (c *committer) addAll(ctx context.Context, spec string) error {
 			spec += ":(top,literal,exclude)" + p + "\x00"
 		}
 	}
+}
+
+// unstageState takes wiggum's own state back out of the index when `git add
+// -A -v` (whose output is out) staged it: git ignores it through
+// .git/info/exclude, but an agent can empty that file and a .gitignore can
+// un-ignore it, and the state is never the tree's content. (An exclude
+// pathspec cannot do it: git refuses one that names ignored files.)
+func (c *committer) unstageState(ctx context.Context, out string) error {
+	var spec strings.Builder
+	for _, line := range strings.Split(out, "\n") {
+		path, ok := strings.CutPrefix(line, "add '")
+		if path, found := strings.CutSuffix(path, "'"); ok && found && git.IsState(path) {
+			spec.WriteString(":(top,literal)" + path + "\x00")
+		}
+	}
+	if spec.Len() == 0 {
+		return nil
+	}
+	_, err := c.git(ctx, []byte(spec.String()), "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul")
+	return err
 }
 
 // commitPath commits exactly path (the plan), whatever else is staged; ""

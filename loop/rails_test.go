@@ -84,3 +84,48 @@ if [ ! -e "`+marker+`" ]; then touch "`+marker+`"; HOOKS="`+st.Repo.HooksDir+`";
 		})
 	}
 }
+
+// wiggum's state is never the tree's content, even when git no longer
+// ignores it - an agent empties .git/info/exclude, or a .gitignore
+// un-ignores it: a failed attempt's rollback does not remove (or save) the
+// lock file and the run journal as files the attempt made, and a success
+// commit does not take them in.
+func TestStateStaysOutWhenGitStopsIgnoringIt(t *testing.T) {
+	for _, tc := range []struct{ name, unhide string }{
+		{"exclude emptied", `: > "$INFO/exclude"`},
+		{"gitignore negation", `printf '!/.ralph/\n!/.ralph/**\n' > .gitignore`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, p := newRepo(t, 2)
+			root := st.Repo.Root
+			marker := filepath.Join(t.TempDir(), "failed-once")
+			o := opts(p, `cat >/dev/null; INFO="`+st.Repo.InfoDir+`"; `+tc.unhide+`; echo x > "f-$WIGGUM_STORY"
+if [ ! -e "`+marker+`" ]; then touch "`+marker+`"; exit 1; fi`)
+			var out bytes.Buffer
+			o.Out = &out
+			sum, err := Run(context.Background(), st, o)
+			if err != nil || len(sum.Completed) != 2 {
+				t.Fatalf("%v %+v\n%s", err, sum, out.String())
+			}
+			if strings.Contains(out.String(), "locked and written again") {
+				t.Errorf("the rollback removed the lock file or its record:\n%s", out.String())
+			}
+			for _, f := range []string{layout.LockFile, layout.HolderFile, ".ralph/wiggum/run-journal.jsonl"} {
+				if _, err := os.Stat(filepath.Join(root, f)); f != layout.HolderFile && err != nil {
+					t.Errorf("%s is gone after the run: %v", f, err)
+				}
+			}
+			for _, rev := range []string{"HEAD", "HEAD~1", "HEAD~2"} {
+				if files := gitT(t, root, "show", "--name-only", "--format=", rev); strings.Contains(files, ".ralph") {
+					t.Errorf("%s commits wiggum's state:\n%s", rev, files)
+				}
+			}
+			if backup := gitT(t, root, "for-each-ref", "--format=%(refname)", "refs/wiggum/backup/"); backup != "" {
+				ref := strings.Fields(backup)[0]
+				if files := gitT(t, root, "ls-tree", "-r", "--name-only", ref); strings.Contains(files, ".ralph/wiggum") || strings.Contains(files, layout.LockFile) {
+					t.Errorf("the backup holds wiggum's state:\n%s", files)
+				}
+			}
+		})
+	}
+}

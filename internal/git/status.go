@@ -3,7 +3,10 @@ package git
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // Status is what one `git status` says about a working tree. It is the only
@@ -98,8 +101,27 @@ func (r *Repo) startStatus(ctx context.Context, env []string) func() (*Status, e
 		if err != nil {
 			return nil, err
 		}
-		return ParseStatus(out)
+		st, err := ParseStatus(out)
+		if err != nil {
+			return nil, err
+		}
+		st.Untracked = slices.DeleteFunc(st.Untracked, IsState)
+		return st, nil
 	}
+}
+
+// IsState reports whether a path is wiggum's own session state
+// (layout.StatePaths). .git/info/exclude hides it from git, but an agent can
+// empty that file, and a .gitignore can un-ignore it: the state is still
+// never the tree's content - never in a checkpoint, a backup or a commit,
+// never a new file for a rollback to remove.
+func IsState(path string) bool {
+	for _, p := range layout.StatePaths() {
+		if path == p || strings.HasSuffix(p, "/") && strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // StartRefreshStatus is StartStatus for a status that also lets git write
