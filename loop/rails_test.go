@@ -129,3 +129,33 @@ if [ ! -e "`+marker+`" ]; then touch "`+marker+`"; exit 1; fi`)
 		})
 	}
 }
+
+// In a parallel run the main tree's lock is every worker's: an agent that
+// deletes it from its worktree is not blamed for it (it may be another
+// worker's), but the lock file and its record are made again, so no second
+// wiggum gets in, and the run ends with every lock let go.
+func TestParallelMainLockDeleted(t *testing.T) {
+	st, p := newRepo(t, 2)
+	root := st.Repo.Root
+	marker := filepath.Join(t.TempDir(), "deleted")
+	o := opts(p, `cat >/dev/null; echo x > "f-$WIGGUM_STORY"
+if [ "$WIGGUM_STORY" = US-1 ] && [ ! -e "`+marker+`" ]; then touch "`+marker+`"; rm -f "`+root+`/.ralph/.agent-lock" "`+root+`/.ralph/.agent-lock.json"; fi`)
+	o.Workers = 2
+	var out bytes.Buffer
+	o.Out = &out
+	sum, err := Run(context.Background(), st, o)
+	if err != nil || len(sum.Completed) != 2 {
+		t.Fatalf("%v %+v\n%s", err, sum, out.String())
+	}
+	if !strings.Contains(out.String(), "the agent lock file .ralph/.agent-lock and the holder record .ralph/.agent-lock.json deleted or replaced during the attempt: locked and written again") {
+		t.Errorf("the main lock was not made again:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), "failed") {
+		t.Errorf("a worker was blamed for the shared lock:\n%s", out.String())
+	}
+	l, err := layout.At(root).Acquire(context.Background(), layout.AcquireOptions{})
+	if err != nil {
+		t.Fatalf("the lock is still held after the run: %v", err)
+	}
+	l.Release()
+}
