@@ -159,3 +159,25 @@ if [ "$WIGGUM_STORY" = US-1 ] && [ ! -e "`+marker+`" ]; then touch "`+marker+`";
 	}
 	l.Release()
 }
+
+// An agent that ticks other stories in the plan makes the run take them as
+// done - the plan is the record - but the run says so, naming them, so
+// that a story done without an attempt of its own does not pass unseen.
+func TestAgentTickingOtherStoriesIsNamed(t *testing.T) {
+	st, p := newRepo(t, 4)
+	o := opts(p, `cat >/dev/null; echo x > "f-$WIGGUM_STORY"
+[ "$WIGGUM_STORY" = US-1 ] && sed -i 's/- \[ \] US-3:/- [x] US-3:/; s/- \[ \] US-4:/- [x] US-4:/' plan.md; true`)
+	var out bytes.Buffer
+	o.Out = &out
+	sum, err := Run(context.Background(), st, o)
+	if err != nil || len(sum.Completed) != 2 {
+		t.Fatalf("%v %+v\n%s", err, sum, out.String())
+	}
+	if !strings.Contains(out.String(), "the agent of US-1 also ticked US-3, US-4 in the plan") {
+		t.Errorf("the agent's ticks were not named:\n%s", out.String())
+	}
+	events, _ := os.ReadFile(filepath.Join(st.Repo.Root, ".ralph/wiggum/events.jsonl"))
+	if !bytes.Contains(events, []byte(`"event":"ticked_by_agent"`)) || !bytes.Contains(events, []byte(`"ticked":["US-3","US-4"]`)) {
+		t.Errorf("no ticked_by_agent event:\n%s", events)
+	}
+}

@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,8 @@ func runSerial(ctx context.Context, st *checkpoint.State, opts Options) (*Summar
 func (r *run) serial(ctx context.Context, ex *executor) error {
 	stalled := 0
 	skip := map[string]bool{}
+	ticked := agentTicks{r: r}
+	ticked.doneSeen = ticked.doneNow()
 	for iter := 1; ; iter++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -36,6 +39,7 @@ func (r *run) serial(ctx context.Context, ex *executor) error {
 		if err != nil {
 			return err
 		}
+		ticked.check(left)
 		r.sum.Left = left
 		for ; story != nil; story, _, err = plan.NextOpen(r.opts.Plan, skip) {
 			if r.led.failed(story.ID) > r.opts.Retries {
@@ -77,6 +81,7 @@ func (r *run) serial(ctx context.Context, ex *executor) error {
 		switch {
 		case res.done:
 			r.endStory(story.ID, "done")
+			ticked.after(story.ID, left)
 			stalled = 0
 			continue
 		case res.limit != nil:
@@ -96,6 +101,61 @@ func (r *run) serial(ctx context.Context, ex *executor) error {
 			return &StopError{Reason: fmt.Sprintf("stopped: no story completed in %d iterations in a row (--no-progress %d); %d story(ies) open", stalled, r.opts.NoProgress, r.sum.Left)}
 		}
 	}
+}
+
+// agentTicks notices stories an agent ticked in the plan itself: the
+// attempt of one story was done, and the plan then had more than that one
+// story fewer open. They are taken as done (the plan is the record), but
+// they had no attempt of their own, which the run says, naming them. The
+// plan's stories are listed only then, and once at the start of the run:
+// the loop's iterations cost the same in a plan of any size.
+type agentTicks struct {
+	r        *run
+	story    string // the story whose attempt was done last
+	left     int    // stories open before its attempt
+	doneSeen map[string]bool
+}
+
+func (t *agentTicks) after(story string, leftBefore int) {
+	t.story, t.left = story, leftBefore
+}
+
+func (t *agentTicks) check(left int) {
+	if t.story == "" {
+		return
+	}
+	story, before := t.story, t.left
+	t.story = ""
+	if before-left <= 1 {
+		return
+	}
+	var extra []string
+	for id := range t.doneNow() {
+		if id != story && !t.doneSeen[id] && !slices.Contains(t.r.sum.Completed, id) {
+			extra = append(extra, id)
+		}
+		t.doneSeen[id] = true
+	}
+	if len(extra) == 0 {
+		return
+	}
+	slices.Sort(extra)
+	t.r.disp.printf("  the agent of %s also ticked %s in the plan: taken as done, with no attempt of their own (untick them to have them run)", story, strings.Join(extra, ", "))
+	t.r.event("ticked_by_agent", map[string]any{"story": story, "ticked": extra})
+}
+
+func (t *agentTicks) doneNow() map[string]bool {
+	done := map[string]bool{}
+	stories, err := t.r.opts.Plan.Stories()
+	if err != nil {
+		return done
+	}
+	for _, s := range stories {
+		if s.Done {
+			done[s.ID] = true
+		}
+	}
+	return done
 }
 
 // budgetStop is the exit-5 stop of a reached budget, saying what was spent

@@ -71,7 +71,9 @@ decides the outcome itself: the agent must exit 0 and --test-cmd, if given,
 must pass. Success commits everything the iteration changed (new files too)
 and marks the story done; failure is rolled back - only when provably safe,
 and saved under refs/wiggum/backup/ first - and the story is retried with
-the failure in its prompt, up to --retries, then skipped.
+the failure in its prompt, up to --retries, then skipped. The plan is the
+record: stories an agent ticks in it itself are taken as done with no
+attempt of their own, and the run names them (untick them to have them run).
 
 The plan is --prd N, --plan FILE, --issues DIR, or found: prd.json,
 .ralph/prd.json, or a single .ralph/PRD-N/plan.md. Prompt placeholders:

@@ -36,6 +36,7 @@ const (
 	AgentStop       = "agent-stop"       // hook: agent, stop_hook_active, done
 	StoryIncomplete = "story-incomplete" // hook: the agent stopped with its story open
 	GuardDenied     = "guard_denied"     // hook: agent, decision, command, reason, story
+	TickedByAgent   = "ticked_by_agent"  // story, ticked: stories the agent of story ticked in the plan itself
 )
 
 // Outcomes of an iteration_end. A failure is "failed (SOURCE)" with SOURCE
@@ -114,6 +115,8 @@ type Event struct {
 	// test-failure
 	Runner   string `json:"runner,omitempty"`
 	Rollback string `json:"rollback,omitempty"`
+	// ticked_by_agent: the stories the agent ticked itself
+	Ticked []string `json:"ticked,omitempty"`
 	// guard_denied
 	Decision string `json:"decision,omitempty"`
 	Command  string `json:"command,omitempty"`

@@ -177,6 +177,8 @@ func describe(e Event) (kind, text string) {
 			return "limit", "trying the model service again"
 		}
 		return "limit", "usage limit over; going on"
+	case "ticked_by_agent":
+		return "done", "the agent also ticked " + strings.Join(e.Ticked, ", ") + " in the plan (no attempt of their own)"
 	case "story_skipped":
 		return "skipped", fmt.Sprintf("skipped after %d failed attempts", e.Attempts)
 	case "rollback_refused":

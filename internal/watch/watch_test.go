@@ -384,3 +384,23 @@ func TestModelLandedElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// The notices of this session's events: an outage is told apart from a
+// usage limit, and stories an agent ticked itself are named.
+func TestDescribeOutagesAndAgentTicks(t *testing.T) {
+	until := time.Date(2026, 11, 28, 4, 30, 0, 0, time.Local)
+	for _, tc := range []struct {
+		e         Event
+		kind, has string
+	}{
+		{Event{Name: "usage_limit", Outage: true, Message: "the model service is unavailable (API Error: 529 Overloaded)"}, "limit", "the model service is unavailable (API Error: 529 Overloaded)"},
+		{Event{Name: "limit_wait_start", Outage: true, Until: until}, "limit", "all workers wait for the model service; trying again at 04:30"},
+		{Event{Name: "usage_limit_end", Outage: true}, "limit", "trying the model service again"},
+		{Event{Name: "ticked_by_agent", Story: "US-1", Ticked: []string{"US-3", "US-4"}}, "done", "the agent also ticked US-3, US-4 in the plan"},
+	} {
+		kind, text := describe(tc.e)
+		if kind != tc.kind || !strings.Contains(text, tc.has) {
+			t.Errorf("%s: %q %q, want %q containing %q", tc.e.Name, kind, text, tc.kind, tc.has)
+		}
+	}
+}
