@@ -366,6 +366,32 @@ func TestModelOutageDoesNotCount(t *testing.T) {
 	})
 }
 
+// Claude retrying a failing model service (its default of 10 retries, with
+// a growing back-off) is shown as it happens - each api_retry line in its
+// event stream - and when --timeout stops it there, the attempt is an
+// outage, not a failed one. Before, it was a timeout failure, and the run's
+// output showed nothing between the start and the stop.
+func TestClaudeRetriesShownAndAnOutage(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		turns := make([]fakemodel.Turn, 30)
+		for i := range turns {
+			turns[i] = fakemodel.Turn{Status: 529}
+		}
+		w := newWorld(t, c, turns...)
+		w.env = append(w.env, "CLAUDE_CODE_MAX_RETRIES=10")
+		out := w.run(5, "--timeout", "8s")
+		if !strings.Contains(out, "▸ retry: the model service failed: HTTP 529") {
+			t.Fatalf("the retries are not shown:\n%s", out)
+		}
+		if !strings.Contains(out, "stopped: the model service is unavailable (HTTP 529") || !strings.Contains(out, "until the agent was stopped") {
+			t.Fatalf("the stop is not an outage:\n%s", out)
+		}
+		if e := w.event("usage_limit"); e["outage"] != true {
+			t.Fatalf("usage_limit event does not mark the outage: %v", e)
+		}
+	})
+}
+
 // The model service out of reach (nothing listens at the client's base
 // URL) is an outage too, not a failed attempt: claude gives up with "API
 // Error: Connection refused ... (ECONNREFUSED)"; codex waits for the network

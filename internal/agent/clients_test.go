@@ -150,6 +150,23 @@ func TestClientOutages(t *testing.T) {
 		t.Errorf("codex back online, still taken for offline: %+v", lim)
 	}
 
+	// claude retrying a failed request (its system api_retry lines,
+	// recorded from claude 2.1.332 against a 529) is shown, and an outage
+	// if it is stopped there; an answer after the retries is not.
+	retrying := `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":2,"retry_delay_ms":505,"error_status":529,"error":"overloaded","session_id":"50dba7dc"}
+{"type":"system","subtype":"api_retry","attempt":2,"max_retries":2,"retry_delay_ms":1022,"error_status":529,"error":"overloaded","session_id":"50dba7dc"}`
+	p, evs := parseAll(t, retrying)
+	if kinds(evs) != "retry,retry" || evs[1].Text != "the model service failed: HTTP 529 overloaded; retry 2 of 2 in 1s" {
+		t.Errorf("claude's retries: %s %q", kinds(evs), evs[len(evs)-1].Text)
+	}
+	if lim := p.stoppedOffline(); lim == nil || !strings.Contains(lim.Message, "HTTP 529 overloaded; retry 2 of 2") {
+		t.Errorf("claude stopped while retrying: %+v", lim)
+	}
+	p, _ = parseAll(t, retrying+"\n"+`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"done"}]}}`)
+	if lim := p.stoppedOffline(); lim != nil {
+		t.Errorf("claude answered after its retries, still taken for offline: %+v", lim)
+	}
+
 	// Not outages: a usage limit stays a limit; codex's retry notices are
 	// not its last word; a 503 in a tool's output or the agent's own text
 	// is the project's business; an agent's own failure is a failure.

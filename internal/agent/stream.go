@@ -56,6 +56,11 @@ type streamLine struct {
 	CostUSD      *float64        `json:"cost_usd"`
 	NumTurns     int             `json:"num_turns"`
 	Usage        *tokenUsage     `json:"usage"`
+	// claude's system api_retry: the client retries a failed model request
+	Attempt      int  `json:"attempt"`
+	MaxRetries   int  `json:"max_retries"`
+	RetryDelayMS int  `json:"retry_delay_ms"`
+	ErrorStatus  *int `json:"error_status"`
 	RateLimit    *struct {
 		Status   string `json:"status"`
 		ResetsAt int64  `json:"resetsAt"`
@@ -130,8 +135,9 @@ type parser struct {
 	shellsDone int
 	shellIDs   map[string]bool
 	lastError  string
-	// offline: the agent's last word is that it waits for the network
-	// (codex); if it is stopped there, that was an outage.
+	// offline: the agent's last word is that it waits for the model
+	// service (codex: for the network; claude: retrying a failed request);
+	// if it is stopped there, that was an outage.
 	offline bool
 }
 
@@ -169,8 +175,17 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 	if json.Unmarshal(b, &l) != nil || l.Type == "" {
 		return nil, false
 	}
+	if l.Type != "system" && l.Type != "error" {
+		// Anything but a retry notice: the client is not (or no longer)
+		// waiting for the model service.
+		p.offline = false
+	}
 	switch l.Type {
 	case "system", "init", "thread.started":
+		if l.Type == "system" && l.Subtype == "api_retry" {
+			events = append(events, p.apiRetry(l))
+			break
+		}
 		if l.Type != "system" || l.Subtype == "init" {
 			text := "session started"
 			if l.Model != "" {
@@ -216,7 +231,6 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 			events = append(events, Event{Kind: "limit", Text: lim.Message})
 		}
 	case "item.started", "item.completed":
-		p.offline = false
 		events = p.codexItem(l)
 	case "turn.completed":
 		if l.Usage != nil {
@@ -412,6 +426,25 @@ func (p *parser) checkOutage(text string) {
 		return
 	}
 	p.limit = &Limit{Message: "the model service is unavailable (" + clip(strings.Trim(firstLine(text), "[]"), 200) + ")", Outage: true}
+}
+
+// apiRetry reads claude's notice that a model request failed and is
+// retried ({"type":"system","subtype":"api_retry","attempt":2,
+// "max_retries":10,"retry_delay_ms":1022,"error_status":529,"error":
+// "overloaded"}): shown as it comes, and an outage if wiggum has to stop
+// the agent while it still retries.
+func (p *parser) apiRetry(l streamLine) Event {
+	what := errorText(l.Error)
+	if l.ErrorStatus != nil {
+		what = strings.TrimSpace(fmt.Sprintf("HTTP %d %s", *l.ErrorStatus, what))
+	}
+	if what == "" {
+		what = "no answer"
+	}
+	text := fmt.Sprintf("%s; retry %d of %d in %s", what, l.Attempt, l.MaxRetries,
+		(time.Duration(l.RetryDelayMS) * time.Millisecond).Round(100*time.Millisecond))
+	p.offline, p.lastError = true, text
+	return Event{Kind: "retry", Text: "the model service failed: " + text}
 }
 
 // stoppedOffline is the outage of an agent wiggum stopped (--timeout,
