@@ -149,6 +149,10 @@ func TestClientOutages(t *testing.T) {
 	if lim := p.stoppedOffline(); lim != nil {
 		t.Errorf("codex back online, still taken for offline: %+v", lim)
 	}
+	p, _ = parseAll(t, `{"type":"error","message":"Reconnecting... 2/5 (unexpected status 503 Service Unavailable)"}`)
+	if lim := p.stoppedOffline(); lim == nil || !strings.Contains(lim.Message, "Reconnecting... 2/5") {
+		t.Errorf("codex stopped while it retries the model service: %+v", lim)
+	}
 
 	// claude retrying a failed request (its system api_retry lines,
 	// recorded from claude 2.1.332 against a 529) is shown, and an outage

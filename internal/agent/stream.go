@@ -256,9 +256,11 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 			// ("Reconnecting... 2/5"); only the failed turn is its last word.
 			p.checkOutage(text)
 		}
-		// codex without a network waits for one, for as long as it takes
-		// ("Reconnecting... waiting for network (Connection failed: ...)").
-		p.offline = strings.Contains(text, "waiting for network")
+		// codex retrying the model service ("Reconnecting... 2/5
+		// (unexpected status 503 ...)"), or, without a network, waiting
+		// for one for as long as it takes ("Reconnecting... waiting for
+		// network (Connection failed: ...)").
+		p.offline = strings.HasPrefix(text, "Reconnecting...")
 	case "tool_use":
 		p.tools++
 		if l.ToolName == "run_shell_command" {
