@@ -36,18 +36,16 @@ func GitRailsOf(repo *git.Repo) GitRails {
 	return g
 }
 
-// Installed reports whether any of wiggum's git hooks is in place.
-func (g GitRails) Installed() bool { return len(g.shims) > 0 }
-
 // Broken says what after lost of g: a shim removed or changed, or
 // core.hooksPath set or changed (git would then look for hooks elsewhere);
-// "" when nothing was lost.
-func (g GitRails) Broken(after GitRails) string {
+// "" when nothing was lost. restorable says whether Restore puts it right:
+// not for core.hooksPath, which is the user's config to fix.
+func (g GitRails) Broken(after GitRails) (what string, restorable bool) {
 	if len(g.shims) == 0 {
-		return ""
+		return "", true
 	}
 	if g.hooksPath != after.hooksPath {
-		return "changed core.hooksPath in the repository's git config, so git no longer runs wiggum's hooks"
+		return "changed core.hooksPath in the repository's git config, so git no longer runs wiggum's hooks", false
 	}
 	var lost []string
 	for _, name := range hooks.GitHooks {
@@ -56,9 +54,9 @@ func (g GitRails) Broken(after GitRails) string {
 		}
 	}
 	if len(lost) > 0 {
-		return "removed or changed wiggum's git hook(s) " + strings.Join(lost, " and ")
+		return "removed or changed wiggum's git hook(s) " + strings.Join(lost, " and "), true
 	}
-	return ""
+	return "", true
 }
 
 // Restore puts back what after lost of g: the config's hooksPath is the

@@ -476,7 +476,7 @@ func (e *executor) checkRails(before rails) (lost, gone string) {
 	if err := layout.EnsureExcluded(e.st.Repo.InfoDir); err != nil {
 		e.disp.printf("  could not restore wiggum's lines in %s: %v", filepath.Join(e.st.Repo.InfoDir, "exclude"), err)
 	}
-	if what := before.git.Broken(after.git); what != "" {
+	if what, restorable := before.git.Broken(after.git); what != "" {
 		// The hooks directory and the config are shared by every
 		// worktree: in a parallel run another worker's agent may have done
 		// it, so the attempt is not blamed, only the hooks put back.
@@ -485,7 +485,7 @@ func (e *executor) checkRails(before rails) (lost, gone string) {
 		}
 		if err := before.git.Restore(e.st.Repo); err != nil {
 			gone = what + " (and putting them back failed: " + err.Error() + ")"
-		} else if strings.Contains(what, "hooksPath") {
+		} else if !restorable {
 			gone = what
 		} else {
 			e.disp.printf("  %s: put back", what)

@@ -158,10 +158,17 @@ func pruneAgentLogs(dir string) {
 }
 
 // planCounts adds the plan's size to the run_start event's fields, so a
-// watcher can show progress without reading the plan.
-func planCounts(p plan.Plan, fields map[string]any) map[string]any {
+// watcher can show progress without reading the plan, and returns the
+// stories done at the start.
+func planCounts(p plan.Plan, fields map[string]any) (map[string]any, map[string]bool) {
+	done := map[string]bool{}
 	if stories, err := p.Stories(); err == nil {
 		fields["stories"], fields["done"] = len(stories), len(stories)-plan.Open(stories)
+		for _, s := range stories {
+			if s.Done {
+				done[s.ID] = true
+			}
+		}
 	}
-	return fields
+	return fields, done
 }

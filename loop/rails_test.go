@@ -5,10 +5,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/wiggum-dev/wiggum/install"
+	"github.com/wiggum-dev/wiggum/internal/events"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
@@ -76,11 +78,7 @@ if [ ! -e "`+marker+`" ]; then touch "`+marker+`"; HOOKS="`+st.Repo.HooksDir+`";
 				t.Errorf("the story was not committed by its retry: %s", log)
 			}
 			// The run ended and let go of every file it locked.
-			l, err := layout.At(root).Acquire(context.Background(), layout.AcquireOptions{})
-			if err != nil {
-				t.Fatalf("the lock is still held after the run: %v", err)
-			}
-			l.Release()
+			leftovers(t, st)
 		})
 	}
 }
@@ -135,14 +133,11 @@ if [ ! -e "`+marker+`" ]; then touch "`+marker+`"; exit 1; fi`)
 // worker's), but the lock file and its record are made again, so no second
 // wiggum gets in, and the run ends with every lock let go.
 func TestParallelMainLockDeleted(t *testing.T) {
-	st, p := newRepo(t, 2)
-	root := st.Repo.Root
 	marker := filepath.Join(t.TempDir(), "deleted")
-	o := opts(p, `cat >/dev/null; echo x > "f-$WIGGUM_STORY"
-if [ "$WIGGUM_STORY" = US-1 ] && [ ! -e "`+marker+`" ]; then touch "`+marker+`"; rm -f "`+root+`/.ralph/.agent-lock" "`+root+`/.ralph/.agent-lock.json"; fi`)
+	st, o, out := parallelOpts(t, 2, `cat >/dev/null; echo x > "f-$WIGGUM_STORY"
+if [ "$WIGGUM_STORY" = US-1 ] && [ ! -e "`+marker+`" ]; then touch "`+marker+`"; rm -f "$WIGGUM_MAIN/.ralph/.agent-lock" "$WIGGUM_MAIN/.ralph/.agent-lock.json"; fi`)
+	t.Setenv("WIGGUM_MAIN", st.Repo.Root)
 	o.Workers = 2
-	var out bytes.Buffer
-	o.Out = &out
 	sum, err := Run(context.Background(), st, o)
 	if err != nil || len(sum.Completed) != 2 {
 		t.Fatalf("%v %+v\n%s", err, sum, out.String())
@@ -153,11 +148,7 @@ if [ "$WIGGUM_STORY" = US-1 ] && [ ! -e "`+marker+`" ]; then touch "`+marker+`";
 	if strings.Contains(out.String(), "failed") {
 		t.Errorf("a worker was blamed for the shared lock:\n%s", out.String())
 	}
-	l, err := layout.At(root).Acquire(context.Background(), layout.AcquireOptions{})
-	if err != nil {
-		t.Fatalf("the lock is still held after the run: %v", err)
-	}
-	l.Release()
+	leftovers(t, st)
 }
 
 // An agent that ticks other stories in the plan makes the run take them as
@@ -176,8 +167,10 @@ func TestAgentTickingOtherStoriesIsNamed(t *testing.T) {
 	if !strings.Contains(out.String(), "the agent of US-1 also ticked US-3, US-4 in the plan") {
 		t.Errorf("the agent's ticks were not named:\n%s", out.String())
 	}
-	events, _ := os.ReadFile(filepath.Join(st.Repo.Root, ".ralph/wiggum/events.jsonl"))
-	if !bytes.Contains(events, []byte(`"event":"ticked_by_agent"`)) || !bytes.Contains(events, []byte(`"ticked":["US-3","US-4"]`)) {
-		t.Errorf("no ticked_by_agent event:\n%s", events)
+	evs := readEvents(t, st)
+	if !slices.ContainsFunc(evs, func(e events.Event) bool {
+		return e.Name == events.TickedByAgent && e.Story == "US-1" && slices.Equal(e.Ticked, []string{"US-3", "US-4"})
+	}) {
+		t.Errorf("no ticked_by_agent event for US-3, US-4:\n%+v", evs)
 	}
 }

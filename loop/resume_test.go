@@ -516,31 +516,23 @@ echo ok > ok.txt`)
 	if !strings.Contains(out.String(), "waiting") || !strings.Contains(out.String(), "before trying again") {
 		t.Errorf("the wait is not shown:\n%s", out.String())
 	}
-	events, _ := os.ReadFile(filepath.Join(st.Repo.Root, ".ralph/wiggum/events.jsonl"))
 	var outages, waits int
-	for _, line := range strings.Split(string(events), "\n") {
-		var ev struct {
-			Event   string `json:"event"`
-			Outage  bool   `json:"outage"`
-			Attempt int    `json:"attempt"`
-		}
-		if json.Unmarshal([]byte(line), &ev) != nil {
-			continue
-		}
+	evs := readEvents(t, st)
+	for _, ev := range evs {
 		switch {
-		case ev.Event == "usage_limit" && ev.Outage:
+		case ev.Name == "usage_limit" && ev.Outage:
 			outages++
-		case ev.Event == "limit_wait_start" && ev.Outage:
+		case ev.Name == "limit_wait_start" && ev.Outage:
 			waits++
-		case ev.Event == "iteration_start" && ev.Attempt != 1:
-			t.Errorf("an outage counted as a failed attempt: %s", line)
+		case ev.Name == "iteration_start" && ev.Attempt != 1:
+			t.Errorf("an outage counted as a failed attempt: %+v", ev)
 		}
 	}
 	if rs, err := ReadRunState(journalPath(t, st.Repo.Root)); err != nil || rs.Waiting != "" {
 		t.Errorf("after the story was done the run waits for nothing: %+v, %v", rs, err)
 	}
 	if outages != 3 || waits != 2 {
-		t.Errorf("%d outage events and %d waits, want 3 and 2:\n%s", outages, waits, events)
+		t.Errorf("%d outage events and %d waits, want 3 and 2:\n%+v", outages, waits, evs)
 	}
 	for n, want := range []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 160 * time.Millisecond, 320 * time.Millisecond, 320 * time.Millisecond} {
 		if got := outageWait(n + 1); got != want {

@@ -56,6 +56,8 @@ type run struct {
 	// noDispatch: a usage limit stops the run (no --wait-on-limit); no
 	// worker starts another attempt.
 	noDispatch atomic.Bool
+	// doneAtStart: the stories the plan had done when the run began.
+	doneAtStart map[string]bool
 	// outages counts the model-service outages in a row, for the back-off
 	// (outageWait); any attempt the service answered resets it.
 	outages atomic.Int32
@@ -786,7 +788,8 @@ func (r *run) begin(workers int) {
 	if workers > 1 {
 		fields["workers"] = workers
 	}
-	r.event("run_start", planCounts(r.opts.Plan, fields))
+	fields, r.doneAtStart = planCounts(r.opts.Plan, fields)
+	r.event("run_start", fields)
 	r.traceStart(workers)
 }
 

@@ -29,8 +29,7 @@ func runSerial(ctx context.Context, st *checkpoint.State, opts Options) (*Summar
 func (r *run) serial(ctx context.Context, ex *executor) error {
 	stalled := 0
 	skip := map[string]bool{}
-	ticked := agentTicks{r: r}
-	ticked.doneSeen = ticked.doneNow()
+	ticked := agentTicks{r: r, doneSeen: r.doneAtStart}
 	for iter := 1; ; iter++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -107,8 +106,8 @@ func (r *run) serial(ctx context.Context, ex *executor) error {
 // attempt of one story was done, and the plan then had more than that one
 // story fewer open. They are taken as done (the plan is the record), but
 // they had no attempt of their own, which the run says, naming them. The
-// plan's stories are listed only then, and once at the start of the run:
-// the loop's iterations cost the same in a plan of any size.
+// plan's stories are listed only then (the run's start lists them once
+// anyway): the loop's iterations cost the same in a plan of any size.
 type agentTicks struct {
 	r        *run
 	story    string // the story whose attempt was done last

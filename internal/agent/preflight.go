@@ -65,31 +65,52 @@ func foreignCodexHooks(path string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
+	entries, err := hookEntries(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not valid hooks JSON (%v); fix it before running codex", path, err)
+	}
+	var out []string
+	for _, e := range entries {
+		f := strings.Fields(e.command)
+		if len(f) >= 2 && filepath.Base(f[0]) == "wiggum" && f[1] == "hook" {
+			continue
+		}
+		if !slices.Contains(out, e.command) {
+			out = append(out, e.command)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// hookEntry is one command hook in a hook file.
+type hookEntry struct {
+	event, matcher, command string
+}
+
+// hookEntries reads the hook commands of the layout claude's settings,
+// codex's hooks.json and gemini's settings share: hooks.EVENT[] =
+// {matcher, hooks[] = {command}}.
+func hookEntries(data []byte) ([]hookEntry, error) {
 	var doc struct {
 		Hooks map[string][]struct {
-			Hooks []struct {
+			Matcher any `json:"matcher"`
+			Hooks   []struct {
 				Command string `json:"command"`
 			} `json:"hooks"`
 		} `json:"hooks"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s is not valid hooks JSON (%v); fix it before running codex", path, err)
+		return nil, err
 	}
-	var out []string
-	for _, groups := range doc.Hooks {
+	var out []hookEntry
+	for event, groups := range doc.Hooks {
 		for _, g := range groups {
 			for _, h := range g.Hooks {
-				f := strings.Fields(h.Command)
-				if len(f) >= 2 && filepath.Base(f[0]) == "wiggum" && f[1] == "hook" {
-					continue
-				}
-				if !slices.Contains(out, h.Command) {
-					out = append(out, h.Command)
-				}
+				out = append(out, hookEntry{event: event, matcher: fmt.Sprint(g.Matcher), command: h.Command})
 			}
 		}
 	}
-	slices.Sort(out)
 	return out, nil
 }
 
@@ -121,15 +142,7 @@ func HasHooks(name string) bool {
 // repository or the home directory registers wiggum's hooks: the run would
 // have no guard and no mid-iteration rollback, and should say so.
 func HooksMissing(p Profile, root, home string) string {
-	files, ok := hookFiles[p.Name]
-	if !ok {
-		return ""
-	}
-	var paths []string
-	for _, f := range files.project {
-		paths = append(paths, filepath.Join(root, f))
-	}
-	if registers(p.Name, append(paths, userHookFiles(p.Name, home)...)...) {
+	if !HasHooks(p.Name) || registers(p.Name, hookPaths(p.Name, root, home)...) {
 		return ""
 	}
 	return fmt.Sprintf("wiggum's hooks are not installed for %s here, so the agent runs without the command guard and without the mid-iteration test rollback; run 'wiggum install --%s' to add them", p.Name, p.Name)
@@ -203,6 +216,16 @@ func HooksNotCommitted(p Profile, root, home string, atHead func(path string) (d
 		"a parallel run's agents work in worktrees checked out from HEAD and would run there without the guard. "+
 		"Commit it (git add %s && git commit), or install the hooks for your user (wiggum install --%s --user)",
 		strings.Join(h.Files, " and "), strings.Join(h.Files, " "), p.Name)}
+}
+
+// hookPaths are all the files the agent reads hooks from: the project's
+// (under root), then the user's.
+func hookPaths(agent, root, home string) []string {
+	var paths []string
+	for _, f := range hookFiles[agent].project {
+		paths = append(paths, filepath.Join(root, f))
+	}
+	return append(paths, userHookFiles(agent, home)...)
 }
 
 // userHookFiles are the agent's hook files in the home directory (and

@@ -1,11 +1,8 @@
 package agent
 
 import (
-	"encoding/json"
-	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -28,11 +25,7 @@ func RailsOf(agent, root, home string) Rails {
 	if !HasHooks(agent) {
 		return r
 	}
-	var paths []string
-	for _, f := range hookFiles[agent].project {
-		paths = append(paths, filepath.Join(root, f))
-	}
-	for _, path := range append(paths, userHookFiles(agent, home)...) {
+	for _, path := range hookPaths(agent, root, home) {
 		if e := wiggumEntries(agent, path); len(e) > 0 {
 			r.entries[path] = e
 		}
@@ -73,33 +66,21 @@ func subset(a, b []string) bool {
 }
 
 // wiggumEntries lists a hook file's entries that run wiggum's hook for the
-// agent, as "event|matcher|command": the layout claude's settings, codex's
-// hooks.json and gemini's settings share (hooks.EVENT[] = {matcher,
-// hooks[] = {command}}). A file that is missing or not that JSON has none.
+// agent, as "event|matcher|command". A file that is missing or not hooks
+// JSON has none.
 func wiggumEntries(agent, path string) []string {
 	data, err := os.ReadFile(path)
 	if err != nil || !mentions(agent, data) {
 		return nil
 	}
-	var doc struct {
-		Hooks map[string][]struct {
-			Matcher any `json:"matcher"`
-			Hooks   []struct {
-				Command string `json:"command"`
-			} `json:"hooks"`
-		} `json:"hooks"`
-	}
-	if json.Unmarshal(data, &doc) != nil {
+	entries, err := hookEntries(data)
+	if err != nil {
 		return nil
 	}
 	var out []string
-	for event, groups := range doc.Hooks {
-		for _, g := range groups {
-			for _, h := range g.Hooks {
-				if strings.Contains(h.Command, "wiggum hook "+agent) {
-					out = append(out, fmt.Sprintf("%s|%v|%s", event, g.Matcher, h.Command))
-				}
-			}
+	for _, e := range entries {
+		if strings.Contains(e.command, "wiggum hook "+agent) {
+			out = append(out, e.event+"|"+e.matcher+"|"+e.command)
 		}
 	}
 	slices.Sort(out)

@@ -427,7 +427,13 @@ func (p *parser) checkOutage(text string) {
 	if p.limit != nil || !outageText().MatchString(text) {
 		return
 	}
-	p.limit = &Limit{Message: "the model service is unavailable (" + clip(strings.Trim(firstLine(text), "[]"), 200) + ")", Outage: true}
+	p.limit = outage(strings.Trim(firstLine(text), "[]"), "")
+}
+
+// outage is the Limit of the model service failing, in the client's words
+// (clipped) and what followed them.
+func outage(words, then string) *Limit {
+	return &Limit{Message: "the model service is unavailable (" + clip(words, 200) + then + ")", Outage: true}
 }
 
 // apiRetry reads claude's notice that a model request failed and is
@@ -455,7 +461,7 @@ func (p *parser) stoppedOffline() *Limit {
 	if !p.offline || p.limit != nil {
 		return nil
 	}
-	return &Limit{Message: "the model service is unavailable (" + clip(firstLine(p.lastError), 200) + ", until the agent was stopped)", Outage: true}
+	return outage(firstLine(p.lastError), ", until the agent was stopped")
 }
 
 // parseReset reads "resets [Mon D at ]H[:MM]am|pm[ (Zone)]" as the next such

@@ -352,6 +352,8 @@ type SessionInfo struct {
 	Active  bool   // a live wiggum holder has the lock
 	Mine    bool   // WIGGUM_SESSION matches the holder's token
 	Session string // the holder's token
+	// AllowPush: the holder was started with WIGGUM_ALLOW_PUSH=1.
+	AllowPush bool
 	// Started is when the holder took the lock: what changed before it
 	// was not the session's doing.
 	Started time.Time
@@ -379,7 +381,7 @@ func (t Tree) Session() SessionInfo {
 		return t.inSession()
 	}
 	tok := os.Getenv(SessionEnv)
-	return SessionInfo{Active: true, Mine: tok != "" && tok == h.Session, Session: h.Session, Started: h.Started}
+	return SessionInfo{Active: true, Mine: tok != "" && tok == h.Session, Session: h.Session, Started: h.Started, AllowPush: h.AllowPush}
 }
 
 // inSession is the session this process was started in for this tree,
