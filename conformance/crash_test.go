@@ -1,0 +1,218 @@
+package conformance
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/conformance/fakemodel"
+)
+
+// A run killed in the middle of an attempt - wiggum alone SIGKILLed (the
+// OOM killer, a `kill -9`), or every process of the run at once (a power
+// loss, a reboot) - with the real client still running a tool command that
+// left its process group and its session (setsid) and writes into the
+// tree: once wiggum is gone, nothing of the attempt may go on running or
+// writing, the lock is free, and the next `wiggum run` saves the unfinished
+// attempt under refs/wiggum/backup/, puts the tree back and does the story.
+func TestCrashMidAttempt(t *testing.T) {
+	for _, how := range []string{"wiggum", "everything", "parallel"} {
+		t.Run(how, func(t *testing.T) {
+			forEachClient(t, func(t *testing.T, c client) {
+				marker := fmt.Sprintf("wiggum-crash-%d", time.Now().UnixNano())
+				// The ticker leaves the tool's process group and session,
+				// as a dev server or a watcher started by an agent does.
+				tool := fmt.Sprintf(`echo partial > partial.txt && (setsid sh -c 'while :; do echo %s >> ticker.log; sleep 0.1; done' </dev/null >/dev/null 2>&1 &) && sleep 300`, marker)
+				w := newWorld(t, c, fakemodel.Turn{Shell: tool}, fakemodel.Turn{Text: "done"})
+				var extra []string
+				if how == "parallel" {
+					extra = []string{"--workers", "2"}
+				}
+				run := w.start(append([]string{"run", "--agent", c.name, "--plan", "plan.md", "--retries", "0", "--timeout", "10m", "--grace", "2s"}, extra...)...)
+				var ticker string // in the tree, or in the worker's worktree
+				w.waitFor("the tool command to start ticking", func() bool {
+					ticker = w.find("ticker.log")
+					return lines(ticker) >= 3
+				})
+
+				switch how {
+				case "wiggum", "parallel":
+					_ = run.Process.Kill()
+				case "everything":
+					killTree(t, run.Process.Pid, marker)
+				}
+				_, _ = run.Process.Wait()
+				w.waitFor("every process of the attempt to end", func() bool { return len(withMarker(marker)) == 0 })
+				n := lines(ticker)
+				time.Sleep(500 * time.Millisecond)
+				if m := lines(ticker); m != n {
+					t.Fatalf("ticker.log still grows after the attempt's processes are gone (%d -> %d lines)", n, m)
+				}
+
+				if st := w.wiggum(0, "status"); !strings.Contains(st, "interrupted") {
+					t.Fatalf("status does not say the run was interrupted:\n%s", st)
+				}
+				w.srv.Script(fakemodel.Turn{Shell: "echo two > two.txt"}, fakemodel.Turn{Text: "done"})
+				out := w.run(0, extra...)
+				if !strings.Contains(out, "resuming the interrupted run") {
+					t.Fatalf("the next run does not say it resumes the interrupted one:\n%s", out)
+				}
+				for _, f := range []string{"partial.txt", "ticker.log"} {
+					if _, err := os.Stat(filepath.Join(w.dir, f)); err == nil {
+						t.Fatalf("%s of the killed attempt is still in the tree:\n%s", f, out)
+					}
+				}
+				b := w.backups()
+				if len(b) == 0 {
+					t.Fatalf("the killed attempt was not saved under refs/wiggum/backup/:\n%s", out)
+				}
+				if got := w.git("show", b[0]+":partial.txt"); got != "partial\n" {
+					t.Fatalf("the backup %s does not hold the killed attempt: %q", b[0], got)
+				}
+				if got := w.git("show", "HEAD:two.txt"); got != "two\n" {
+					t.Fatalf("the story was not done after the crash: %q\n%s", got, out)
+				}
+				if st := w.git("status", "--porcelain"); st != "" {
+					t.Fatalf("tree left dirty:\n%s", st)
+				}
+				if wt := strings.Count(w.git("worktree", "list", "--porcelain"), "worktree "); wt != 1 {
+					t.Fatalf("%d worktrees left, want the main tree alone:\n%s", wt, w.git("worktree", "list"))
+				}
+			})
+		})
+	}
+}
+
+// start starts wiggum in the tree without waiting for it; its output goes
+// to a file (a pipe would be held open by whatever outlives it), shown if
+// the test fails.
+func (w *world) start(args ...string) *exec.Cmd {
+	w.t.Helper()
+	logPath := filepath.Join(w.t.TempDir(), "wiggum.out")
+	f, err := os.Create(logPath)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(wiggumDir, "wiggum"), args...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = w.dir, w.env, f, f
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	f.Close()
+	w.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+		if w.t.Failed() {
+			out, _ := os.ReadFile(logPath)
+			w.t.Logf("wiggum %s:\n%s", strings.Join(args, " "), out)
+		}
+	})
+	return cmd
+}
+
+// waitFor polls cond for up to a minute.
+func (w *world) waitFor(what string, cond func() bool) {
+	w.t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			w.t.Fatalf("timed out waiting for %s\nrequests:\n%s", what, w.requestLog())
+		}
+	}
+}
+
+// find returns the path of the first file called name under the tree
+// (worktrees included), or "" if there is none.
+func (w *world) find(name string) string {
+	found := ""
+	_ = filepath.WalkDir(w.dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && found == "" && d.Name() == name && d.Type().IsRegular() {
+			found = path
+		}
+		return nil
+	})
+	return found
+}
+
+func lines(path string) int {
+	data, _ := os.ReadFile(path)
+	return bytes.Count(data, []byte("\n"))
+}
+
+// withMarker lists the processes whose command line holds marker.
+func withMarker(marker string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if bytes.Contains(cmdline, []byte(marker)) && !zombie(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func zombie(pid int) bool {
+	stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z'
+}
+
+// descendants lists pid's descendants by their parent links in /proc.
+func descendants(pid int) []int {
+	parent := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) > 1 {
+			pp, _ := strconv.Atoi(f[1])
+			parent[pp] = append(parent[pp], p)
+		}
+	}
+	var out []int
+	for todo := []int{pid}; len(todo) > 0; {
+		p := todo[0]
+		todo = append(todo[1:], parent[p]...)
+		out = append(out, parent[p]...)
+	}
+	return out
+}
+
+// killTree stops wiggum, every descendant of it and every process holding
+// the marker, then kills them all: none of them gets to clean up, as in a
+// power loss.
+func killTree(t *testing.T, pid int, marker string) {
+	t.Helper()
+	all := append([]int{pid}, descendants(pid)...)
+	all = append(all, withMarker(marker)...)
+	for _, p := range all {
+		_ = syscall.Kill(p, syscall.SIGSTOP)
+	}
+	// What forked while the first ones were being stopped.
+	for _, p := range append(descendants(pid), withMarker(marker)...) {
+		_ = syscall.Kill(p, syscall.SIGSTOP)
+		all = append(all, p)
+	}
+	for _, p := range all {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+}
