@@ -26,22 +26,13 @@ func TestCrashMidAttempt(t *testing.T) {
 	for _, how := range []string{"wiggum", "everything", "parallel"} {
 		t.Run(how, func(t *testing.T) {
 			forEachClient(t, func(t *testing.T, c client) {
-				marker := fmt.Sprintf("wiggum-crash-%d", time.Now().UnixNano())
-				// The ticker leaves the tool's process group and session,
-				// as a dev server or a watcher started by an agent does.
-				tool := fmt.Sprintf(`echo partial > partial.txt && (setsid sh -c 'while :; do echo %s >> ticker.log; sleep 0.1; done' </dev/null >/dev/null 2>&1 &) && sleep 300`, marker)
-				w := newWorld(t, c, fakemodel.Turn{Shell: tool}, fakemodel.Turn{Text: "done"})
 				var extra []string
 				if how == "parallel" {
 					extra = []string{"--workers", "2"}
 				}
-				run := w.start(append([]string{"run", "--agent", c.name, "--plan", "plan.md", "--retries", "0", "--timeout", "10m", "--grace", "2s"}, extra...)...)
-				var ticker string // in the tree, or in the worker's worktree
-				w.waitFor("the tool command to start ticking", func() bool {
-					ticker = w.find("ticker.log")
-					return lines(ticker) >= 3
-				})
-
+				w, marker := tickingWorld(t, c)
+				run := w.start(w.runArgs(extra...)...)
+				w.waitTicking()
 				switch how {
 				case "wiggum", "parallel":
 					_ = run.Process.Kill()
@@ -50,44 +41,200 @@ func TestCrashMidAttempt(t *testing.T) {
 				}
 				_, _ = run.Process.Wait()
 				w.waitFor("every process of the attempt to end", func() bool { return len(withMarker(marker)) == 0 })
-				n := lines(ticker)
-				time.Sleep(500 * time.Millisecond)
-				if m := lines(ticker); m != n {
-					t.Fatalf("ticker.log still grows after the attempt's processes are gone (%d -> %d lines)", n, m)
-				}
-
-				if st := w.wiggum(0, "status"); !strings.Contains(st, "interrupted") {
-					t.Fatalf("status does not say the run was interrupted:\n%s", st)
-				}
-				w.srv.Script(fakemodel.Turn{Shell: "echo two > two.txt"}, fakemodel.Turn{Text: "done"})
-				out := w.run(0, extra...)
-				if !strings.Contains(out, "resuming the interrupted run") {
-					t.Fatalf("the next run does not say it resumes the interrupted one:\n%s", out)
-				}
-				for _, f := range []string{"partial.txt", "ticker.log"} {
-					if _, err := os.Stat(filepath.Join(w.dir, f)); err == nil {
-						t.Fatalf("%s of the killed attempt is still in the tree:\n%s", f, out)
-					}
-				}
-				b := w.backups()
-				if len(b) == 0 {
-					t.Fatalf("the killed attempt was not saved under refs/wiggum/backup/:\n%s", out)
-				}
-				if got := w.git("show", b[0]+":partial.txt"); got != "partial\n" {
-					t.Fatalf("the backup %s does not hold the killed attempt: %q", b[0], got)
-				}
-				if got := w.git("show", "HEAD:two.txt"); got != "two\n" {
-					t.Fatalf("the story was not done after the crash: %q\n%s", got, out)
-				}
-				if st := w.git("status", "--porcelain"); st != "" {
-					t.Fatalf("tree left dirty:\n%s", st)
-				}
-				if wt := strings.Count(w.git("worktree", "list", "--porcelain"), "worktree "); wt != 1 {
-					t.Fatalf("%d worktrees left, want the main tree alone:\n%s", wt, w.git("worktree", "list"))
-				}
+				w.tickerStopped()
+				w.resumes(extra...)
 			})
 		})
 	}
+}
+
+// Ctrl-C in the terminal (SIGINT to the foreground group: wiggum, not the
+// agent, whose group is its own) and SIGTERM (systemd stopping a unit,
+// kill) stop the run with 130 and 143. By the time wiggum exits, nothing
+// of the attempt runs any more - not even the tool command that left its
+// group and session - and the attempt is rolled back and saved; the next
+// run resumes the plan and does the story.
+func TestInterruptMidAttempt(t *testing.T) {
+	for _, how := range []string{"ctrl-c", "sigterm"} {
+		t.Run(how, func(t *testing.T) {
+			forEachClient(t, func(t *testing.T, c client) {
+				w, marker := tickingWorld(t, c)
+				var code int
+				switch how {
+				case "ctrl-c":
+					tm := newTerminal(t, w, w.runArgs())
+					w.waitTicking()
+					tm.keys("C-c")
+					code = tm.exitCode()
+					if s := tm.screen(); !strings.Contains(s, "interrupted; rolled back the unfinished iteration, its work is saved in refs/wiggum/backup/") ||
+						!strings.Contains(s, "resume with: wiggum run --plan plan.md") {
+						t.Fatalf("the terminal does not say what became of the attempt and how to resume:\n%s", s)
+					}
+				case "sigterm":
+					run := w.start(w.runArgs()...)
+					w.waitTicking()
+					_ = run.Process.Signal(syscall.SIGTERM)
+					if err := run.Wait(); err != nil {
+						code = run.ProcessState.ExitCode()
+					}
+				}
+				want := map[string]int{"ctrl-c": 130, "sigterm": 143}[how]
+				if code != want {
+					t.Fatalf("wiggum exited %d, want %d", code, want)
+				}
+				if left := withMarker(marker); len(left) != 0 {
+					t.Fatalf("wiggum exited with processes of the attempt still running: %v", left)
+				}
+				w.tickerStopped()
+				for _, f := range []string{"partial.txt", "ticker.log"} {
+					if _, err := os.Stat(filepath.Join(w.dir, f)); err == nil {
+						t.Fatalf("%s of the interrupted attempt is still in the tree", f)
+					}
+				}
+				if len(w.backups()) == 0 {
+					t.Fatal("the interrupted attempt was not saved under refs/wiggum/backup/")
+				}
+				w.resumes()
+			})
+		})
+	}
+}
+
+// tickingWorld is a world whose model asks for one tool command that
+// writes partial.txt, starts a ticker that leaves the tool's process group
+// and session - as a dev server or a watcher started by an agent does -
+// appending to ticker.log ten times a second, and then sleeps. Every
+// process of it has the returned marker in its command line.
+func tickingWorld(t *testing.T, c client) (*world, string) {
+	marker := fmt.Sprintf("wiggum-crash-%d", time.Now().UnixNano())
+	tool := fmt.Sprintf(`echo partial > partial.txt && (setsid sh -c 'while :; do echo %s >> ticker.log; sleep 0.1; done' </dev/null >/dev/null 2>&1 &) && sleep 300`, marker)
+	return newWorld(t, c, fakemodel.Turn{Shell: tool}, fakemodel.Turn{Text: "done"}), marker
+}
+
+func (w *world) runArgs(extra ...string) []string {
+	return append([]string{"run", "--agent", w.c.name, "--plan", "plan.md", "--retries", "0", "--timeout", "10m", "--grace", "2s"}, extra...)
+}
+
+// waitTicking waits until the ticker has written three lines, in the tree
+// or in the worker's worktree.
+func (w *world) waitTicking() {
+	w.t.Helper()
+	w.waitFor("the tool command to start ticking", func() bool {
+		w.ticker = w.find("ticker.log")
+		return lines(w.ticker) >= 3
+	})
+}
+
+// tickerStopped fails the test if ticker.log still grows.
+func (w *world) tickerStopped() {
+	w.t.Helper()
+	n := lines(w.ticker)
+	time.Sleep(500 * time.Millisecond)
+	if m := lines(w.ticker); m != n {
+		w.t.Fatalf("ticker.log still grows after the attempt's processes are gone (%d -> %d lines)", n, m)
+	}
+}
+
+// resumes checks that status calls the run interrupted and that the next
+// run says it resumes it, saves what the stopped attempt left, and does
+// the story with a fresh script.
+func (w *world) resumes(extra ...string) {
+	t := w.t
+	t.Helper()
+	if st := w.wiggum(0, "status"); !strings.Contains(st, "interrupted") {
+		t.Fatalf("status does not say the run was interrupted:\n%s", st)
+	}
+	w.srv.Script(fakemodel.Turn{Shell: "echo two > two.txt"}, fakemodel.Turn{Text: "done"})
+	out := w.run(0, extra...)
+	if !strings.Contains(out, "resuming the interrupted run") {
+		t.Fatalf("the next run does not say it resumes the interrupted one:\n%s", out)
+	}
+	for _, f := range []string{"partial.txt", "ticker.log"} {
+		if _, err := os.Stat(filepath.Join(w.dir, f)); err == nil {
+			t.Fatalf("%s of the stopped attempt is still in the tree:\n%s", f, out)
+		}
+	}
+	b := w.backups()
+	if len(b) == 0 {
+		t.Fatalf("the stopped attempt was not saved under refs/wiggum/backup/:\n%s", out)
+	}
+	if got := w.git("show", b[0]+":partial.txt"); got != "partial\n" {
+		t.Fatalf("the backup %s does not hold the stopped attempt: %q", b[0], got)
+	}
+	if got := w.git("show", "HEAD:two.txt"); got != "two\n" {
+		t.Fatalf("the story was not done after the stop: %q\n%s", got, out)
+	}
+	if st := w.git("status", "--porcelain"); st != "" {
+		t.Fatalf("tree left dirty:\n%s", st)
+	}
+	if wt := strings.Count(w.git("worktree", "list", "--porcelain"), "worktree "); wt != 1 {
+		t.Fatalf("%d worktrees left, want the main tree alone:\n%s", wt, w.git("worktree", "list"))
+	}
+}
+
+// terminal is wiggum running in a real terminal: a tmux server of its own.
+type terminal struct {
+	t      *testing.T
+	env    []string
+	socket string
+}
+
+// newTerminal starts wiggum with args in a tmux pane in the tree; the pane
+// prints wiggum's exit code when it ends.
+func newTerminal(t *testing.T, w *world, args []string) *terminal {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed; .ci/run installs it")
+		}
+		t.Skip("tmux is not installed (apt-get install tmux)")
+	}
+	tm := &terminal{t: t, env: w.env, socket: filepath.Join(t.TempDir(), "tmux.sock")}
+	line := filepath.Join(wiggumDir, "wiggum") + " " + strings.Join(args, " ")
+	// The pane's shell is in the foreground group with wiggum, so Ctrl-C
+	// reaches it too: it traps SIGINT (a trap, not an ignore, which wiggum
+	// would inherit) to live on and print the code.
+	tm.run("new-session", "-d", "-x", "160", "-y", "50", "-c", w.dir, "sh", "-c", `trap true INT; `+line+`; echo "wiggum exited $?"; sleep 600`)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("terminal:\n%s", tm.screen())
+		}
+		_ = exec.Command("tmux", "-S", tm.socket, "kill-server").Run()
+	})
+	return tm
+}
+
+func (tm *terminal) run(args ...string) string {
+	tm.t.Helper()
+	cmd := exec.Command("tmux", append([]string{"-S", tm.socket}, args...)...)
+	cmd.Env = tm.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		tm.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (tm *terminal) screen() string { return tm.run("capture-pane", "-p", "-J", "-S", "-200") }
+
+func (tm *terminal) keys(keys ...string) { tm.run(append([]string{"send-keys"}, keys...)...) }
+
+// exitCode waits for the pane to print wiggum's exit code.
+func (tm *terminal) exitCode() int {
+	tm.t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		s := tm.screen()
+		if i := strings.LastIndex(s, "wiggum exited "); i >= 0 {
+			f := strings.Fields(s[i+len("wiggum exited "):])
+			if len(f) > 0 {
+				if code, err := strconv.Atoi(f[0]); err == nil {
+					return code
+				}
+			}
+		}
+	}
+	tm.t.Fatal("wiggum did not exit within a minute")
+	return -1
 }
 
 // start starts wiggum in the tree without waiting for it; its output goes

@@ -50,6 +50,7 @@ type world struct {
 	dir    string // the working tree
 	remote string // a bare repository, the tree's origin
 	env    []string
+	ticker string // tickingWorld's ticker.log, once found
 }
 
 // failingTest is a node test that fails, so `npm test` in the tree fails

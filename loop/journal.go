@@ -320,13 +320,19 @@ func ReadRunState(journalPath string) (*RunState, error) {
 	// it as their end.
 	pending, _, _ := l.pendingCost()
 	rs.SpentUSD, rs.MaxCost, rs.MaxStoryCost = l.spent+pending, l.maxCost, l.maxStoryCost
-	flag := "--plan " + rs.Plan
-	if rs.Kind == "issues" {
-		flag = "--issues " + rs.Plan
-	}
-	rs.Resume = "wiggum run " + flag
-	if rs.Workers > 1 {
-		rs.Resume += fmt.Sprintf(" --workers %d", rs.Workers)
-	}
+	rs.Resume = resumeCommand(rs.Kind, rs.Plan, rs.Workers)
 	return rs, nil
+}
+
+// resumeCommand is the command that resumes an open run of plan (a file of
+// kind "issues" or a plan file) with workers.
+func resumeCommand(kind, plan string, workers int) string {
+	cmd := "wiggum run --plan " + plan
+	if kind == "issues" {
+		cmd = "wiggum run --issues " + plan
+	}
+	if workers > 1 {
+		cmd += fmt.Sprintf(" --workers %d", workers)
+	}
+	return cmd
 }

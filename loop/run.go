@@ -812,6 +812,9 @@ func (r *run) finish(err error) {
 	if len(r.sum.Backups) > 0 {
 		fmt.Fprintf(&b, "; rolled-back attempts saved in %s (wiggum recover)", strings.Join(r.sum.Backups, ", "))
 	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(&b, "; resume with: %s", resumeCommand(r.opts.Plan.Kind(), r.planRel, r.opts.Workers))
+	}
 	r.disp.printf("%s", b.String())
 	fields := map[string]any{"iterations": r.sum.Iterations, "completed": r.sum.Completed, "skipped": r.sum.Skipped, "open": r.sum.Left, "cost_usd": spent}
 	if err != nil {

@@ -240,3 +240,16 @@ func TestClaudeShellResults(t *testing.T) {
 		t.Fatalf("%d shell results after the Bash result twice, want 1", p.shellsDone)
 	}
 }
+
+// Claude Code 2.1.332 stopped by SIGINT mid tool call ends with an error
+// result whose text is empty: it shows as the kind of error, not as
+// "error:" and nothing, and it is neither a limit nor an outage.
+func TestClaudeInterruptedResult(t *testing.T) {
+	p, evs := parseAll(t, `{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":1,"result":"","total_cost_usd":0.01}`)
+	if len(evs) != 1 || evs[0].Text != "error (error_during_execution)" {
+		t.Fatalf("events %+v, want one result: error (error_during_execution)", evs)
+	}
+	if p.limit != nil {
+		t.Fatalf("an interrupted attempt taken for a limit: %+v", p.limit)
+	}
+}

@@ -249,7 +249,7 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 		if text != "" && text != p.lastError {
 			p.lastError = text
 			p.checkLimitText(text)
-			events = append(events, Event{Kind: "result", Text: "error: " + firstLine(text), Usage: p.usage})
+			events = append(events, Event{Kind: "result", Text: errorSummary(text, ""), Usage: p.usage})
 		}
 		if l.Type == "turn.failed" {
 			// codex's "error" events also report retries it goes on from
@@ -306,7 +306,7 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 		summary := l.Subtype
 		if l.IsError {
 			p.lastError = text
-			summary = "error: " + firstLine(text)
+			summary = errorSummary(text, l.Subtype)
 			p.checkOutage(text)
 		}
 		events = append(events, Event{Kind: "result", Text: summary, Usage: p.usage})
@@ -356,7 +356,7 @@ func (p *parser) geminiResult(l streamLine) []Event {
 		p.lastError = text
 		p.checkLimitText(text)
 		p.checkOutage(text)
-		return []Event{{Kind: "result", Text: "error: " + firstLine(text), Usage: p.usage}}
+		return []Event{{Kind: "result", Text: errorSummary(text, ""), Usage: p.usage}}
 	}
 	return []Event{{Kind: "result", Text: l.Status, Usage: p.usage}}
 }
@@ -542,4 +542,17 @@ func (u Usage) String() string {
 		return ""
 	}
 	return fmt.Sprintf("$%.4f, %d in / %d out tokens", u.CostUSD, u.InputTokens, u.OutputTokens)
+}
+
+// errorSummary is how a client's closing error shows: its first line, or,
+// when the client gave no text (claude stopped by a signal ends with an
+// empty result), the kind of error it reported, if any.
+func errorSummary(text, kind string) string {
+	switch {
+	case text != "":
+		return "error: " + firstLine(text)
+	case kind != "":
+		return "error (" + kind + ")"
+	}
+	return "error"
 }
