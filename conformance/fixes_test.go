@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -626,4 +627,81 @@ func TestAgentCannotAllowItsOwnPush(t *testing.T) {
 			t.Fatalf("the refusal the model reads should name no override:\n%.3000s", body)
 		}
 	})
+}
+
+// Claude Code's subagents may work in a git worktree of their own
+// (isolation "worktree"), which it makes in .claude/worktrees/ with the
+// session's environment. There the guard and the pre-push backstop once
+// stood down - that tree had no session of its own - and the subagent's
+// push reached the remote; and the story's commit recorded the worktree
+// as a gitlink, which holds none of its work. Now the session's guard and
+// backstop hold in the session's other worktrees, and the commit leaves
+// the worktree out, saying so; the subagent's own commit stays on its
+// branch.
+func TestSubagentWorktreeIsGuarded(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		const push = "git push origin HEAD:refs/heads/fromsub"
+		// A push the guard cannot read (nor claude's own check of git
+		// commands in a worktree-isolated agent): the pre-push backstop's.
+		// A push the guard cannot read (nor claude's own check of git
+		// commands in a worktree-isolated agent), from a script the
+		// project has: the pre-push backstop's to stop.
+		const hidden = "node publish.js"
+		sub := &fakemodel.Subagent{Prompt: "SUBTASK-7 write sub.txt", Background: true, Isolation: "worktree", Turns: []fakemodel.Turn{
+			{Shell: "echo sub > sub.txt && git add sub.txt && git commit -qm 'sub work'"},
+			{Shell: push}, {Shell: hidden}, {Text: "sub done"}}}
+		w := newWorld(t, c, fakemodel.Turn{Agent: sub}, fakemodel.Turn{Shell: "echo main > main.txt"}, fakemodel.Turn{Text: "done"})
+		writeFile(t, filepath.Join(w.dir, "publish.js"), `const cp = require("child_process");
+cp.execFileSync("gi" + "t", [["pu", "sh"].join(""), "origin", "HEAD:refs/heads/hidden"], {stdio: "inherit"});
+`)
+		w.git("add", "publish.js")
+		w.git("commit", "-q", "-m", "a publishing script")
+		w.git("push", "-q", "origin", "main") // claude makes its worktrees from origin's main
+		if out := w.hookOut("claude", hidden); out != "" {
+			t.Fatalf("the guard stops the hidden push itself, so the backstop is not tested: %s", out)
+		}
+		out := w.run(0)
+		if refs := w.remoteRefs(); strings.Contains(refs, "fromsub") || strings.Contains(refs, "hidden") {
+			t.Fatalf("the subagent's push reached the remote:\n%s", refs)
+		}
+		var subReqs []fakemodel.Request
+		for _, r := range w.srv.Requests() {
+			if r.Subagent == sub.Prompt {
+				subReqs = append(subReqs, r)
+			}
+		}
+		if len(subReqs) < 4 {
+			t.Fatalf("the subagent made %d requests, want 4:\n%s", len(subReqs), w.requestLog())
+		}
+		if reason := w.denyReason(push); !hasText(subReqs[2].Body, reason) {
+			t.Fatalf("the guard's deny did not reach the subagent: %s", lastMessage(subReqs[2].Body))
+		}
+		if !hasText(subReqs[3].Body, "push refused: ") {
+			t.Fatalf("the pre-push backstop's refusal did not reach the subagent: %s", lastMessage(subReqs[3].Body))
+		}
+		if got := w.git("show", "HEAD:main.txt"); got != "main\n" {
+			t.Fatalf("the story's commit lacks the main agent's work: %q", got)
+		}
+		if tree := w.git("ls-tree", "-r", "HEAD"); strings.Contains(tree, "160000 ") {
+			t.Fatalf("the story's commit records the subagent's worktree as a gitlink:\n%s", tree)
+		}
+		if !strings.Contains(out, "is a worktree of this repository (a subagent's?): not committed") {
+			t.Fatalf("the run does not say it left the subagent's worktree out:\n%s", out)
+		}
+		if log := w.git("log", "--all", "--format=%s"); !strings.Contains(log, "sub work") {
+			t.Fatalf("the subagent's own commit is gone:\n%s", log)
+		}
+	})
+}
+
+// lastMessage is the last message of an Anthropic Messages request: what
+// the client sent back last (a tool's result).
+func lastMessage(body []byte) string {
+	var req struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil || len(req.Messages) == 0 {
+		return fmt.Sprintf("%.2000s", body)
+	}
+	return string(req.Messages[len(req.Messages)-1])
 }

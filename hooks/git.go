@@ -51,20 +51,25 @@ func GitHook(ctx context.Context, dir, name string) error {
 		if root == "" {
 			return nil
 		}
-		s := layout.At(root).Session()
+		s := sessionAt(root)
 		if !s.Active {
 			return nil
 		}
 		// From outside the session: the person's own override. From
 		// inside: only when the session itself was started with it.
-		if os.Getenv(AllowPushEnv) == "1" && (!s.Mine || s.AllowPush) {
+		ours := s.Mine || s.Elsewhere
+		if os.Getenv(AllowPushEnv) == "1" && (!ours || s.AllowPush) {
 			return nil
 		}
 		var h *layout.Holder
-		if st, err := checkpoint.Open(ctx, root); err == nil {
+		held := root
+		if s.Elsewhere {
+			held = os.Getenv(layout.RootEnv)
+		}
+		if st, err := checkpoint.Open(ctx, held); err == nil {
 			h, _ = st.CurrentHolder()
 		}
-		return &PushRefusedError{Holder: h, Agent: s.Mine}
+		return &PushRefusedError{Holder: h, Agent: ours}
 	}
 	return nil
 }

@@ -415,7 +415,7 @@ func guardOn(root string, opts Options) bool {
 	case GuardAlways:
 		return true
 	}
-	return layout.At(root).Session().Active
+	return sessionAt(root).Active
 }
 
 // guardSession says whether the guard applies to this call, with the live
@@ -426,7 +426,7 @@ func guardSession(root string, opts Options) (layout.SessionInfo, bool) {
 	if opts.Guard == GuardOff {
 		return layout.SessionInfo{}, false
 	}
-	s := layout.At(root).Session()
+	s := sessionAt(root)
 	return s, s.Active || opts.Guard == GuardAlways
 }
 
@@ -457,9 +457,9 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 	if root == "" {
 		return Response{}
 	}
-	sess := layout.At(root).Session()
+	sess := sessionAt(root)
 	if !sess.Mine {
-		return failedOutside(ev, root, runner, opts)
+		return failedOutside(ev, root, runner, sess.Elsewhere, opts)
 	}
 	st, err := checkpoint.Open(ctx, root)
 	if err != nil {
@@ -528,9 +528,17 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 // session, where nothing is rolled back, at the cost of a hook that only
 // reads its payload: no git process, one appended line in the failure log
 // and one in the event log, no fsync, no temporary file.
-func failedOutside(ev Event, root, runner string, opts Options) Response {
+//
+// elsewhere: the process is the session's, working in another worktree of
+// its repository (sessionAt), which holds no checkpoint of the session's.
+func failedOutside(ev Event, root, runner string, elsewhere bool, opts Options) Response {
+	why, says := "outside a wiggum session", "outside a wiggum session nothing is rolled back"
+	if elsewhere {
+		why = "this worktree is not the one the wiggum session checked out"
+		says = why + ", so nothing is rolled back here"
+	}
 	f := session.Failure{Source: "test-hook", Command: ev.Command, Output: Tail(ev.Output, 80, 8<<10),
-		Rollback: "not attempted: outside a wiggum session"}
+		Rollback: "not attempted: " + why}
 	t := layout.At(root)
 	// The runtime directory is made invisible to git before anything is
 	// created in it, as checkpoint.Open would, from the files alone.
@@ -548,7 +556,7 @@ func failedOutside(ev Event, root, runner string, opts Options) Response {
 		debugLog(root, opts, "append failure: %v", err)
 	}
 	_ = session.AppendEventAt(t.RuntimePath(layout.EventFile), "test-failure", map[string]any{"agent": ev.Agent, "runner": runner, "rollback": f.Rollback})
-	return Response{Context: fmt.Sprintf("wiggum: tests failed (%s). The failure was recorded; outside a wiggum session nothing is rolled back.", runner)}
+	return Response{Context: fmt.Sprintf("wiggum: tests failed (%s). The failure was recorded; %s.", runner, says)}
 }
 
 // rollback runs one rollback at a time: an agent runs tool calls in

@@ -777,3 +777,52 @@ func TestGuardMarksShellCommandsSeen(t *testing.T) {
 		}
 	}
 }
+
+// A process of the session working in another worktree of the session's
+// repository - Claude Code's subagents with isolation "worktree" work in
+// .claude/worktrees/ with the session's environment - is under the
+// session's guard and push backstop there, and a failing test run there is
+// recorded but rolls nothing back (that tree holds no checkpoint of the
+// session's). A worktree of another repository is not the session's, nor
+// is the same worktree for a process without the session's environment.
+func TestSessionReachesTheAgentsOtherWorktrees(t *testing.T) {
+	dir := repo(t)
+	ctx := context.Background()
+	wt := filepath.Join(dir, ".claude", "worktrees", "agent-1")
+	git(t, dir, "worktree", "add", "-q", "-b", "worktree-agent-1", wt)
+	other := repo(t)
+	t.Setenv(AllowPushEnv, "")
+	inSession(t, dir)
+	t.Setenv(layout.RootEnv, dir)
+
+	opts := Options{Guard: GuardSession}
+	if out := hook(t, "claude", "claude_pretooluse_bash.json", wt, opts); !bytes.Contains(out, []byte(`"permissionDecision":"deny"`)) {
+		t.Fatalf("the guard is off in the session's other worktree: %s", out)
+	}
+	if _, ok := GitHook(ctx, wt, "pre-push").(*PushRefusedError); !ok {
+		t.Fatal("a push from the session's other worktree is let through")
+	}
+	t.Setenv(AllowPushEnv, "1")
+	if _, ok := GitHook(ctx, wt, "pre-push").(*PushRefusedError); !ok {
+		t.Fatalf("the agent's own %s=1 let its push through from the other worktree", AllowPushEnv)
+	}
+	t.Setenv(AllowPushEnv, "")
+	out := hook(t, "claude", "claude_posttoolusefailure.json", wt, opts)
+	if !bytes.Contains(out, []byte("this worktree is not the one the wiggum session checked out, so nothing is rolled back here")) {
+		t.Fatalf("a failing test run in the other worktree: %s", out)
+	}
+
+	if out := hook(t, "claude", "claude_pretooluse_bash.json", other, opts); len(out) != 0 {
+		t.Fatalf("the guard is on in another repository: %s", out)
+	}
+	if err := GitHook(ctx, other, "pre-push"); err != nil {
+		t.Fatalf("a push from another repository is refused: %v", err)
+	}
+	t.Setenv(layout.SessionEnv, "")
+	if out := hook(t, "claude", "claude_pretooluse_bash.json", wt, opts); len(out) != 0 {
+		t.Fatalf("the guard is on in the worktree for a process outside the session: %s", out)
+	}
+	if err := GitHook(ctx, wt, "pre-push"); err != nil {
+		t.Fatalf("a person's push from the worktree is refused: %v", err)
+	}
+}

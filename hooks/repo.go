@@ -2,11 +2,13 @@ package hooks
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	gitfiles "github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // A hook call must cost about what starting a Go binary costs, so nothing
@@ -17,6 +19,42 @@ import (
 
 // findRoot is the working tree containing dir, found without git.
 func findRoot(dir string) string { return gitfiles.FindRoot(dir) }
+
+// sessionAt is the session a hook at root acts in: the tree's own, else
+// the session that started this process, when the process works in
+// another worktree of that session's repository. Claude Code's subagents
+// with isolation "worktree" do: they work in .claude/worktrees/, with the
+// session's environment, and a push from there once reached the remote
+// because that tree had no session of its own.
+func sessionAt(root string) layout.SessionInfo {
+	s := layout.At(root).Session()
+	if s.Active || root == "" {
+		return s
+	}
+	tok, home := os.Getenv(layout.SessionEnv), os.Getenv(layout.RootEnv)
+	if tok == "" || home == "" || !sameRepository(root, home) {
+		return s
+	}
+	h := layout.At(home).Session()
+	if !h.Mine {
+		return s
+	}
+	h.Mine, h.Elsewhere = false, true
+	return h
+}
+
+// sameRepository reports whether two working trees share a git common
+// directory: worktrees of one repository.
+func sameRepository(a, b string) bool {
+	_, ca := gitfiles.Dirs(a)
+	_, cb := gitfiles.Dirs(b)
+	if ca == "" || cb == "" {
+		return false
+	}
+	fa, err1 := os.Stat(ca)
+	fb, err2 := os.Stat(cb)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
 
 // branches returns the checked-out branch ("" when detached or unknown)
 // and the remote's default branch ("" when unknown), for the guard's

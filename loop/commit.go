@@ -51,6 +51,11 @@ type committer struct {
 	// leftOut: repositories of their own with no commit (an agent's git
 	// init) the last commit left out, for the caller to say.
 	leftOut []string
+	// nested: linked worktrees of this repository inside the tree (a
+	// client's subagent worktree in .claude/worktrees/): git add -A would
+	// have recorded each as a gitlink, which holds none of its work; the
+	// last commit left them out, for the caller to say.
+	nested []string
 }
 
 func newCommitter(repo *git.Repo, env []string, keep []string) *committer {
@@ -152,7 +157,7 @@ func (c *committer) stageExcept(ctx context.Context, ts *treeState) error {
 // its files stay where they are - and the rest is staged, instead of
 // failing every attempt of the story on it. c.leftOut says which.
 func (c *committer) addAll(ctx context.Context, spec string) error {
-	c.leftOut = nil
+	c.leftOut, c.nested = nil, nil
 	for {
 		out, err := c.git(ctx, []byte(spec), "add", "-A", "-v", "--pathspec-from-file=-", "--pathspec-file-nul")
 		var ge *git.Error
@@ -187,12 +192,24 @@ func (c *committer) addAll(ctx context.Context, spec string) error {
 // .git/info/exclude, but an agent can empty that file and a .gitignore can
 // un-ignore it, and the state is never the tree's content. (An exclude
 // pathspec cannot do it: git refuses one that names ignored files.)
+//
+// It takes out, too, a linked worktree of this repository (c.nested).
 func (c *committer) unstageState(ctx context.Context, out string) error {
 	var spec strings.Builder
 	for _, line := range strings.Split(out, "\n") {
 		path, ok := strings.CutPrefix(line, "add '")
-		if path, found := strings.CutSuffix(path, "'"); ok && found && git.IsState(path) {
+		path, found := strings.CutSuffix(path, "'")
+		if !ok || !found {
+			continue
+		}
+		switch {
+		case git.IsState(path):
 			spec.WriteString(":(top,literal)" + path + "\x00")
+		case strings.HasSuffix(path, "/") && c.ownWorktree(strings.TrimSuffix(path, "/")):
+			// git names a repository it adds as a gitlink with a slash.
+			path = strings.TrimSuffix(path, "/")
+			spec.WriteString(":(top,literal)" + path + "\x00")
+			c.nested = append(c.nested, path)
 		}
 	}
 	if spec.Len() == 0 {
@@ -200,6 +217,26 @@ func (c *committer) unstageState(ctx context.Context, out string) error {
 	}
 	_, err := c.git(ctx, []byte(spec.String()), "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul")
 	return err
+}
+
+// ownWorktree reports whether path, just staged, is a linked worktree of
+// this same repository (a client's subagent worktree): its commits are
+// this repository's already, on its own branch, and a gitlink to one of
+// them in the story's commit would record nothing of its work. (A
+// repository of its own, an agent's git init with commits, is recorded
+// as a gitlink: see the worktree package's submodule backups.)
+func (c *committer) ownWorktree(path string) bool {
+	dir := filepath.Join(c.repo.Root, filepath.FromSlash(path))
+	if fi, err := os.Lstat(filepath.Join(dir, ".git")); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	_, common := git.Dirs(dir)
+	if common == "" {
+		return false
+	}
+	a, err1 := os.Stat(common)
+	b, err2 := os.Stat(c.repo.CommonDir)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 // commitPath commits exactly path (the plan), whatever else is staged; ""

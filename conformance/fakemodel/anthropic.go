@@ -55,7 +55,15 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	var content []any
 	stop := "end_turn"
-	if turn.Shell != "" {
+	if a := turn.Agent; a != nil {
+		input := map[string]any{"description": "scripted subagent", "prompt": a.Prompt,
+			"subagent_type": "general-purpose", "run_in_background": a.Background}
+		if a.Isolation != "" {
+			input["isolation"] = a.Isolation
+		}
+		content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", seq), "name": "Agent", "input": input})
+		stop = "tool_use"
+	} else if turn.Shell != "" {
 		content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", seq), "name": "Bash",
 			"input": map[string]any{"command": turn.Shell, "description": "scripted turn " + strconv.Itoa(idx)}})
 		stop = "tool_use"

@@ -40,6 +40,22 @@ type Turn struct {
 	// Reset is when a usage limit resets (for Status 429); zero means one
 	// hour from now.
 	Reset time.Time
+	// Agent hands a task to a subagent (Claude Code's Agent tool).
+	Agent *Subagent
+}
+
+// Subagent is a task handed to a subagent. The subagent's own requests -
+// those whose first message holds Prompt - are answered from Turns, apart
+// from the main script.
+type Subagent struct {
+	Prompt string
+	// Background leaves the subagent running while the main agent goes
+	// on (the client's default); false makes the main agent wait.
+	Background bool
+	// Isolation is the client's isolation mode: "" or "worktree" (a git
+	// worktree of its own).
+	Isolation string
+	Turns     []Turn
 }
 
 // Request is one recorded request.
@@ -50,8 +66,13 @@ type Request struct {
 	Header   http.Header // without credentials
 	Body     []byte
 	// Turn is the index of the scripted turn this request was answered
-	// with, or -1 for a side request (token counting, titles, model list).
+	// with, or -1 for a side request (token counting, titles, model list)
+	// and a subagent's.
 	Turn int
+	// Subagent is the prompt of the subagent that sent it, if one did;
+	// SubTurn is then the index of its turn.
+	Subagent string
+	SubTurn  int
 	// Time is when the request arrived.
 	Time time.Time
 }
@@ -75,6 +96,12 @@ type Server struct {
 	next  int
 	reqs  []Request
 	seq   int
+	subs  map[string]*subScript // by prompt
+}
+
+type subScript struct {
+	turns []Turn
+	next  int
 }
 
 // Start listens on a random loopback port and serves until Close.
@@ -97,7 +124,7 @@ func (s *Server) Close() error { return s.srv.Close() }
 func (s *Server) Script(turns ...Turn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.turns, s.next, s.reqs = turns, 0, nil
+	s.turns, s.next, s.reqs, s.subs = turns, 0, nil, nil
 }
 
 // Requests returns every recorded request, in arrival order.
@@ -146,15 +173,50 @@ func (s *Server) take(r *http.Request, protocol string, body []byte, main bool) 
 	s.seq++
 	rec := Request{Protocol: protocol, Method: r.Method, Path: r.URL.RequestURI(), Header: h, Body: body, Turn: -1, Time: time.Now()}
 	t := Turn{Text: "done"}
-	if main {
+	if sub, script := s.subagentOf(body); main && script != nil {
+		rec.Subagent, rec.SubTurn = sub, script.next
+		if script.next < len(script.turns) {
+			t = script.turns[script.next]
+		}
+		script.next++
+	} else if main {
 		rec.Turn = s.next
 		if s.next < len(s.turns) {
 			t = s.turns[s.next]
 		}
 		s.next++
 	}
+	if t.Agent != nil {
+		if s.subs == nil {
+			s.subs = map[string]*subScript{}
+		}
+		s.subs[t.Agent.Prompt] = &subScript{turns: t.Agent.Turns}
+	}
 	s.reqs = append(s.reqs, rec)
 	return t, rec.Turn, s.seq
+}
+
+// subagentOf finds the subagent whose prompt the request's first message
+// holds (Anthropic Messages: messages[0]).
+func (s *Server) subagentOf(body []byte) (string, *subScript) {
+	if len(s.subs) == 0 {
+		return "", nil
+	}
+	var req struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil || len(req.Messages) == 0 {
+		return "", nil
+	}
+	first := string(req.Messages[0].Content)
+	for prompt, script := range s.subs {
+		if strings.Contains(first, prompt) {
+			return prompt, script
+		}
+	}
+	return "", nil
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {

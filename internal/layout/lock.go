@@ -357,6 +357,11 @@ type SessionInfo struct {
 	// Started is when the holder took the lock: what changed before it
 	// was not the session's doing.
 	Started time.Time
+	// Elsewhere: the session holds another working tree of the same
+	// repository, and this process is one of the session's (a client's
+	// subagent working in a git worktree of its own). The guard applies;
+	// this tree has no checkpoint of the session's to roll back to.
+	Elsewhere bool
 }
 
 // Session reads the holder record and probes the lock; it is the hook
