@@ -705,3 +705,35 @@ func lastMessage(body []byte) string {
 	}
 	return string(req.Messages[len(req.Messages)-1])
 }
+
+// Codex 0.171 can leave a shell running in a terminal session
+// (exec_command with tty) and type into it later (write_stdin), and runs
+// no hook for what it types: a `git clean -fdx` typed there once deleted
+// wiggum's state and the user's untracked files, unseen by the guard.
+// wiggum runs codex with terminal sessions off, so the shell never opens
+// (and a command left running without one has no stdin to type into).
+func TestCodexTerminalSessionsOff(t *testing.T) {
+	forClients(t, []string{"codex"}, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "bash", TTY: true}, fakemodel.Turn{Stdin: "git clean -fdx\n"}, fakemodel.Turn{Text: "done"})
+		writeFile(t, filepath.Join(w.dir, "precious.local"), "the user's own, never committed\n")
+		w.run(0, "--allow-dirty")
+		if _, err := os.Stat(filepath.Join(w.dir, "precious.local")); err != nil {
+			t.Fatalf("the user's untracked file is gone: %v", err)
+		}
+		if body := w.turnRequest(1).Body; !hasText(body, "TTY execution is disabled") {
+			t.Fatalf("codex opened the terminal session: %s", lastItem(body))
+		}
+	})
+}
+
+// lastItem is the last input item of an OpenAI Responses request: what
+// codex sent back last (a tool's output).
+func lastItem(body []byte) string {
+	var req struct {
+		Input []json.RawMessage `json:"input"`
+	}
+	if json.Unmarshal(body, &req) != nil || len(req.Input) == 0 {
+		return fmt.Sprintf("%.2000s", body)
+	}
+	return string(req.Input[len(req.Input)-1])
+}

@@ -42,6 +42,12 @@ type Turn struct {
 	Reset time.Time
 	// Agent hands a task to a subagent (Claude Code's Agent tool).
 	Agent *Subagent
+	// TTY runs Shell in a terminal that stays open across turns (Codex's
+	// exec_command with tty), answered with a session id.
+	TTY bool
+	// Stdin types these characters into the terminal session the last
+	// TTY turn opened (Codex's write_stdin).
+	Stdin string
 }
 
 // Subagent is a task handed to a subagent. The subagent's own requests -

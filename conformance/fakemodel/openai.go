@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"time"
 )
@@ -66,6 +67,14 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, body []byte) {
 	if turn.Patch != "" {
 		item = map[string]any{"type": "custom_tool_call", "id": fmt.Sprintf("ctc_%d", seq), "call_id": fmt.Sprintf("call_%d", seq),
 			"name": "apply_patch", "input": turn.Patch, "status": "completed"}
+	} else if turn.Stdin != "" {
+		args, _ := json.Marshal(map[string]any{"session_id": lastSessionID(body), "chars": turn.Stdin, "yield_time_ms": 2000})
+		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", seq), "call_id": fmt.Sprintf("call_%d", seq),
+			"name": "write_stdin", "arguments": string(args), "status": "completed"}
+	} else if turn.TTY && tool == "exec_command" {
+		args, _ := json.Marshal(map[string]any{"cmd": turn.Shell, "tty": true, "yield_time_ms": 1000})
+		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", seq), "call_id": fmt.Sprintf("call_%d", seq),
+			"name": tool, "arguments": string(args), "status": "completed"}
 	} else if args, ok := shellCall(tool, turn.Shell); ok && turn.Shell != "" {
 		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", seq), "call_id": fmt.Sprintf("call_%d", seq),
 			"name": tool, "arguments": args, "status": "completed"}
@@ -83,4 +92,17 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, body []byte) {
 			"usage": map[string]any{"input_tokens": InputTokens, "input_tokens_details": map[string]any{"cached_tokens": 0},
 				"output_tokens": OutputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
 				"total_tokens": InputTokens + OutputTokens}}})
+}
+
+var sessionIDRe = regexp.MustCompile(`session ID (\d+)`)
+
+// lastSessionID is the terminal session id codex last reported in the
+// request's tool outputs ("Process running with session ID 3"), 0 if none.
+func lastSessionID(body []byte) int {
+	m := sessionIDRe.FindAllSubmatch(body, -1)
+	if len(m) == 0 {
+		return 0
+	}
+	id, _ := strconv.Atoi(string(m[len(m)-1][1]))
+	return id
 }

@@ -38,9 +38,14 @@ var builtins = map[string]Profile{
 	// trusted project (--trust records the trust in ~/.codex/config.toml)
 	// and only hooks the user approved: --dangerously-bypass-hook-trust
 	// runs them unapproved, which Preflight allows only when every
-	// project hook is wiggum's own.
+	// project hook is wiggum's own. Terminal sessions are off
+	// (unified_exec_tty): what codex's write_stdin types into a shell
+	// left running in one reaches no hook (codex 0.171 runs none for
+	// it), so a command typed there would pass the guard unseen; without
+	// a terminal, a command codex leaves running has no stdin to type
+	// into.
 	"codex": {Name: "codex", Events: true, Argv: []string{"codex", "exec", "--json", "--sandbox", "workspace-write",
-		"--trust", "--dangerously-bypass-hook-trust", "-"}},
+		"--trust", "--dangerously-bypass-hook-trust", "--disable", CodexTTYFeature, "-"}},
 	// --execute with no message argument reads the message from stdin.
 	"amp": {Name: "amp", Argv: []string{"amp", "--execute", "--dangerously-allow-all"}},
 	// Piped stdin puts gemini in headless mode; yolo approves tool calls.
@@ -87,6 +92,11 @@ var reserved = map[string][]string{
 	"opencode": {},
 }
 
+// CodexTTYFeature is codex's feature flag for terminal sessions
+// (exec_command with tty, then write_stdin), which wiggum's codex profile
+// turns off.
+const CodexTTYFeature = "unified_exec_tty"
+
 // WithArgs returns the built-in profile p with extra arguments on its
 // command line - after its own flags, before codex's "-" (the prompt read
 // from stdin) - and, when model is set, the agent's --model flag. An
@@ -97,6 +107,9 @@ func WithArgs(p Profile, model string, args []string) (Profile, error) {
 		return p, fmt.Errorf("extra arguments apply to built-in agents only")
 	}
 	for _, a := range args {
+		if p.Name == "codex" && strings.Contains(a, CodexTTYFeature) {
+			return p, fmt.Errorf("--agent-arg %s: wiggum turns codex's terminal sessions (%s) off: what codex's write_stdin types into one reaches no hook, so wiggum's guard would never see it", a, CodexTTYFeature)
+		}
 		for _, r := range res {
 			if a == r || strings.HasPrefix(a, r+"=") {
 				return p, fmt.Errorf("--agent-arg %s: wiggum sets %s itself to run %s headless and read its output; for another command line use --agent-cmd", a, r, p.Name)

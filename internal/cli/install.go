@@ -212,6 +212,7 @@ var installNotes = map[string][]string{
 	"codex": {
 		"Codex runs a project's .codex/hooks.json only in a trusted project, and only hooks you approved (/hooks in codex); unapproved hooks are skipped without a word",
 		"'wiggum run --agent codex' passes --trust and --dangerously-bypass-hook-trust itself (only while every hook in .codex/hooks.json is wiggum's); running codex yourself, trust the project and approve the hooks once",
+		"what codex types into a terminal session it left running (write_stdin) reaches no hook, so a shell opened there runs commands the guard never sees: 'wiggum run --agent codex' passes --disable unified_exec_tty; running codex yourself, pass it too or set unified_exec_tty = false under [features] in ~/.codex/config.toml",
 	},
 	"gemini": {
 		"headless gemini refuses a folder it was never told to trust (exit 55) and ignores its .gemini/settings.json (these hooks) there, even with --skip-trust; 'wiggum run --agent gemini' sets GEMINI_CLI_TRUST_WORKSPACE=true for its run, running gemini yourself trust the folder (/permissions) or set that variable",

@@ -195,11 +195,14 @@ rails), and with what each needs for wiggum's hooks to run:
           IS_SANDBOX=1: as root, wiggum stops before the first attempt and
           says so; set IS_SANDBOX=1 yourself on a disposable machine.
   codex   codex exec --json --sandbox workspace-write --trust
-          --dangerously-bypass-hook-trust -. Codex runs a project's
-          .codex/hooks.json only in a trusted project (--trust records that
-          in ~/.codex/config.toml) and only hooks the user approved; wiggum
-          bypasses the approval only when every hook in .codex/hooks.json is
-          its own, and otherwise refuses to start.
+          --dangerously-bypass-hook-trust --disable unified_exec_tty -.
+          Codex runs a project's .codex/hooks.json only in a trusted
+          project (--trust records that in ~/.codex/config.toml) and only
+          hooks the user approved; wiggum bypasses the approval only when
+          every hook in .codex/hooks.json is its own, and otherwise refuses
+          to start. Terminal sessions are off: what codex types into one
+          (write_stdin) reaches no hook, so a shell left open there would
+          run commands the guard never sees.
   gemini  GEMINI_CLI_TRUST_WORKSPACE=true gemini --approval-mode=yolo
           --output-format stream-json. Headless gemini exits 55 in a
           folder it was never told to trust, and ignores the folder's
