@@ -629,6 +629,46 @@ func TestAgentCannotAllowItsOwnPush(t *testing.T) {
 	})
 }
 
+// A subagent's tool calls are the session's too: Claude Code's Agent tool
+// (in the background, its default, which claude -p waits for) and Gemini
+// CLI's invoke_agent run their subagents' shell commands through the same
+// hooks, so the guard's deny reaches the subagent and its work is the
+// story's.
+func TestSubagentsAreGuarded(t *testing.T) {
+	forClients(t, []string{"claude", "gemini"}, func(t *testing.T, c client) {
+		const push = "git push origin HEAD:refs/heads/fromsub"
+		sub := &fakemodel.Subagent{Prompt: "SUBTASK-3 write sub.txt", Background: true, Turns: []fakemodel.Turn{
+			{Shell: "echo sub > sub.txt"}, {Shell: push}, {Text: "sub done"}}}
+		w := newWorld(t, c, fakemodel.Turn{Agent: sub}, fakemodel.Turn{Text: "done"}, fakemodel.Turn{Text: "done"})
+		w.run(0)
+		if refs := w.remoteRefs(); strings.Contains(refs, "fromsub") {
+			t.Fatalf("the subagent's push reached the remote:\n%s", refs)
+		}
+		subReqs := w.subagentRequests(sub.Prompt)
+		if len(subReqs) < 3 {
+			t.Fatalf("the subagent made %d requests, want 3:\n%s", len(subReqs), w.requestLog())
+		}
+		if reason := w.denyReason(push); !hasText(subReqs[2].Body, reason) {
+			t.Fatalf("the guard's deny did not reach the subagent: %.3000s", subReqs[2].Body)
+		}
+		if got := w.git("show", "HEAD:sub.txt"); got != "sub\n" {
+			t.Fatalf("the subagent's work is not in the story's commit: %q", got)
+		}
+	})
+}
+
+// subagentRequests are the requests of the subagent given prompt, in
+// order.
+func (w *world) subagentRequests(prompt string) []fakemodel.Request {
+	var out []fakemodel.Request
+	for _, r := range w.srv.Requests() {
+		if r.Subagent == prompt {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Claude Code's subagents may work in a git worktree of their own
 // (isolation "worktree"), which it makes in .claude/worktrees/ with the
 // session's environment. There the guard and the pre-push backstop once
@@ -664,12 +704,7 @@ cp.execFileSync("gi" + "t", [["pu", "sh"].join(""), "origin", "HEAD:refs/heads/h
 		if refs := w.remoteRefs(); strings.Contains(refs, "fromsub") || strings.Contains(refs, "hidden") {
 			t.Fatalf("the subagent's push reached the remote:\n%s", refs)
 		}
-		var subReqs []fakemodel.Request
-		for _, r := range w.srv.Requests() {
-			if r.Subagent == sub.Prompt {
-				subReqs = append(subReqs, r)
-			}
-		}
+		subReqs := w.subagentRequests(sub.Prompt)
 		if len(subReqs) < 4 {
 			t.Fatalf("the subagent made %d requests, want 4:\n%s", len(subReqs), w.requestLog())
 		}

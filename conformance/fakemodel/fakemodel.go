@@ -203,20 +203,27 @@ func (s *Server) take(r *http.Request, protocol string, body []byte, main bool) 
 }
 
 // subagentOf finds the subagent whose prompt the request's first message
-// holds (Anthropic Messages: messages[0]).
+// holds (Anthropic Messages: messages[0]; Gemini: contents[0]).
 func (s *Server) subagentOf(body []byte) (string, *subScript) {
 	if len(s.subs) == 0 {
 		return "", nil
 	}
 	var req struct {
-		Messages []struct {
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
+		Messages []json.RawMessage `json:"messages"` // Anthropic
+		Contents []json.RawMessage `json:"contents"` // Gemini
 	}
-	if json.Unmarshal(body, &req) != nil || len(req.Messages) == 0 {
+	if json.Unmarshal(body, &req) != nil {
 		return "", nil
 	}
-	first := string(req.Messages[0].Content)
+	var first string
+	switch {
+	case len(req.Messages) > 0:
+		first = string(req.Messages[0])
+	case len(req.Contents) > 0:
+		first = string(req.Contents[0])
+	default:
+		return "", nil
+	}
 	for prompt, script := range s.subs {
 		if strings.Contains(first, prompt) {
 			return prompt, script

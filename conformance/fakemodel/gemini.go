@@ -57,7 +57,10 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 	var part map[string]any
 	finish := "STOP"
-	if turn.Shell != "" {
+	if a := turn.Agent; a != nil {
+		part = map[string]any{"functionCall": map[string]any{"name": "invoke_agent",
+			"args": map[string]any{"agent_name": "generalist", "prompt": a.Prompt}}}
+	} else if turn.Shell != "" {
 		part = map[string]any{"functionCall": map[string]any{"name": "run_shell_command",
 			"args": map[string]any{"command": turn.Shell, "description": "scripted turn"}}}
 	} else if turn.WriteFile != "" {
