@@ -654,6 +654,14 @@ func TestSubagentsAreGuarded(t *testing.T) {
 		if got := w.git("show", "HEAD:sub.txt"); got != "sub\n" {
 			t.Fatalf("the subagent's work is not in the story's commit: %q", got)
 		}
+		// claude reports the session's tokens per model, the subagent's
+		// included: every scripted request's count is in the record.
+		if c.name == "claude" {
+			n := len(subReqs) + len(w.srv.Scripted())
+			if in, _ := w.event("iteration_end")["input_tokens"].(float64); int(in) < n*fakemodel.InputTokens {
+				t.Fatalf("%v input tokens recorded for %d requests of %d", in, n, fakemodel.InputTokens)
+			}
+		}
 	})
 }
 

@@ -253,3 +253,18 @@ func TestClaudeInterruptedResult(t *testing.T) {
 		t.Fatalf("an interrupted attempt taken for a limit: %+v", p.limit)
 	}
 }
+
+// Claude Code 2.1.332 waits for a background subagent that outlives the
+// main turn and then resumes: two results, the second's usage that last
+// turn's alone. modelUsage is the whole session's, per model (the first
+// line as recorded: five requests of 1,200 tokens in and 34 out, two of
+// them the subagent's; the second with cache reads and a second model
+// added); the tokens recorded are those, summed, not the last turn's.
+func TestClaudeUsageCountsTheWholeSession(t *testing.T) {
+	p, evs := parseAll(t, `{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"main done","total_cost_usd":0.0274,"usage":{"input_tokens":2400,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":68},"modelUsage":{"claude-opus-5-5":{"inputTokens":6000,"outputTokens":170,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"costUSD":0.0274}}}
+{"type":"result","subtype":"success","is_error":false,"num_turns":3,"result":"main done 2","total_cost_usd":0.0274,"usage":{"input_tokens":1200,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":34},"modelUsage":{"claude-opus-5-5":{"inputTokens":5000,"outputTokens":136,"cacheReadInputTokens":1000,"cacheCreationInputTokens":0,"costUSD":0.0274},"claude-haiku-4-5":{"inputTokens":300,"outputTokens":10,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"costUSD":0.0003}}}`)
+	want := Usage{CostUSD: 0.0274, InputTokens: 6300, OutputTokens: 146, Turns: 3}
+	if p.usage != want || evs[len(evs)-1].Usage != want {
+		t.Fatalf("usage %+v, want %+v", p.usage, want)
+	}
+}

@@ -56,6 +56,10 @@ type streamLine struct {
 	CostUSD      *float64        `json:"cost_usd"`
 	NumTurns     int             `json:"num_turns"`
 	Usage        *tokenUsage     `json:"usage"`
+	// claude's result: the session's tokens so far, per model - its
+	// subagents' and side requests' included, where usage is the last
+	// turn's alone.
+	ModelUsage map[string]modelTokens `json:"modelUsage"`
 	// claude's system api_retry: the client retries a failed model request
 	Attempt      int  `json:"attempt"`
 	MaxRetries   int  `json:"max_retries"`
@@ -111,6 +115,14 @@ type tokenUsage struct {
 
 func (t *tokenUsage) input() int {
 	return t.InputTokens + t.CacheCreationInputTokens + t.CacheReadInputTokens
+}
+
+// modelTokens is one model's entry in claude's modelUsage.
+type modelTokens struct {
+	InputTokens              int `json:"inputTokens"`
+	OutputTokens             int `json:"outputTokens"`
+	CacheReadInputTokens     int `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int `json:"cacheCreationInputTokens"`
 }
 
 // parser turns stream-json lines into events, usage and limits. Lines that
@@ -297,7 +309,17 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 		case l.CostUSD != nil:
 			p.usage.CostUSD = *l.CostUSD
 		}
-		if l.Usage != nil {
+		switch {
+		case len(l.ModelUsage) > 0:
+			// A session whose background subagent ended after the main
+			// turn reports a second result, whose usage is that last
+			// turn's alone: modelUsage counts the whole session.
+			p.usage.InputTokens, p.usage.OutputTokens = 0, 0
+			for _, m := range l.ModelUsage {
+				p.usage.InputTokens += m.InputTokens + m.CacheReadInputTokens + m.CacheCreationInputTokens
+				p.usage.OutputTokens += m.OutputTokens
+			}
+		case l.Usage != nil:
 			p.usage.InputTokens = l.Usage.input()
 			p.usage.OutputTokens = l.Usage.OutputTokens
 		}
