@@ -61,9 +61,45 @@ const assert = require("node:assert");
 test("broken", () => { assert.fail("broken on purpose"); });
 `
 
-// newWorld makes a git repository with a one-story plan, a failing Go
+// newWorld makes a git repository with a one-story plan, a failing node
 // test, a bare origin, and wiggum's hooks installed for c (and git's).
 func newWorld(t *testing.T, c client, turns ...fakemodel.Turn) *world {
+	t.Helper()
+	w := newMachine(t, c, turns...)
+	writeFile(t, filepath.Join(w.dir, "plan.md"), "- [ ] US-1: make the change\n")
+	writeFile(t, filepath.Join(w.dir, "package.json"), `{"name": "app", "private": true, "scripts": {"test": "node --test"}}`+"\n")
+	writeFile(t, filepath.Join(w.dir, "app.test.js"), failingTest)
+	w.git("init", "-q", "-b", "main")
+	w.git("add", "-A")
+	w.git("commit", "-q", "-m", "init")
+	w.cmd(filepath.Dir(w.dir), "git", "init", "-q", "--bare", w.remote)
+	w.git("remote", "add", "origin", w.remote)
+	w.git("push", "-q", "origin", "main")
+	if c.name != "" {
+		w.wiggum(0, "install", "--"+c.name, "--git")
+	} else {
+		w.wiggum(0, "install", "--git")
+	}
+	w.git("add", "-A")
+	w.git("commit", "-q", "--allow-empty", "-m", "wiggum hooks")
+	return w
+}
+
+// clone is another machine working on w's origin: a clone of it with a
+// home and a fake model of its own, and wiggum's git hooks installed (the
+// agent's hook settings come with the clone).
+func (w *world) clone(turns ...fakemodel.Turn) *world {
+	w.t.Helper()
+	x := newMachine(w.t, w.c, turns...)
+	x.remote = w.remote
+	x.cmd(filepath.Dir(x.dir), "git", "clone", "-q", w.remote, x.dir)
+	x.wiggum(0, "install", "--git")
+	return x
+}
+
+// newMachine is a world with no repository yet: a home, a fake model and
+// the environment pointing the client at it.
+func newMachine(t *testing.T, c client, turns ...fakemodel.Turn) *world {
 	t.Helper()
 	bin := ""
 	if c.name != "" {
@@ -94,22 +130,6 @@ func newWorld(t *testing.T, c client, turns ...fakemodel.Turn) *world {
 	if err := os.MkdirAll(filepath.Join(base, "tmp"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(w.dir, "plan.md"), "- [ ] US-1: make the change\n")
-	writeFile(t, filepath.Join(w.dir, "package.json"), `{"name": "app", "private": true, "scripts": {"test": "node --test"}}`+"\n")
-	writeFile(t, filepath.Join(w.dir, "app.test.js"), failingTest)
-	w.git("init", "-q", "-b", "main")
-	w.git("add", "-A")
-	w.git("commit", "-q", "-m", "init")
-	w.cmd(base, "git", "init", "-q", "--bare", w.remote)
-	w.git("remote", "add", "origin", w.remote)
-	w.git("push", "-q", "origin", "main")
-	if c.name != "" {
-		w.wiggum(0, "install", "--"+c.name, "--git")
-	} else {
-		w.wiggum(0, "install", "--git")
-	}
-	w.git("add", "-A")
-	w.git("commit", "-q", "--allow-empty", "-m", "wiggum hooks")
 	return w
 }
 

@@ -44,11 +44,20 @@ type Coordinator struct {
 	// process's finished work (its claim said ready, and its holder
 	// could no longer land it), without running an agent on it.
 	OnReadyLanded func(from *Claim, l *Landed)
+	// OnWait hears that a worker waits, every open story it may take
+	// being claimed by other machines (whose claims it lists, as far as
+	// the server said): once per change of who holds what, not on every
+	// look again.
+	OnWait func(held []*Claim)
 
 	mu      sync.Mutex
 	mine    map[string]bool // stories this process is claiming or holds
 	waiting bool            // one worker already waits for others' stories
-	ahead   *ahead          // the claim made ahead, in flight or made
+	// heldBy: the other machines' claims the last pass that found only
+	// those met; told is what OnWait last heard, as a key.
+	heldBy []*Claim
+	told   string
+	ahead  *ahead // the claim made ahead, in flight or made
 	// ending holds the stories whose work ended and whose landing or
 	// release has not: a claim ahead waits for their landing (want).
 	ending map[*Held]chan struct{}
@@ -179,7 +188,13 @@ func (c *Coordinator) claim(ctx context.Context, busy map[string]bool) (*Held, p
 			return nil, plan.Story{}, nil
 		}
 		c.waiting = true
+		held, key := c.heldBy, waitKey(c.heldBy)
+		tell := c.OnWait != nil && key != c.told
+		c.told = key
 		c.mu.Unlock()
+		if tell {
+			c.OnWait(held)
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(c.Poll):
@@ -363,6 +378,7 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 		return nil, none, nothingLeft, nil
 	}
 	next := nothingLeft
+	var held []*Claim // the other machines' claims met on the way
 	for _, s := range spread(v.Plan) {
 		if s.Done || busy[s.ID] {
 			continue
@@ -397,6 +413,9 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 			}
 			if taken.Marked == nil {
 				next = othersHold
+				if taken.Holder != nil {
+					held = append(held, taken.Holder)
+				}
 			}
 			continue
 		case err != nil:
@@ -446,7 +465,21 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 		// server before saying so.
 		return nil, none, lookAgain, nil
 	}
+	if next == othersHold && !ahead {
+		c.mu.Lock()
+		c.heldBy = held
+		c.mu.Unlock()
+	}
 	return nil, none, next, nil
+}
+
+// waitKey names who holds what, for telling a wait once per change.
+func waitKey(held []*Claim) string {
+	var b strings.Builder
+	for _, h := range held {
+		fmt.Fprintf(&b, "%s=%s/%s/%d;", h.Story, h.Host, h.Machine, h.PID)
+	}
+	return b.String()
 }
 
 // ClaimFinished claims story for work this clone finished before a crash

@@ -642,11 +642,18 @@ func TestReadyStoryOfStoppedHolderLands(t *testing.T) {
 		a.markReady(ctx, []*member{{m: &Member{H: h3, Spec: LandSpec{Target: target, Branch: br3, PlanRel: "plan.md", Subject: "Merge S-3"}}, tip: tip3}})
 		before = f.refs()
 		cc.Poll = 100 * time.Millisecond
+		var waits [][]*Claim
+		cc.OnWait = func(held []*Claim) { waits = append(waits, held) }
 		short, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
 		h, _, _ = cc.Claim(short, nil)
 		cancel()
 		if h != nil {
 			t.Fatalf("c claimed %s, a live ready claim", h.Story)
+		}
+		// It says so once, naming the claim it waits for, however often
+		// it looked again.
+		if len(waits) != 1 || len(waits[0]) != 1 || waits[0][0].Story != "S-3" || waits[0][0].Machine != a.Me.ID {
+			t.Fatalf("OnWait heard %v, want once: S-3 held by %s", waits, a.Me.ID)
 		}
 		if after := f.refs(); !maps.Equal(before, after) {
 			t.Fatalf("c changed the server:\nbefore %v\nafter %v", before, after)

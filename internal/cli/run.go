@@ -412,6 +412,14 @@ func (c *RunCmd) coordinator(ctx context.Context, repo *git.Repo, p plan.Plan, g
 		log.Info("landed a story another process finished and could not land (its claim said ready); no agent ran on it again",
 			"story", from.Story, "finished_by", from.Host+"/"+from.Machine, "commit", l.Commit)
 	}
+	coord.OnWait = func(held []*remote.Claim) {
+		var by []string
+		for _, h := range held {
+			by = append(by, fmt.Sprintf("%s by %s/%s", h.Story, h.Host, h.Machine))
+		}
+		log.Info(fmt.Sprintf("waiting: the open stories are claimed by other machines; looking again every %s (a claim whose machine stops lapses after its lease)", coord.Poll),
+			"claims", strings.Join(by, ", "))
+	}
 	coord.Ahead = true
 	coord.Ride = true
 	return &sharedRun{c: coord}, nil
