@@ -780,3 +780,24 @@ func lastItem(body []byte) string {
 	}
 	return string(req.Input[len(req.Input)-1])
 }
+
+// Claude Code 2.1.332's Monitor tool (deferred: loaded through
+// ToolSearch) runs a shell command of its own, outside the Bash tool.
+// Claude runs the Bash hooks for it, and wiggum judges its command as
+// shell: a `git clean -fdx` there is denied like anywhere else.
+func TestClaudeMonitorIsGuarded(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		w := newWorld(t, c,
+			fakemodel.Turn{Tool: "ToolSearch", Input: map[string]any{"query": "select:Monitor"}},
+			fakemodel.Turn{Tool: "Monitor", Input: map[string]any{"description": "watch", "timeout_ms": 5000, "command": "git clean -fdx"}},
+			fakemodel.Turn{Text: "done"})
+		writeFile(t, filepath.Join(w.dir, "precious.local"), "the user's own, never committed\n")
+		w.run(0, "--allow-dirty")
+		if _, err := os.Stat(filepath.Join(w.dir, "precious.local")); err != nil {
+			t.Fatalf("the user's untracked file is gone: %v", err)
+		}
+		if body := w.turnRequest(2).Body; !hasText(body, "wiggum: git clean -f deletes untracked files for good") {
+			t.Fatalf("the guard's deny did not reach the model: %s", lastMessage(body))
+		}
+	})
+}

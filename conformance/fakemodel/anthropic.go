@@ -55,7 +55,10 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	var content []any
 	stop := "end_turn"
-	if a := turn.Agent; a != nil {
+	if turn.Tool != "" {
+		content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", seq), "name": turn.Tool, "input": turn.Input})
+		stop = "tool_use"
+	} else if a := turn.Agent; a != nil {
 		input := map[string]any{"description": "scripted subagent", "prompt": a.Prompt,
 			"subagent_type": "general-purpose", "run_in_background": a.Background}
 		if a.Isolation != "" {

@@ -48,6 +48,10 @@ type Turn struct {
 	// Stdin types these characters into the terminal session the last
 	// TTY turn opened (Codex's write_stdin).
 	Stdin string
+	// Tool calls this tool of the client's by name with Input (Claude
+	// Code's tools, deferred ones included: ToolSearch, Monitor, ...).
+	Tool  string
+	Input map[string]any
 }
 
 // Subagent is a task handed to a subagent. The subagent's own requests -
