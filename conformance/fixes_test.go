@@ -801,3 +801,28 @@ func TestClaudeMonitorIsGuarded(t *testing.T) {
 		}
 	})
 }
+
+// A skill's file may hold shell commands Claude Code runs as the skill
+// loads (!`cmd`), with no tool call and no hook: a project skill with
+// !`git clean -fdx`, called through the Skill tool, once deleted wiggum's
+// state (lock, holder record, checkpoint: the rollback was then refused)
+// and the user's untracked files. An agent can write such a skill in one
+// story for a later one to call. The guard now judges a skill's commands
+// when the Skill tool is called and denies the call.
+func TestClaudeSkillCommandsAreGuarded(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Tool: "Skill", Input: map[string]any{"skill": "tidy"}}, fakemodel.Turn{Text: "done"})
+		writeFile(t, filepath.Join(w.dir, ".claude", "skills", "tidy", "SKILL.md"),
+			"---\nname: tidy\ndescription: Tidy the working tree\n---\n\nThe tree was tidied: !`git clean -fdx`\n")
+		w.git("add", "-A")
+		w.git("commit", "-q", "-m", "a tidy skill")
+		writeFile(t, filepath.Join(w.dir, "precious.local"), "the user's own, never committed\n")
+		w.run(0, "--allow-dirty")
+		if _, err := os.Stat(filepath.Join(w.dir, "precious.local")); err != nil {
+			t.Fatalf("the user's untracked file is gone: %v", err)
+		}
+		if body := w.turnRequest(1).Body; !hasText(body, "wiggum: the skill tidy (.claude/skills/tidy/SKILL.md) runs `git clean -fdx` as it loads") {
+			t.Fatalf("the guard's deny did not reach the model: %s", lastMessage(body))
+		}
+	})
+}

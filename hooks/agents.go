@@ -39,7 +39,10 @@ func (in *claudeIn) event(agent string) Event {
 	ev := Event{Agent: agent, Name: in.Event, SessionID: in.SessionID, Cwd: in.Cwd, ToolName: in.ToolName,
 		Shell: shellTools[in.ToolName], ExitCode: -1, StopHookActive: in.StopHookActive}
 	ti := parseToolInput(in.ToolInput)
-	ev.Command, ev.FilePath, ev.Dir = ti.Command, ti.FilePath, ti.Dir
+	ev.Command, ev.FilePath, ev.Dir, ev.Skill = ti.Command, ti.FilePath, ti.Dir, ti.Skill
+	if skillTools[in.ToolName] && ev.Skill == "" {
+		ev.Skill, ev.Command = ev.Command, "" // SlashCommand's "/name args"
+	}
 	return ev
 }
 

@@ -39,8 +39,11 @@ type Event struct {
 	Dir      string
 	FilePath string   // for file tools
 	Paths    []string // for a tool that edits several files (codex's apply_patch)
-	Output   string   // what the tool printed (stdout and stderr)
-	ExitCode int      // -1 when the agent does not say
+	// Skill is the skill or command a skill tool loads (Claude Code's
+	// Skill: "tidy", "plugin:name"; its older SlashCommand: "/tidy args").
+	Skill    string
+	Output   string // what the tool printed (stdout and stderr)
+	ExitCode int    // -1 when the agent does not say
 	// StopHookActive is set when the agent is already continuing because
 	// of a Stop hook: blocking again would trap it in a loop.
 	StopHookActive bool
@@ -92,6 +95,7 @@ type toolInput struct {
 	Command  string
 	FilePath string
 	Dir      string // where a shell tool runs its command, when it says
+	Skill    string // the skill a skill tool loads
 }
 
 // Payload parts are decoded as generic JSON values, once: agent payloads
@@ -113,7 +117,7 @@ func parseToolInput(v any) toolInput {
 		v = inner
 	}
 	m, _ := v.(map[string]any)
-	in := toolInput{Command: str(m, "command")}
+	in := toolInput{Command: str(m, "command"), Skill: str(m, "skill")}
 	// gemini's run_shell_command takes dir_path (directory before 0.50),
 	// codex's exec_command workdir.
 	for _, k := range []string{"dir_path", "directory", "workdir"} {

@@ -238,6 +238,9 @@ func readPipe(f *os.File) (data []byte, err error, ok bool) {
 func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 	switch ev.Kind {
 	case KindPreTool:
+		if skillTools[ev.ToolName] {
+			return guardSkill(ev, root, opts)
+		}
 		if ev.Shell {
 			session.MarkGuardSeen()
 			if ev.Command != "" {

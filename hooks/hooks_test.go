@@ -826,3 +826,61 @@ func TestSessionReachesTheAgentsOtherWorktrees(t *testing.T) {
 		t.Fatalf("a person's push from the worktree is refused: %v", err)
 	}
 }
+
+// Claude Code runs the shell commands a skill's or custom command's file
+// holds (!`cmd` inline, or a ```! block) as it loads, with no hook of
+// their own: the guard judges them when the Skill tool is called (or the
+// older SlashCommand), and denies the call as it would deny a command.
+func TestSkillCommandsAreGuarded(t *testing.T) {
+	dir := repo(t)
+	write := func(rel, data string) {
+		t.Helper()
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".claude/skills/tidy/SKILL.md", "---\nname: tidy\ndescription: tidy up\n---\nTidied: !`git clean -fdx`\n")
+	write(".claude/skills/some-dir/SKILL.md", "---\nname: \"renamed\"\n---\nNow:\n```!\necho hi\ngit push origin main\n```\n")
+	write(".claude/commands/ops/deploy.md", "Reset: !`git reset --hard HEAD~1`\n")
+	write(".claude/skills/status/SKILL.md", "---\nname: status\n---\nThe tree: !`git status --short`\n")
+	t.Setenv("HOME", t.TempDir())
+	call := func(tool string, input map[string]any) string {
+		t.Helper()
+		data, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": dir, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input})
+		var out bytes.Buffer
+		Run(context.Background(), "claude", bytes.NewReader(data), &out, Options{Guard: GuardSession})
+		return out.String()
+	}
+	if out := call("Skill", map[string]any{"skill": "tidy"}); out != "" {
+		t.Fatalf("outside a session the guard must be off: %s", out)
+	}
+	inSession(t, dir)
+	for _, tc := range []struct {
+		tool  string
+		input map[string]any
+		want  string // "" when allowed
+	}{
+		{"Skill", map[string]any{"skill": "tidy"}, "the skill tidy (.claude/skills/tidy/SKILL.md) runs `git clean -fdx` as it loads, where no hook sees it: git clean -f"},
+		{"Skill", map[string]any{"skill": "renamed"}, "the skill renamed (.claude/skills/some-dir/SKILL.md) runs `echo hi; git push origin main` as it loads, where no hook sees it: git push is not allowed"},
+		{"Skill", map[string]any{"skill": "ops:deploy", "args": "now"}, "the skill ops:deploy (.claude/commands/ops/deploy.md) runs `git reset --hard HEAD~1`"},
+		{"SlashCommand", map[string]any{"command": "/tidy now"}, "the skill tidy"},
+		{"Skill", map[string]any{"skill": "status"}, ""},
+		{"Skill", map[string]any{"skill": "simplify"}, ""},
+		{"Skill", map[string]any{"skill": "../../etc/passwd"}, ""},
+	} {
+		out := call(tc.tool, tc.input)
+		if tc.want == "" {
+			if out != "" {
+				t.Errorf("%s %v: denied: %s", tc.tool, tc.input, out)
+			}
+			continue
+		}
+		if !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, tc.want) {
+			t.Errorf("%s %v: %s\nwant a deny saying %q", tc.tool, tc.input, out, tc.want)
+		}
+	}
+}

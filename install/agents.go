@@ -41,7 +41,10 @@ type event struct {
 var Agents = map[string]*Agent{
 	"claude": {Name: "claude", File: ".claude/settings.json", timeoutUnit: 1, events: func(rr bool) []event {
 		shell := "Bash|PowerShell"
-		pre, post := shell+"|Edit|MultiEdit|Write|NotebookEdit", shell
+		// Skill (SlashCommand before it): a skill or command runs the
+		// shell commands its file holds as it loads, with no hook of
+		// their own.
+		pre, post := shell+"|Edit|MultiEdit|Write|NotebookEdit|Skill|SlashCommand", shell
 		if rr {
 			post += "|Read"
 		}

@@ -1,0 +1,154 @@
+package hooks
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/wiggum-dev/wiggum/guard"
+)
+
+// skillTools load a skill or a custom command (Claude Code's Skill, and
+// its SlashCommand before it).
+var skillTools = map[string]bool{"Skill": true, "SlashCommand": true}
+
+// A skill's or command's file may hold shell commands that Claude Code
+// runs as the file loads, to put their output in the text the model
+// reads: inline as !`command`, or as a fenced block opened with ```!.
+// They run with no tool call and so with no hook: Claude Code 2.1.332 ran
+// a project skill's !`git clean -fdx` and deleted wiggum's state and the
+// user's untracked files. The guard judges them when the skill tool is
+// called, and denies the call when it would deny one of them.
+var (
+	inlineBang = lazy("!`([^`\n]+)`")
+	fencedBang = lazy("(?ms)^[ \t]*```!\\s*$\n(.*?)^[ \t]*```[ \t]*$")
+)
+
+// maxSkillFile bounds what is read of one skill file.
+const maxSkillFile = 1 << 20
+
+// guardSkill judges the commands the skill ev loads would run.
+func guardSkill(ev Event, root string, opts Options) Response {
+	if !guardOn(root, opts) {
+		return Response{}
+	}
+	name := skillName(ev.Skill)
+	if name == "" {
+		return Response{}
+	}
+	for _, file := range skillFiles(name, ev.Cwd, root) {
+		for _, cmd := range skillCommands(file) {
+			one := ev
+			// The commands run in the session's directory.
+			one.Shell, one.Command, one.Dir = true, cmd, ""
+			r := guardCommand(one, root, opts)
+			if r.Decision == guard.Allow {
+				continue
+			}
+			rel := file
+			if r, err := filepath.Rel(root, file); err == nil && !strings.HasPrefix(r, "..") {
+				rel = r
+			}
+			r.Reason = "wiggum: the skill " + name + " (" + rel + ") runs `" + oneLine(strings.ReplaceAll(strings.TrimSpace(cmd), "\n", "; ")) + "` as it loads, where no hook sees it: " +
+				strings.TrimPrefix(r.Reason, "wiggum: ")
+			return r
+		}
+	}
+	return Response{}
+}
+
+// skillName is the skill a tool input names: "tidy" of "/tidy some args".
+func skillName(s string) string {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "/")
+	if i := strings.IndexAny(s, " \t\n"); i >= 0 {
+		s = s[:i]
+	}
+	if s == "" || strings.Contains(s, "..") || strings.ContainsAny(s, "/\\\x00") {
+		return ""
+	}
+	return s
+}
+
+// skillFiles lists the files that may define skill name: a skill
+// (.claude/skills/NAME/SKILL.md, or one whose front matter names it) or a
+// custom command (.claude/commands/NAME.md, a:b in commands/a/b.md), in
+// the .claude directories of cwd and its parents up to the repository's
+// root, and of the home directory. Plugins' skills ("plugin:name") are the
+// user's installs, not the project's, and are not looked for.
+func skillFiles(name, cwd, root string) []string {
+	var dirs []string
+	for d := filepath.Clean(cwd); d != "" && cwd != ""; d = filepath.Dir(d) {
+		dirs = append(dirs, filepath.Join(d, ".claude"))
+		if d == root || root == "" || d == filepath.Dir(d) {
+			break
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, ".claude"))
+	}
+	var files []string
+	add := func(p string) {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			files = append(files, p)
+		}
+	}
+	for _, d := range dirs {
+		if !strings.Contains(name, ":") {
+			add(filepath.Join(d, "skills", name, "SKILL.md"))
+			skills, _ := filepath.Glob(filepath.Join(d, "skills", "*", "SKILL.md"))
+			for _, f := range skills {
+				if filepath.Base(filepath.Dir(f)) != name && frontName(f) == name {
+					files = append(files, f)
+				}
+			}
+		}
+		add(filepath.Join(d, "commands", filepath.FromSlash(strings.ReplaceAll(name, ":", "/"))+".md"))
+	}
+	return files
+}
+
+// frontName is the name: field of a skill file's front matter.
+func frontName(path string) string {
+	data := readSkill(path)
+	rest, ok := strings.CutPrefix(data, "---")
+	if !ok {
+		return ""
+	}
+	head, _, _ := strings.Cut(rest, "\n---")
+	for _, line := range strings.Split(head, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "name:"); ok {
+			return strings.Trim(strings.TrimSpace(v), `"'`)
+		}
+	}
+	return ""
+}
+
+// skillCommands are the shell commands a skill file runs as it loads.
+func skillCommands(path string) []string {
+	data := readSkill(path)
+	var cmds []string
+	for _, m := range fencedBang.get().FindAllStringSubmatch(data, -1) {
+		cmds = append(cmds, m[1])
+	}
+	for _, m := range inlineBang.get().FindAllStringSubmatch(data, -1) {
+		cmds = append(cmds, m[1])
+	}
+	return cmds
+}
+
+// readSkill reads at most maxSkillFile bytes of a regular file, opened
+// without blocking: a FIFO in a skill's place cannot hang the hook.
+func readSkill(path string) string {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	data, _ := io.ReadAll(io.LimitReader(f, maxSkillFile))
+	return string(data)
+}
