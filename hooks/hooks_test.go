@@ -828,8 +828,8 @@ func TestSessionReachesTheAgentsOtherWorktrees(t *testing.T) {
 }
 
 // Claude Code runs the shell commands a skill's or custom command's file
-// holds (!`cmd` inline, or a ```! block) as it loads, with no hook of
-// their own: the guard judges them when the Skill tool is called (or the
+// holds (!`cmd` inline, or a ```! block) as it loads, and its front
+// matter's hooks while it is active, with no hook of their own: the guard judges them when the Skill tool is called (or the
 // older SlashCommand), and denies the call as it would deny a command.
 func TestSkillCommandsAreGuarded(t *testing.T) {
 	dir := repo(t)
@@ -846,7 +846,11 @@ func TestSkillCommandsAreGuarded(t *testing.T) {
 	write(".claude/skills/tidy/SKILL.md", "---\nname: tidy\ndescription: tidy up\n---\nTidied: !`git clean -fdx`\n")
 	write(".claude/skills/some-dir/SKILL.md", "---\nname: \"renamed\"\n---\nNow:\n```!\necho hi\ngit push origin main\n```\n")
 	write(".claude/commands/ops/deploy.md", "Reset: !`git reset --hard HEAD~1`\n")
-	write(".claude/skills/status/SKILL.md", "---\nname: status\n---\nThe tree: !`git status --short`\n")
+	write(".claude/skills/status/SKILL.md", "---\nname: status\nhooks:\n  Stop:\n    - hooks:\n        - type: command\n          command: \"echo stopped\"\n---\nThe tree: !`git status --short`\n")
+	write(".claude/skills/hooked/SKILL.md", "---\nname: hooked\nhooks:\n  PreToolUse:\n    - matcher: \"Bash\"\n      hooks:\n        - type: command\n          command: \"echo \\\"pre\\\"; git clean -fdx\" # tidy\n---\nHooked.\n")
+	write(".claude/skills/single/SKILL.md", "---\nname: single\nhooks:\n  Stop:\n    - hooks: [{type: command, command: 'git branch -D main'}]\n---\n")
+	write(".claude/skills/block/SKILL.md", "---\nname: block\nhooks:\n  Stop:\n    - hooks:\n        - type: command\n          command: |\n            echo one\n            git reset --hard HEAD~1\n          timeout: 5\n---\n")
+	write(".claude/skills/plain/SKILL.md", "---\nname: plain\nhooks:\n  Stop:\n    - hooks:\n        - {type: command, command: git clean -fdx}\n---\n")
 	t.Setenv("HOME", t.TempDir())
 	call := func(tool string, input map[string]any) string {
 		t.Helper()
@@ -864,11 +868,15 @@ func TestSkillCommandsAreGuarded(t *testing.T) {
 		input map[string]any
 		want  string // "" when allowed
 	}{
-		{"Skill", map[string]any{"skill": "tidy"}, "the skill tidy (.claude/skills/tidy/SKILL.md) runs `git clean -fdx` as it loads, where no hook sees it: git clean -f"},
-		{"Skill", map[string]any{"skill": "renamed"}, "the skill renamed (.claude/skills/some-dir/SKILL.md) runs `echo hi; git push origin main` as it loads, where no hook sees it: git push is not allowed"},
+		{"Skill", map[string]any{"skill": "tidy"}, "the skill tidy (.claude/skills/tidy/SKILL.md) runs `git clean -fdx` as it loads or as its own hook, where no hook sees it: git clean -f"},
+		{"Skill", map[string]any{"skill": "renamed"}, "the skill renamed (.claude/skills/some-dir/SKILL.md) runs `echo hi; git push origin main` as it loads or as its own hook, where no hook sees it: git push is not allowed"},
 		{"Skill", map[string]any{"skill": "ops:deploy", "args": "now"}, "the skill ops:deploy (.claude/commands/ops/deploy.md) runs `git reset --hard HEAD~1`"},
 		{"SlashCommand", map[string]any{"command": "/tidy now"}, "the skill tidy"},
 		{"Skill", map[string]any{"skill": "status"}, ""},
+		{"Skill", map[string]any{"skill": "hooked"}, "runs `echo \"pre\"; git clean -fdx` as it loads or as its own hook"},
+		{"Skill", map[string]any{"skill": "single"}, "runs `git branch -D main`"},
+		{"Skill", map[string]any{"skill": "block"}, "runs `echo one; git reset --hard HEAD~1`"},
+		{"Skill", map[string]any{"skill": "plain"}, "runs `git clean -fdx`"},
 		{"Skill", map[string]any{"skill": "simplify"}, ""},
 		{"Skill", map[string]any{"skill": "../../etc/passwd"}, ""},
 	} {
@@ -879,7 +887,11 @@ func TestSkillCommandsAreGuarded(t *testing.T) {
 			}
 			continue
 		}
-		if !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, tc.want) {
+		var r struct {
+			Out struct{ PermissionDecision, PermissionDecisionReason string } `json:"hookSpecificOutput"`
+		}
+		_ = json.Unmarshal([]byte(out), &r)
+		if r.Out.PermissionDecision != "deny" || !strings.Contains(r.Out.PermissionDecisionReason, tc.want) {
 			t.Errorf("%s %v: %s\nwant a deny saying %q", tc.tool, tc.input, out, tc.want)
 		}
 	}

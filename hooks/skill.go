@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -51,7 +52,7 @@ func guardSkill(ev Event, root string, opts Options) Response {
 			if r, err := filepath.Rel(root, file); err == nil && !strings.HasPrefix(r, "..") {
 				rel = r
 			}
-			r.Reason = "wiggum: the skill " + name + " (" + rel + ") runs `" + oneLine(strings.ReplaceAll(strings.TrimSpace(cmd), "\n", "; ")) + "` as it loads, where no hook sees it: " +
+			r.Reason = "wiggum: the skill " + name + " (" + rel + ") runs `" + oneLine(strings.ReplaceAll(strings.TrimSpace(cmd), "\n", "; ")) + "` as it loads or as its own hook, where no hook sees it: " +
 				strings.TrimPrefix(r.Reason, "wiggum: ")
 			return r
 		}
@@ -109,6 +110,70 @@ func skillFiles(name, cwd, root string) []string {
 	return files
 }
 
+// frontHookCommands reads the command: values in a skill file's front
+// matter - its hooks' commands - plain, quoted, or as a block scalar.
+func frontHookCommands(data string) []string {
+	rest, ok := strings.CutPrefix(data, "---")
+	if !ok {
+		return nil
+	}
+	head, _, _ := strings.Cut(rest, "\n---")
+	lines := strings.Split(head, "\n")
+	var cmds []string
+	for i, line := range lines {
+		at := strings.Index(line, "command:")
+		if at < 0 || (at > 0 && !strings.ContainsRune(" \t{,-", rune(line[at-1]))) {
+			continue
+		}
+		v := strings.TrimSpace(line[at+len("command:"):])
+		switch {
+		case strings.HasPrefix(v, "|") || strings.HasPrefix(v, ">"):
+			indent := len(line) - len(strings.TrimLeft(line, " \t"))
+			var block []string
+			for _, next := range lines[i+1:] {
+				if strings.TrimSpace(next) != "" && len(next)-len(strings.TrimLeft(next, " \t")) <= indent {
+					break
+				}
+				block = append(block, strings.TrimSpace(next))
+			}
+			v = strings.Join(block, "\n")
+		case strings.HasPrefix(v, `"`):
+			if end := closingQuote(v); end > 0 {
+				if u, err := strconv.Unquote(v[:end+1]); err == nil {
+					v = u
+				} else {
+					v = v[1:end]
+				}
+			}
+		case strings.HasPrefix(v, "'"):
+			if end := strings.Index(v[1:], "'"); end >= 0 {
+				v = strings.ReplaceAll(v[1:end+1], "''", "'")
+			}
+		default:
+			v, _, _ = strings.Cut(v, " #")
+			v = strings.TrimRight(v, " ,}")
+		}
+		if v = strings.TrimSpace(v); v != "" {
+			cmds = append(cmds, v)
+		}
+	}
+	return cmds
+}
+
+// closingQuote is the index of the double quote that ends the quoted
+// string s starts with, -1 if none.
+func closingQuote(s string) int {
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return -1
+}
+
 // frontName is the name: field of a skill file's front matter.
 func frontName(path string) string {
 	data := readSkill(path)
@@ -125,10 +190,13 @@ func frontName(path string) string {
 	return ""
 }
 
-// skillCommands are the shell commands a skill file runs as it loads.
+// skillCommands are the shell commands a skill file runs: as it loads,
+// and as hooks of its own while it is active (front matter hooks, run by
+// Claude Code like the settings' hooks: their commands, too, pass no
+// PreToolUse hook).
 func skillCommands(path string) []string {
 	data := readSkill(path)
-	var cmds []string
+	cmds := frontHookCommands(data)
 	for _, m := range fencedBang.get().FindAllStringSubmatch(data, -1) {
 		cmds = append(cmds, m[1])
 	}
