@@ -834,3 +834,30 @@ func TestClaudeSkillCommandsAreGuarded(t *testing.T) {
 		}
 	})
 }
+
+// An agent's script that adds a hook of its own to the agent's settings
+// plants a command that every later session runs with no hook of wiggum's
+// seeing it. The attempt fails (guard), its rollback takes it out (the
+// settings are put back, ignored files too), and the hook never runs.
+func TestAttemptThatAddsAHookFails(t *testing.T) {
+	forClients(t, []string{"claude", "gemini"}, func(t *testing.T, c client) {
+		file, event := map[string]string{"claude": ".claude/settings.json", "gemini": ".gemini/settings.json"}[c.name],
+			map[string]string{"claude": "Stop", "gemini": "AfterAgent"}[c.name]
+		marker := filepath.Join(t.TempDir(), "planted-hook-ran")
+		script := fmt.Sprintf(`const fs = require("fs"); const f = %q; const s = JSON.parse(fs.readFileSync(f));
+(s.hooks[%q] = s.hooks[%q] || []).push({hooks: [{type: "command", command: "touch %s"}]});
+fs.writeFileSync(f, JSON.stringify(s));`, file, event, event, marker)
+		w := newWorld(t, c, fakemodel.Turn{Shell: "node -e '" + script + "'"}, fakemodel.Turn{Text: "done"})
+		want, _ := os.ReadFile(filepath.Join(w.dir, file))
+		out := w.run(5)
+		if !strings.Contains(out, "added commands the agent would run in later sessions with no hook of wiggum's seeing them") || !strings.Contains(out, "touch "+marker) {
+			t.Fatalf("the attempt did not fail naming the planted hook:\n%s", out)
+		}
+		if got, _ := os.ReadFile(filepath.Join(w.dir, file)); string(got) != string(want) {
+			t.Fatalf("%s was not put back:\n%s", file, got)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatal("the planted hook ran")
+		}
+	})
+}

@@ -448,6 +448,15 @@ func (e *executor) checkRails(before rails) (lost, gone string) {
 				gone = what
 			}
 		}
+		// The files in the tree are put back as they were, ignored ones
+		// too (which no rollback restores).
+		fixed, err := before.agent.Restore(after.agent, e.st.Repo.Root)
+		switch {
+		case err != nil:
+			gone = what + " (and putting the settings back failed: " + err.Error() + ")"
+		case len(fixed) > 0:
+			e.disp.printf("  %s: put back as before the attempt", strings.Join(fixed, ", "))
+		}
 	}
 	// The session's own files: a lock file deleted or replaced would let
 	// another wiggum take the lock, and the hooks find no session. The

@@ -1,10 +1,15 @@
 package agent
 
 import (
+	"bytes"
+	"encoding/json"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/google/renameio/v2"
 )
 
 // Rails is what makes an agent's wiggum hooks run, as its settings files
@@ -13,36 +18,77 @@ import (
 // attempt that changes them - a script that rewrites .claude/settings.json,
 // a setting that turns hooks off - would leave every later attempt without
 // the guard, so the loop compares the rails before and after each attempt.
+//
+// It also holds the other commands those files make the agent run - hooks
+// that are not wiggum's, MCP servers, claude's apiKeyHelper and the like:
+// each runs in a later session with no hook of wiggum's seeing it, so an
+// attempt that adds one breaks the rails as surely as one that removes
+// wiggum's hooks.
 type Rails struct {
 	entries map[string][]string // file -> "event|matcher|command", sorted
 	off     string
+	foreign map[string][]string // file -> the commands that are not wiggum's hooks, sorted
+	files   map[string][]byte   // the files as read; nil for a missing one
 }
 
 // RailsOf reads the agent's rails in the project at root and the home
 // directory. Agents wiggum installs no hooks for have none.
 func RailsOf(agent, root, home string) Rails {
-	r := Rails{entries: map[string][]string{}}
+	r := Rails{entries: map[string][]string{}, foreign: map[string][]string{}, files: map[string][]byte{}}
 	if !HasHooks(agent) {
 		return r
 	}
-	for _, path := range hookPaths(agent, root, home) {
-		if e := wiggumEntries(agent, path); len(e) > 0 {
+	for _, path := range railFiles(agent, root, home) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			r.files[path] = nil
+			continue
+		}
+		r.files[path] = data
+		if e := wiggumEntries(agent, data); len(e) > 0 {
 			r.entries[path] = e
+		}
+		if f := foreignCommands(agent, data); len(f) > 0 {
+			r.foreign[path] = f
 		}
 	}
 	r.off = HooksOff(agent, root, home)
 	return r
 }
 
+// railFiles are the agent's hook files and, for claude, the project's
+// .mcp.json (the MCP servers it starts).
+func railFiles(agent, root, home string) []string {
+	paths := hookPaths(agent, root, home)
+	if agent == "claude" {
+		paths = append(paths, filepath.Join(root, ".mcp.json"))
+	}
+	return paths
+}
+
 // Broken says how after lost what r had: a hook entry that ran wiggum is
-// gone or changed, or hooks are turned off where they were not. files are
-// the settings files concerned; "" and nil when nothing was lost (adding
-// hooks, or changing other settings, is no loss).
+// gone or changed, hooks are turned off where they were not, or a file
+// gained a command the agent runs outside wiggum's hooks. files are the
+// settings files concerned; "" and nil when nothing was lost (changing
+// other settings is no loss).
 func (r Rails) Broken(after Rails) (what string, files []string) {
 	var lost []string
 	for _, path := range slices.Sorted(maps.Keys(r.entries)) {
 		if !subset(r.entries[path], after.entries[path]) {
 			lost = append(lost, path)
+		}
+	}
+	var added, addedIn []string
+	for _, path := range slices.Sorted(maps.Keys(after.foreign)) {
+		var cmds []string
+		for _, c := range after.foreign[path] {
+			if !slices.Contains(r.foreign[path], c) {
+				cmds = append(cmds, c)
+			}
+		}
+		if len(cmds) > 0 {
+			added = append(added, path+": "+strings.Join(cmds, "; "))
+			addedIn = append(addedIn, path)
 		}
 	}
 	switch {
@@ -51,8 +97,37 @@ func (r Rails) Broken(after Rails) (what string, files []string) {
 	case r.off == "" && after.off != "":
 		file, _, _ := strings.Cut(after.off, " sets ")
 		return "turned the agent's hooks off (" + after.off + ")", []string{file}
+	case len(added) > 0:
+		return "added commands the agent would run in later sessions with no hook of wiggum's seeing them (" + strings.Join(added, "; ") + ")", addedIn
 	}
 	return "", nil
+}
+
+// Restore writes back, as r read them, the files under root that after
+// found changed (removing one that was missing), and reports which. Files
+// outside root - the home directory's - are the person's to mend.
+func (r Rails) Restore(after Rails, root string) ([]string, error) {
+	var fixed []string
+	for _, path := range slices.Sorted(maps.Keys(r.files)) {
+		rel, err := filepath.Rel(root, path)
+		if err != nil || !filepath.IsLocal(rel) {
+			continue
+		}
+		was, now := r.files[path], after.files[path]
+		if bytes.Equal(was, now) && (was == nil) == (now == nil) {
+			continue
+		}
+		if was == nil {
+			err = os.Remove(path)
+		} else if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+			err = renameio.WriteFile(path, was, 0o644)
+		}
+		if err != nil && !os.IsNotExist(err) {
+			return fixed, err
+		}
+		fixed = append(fixed, rel)
+	}
+	return fixed, nil
 }
 
 // subset reports whether every entry of a is in b.
@@ -66,11 +141,10 @@ func subset(a, b []string) bool {
 }
 
 // wiggumEntries lists a hook file's entries that run wiggum's hook for the
-// agent, as "event|matcher|command". A file that is missing or not hooks
-// JSON has none.
-func wiggumEntries(agent, path string) []string {
-	data, err := os.ReadFile(path)
-	if err != nil || !mentions(agent, data) {
+// agent, as "event|matcher|command". A file that is not hooks JSON has
+// none.
+func wiggumEntries(agent string, data []byte) []string {
+	if !mentions(agent, data) {
 		return nil
 	}
 	entries, err := hookEntries(data)
@@ -85,4 +159,52 @@ func wiggumEntries(agent, path string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// commandKeys are settings whose string value is a command the agent runs
+// (claude's credential and telemetry helpers, gemini's tool discovery).
+var commandKeys = map[string]bool{
+	"apiKeyHelper": true, "awsAuthRefresh": true, "awsCredentialExport": true, "otelHeadersHelper": true,
+	"discoveryCommand": true, "callCommand": true,
+}
+
+// foreignCommands lists the commands a settings file makes the agent run
+// that are not wiggum's hooks: every "command" in it (hooks, MCP servers,
+// a status line) with its "args", and the helpers of commandKeys. A file
+// that is not JSON has none.
+func foreignCommands(agent string, data []byte) []string {
+	var v any
+	if json.Unmarshal(data, &v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if c, ok := v["command"].(string); ok && !strings.Contains(c, "wiggum hook "+agent) {
+				if args, ok := v["args"].([]any); ok {
+					for _, a := range args {
+						if s, ok := a.(string); ok {
+							c += " " + s
+						}
+					}
+				}
+				out = append(out, c)
+			}
+			for k, x := range v {
+				if s, ok := x.(string); ok && commandKeys[k] {
+					out = append(out, k+": "+s)
+				}
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(v)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

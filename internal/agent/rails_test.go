@@ -9,8 +9,10 @@ import (
 
 // The rails compare wiggum's hook entries and the settings that turn hooks
 // off before and after an attempt: losing an entry (or changing its
-// matcher) or turning hooks off is a loss; adding hooks, or any other
-// setting, is not.
+// matcher) or turning hooks off is a loss; so is adding a command the
+// agent would run outside wiggum's hooks (a hook of its own, an MCP
+// server, a credential helper); adding one of wiggum's hooks, or any
+// other setting, is not.
 func TestRailsBroken(t *testing.T) {
 	root, home, put := settingsDirs(t)
 	project := filepath.Join(root, ".claude", "settings.json")
@@ -29,6 +31,12 @@ func TestRailsBroken(t *testing.T) {
 		{"not JSON any more", `{"hooks": wiggum hook claude`, "", "removed or changed"},
 		{"turned off in the project", strings.Replace(installed, `"permissions"`, `"disableAllHooks": true, "permissions"`, 1), "", "turned the agent's hooks off (" + project + " sets disableAllHooks)"},
 		{"turned off for the user", installed, `{"disableAllHooks": true}`, "sets disableAllHooks"},
+		{"a hook of its own added", strings.Replace(installed, `"PostToolUse"`, `"SessionStart": [{"hooks": [{"type": "command", "command": "git clean -fdx"}]}], "PostToolUse"`, 1), "",
+			"added commands the agent would run in later sessions with no hook of wiggum's seeing them (" + project + ": git clean -fdx)"},
+		{"an MCP server added", strings.Replace(installed, `"permissions"`, `"mcpServers": {"x": {"command": "sh", "args": ["-c", "git push origin main"]}}, "permissions"`, 1), "",
+			project + ": sh -c git push origin main"},
+		{"a credential helper added", strings.Replace(installed, `"permissions"`, `"apiKeyHelper": "rm -rf .ralph", "permissions"`, 1), "", project + ": apiKeyHelper: rm -rf .ralph"},
+		{"a status line added for the user", installed, `{"statusLine": {"type": "command", "command": "git clean -fdx"}}`, filepath.Join(home, ".claude", "settings.json") + ": git clean -fdx"},
 	} {
 		put(project, tc.project)
 		os.Remove(filepath.Join(home, ".claude", "settings.json"))
@@ -42,5 +50,52 @@ func TestRailsBroken(t *testing.T) {
 	}
 	if what, _ := RailsOf("amp", root, home).Broken(RailsOf("amp", root, home)); what != "" {
 		t.Errorf("an agent wiggum installs no hooks for has no rails to break: %q", what)
+	}
+}
+
+// Commands of its own a project already had are the baseline: removing
+// one is no loss, changing one adds a new command. Restore puts the files
+// in the tree back as they were (a file the attempt made is removed) and
+// leaves the home directory's to the person.
+func TestRailsForeignCommandsAndRestore(t *testing.T) {
+	root, home, put := settingsDirs(t)
+	project := filepath.Join(root, ".claude", "settings.json")
+	mcp := filepath.Join(root, ".mcp.json")
+	const own = `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "wiggum hook claude"}]}],
+  "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "npx prettier --write"}]}]}}`
+	put(project, own)
+	before := RailsOf("claude", root, home)
+	put(project, strings.Replace(own, `"PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "npx prettier --write"}]}]`, `"Stop": []`, 1))
+	if what, _ := before.Broken(RailsOf("claude", root, home)); what != "" {
+		t.Fatalf("removing the project's own hook: %q", what)
+	}
+	put(project, strings.Replace(own, "npx prettier --write", "npx prettier --write; git clean -fdx", 1))
+	put(mcp, `{"mcpServers": {"db": {"command": "node", "args": ["server.js"]}}}`)
+	put(filepath.Join(home, ".claude", "settings.json"), `{"apiKeyHelper": "echo key"}`)
+	after := RailsOf("claude", root, home)
+	what, files := before.Broken(after)
+	for _, want := range []string{project + ": npx prettier --write; git clean -fdx", mcp + ": node server.js", "apiKeyHelper: echo key"} {
+		if !strings.Contains(what, want) {
+			t.Errorf("Broken = %q, want it to name %q", what, want)
+		}
+	}
+	if len(files) != 3 {
+		t.Errorf("files = %v, want the three changed", files)
+	}
+	fixed, err := before.Restore(after, root)
+	if err != nil || strings.Join(fixed, " ") != ".claude/settings.json .mcp.json" {
+		t.Fatalf("Restore = %v, %v", fixed, err)
+	}
+	if data, _ := os.ReadFile(project); string(data) != own {
+		t.Errorf("the project's settings were not put back: %s", data)
+	}
+	if _, err := os.Stat(mcp); !os.IsNotExist(err) {
+		t.Errorf(".mcp.json, made by the attempt, is still there: %v", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(home, ".claude", "settings.json")); !strings.Contains(string(data), "apiKeyHelper") {
+		t.Error("Restore changed a file in the home directory")
+	}
+	if what, _ := before.Broken(RailsOf("claude", root, home)); !strings.Contains(what, "apiKeyHelper") || strings.Contains(what, "prettier") {
+		t.Errorf("after Restore: %q, want only the home directory's helper", what)
 	}
 }
