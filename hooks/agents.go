@@ -40,8 +40,12 @@ func (in *claudeIn) event(agent string) Event {
 		Shell: shellTools[in.ToolName], ExitCode: -1, StopHookActive: in.StopHookActive}
 	ti := parseToolInput(in.ToolInput)
 	ev.Command, ev.FilePath, ev.Dir, ev.Skill = ti.Command, ti.FilePath, ti.Dir, ti.Skill
-	if skillTools[in.ToolName] && ev.Skill == "" {
+	switch {
+	case skillTools[in.ToolName] && ev.Skill == "":
 		ev.Skill, ev.Command = ev.Command, "" // SlashCommand's "/name args"
+	case agentTools[in.ToolName]:
+		m, _ := in.ToolInput.(map[string]any)
+		ev.Skill = str(m, "subagent_type")
 	}
 	return ev
 }

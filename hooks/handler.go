@@ -238,7 +238,7 @@ func readPipe(f *os.File) (data []byte, err error, ok bool) {
 func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 	switch ev.Kind {
 	case KindPreTool:
-		if skillTools[ev.ToolName] {
+		if skillTools[ev.ToolName] || agentTools[ev.ToolName] {
 			return guardSkill(ev, root, opts)
 		}
 		if ev.Shell {

@@ -12,8 +12,12 @@ import (
 )
 
 // skillTools load a skill or a custom command (Claude Code's Skill, and
-// its SlashCommand before it).
-var skillTools = map[string]bool{"Skill": true, "SlashCommand": true}
+// its SlashCommand before it); agentTools start a subagent, whose
+// definition (.claude/agents/NAME.md) may declare hooks of its own.
+var (
+	skillTools = map[string]bool{"Skill": true, "SlashCommand": true}
+	agentTools = map[string]bool{"Agent": true, "Task": true}
+)
 
 // A skill's or command's file may hold shell commands that Claude Code
 // runs as the file loads, to put their output in the text the model
@@ -30,7 +34,8 @@ var (
 // maxSkillFile bounds what is read of one skill file.
 const maxSkillFile = 1 << 20
 
-// guardSkill judges the commands the skill ev loads would run.
+// guardSkill judges the commands the skill ev loads would run, or, for a
+// subagent, the hooks its definition declares.
 func guardSkill(ev Event, root string, opts Options) Response {
 	if !guardOn(root, opts) {
 		return Response{}
@@ -39,7 +44,11 @@ func guardSkill(ev Event, root string, opts Options) Response {
 	if name == "" {
 		return Response{}
 	}
-	for _, file := range skillFiles(name, ev.Cwd, root) {
+	files, what := skillFiles(name, ev.Cwd, root), "skill"
+	if agentTools[ev.ToolName] {
+		files, what = agentFiles(name, ev.Cwd, root), "subagent"
+	}
+	for _, file := range files {
 		for _, cmd := range skillCommands(file) {
 			one := ev
 			// The commands run in the session's directory.
@@ -52,7 +61,7 @@ func guardSkill(ev Event, root string, opts Options) Response {
 			if r, err := filepath.Rel(root, file); err == nil && !strings.HasPrefix(r, "..") {
 				rel = r
 			}
-			r.Reason = "wiggum: the skill " + name + " (" + rel + ") runs `" + oneLine(strings.ReplaceAll(strings.TrimSpace(cmd), "\n", "; ")) + "` as it loads or as its own hook, where no hook sees it: " +
+			r.Reason = "wiggum: the " + what + " " + name + " (" + rel + ") runs `" + oneLine(strings.ReplaceAll(strings.TrimSpace(cmd), "\n", "; ")) + "` as it loads or as its own hook, where no hook sees it: " +
 				strings.TrimPrefix(r.Reason, "wiggum: ")
 			return r
 		}
@@ -79,6 +88,48 @@ func skillName(s string) string {
 // root, and of the home directory. Plugins' skills ("plugin:name") are the
 // user's installs, not the project's, and are not looked for.
 func skillFiles(name, cwd, root string) []string {
+	var files []string
+	for _, d := range claudeDirs(cwd, root) {
+		if !strings.Contains(name, ":") {
+			if p := filepath.Join(d, "skills", name, "SKILL.md"); regular(p) {
+				files = append(files, p)
+			}
+			skills, _ := filepath.Glob(filepath.Join(d, "skills", "*", "SKILL.md"))
+			for _, f := range skills {
+				if filepath.Base(filepath.Dir(f)) != name && frontName(f) == name {
+					files = append(files, f)
+				}
+			}
+		}
+		if p := filepath.Join(d, "commands", filepath.FromSlash(strings.ReplaceAll(name, ":", "/"))+".md"); regular(p) {
+			files = append(files, p)
+		}
+	}
+	return files
+}
+
+// agentFiles lists the files that may define subagent name:
+// .claude/agents/NAME.md, or one whose front matter names it, in the
+// .claude directories skillFiles searches.
+func agentFiles(name, cwd, root string) []string {
+	var files []string
+	for _, d := range claudeDirs(cwd, root) {
+		if p := filepath.Join(d, "agents", name+".md"); regular(p) {
+			files = append(files, p)
+		}
+		defs, _ := filepath.Glob(filepath.Join(d, "agents", "*.md"))
+		for _, f := range defs {
+			if strings.TrimSuffix(filepath.Base(f), ".md") != name && frontName(f) == name {
+				files = append(files, f)
+			}
+		}
+	}
+	return files
+}
+
+// claudeDirs are the .claude directories of cwd and its parents up to the
+// repository's root, and of the home directory.
+func claudeDirs(cwd, root string) []string {
 	var dirs []string
 	for d := filepath.Clean(cwd); d != "" && cwd != ""; d = filepath.Dir(d) {
 		dirs = append(dirs, filepath.Join(d, ".claude"))
@@ -89,25 +140,12 @@ func skillFiles(name, cwd, root string) []string {
 	if home, err := os.UserHomeDir(); err == nil {
 		dirs = append(dirs, filepath.Join(home, ".claude"))
 	}
-	var files []string
-	add := func(p string) {
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			files = append(files, p)
-		}
-	}
-	for _, d := range dirs {
-		if !strings.Contains(name, ":") {
-			add(filepath.Join(d, "skills", name, "SKILL.md"))
-			skills, _ := filepath.Glob(filepath.Join(d, "skills", "*", "SKILL.md"))
-			for _, f := range skills {
-				if filepath.Base(filepath.Dir(f)) != name && frontName(f) == name {
-					files = append(files, f)
-				}
-			}
-		}
-		add(filepath.Join(d, "commands", filepath.FromSlash(strings.ReplaceAll(name, ":", "/"))+".md"))
-	}
-	return files
+	return dirs
+}
+
+func regular(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // frontHookCommands reads the command: values in a skill file's front

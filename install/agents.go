@@ -43,8 +43,9 @@ var Agents = map[string]*Agent{
 		shell := "Bash|PowerShell"
 		// Skill (SlashCommand before it): a skill or command runs the
 		// shell commands its file holds as it loads, with no hook of
-		// their own.
-		pre, post := shell+"|Edit|MultiEdit|Write|NotebookEdit|Skill|SlashCommand", shell
+		// their own; Agent (Task before it): a subagent's definition may
+		// declare hooks.
+		pre, post := shell+"|Edit|MultiEdit|Write|NotebookEdit|Skill|SlashCommand|Agent|Task", shell
 		if rr {
 			post += "|Read"
 		}

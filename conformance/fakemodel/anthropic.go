@@ -59,8 +59,12 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request, body []byte) 
 		content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", seq), "name": turn.Tool, "input": turn.Input})
 		stop = "tool_use"
 	} else if a := turn.Agent; a != nil {
+		kind := a.Type
+		if kind == "" {
+			kind = "general-purpose"
+		}
 		input := map[string]any{"description": "scripted subagent", "prompt": a.Prompt,
-			"subagent_type": "general-purpose", "run_in_background": a.Background}
+			"subagent_type": kind, "run_in_background": a.Background}
 		if a.Isolation != "" {
 			input["isolation"] = a.Isolation
 		}

@@ -65,6 +65,9 @@ type Subagent struct {
 	// Isolation is the client's isolation mode: "" or "worktree" (a git
 	// worktree of its own).
 	Isolation string
+	// Type is the subagent's type (a definition in .claude/agents/);
+	// "" for the client's general-purpose one.
+	Type string
 	Turns     []Turn
 }
 

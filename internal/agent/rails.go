@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -98,7 +99,7 @@ func (r Rails) Broken(after Rails) (what string, files []string) {
 		file, _, _ := strings.Cut(after.off, " sets ")
 		return "turned the agent's hooks off (" + after.off + ")", []string{file}
 	case len(added) > 0:
-		return "added commands the agent would run in later sessions with no hook of wiggum's seeing them (" + strings.Join(added, "; ") + ")", addedIn
+		return "added commands (or environment) the agent would run in later sessions with no hook of wiggum's seeing them (" + strings.Join(added, "; ") + ")", addedIn
 	}
 	return "", nil
 }
@@ -170,8 +171,9 @@ var commandKeys = map[string]bool{
 
 // foreignCommands lists the commands a settings file makes the agent run
 // that are not wiggum's hooks: every "command" in it (hooks, MCP servers,
-// a status line) with its "args", and the helpers of commandKeys. A file
-// that is not JSON has none.
+// a status line) with its "args", the helpers of commandKeys, and the
+// environment its "env" objects give the agent's tools. A file that is not
+// JSON has none.
 func foreignCommands(agent string, data []byte) []string {
 	var v any
 	if json.Unmarshal(data, &v) != nil {
@@ -195,6 +197,15 @@ func foreignCommands(agent string, data []byte) []string {
 			for k, x := range v {
 				if s, ok := x.(string); ok && commandKeys[k] {
 					out = append(out, k+": "+s)
+				}
+				if env, ok := x.(map[string]any); ok && k == "env" {
+					// The environment the agent gives its tools: BASH_ENV
+					// runs a file before every shell command the guard
+					// judged, GIT_CONFIG_* can turn git's hooks off.
+					for name, val := range env {
+						out = append(out, "env "+name+"="+fmt.Sprint(val))
+					}
+					continue
 				}
 				walk(x)
 			}
