@@ -67,8 +67,8 @@ type Subagent struct {
 	Isolation string
 	// Type is the subagent's type (a definition in .claude/agents/);
 	// "" for the client's general-purpose one.
-	Type string
-	Turns     []Turn
+	Type  string
+	Turns []Turn
 }
 
 // Request is one recorded request.
