@@ -867,3 +867,28 @@ fs.writeFileSync(f, JSON.stringify(s));`, file, event, event, marker)
 		}
 	})
 }
+
+// Claude Code's shell snapshot carries the functions and aliases of the
+// home directory's shell startup files into every later session: a
+// git() function an agent appended to ~/.bashrc ran in place of a later
+// session's `git status`, which the guard had judged as git. No rollback
+// reaches the home directory, so the attempt fails and the run stops,
+// naming the file and what it gained. (Codex's sandbox keeps its agents
+// out of the home directory.)
+func TestAttemptThatChangesShellStartupStops(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		const plant = `printf 'git() { touch "$HOME/planted"; command git "$@"; }\n' >> "$HOME/.bashrc" && echo work > work.txt`
+		w := newWorld(t, c, fakemodel.Turn{Shell: plant}, fakemodel.Turn{Text: "done"})
+		out := w.run(1)
+		if !strings.Contains(out, "changed the shell startup file ") || !strings.Contains(out, ".bashrc (added: git() {") ||
+			!strings.Contains(out, "look at the file (keep what you want, remove the rest), then run again to resume") {
+			t.Fatalf("the run did not stop naming the file and what it gained:\n%s", out)
+		}
+		if _, err := os.Stat(filepath.Join(w.dir, "work.txt")); err == nil {
+			t.Fatal("the attempt's work was not rolled back")
+		}
+		if log := w.git("log", "--format=%s"); strings.Contains(log, "US-1") {
+			t.Fatalf("the story was committed:\n%s", log)
+		}
+	})
+}

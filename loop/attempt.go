@@ -94,6 +94,10 @@ type outcome struct {
 	// undo (a settings file outside the tree, core.hooksPath); the run
 	// stops after the rollback.
 	railsGone string
+	// startup: the attempt changed a shell startup file in the home
+	// directory (agent.Rails.StartupChanged); the run stops after the
+	// rollback, for the person to look at it.
+	startup string
 }
 
 // step is what one attempt came to.
@@ -273,6 +277,10 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	})
 	e.log(iter, story, attempt, "failed ("+out.source+")", out, backup, time.Since(started))
 	e.disp.printf("✘ %s failed: %s; rolled back%s", story.ID, out.detail, backupNote(backup))
+	if out.startup != "" {
+		return step{}, fmt.Errorf("run: stopped: an attempt %s; no rollback reaches the home directory, and every later session's shell would run what it added: "+
+			"look at the file (keep what you want, remove the rest), then run again to resume", out.startup)
+	}
 	if out.railsGone != "" {
 		return step{}, fmt.Errorf("run: stopped: an attempt %s, which its rollback does not undo, so the next one would work without wiggum's hooks; "+
 			"put them back ('wiggum status' shows where they are; 'wiggum install' writes them again), then run again to resume", out.railsGone)
@@ -341,8 +349,8 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		return outcome{source: "agent", command: cmd, detail: err.Error(), output: err.Error()}
 	}
 	o := outcome{source: "agent", command: cmd, output: res.Output, res: res}
-	lost, gone := e.checkRails(before)
-	o.railsGone = gone
+	lost, gone, startup := e.checkRails(before)
+	o.railsGone, o.startup = gone, startup
 	if hc.missed(res) && ctx.Err() == nil {
 		o.source, o.unguarded = "hooks", true
 		o.detail = hc.reason(res)
@@ -438,9 +446,15 @@ func (e *executor) readRails() rails {
 // tree: no rollback brings them back). lost says what the attempt broke,
 // for its failure; gone what its rollback cannot undo - a settings file
 // outside the tree, core.hooksPath - for which the run must stop.
-func (e *executor) checkRails(before rails) (lost, gone string) {
+//
+// startup says which shell startup file in the home directory the attempt
+// changed: that fails it too, and the run must stop for the person to look.
+func (e *executor) checkRails(before rails) (lost, gone, startup string) {
 	after := e.readRails()
 	var parts []string
+	if startup = before.agent.StartupChanged(after.agent); startup != "" {
+		parts = append(parts, startup)
+	}
 	if what, files := before.agent.Broken(after.agent); what != "" {
 		parts = append(parts, what)
 		for _, f := range files {
@@ -503,7 +517,7 @@ func (e *executor) checkRails(before rails) (lost, gone string) {
 			e.disp.printf("  %s: put back", what)
 		}
 	}
-	return strings.Join(parts, "; "), gone
+	return strings.Join(parts, "; "), gone, startup
 }
 
 // hookCheck checks that the agent's hooks run (Options.VerifyHooks): the

@@ -30,14 +30,39 @@ type Rails struct {
 	off     string
 	foreign map[string][]string // file -> the commands that are not wiggum's hooks, sorted
 	files   map[string][]byte   // the files as read; nil for a missing one
+	// startup: the home directory's shell startup files as read (nil
+	// for a missing one), for an agent whose shell reads them.
+	startup map[string][]byte
 }
+
+// shellStartup are the shell startup files in the home directory. Claude
+// Code's shell snapshot takes their functions and aliases into every
+// later session's commands (a git() function planted in ~/.bashrc ran for
+// a later session's `git status`, which the guard had judged as git); a
+// login shell (codex's bash -lc) reads the profile files.
+var shellStartup = []string{".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_aliases",
+	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".config/fish/config.fish"}
+
+// readsStartup: the agents whose shells read the home directory's startup
+// files (gemini runs bash -c, which reads none).
+var readsStartup = map[string]bool{"claude": true, "codex": true}
 
 // RailsOf reads the agent's rails in the project at root and the home
 // directory. Agents wiggum installs no hooks for have none.
 func RailsOf(agent, root, home string) Rails {
-	r := Rails{entries: map[string][]string{}, foreign: map[string][]string{}, files: map[string][]byte{}}
+	r := Rails{entries: map[string][]string{}, foreign: map[string][]string{}, files: map[string][]byte{}, startup: map[string][]byte{}}
 	if !HasHooks(agent) {
 		return r
+	}
+	if readsStartup[agent] && home != "" {
+		for _, f := range shellStartup {
+			path := filepath.Join(home, f)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				data = nil
+			}
+			r.startup[path] = data
+		}
 	}
 	for _, path := range railFiles(agent, root, home) {
 		data, err := os.ReadFile(path)
@@ -102,6 +127,44 @@ func (r Rails) Broken(after Rails) (what string, files []string) {
 		return "added commands (or environment) the agent would run in later sessions with no hook of wiggum's seeing them (" + strings.Join(added, "; ") + ")", addedIn
 	}
 	return "", nil
+}
+
+// StartupChanged says which of the home directory's shell startup files
+// after finds changed, and what lines they gained; "" when none. No
+// rollback reaches them, and they are the person's: the loop stops.
+func (r Rails) StartupChanged(after Rails) string {
+	var changed []string
+	for _, path := range slices.Sorted(maps.Keys(r.startup)) {
+		was, now := r.startup[path], after.startup[path]
+		if bytes.Equal(was, now) && (was == nil) == (now == nil) {
+			continue
+		}
+		changed = append(changed, path+newLines(was, now))
+	}
+	if len(changed) == 0 {
+		return ""
+	}
+	return "changed the shell startup file " + strings.Join(changed, "; ") +
+		", whose functions and aliases the agent's shell runs in place of the commands wiggum's guard judged"
+}
+
+// newLines says which lines now has that was lacks (at most three), as
+// " (added: ...)"; "" when none (lines were only removed).
+func newLines(was, now []byte) string {
+	old := map[string]bool{}
+	for _, l := range strings.Split(string(was), "\n") {
+		old[strings.TrimSpace(l)] = true
+	}
+	var add []string
+	for _, l := range strings.Split(string(now), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !old[l] && len(add) < 3 {
+			add = append(add, l)
+		}
+	}
+	if len(add) == 0 {
+		return ""
+	}
+	return " (added: " + strings.Join(add, " | ") + ")"
 }
 
 // Restore writes back, as r read them, the files under root that after

@@ -100,3 +100,30 @@ func TestRailsForeignCommandsAndRestore(t *testing.T) {
 		t.Errorf("after Restore: %q, want only the home directory's helper", what)
 	}
 }
+
+// A changed shell startup file in the home directory is named with the
+// lines it gained, for the agents whose shells read it; gemini's does not.
+func TestRailsStartupChanged(t *testing.T) {
+	root, home, put := settingsDirs(t)
+	put(filepath.Join(home, ".bashrc"), "export PATH=$PATH:/opt/bin\n  alias ll='ls -l'\n")
+	before := RailsOf("claude", root, home)
+	if what := before.StartupChanged(RailsOf("claude", root, home)); what != "" {
+		t.Fatalf("nothing changed: %q", what)
+	}
+	put(filepath.Join(home, ".bashrc"), "export PATH=$PATH:/opt/bin\n  alias ll='ls -l'\ngit() { touch /tmp/x; command git \"$@\"; }\n")
+	put(filepath.Join(home, ".zshenv"), "export X=1\n")
+	what := before.StartupChanged(RailsOf("claude", root, home))
+	for _, want := range []string{filepath.Join(home, ".bashrc") + " (added: git() { touch /tmp/x; command git \"$@\"; })", filepath.Join(home, ".zshenv") + " (added: export X=1)"} {
+		if !strings.Contains(what, want) {
+			t.Errorf("StartupChanged = %q, want it to name %q", what, want)
+		}
+	}
+	if strings.Contains(what, "alias ll") {
+		t.Errorf("an unchanged line is named as added: %q", what)
+	}
+	g := RailsOf("gemini", root, home)
+	put(filepath.Join(home, ".bashrc"), "changed again\n")
+	if what := g.StartupChanged(RailsOf("gemini", root, home)); what != "" {
+		t.Errorf("gemini's shell reads no startup file: %q", what)
+	}
+}
