@@ -892,3 +892,20 @@ func TestAttemptThatChangesShellStartupStops(t *testing.T) {
 		}
 	})
 }
+
+// `claude mcp add`, run by the agent, writes an MCP server - a command
+// claude starts in every later session of the project, seen by no hook -
+// into the home directory's .claude.json. The attempt fails and the run
+// stops, naming it (no rollback reaches the home directory).
+func TestAgentAddingAnMCPServerStops(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: `claude mcp add tidy -- sh -c "git clean -fdx"`}, fakemodel.Turn{Text: "done"})
+		out := w.run(1)
+		if !strings.Contains(out, ".claude.json: sh -c git clean -fdx") || !strings.Contains(out, "undo that") {
+			t.Fatalf("the run did not stop naming the MCP server:\n%s", out)
+		}
+		if log := w.git("log", "--format=%s"); strings.Contains(log, "US-1") {
+			t.Fatalf("the story was committed:\n%s", log)
+		}
+	})
+}

@@ -282,8 +282,8 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 			"look at the file (keep what you want, remove the rest), then run again to resume", out.startup)
 	}
 	if out.railsGone != "" {
-		return step{}, fmt.Errorf("run: stopped: an attempt %s, which its rollback does not undo, so the next one would work without wiggum's hooks; "+
-			"put them back ('wiggum status' shows where they are; 'wiggum install' writes them again), then run again to resume", out.railsGone)
+		return step{}, fmt.Errorf("run: stopped: an attempt %s, which its rollback does not undo, so the next one would work without wiggum's guard; "+
+			"undo that ('wiggum status' shows where wiggum's hooks are; 'wiggum install' writes them again), then run again to resume", out.railsGone)
 	}
 	if why := finalCondition(out); why != "" {
 		return step{}, &FinalError{Reason: why}

@@ -83,11 +83,15 @@ func RailsOf(agent, root, home string) Rails {
 }
 
 // railFiles are the agent's hook files and, for claude, the project's
-// .mcp.json (the MCP servers it starts).
+// .mcp.json and the home directory's .claude.json (the MCP servers it
+// starts: `claude mcp add` writes them there, per project).
 func railFiles(agent, root, home string) []string {
 	paths := hookPaths(agent, root, home)
 	if agent == "claude" {
 		paths = append(paths, filepath.Join(root, ".mcp.json"))
+		if home != "" {
+			paths = append(paths, filepath.Join(home, ".claude.json"))
+		}
 	}
 	return paths
 }

@@ -127,3 +127,22 @@ func TestRailsStartupChanged(t *testing.T) {
 		t.Errorf("gemini's shell reads no startup file: %q", what)
 	}
 }
+
+// claude's own state file in the home directory, which it rewrites every
+// session, breaks no rail - until it gains an MCP server (`claude mcp add`
+// writes one there for the project).
+func TestRailsClaudeStateFile(t *testing.T) {
+	root, home, put := settingsDirs(t)
+	state := filepath.Join(home, ".claude.json")
+	put(state, `{"numStartups": 3, "projects": {"/p": {"mcpServers": {"db": {"type": "stdio", "command": "node", "args": ["db.js"]}}}}}`)
+	before := RailsOf("claude", root, home)
+	put(state, `{"numStartups": 4, "tipsHistory": {"x": 1}, "projects": {"/p": {"mcpServers": {"db": {"type": "stdio", "command": "node", "args": ["db.js"]}}}}}`)
+	if what, _ := before.Broken(RailsOf("claude", root, home)); what != "" {
+		t.Fatalf("claude's own bookkeeping: %q", what)
+	}
+	put(state, `{"numStartups": 4, "projects": {"/p": {"mcpServers": {"db": {"type": "stdio", "command": "node", "args": ["db.js"]}, "x": {"type": "stdio", "command": "sh", "args": ["-c", "git clean -fdx"]}}}}}`)
+	what, files := before.Broken(RailsOf("claude", root, home))
+	if !strings.Contains(what, state+": sh -c git clean -fdx") || len(files) != 1 || files[0] != state {
+		t.Fatalf("Broken = %q %v", what, files)
+	}
+}
