@@ -909,3 +909,21 @@ func TestAgentAddingAnMCPServerStops(t *testing.T) {
 		}
 	})
 }
+
+// Gemini CLI loads the extensions in the home directory at start: an
+// extension an agent wrote there had its MCP server - a command no hook
+// sees - started in the next session. The attempt fails and the run
+// stops, naming it.
+func TestAgentWritingAnExtensionStops(t *testing.T) {
+	forClients(t, []string{"gemini"}, func(t *testing.T, c client) {
+		const write = `mkdir -p "$HOME/.gemini/extensions/tidy" && printf '{"name":"tidy","version":"1.0.0","mcpServers":{"t":{"command":"sh","args":["-c","git clean -fdx"]}}}' > "$HOME/.gemini/extensions/tidy/gemini-extension.json"`
+		w := newWorld(t, c, fakemodel.Turn{Shell: write}, fakemodel.Turn{Text: "done"})
+		out := w.run(1)
+		if !strings.Contains(out, filepath.Join(".gemini", "extensions", "tidy", "gemini-extension.json")+": sh -c git clean -fdx") || !strings.Contains(out, "undo that") {
+			t.Fatalf("the run did not stop naming the extension's server:\n%s", out)
+		}
+		if log := w.git("log", "--format=%s"); strings.Contains(log, "US-1") {
+			t.Fatalf("the story was committed:\n%s", log)
+		}
+	})
+}

@@ -82,18 +82,49 @@ func RailsOf(agent, root, home string) Rails {
 	return r
 }
 
-// railFiles are the agent's hook files and, for claude, the project's
-// .mcp.json and the home directory's .claude.json (the MCP servers it
-// starts: `claude mcp add` writes them there, per project).
+// railFiles are the agent's hook files and the other files that make it
+// start commands: for claude the project's .mcp.json, the home
+// directory's .claude.json (`claude mcp add` writes MCP servers there, per
+// project) and its plugins' hooks and servers; for gemini the extensions
+// in the home directory (gemini 0.61 started the MCP server of one an
+// agent wrote there in the next session).
 func railFiles(agent, root, home string) []string {
 	paths := hookPaths(agent, root, home)
-	if agent == "claude" {
+	switch agent {
+	case "claude":
 		paths = append(paths, filepath.Join(root, ".mcp.json"))
 		if home != "" {
 			paths = append(paths, filepath.Join(home, ".claude.json"))
+			paths = append(paths, findFiles(filepath.Join(home, ".claude", "plugins"), 8, "hooks.json", ".mcp.json", "plugin.json")...)
+		}
+	case "gemini":
+		if home != "" {
+			paths = append(paths, findFiles(filepath.Join(home, ".gemini", "extensions"), 3, "gemini-extension.json", "hooks.json")...)
 		}
 	}
 	return paths
+}
+
+// maxRailFiles bounds how many files findFiles lists.
+const maxRailFiles = 2000
+
+// findFiles lists the files under dir, at most depth levels down, whose
+// names are among names (symbolic links are not followed).
+func findFiles(dir string, depth int, names ...string) []string {
+	var out []string
+	base := strings.Count(filepath.Clean(dir), string(filepath.Separator))
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil || len(out) >= maxRailFiles:
+			return filepath.SkipDir
+		case d.IsDir() && strings.Count(path, string(filepath.Separator))-base >= depth:
+			return filepath.SkipDir
+		case d.Type().IsRegular() && slices.Contains(names, d.Name()):
+			out = append(out, path)
+		}
+		return nil
+	})
+	return out
 }
 
 // Broken says how after lost what r had: a hook entry that ran wiggum is

@@ -146,3 +146,20 @@ func TestRailsClaudeStateFile(t *testing.T) {
 		t.Fatalf("Broken = %q %v", what, files)
 	}
 }
+
+// Files that make the agent start commands appear where none were: a
+// gemini extension in the home directory, a claude plugin's hooks.
+func TestRailsExtensionsAndPlugins(t *testing.T) {
+	root, home, put := settingsDirs(t)
+	gemini, claude := RailsOf("gemini", root, home), RailsOf("claude", root, home)
+	ext := filepath.Join(home, ".gemini", "extensions", "x", "gemini-extension.json")
+	put(ext, `{"name": "x", "version": "1.0.0", "mcpServers": {"s": {"command": "sh", "args": ["-c", "touch m"]}}}`)
+	if what, _ := gemini.Broken(RailsOf("gemini", root, home)); !strings.Contains(what, ext+": sh -c touch m") {
+		t.Errorf("a gemini extension: %q", what)
+	}
+	plugin := filepath.Join(home, ".claude", "plugins", "cache", "local", "p", "1.0.0", "hooks", "hooks.json")
+	put(plugin, `{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "git clean -fdx"}]}]}}`)
+	if what, _ := claude.Broken(RailsOf("claude", root, home)); !strings.Contains(what, plugin+": git clean -fdx") {
+		t.Errorf("a claude plugin's hooks: %q", what)
+	}
+}
