@@ -20,6 +20,10 @@ func (w *walk) gitInlineConfig(value string) {
 	if key == "core.hookspath" {
 		w.g.verdict(Deny, "git -c core.hooksPath=... bypasses wiggum's git hooks (the commit journal and push guard); run git without it")
 	}
+	if _, v, _ := strings.Cut(value, "="); CommandKey(key, v) && !strings.HasPrefix(key, "alias.") {
+		// Git runs it in this one command: judged as the shell it is.
+		w.g.script(v, w.depth+1)
+	}
 	if _, v, _ := strings.Cut(value, "="); expiryKey(key) && pruneNow(v) {
 		w.g.verdict(Deny, "git -c %s=%s makes git delete unreachable objects or reflogs at once; not allowed during a wiggum session", key, v)
 	}
@@ -33,6 +37,12 @@ func (w *walk) gitConfig(rest []string) {
 	for i, a := range rest {
 		if strings.EqualFold(a, "core.hooksPath") {
 			w.g.verdict(Deny, "changing core.hooksPath disables wiggum's git hooks (the commit journal and push guard)")
+		}
+		if value := ""; !strings.HasPrefix(a, "-") && i+1 < len(rest) && !strings.HasPrefix(strings.ToLower(a), "alias.") {
+			value = rest[i+1]
+			if CommandKey(strings.ToLower(a), value) && !slices.Contains(rest, "--unset") && !slices.Contains(rest, "--unset-all") {
+				w.g.verdict(Deny, "git config %s makes git run a command of its own, or read settings that may (%s) - in wiggum's git commands too - where wiggum's guard never sees it; run the command directly instead", a, printable(value))
+			}
 		}
 		if strings.HasPrefix(strings.ToLower(a), "alias.") && i+1 < len(rest) {
 			w.gitAlias(rest[i+1])

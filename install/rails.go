@@ -3,13 +3,16 @@ package install
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/google/renameio/v2"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/guard"
 	"github.com/wiggum-dev/wiggum/hooks"
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
@@ -20,14 +23,30 @@ import (
 // iteration). Git hooks are not in the working tree, so a rollback does
 // not bring back a shim an attempt deleted or a hooksPath it set; the loop
 // compares before and after, and puts the shims back.
+//
+// It holds, too, the settings of the repository's config (and the
+// worktree's) whose values git runs as commands (guard.CommandKey): one an
+// attempt adds - core.fsmonitor, a filter - would run in wiggum's own git
+// commands and in every later session, seen by no hook.
 type GitRails struct {
 	shims     map[string][]byte
 	hooksPath string
+	commands  []configEntry
 }
+
+// configEntry is one setting of a config file.
+type configEntry struct {
+	file, key, value string
+}
+
+func (c configEntry) String() string { return c.key + " = " + c.value }
 
 // GitRailsOf reads the repository's git rails.
 func GitRailsOf(repo *git.Repo) GitRails {
 	g := GitRails{shims: map[string][]byte{}, hooksPath: hooksPathLines(filepath.Join(repo.CommonDir, "config"))}
+	for _, f := range []string{filepath.Join(repo.CommonDir, "config"), filepath.Join(repo.GitDir, "config.worktree")} {
+		g.commands = append(g.commands, commandEntries(f)...)
+	}
 	for _, name := range hooks.GitHooks {
 		if data, err := os.ReadFile(filepath.Join(repo.HooksDir, name)); err == nil && bytes.Contains(data, []byte(checkpoint.GitHookMarker)) {
 			g.shims[name] = data
@@ -95,4 +114,71 @@ func hooksPathLines(path string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// AddedCommands lists the command settings after has that g had not.
+func (g GitRails) AddedCommands(after GitRails) []string {
+	var added []string
+	for _, c := range after.commands {
+		if !slices.Contains(g.commands, c) {
+			added = append(added, c.String()+" (in "+c.file+")")
+		}
+	}
+	return added
+}
+
+// RemoveAdded takes the command settings after has that g had not out of
+// their config files (git config --file: no index, no fsmonitor).
+func (g GitRails) RemoveAdded(ctx context.Context, repo *git.Repo, after GitRails) error {
+	for _, c := range after.commands {
+		if slices.Contains(g.commands, c) {
+			continue
+		}
+		if _, err := repo.Run(ctx, "config", "--file", c.file, "--fixed-value", "--unset-all", c.key, c.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commandEntries reads the settings of a git config file whose values git
+// runs as commands. Sections ([core], [filter "x"], [a.b]) and keys are
+// read as git does, values unquoted; a line continued with a backslash is
+// joined.
+func commandEntries(path string) []configEntry {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []configEntry
+	section := ""
+	lines := strings.Split(strings.ReplaceAll(string(data), "\\\n", ""), "\n")
+	for _, raw := range lines {
+		line := strings.TrimSpace(raw)
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if line[0] == '[' {
+			head, rest, _ := strings.Cut(line[1:], "]")
+			line = strings.TrimSpace(rest)
+			name, sub, quoted := strings.Cut(head, " ")
+			section = strings.ToLower(strings.TrimSpace(name))
+			if quoted {
+				section += "." + strings.Trim(strings.TrimSpace(sub), `"`)
+			}
+			if line == "" || line[0] == '#' || line[0] == ';' {
+				continue
+			}
+		}
+		k, v, _ := strings.Cut(line, "=")
+		key := section + "." + strings.ToLower(strings.TrimSpace(k))
+		v = strings.TrimSpace(v)
+		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+			v = v[1 : len(v)-1]
+		}
+		if guard.CommandKey(strings.ToLower(key), v) {
+			out = append(out, configEntry{file: path, key: key, value: v})
+		}
+	}
+	return out
 }

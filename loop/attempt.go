@@ -349,7 +349,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		return outcome{source: "agent", command: cmd, detail: err.Error(), output: err.Error()}
 	}
 	o := outcome{source: "agent", command: cmd, output: res.Output, res: res}
-	lost, gone, startup := e.checkRails(before)
+	lost, gone, startup := e.checkRails(ctx, before)
 	o.railsGone, o.startup = gone, startup
 	if hc.missed(res) && ctx.Err() == nil {
 		o.source, o.unguarded = "hooks", true
@@ -449,7 +449,7 @@ func (e *executor) readRails() rails {
 //
 // startup says which shell startup file in the home directory the attempt
 // changed: that fails it too, and the run must stop for the person to look.
-func (e *executor) checkRails(before rails) (lost, gone, startup string) {
+func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, startup string) {
 	after := e.readRails()
 	var parts []string
 	if startup = before.agent.StartupChanged(after.agent); startup != "" {
@@ -501,6 +501,20 @@ func (e *executor) checkRails(before rails) (lost, gone, startup string) {
 	// committer leave it out), but a user's `git status` would list it.
 	if err := layout.EnsureExcluded(e.st.Repo.InfoDir); err != nil {
 		e.disp.printf("  could not restore wiggum's lines in %s: %v", filepath.Join(e.st.Repo.InfoDir, "exclude"), err)
+	}
+	if added := before.git.AddedCommands(after.git); len(added) > 0 {
+		// Taken out before anything of wiggum's runs git on the tree (the
+		// rollback would run a core.fsmonitor at once). The config is
+		// shared by every worktree: a parallel worker is not blamed.
+		what := "added to the repository's git config what git runs as a command, in wiggum's own git commands and every later session, seen by no hook (" + strings.Join(added, "; ") + ")"
+		if e.worktree == "" {
+			parts = append(parts, what)
+		}
+		if err := before.git.RemoveAdded(context.WithoutCancel(ctx), e.st.Repo, after.git); err != nil {
+			gone = what + " (and taking it out failed: " + err.Error() + ")"
+		} else {
+			e.disp.printf("  taken out of the git config: %s", strings.Join(added, "; "))
+		}
 	}
 	if what, restorable := before.git.Broken(after.git); what != "" {
 		// The hooks directory and the config are shared by every
