@@ -927,3 +927,34 @@ func TestAgentWritingAnExtensionStops(t *testing.T) {
 		}
 	})
 }
+
+// A script the guard cannot read sets core.fsmonitor - a command git runs
+// on every status, wiggum's own first (its rollback saves and restores the
+// tree with git). The attempt fails, the setting is taken out before
+// wiggum runs git, and the planted command never runs. (Codex's sandbox
+// keeps .git read-only.)
+func TestAgentPlantingAGitCommandFails(t *testing.T) {
+	forClients(t, []string{"claude", "gemini"}, func(t *testing.T, c client) {
+		marker := filepath.Join(t.TempDir(), "fsmonitor-ran")
+		w := newWorld(t, c, fakemodel.Turn{Shell: "echo work > work.txt && node plant.js"}, fakemodel.Turn{Text: "done"})
+		writeFile(t, filepath.Join(w.dir, "plant.js"), fmt.Sprintf(`const cp = require("child_process");
+cp.execFileSync(["gi", "t"].join(""), ["config", ["core.fs", "monitor"].join(""), "touch %s; false"]);
+`, marker))
+		w.git("add", "plant.js")
+		w.git("commit", "-q", "-m", "a script")
+		if out := w.hookOut("claude", "node plant.js"); out != "" {
+			t.Fatalf("the guard stops the script itself, so the rails are not tested: %s", out)
+		}
+		out := w.run(5)
+		if !strings.Contains(out, "taken out of the git config: core.fsmonitor = touch "+marker) ||
+			!strings.Contains(out, "added to the repository's git config what git runs as a command") {
+			t.Fatalf("the attempt did not fail naming the setting:\n%s", out)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatal("the planted fsmonitor command ran")
+		}
+		if _, err := os.Stat(filepath.Join(w.dir, "work.txt")); err == nil {
+			t.Fatal("the attempt was not rolled back")
+		}
+	})
+}
