@@ -366,3 +366,49 @@ func TestGitRails(t *testing.T) {
 }
 
 func first(what string, _ bool) string { return what }
+
+// The hooks directory's other hooks (not wiggum's shims, not git's
+// samples) are rails too: one added or changed is named, and put back -
+// an added one removed, a changed one written as it was.
+func TestGitRailsOtherHooks(t *testing.T) {
+	dir := gitRepo(t)
+	ctx := context.Background()
+	repo, err := git.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InstallGit(ctx, repo, false); err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(repo.HooksDir, "pre-commit")
+	if err := os.WriteFile(own, []byte("#!/bin/sh\nmake lint\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := GitRailsOf(repo)
+	if err := os.WriteFile(own, []byte("#!/bin/sh\nmake lint\nrm -rf .ralph\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(repo.HooksDir, "post-checkout")
+	if err := os.WriteFile(planted, []byte("#!/bin/sh\ngit clean -fdx\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo.HooksDir, "pre-rebase.sample"), []byte("changed sample\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	after := GitRailsOf(repo)
+	if got := strings.Join(before.ChangedHooks(after), " "); got != "post-checkout pre-commit" {
+		t.Fatalf("ChangedHooks = %q", got)
+	}
+	if err := before.RestoreHooks(repo, after); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(read(t, own)); got != "#!/bin/sh\nmake lint\n" {
+		t.Fatalf("the project's own pre-commit was not put back: %q", got)
+	}
+	if _, err := os.Stat(planted); !os.IsNotExist(err) {
+		t.Fatalf("the planted hook is still there: %v", err)
+	}
+	if got := before.ChangedHooks(GitRailsOf(repo)); len(got) != 0 {
+		t.Fatalf("after RestoreHooks: %v", got)
+	}
+}

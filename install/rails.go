@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,10 @@ type GitRails struct {
 	shims     map[string][]byte
 	hooksPath string
 	commands  []configEntry
+	// others: the hooks directory's other hooks (not wiggum's shims, not
+	// git's *.sample files), which git runs in wiggum's own commits and
+	// checkouts: one an attempt adds or changes plants a command there.
+	others map[string][]byte
 }
 
 // configEntry is one setting of a config file.
@@ -50,6 +55,16 @@ func GitRailsOf(repo *git.Repo) GitRails {
 	for _, name := range hooks.GitHooks {
 		if data, err := os.ReadFile(filepath.Join(repo.HooksDir, name)); err == nil && bytes.Contains(data, []byte(checkpoint.GitHookMarker)) {
 			g.shims[name] = data
+		}
+	}
+	g.others = map[string][]byte{}
+	ents, _ := os.ReadDir(repo.HooksDir)
+	for _, e := range ents {
+		if _, shim := g.shims[e.Name()]; shim || !e.Type().IsRegular() || strings.HasSuffix(e.Name(), ".sample") || len(g.others) >= 256 {
+			continue
+		}
+		if data, err := os.ReadFile(filepath.Join(repo.HooksDir, e.Name())); err == nil {
+			g.others[e.Name()] = data
 		}
 	}
 	return g
@@ -181,4 +196,35 @@ func commandEntries(path string) []configEntry {
 		}
 	}
 	return out
+}
+
+// ChangedHooks lists the hooks other than wiggum's that after has and g
+// had not, or had with other content.
+func (g GitRails) ChangedHooks(after GitRails) []string {
+	var changed []string
+	for _, name := range slices.Sorted(maps.Keys(after.others)) {
+		if was, ok := g.others[name]; !ok || !bytes.Equal(was, after.others[name]) {
+			changed = append(changed, name)
+		}
+	}
+	return changed
+}
+
+// RestoreHooks puts the hooks ChangedHooks names back as g had them: one
+// it had not is removed.
+func (g GitRails) RestoreHooks(repo *git.Repo, after GitRails) error {
+	for _, name := range g.ChangedHooks(after) {
+		path := filepath.Join(repo.HooksDir, name)
+		was, ok := g.others[name]
+		var err error
+		if !ok {
+			err = os.Remove(path)
+		} else {
+			err = renameio.WriteFile(path, was, 0o755)
+		}
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
 }

@@ -502,6 +502,20 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 	if err := layout.EnsureExcluded(e.st.Repo.InfoDir); err != nil {
 		e.disp.printf("  could not restore wiggum's lines in %s: %v", filepath.Join(e.st.Repo.InfoDir, "exclude"), err)
 	}
+	if changed := before.git.ChangedHooks(after.git); len(changed) > 0 {
+		// Git runs them in wiggum's own commit and checkout: put back
+		// before anything of wiggum's runs git.
+		what := "added or changed the git hook(s) " + strings.Join(changed, ", ") + " in " + e.st.Repo.HooksDir +
+			", which git runs in wiggum's own commits and every later session, seen by no hook"
+		if e.worktree == "" {
+			parts = append(parts, what)
+		}
+		if err := before.git.RestoreHooks(e.st.Repo, after.git); err != nil {
+			gone = what + " (and putting them back failed: " + err.Error() + ")"
+		} else {
+			e.disp.printf("  git hook(s) %s put back as before the attempt", strings.Join(changed, ", "))
+		}
+	}
 	if added := before.git.AddedCommands(after.git); len(added) > 0 {
 		// Taken out before anything of wiggum's runs git on the tree (the
 		// rollback would run a core.fsmonitor at once). The config is
