@@ -958,3 +958,22 @@ cp.execFileSync(["gi", "t"].join(""), ["config", ["core.fs", "monitor"].join("")
 		}
 	})
 }
+
+// `npm run pub` runs package.json's pub script through a shell, where the
+// guard saw only "npm run pub": with gemini - whose shell turns git hooks
+// off, so no pre-push backstop runs - a push in the script reached the
+// remote. The guard now reads the scripts a package manager runs.
+func TestPackageScriptsAreGuarded(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "npm run pub"}, fakemodel.Turn{Text: "done"})
+		writeFile(t, filepath.Join(w.dir, "package.json"), `{"name": "app", "private": true, "scripts": {"test": "node --test", "pub": "git push origin HEAD:refs/heads/viascript"}}`+"\n")
+		w.git("commit", "-q", "-am", "a publishing script")
+		w.run(0)
+		if refs := w.remoteRefs(); strings.Contains(refs, "viascript") {
+			t.Fatalf("the script's push reached the remote:\n%s", refs)
+		}
+		if body := w.turnRequest(1).Body; !hasText(body, "wiggum: the script package.json: git push is not allowed during a wiggum session") {
+			t.Fatalf("the guard's deny did not reach the model:\n%.3000s", body)
+		}
+	})
+}
