@@ -180,13 +180,15 @@ func FuzzCheckScript(f *testing.F) {
 	f.Add("#!/bin/sh\ngit push\n")
 	f.Add("#!/usr/bin/env python3\nimport os\nos.system('git push')\n")
 	f.Add("sh s.sh\n")
+	f.Add("all: b\n\t$(CC) -o $@ $$(x) ${Y\nb:\n\t@git push\n")
+	f.Add(`{"scripts": {"test": "git push", "prex": "rm -rf .ralph", "x": "echo"}}`)
 	for _, cmd := range []string{"sh s.sh", "./s.sh", "python3 s.sh", "node s.sh", "cat s.sh | sh", "awk -f s.sh"} {
 		f.Add(cmd)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		p := testPolicy("main")
-		p.ReadFile = mapReader(map[string]string{"/work/repo/s.sh": text})
-		for _, cmd := range []string{"sh s.sh", "./s.sh", "python3 s.sh", "node s.sh", "perl s.sh", "cat s.sh | sh", "awk -f s.sh"} {
+		p.ReadFile = mapReader(map[string]string{"/work/repo/s.sh": text, "/work/repo/package.json": text})
+		for _, cmd := range []string{"sh s.sh", "./s.sh", "python3 s.sh", "node s.sh", "perl s.sh", "cat s.sh | sh", "awk -f s.sh", "make -f s.sh", "make -f s.sh all", "npm test", "yarn x"} {
 			if d := Check(cmd, p); d.Action != Allow && d.Reason == "" {
 				t.Fatalf("%q over %q: %s without a reason", cmd, text, d.Action)
 			}

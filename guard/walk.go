@@ -203,6 +203,9 @@ func (w *walk) command(c *syntax.CallExpr, args []string, hop int) {
 	switch {
 	case base == "git":
 		w.git(rest)
+	case base == "make" || base == "gmake":
+		w.makeGoals(rest)
+		w.files(base, rest)
 	case packageManagers[base] || (base == "bun" && len(rest) > 0 && rest[0] == "run"):
 		w.packageScripts(base, rest)
 		w.files(base, rest)
