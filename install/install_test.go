@@ -412,3 +412,40 @@ func TestGitRailsOtherHooks(t *testing.T) {
 		t.Fatalf("after RestoreHooks: %v", got)
 	}
 }
+
+// Settings git runs as commands that an attempt added are taken out; in a
+// parallel run another worker may have taken one out already, which is no
+// error.
+func TestGitRailsRemoveAddedCommands(t *testing.T) {
+	dir := gitRepo(t)
+	ctx := context.Background()
+	repo, err := git.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Run(ctx, "config", "credential.helper", "store"); err != nil {
+		t.Fatal(err)
+	}
+	before := GitRailsOf(repo)
+	for _, kv := range [][2]string{{"core.fsmonitor", "rm -rf .ralph; false"}, {"filter.x.clean", "cat"}, {"core.fsmonitor2", "not a command"}, {"user.name", "agent"}} {
+		if _, err := repo.Run(ctx, "config", kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := GitRailsOf(repo)
+	added := strings.Join(before.AddedCommands(after), "; ")
+	if !strings.Contains(added, "core.fsmonitor = rm -rf .ralph; false") || !strings.Contains(added, "filter.x.clean = cat") || strings.Contains(added, "credential") || strings.Contains(added, "user.name") {
+		t.Fatalf("AddedCommands = %q", added)
+	}
+	for range 2 { // the second time, as another worker would: already gone
+		if err := before.RemoveAdded(ctx, repo, after); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := before.AddedCommands(GitRailsOf(repo)); len(left) != 0 {
+		t.Fatalf("left in the config: %v", left)
+	}
+	if out, _ := repo.Line(ctx, "config", "credential.helper"); out != "store" {
+		t.Fatalf("the user's own setting went: %q", out)
+	}
+}

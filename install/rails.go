@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/renameio/v2"
 
@@ -143,13 +145,31 @@ func (g GitRails) AddedCommands(after GitRails) []string {
 }
 
 // RemoveAdded takes the command settings after has that g had not out of
-// their config files (git config --file: no index, no fsmonitor).
+// their config files (git config --file: no index, no fsmonitor). In a
+// parallel run every worker sees the shared config's settings: one may
+// take a setting out before another tries, or hold the config's lock
+// while it does; a setting already gone is done, a held lock is waited
+// for.
 func (g GitRails) RemoveAdded(ctx context.Context, repo *git.Repo, after GitRails) error {
 	for _, c := range after.commands {
 		if slices.Contains(g.commands, c) {
 			continue
 		}
-		if _, err := repo.Run(ctx, "config", "--file", c.file, "--fixed-value", "--unset-all", c.key, c.value); err != nil {
+		var err error
+		for try := 0; try < 20; try++ {
+			if !slices.Contains(commandEntries(c.file), c) {
+				err = nil
+				break
+			}
+			_, err = repo.Run(ctx, "config", "--file", c.file, "--fixed-value", "--unset-all", c.key, c.value)
+			var ge *git.Error
+			if err == nil || (errors.As(err, &ge) && ge.Status() == 5) {
+				err = nil // taken out, or already gone
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err != nil {
 			return err
 		}
 	}
