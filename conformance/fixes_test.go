@@ -977,3 +977,31 @@ func TestPackageScriptsAreGuarded(t *testing.T) {
 		}
 	})
 }
+
+// A push git runs no hooks for - `git push --no-verify` from a script the
+// guard cannot read, or any push from gemini's shell, which empties
+// core.hooksPath - once reached the remote, with all three clients
+// (codex's sandbox lets a local remote under /tmp be written). A built-in
+// agent's git is now wiggum's shim, which refuses it in the session
+// whatever git's hooks are; codex runs its commands in no login shell,
+// whose profile would put /usr/bin first on PATH again.
+func TestPushWithoutHooksIsStopped(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "node publish.js"}, fakemodel.Turn{Text: "done"})
+		writeFile(t, filepath.Join(w.dir, "publish.js"), `const cp = require("child_process");
+cp.execFileSync(["gi", "t"].join(""), [["pu", "sh"].join(""), "--no-verify", "origin", "HEAD:refs/heads/noverify"], {stdio: "inherit"});
+`)
+		w.git("add", "publish.js")
+		w.git("commit", "-q", "-m", "a publishing script")
+		if out := w.hookOut("claude", "node publish.js"); out != "" {
+			t.Fatalf("the guard stops the script itself, so the shim is not tested: %s", out)
+		}
+		w.run(0)
+		if refs := w.remoteRefs(); strings.Contains(refs, "noverify") {
+			t.Fatalf("the push reached the remote:\n%s", refs)
+		}
+		if !hasText(w.turnRequest(1).Body, "push refused: ") {
+			t.Fatalf("the refusal did not reach the model:\n%.3000s", w.turnRequest(1).Body)
+		}
+	})
+}

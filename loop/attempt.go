@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -324,6 +325,9 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		env = append(env, git.CeilingEnv(e.st.Repo.Root))
 	}
 	env = git.WithConfig(env, git.NoAutoMaintenance...)
+	if r.opts.GitShim != "" {
+		env = prependPath(env, r.opts.GitShim)
+	}
 	actx, stopAgent := context.WithCancel(ctx)
 	defer stopAgent()
 	var hc *hookCheck
@@ -913,4 +917,16 @@ func limitIn(o outcome) *agent.Limit {
 		lim.Reset = time.Now().Add(time.Duration(v * float64(unit)))
 	}
 	return lim
+}
+
+// prependPath puts dir first on env's PATH.
+func prependPath(env []string, dir string) []string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], "PATH="); ok {
+			out := slices.Clone(env)
+			out[i] = "PATH=" + dir + string(os.PathListSeparator) + v
+			return out
+		}
+	}
+	return append(env, "PATH="+dir)
 }

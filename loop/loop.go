@@ -59,12 +59,15 @@ type Options struct {
 	// that the guard hook saw the agent's shell commands, and an attempt
 	// that ran them unseen stops the run (the hooks are off somewhere).
 	VerifyHooks bool
-	Policy      string // what hooks do with failing tests mid-iteration (session.Policy*)
-	Out         io.Writer
-	Live        bool // a terminal: redraw a status line
-	Width       int  // the terminal's columns, when Live
-	Quiet       bool // do not echo the agent's output
-	Command     []string
+	// GitShim is a directory holding wiggum's git shim (hooks.GitShim),
+	// put first on the agent's PATH: "" for none.
+	GitShim string
+	Policy  string // what hooks do with failing tests mid-iteration (session.Policy*)
+	Out     io.Writer
+	Live    bool // a terminal: redraw a status line
+	Width   int  // the terminal's columns, when Live
+	Quiet   bool // do not echo the agent's output
+	Command []string
 	// Coordinator, when set, shares the run with other machines through a
 	// git server (wiggum run --remote): stories are claimed there before
 	// they start and land there, always through worktrees as with Workers.

@@ -115,3 +115,26 @@ func sameFile(a, b string) bool {
 	fb, err := os.Stat(b)
 	return err == nil && os.SameFile(fa, fb)
 }
+
+// GitShimDir is where, under the runtime directory, the run keeps its link
+// named git to the running wiggum: the agent's git (hooks.GitShim).
+const GitShimDir = "gitbin"
+
+// GitShim links runtimeDir/gitbin/git to the running wiggum and returns
+// the directory, for the agent's PATH: there wiggum refuses a push the
+// session forbids even where git runs no hooks (git push --no-verify,
+// Gemini CLI's shell), and execs the real git for everything else.
+func GitShim(runtimeDir string) (string, error) {
+	w, err := Which()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(runtimeDir, GitShimDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	if err := renameio.Symlink(w.Self, filepath.Join(dir, "git")); err != nil {
+		return "", fmt.Errorf("link %s to %s: %w", filepath.Join(dir, "git"), w.Self, err)
+	}
+	return dir, nil
+}

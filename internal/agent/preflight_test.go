@@ -145,7 +145,7 @@ func TestWithArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(p.Argv, " "); got != "codex exec --json --sandbox workspace-write --trust --dangerously-bypass-hook-trust --disable unified_exec_tty --model gpt-x -c model_reasoning_effort=high -" {
+	if got := strings.Join(p.Argv, " "); got != "codex exec --json --sandbox workspace-write --trust --dangerously-bypass-hook-trust --disable unified_exec_tty -c allow_login_shell=false --model gpt-x -c model_reasoning_effort=high -" {
 		t.Fatalf("argv = %s", got)
 	}
 	if b, _ := Builtin("codex"); strings.Join(b.Argv, " ") != strings.Join(codex.Argv, " ") {
@@ -168,8 +168,8 @@ func TestWithArgs(t *testing.T) {
 		}
 	}
 	// codex's terminal sessions stay off, however they are asked for.
-	for _, args := range [][]string{{"--enable", "unified_exec_tty"}, {"-c", "features.unified_exec_tty=true"}} {
-		if _, err := WithArgs(codex, "", args); err == nil || !strings.Contains(err.Error(), "reaches no hook") {
+	for _, args := range [][]string{{"--enable", "unified_exec_tty"}, {"-c", "features.unified_exec_tty=true"}, {"-c", "allow_login_shell=true"}} {
+		if _, err := WithArgs(codex, "", args); err == nil || !strings.Contains(err.Error(), "wiggum") {
 			t.Errorf("codex %v: err = %v", args, err)
 		}
 	}

@@ -43,9 +43,11 @@ var builtins = map[string]Profile{
 	// left running in one reaches no hook (codex 0.171 runs none for
 	// it), so a command typed there would pass the guard unseen; without
 	// a terminal, a command codex leaves running has no stdin to type
-	// into.
+	// into. Its shell is no login shell (allow_login_shell): a login
+	// shell's /etc/profile sets PATH afresh, which drops wiggum's git
+	// shim (hooks.GitShim) from the front of it.
 	"codex": {Name: "codex", Events: true, Argv: []string{"codex", "exec", "--json", "--sandbox", "workspace-write",
-		"--trust", "--dangerously-bypass-hook-trust", "--disable", CodexTTYFeature, "-"}},
+		"--trust", "--dangerously-bypass-hook-trust", "--disable", CodexTTYFeature, "-c", CodexLoginShell + "=false", "-"}},
 	// --execute with no message argument reads the message from stdin.
 	"amp": {Name: "amp", Argv: []string{"amp", "--execute", "--dangerously-allow-all"}},
 	// Piped stdin puts gemini in headless mode; yolo approves tool calls.
@@ -97,6 +99,10 @@ var reserved = map[string][]string{
 // turns off.
 const CodexTTYFeature = "unified_exec_tty"
 
+// CodexLoginShell is codex's setting for running commands in a login
+// shell, which wiggum's codex profile turns off.
+const CodexLoginShell = "allow_login_shell"
+
 // WithArgs returns the built-in profile p with extra arguments on its
 // command line - after its own flags, before codex's "-" (the prompt read
 // from stdin) - and, when model is set, the agent's --model flag. An
@@ -109,6 +115,9 @@ func WithArgs(p Profile, model string, args []string) (Profile, error) {
 	for _, a := range args {
 		if p.Name == "codex" && strings.Contains(a, CodexTTYFeature) {
 			return p, fmt.Errorf("--agent-arg %s: wiggum turns codex's terminal sessions (%s) off: what codex's write_stdin types into one reaches no hook, so wiggum's guard would never see it", a, CodexTTYFeature)
+		}
+		if p.Name == "codex" && strings.Contains(a, CodexLoginShell) {
+			return p, fmt.Errorf("--agent-arg %s: wiggum runs codex's commands in no login shell (%s=false): a login shell's profile sets PATH afresh and drops wiggum's git shim, which stops a push git runs no hooks for", a, CodexLoginShell)
 		}
 		for _, r := range res {
 			if a == r || strings.HasPrefix(a, r+"=") {

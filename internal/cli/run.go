@@ -195,14 +195,17 @@ rails), and with what each needs for wiggum's hooks to run:
           IS_SANDBOX=1: as root, wiggum stops before the first attempt and
           says so; set IS_SANDBOX=1 yourself on a disposable machine.
   codex   codex exec --json --sandbox workspace-write --trust
-          --dangerously-bypass-hook-trust --disable unified_exec_tty -.
+          --dangerously-bypass-hook-trust --disable unified_exec_tty
+          -c allow_login_shell=false -.
           Codex runs a project's .codex/hooks.json only in a trusted
           project (--trust records that in ~/.codex/config.toml) and only
           hooks the user approved; wiggum bypasses the approval only when
           every hook in .codex/hooks.json is its own, and otherwise refuses
           to start. Terminal sessions are off: what codex types into one
           (write_stdin) reaches no hook, so a shell left open there would
-          run commands the guard never sees.
+          run commands the guard never sees. Its commands run in no login
+          shell, whose profile would set PATH afresh and drop wiggum's git
+          shim (below).
   gemini  GEMINI_CLI_TRUST_WORKSPACE=true gemini --approval-mode=yolo
           --output-format stream-json. Headless gemini exits 55 in a
           folder it was never told to trust, and ignores the folder's
@@ -210,8 +213,14 @@ rails), and with what each needs for wiggum's hooks to run:
           it for the run only (its --skip-trust flag starts it, but still
           without the folder's hooks). Gemini also turns git hooks off in
           its shell (core.hooksPath=""), so wiggum's pre-push and
-          post-commit hooks never run there: its guard hook is the only
-          stop for a push.
+          post-commit hooks never run there; wiggum's git shim stops a
+          push there all the same.
+A built-in agent's git is wiggum's git shim: .ralph/wiggum/gitbin/git, a
+link to wiggum, first on the agent's PATH. In the session it refuses a push
+(push, send-pack, an alias for them) even where git runs no hooks - git push
+--no-verify, gemini's shell - and hands everything else to the real git at
+once. A program that runs git by its full path goes round it; the pre-push
+hook and the guard still stand there.
 A built-in agent whose hooks wiggum cannot find (in the repository or the
 home directory) gets a warning at the start: it would run with no guard.
 The agents run the hooks as 'wiggum hook ...', looked up on PATH. When PATH
@@ -367,6 +376,13 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	if note != "" {
 		g.Log().Warn(note)
+	}
+	if opts.VerifyHooks {
+		// A built-in agent's git is wiggum's shim: the push guard holds
+		// where git runs no hooks.
+		if opts.GitShim, err = agent.GitShim(st.Path(layout.RuntimeDir)); err != nil {
+			return err
+		}
 	}
 	stopNotify, err := c.startNotify(g, st)
 	if err != nil {

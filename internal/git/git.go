@@ -388,12 +388,33 @@ func binary() string {
 	if found.path != "" && found.on == on {
 		return found.path
 	}
-	p, err := exec.LookPath("git")
-	if err != nil || !filepath.IsAbs(p) {
+	p := RealGit()
+	if p == "" {
 		return "git" // exec says what is wrong
 	}
 	found.path, found.on = p, on
 	return p
+}
+
+// RealGit is the first git on PATH that is not this binary: a wiggum
+// process in an agent's environment finds wiggum's git shim first on PATH
+// (hooks.GitShim), and must not go through it to git. "" when there is
+// none; relative PATH entries are skipped, as exec.LookPath does.
+func RealGit() string {
+	self, _ := os.Executable()
+	selfInfo, _ := os.Stat(self)
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, "git")
+		fi, err := os.Stat(p)
+		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 || (selfInfo != nil && os.SameFile(fi, selfInfo)) {
+			continue
+		}
+		return p
+	}
+	return ""
 }
 
 // Object is one answer of Batch: the object's id, type and content; ID ""

@@ -45,12 +45,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/hooks"
 )
 
 func init() {
+	// As the agent's git (a link named git the run puts first on its
+	// PATH): refuse a push the session forbids, exec the real git.
+	if filepath.Base(os.Args[0]) == hooks.GitShimName {
+		os.Exit(hooks.GitShim(os.Args[1:], os.Stderr))
+	}
 	if h, ok := Parse(os.Args[1:]); ok {
 		os.Exit(h.Run(os.Stdin, os.Stdout, os.Stderr))
 	}

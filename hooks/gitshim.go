@@ -1,0 +1,137 @@
+package hooks
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	gitfiles "github.com/wiggum-dev/wiggum/internal/git"
+)
+
+// GitShimName is the name the wiggum binary answers to as the git shim: a
+// link called git in a directory the run puts first on the agent's PATH.
+const GitShimName = "git"
+
+// A push the guard could not read - from a script, a test, a package
+// script - is stopped by wiggum's pre-push hook, but not when git runs no
+// hooks: `git push --no-verify`, `git send-pack`, and every git in Gemini
+// CLI's shell, which empties core.hooksPath. As the agent's git (the run
+// puts the shim first on its PATH), wiggum asks the same question as the
+// pre-push hook before a push, whatever git's hooks are set to, and
+// otherwise hands over to the real git at once (exec: same process, same
+// streams and exit code).
+
+// GitShim runs `git ARGS` as the agent's git: it refuses a push the
+// session forbids, and execs the real git otherwise. It returns only when
+// it cannot exec (the exit code to use).
+func GitShim(args []string, stderr io.Writer) int {
+	real := gitfiles.RealGit()
+	if real == "" {
+		fmt.Fprintln(stderr, "wiggum: no git on PATH besides wiggum's shim")
+		return 127
+	}
+	if dir, push := gitPush(args, real); push {
+		if err := GitHook(context.Background(), dir, "pre-push"); err != nil {
+			fmt.Fprintf(stderr, "wiggum: %v\n", err)
+			return 1
+		}
+	}
+	err := syscall.Exec(real, append([]string{"git"}, args...), os.Environ())
+	fmt.Fprintf(stderr, "wiggum: run %s: %v\n", real, err)
+	return 126
+}
+
+// gitPush reports whether git ARGS pushes (push, send-pack, or an alias
+// for them), and the directory it works in.
+func gitPush(args []string, real string) (dir string, push bool) {
+	dir, _ = os.Getwd()
+	var inline []string // -c settings, for an alias given there
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			break
+		}
+		takes := func(name string) (string, bool) {
+			if v, ok := strings.CutPrefix(a, name+"="); ok {
+				return v, true
+			}
+			if a == name && i+1 < len(args) {
+				i++
+				return args[i], true
+			}
+			return "", false
+		}
+		if a == "-C" && i+1 < len(args) {
+			i++
+			if filepath.IsAbs(args[i]) {
+				dir = args[i]
+			} else {
+				dir = filepath.Join(dir, args[i])
+			}
+			continue
+		}
+		if a == "-c" && i+1 < len(args) {
+			i++
+			inline = append(inline, args[i])
+			continue
+		}
+		if v, ok := takes("--work-tree"); ok {
+			dir = v
+			continue
+		}
+		if v, ok := takes("--git-dir"); ok {
+			dir = filepath.Dir(strings.TrimSuffix(v, "/"))
+			continue
+		}
+		_, _ = takes("--namespace") // its value is no subcommand
+	}
+	if i >= len(args) {
+		return dir, false
+	}
+	sub := args[i]
+	if sub == "push" || sub == "send-pack" {
+		return dir, true
+	}
+	if isBuiltinGit(sub) {
+		return dir, false
+	}
+	// An alias: given inline, or in git's config (asked of the real git,
+	// only for a command git does not have).
+	alias := ""
+	for _, kv := range inline {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.EqualFold(k, "alias."+sub) {
+			alias = v
+		}
+	}
+	if alias == "" {
+		out, err := exec.Command(real, "-C", dir, "config", "--get", "alias."+sub).Output()
+		if err != nil {
+			return dir, false
+		}
+		alias = strings.TrimSpace(string(out))
+	}
+	f := strings.Fields(alias)
+	return dir, len(f) > 0 && (f[0] == "push" || f[0] == "send-pack")
+}
+
+// builtinGit are git's commands an alias cannot shadow (git runs its own
+// command over an alias of the same name), listed so that most git calls
+// ask nothing more. (A constant, not a map: a hook's start builds none.)
+const builtinGit = ` add am annotate apply archive bisect blame branch bundle cat-file check-attr
+	check-ignore check-ref-format checkout checkout-index cherry cherry-pick clean clone commit commit-graph
+	commit-tree config count-objects describe diff diff-files diff-index diff-tree difftool fetch fetch-pack
+	for-each-ref format-patch fsck gc grep hash-object help index-pack init log ls-files ls-remote ls-tree
+	merge merge-base merge-file mktag mktree mv name-rev notes pack-objects pack-refs prune pull range-diff
+	read-tree rebase reflog remote repack replace rerere reset restore rev-list rev-parse revert rm shortlog
+	show show-branch show-ref sparse-checkout stash status submodule switch symbolic-ref tag update-index
+	update-ref var verify-commit verify-pack verify-tag version worktree write-tree maintenance
+	hook interpret-trailers column credential mailinfo mailsplit stripspace whatchanged `
+
+func isBuiltinGit(sub string) bool { return slices.Contains(strings.Fields(builtinGit), sub) }
