@@ -38,11 +38,9 @@ func (w *walk) gitConfig(rest []string) {
 		if strings.EqualFold(a, "core.hooksPath") {
 			w.g.verdict(Deny, "changing core.hooksPath disables wiggum's git hooks (the commit journal and push guard)")
 		}
-		if value := ""; !strings.HasPrefix(a, "-") && i+1 < len(rest) && !strings.HasPrefix(strings.ToLower(a), "alias.") {
-			value = rest[i+1]
-			if CommandKey(strings.ToLower(a), value) && !slices.Contains(rest, "--unset") && !slices.Contains(rest, "--unset-all") {
-				w.g.verdict(Deny, "git config %s makes git run a command of its own, or read settings that may (%s) - in wiggum's git commands too - where wiggum's guard never sees it; run the command directly instead", a, printable(value))
-			}
+		if !strings.HasPrefix(a, "-") && i+1 < len(rest) && !strings.HasPrefix(strings.ToLower(a), "alias.") &&
+			CommandKey(strings.ToLower(a), rest[i+1]) && !slices.Contains(rest, "--unset") && !slices.Contains(rest, "--unset-all") {
+			w.g.verdict(Deny, "git config %s makes git run a command of its own, or read settings that may (%s) - in wiggum's git commands too - where wiggum's guard never sees it; run the command directly instead", a, printable(rest[i+1]))
 		}
 		if strings.HasPrefix(strings.ToLower(a), "alias.") && i+1 < len(rest) {
 			w.gitAlias(rest[i+1])

@@ -349,21 +349,11 @@ func changedBefore(t time.Time) func(path string) bool {
 // directory or device is refused unread, and the file is opened without
 // blocking, so a FIFO swapped in cannot hang the hook.
 func readScript(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
 	// A compiled program shows a NUL in its first KiB, all the guard needs
 	// to see to leave it be: the rest is not read.
 	head := make([]byte, 1024)
@@ -376,6 +366,28 @@ func readScript(path string) ([]byte, error) {
 	}
 	rest, err := io.ReadAll(io.LimitReader(f, guard.MaxScript+1-int64(n)))
 	return append(head, rest...), err
+}
+
+// openRegular opens a regular file for reading (symlinks followed); a
+// directory or device is refused unopened, and the file is opened without
+// blocking, so a FIFO swapped in cannot hang the hook.
+func openRegular(path string) (*os.File, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return f, nil
 }
 
 // runEvent records an event in the run's event log: the one the agent's

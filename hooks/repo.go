@@ -31,29 +31,16 @@ func sessionAt(root string) layout.SessionInfo {
 	if s.Active || root == "" {
 		return s
 	}
-	tok, home := os.Getenv(layout.SessionEnv), os.Getenv(layout.RootEnv)
-	if tok == "" || home == "" || !sameRepository(root, home) {
+	tok, held := os.Getenv(layout.SessionEnv), os.Getenv(layout.RootEnv)
+	if tok == "" || held == "" || !gitfiles.SameRepository(root, held) {
 		return s
 	}
-	h := layout.At(home).Session()
+	h := layout.At(held).Session()
 	if !h.Mine {
 		return s
 	}
 	h.Mine, h.Elsewhere = false, true
 	return h
-}
-
-// sameRepository reports whether two working trees share a git common
-// directory: worktrees of one repository.
-func sameRepository(a, b string) bool {
-	_, ca := gitfiles.Dirs(a)
-	_, cb := gitfiles.Dirs(b)
-	if ca == "" || cb == "" {
-		return false
-	}
-	fa, err1 := os.Stat(ca)
-	fb, err2 := os.Stat(cb)
-	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }
 
 // branches returns the checked-out branch ("" when detached or unknown)

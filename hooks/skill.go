@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/wiggum-dev/wiggum/guard"
 )
@@ -91,15 +90,7 @@ func skillFiles(name, cwd, root string) []string {
 	var files []string
 	for _, d := range claudeDirs(cwd, root) {
 		if !strings.Contains(name, ":") {
-			if p := filepath.Join(d, "skills", name, "SKILL.md"); regular(p) {
-				files = append(files, p)
-			}
-			skills, _ := filepath.Glob(filepath.Join(d, "skills", "*", "SKILL.md"))
-			for _, f := range skills {
-				if filepath.Base(filepath.Dir(f)) != name && frontName(f) == name {
-					files = append(files, f)
-				}
-			}
+			files = append(files, named(name, filepath.Join(d, "skills", name, "SKILL.md"), filepath.Join(d, "skills", "*", "SKILL.md"))...)
 		}
 		if p := filepath.Join(d, "commands", filepath.FromSlash(strings.ReplaceAll(name, ":", "/"))+".md"); regular(p) {
 			files = append(files, p)
@@ -114,14 +105,23 @@ func skillFiles(name, cwd, root string) []string {
 func agentFiles(name, cwd, root string) []string {
 	var files []string
 	for _, d := range claudeDirs(cwd, root) {
-		if p := filepath.Join(d, "agents", name+".md"); regular(p) {
-			files = append(files, p)
-		}
-		defs, _ := filepath.Glob(filepath.Join(d, "agents", "*.md"))
-		for _, f := range defs {
-			if strings.TrimSuffix(filepath.Base(f), ".md") != name && frontName(f) == name {
-				files = append(files, f)
-			}
+		files = append(files, named(name, filepath.Join(d, "agents", name+".md"), filepath.Join(d, "agents", "*.md"))...)
+	}
+	return files
+}
+
+// named lists the definitions of name: the file at own (the path its name
+// gives it) when it is a regular file, and every other file matching
+// pattern whose front matter names it.
+func named(name, own, pattern string) []string {
+	var files []string
+	if regular(own) {
+		files = append(files, own)
+	}
+	others, _ := filepath.Glob(pattern)
+	for _, f := range others {
+		if f != own && frontName(f) == name {
+			files = append(files, f)
 		}
 	}
 	return files
@@ -151,12 +151,7 @@ func regular(p string) bool {
 // frontHookCommands reads the command: values in a skill file's front
 // matter - its hooks' commands - plain, quoted, or as a block scalar.
 func frontHookCommands(data string) []string {
-	rest, ok := strings.CutPrefix(data, "---")
-	if !ok {
-		return nil
-	}
-	head, _, _ := strings.Cut(rest, "\n---")
-	lines := strings.Split(head, "\n")
+	lines := strings.Split(frontMatter(data), "\n")
 	var cmds []string
 	for i, line := range lines {
 		at := strings.Index(line, "command:")
@@ -212,15 +207,20 @@ func closingQuote(s string) int {
 	return -1
 }
 
-// frontName is the name: field of a skill file's front matter.
-func frontName(path string) string {
-	data := readSkill(path)
+// frontMatter is the front matter of a skill file's content: what lies
+// between its opening --- and the next; "" when it opens with none.
+func frontMatter(data string) string {
 	rest, ok := strings.CutPrefix(data, "---")
 	if !ok {
 		return ""
 	}
 	head, _, _ := strings.Cut(rest, "\n---")
-	for _, line := range strings.Split(head, "\n") {
+	return head
+}
+
+// frontName is the name: field of a skill file's front matter.
+func frontName(path string) string {
+	for _, line := range strings.Split(frontMatter(readSkill(path)), "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "name:"); ok {
 			return strings.Trim(strings.TrimSpace(v), `"'`)
 		}
@@ -244,17 +244,14 @@ func skillCommands(path string) []string {
 	return cmds
 }
 
-// readSkill reads at most maxSkillFile bytes of a regular file, opened
-// without blocking: a FIFO in a skill's place cannot hang the hook.
+// readSkill reads at most maxSkillFile bytes of a regular file
+// (openRegular: a FIFO in a skill's place cannot hang the hook).
 func readSkill(path string) string {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := openRegular(path)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
 	data, _ := io.ReadAll(io.LimitReader(f, maxSkillFile))
 	return string(data)
 }

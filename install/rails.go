@@ -50,9 +50,13 @@ func (c configEntry) String() string { return c.key + " = " + c.value }
 
 // GitRailsOf reads the repository's git rails.
 func GitRailsOf(repo *git.Repo) GitRails {
-	g := GitRails{shims: map[string][]byte{}, hooksPath: hooksPathLines(filepath.Join(repo.CommonDir, "config"))}
-	for _, f := range []string{filepath.Join(repo.CommonDir, "config"), filepath.Join(repo.GitDir, "config.worktree")} {
-		g.commands = append(g.commands, commandEntries(f)...)
+	g := GitRails{shims: map[string][]byte{}}
+	for i, f := range []string{filepath.Join(repo.CommonDir, "config"), filepath.Join(repo.GitDir, "config.worktree")} {
+		data, _ := os.ReadFile(f)
+		if i == 0 {
+			g.hooksPath = hooksPathLines(data)
+		}
+		g.commands = append(g.commands, commandEntries(f, data)...)
 	}
 	for _, name := range hooks.GitHooks {
 		if data, err := os.ReadFile(filepath.Join(repo.HooksDir, name)); err == nil && bytes.Contains(data, []byte(checkpoint.GitHookMarker)) {
@@ -114,16 +118,11 @@ func (g GitRails) Restore(repo *git.Repo) error {
 	return nil
 }
 
-// hooksPathLines returns the lines of a git config file that set
-// hooksPath, as written; "" when there are none or the file is unreadable.
-func hooksPathLines(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
+// hooksPathLines returns the lines of a git config file's content that set
+// hooksPath, as written; "" when there are none.
+func hooksPathLines(data []byte) string {
 	var out []string
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if k, _, ok := strings.Cut(line, "="); ok && strings.EqualFold(strings.TrimSpace(k), "hookspath") {
@@ -157,7 +156,8 @@ func (g GitRails) RemoveAdded(ctx context.Context, repo *git.Repo, after GitRail
 		}
 		var err error
 		for try := 0; try < 20; try++ {
-			if !slices.Contains(commandEntries(c.file), c) {
+			data, _ := os.ReadFile(c.file)
+			if !slices.Contains(commandEntries(c.file, data), c) {
 				err = nil
 				break
 			}
@@ -176,15 +176,11 @@ func (g GitRails) RemoveAdded(ctx context.Context, repo *git.Repo, after GitRail
 	return nil
 }
 
-// commandEntries reads the settings of a git config file whose values git
-// runs as commands. Sections ([core], [filter "x"], [a.b]) and keys are
-// read as git does, values unquoted; a line continued with a backslash is
-// joined.
-func commandEntries(path string) []configEntry {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
+// commandEntries reads the settings of a git config file (path, its
+// content data) whose values git runs as commands. Sections ([core],
+// [filter "x"], [a.b]) and keys are read as git does, values unquoted; a
+// line continued with a backslash is joined.
+func commandEntries(path string, data []byte) []configEntry {
 	var out []configEntry
 	section := ""
 	lines := strings.Split(strings.ReplaceAll(string(data), "\\\n", ""), "\n")

@@ -230,13 +230,7 @@ func (c *committer) ownWorktree(path string) bool {
 	if fi, err := os.Lstat(filepath.Join(dir, ".git")); err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
-	_, common := git.Dirs(dir)
-	if common == "" {
-		return false
-	}
-	a, err1 := os.Stat(common)
-	b, err2 := os.Stat(c.repo.CommonDir)
-	return err1 == nil && err2 == nil && os.SameFile(a, b)
+	return git.InRepository(dir, c.repo.CommonDir)
 }
 
 // commitPath commits exactly path (the plan), whatever else is staged; ""

@@ -36,11 +36,8 @@ func OnPath(runtimeDir string) (note string, err error) {
 		return "", err
 	}
 	dir := filepath.Join(runtimeDir, HookBinDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("create %s: %w", dir, err)
-	}
-	if err := renameio.Symlink(w.Self, filepath.Join(dir, "wiggum")); err != nil {
-		return "", fmt.Errorf("link %s to %s: %w", filepath.Join(dir, "wiggum"), w.Self, err)
+	if err := linkSelf(dir, "wiggum", w.Self); err != nil {
+		return "", err
 	}
 	path := os.Getenv("PATH") + string(os.PathListSeparator) + dir
 	note = fmt.Sprintf("wiggum is not on PATH, so an agent could not run its hooks ('wiggum hook ...'); "+
@@ -130,11 +127,19 @@ func GitShim(runtimeDir string) (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(runtimeDir, GitShimDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("create %s: %w", dir, err)
-	}
-	if err := renameio.Symlink(w.Self, filepath.Join(dir, "git")); err != nil {
-		return "", fmt.Errorf("link %s to %s: %w", filepath.Join(dir, "git"), w.Self, err)
+	if err := linkSelf(dir, "git", w.Self); err != nil {
+		return "", err
 	}
 	return dir, nil
+}
+
+// linkSelf makes dir/name a symbolic link to self, the running wiggum.
+func linkSelf(dir, name, self string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if err := renameio.Symlink(self, filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("link %s to %s: %w", filepath.Join(dir, name), self, err)
+	}
+	return nil
 }

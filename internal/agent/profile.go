@@ -47,7 +47,7 @@ var builtins = map[string]Profile{
 	// shell's /etc/profile sets PATH afresh, which drops wiggum's git
 	// shim (hooks.GitShim) from the front of it.
 	"codex": {Name: "codex", Events: true, Argv: []string{"codex", "exec", "--json", "--sandbox", "workspace-write",
-		"--trust", "--dangerously-bypass-hook-trust", "--disable", CodexTTYFeature, "-c", CodexLoginShell + "=false", "-"}},
+		"--trust", "--dangerously-bypass-hook-trust", "--disable", codexTTYFeature, "-c", codexLoginShell + "=false", "-"}},
 	// --execute with no message argument reads the message from stdin.
 	"amp": {Name: "amp", Argv: []string{"amp", "--execute", "--dangerously-allow-all"}},
 	// Piped stdin puts gemini in headless mode; yolo approves tool calls.
@@ -94,14 +94,23 @@ var reserved = map[string][]string{
 	"opencode": {},
 }
 
-// CodexTTYFeature is codex's feature flag for terminal sessions
+// codexTTYFeature is codex's feature flag for terminal sessions
 // (exec_command with tty, then write_stdin), which wiggum's codex profile
 // turns off.
-const CodexTTYFeature = "unified_exec_tty"
+const codexTTYFeature = "unified_exec_tty"
 
-// CodexLoginShell is codex's setting for running commands in a login
+// codexLoginShell is codex's setting for running commands in a login
 // shell, which wiggum's codex profile turns off.
-const CodexLoginShell = "allow_login_shell"
+const codexLoginShell = "allow_login_shell"
+
+// locked are, per built-in agent, the settings its profile sets that no
+// extra argument may name, with why.
+var locked = map[string][]struct{ name, why string }{
+	"codex": {
+		{codexTTYFeature, "wiggum turns codex's terminal sessions (" + codexTTYFeature + ") off: what codex's write_stdin types into one reaches no hook, so wiggum's guard would never see it"},
+		{codexLoginShell, "wiggum runs codex's commands in no login shell (" + codexLoginShell + "=false): a login shell's profile sets PATH afresh and drops wiggum's git shim, which stops a push git runs no hooks for"},
+	},
+}
 
 // WithArgs returns the built-in profile p with extra arguments on its
 // command line - after its own flags, before codex's "-" (the prompt read
@@ -113,11 +122,10 @@ func WithArgs(p Profile, model string, args []string) (Profile, error) {
 		return p, fmt.Errorf("extra arguments apply to built-in agents only")
 	}
 	for _, a := range args {
-		if p.Name == "codex" && strings.Contains(a, CodexTTYFeature) {
-			return p, fmt.Errorf("--agent-arg %s: wiggum turns codex's terminal sessions (%s) off: what codex's write_stdin types into one reaches no hook, so wiggum's guard would never see it", a, CodexTTYFeature)
-		}
-		if p.Name == "codex" && strings.Contains(a, CodexLoginShell) {
-			return p, fmt.Errorf("--agent-arg %s: wiggum runs codex's commands in no login shell (%s=false): a login shell's profile sets PATH afresh and drops wiggum's git shim, which stops a push git runs no hooks for", a, CodexLoginShell)
+		for _, l := range locked[p.Name] {
+			if strings.Contains(a, l.name) {
+				return p, fmt.Errorf("--agent-arg %s: %s", a, l.why)
+			}
 		}
 		for _, r := range res {
 			if a == r || strings.HasPrefix(a, r+"=") {

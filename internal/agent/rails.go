@@ -171,7 +171,7 @@ func (r Rails) StartupChanged(after Rails) string {
 	var changed []string
 	for _, path := range slices.Sorted(maps.Keys(r.startup)) {
 		was, now := r.startup[path], after.startup[path]
-		if bytes.Equal(was, now) && (was == nil) == (now == nil) {
+		if sameContent(was, now) {
 			continue
 		}
 		changed = append(changed, path+newLines(was, now))
@@ -213,7 +213,7 @@ func (r Rails) Restore(after Rails, root string) ([]string, error) {
 			continue
 		}
 		was, now := r.files[path], after.files[path]
-		if bytes.Equal(was, now) && (was == nil) == (now == nil) {
+		if sameContent(was, now) {
 			continue
 		}
 		if was == nil {
@@ -227,6 +227,12 @@ func (r Rails) Restore(after Rails, root string) ([]string, error) {
 		fixed = append(fixed, rel)
 	}
 	return fixed, nil
+}
+
+// sameContent reports whether two reads of a file found the same: both
+// missing (nil), or the same bytes.
+func sameContent(was, now []byte) bool {
+	return (was == nil) == (now == nil) && bytes.Equal(was, now)
 }
 
 // subset reports whether every entry of a is in b.

@@ -30,6 +30,26 @@ func FindRoot(dir string) string {
 	}
 }
 
+// InRepository reports whether the working tree at root belongs to the
+// repository whose common dir is commonDir: its .git (a directory, or a
+// linked worktree's gitdir: file) leads there.
+func InRepository(root, commonDir string) bool {
+	_, common := Dirs(root)
+	if common == "" || commonDir == "" {
+		return false
+	}
+	a, err1 := os.Stat(common)
+	b, err2 := os.Stat(commonDir)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
+// SameRepository reports whether two working trees share a git common
+// directory: worktrees of one repository.
+func SameRepository(a, b string) bool {
+	_, cb := Dirs(b)
+	return InRepository(a, cb)
+}
+
 // Dirs returns the working tree's git dir (.git, or .git/worktrees/NAME in
 // a linked worktree) and the common dir shared by all worktrees; both ""
 // when root holds no readable .git.
