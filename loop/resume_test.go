@@ -379,31 +379,6 @@ func TestLedgerFinishedAt(t *testing.T) {
 	}
 }
 
-// The error for a git lock that outlives the wait names the process that
-// keeps it: its command line and parent, so the user can find it.
-func TestDescribeProcessNamesCommandAndParent(t *testing.T) {
-	cmd := exec.Command("sleep", "30")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	// Start returns as the exec begins; the new command line shows a
-	// moment later.
-	got := describeProcess(cmd.Process.Pid)
-	for deadline := time.Now().Add(5 * time.Second); strings.HasPrefix(got, ": ,") && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-		got = describeProcess(cmd.Process.Pid)
-	}
-	if want := fmt.Sprintf(": sleep 30, parent %d", os.Getpid()); got != want {
-		t.Fatalf("describeProcess = %q, want %q", got, want)
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	if got := describeProcess(cmd.Process.Pid); got != "" {
-		t.Fatalf("a process that is gone is described as %q", got)
-	}
-}
-
 // A git the killed run started and that did not exit on the SIGTERM of
 // that run's death (git 2.39 was seen spinning in its own signal handler
 // for good, holding the branch's .lock) would make every resume fail. The

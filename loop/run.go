@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -402,118 +399,16 @@ func (r *run) recover(ctx context.Context) error {
 	return nil
 }
 
-// waitGitLocks waits while git lock files (index.lock, a ref's .lock, in
-// the shared git dir and every worktree's) exist: a killed run's git
-// commands get SIGTERM at its death and remove their locks on the way out,
-// which can take a moment on a busy machine. A lock while no git process
-// works in the repository was left by a git that died without cleaning up
-// (killed with SIGKILL, or by a reboot): the caller holds the agent lock,
-// so no wiggum is working here either, and it is removed, and said so.
-// A git that a dead wiggum started (git.Owner) and that still runs after
-// orphanGrace was sent its SIGTERM and did not exit: git 2.39 has been seen
-// to spin in its own signal handler for good, holding refs/heads/main.lock.
-// Nobody is waiting for its work, so it is killed, and said so; its lock
-// is then a stale one. With any other git process still working there past
-// the wait, it is an error naming the file and the process.
+// waitGitLocks clears what the killed run's git processes left (see
+// git.Settle): the caller holds the agent lock, so a git still at work
+// here is someone else's, waited for up to dyingWait.
 func (r *run) waitGitLocks(ctx context.Context) error {
-	commonDir := r.st.Repo.CommonDir
-	start := time.Now()
-	deadline := start.Add(dyingWait)
-	for {
-		lock := gitLockFile(commonDir)
-		if lock == "" {
-			return nil
-		}
-		pid := gitWorkingIn(r.st.Repo.Root, commonDir)
-		if pid == 0 {
-			if err := os.Remove(lock); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("run: remove the stale git lock %s: %w", lock, err)
-			}
-			r.disp.printf("removed %s, left by a git process that died without cleaning up", lock)
-			continue
-		}
-		if owner := git.Owner(pid); owner != 0 && owner != os.Getpid() && !layout.PIDAlive(owner) && time.Since(start) > orphanGrace {
-			what := describeProcess(pid)
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-				return fmt.Errorf("run: kill git (pid %d%s), left running by the killed run: %w", pid, what, err)
-			}
-			for i := 0; i < 100 && layout.PIDAlive(pid); i++ {
-				time.Sleep(10 * time.Millisecond)
-			}
-			r.disp.printf("killed git (pid %d%s): the killed run (pid %d) started it, and it was still running %s after that run's death", pid, what, owner, orphanGrace)
-			continue
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("run: %s exists for more than %s and git (pid %d%s) is working in the repository; run again when it is done", lock, dyingWait, pid, describeProcess(pid))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
+	err := git.Settle(ctx, git.SettleOptions{Root: r.st.Repo.Root, CommonDir: r.st.Repo.CommonDir,
+		Exclusive: true, Wait: dyingWait, Grace: orphanGrace, Say: r.disp.printf})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("run: %w", err)
 	}
-}
-
-// gitWorkingIn returns the pid of a live git process whose working
-// directory is inside root or the git dir, or 0.
-func gitWorkingIn(root, commonDir string) int {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
-		if err != nil || !strings.HasPrefix(strings.TrimSpace(string(comm)), "git") {
-			continue
-		}
-		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
-		if err != nil {
-			continue
-		}
-		for _, dir := range []string{root, commonDir} {
-			if cwd == dir || strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
-				return pid
-			}
-		}
-	}
-	return 0
-}
-
-// describeProcess is ": COMMAND LINE, parent PPID" for a live pid, for an
-// error that must let the user find the process; "" once it is gone.
-func describeProcess(pid int) string {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return ""
-	}
-	out := ": " + strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))
-	if _, ppid, ok := proc.Stat(pid); ok {
-		out += ", parent " + strconv.Itoa(ppid)
-	}
-	return out
-}
-
-// gitLockFile returns a git lock file under commonDir, or "".
-func gitLockFile(commonDir string) string {
-	found := ""
-	_ = filepath.WalkDir(commonDir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || found != "" {
-			return filepath.SkipDir
-		}
-		if d.IsDir() {
-			if rel, _ := filepath.Rel(commonDir, path); rel == "objects" || rel == "logs" || rel == "hooks" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		// wiggum's own flock files are not git's locks.
-		if strings.HasSuffix(d.Name(), ".lock") && !strings.HasPrefix(d.Name(), "wiggum-") {
-			found = path
-		}
-		return nil
-	})
-	return found
+	return err
 }
 
 // untick undoes ticks a killed merge coordinator wrote into the plan and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
@@ -84,6 +85,10 @@ func (c *WorktreeListCmd) Run(ctx context.Context, g *Globals) error {
 	return nil
 }
 
+// orphanGrace is how long a git a killed wiggum started may go on before
+// prune kills it (as the next run would).
+const orphanGrace = 2 * time.Second
+
 // WorktreePruneCmd is `wiggum worktree prune`.
 type WorktreePruneCmd struct {
 	DryRun bool `name:"dry-run" help:"Show what would be removed; change nothing."`
@@ -94,7 +99,9 @@ type WorktreePruneCmd struct {
 func (c *WorktreePruneCmd) Help() string {
 	return `Removes every worktree under .ralph/wiggum/worktrees/ whose lease is free,
 taking the lease itself (without waiting) and holding it through the removal,
-so a live worker keeps its worktree. Uncommitted work is saved under
+so a live worker keeps its worktree. A git a killed run started that is still
+running two seconds on is killed first, and a git lock file that no running
+git holds is removed, each said. Uncommitted work is saved under
 refs/wiggum/backup/ first (wiggum recover); a branch is deleted only when the
 branch it merges into contains it, and kept otherwise.`
 }
@@ -106,6 +113,18 @@ func (c *WorktreePruneCmd) Run(ctx context.Context, g *Globals) error {
 		return badinput.Wrap(err)
 	}
 	repo = worktree.Home(ctx, repo)
+	if !c.DryRun {
+		// A killed run's git may still hold a branch's lock, which would
+		// fail the removal and the user's own git after it.
+		notes := g.stdout
+		if c.JSON {
+			notes = g.stderr
+		}
+		say := func(format string, args ...any) { fmt.Fprintf(notes, format+"\n", args...) }
+		if err := git.Settle(ctx, git.SettleOptions{Root: repo.Root, CommonDir: repo.CommonDir, Grace: orphanGrace, Say: say}); err != nil {
+			return err
+		}
+	}
 	res, err := worktree.Prune(ctx, repo, c.DryRun)
 	if c.JSON && err == nil {
 		if res == nil {
