@@ -99,6 +99,9 @@ type outcome struct {
 	// directory (agent.Rails.StartupChanged); the run stops after the
 	// rollback, for the person to look at it.
 	startup string
+	// passed: the attempt's pass is in the journal (its agent finished and
+	// its checks passed); only its commit failed.
+	passed bool
 }
 
 // step is what one attempt came to.
@@ -232,6 +235,12 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	}
 	backup, rerr := e.rollback(ctx, story, attempt, out)
 	end.Backup = backup
+	var stuck *StuckError
+	if errors.As(rerr, &stuck) {
+		// No end: the attempt stays open in the journal for the resume.
+		e.log(iter, story, attempt, "failed ("+out.source+"); rollback failed", out, "", time.Since(started))
+		return step{}, rerr
+	}
 	if rerr != nil {
 		end.Outcome = "failed"
 		_ = r.led.record(end, true)
@@ -422,7 +431,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		e.disp.printf("  %s/ is a worktree of this repository (a subagent's?): not committed - a gitlink would hold none of its work; it stays where it is", p)
 	}
 	if err != nil {
-		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
+		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res, passed: true}
 	}
 	return outcome{ok: true, commit: sha, res: res}
 }
@@ -680,6 +689,36 @@ func (e *LostGitError) Error() string {
 	return fmt.Sprintf("the worktree of %s (%s) has lost its .git (did the agent remove it?), so its attempt can be neither checked nor rolled back there; the main repository and the other stories are untouched", e.Story, e.Path)
 }
 
+// StuckError is an attempt that failed and whose rollback failed too (a
+// full disk, a read-only file system, an I/O error): its work is left in
+// the tree as it was. The run stops with its journal open, the attempt in
+// it unfinished, so that the next run - once the cause is mended - resumes
+// as after a crash: it saves that work under refs/wiggum/backup/, puts the
+// tree back and does the story again.
+type StuckError struct {
+	Story   string
+	Failure string // why the attempt failed
+	Err     error  // why its rollback failed
+	// Passed: the agent had finished and its checks had passed (the pass
+	// is in the journal); only the commit failed. The resume commits it.
+	Passed bool
+}
+
+func (e *StuckError) Error() string {
+	cause := ""
+	if strings.Contains(e.Err.Error(), "No space left on device") {
+		cause = " The disk holding the repository is full."
+	}
+	then := "saves that work under refs/wiggum/backup/ and puts the tree back before it goes on"
+	if e.Passed {
+		then = "commits that work with its tick (the agent had finished and its checks had passed) and goes on"
+	}
+	return fmt.Sprintf("run: %s failed (%s) and its rollback failed too: %v.%s Its work is left in the tree as it was, neither committed nor rolled back; "+
+		"mend that, then run again: the run resumes, %s", e.Story, e.Failure, e.Err, cause, then)
+}
+
+func (e *StuckError) Unwrap() error { return e.Err }
+
 // rollback returns the tree to the attempt's checkpoint. A refusal stops
 // the run: someone else changed the repository, and the loop must not
 // carry on over their work.
@@ -707,7 +746,8 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 				return "", &LostGitError{Story: story.ID, Path: e.st.Repo.Root}
 			}
 		}
-		return "", fmt.Errorf("run: roll back %s: %w", story.ID, err)
+		e.run.event("rollback_failed", map[string]any{"story": story.ID, "error": err.Error()})
+		return "", &StuckError{Story: story.ID, Failure: out.detail, Err: err, Passed: out.passed}
 	}
 	if res.BackupRef != "" {
 		e.run.addBackup(res.BackupRef)

@@ -689,8 +689,8 @@ func (r *run) begin(workers int) {
 }
 
 // finish reports the run's end and closes its journal when the run ended
-// by itself; a run stopped by a signal or a usage limit stays open, to be
-// resumed.
+// by itself; a run stopped by a signal, a usage limit or an attempt it
+// could not roll back (StuckError) stays open, to be resumed.
 func (r *run) finish(err error) {
 	spent, _, _ := r.led.spending()
 	r.sum.Spent = spent
@@ -707,7 +707,8 @@ func (r *run) finish(err error) {
 	if len(r.sum.Backups) > 0 {
 		fmt.Fprintf(&b, "; rolled-back attempts saved in %s (wiggum recover)", strings.Join(r.sum.Backups, ", "))
 	}
-	if errors.Is(err, context.Canceled) {
+	var stuck *StuckError
+	if errors.Is(err, context.Canceled) || errors.As(err, &stuck) {
 		fmt.Fprintf(&b, "; resume with: %s", resumeCommand(r.opts.Plan.Kind(), r.planRel, r.opts.Workers))
 	}
 	r.disp.printf("%s", b.String())
@@ -718,7 +719,7 @@ func (r *run) finish(err error) {
 	r.event("run_end", fields)
 	r.traceEnd(err)
 	var lim *limitStop
-	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) {
+	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) && stuck == nil {
 		_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
 	}
 	_ = session.ClearRun(r.st)

@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// diskFullScript runs, in a mount namespace of its own, a run on a
+// repository in a small tmpfs filled to within 1 MB: the agent writes
+// 700 kB, so git cannot store it - neither to commit it nor, for the
+// rollback, to save it. Then it frees the space (removes the filler, as a
+// person would) and runs again. What each step printed and left is in $OUT.
+const diskFullScript = `set -u
+mnt=$1 out=$2 wig=$3 gate=$4 workers=$5
+mount -t tmpfs -o size=16m tmpfs "$mnt" || exit 97
+cd "$mnt" && git init -q r && cd r || exit 98
+printf 'a\n' > a.txt
+printf -- '- [ ] US-1: one\n- [ ] US-2: two\n' > plan.md
+git add -A && git commit -q -m init || exit 98
+free=$(df --output=avail -B1 . | tail -1)
+head -c $((free - 1048576)) /dev/zero > ../filler || exit 98
+agent='cat >/dev/null; head -c 700000 /dev/urandom > work-$WIGGUM_STORY.bin'
+"$wig" run --plan plan.md --workers "$workers" --agent-cmd "$agent" --test-cmd "$gate" >"$out/run1.out" 2>"$out/run1.err"; echo $? >"$out/run1.code"
+git status --porcelain >"$out/status1"
+rm ../filler; : > ../mended
+"$wig" run --plan plan.md --workers "$workers" --agent-cmd "$agent" --test-cmd "$gate" >"$out/run2.out" 2>"$out/run2.err"; echo $? >"$out/run2.code"
+git log --format=%s >"$out/log"
+git status --porcelain >"$out/status2"
+git for-each-ref --format='%(refname)' refs/wiggum/backup/ >"$out/backups"
+for b in $(cat "$out/backups"); do git ls-tree -r --name-only "$b" >>"$out/backup-files"; done
+git ls-tree -r --name-only HEAD >"$out/files"
+`
+
+// TestDiskFullStopsAndResumes: the disk fills during an attempt, so its
+// commit fails and so does the rollback (which must save the work first).
+// The run stops at once - exit 1, saying the disk is full and what it left
+// - instead of burning the story's attempts; its journal stays open with
+// the attempt unfinished. Once space is freed, the next run resumes:
+//   - passed: the agent had finished and its checks had passed, only the
+//     commit failed - the resume commits that work with its tick;
+//   - failed: the checks failed - the resume saves that work under
+//     refs/wiggum/backup/, puts the tree back, and does the story again;
+//   - parallel: the same in a worker's worktree (the second agent's own
+//     write fails there): saved, the worktree removed, the story redone.
+//
+// Before, the run closed its journal and left the plan ticked and the
+// work in the tree, and the next run refused the dirty tree (plan.md).
+func TestDiskFullStopsAndResumes(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("unshare (util-linux) is needed for this test")
+		}
+		t.Skip("unshare not installed")
+	}
+	for _, c := range []struct{ name, gate, workers string }{
+		{"passed", "true", "1"},
+		{"failed", "test -e ../mended", "1"},
+		{"parallel", "test -e ../../../../../mended", "2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mnt, out := t.TempDir(), t.TempDir()
+			script := filepath.Join(out, "diskfull.sh")
+			writeFile(t, script, diskFullScript)
+			r := run(t, out, nil, unshare, "-m", "bash", script, mnt, out, wiggumBin, c.gate, c.workers)
+			if r.code == 97 && os.Getenv("CI") == "" {
+				t.Skipf("cannot mount a tmpfs here: %s", r.stderr)
+			}
+			if r.code != 0 {
+				t.Fatalf("script: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			read := func(name string) string {
+				data, _ := os.ReadFile(filepath.Join(out, name))
+				return string(data)
+			}
+			run1 := read("run1.out") + read("run1.err")
+			if code := strings.TrimSpace(read("run1.code")); code != "1" {
+				t.Fatalf("first run: exit %s, want 1\n%s", code, run1)
+			}
+			for _, want := range []string{"US-1 failed (", "and its rollback failed too", "No space left on device",
+				"The disk holding the repository is full.", "Its work is left in the tree as it was", "resume with: wiggum run --plan plan.md"} {
+				if !strings.Contains(run1, want) {
+					t.Errorf("the first run does not say %q:\n%s", want, run1)
+				}
+			}
+			if strings.Contains(run1, "attempt 2 of") {
+				t.Errorf("the first run went on to another attempt on a full disk:\n%s", run1)
+			}
+			if c.workers == "1" && !strings.Contains(read("status1"), "work-US-1.bin") {
+				t.Errorf("the attempt's work is not left in the tree:\n%s", read("status1"))
+			}
+			run2 := read("run2.out") + read("run2.err")
+			if code := strings.TrimSpace(read("run2.code")); code != "0" {
+				t.Fatalf("the run after space was freed: exit %s, want 0\n%s\nfirst run:\n%s", code, run2, run1)
+			}
+			if !strings.Contains(run2, "resuming the interrupted run of plan.md") {
+				t.Errorf("the second run does not resume:\n%s", run2)
+			}
+			if log := "\n" + read("log"); strings.Count(log, "\nUS-1: one\n") != 1 || strings.Count(log, "\nUS-2: two\n") != 1 {
+				t.Errorf("each story is not committed once:\n%s", log)
+			}
+			if st := read("status2"); st != "" {
+				t.Errorf("the tree is not clean after the resumed run:\n%s", st)
+			}
+			if files := read("files"); !strings.Contains(files, "work-US-1.bin") || !strings.Contains(files, "work-US-2.bin") {
+				t.Errorf("the stories' work is not committed:\n%s", files)
+			}
+			switch c.name {
+			case "passed":
+				if !strings.Contains(run2, "US-1: its attempt had finished before the crash") || read("backups") != "" {
+					t.Errorf("the resume did not commit the passed attempt as it was (backups: %q):\n%s", read("backups"), run2)
+				}
+			case "failed":
+				if !strings.Contains(read("backup-files"), "work-US-1.bin") {
+					t.Errorf("the failed attempt's work is not saved under refs/wiggum/backup/ (%q):\n%s", read("backups"), run2)
+				}
+			case "parallel":
+				// The stuck attempt's worktree: saved, removed, redone.
+				if !strings.Contains(run2, ": saved its partial work as refs/wiggum/backup/") || read("backups") == "" {
+					t.Errorf("the resume did not save the worktrees' work (backups: %q):\n%s", read("backups"), run2)
+				}
+			}
+		})
+	}
+}
