@@ -1007,3 +1007,36 @@ cp.execFileSync(["gi", "t"].join(""), [["pu", "sh"].join(""), "--no-verify", "or
 		}
 	})
 }
+
+// An agent that makes a branch of its own for the story - `git checkout
+// -b`, as snarktank's ralph prompt tells it to for the prd.json's
+// branchName - and commits there: in parallel mode the story was ticked
+// done and "merged (nothing new)" with its work left on that branch; in
+// serial mode the run went on on the agent's branch. Now the work goes on
+// the run's branch (fast-forward) and the branch the agent made is
+// removed. (Codex's sandbox keeps .git read-only: its agents make no
+// branches.)
+func TestAgentsOwnBranchLandsOnTheRunsBranch(t *testing.T) {
+	forClients(t, []string{"claude", "gemini"}, func(t *testing.T, c client) {
+		for _, workers := range []string{"1", "2"} {
+			const cmd = `git checkout -q -b feature && echo story > story.txt && git add story.txt && git commit -q -m "story on a branch of its own"`
+			w := newWorld(t, c, fakemodel.Turn{Shell: cmd}, fakemodel.Turn{Text: "done"})
+			out := w.run(0, "--workers", workers)
+			if !strings.Contains(out, "the agent switched to branch feature; its work goes on ") || !strings.Contains(out, "feature, which it created, is removed") {
+				t.Fatalf("workers %s: the run does not say the agent switched branches:\n%s", workers, out)
+			}
+			if branch := strings.TrimSpace(w.git("symbolic-ref", "--short", "HEAD")); branch != "main" {
+				t.Fatalf("workers %s: the run ended on %s", workers, branch)
+			}
+			if files := w.git("ls-tree", "-r", "--name-only", "main"); !strings.Contains(files, "story.txt") {
+				t.Fatalf("workers %s: the story's work is not on main:\n%s\n%s", workers, files, out)
+			}
+			if log := w.git("log", "--format=%s", "main"); !strings.Contains(log, "story on a branch of its own") {
+				t.Fatalf("workers %s: the agent's commit is not on main:\n%s", workers, log)
+			}
+			if b := w.git("branch", "--list", "feature"); b != "" {
+				t.Fatalf("workers %s: the agent's branch is left: %s", workers, b)
+			}
+		}
+	})
+}

@@ -51,8 +51,11 @@ type executor struct {
 	// worker numbers a parallel worker (1..N) in its events; 0 is serial.
 	worker int
 	branch string
-	span   *telemetry.Span // the current attempt's
-	source string          // what failed it, for its span
+	// attemptBranch is the branch the current attempt started on (its
+	// checkpoint's; "" detached), which backToBranch keeps it on.
+	attemptBranch string
+	span          *telemetry.Span // the current attempt's
+	source        string          // what failed it, for its span
 	// keep, when it says so, leaves an interrupted attempt as it is rather
 	// than rolling it back: a shared story lost to another machine keeps
 	// the agent's commits on its branch (the worktree's removal saves the
@@ -148,6 +151,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	if err != nil {
 		return step{}, err
 	}
+	e.attemptBranch = cp.Branch
 	// Informational until the agent has done something: a start lost to
 	// a power cut leaves an attempt that had nothing to roll back.
 	if err := r.led.record(journalRec{T: "start", Story: story.ID, Attempt: attempt, Iter: iter, Session: e.session,
@@ -362,8 +366,17 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		return outcome{source: "agent", command: cmd, detail: err.Error(), output: err.Error()}
 	}
 	o := outcome{source: "agent", command: cmd, output: res.Output, res: res}
+	// Before anything reads or rolls back the tree: on the attempt's branch.
+	left, berr := e.backToBranch(ctx, e.attemptBranch)
+	if berr != nil {
+		left = "the agent switched branches and wiggum could not bring the attempt back to its branch: " + berr.Error()
+	}
 	lost, gone, startup := e.checkRails(ctx, before)
 	o.railsGone, o.startup = gone, startup
+	if left != "" {
+		o.source, o.detail, o.output = "branch", left, left
+		return o
+	}
 	if hc.missed(res) && ctx.Err() == nil {
 		o.source, o.unguarded = "hooks", true
 		o.detail = hc.reason(res)

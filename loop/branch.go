@@ -1,0 +1,143 @@
+package loop
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+)
+
+// backToBranch keeps the attempt on the branch it started on (want, the
+// checkpoint's) when its agent switched branches - `git checkout -b`,
+// `git switch`, as snarktank's ralph prompt tells an agent to do for the
+// prd.json's branchName. Left there, a worker's commits were on a branch
+// the merge coordinator never looks at: the story was ticked done with
+// none of its work on the target ("merged (nothing new)"); a failed
+// attempt's rollback was refused (the branch changed) and stopped the run.
+//
+// When the agent's HEAD continues want (want's tip is an ancestor of it),
+// want is fast-forwarded to it and checked out again - the same commit,
+// so the tree and index stay as the agent left them - and a branch the
+// attempt created that now holds nothing else is deleted. Otherwise the
+// attempt cannot land: its state is saved under refs/wiggum/backup/, HEAD
+// goes back to want (the rollback then returns the tree), a branch the
+// attempt created is deleted (it is in the backup), and detail says why
+// the attempt fails. Reading HEAD's file costs no git process, so an
+// attempt that stayed on its branch pays nothing.
+func (e *executor) backToBranch(ctx context.Context, want string) (detail string, err error) {
+	repo := e.st.Repo
+	if want == "" {
+		return "", nil // the run started detached
+	}
+	now, err := repo.Branch(ctx)
+	if err != nil || now == want {
+		return "", err
+	}
+	ctx = context.WithoutCancel(ctx)
+	head, err := repo.Head(ctx)
+	if err != nil || head == "" {
+		return "", err
+	}
+	tip, err := repo.Line(ctx, "rev-parse", "--verify", "--quiet", want+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("the agent left %s, which is gone: %w", checkpoint.BranchName(want), err)
+	}
+	where := "a detached HEAD"
+	if now != "" {
+		where = "branch " + checkpoint.BranchName(now)
+	}
+	continues, err := e.madeSince(ctx, tip, head)
+	if err != nil {
+		return "", err
+	}
+	var saved string
+	if continues {
+		if tip != head {
+			if _, err := repo.Run(ctx, "update-ref", "-m", "wiggum: the attempt's commits, brought back from "+where, want, head, tip); err != nil {
+				return "", err
+			}
+		}
+	} else {
+		saved, err = e.st.Backup(ctx, fmt.Sprintf("the agent switched from %s to %s, which does not continue it", checkpoint.BranchName(want), where))
+		if err != nil {
+			return "", err
+		}
+		e.run.addBackup(saved)
+	}
+	if _, err := repo.Run(ctx, "symbolic-ref", "-m", "wiggum: back to the run's branch from "+where, "HEAD", want); err != nil {
+		return "", err
+	}
+	removed := ""
+	if now != "" {
+		if createdSince(repo.CommonDir, now, e.attemptStarted) {
+			if ok, _ := repo.OK(ctx, "update-ref", "-d", now, head); ok {
+				removed = "; " + checkpoint.BranchName(now) + ", which it created, is removed"
+			}
+		} else if !continues {
+			removed = "; whatever it committed on " + checkpoint.BranchName(now) + " (a branch it did not create) stays there"
+		}
+	}
+	if continues {
+		e.disp.printf("  the agent switched to %s; its work goes on %s (fast-forward)%s", where, checkpoint.BranchName(want), removed)
+		return "", nil
+	}
+	e.event("branch_left", map[string]any{"from": checkpoint.BranchName(want), "to": where, "backup": saved})
+	return fmt.Sprintf("the agent switched from %s to %s, which does not continue it, so its work cannot land; that state is saved in %s%s",
+		checkpoint.BranchName(want), where, saved, removed), nil
+}
+
+// madeSince reports whether head continues tip with commits made during
+// the attempt only: tip is an ancestor of head, and every commit between
+// was committed at or after the attempt's start (to the second, git's
+// resolution) - a branch the agent checked out that holds older work of
+// someone else's does not continue the run's branch, even when it grew
+// from it.
+func (e *executor) madeSince(ctx context.Context, tip, head string) (bool, error) {
+	if tip == head {
+		return true, nil
+	}
+	repo := e.st.Repo
+	if ok, err := repo.OK(ctx, "merge-base", "--is-ancestor", tip, head); !ok || err != nil {
+		return false, err
+	}
+	out, err := repo.Run(ctx, "log", "--format=%ct", tip+".."+head)
+	if err != nil {
+		return false, err
+	}
+	since := e.attemptStarted.Truncate(time.Second).Unix()
+	for _, l := range strings.Fields(out) {
+		if t, err := strconv.ParseInt(l, 10, 64); err != nil || t < since {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// createdSince reports whether the branch ref's reflog begins with its
+// creation at or after since: the attempt made it. Without a reflog
+// (core.logAllRefUpdates off) nothing says so, and it is left alone.
+func createdSince(commonDir, ref string, since time.Time) bool {
+	f, err := os.Open(filepath.Join(commonDir, "logs", filepath.FromSlash(ref)))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() {
+		return false
+	}
+	// "<old> <new> <name> <email> <unix time> <zone>\t<message>"
+	line, _, _ := strings.Cut(sc.Text(), "\t")
+	fields := strings.Fields(line)
+	if len(fields) < 4 || strings.Trim(fields[0], "0") != "" {
+		return false
+	}
+	secs, err := strconv.ParseInt(fields[len(fields)-2], 10, 64)
+	return err == nil && !time.Unix(secs, 0).Before(since.Truncate(time.Second))
+}

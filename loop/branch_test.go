@@ -1,0 +1,138 @@
+package loop
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// An agent that switches branches (git checkout -b, as snarktank's ralph
+// prompt tells it to for the prd.json's branchName) works on the run's
+// branch all the same: its commits are brought back onto the branch the
+// attempt started on (fast-forward) and the branch it created is removed;
+// a failed attempt is rolled back on the run's branch instead of being
+// refused ("the branch changed") and stopping the run. In parallel mode
+// the work lands on the target: before, the story was ticked done and
+// "merged (nothing new)" with its commits left on the agent's branch.
+func TestAgentThatSwitchesBranchesStaysOnTheRunsBranch(t *testing.T) {
+	const work = `cat >/dev/null; git checkout -q -b "feat-$WIGGUM_STORY" && echo "$WIGGUM_STORY" > "f-$WIGGUM_STORY" && git add -A && git commit -q -m "feat $WIGGUM_STORY"`
+	for _, c := range []struct {
+		name    string
+		workers int
+		fail    bool
+	}{
+		{"serial", 1, false},
+		{"serial failing", 1, true},
+		{"parallel", 2, false},
+		{"parallel failing", 2, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, p := newRepo(t, 2)
+			dir := st.Repo.Root
+			script := work
+			if c.fail {
+				script += "; exit 1"
+			}
+			o := opts(p, script)
+			o.Workers, o.Retries = c.workers, 0
+			var out strings.Builder
+			o.Out = &out
+			sum, err := Run(context.Background(), st, o)
+			if branch := strings.TrimSpace(gitT(t, dir, "symbolic-ref", "--short", "HEAD")); branch != "master" && branch != "main" {
+				t.Fatalf("the run ended on %s:\n%s", branch, out.String())
+			}
+			if branches := gitT(t, dir, "for-each-ref", "--format=%(refname:short)", "refs/heads/feat-US-1", "refs/heads/feat-US-2"); branches != "" {
+				t.Errorf("the branches the attempts created are left:\n%s\n%s", branches, out.String())
+			}
+			if !strings.Contains(out.String(), "the agent switched to branch feat-US-1; its work goes on ") {
+				t.Errorf("the run does not say the agent switched branches:\n%s", out.String())
+			}
+			if c.fail {
+				if err == nil || strings.Contains(err.Error(), "refused") || len(sum.Completed) != 0 {
+					t.Fatalf("failing agent: %+v, %v\n%s", sum, err, out.String())
+				}
+				if st := gitT(t, dir, "status", "--porcelain"); st != "" {
+					t.Errorf("the failed attempts were not rolled back:\n%s", st)
+				}
+				if files := gitT(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); strings.Contains(files, "f-US-") {
+					t.Errorf("a failed attempt's commit stayed on the run's branch:\n%s", files)
+				}
+				for _, b := range sum.Backups {
+					if files := gitT(t, dir, "ls-tree", "-r", "--name-only", b); !strings.Contains(files, "f-US-") {
+						t.Errorf("the backup %s does not hold the attempt's work:\n%s", b, files)
+					}
+				}
+				return
+			}
+			if err != nil || len(sum.Completed) != 2 {
+				t.Fatalf("run: %+v, %v\n%s", sum, err, out.String())
+			}
+			files := gitT(t, dir, "ls-tree", "-r", "--name-only", "HEAD")
+			for _, f := range []string{"f-US-1", "f-US-2"} {
+				if !strings.Contains(files, f) {
+					t.Errorf("%s is not on the run's branch:\n%s\n%s", f, files, out.String())
+				}
+			}
+		})
+	}
+}
+
+// An agent that checks out a branch that does not continue the run's -
+// here one made before the run, holding older work of someone else's,
+// even though it grew from the run's branch - fails its attempt: that
+// work is not the agent's to land. Its state is saved, HEAD returns to the
+// run's branch, the tree is rolled back, and the other branch keeps what
+// it had and what the agent committed there.
+func TestAgentThatChecksOutAnotherBranchFails(t *testing.T) {
+	st, p := newRepo(t, 1)
+	dir := st.Repo.Root
+	run := strings.TrimSpace(gitT(t, dir, "symbolic-ref", "--short", "HEAD"))
+	// Someone's older commit on other, made before the run.
+	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	gitT(t, dir, "checkout", "-q", "-b", "other")
+	if err := os.WriteFile(filepath.Join(dir, "older.txt"), []byte("older\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, dir, "add", "older.txt")
+	gitT(t, dir, "commit", "-q", "-m", "older work")
+	gitT(t, dir, "checkout", "-q", run)
+	if err := os.Unsetenv("GIT_COMMITTER_DATE"); err != nil {
+		t.Fatal(err)
+	}
+	before := gitT(t, dir, "rev-parse", run)
+
+	o := opts(p, `cat >/dev/null; git checkout -q other && echo mine > mine.txt && git add mine.txt && git commit -q -m mine && echo dirty > dirty.txt`)
+	o.Retries = 0
+	var out strings.Builder
+	o.Out = &out
+	sum, err := Run(context.Background(), st, o)
+	if err == nil || len(sum.Completed) != 0 {
+		t.Fatalf("run: %+v, %v\n%s", sum, err, out.String())
+	}
+	want := "the agent switched from " + run + " to branch other, which does not continue it, so its work cannot land; that state is saved in refs/wiggum/backup/"
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "whatever it committed on other (a branch it did not create) stays there") {
+		t.Fatalf("the attempt did not fail saying why:\n%s", out.String())
+	}
+	if now := strings.TrimSpace(gitT(t, dir, "symbolic-ref", "--short", "HEAD")); now != run {
+		t.Fatalf("HEAD is on %s, not back on %s", now, run)
+	}
+	if after := gitT(t, dir, "rev-parse", run); after != before {
+		t.Errorf("%s moved: %s -> %s", run, before, after)
+	}
+	if st := gitT(t, dir, "status", "--porcelain"); st != "" {
+		t.Errorf("the tree was not rolled back:\n%s", st)
+	}
+	if log := gitT(t, dir, "log", "--format=%s", "other"); !strings.Contains(log, "mine\nolder work\n") {
+		t.Errorf("other lost what it had:\n%s", log)
+	}
+	saved := false
+	for _, b := range sum.Backups {
+		files := gitT(t, dir, "ls-tree", "-r", "--name-only", b)
+		saved = saved || strings.Contains(files, "dirty.txt") && strings.Contains(files, "mine.txt")
+	}
+	if !saved {
+		t.Errorf("no backup holds the agent's state (%v)", sum.Backups)
+	}
+}
