@@ -15,7 +15,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
-	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/gitlock"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/proc"
@@ -403,7 +403,7 @@ func (r *run) recover(ctx context.Context) error {
 // git.Settle): the caller holds the agent lock, so a git still at work
 // here is someone else's, waited for up to dyingWait.
 func (r *run) waitGitLocks(ctx context.Context) error {
-	err := git.Settle(ctx, git.SettleOptions{Root: r.st.Repo.Root, CommonDir: r.st.Repo.CommonDir,
+	err := gitlock.Settle(ctx, gitlock.SettleOptions{Root: r.st.Repo.Root, CommonDir: r.st.Repo.CommonDir,
 		Exclusive: true, Wait: dyingWait, Grace: orphanGrace, Say: r.disp.printf})
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("run: %w", err)

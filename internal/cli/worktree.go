@@ -8,6 +8,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/gitlock"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
 
@@ -121,7 +122,7 @@ func (c *WorktreePruneCmd) Run(ctx context.Context, g *Globals) error {
 			notes = g.stderr
 		}
 		say := func(format string, args ...any) { fmt.Fprintf(notes, format+"\n", args...) }
-		if err := git.Settle(ctx, git.SettleOptions{Root: repo.Root, CommonDir: repo.CommonDir, Grace: orphanGrace, Say: say}); err != nil {
+		if err := gitlock.Settle(ctx, gitlock.SettleOptions{Root: repo.Root, CommonDir: repo.CommonDir, Grace: orphanGrace, Say: say}); err != nil {
 			return err
 		}
 	}

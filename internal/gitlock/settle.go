@@ -1,4 +1,9 @@
-package git
+// Package gitlock clears what a killed wiggum's git processes leave in a
+// repository: git processes that outlived it and the lock files of git
+// processes that died without cleaning up. It is kept out of internal/git,
+// whose closure the hook path loads (this one reads /proc through
+// internal/proc, which links net).
+package gitlock
 
 import (
 	"context"
@@ -12,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/proc"
 )
@@ -60,7 +66,7 @@ func Settle(ctx context.Context, o SettleOptions) error {
 		pids := gitsWorkingIn(o.Root, o.CommonDir)
 		var orphans, others []int
 		for _, pid := range pids {
-			if owner := Owner(pid); owner != 0 && owner != os.Getpid() && !layout.PIDAlive(owner) {
+			if owner := git.Owner(pid); owner != 0 && owner != os.Getpid() && !layout.PIDAlive(owner) {
 				orphans = append(orphans, pid)
 			} else {
 				others = append(others, pid)
@@ -104,7 +110,7 @@ func Settle(ctx context.Context, o SettleOptions) error {
 // killOrphan kills a git a dead wiggum started and waits (briefly) for it
 // to be gone.
 func killOrphan(pid int, o SettleOptions) error {
-	what, owner := DescribeProcess(pid), Owner(pid)
+	what, owner := DescribeProcess(pid), git.Owner(pid)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("kill git (pid %d%s), left running by a killed wiggum: %w", pid, what, err)
 	}

@@ -1,4 +1,4 @@
-package git
+package gitlock
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // fakeGit starts, in dir, a process named git that ignores SIGTERM (as a
@@ -23,7 +25,7 @@ func fakeGit(t *testing.T, dir string, owner int) *exec.Cmd {
 	}
 	cmd := exec.Command(fake)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", OwnerEnv, owner))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", git.OwnerEnv, owner))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -204,4 +206,28 @@ func TestDescribeProcessNamesCommandAndParent(t *testing.T) {
 	if got := DescribeProcess(cmd.Process.Pid); got != "" {
 		t.Fatalf("a process that is gone is described as %q", got)
 	}
+}
+
+// testRepo makes a real repository with one commit.
+func testRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	gitT(t, dir, "-c", "init.defaultRefFormat=files", "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, dir, "add", ".")
+	gitT(t, dir, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init")
+	return dir
+}
+
+func gitT(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
 }
