@@ -1040,3 +1040,38 @@ func TestAgentsOwnBranchLandsOnTheRunsBranch(t *testing.T) {
 		}
 	})
 }
+
+// An agent that leaves conflicts in the index - a `git stash pop` that
+// conflicted, with nothing but the index's stages to show for it (the
+// guard keeps an agent from merging into the run's branch): the loop once
+// took the conflicted file as resolved and committed its markers as the
+// story's work. Now the attempt fails - the tree rolled back, the work
+// saved - and the next attempt's prompt tells the model what it left.
+// (Codex's sandbox keeps .git read-only; gemini's shell runs git with its
+// hooks off, so the commit this scenario makes is not in wiggum's commit
+// journal and its rollback is refused - exit 4, the documented
+// --discard-foreign case - whatever the conflicts.)
+func TestAgentLeavingConflictsFails(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		const pop = "echo stashed > c.txt && git stash -q && echo mine > c.txt && git commit -q -am mine && git stash pop"
+		w := newWorld(t, c, fakemodel.Turn{Shell: pop}, fakemodel.Turn{Text: "done"},
+			fakemodel.Turn{Shell: "echo resolved > story.txt"}, fakemodel.Turn{Text: "done"})
+		writeFile(t, filepath.Join(w.dir, "c.txt"), "base\n")
+		w.git("add", "c.txt")
+		w.git("commit", "-q", "-m", "base")
+		out := w.run(0, "--retries", "1")
+		const left = "the agent left files with conflicts in c.txt"
+		if !strings.Contains(out, left) {
+			t.Fatalf("the first attempt did not fail saying what it left:\n%s", out)
+		}
+		if !hasText(w.turnRequest(2).Body, left) {
+			t.Fatalf("the next attempt's prompt does not say what the first left:\n%.3000s", w.turnRequest(2).Body)
+		}
+		if data, _ := os.ReadFile(filepath.Join(w.dir, "c.txt")); string(data) != "base\n" {
+			t.Fatalf("c.txt is %q", data)
+		}
+		if log := w.git("log", "-p", "--format=%s"); strings.Contains(log, "<<<<<<<") {
+			t.Fatalf("conflict markers were committed:\n%s", log)
+		}
+	})
+}

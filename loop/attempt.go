@@ -366,15 +366,22 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		return outcome{source: "agent", command: cmd, detail: err.Error(), output: err.Error()}
 	}
 	o := outcome{source: "agent", command: cmd, output: res.Output, res: res}
-	// Before anything reads or rolls back the tree: on the attempt's branch.
-	left, berr := e.backToBranch(ctx, e.attemptBranch)
+	// Before anything reads, commits or rolls back the tree: nothing half
+	// done in git, and on the attempt's branch.
+	left, berr := e.leftInGit(ctx)
 	if berr != nil {
-		left = "the agent switched branches and wiggum could not bring the attempt back to its branch: " + berr.Error()
+		left = "the agent left git half way through something that wiggum could not undo: " + berr.Error()
+	}
+	if left == "" {
+		left, berr = e.backToBranch(ctx, e.attemptBranch)
+		if berr != nil {
+			left = "the agent switched branches and wiggum could not bring the attempt back to its branch: " + berr.Error()
+		}
 	}
 	lost, gone, startup := e.checkRails(ctx, before)
 	o.railsGone, o.startup = gone, startup
 	if left != "" {
-		o.source, o.detail, o.output = "branch", left, left
+		o.source, o.detail, o.output = "git", left, left
 		return o
 	}
 	if hc.missed(res) && ctx.Err() == nil {

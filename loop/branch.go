@@ -141,3 +141,72 @@ func createdSince(commonDir, ref string, since time.Time) bool {
 	secs, err := strconv.ParseInt(fields[len(fields)-2], 10, 64)
 	return err == nil && !time.Unix(secs, 0).Before(since.Truncate(time.Second))
 }
+
+// abortCommands are the git commands that abort each operation
+// git.Repo.InProgress names, tried in order.
+var abortCommands = map[string][][]string{
+	"merge":        {{"merge", "--abort"}},
+	"rebase":       {{"rebase", "--abort"}},
+	"rebase or am": {{"rebase", "--abort"}, {"am", "--abort"}},
+	"cherry-pick":  {{"cherry-pick", "--abort"}},
+	"revert":       {{"revert", "--abort"}},
+	"bisect":       {{"bisect", "reset"}},
+}
+
+// leftInGit clears what the agent left half done in git, which no commit
+// or rollback may go past: an operation in progress (a merge or rebase
+// stopped on conflicts, a bisect) and conflicts recorded in the index
+// with no operation behind them (a `git stash pop` that conflicted). Left
+// there, `git add -A` took each conflicted file as resolved and the loop
+// committed the conflict markers as the story's work, ticked done; or the
+// rollback was refused (a merge in progress) and stopped the run.
+//
+// No attempt starts with either (the checkpoint refuses an operation in
+// progress), so both are the attempt's own. An operation is saved under
+// refs/wiggum/backup/ and aborted; conflicts are unstaged (the files keep
+// their content, for the rollback to save). detail says what was found,
+// for the attempt's failure; "" when nothing was. Reading git's files
+// costs no git process when there is nothing.
+func (e *executor) leftInGit(ctx context.Context) (detail string, err error) {
+	repo := e.st.Repo
+	op := repo.InProgress()
+	conflicts, err := repo.Unmerged(ctx)
+	if err != nil || op == "" && len(conflicts) == 0 {
+		return "", err
+	}
+	ctx = context.WithoutCancel(ctx)
+	in := ""
+	if len(conflicts) > 0 {
+		in = " with conflicts in " + strings.Join(firstN(conflicts, 5), ", ")
+	}
+	if op == "" {
+		if _, err := repo.Run(ctx, append([]string{"reset", "-q", "--"}, conflicts...)...); err != nil {
+			return "", err
+		}
+		return "the agent left files" + in + " (a git stash pop that conflicted?); nothing of it is committed", nil
+	}
+	saved, err := e.st.Backup(ctx, fmt.Sprintf("the agent left a %s in progress%s", op, in))
+	if err != nil {
+		return "", err
+	}
+	e.run.addBackup(saved)
+	var aerr error
+	for _, args := range abortCommands[op] {
+		if _, aerr = repo.Run(ctx, args...); aerr == nil {
+			break
+		}
+	}
+	if still := repo.InProgress(); still != "" {
+		return "", fmt.Errorf("the agent left a %s in progress%s, saved in %s, and git could not abort it: %v", op, in, saved, aerr)
+	}
+	e.event("operation_aborted", map[string]any{"operation": op, "conflicts": conflicts, "backup": saved})
+	return fmt.Sprintf("the agent left a %s in progress%s; it is saved in %s and aborted, and nothing of it is committed", op, in, saved), nil
+}
+
+// firstN is the first n of list, with "and K more" for the rest.
+func firstN(list []string, n int) []string {
+	if len(list) <= n {
+		return list
+	}
+	return append(append([]string{}, list[:n]...), fmt.Sprintf("and %d more", len(list)-n))
+}

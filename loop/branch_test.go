@@ -136,3 +136,69 @@ func TestAgentThatChecksOutAnotherBranchFails(t *testing.T) {
 		t.Errorf("no backup holds the agent's state (%v)", sum.Backups)
 	}
 }
+
+// An agent that leaves git half way through something - a merge, rebase
+// or cherry-pick stopped on conflicts, or a `git stash pop` that
+// conflicted (nothing but the index's stages to show for it) - fails its
+// attempt, saying what it left. The operation is saved and aborted and
+// the tree rolled back. Before, `git add -A` took the conflicted file as
+// resolved and the loop committed its conflict markers as the story's
+// work (concluding the agent's merge), ticked done; a rebase's rollback
+// was refused and stopped the run.
+func TestAgentLeavingGitHalfDoneFails(t *testing.T) {
+	for _, c := range []struct{ name, cmd, want string }{
+		{"merge", "git merge -q other", "the agent left a merge in progress with conflicts in c.txt; it is saved in refs/wiggum/backup/"},
+		{"rebase", "git rebase -q other", "the agent left a rebase in progress with conflicts in c.txt; it is saved in refs/wiggum/backup/"},
+		{"cherry-pick", "git cherry-pick other", "the agent left a cherry-pick in progress with conflicts in c.txt; it is saved in refs/wiggum/backup/"},
+		{"stash pop", "echo stashed > c.txt && git stash -q && echo mine > c.txt && git commit -q -am mine && git stash pop", "the agent left files with conflicts in c.txt (a git stash pop that conflicted?)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, p := newRepo(t, 1)
+			dir := st.Repo.Root
+			run := strings.TrimSpace(gitT(t, dir, "symbolic-ref", "--short", "HEAD"))
+			write := func(content string) {
+				if err := os.WriteFile(filepath.Join(dir, "c.txt"), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("base\n")
+			gitT(t, dir, "add", "c.txt")
+			gitT(t, dir, "commit", "-q", "-m", "base")
+			gitT(t, dir, "checkout", "-q", "-b", "other")
+			write("other\n")
+			gitT(t, dir, "commit", "-q", "-am", "other")
+			gitT(t, dir, "checkout", "-q", run)
+			write("ours\n")
+			gitT(t, dir, "commit", "-q", "-am", "ours")
+			before := gitT(t, dir, "rev-parse", "HEAD")
+
+			o := opts(p, "cat >/dev/null; echo work > work.txt; "+c.cmd+"; exit 0")
+			o.Retries = 0
+			var out strings.Builder
+			o.Out = &out
+			sum, _ := Run(context.Background(), st, o)
+			if len(sum.Completed) != 0 || !strings.Contains(out.String(), c.want) {
+				t.Fatalf("the attempt did not fail saying what it left (%q): %+v\n%s", c.want, sum, out.String())
+			}
+			if after := gitT(t, dir, "rev-parse", "HEAD"); after != before {
+				t.Errorf("HEAD moved: %s -> %s\n%s", before, after, gitT(t, dir, "log", "--format=%s", "-3"))
+			}
+			if now := strings.TrimSpace(gitT(t, dir, "symbolic-ref", "--short", "HEAD")); now != run {
+				t.Errorf("HEAD is on %s", now)
+			}
+			if op := st.Repo.InProgress(); op != "" {
+				t.Errorf("a %s is still in progress", op)
+			}
+			if s := gitT(t, dir, "status", "--porcelain"); s != "" {
+				t.Errorf("the tree is not back at the checkpoint:\n%s", s)
+			}
+			saved := false
+			for _, b := range sum.Backups {
+				saved = saved || strings.Contains(gitT(t, dir, "ls-tree", "-r", "--name-only", b), "work.txt")
+			}
+			if !saved {
+				t.Errorf("no backup holds the agent's work (%v)", sum.Backups)
+			}
+		})
+	}
+}
