@@ -54,8 +54,10 @@ type executor struct {
 	// attemptBranch is the branch the current attempt started on (its
 	// checkpoint's; "" detached), which backToBranch keeps it on.
 	attemptBranch string
-	span          *telemetry.Span // the current attempt's
-	source        string          // what failed it, for its span
+	// planStart is the plan file as the attempt found it (the main tree).
+	planStart *planAtStart
+	span      *telemetry.Span // the current attempt's
+	source    string          // what failed it, for its span
 	// keep, when it says so, leaves an interrupted attempt as it is rather
 	// than rolling it back: a shared story lost to another machine keeps
 	// the agent's commits on its branch (the worktree's removal saves the
@@ -152,6 +154,9 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		return step{}, err
 	}
 	e.attemptBranch = cp.Branch
+	if e.ticks {
+		e.planStart = readPlanAtStart(r.opts.Plan)
+	}
 	// Informational until the agent has done something: a start lost to
 	// a power cut leaves an attempt that had nothing to roll back.
 	if err := r.led.record(journalRec{T: "start", Story: story.ID, Attempt: attempt, Iter: iter, Session: e.session,
@@ -751,6 +756,7 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 		}
 		sp.End(telemetry.Attrs{"wiggum.backup": backup}, msg)
 	}()
+	edit := e.planStart.editSince(e.run.opts.Plan)
 	res, err := e.st.Rollback(context.WithoutCancel(ctx), checkpoint.RollbackOptions{
 		Session: e.session,
 		Reason:  fmt.Sprintf("%s attempt %d: %s", story.ID, attempt, out.detail),
@@ -775,7 +781,11 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 	for _, n := range res.Notes() {
 		e.disp.printf("  %s", n)
 	}
-	return res.BackupRef, nil
+	note, err := edit.keep(e.run.opts.Plan.Path(), e.run.planRel, res.BackupRef)
+	if note != "" {
+		e.disp.printf("  %s", note)
+	}
+	return res.BackupRef, err
 }
 
 // foreignHint is what to do next when a rollback was refused for commits

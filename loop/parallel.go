@@ -194,7 +194,7 @@ func (p *parallel) nextIter(ctx context.Context) int {
 		p.stop = p.r.budgetStop(why)
 		return 0
 	}
-	if p.iter >= p.r.opts.MaxIter {
+	if p.r.capReached(p.iter) {
 		p.stop = &StopError{Reason: fmt.Sprintf("stopped at the iteration cap (--max-iterations %d)", p.r.opts.MaxIter)}
 		return 0
 	}

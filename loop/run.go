@@ -42,6 +42,9 @@ type run struct {
 	led         *ledger
 	gate        *gate
 	resumed     bool
+	// autoCap: the iteration cap is the run's own (stories x attempts),
+	// raised as the plan grows; false when --max-iterations set it.
+	autoCap bool
 	// killed: the journal records a run that did not end by itself (this
 	// plan's or, with --fresh, another's), so its crash may have left ticks
 	// or an index to repair.
@@ -112,7 +115,7 @@ func (r *run) setup(ctx context.Context) error {
 		return err
 	}
 	if r.opts.MaxIter == 0 {
-		r.opts.MaxIter = r.defaultMaxIter()
+		r.opts.MaxIter, r.autoCap = r.defaultMaxIter(), true
 	}
 	// What this run leaves out of its commits, for a resume that commits
 	// an attempt it finished (resume.go): once per run, not synced.
@@ -128,6 +131,23 @@ func (r *run) close() {
 		_ = r.led.j.close()
 	}
 	_ = r.lock.Release()
+}
+
+// capReached reports whether the run has used its iterations, done of
+// them. A cap the run set itself (no --max-iterations) follows the plan:
+// stories added while the run goes - a person queuing work - get their
+// attempts too, so it is raised to done plus what the plan's open stories
+// have left before it is called reached.
+func (r *run) capReached(done int) bool {
+	if done < r.opts.MaxIter {
+		return false
+	}
+	if r.autoCap {
+		if n := min(done+r.defaultMaxIter(), MaxIterationsLimit); n > r.opts.MaxIter {
+			r.opts.MaxIter = n
+		}
+	}
+	return done >= r.opts.MaxIter
 }
 
 // defaultMaxIter allows every open story its remaining attempts.

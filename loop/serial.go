@@ -66,7 +66,7 @@ func (r *run) serial(ctx context.Context, ex *executor) error {
 		if why := r.led.runOver(); why != "" {
 			return r.budgetStop(why)
 		}
-		if iter > r.opts.MaxIter {
+		if r.capReached(iter - 1) {
 			return &StopError{Reason: fmt.Sprintf("stopped at the iteration cap (--max-iterations %d) with %d story(ies) open", r.opts.MaxIter, r.sum.Left)}
 		}
 		r.sum.Iterations = iter

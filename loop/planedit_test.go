@@ -1,0 +1,157 @@
+package loop
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/plan"
+)
+
+// whileAgentRuns runs edit while the first agent runs, then lets each
+// agent go on.
+func whileAgentRuns(t *testing.T, edit func()) (script string) {
+	t.Helper()
+	marks := t.TempDir()
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	go func() {
+		first := true
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if _, err := os.Stat(filepath.Join(marks, "started")); err == nil {
+				if first {
+					edit()
+					first = false
+				}
+				_ = os.WriteFile(filepath.Join(marks, "go"), nil, 0o644)
+			}
+		}
+	}()
+	return `cat >/dev/null; touch "` + marks + `/started"; while [ ! -e "` + marks + `/go" ]; do sleep 0.01; done; rm -f "` + marks + `/started" "` + marks + `/go"; `
+}
+
+func appendTo(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
+		t.Error(err)
+	}
+}
+
+// A person adds a story to the plan while an attempt runs - queuing work
+// for an unattended loop. Before, the failed attempt's rollback returned
+// the plan to the checkpoint with everything else: the new story was gone
+// from the plan without a word (only a backup held it), and the run's
+// iteration cap, set from the plan at the start, would not have run it
+// anyway. Now the rollback leaves the plan's new stories, says so, and the
+// run does them; a run that passes commits them with the tick and goes on
+// to them too.
+func TestStoriesAddedDuringTheRunAreKeptAndRun(t *testing.T) {
+	for _, fail := range []bool{true, false} {
+		name := map[bool]string{true: "failed attempt", false: "passed attempt"}[fail]
+		t.Run(name, func(t *testing.T) {
+			st, p := newRepo(t, 1)
+			dir := st.Repo.Root
+			script := whileAgentRuns(t, func() {
+				appendTo(t, filepath.Join(dir, "plan.md"), "- [ ] US-2: queued while it ran\n")
+			})
+			script += `echo "$WIGGUM_STORY" > "f-$WIGGUM_STORY"`
+			if fail {
+				script += `; test "$WIGGUM_STORY" != US-1`
+			}
+			o := opts(p, script)
+			o.Retries, o.MaxIter = 0, 0
+			var out strings.Builder
+			o.Out = &out
+			sum, _ := Run(context.Background(), st, o)
+			if !strings.Contains(strings.Join(sum.Completed, " "), "US-2") {
+				t.Fatalf("the queued story was not done: %+v\n%s", sum, out.String())
+			}
+			data, _ := os.ReadFile(filepath.Join(dir, "plan.md"))
+			if !strings.Contains(string(data), "- [x] US-2: queued while it ran") {
+				t.Fatalf("plan:\n%s", data)
+			}
+			if fail && !strings.Contains(out.String(), "plan.md gained US-2 during the attempt: kept") {
+				t.Errorf("the rollback does not say it kept the new story:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// The same in a prd.json plan: a story added to userStories survives the
+// failed attempt's rollback.
+func TestStoriesAddedToAPRDJSONAreKept(t *testing.T) {
+	st, _ := newRepo(t, 0)
+	dir := st.Repo.Root
+	prd := filepath.Join(dir, "prd.json")
+	if err := os.WriteFile(prd, []byte(`{"userStories": [{"id": "US-1", "title": "one", "priority": 1, "passes": false}]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, dir, "add", "prd.json")
+	gitT(t, dir, "commit", "-q", "-m", "prd")
+	p, err := plan.Resolve(dir, dir, plan.Source{File: "prd.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := whileAgentRuns(t, func() {
+		if err := os.WriteFile(prd, []byte(`{"userStories": [{"id": "US-1", "title": "one", "priority": 1, "passes": false}, {"id": "US-2", "title": "two", "priority": 2, "passes": false}]}`+"\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+	}) + "exit 1"
+	o := opts(p, script)
+	o.Retries, o.MaxIter = 0, 1
+	var out strings.Builder
+	o.Out = &out
+	_, _ = Run(context.Background(), st, o)
+	stories, err := p.Stories()
+	if err != nil || len(stories) != 2 {
+		t.Fatalf("stories after the rollback: %+v, %v\n%s", stories, err, out.String())
+	}
+	if !strings.Contains(out.String(), "prd.json gained US-2 during the attempt: kept") {
+		t.Errorf("not said:\n%s", out.String())
+	}
+}
+
+// A change to a story that was there - here the agent ticking its own
+// box, with a story queued besides - cannot be told from the attempt's
+// work: the plan is rolled back with it, and the run says where the
+// changed plan is saved.
+func TestPlanWithAChangedStoryIsRolledBackAndSaid(t *testing.T) {
+	st, p := newRepo(t, 1)
+	dir := st.Repo.Root
+	script := whileAgentRuns(t, func() {
+		appendTo(t, filepath.Join(dir, "plan.md"), "- [ ] US-2: queued\n")
+	}) + `sed -i 's/- \[ \] US-1/- [x] US-1/' plan.md; exit 1`
+	o := opts(p, script)
+	o.Retries, o.MaxIter = 0, 1
+	var out strings.Builder
+	o.Out = &out
+	sum, _ := Run(context.Background(), st, o)
+	data, _ := os.ReadFile(filepath.Join(dir, "plan.md"))
+	if string(data) != "- [ ] US-1: story 1\n" {
+		t.Fatalf("plan not rolled back:\n%s", data)
+	}
+	if len(sum.Backups) != 1 {
+		t.Fatalf("backups: %v", sum.Backups)
+	}
+	want := "plan.md changed during the attempt (US-1): rolled back with it; the changed plan is saved: git show " + sum.Backups[0] + ":plan.md"
+	if !strings.Contains(out.String(), want) {
+		t.Fatalf("not said (%q):\n%s", want, out.String())
+	}
+	if saved := gitT(t, dir, "show", sum.Backups[0]+":plan.md"); !strings.Contains(saved, "US-2: queued") {
+		t.Fatalf("the saved plan lacks the queued story:\n%s", saved)
+	}
+}
