@@ -52,7 +52,13 @@ type RollbackResult struct {
 	// history cannot be held by a backup of this tree, so they are left
 	// as they are.
 	Repositories []string `json:"repositories,omitempty"`
-	DryRun       bool     `json:"dry_run"`
+	// Unhidden: files the attempt's change to a .gitignore had hidden -
+	// new since the checkpoint, ignored under the changed rules, not under
+	// the checkpoint's - saved in UnhiddenBackup and removed (see
+	// removeUnhidden).
+	Unhidden       []string `json:"unhidden,omitempty"`
+	UnhiddenBackup string   `json:"unhidden_backup,omitempty"`
+	DryRun         bool     `json:"dry_run"`
 }
 
 // Rollback returns HEAD and the working tree to the checkpoint when that is
@@ -171,7 +177,52 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if res.Submodules, err = s.returnSubmodules(ctx, cp, subs, changes, reason, false); err != nil {
 		return res, fmt.Errorf("the tree is back at %s (its state before is saved in %s), but %w", short(cp.Head), res.BackupRef, err)
 	}
+	if ignoreRulesChanged(changes) {
+		if err := s.removeUnhidden(ctx, cp, res, reason); err != nil {
+			return res, fmt.Errorf("the tree is back at %s (its state before is saved in %s), but %w", short(cp.Head), res.BackupRef, err)
+		}
+	}
 	return res, nil
+}
+
+// ignoreRulesChanged reports whether the rollback changed a .gitignore.
+func ignoreRulesChanged(changes []treeChange) bool {
+	for _, c := range changes {
+		if c.path == ".gitignore" || strings.HasSuffix(c.path, "/.gitignore") {
+			return true
+		}
+	}
+	return false
+}
+
+// removeUnhidden finishes a rollback that returned a .gitignore: files the
+// attempt made while its own rules ignored them (an agent that ran npm
+// install and added node_modules/ to .gitignore) were neither in the
+// snapshot nor among the files to remove, and with the checkpoint's rules
+// back they are new untracked files - left there, the next story's commit
+// took them in. They are saved like everything a rollback discards, in a
+// backup of their own, then removed.
+func (s *State) removeUnhidden(ctx context.Context, cp *Checkpoint, res *RollbackResult, reason string) error {
+	now, err := s.Repo.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("read what the restored ignore rules show: %w", err)
+	}
+	files, _ := newUntracked(cp, now.Untracked)
+	if len(files) == 0 {
+		return nil
+	}
+	ref, err := s.Backup(ctx, reason+": files the attempt's .gitignore change had hidden")
+	if err != nil {
+		return fmt.Errorf("save the files the attempt's .gitignore change had hidden: %w", err)
+	}
+	for _, f := range files {
+		if err := s.removeFile(f); err != nil {
+			return fmt.Errorf("remove %s (saved in %s): %w", f, ref, err)
+		}
+	}
+	res.Unhidden, res.UnhiddenBackup = files, ref
+	res.Removed = append(res.Removed, files...)
+	return nil
 }
 
 // rollbackFacts reads what the rules judge, changing nothing. It stops

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
@@ -164,6 +165,10 @@ func (res *RollbackResult) Notes() []string {
 	}
 	for _, dir := range res.Repositories {
 		out = append(out, RepositoryLeft(dir))
+	}
+	if n := len(res.Unhidden); n > 0 {
+		out = append(out, fmt.Sprintf("%d file(s) the attempt's .gitignore change had hidden (%s) removed; saved in %s",
+			n, strings.Join(res.Unhidden[:min(n, 3)], ", "), res.UnhiddenBackup))
 	}
 	return out
 }

@@ -778,6 +778,9 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 	if res.BackupRef != "" {
 		e.run.addBackup(res.BackupRef)
 	}
+	if res.UnhiddenBackup != "" {
+		e.run.addBackup(res.UnhiddenBackup)
+	}
 	for _, n := range res.Notes() {
 		e.disp.printf("  %s", n)
 	}

@@ -155,3 +155,29 @@ func TestPlanWithAChangedStoryIsRolledBackAndSaid(t *testing.T) {
 		t.Fatalf("the saved plan lacks the queued story:\n%s", saved)
 	}
 }
+
+// A failed attempt that ran npm install and added node_modules/ to
+// .gitignore: before, the rollback put .gitignore back and left
+// node_modules, and the next story's commit took it in. Now it is saved
+// and removed with the rest of the attempt.
+func TestFilesHiddenByAFailedAttemptAreNotCommittedLater(t *testing.T) {
+	st, p := newRepo(t, 2)
+	dir := st.Repo.Root
+	o := opts(p, `cat >/dev/null; if [ "$WIGGUM_STORY" = US-1 ]; then mkdir -p node_modules/dep && echo dep > node_modules/dep/index.js && echo node_modules/ >> .gitignore; exit 1; fi; echo ok > ok.txt`)
+	o.Retries = 0
+	var out strings.Builder
+	o.Out = &out
+	sum, _ := Run(context.Background(), st, o)
+	if len(sum.Completed) != 1 {
+		t.Fatalf("run: %+v\n%s", sum, out.String())
+	}
+	if files := gitT(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); strings.Contains(files, "node_modules") {
+		t.Fatalf("the failed attempt's node_modules was committed with US-2:\n%s\n%s", files, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err == nil {
+		t.Errorf("node_modules is left in the tree")
+	}
+	if !strings.Contains(out.String(), "1 file(s) the attempt's .gitignore change had hidden (node_modules/dep/index.js) removed; saved in refs/wiggum/backup/") {
+		t.Errorf("not said:\n%s", out.String())
+	}
+}
