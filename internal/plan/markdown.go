@@ -103,6 +103,9 @@ func (m *Markdown) Kind() string { return "markdown" }
 // Path implements Plan.
 func (m *Markdown) Path() string { return m.File }
 
+// utf8BOM is the byte order mark some editors put at a file's start.
+const utf8BOM = "\ufeff"
+
 // storyLine matches `- [ ] US-001: title`, `* [x] **US-2** - title`,
 // `1. [ ] T-10 title`. The id must be followed by a non-word character, so
 // US-1 never matches the line of US-10.
@@ -143,6 +146,12 @@ func parseMarkdown(lines []string) []mdStory {
 	}
 	for i, raw := range lines {
 		line := strings.TrimRight(raw, "\r\n")
+		// A byte order mark (Windows editors write one) is no part of
+		// the first line: with it there, the first story went unseen.
+		bom := 0
+		if i == 0 && strings.HasPrefix(line, utf8BOM) {
+			line, bom = line[len(utf8BOM):], len(utf8BOM)
+		}
 		trimmed := strings.TrimSpace(line)
 		if fence != "" {
 			if strings.HasPrefix(trimmed, fence) {
@@ -180,7 +189,7 @@ func parseMarkdown(lines []string) []mdStory {
 			detail.WriteString(line + "\n")
 		}
 		if s := storyOf(line); s != nil {
-			stories = append(stories, mdStory{line: i, box: len(s[1]), Story: Story{
+			stories = append(stories, mdStory{line: i, box: bom + len(s[1]), Story: Story{
 				ID:       s[4],
 				Title:    cleanTitle(s[6]),
 				Done:     s[2] != " ",
@@ -337,7 +346,11 @@ func (m *Markdown) MarkDone(id string) error {
 		if s.ID == id && !s.Done {
 			raw := p.lines[s.line]
 			body := strings.TrimRight(raw, "\r\n")
-			p.lines[s.line] = storyLine().ReplaceAllString(body, "${1}x${3}${4}${5}${6}") + raw[len(body):]
+			bom := ""
+			if s.line == 0 && strings.HasPrefix(body, utf8BOM) {
+				bom, body = utf8BOM, body[len(utf8BOM):]
+			}
+			p.lines[s.line] = bom + storyLine().ReplaceAllString(body, "${1}x${3}${4}${5}${6}") + raw[len(bom)+len(body):]
 			ticked = append(ticked, i)
 		}
 	}

@@ -321,3 +321,53 @@ func TestResolve(t *testing.T) {
 		t.Errorf("prd.json detection: %v %v", p, err)
 	}
 }
+
+// A plan saved by a Windows editor begins with a byte order mark: its
+// first story went unseen (the run did the second and said "0 open"), and
+// a prd.json did not read as JSON. The mark is no part of the first line
+// or the document, and it is kept when the plan is written.
+func TestPlanWithAByteOrderMark(t *testing.T) {
+	dir := t.TempDir()
+	md := filepath.Join(dir, "plan.md")
+	write(t, md, "\ufeff- [ ] US-1: first\r\n- [ ] US-2: second\r\n")
+	m := &Markdown{File: md}
+	got, err := m.Stories()
+	if err != nil || len(got) != 2 || got[0].ID != "US-1" || got[0].Title != "first" {
+		t.Fatalf("stories = %+v, %v", got, err)
+	}
+	if err := m.MarkDone("US-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, md); got != "\ufeff- [x] US-1: first\r\n- [ ] US-2: second\r\n" {
+		t.Fatalf("ticked in place: %q", got)
+	}
+	// The rewrite path (the file changed under the parse).
+	write(t, md, "\ufeff- [ ] US-1: first\n- [ ] US-3: third\n")
+	m = &Markdown{File: md}
+	if _, err := m.Stories(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, md, "\ufeff- [ ] US-1: first, longer\n- [ ] US-3: third\n")
+	if err := m.MarkDone("US-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, md); got != "\ufeff- [x] US-1: first, longer\n- [ ] US-3: third\n" {
+		t.Fatalf("ticked by rewrite: %q", got)
+	}
+
+	pj := filepath.Join(dir, "prd.json")
+	write(t, pj, "\ufeff"+prd)
+	p := &PRDJSON{File: pj}
+	if got, err := p.Stories(); err != nil || len(got) != 3 {
+		t.Fatalf("prd.json stories = %+v, %v", got, err)
+	}
+	if err := p.MarkDone("US-001"); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, pj); !strings.HasPrefix(got, "\ufeff{") {
+		t.Fatalf("the mark was not kept: %.20q", got)
+	}
+	if got, err := p.Stories(); err != nil || !got[0].Done {
+		t.Fatalf("after MarkDone: %+v, %v", got, err)
+	}
+}

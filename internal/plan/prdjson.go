@@ -32,23 +32,32 @@ type prdStory struct {
 
 // load returns the document with its key order kept, and the stories.
 func (p *PRDJSON) load() (*object, []json.RawMessage, error) {
+	doc, stories, _, err := p.loadBOM()
+	return doc, stories, err
+}
+
+// loadBOM is load, and whether the file began with a byte order mark
+// (kept when the plan is written).
+func (p *PRDJSON) loadBOM() (*object, []json.RawMessage, bool, error) {
 	data, err := os.ReadFile(p.File)
 	if err != nil {
-		return nil, nil, fmt.Errorf("plan: read %s: %w", p.File, err)
+		return nil, nil, false, fmt.Errorf("plan: read %s: %w", p.File, err)
 	}
+	// A byte order mark (Windows editors write one) is no JSON.
+	data, bom := bytes.CutPrefix(data, []byte(utf8BOM))
 	var doc object
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, nil, badInput("plan: %s is not a prd.json object: %v", p.File, err)
+		return nil, nil, false, badInput("plan: %s is not a prd.json object: %v", p.File, err)
 	}
 	raw, ok := doc.get("userStories")
 	if !ok {
-		return nil, nil, badInput("plan: %s has no userStories array", p.File)
+		return nil, nil, false, badInput("plan: %s has no userStories array", p.File)
 	}
 	var stories []json.RawMessage
 	if err := json.Unmarshal(raw, &stories); err != nil {
-		return nil, nil, badInput("plan: %s: userStories is not an array: %v", p.File, err)
+		return nil, nil, false, badInput("plan: %s: userStories is not an array: %v", p.File, err)
 	}
-	return &doc, stories, nil
+	return &doc, stories, bom, nil
 }
 
 // Stories implements Plan.
@@ -119,7 +128,7 @@ func (p *PRDJSON) MarkDone(id string) error {
 	if _, err := p.Stories(); err != nil {
 		return err
 	}
-	doc, raws, err := p.load()
+	doc, raws, bom, err := p.loadBOM()
 	if err != nil {
 		return err
 	}
@@ -153,6 +162,9 @@ func (p *PRDJSON) MarkDone(id string) error {
 		return err
 	}
 	var out bytes.Buffer
+	if bom {
+		out.WriteString(utf8BOM)
+	}
 	if err := json.Indent(&out, flat, "", "  "); err != nil {
 		return err
 	}
