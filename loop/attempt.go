@@ -54,8 +54,10 @@ type executor struct {
 	// attemptBranch is the branch the current attempt started on (its
 	// checkpoint's; "" detached), which backToBranch keeps it on.
 	attemptBranch string
-	// planStart is the plan file as the attempt found it (the main tree).
+	// planStart is the plan file as the attempt found it; wplan is a
+	// worker's own copy of the plan (plan()).
 	planStart *planAtStart
+	wplan     plan.Plan
 	span      *telemetry.Span // the current attempt's
 	source    string          // what failed it, for its span
 	// keep, when it says so, leaves an interrupted attempt as it is rather
@@ -154,9 +156,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		return step{}, err
 	}
 	e.attemptBranch = cp.Branch
-	if e.ticks {
-		e.planStart = readPlanAtStart(r.opts.Plan)
-	}
+	e.planStart = e.readPlan()
 	// Informational until the agent has done something: a start lost to
 	// a power cut leaves an attempt that had nothing to roll back.
 	if err := r.led.record(journalRec{T: "start", Story: story.ID, Attempt: attempt, Iter: iter, Session: e.session,
@@ -382,6 +382,12 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		if berr != nil {
 			left = "the agent switched branches and wiggum could not bring the attempt back to its branch: " + berr.Error()
 		}
+	}
+	if e.worktree != "" {
+		// A worker's plan is the loop's to tick, in the main tree: the
+		// agent's tick of its own story there would only be left over,
+		// uncommitted, and saved as "work" when the worktree goes.
+		_, _ = e.planStart.restoreOwnTick(e.plan(), story.ID)
 	}
 	lost, gone, startup := e.checkRails(ctx, before)
 	o.railsGone, o.startup = gone, startup
@@ -756,7 +762,7 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 		}
 		sp.End(telemetry.Attrs{"wiggum.backup": backup}, msg)
 	}()
-	edit := e.planStart.editSince(e.run.opts.Plan)
+	edit := e.planStart.editSince(e.plan(), story.ID)
 	res, err := e.st.Rollback(context.WithoutCancel(ctx), checkpoint.RollbackOptions{
 		Session: e.session,
 		Reason:  fmt.Sprintf("%s attempt %d: %s", story.ID, attempt, out.detail),
@@ -784,7 +790,7 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 	for _, n := range res.Notes() {
 		e.disp.printf("  %s", n)
 	}
-	note, err := edit.keep(e.run.opts.Plan.Path(), e.run.planRel, res.BackupRef)
+	note, err := edit.keep(e.plan().Path(), e.run.planRel, res.BackupRef)
 	if note != "" {
 		e.disp.printf("  %s", note)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/google/renameio/v2"
@@ -48,11 +49,15 @@ type planEdit struct {
 	now     []byte
 	added   []string // stories that were not in the plan at the start
 	changed []string // stories there at the start whose text or state changed
+	// ownTick: the one change is the attempt's own story ticked (the
+	// agent marking its story done, as snarktank's prompt asks): the
+	// loop's to make, and nothing to keep or to tell.
+	ownTick bool
 }
 
 // editSince reads the plan now and says what changed since start; nil when
 // nothing did.
-func (s *planAtStart) editSince(p plan.Plan) *planEdit {
+func (s *planAtStart) editSince(p plan.Plan, story string) *planEdit {
 	if s == nil {
 		return nil
 	}
@@ -82,7 +87,27 @@ func (s *planAtStart) editSince(p plan.Plan) *planEdit {
 			e.changed = append(e.changed, id+" (removed)")
 		}
 	}
+	if len(e.added) == 0 && len(e.changed) == 1 && e.changed[0] == story {
+		was := s.stories[story]
+		for _, st := range stories {
+			if st.ID == story {
+				was.Done = st.Done
+				e.ownTick = st.Done && was == st
+			}
+		}
+	}
 	return e
+}
+
+// restoreOwnTick puts the plan file back as it was at the start when the
+// only change is the attempt's own story ticked, and reports whether it
+// did.
+func (s *planAtStart) restoreOwnTick(p plan.Plan, story string) (bool, error) {
+	e := s.editSince(p, story)
+	if e == nil || !e.ownTick {
+		return false, nil
+	}
+	return true, renameio.WriteFile(s.path, s.data, 0o644)
 }
 
 // keep writes the plan back as it was before the rollback when the change
@@ -91,8 +116,8 @@ func (s *planAtStart) editSince(p plan.Plan) *planEdit {
 // by the agent or anyone - goes with the rollback; the note says where the
 // changed plan is saved.
 func (e *planEdit) keep(path, rel, backup string) (string, error) {
-	if e == nil {
-		return "", nil
+	if e == nil || e.ownTick {
+		return "", nil // the rollback takes the agent's own tick away
 	}
 	if len(e.changed) == 0 {
 		if err := renameio.WriteFile(path, e.now, 0o644); err != nil {
@@ -108,4 +133,21 @@ func (e *planEdit) keep(path, rel, backup string) (string, error) {
 		where = fmt.Sprintf("; the changed plan is saved: git show %s:%s", backup, rel)
 	}
 	return fmt.Sprintf("%s changed during the attempt (%s): rolled back with it%s", rel, strings.Join(e.changed, ", "), where), nil
+}
+
+// plan is the plan the executor's tree holds: the run's in the main tree,
+// the worktree's own copy for a worker; nil for an issues directory.
+func (e *executor) plan() plan.Plan {
+	if e.worktree == "" {
+		return e.run.opts.Plan
+	}
+	if e.wplan == nil && e.run.opts.Plan.Kind() != "issues" {
+		e.wplan, _ = plan.OpenFile(filepath.Join(e.st.Repo.Root, filepath.FromSlash(e.run.planRel)))
+	}
+	return e.wplan
+}
+
+// readPlan reads the executor's plan at an attempt's start.
+func (e *executor) readPlan() *planAtStart {
+	return readPlanAtStart(e.plan())
 }

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,5 +180,36 @@ func TestFilesHiddenByAFailedAttemptAreNotCommittedLater(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "1 file(s) the attempt's .gitignore change had hidden (node_modules/dep/index.js) removed; saved in refs/wiggum/backup/") {
 		t.Errorf("not said:\n%s", out.String())
+	}
+}
+
+// An agent that ticks its own story in the plan, as snarktank's prompt
+// asks: the tick is the loop's to make. In a worker's worktree it was left
+// over, uncommitted, and every story's removal said "uncommitted work in
+// its worktree is saved" for it; a failed attempt's rollback reported the
+// plan as changed. Now it is taken back quietly, and nothing is saved.
+func TestAgentsOwnTickIsTheLoops(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			st, p := newRepo(t, 3)
+			o := opts(p, `cat >/dev/null; sed -i "s/- \[ \] $WIGGUM_STORY:/- [x] $WIGGUM_STORY:/" plan.md; echo "$WIGGUM_STORY" > "f-$WIGGUM_STORY"; test "$WIGGUM_STORY" != US-3`)
+			o.Retries, o.Workers = 0, workers
+			var out strings.Builder
+			o.Out = &out
+			sum, _ := Run(context.Background(), st, o)
+			if len(sum.Completed) != 2 {
+				t.Fatalf("run: %+v\n%s", sum, out.String())
+			}
+			if strings.Contains(out.String(), "uncommitted work in its worktree") || strings.Contains(out.String(), "plan.md changed") {
+				t.Errorf("the agent's own tick is reported as work:\n%s", out.String())
+			}
+			if len(sum.Backups) != 1 {
+				t.Errorf("backups %v: want only the failed attempt's", sum.Backups)
+			}
+			data, _ := os.ReadFile(filepath.Join(st.Repo.Root, "plan.md"))
+			if string(data) != "- [x] US-1: story 1\n- [x] US-2: story 2\n- [ ] US-3: story 3\n" {
+				t.Errorf("plan:\n%s", data)
+			}
+		})
 	}
 }

@@ -194,6 +194,10 @@ func resolveExisting(path string) string {
 	}
 }
 
+// OpenFile opens the plan file at path (a prd.json by its extension, else
+// markdown), as Resolve does for a file.
+func OpenFile(path string) (Plan, error) { return openFile(path) }
+
 func openFile(path string) (Plan, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
