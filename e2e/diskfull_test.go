@@ -25,6 +25,7 @@ head -c $((free - 1048576)) /dev/zero > ../filler || exit 98
 agent='cat >/dev/null; head -c 700000 /dev/urandom > work-$WIGGUM_STORY.bin'
 "$wig" run --plan plan.md --workers "$workers" --agent-cmd "$agent" --test-cmd "$gate" >"$out/run1.out" 2>"$out/run1.err"; echo $? >"$out/run1.code"
 git status --porcelain >"$out/status1"
+"$wig" status >"$out/wstatus1" 2>&1
 rm ../filler; : > ../mended
 "$wig" run --plan plan.md --workers "$workers" --agent-cmd "$agent" --test-cmd "$gate" >"$out/run2.out" 2>"$out/run2.err"; echo $? >"$out/run2.code"
 git log --format=%s >"$out/log"
@@ -88,6 +89,10 @@ func TestDiskFullStopsAndResumes(t *testing.T) {
 			}
 			if strings.Contains(run1, "attempt 2 of") {
 				t.Errorf("the first run went on to another attempt on a full disk:\n%s", run1)
+			}
+			if st := read("wstatus1"); !strings.Contains(st, "was interrupted") || !strings.Contains(st, "it stopped because US-") ||
+				!strings.Contains(st, "The disk holding the repository is full.") || !strings.Contains(st, "resume it with: wiggum run --plan plan.md") {
+				t.Errorf("wiggum status does not say why the run stopped and how to resume:\n%s", st)
 			}
 			if c.workers == "1" && !strings.Contains(read("status1"), "work-US-1.bin") {
 				t.Errorf("the attempt's work is not left in the tree:\n%s", read("status1"))

@@ -43,6 +43,9 @@ const JournalFile = "run-journal.jsonl"
 //	dirty  the paths a run leaves out of every commit (dirty before it)
 //	merge  a worker's branch landed in the target (with the plan tick)
 //	drop   a story the plan no longer has was dropped on resume
+//	stuck  the run stopped on an attempt it could not roll back (a full
+//	       disk): why (Note); the journal stays open, to be resumed once
+//	       that is mended
 //	close  the run ended by itself; the next run starts afresh
 type journalRec struct {
 	T       string    `json:"t"`
@@ -276,6 +279,9 @@ type RunState struct {
 	// Waiting: the last attempt ended on a usage limit or a model-service
 	// outage, in the agent's words; what a resume waits for, if open.
 	Waiting string `json:"waiting,omitempty"`
+	// Stuck: the run stopped on an attempt whose rollback failed (a full
+	// disk), in its words; mended, a resume finishes that attempt.
+	Stuck string `json:"stuck,omitempty"`
 }
 
 // ReadRunState reads the run journal under root's runtime directory: nil
@@ -294,6 +300,9 @@ func ReadRunState(journalPath string) (*RunState, error) {
 		case r.T == "run":
 			rs.Runs++
 			rs.Workers = r.Workers
+			rs.Stuck = ""
+		case r.T == "stuck":
+			rs.Stuck = r.Note
 		case r.T == "end" && r.Outcome == "limit":
 			rs.Waiting = r.Detail
 		case r.T == "end":

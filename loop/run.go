@@ -739,6 +739,9 @@ func (r *run) finish(err error) {
 	r.event("run_end", fields)
 	r.traceEnd(err)
 	var lim *limitStop
+	if stuck != nil {
+		_ = r.led.record(journalRec{T: "stuck", Story: stuck.Story, Note: stuck.Error()}, true)
+	}
 	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) && stuck == nil {
 		_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
 	}

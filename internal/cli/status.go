@@ -43,7 +43,9 @@ journal is on, how many backups exist, and the live run's story and iteration.
               checks and were killed before their commit: the resumed run
               commits them, not the agent), failed_attempts,
               interrupted_attempts, spent_usd, max_cost_usd,
-              max_story_cost_usd, resume_command}
+              max_story_cost_usd, resume_command, waiting (the usage limit
+              or outage its last attempt stopped on), stuck (why it stopped
+              on an attempt it could not roll back, a full disk say)}
   worktrees:  present during or after a parallel run: as wiggum worktree list --json
   agent_hooks: [{agent, files, committed, user, off}]: where each agent's
               wiggum hooks are registered (files: project ones as in the
@@ -244,13 +246,16 @@ func printStatus(g *Globals, r *StatusReport) {
 		fmt.Fprintln(w)
 	}
 	if rs := r.Resume; rs != nil && rs.Interrupted {
-		fmt.Fprintf(w, "resume:     the run of %s started %s was interrupted (killed, signalled, or stopped by a usage limit or a model-service outage): %d story(ies) done in it, %d failed and %d interrupted attempt(s), %s spent",
+		fmt.Fprintf(w, "resume:     the run of %s started %s was interrupted (killed, signalled, or stopped by a usage limit, a model-service outage or an attempt it could not roll back): %d story(ies) done in it, %d failed and %d interrupted attempt(s), %s spent",
 			rs.Plan, rs.Started.Local().Format("Jan 2 15:04"), len(rs.Done), rs.Failed, rs.Interrupts, fmt.Sprintf("$%.2f", rs.SpentUSD))
 		if rs.MaxCost > 0 {
 			fmt.Fprintf(w, " of --max-cost $%.2f", rs.MaxCost)
 		}
 		if rs.Waiting != "" {
 			fmt.Fprintf(w, "\n            its last attempt stopped on: %s", rs.Waiting)
+		}
+		if rs.Stuck != "" {
+			fmt.Fprintf(w, "\n            it stopped because %s", strings.TrimPrefix(rs.Stuck, "run: "))
 		}
 		if len(rs.Finished) > 0 {
 			fmt.Fprintf(w, "\n            finished before the kill, committed by the resumed run without the agent: %s", strings.Join(rs.Finished, ", "))
