@@ -1075,3 +1075,55 @@ func TestAgentLeavingConflictsFails(t *testing.T) {
 		}
 	})
 }
+
+// A program that runs git by its full path goes round wiggum's git shim,
+// and with --no-verify round git's hooks too: the push reached the remote
+// with all three clients. The run's agents now get a git setting that
+// sends every push to wiggum's remote helper (git-remote-wiggum-no-push,
+// beside the shim), which refuses; reads of the remote are untouched.
+func TestPushByFullPathIsStopped(t *testing.T) {
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if realGit, err = filepath.EvalSymlinks(realGit); err != nil {
+		t.Fatal(err)
+	}
+	forEachClient(t, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "node publish.js"}, fakemodel.Turn{Text: "done"})
+		writeFile(t, filepath.Join(w.dir, "publish.js"), fmt.Sprintf(`const cp = require("child_process");
+cp.execFileSync(%q, ["ls-remote", "origin"], {stdio: "ignore"});
+cp.execFileSync(%q, [["pu", "sh"].join(""), "--no-verify", "origin", "HEAD:refs/heads/fullpath"], {stdio: "inherit"});
+`, realGit, realGit))
+		w.git("add", "publish.js")
+		w.git("commit", "-q", "-m", "a publishing script")
+		w.run(0)
+		if refs := w.remoteRefs(); strings.Contains(refs, "fullpath") {
+			t.Fatalf("the push reached the remote:\n%s", refs)
+		}
+		if body := w.turnRequest(1).Body; !hasText(body, "refused: a wiggum session holds this repository") {
+			t.Fatalf("the refusal did not reach the model:\n%.3000s", lastSent(body))
+		}
+	})
+}
+
+// A run started with WIGGUM_ALLOW_PUSH=1 lets its agents push (the
+// pre-push hook's rule): then no push is sent to the refusing helper.
+func TestPushByFullPathAllowedWhenTheRunAllowsPush(t *testing.T) {
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "node publish.js"}, fakemodel.Turn{Text: "done"})
+		writeFile(t, filepath.Join(w.dir, "publish.js"), fmt.Sprintf(`require("child_process").execFileSync(%q, [["pu", "sh"].join(""), "-q", "--no-verify", "origin", "HEAD:refs/heads/allowed"], {stdio: "inherit"});
+`, realGit))
+		w.git("add", "publish.js")
+		w.git("commit", "-q", "-m", "a publishing script")
+		w.env = append(w.env, "WIGGUM_ALLOW_PUSH=1")
+		w.run(0)
+		if refs := w.remoteRefs(); !strings.Contains(refs, "refs/heads/allowed") {
+			t.Fatalf("the allowed push did not reach the remote:\n%s\n%s", refs, lastSent(w.turnRequest(1).Body))
+		}
+	})
+}

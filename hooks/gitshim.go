@@ -18,6 +18,24 @@ import (
 // link called git in a directory the run puts first on the agent's PATH.
 const GitShimName = "git"
 
+// NoPushHelperName is the name the wiggum binary answers to as the remote
+// helper every push of a session's agent is sent to (git.NoPush): a link
+// beside the shim.
+const NoPushHelperName = "git-remote-" + gitfiles.NoPushTransport
+
+// NoPushHelper is git-remote-wiggum-no-push: git runs it for a push the
+// session's git settings sent its way, one that went round both the shim
+// and git's hooks (git by its full path, --no-verify). It refuses.
+func NoPushHelper(args []string, stderr io.Writer) int {
+	url := ""
+	if len(args) >= 2 {
+		url = " to " + strings.TrimPrefix(args[1], gitfiles.NoPushTransport+"::")
+	}
+	fmt.Fprintf(stderr, "wiggum: push%s refused: a wiggum session holds this repository, and an agent must not publish work "+
+		"(this push ran git by its full path, round wiggum's git and its hooks); push after the session ends\n", url)
+	return 1
+}
+
 // A push the guard could not read - from a script, a test, a package
 // script - is stopped by wiggum's pre-push hook, but not when git runs no
 // hooks: `git push --no-verify`, `git send-pack`, and every git in Gemini

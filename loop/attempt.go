@@ -345,6 +345,12 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	env = git.WithConfig(env, git.NoAutoMaintenance...)
 	if r.opts.GitShim != "" {
 		env = prependPath(env, r.opts.GitShim)
+		if os.Getenv(layout.AllowPushEnv) != "1" {
+			// A push that goes round the shim (git by its full path)
+			// and git's hooks (--no-verify) reaches the shim's other
+			// name, which refuses it.
+			env = git.WithConfig(env, git.NoPush...)
+		}
 	}
 	actx, stopAgent := context.WithCancel(ctx)
 	defer stopAgent()

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/google/renameio/v2"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // HookBinDir is where, under the runtime directory, OnPath keeps its link
@@ -127,8 +129,10 @@ func GitShim(runtimeDir string) (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(runtimeDir, GitShimDir)
-	if err := linkSelf(dir, "git", w.Self); err != nil {
-		return "", err
+	for _, name := range []string{"git", "git-remote-" + git.NoPushTransport} {
+		if err := linkSelf(dir, name, w.Self); err != nil {
+			return "", err
+		}
 	}
 	return dir, nil
 }

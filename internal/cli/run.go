@@ -219,8 +219,12 @@ A built-in agent's git is wiggum's git shim: .ralph/wiggum/gitbin/git, a
 link to wiggum, first on the agent's PATH. In the session it refuses a push
 (push, send-pack, an alias for them) even where git runs no hooks - git push
 --no-verify, gemini's shell - and hands everything else to the real git at
-once. A program that runs git by its full path goes round it; the pre-push
-hook and the guard still stand there.
+once. A program that runs git by its full path goes round it, so the agent
+also gets the git setting url.wiggum-no-push::.pushInsteadOf="" (through
+GIT_CONFIG_*), which sends every push to .ralph/wiggum/gitbin/
+git-remote-wiggum-no-push - wiggum again - which refuses; reads of the remote
+are untouched. A run started with WIGGUM_ALLOW_PUSH=1 lets its agents push
+and sets neither.
 A built-in agent whose hooks wiggum cannot find (in the repository or the
 home directory) gets a warning at the start: it would run with no guard.
 The agents run the hooks as 'wiggum hook ...', looked up on PATH. When PATH

@@ -251,6 +251,17 @@ func WithConfig(env []string, kvs ...[2]string) []string {
 // to the agent's environment; wiggum's own commits pass the same.
 var NoAutoMaintenance = [][2]string{{"maintenance.auto", "false"}, {"gc.auto", "0"}}
 
+// NoPushTransport is the remote helper's transport a session's agent's
+// pushes are sent to: NoPush rewrites every push URL (a pushInsteadOf of
+// "" matches them all, fetches untouched) to NoPushTransport::URL, and git
+// runs git-remote-wiggum-no-push - wiggum, by that name on the agent's
+// PATH - which refuses. It stops a push that goes round both wiggum's git
+// shim and git's hooks: git run by its full path with --no-verify.
+const NoPushTransport = "wiggum-no-push"
+
+// NoPush is the git setting behind NoPushTransport, for GIT_CONFIG_*.
+var NoPush = [][2]string{{"url." + NoPushTransport + "::.pushInsteadOf", ""}}
+
 // lockWaits make git wait up to ten seconds for a ref lock another git
 // holds, where by default it gives up after 100 ms (1 s for packed-refs):
 // the user's git, an editor's, a detached `git maintenance run --auto`

@@ -54,8 +54,11 @@ import (
 func init() {
 	// As the agent's git (a link named git the run puts first on its
 	// PATH): refuse a push the session forbids, exec the real git.
-	if filepath.Base(os.Args[0]) == hooks.GitShimName {
+	switch filepath.Base(os.Args[0]) {
+	case hooks.GitShimName:
 		os.Exit(hooks.GitShim(os.Args[1:], os.Stderr))
+	case hooks.NoPushHelperName:
+		os.Exit(hooks.NoPushHelper(os.Args[1:], os.Stderr))
 	}
 	if h, ok := Parse(os.Args[1:]); ok {
 		os.Exit(h.Run(os.Stdin, os.Stdout, os.Stderr))
