@@ -58,8 +58,11 @@ type executor struct {
 	// worker's own copy of the plan (plan()).
 	planStart *planAtStart
 	wplan     plan.Plan
-	span      *telemetry.Span // the current attempt's
-	source    string          // what failed it, for its span
+	// stashAtStart is the commits git's stash held when the attempt
+	// started (nil when unknown).
+	stashAtStart map[string]bool
+	span         *telemetry.Span // the current attempt's
+	source       string          // what failed it, for its span
 	// keep, when it says so, leaves an interrupted attempt as it is rather
 	// than rolling it back: a shared story lost to another machine keeps
 	// the agent's commits on its branch (the worktree's removal saves the
@@ -157,6 +160,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	}
 	e.attemptBranch = cp.Branch
 	e.planStart = e.readPlan()
+	e.stashAtStart = stashCommits(e.st.Repo.CommonDir)
 	// Informational until the agent has done something: a start lost to
 	// a power cut leaves an attempt that had nothing to roll back.
 	if err := r.led.record(journalRec{T: "start", Story: story.ID, Attempt: attempt, Iter: iter, Session: e.session,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // backToBranch keeps the attempt on the branch it started on (want, the
@@ -169,6 +170,9 @@ var abortCommands = map[string][][]string{
 // costs no git process when there is nothing.
 func (e *executor) leftInGit(ctx context.Context) (detail string, err error) {
 	repo := e.st.Repo
+	if err := e.unstash(ctx); err != nil {
+		return "", err
+	}
 	op := repo.InProgress()
 	conflicts, err := repo.Unmerged(ctx)
 	if err != nil || op == "" && len(conflicts) == 0 {
@@ -209,4 +213,122 @@ func firstN(list []string, n int) []string {
 		return list
 	}
 	return append(append([]string{}, list[:n]...), fmt.Sprintf("and %d more", len(list)-n))
+}
+
+// stashEntry is one line of git's stash reflog: the stash commit and its
+// subject ("WIP on main: ...", "On main: ...").
+type stashEntry struct{ commit, subject string }
+
+// stashEntries reads git's stash from its reflog in the shared git dir,
+// oldest first; ok is false when that cannot be read (refs in a
+// reftable).
+func stashEntries(commonDir string) (list []stashEntry, ok bool) {
+	if _, err := os.Stat(filepath.Join(commonDir, "reftable")); err == nil {
+		return nil, false
+	}
+	data, err := os.ReadFile(filepath.Join(commonDir, "logs", "refs", "stash"))
+	if err != nil {
+		return nil, true
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		head, subject, _ := strings.Cut(line, "\t")
+		if f := strings.Fields(head); len(f) >= 2 {
+			list = append(list, stashEntry{commit: f[1], subject: subject})
+		}
+	}
+	return list, true
+}
+
+// stashCommits is the set of commits git's stash holds; nil when unknown.
+func stashCommits(commonDir string) map[string]bool {
+	list, ok := stashEntries(commonDir)
+	if !ok {
+		return nil
+	}
+	set := make(map[string]bool, len(list))
+	for _, s := range list {
+		set[s.commit] = true
+	}
+	return set
+}
+
+// unstash puts back in the tree the work the agent left in git stash: a
+// `git stash && npm test && git stash pop` whose tests fail never pops,
+// and the story was committed without its work ("done", the plan ticked,
+// the work in stash@{0}). Each entry the attempt added on its own branch
+// (the stash is shared by every worktree: another worker's is not this
+// attempt's) is applied, oldest first, and dropped; it is then judged with
+// the rest of the attempt: committed if it passes, saved and rolled back
+// if not. One that does not apply cleanly stays in the stash, said (its
+// conflicts are leftInGit's).
+func (e *executor) unstash(ctx context.Context) error {
+	list, ok := stashEntries(e.st.Repo.CommonDir)
+	if !ok || e.stashAtStart == nil {
+		return nil
+	}
+	branch := checkpoint.BranchName(e.attemptBranch)
+	ctx = context.WithoutCancel(ctx)
+	for _, s := range list {
+		if e.stashAtStart[s.commit] {
+			continue // there before the attempt
+		}
+		if !strings.HasPrefix(s.subject, "WIP on "+branch+": ") && !strings.HasPrefix(s.subject, "On "+branch+": ") {
+			continue
+		}
+		if _, err := e.st.Repo.Run(ctx, "stash", "apply", "-q", s.commit); err != nil {
+			e.disp.printf("  the agent left work in git stash (%s) that does not go back into the tree: %v", s.subject, err)
+			continue
+		}
+		if e.worktree != "" {
+			// Other worktrees' agents may be stashing now: a drop
+			// (git rewrites the stash's reflog) beside their push can
+			// lose their entry. Dropped once the workers are gone.
+			e.run.stashApplied(s.commit)
+		} else if err := e.dropStash(ctx, s.commit); err != nil {
+			e.disp.printf("  the agent's work in git stash (%s) is back in the tree; its stash entry stays: %v", s.subject, err)
+			continue
+		}
+		e.disp.printf("  the agent left work in git stash (%s); it is back in the tree, to be judged with the rest of the attempt", s.subject)
+	}
+	return nil
+}
+
+// dropStash drops the stash entry holding commit. git drops by position
+// (stash@{n}): the position is read and checked just before.
+func (e *executor) dropStash(ctx context.Context, commit string) error {
+	return dropStash(ctx, e.st.Repo, commit)
+}
+
+// stashApplied records a stash entry a worker applied, for dropAppliedStash.
+func (r *run) stashApplied(commit string) {
+	r.stashMu.Lock()
+	r.appliedStash = append(r.appliedStash, commit)
+	r.stashMu.Unlock()
+}
+
+// dropAppliedStash drops the stash entries workers applied, once no
+// worker (and no agent) runs.
+func (r *run) dropAppliedStash() {
+	r.stashMu.Lock()
+	defer r.stashMu.Unlock()
+	for _, c := range r.appliedStash {
+		_ = dropStash(context.Background(), r.st.Repo, c)
+	}
+	r.appliedStash = nil
+}
+
+func dropStash(ctx context.Context, repo *git.Repo, commit string) error {
+	now, _ := stashEntries(repo.CommonDir)
+	for i := len(now) - 1; i >= 0; i-- {
+		if now[i].commit != commit {
+			continue
+		}
+		entry := fmt.Sprintf("stash@{%d}", len(now)-1-i)
+		if at, err := repo.Line(ctx, "rev-parse", "--verify", "--quiet", entry); err != nil || at != commit {
+			return fmt.Errorf("%s moved while it was dropped", entry)
+		}
+		_, err := repo.Run(ctx, "stash", "drop", "-q", entry)
+		return err
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -200,5 +201,93 @@ func TestAgentLeavingGitHalfDoneFails(t *testing.T) {
 				t.Errorf("no backup holds the agent's work (%v)", sum.Backups)
 			}
 		})
+	}
+}
+
+// `git stash && npm test && git stash pop` whose tests fail never pops:
+// the story's work stayed in the stash, and the loop committed the story
+// - ticked done - without it. The work the attempt left in the stash is
+// put back in the tree and judged with the rest: committed when the
+// attempt passes, saved and rolled back when it fails. A stash entry
+// that was there before (the person's own) is left alone, and a stash
+// the agent popped itself is not mentioned.
+func TestWorkLeftInTheStashIsTheStorys(t *testing.T) {
+	for _, c := range []struct {
+		name, script string
+		fail, said   bool
+	}{
+		{"left, passing", "git stash -q -u && false && git stash pop; exit 0", false, true},
+		{"left, failing", "git stash -q -u && false && git stash pop; exit 1", true, true},
+		{"popped", "git stash -q -u && git stash pop -q", false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, p := newRepo(t, 1)
+			dir := st.Repo.Root
+			// The person's own stash entry, from before the run.
+			if err := os.WriteFile(filepath.Join(dir, "mine.txt"), []byte("mine\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			gitT(t, dir, "stash", "-q", "-u")
+			o := opts(p, `cat >/dev/null; echo work > work.txt; `+c.script)
+			o.Retries = 0
+			var out strings.Builder
+			o.Out = &out
+			sum, _ := Run(context.Background(), st, o)
+			if said := strings.Contains(out.String(), "the agent left work in git stash (WIP on "); said != c.said {
+				t.Errorf("said = %v:\n%s", said, out.String())
+			}
+			if list := gitT(t, dir, "stash", "list"); strings.Count(list, "\n") != 1 || !strings.Contains(list, "stash@{0}") {
+				t.Errorf("the stash holds other than the person's entry:\n%s", list)
+			}
+			files := gitT(t, dir, "ls-tree", "-r", "--name-only", "HEAD")
+			if c.fail {
+				if len(sum.Completed) != 0 || strings.Contains(files, "work.txt") {
+					t.Fatalf("failed attempt committed: %+v\n%s", sum, files)
+				}
+				if len(sum.Backups) != 1 || !strings.Contains(gitT(t, dir, "ls-tree", "-r", "--name-only", sum.Backups[0]), "work.txt") {
+					t.Errorf("the stashed work is not in the attempt's backup (%v)", sum.Backups)
+				}
+				return
+			}
+			if len(sum.Completed) != 1 || !strings.Contains(files, "work.txt") {
+				t.Fatalf("the story's commit lacks its work: %+v\n%s\n%s", sum, files, out.String())
+			}
+		})
+	}
+}
+
+// In parallel mode the stash is one for every worktree: each worker puts
+// back only what its own agent left there (the entries made on its
+// branch), and each story lands with its own work. (Two agents' own `git
+// stash` at the same moment can lose one of the two entries - git's
+// refs/stash is shared and its stash does not take turns - so the agents
+// here take turns with flock; wiggum's own drops take turns under the
+// repository mutex.)
+func TestWorkLeftInTheStashInParallel(t *testing.T) {
+	st, p := newRepo(t, 4)
+	dir := st.Repo.Root
+	turn := filepath.Join(t.TempDir(), "stash.lock")
+	o := opts(p, `cat >/dev/null; echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"; flock "`+turn+`" git stash -q -u && false; exit 0`)
+	o.Retries, o.Workers = 0, 2
+	var out strings.Builder
+	o.Out = &out
+	sum, err := Run(context.Background(), st, o)
+	if err != nil || len(sum.Completed) != 4 {
+		t.Fatalf("run: %+v, %v\n%s", sum, err, out.String())
+	}
+	files := gitT(t, dir, "ls-tree", "-r", "--name-only", "HEAD")
+	for i := 1; i <= 4; i++ {
+		if !strings.Contains(files, fmt.Sprintf("work-US-%d.txt", i)) {
+			t.Errorf("US-%d's work did not land:\n%s\n%s", i, files, out.String())
+		}
+	}
+	for i := 1; i <= 4; i++ {
+		log := gitT(t, dir, "log", "--format=%s", "--", fmt.Sprintf("work-US-%d.txt", i))
+		if !strings.Contains(log, fmt.Sprintf("US-%d: story %d", i, i)) {
+			t.Errorf("work-US-%d.txt came with another story's commit:\n%s", i, log)
+		}
+	}
+	if list := gitT(t, dir, "stash", "list"); list != "" {
+		t.Errorf("the stash is not empty:\n%s", list)
 	}
 }

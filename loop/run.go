@@ -45,6 +45,10 @@ type run struct {
 	// autoCap: the iteration cap is the run's own (stories x attempts),
 	// raised as the plan grows; false when --max-iterations set it.
 	autoCap bool
+	// appliedStash: stash entries workers put back in their trees, to
+	// drop when no worker runs (dropAppliedStash).
+	stashMu      sync.Mutex
+	appliedStash []string
 	// killed: the journal records a run that did not end by itself (this
 	// plan's or, with --fresh, another's), so its crash may have left ticks
 	// or an index to repair.
@@ -126,6 +130,7 @@ func (r *run) close() {
 	// Every supervisor is gone, and with it every agent process, before
 	// the lock is free.
 	r.pool.Close()
+	r.dropAppliedStash()
 	r.releaseUnlanded()
 	if r.led.j != nil {
 		_ = r.led.j.close()
