@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -400,8 +401,30 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if errors.Is(err, context.Canceled) {
 		return Silent(exitInterrupt)
 	}
-	return err
+	return diskFull(err)
 }
+
+// diskFull adds to an error that a full disk caused (git's and the
+// system's "No space left on device", however deep) what it means and
+// what to do, unless it says so already.
+func diskFull(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if !errors.Is(err, syscall.ENOSPC) && !strings.Contains(msg, "No space left on device") || strings.Contains(msg, "disk holding the repository is full") {
+		return err
+	}
+	return &diskFullError{err}
+}
+
+type diskFullError struct{ error }
+
+func (e *diskFullError) Error() string {
+	return e.error.Error() + ". The disk holding the repository is full: free space, then run again"
+}
+
+func (e *diskFullError) Unwrap() error { return e.error }
 
 // coordinator opens the shared run of --remote.
 func (c *RunCmd) coordinator(ctx context.Context, repo *git.Repo, p plan.Plan, g *Globals) (loop.Coordinator, error) {
