@@ -156,8 +156,10 @@ var resumeWindows = []string{
 // resumeAgent is the scripted agent of the kill-window tests: it counts
 // its invocations per story outside the repository and writes the story's
 // work file; odd stories commit it themselves, even ones tick their own
-// story in the worktree's plan, as ralph prompts ask (the loop keeps that
-// edit out of the branch, and saves it when the worktree goes). Stories
+// story in the worktree's plan, as ralph prompts ask, and add a note to it
+// (the loop takes a lone tick of the agent's own story back; it keeps the
+// rest of the edit out of the branch, and saves it when the worktree
+// goes: the remove-saved window). Stories
 // listed in $MARKS/hang hang until killed, until $MARKS/resumed exists.
 const resumeAgent = `cat > /dev/null
 S=$WIGGUM_STORY
@@ -168,6 +170,7 @@ if [ $((n % 2)) -eq 1 ]; then
   git add "work-$S.txt" && git commit -q -m "agent: $S"
 else
   sed -i "s/^- \[ \] $S:/- [x] $S:/" plan.md
+  echo "<!-- $S: a note of the agent's -->" >> plan.md
 fi
 if grep -qx "$S" "$MARKS/hang" 2>/dev/null && [ ! -e "$MARKS/resumed" ]; then
   touch "$MARKS/hanging-$S"; sleep $SLEEP

@@ -88,15 +88,30 @@ func (s *planAtStart) editSince(p plan.Plan, story string) *planEdit {
 		}
 	}
 	if len(e.added) == 0 && len(e.changed) == 1 && e.changed[0] == story {
-		was := s.stories[story]
-		for _, st := range stories {
-			if st.ID == story {
-				was.Done = st.Done
-				e.ownTick = st.Done && was == st
-			}
-		}
+		e.ownTick = s.tickedIs(story, now)
 	}
 	return e
+}
+
+// tickedIs reports whether now is the plan at the start with story ticked
+// by the plan's own MarkDone, byte for byte: the agent's edit was that
+// tick and nothing else (a note it added besides is work to keep).
+func (s *planAtStart) tickedIs(story string, now []byte) bool {
+	dir, err := os.MkdirTemp("", "wiggum-plan-")
+	if err != nil {
+		return false
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, filepath.Base(s.path))
+	if os.WriteFile(path, s.data, 0o600) != nil {
+		return false
+	}
+	p, err := plan.OpenFile(path)
+	if err != nil || p.MarkDone(story) != nil {
+		return false
+	}
+	ticked, err := os.ReadFile(path)
+	return err == nil && bytes.Equal(ticked, now)
 }
 
 // restoreOwnTick puts the plan file back as it was at the start when the
