@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -85,6 +86,18 @@ func TestPruneClearsAKilledRunsGit(t *testing.T) {
 	}
 	args := []string{"run", "--plan", "plan.md", "--workers", "2", "--agent-cmd", `cat > /dev/null; echo "$WIGGUM_STORY" > "f-$WIGGUM_STORY.txt"`}
 	path := "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")
+	// Whatever happens to the test, no wrapper outlives it (each ignores
+	// SIGTERM and would spin for good).
+	t.Cleanup(func() {
+		found, _ := filepath.Glob(filepath.Join(marks, "git.*"))
+		for _, f := range found {
+			if data, err := os.ReadFile(f); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+	})
 	w := startWiggum(t, dir, []string{path}, args...)
 	// Both workers may be committing; each such git writes its pid.
 	var gits []int
@@ -101,11 +114,6 @@ func TestPruneClearsAKilledRunsGit(t *testing.T) {
 	for _, f := range found {
 		gits = append(gits, readPID(t, f))
 	}
-	defer func() {
-		for _, pid := range gits {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}()
 
 	p := wiggum(t, dir, nil, "worktree", "prune")
 	if p.code != 0 {
