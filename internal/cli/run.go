@@ -76,6 +76,19 @@ the failure in its prompt, up to --retries, then skipped. The plan is the
 record: stories an agent ticks in it itself are taken as done with no
 attempt of their own, and the run names them (untick them to have them run).
 
+What the agent leaves in git is settled before the outcome is judged. A
+branch it switched to comes back: its commits go onto the attempt's branch
+(fast-forward) and a branch it made is removed; one that does not continue
+the attempt's branch fails the attempt, saved first. A merge, rebase or
+cherry-pick it left in progress is saved and aborted, and conflicts it left
+fail the attempt: no conflict marker is ever committed. Work it left in git
+stash is put back in the tree. A failed attempt's rollback leaves the
+stories added to the plan meanwhile (a person queuing work) and removes,
+saved first, files the attempt hid behind its own .gitignore change. A
+rollback that itself fails (a full disk) stops the run with exit 1, the
+attempt left as it was and the journal open: once that is mended, the next
+run resumes it.
+
 The plan is --prd N, --plan FILE, --issues DIR, or found: prd.json,
 .ralph/prd.json, or a single .ralph/PRD-N/plan.md. Prompt placeholders:
 {{STORY_ID}} {{STORY_TITLE}} {{STORY}} {{PLAN_PATH}} {{PROGRESS_PATH}}
