@@ -119,6 +119,11 @@ func (s *State) Backup(ctx context.Context, reason string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("backup: read HEAD and status: %w", err)
 	}
+	return s.backupOf(ctx, now, reason)
+}
+
+// backupOf is Backup of the tree as the status now read it.
+func (s *State) backupOf(ctx context.Context, now *git.Status, reason string) (string, error) {
 	if now.Head == "" {
 		return "", errors.New("backup: the repository has no commits yet")
 	}

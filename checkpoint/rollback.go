@@ -211,7 +211,7 @@ func (s *State) removeUnhidden(ctx context.Context, cp *Checkpoint, res *Rollbac
 	if len(files) == 0 {
 		return nil
 	}
-	ref, err := s.Backup(ctx, reason+": files the attempt's .gitignore change had hidden")
+	ref, err := s.backupOf(ctx, now, reason+": files the attempt's .gitignore change had hidden")
 	if err != nil {
 		return fmt.Errorf("save the files the attempt's .gitignore change had hidden: %w", err)
 	}

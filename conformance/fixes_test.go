@@ -989,12 +989,9 @@ func TestPackageScriptsAreGuarded(t *testing.T) {
 // whose profile would put /usr/bin first on PATH again.
 func TestPushWithoutHooksIsStopped(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c client) {
-		w := newWorld(t, c, fakemodel.Turn{Shell: "node publish.js"}, fakemodel.Turn{Text: "done"})
-		writeFile(t, filepath.Join(w.dir, "publish.js"), `const cp = require("child_process");
+		w := publishing(t, c, `const cp = require("child_process");
 cp.execFileSync(["gi", "t"].join(""), [["pu", "sh"].join(""), "--no-verify", "origin", "HEAD:refs/heads/noverify"], {stdio: "inherit"});
 `)
-		w.git("add", "publish.js")
-		w.git("commit", "-q", "-m", "a publishing script")
 		if out := w.hookOut("claude", "node publish.js"); out != "" {
 			t.Fatalf("the guard stops the script itself, so the shim is not tested: %s", out)
 		}
@@ -1082,21 +1079,12 @@ func TestAgentLeavingConflictsFails(t *testing.T) {
 // sends every push to wiggum's remote helper (git-remote-wiggum-no-push,
 // beside the shim), which refuses; reads of the remote are untouched.
 func TestPushByFullPathIsStopped(t *testing.T) {
-	realGit, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if realGit, err = filepath.EvalSymlinks(realGit); err != nil {
-		t.Fatal(err)
-	}
+	git := realGitPath(t)
 	forEachClient(t, func(t *testing.T, c client) {
-		w := newWorld(t, c, fakemodel.Turn{Shell: "node publish.js"}, fakemodel.Turn{Text: "done"})
-		writeFile(t, filepath.Join(w.dir, "publish.js"), fmt.Sprintf(`const cp = require("child_process");
+		w := publishing(t, c, fmt.Sprintf(`const cp = require("child_process");
 cp.execFileSync(%q, ["ls-remote", "origin"], {stdio: "ignore"});
 cp.execFileSync(%q, [["pu", "sh"].join(""), "--no-verify", "origin", "HEAD:refs/heads/fullpath"], {stdio: "inherit"});
-`, realGit, realGit))
-		w.git("add", "publish.js")
-		w.git("commit", "-q", "-m", "a publishing script")
+`, git, git))
 		w.run(0)
 		if refs := w.remoteRefs(); strings.Contains(refs, "fullpath") {
 			t.Fatalf("the push reached the remote:\n%s", refs)
@@ -1110,20 +1098,39 @@ cp.execFileSync(%q, [["pu", "sh"].join(""), "--no-verify", "origin", "HEAD:refs/
 // A run started with WIGGUM_ALLOW_PUSH=1 lets its agents push (the
 // pre-push hook's rule): then no push is sent to the refusing helper.
 func TestPushByFullPathAllowedWhenTheRunAllowsPush(t *testing.T) {
-	realGit, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatal(err)
-	}
+	git := realGitPath(t)
 	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
-		w := newWorld(t, c, fakemodel.Turn{Shell: "node publish.js"}, fakemodel.Turn{Text: "done"})
-		writeFile(t, filepath.Join(w.dir, "publish.js"), fmt.Sprintf(`require("child_process").execFileSync(%q, [["pu", "sh"].join(""), "-q", "--no-verify", "origin", "HEAD:refs/heads/allowed"], {stdio: "inherit"});
-`, realGit))
-		w.git("add", "publish.js")
-		w.git("commit", "-q", "-m", "a publishing script")
+		w := publishing(t, c, fmt.Sprintf(`require("child_process").execFileSync(%q, [["pu", "sh"].join(""), "-q", "--no-verify", "origin", "HEAD:refs/heads/allowed"], {stdio: "inherit"});
+`, git))
 		w.env = append(w.env, "WIGGUM_ALLOW_PUSH=1")
 		w.run(0)
 		if refs := w.remoteRefs(); !strings.Contains(refs, "refs/heads/allowed") {
 			t.Fatalf("the allowed push did not reach the remote:\n%s\n%s", refs, lastSent(w.turnRequest(1).Body))
 		}
 	})
+}
+
+// publishing is a world whose model runs `node publish.js`, a script
+// committed in the tree that the guard cannot read: what it does reaches
+// git past the guard.
+func publishing(t *testing.T, c client, script string) *world {
+	t.Helper()
+	w := newWorld(t, c, fakemodel.Turn{Shell: "node publish.js"}, fakemodel.Turn{Text: "done"})
+	writeFile(t, filepath.Join(w.dir, "publish.js"), script)
+	w.git("add", "publish.js")
+	w.git("commit", "-q", "-m", "a publishing script")
+	return w
+}
+
+// realGitPath is git's own binary, by its full path (no shim of wiggum's).
+func realGitPath(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("git")
+	if err == nil {
+		path, err = filepath.EvalSymlinks(path)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

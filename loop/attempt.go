@@ -160,7 +160,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	}
 	e.attemptBranch = cp.Branch
 	e.planStart = e.readPlan()
-	e.stashAtStart = stashCommits(e.st.Repo.CommonDir)
+	e.stashAtStart = stashCommits(e.st.Repo)
 	// Informational until the agent has done something: a start lost to
 	// a power cut leaves an attempt that had nothing to roll back.
 	if err := r.led.record(journalRec{T: "start", Story: story.ID, Attempt: attempt, Iter: iter, Session: e.session,

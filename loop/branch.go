@@ -1,11 +1,8 @@
 package loop
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -76,7 +73,7 @@ func (e *executor) backToBranch(ctx context.Context, want string) (detail string
 	}
 	removed := ""
 	if now != "" {
-		if createdSince(repo.CommonDir, now, e.attemptStarted) {
+		if createdSince(repo, now, e.attemptStarted) {
 			if ok, _ := repo.OK(ctx, "update-ref", "-d", now, head); ok {
 				removed = "; " + checkpoint.BranchName(now) + ", which it created, is removed"
 			}
@@ -123,24 +120,9 @@ func (e *executor) madeSince(ctx context.Context, tip, head string) (bool, error
 // createdSince reports whether the branch ref's reflog begins with its
 // creation at or after since: the attempt made it. Without a reflog
 // (core.logAllRefUpdates off) nothing says so, and it is left alone.
-func createdSince(commonDir, ref string, since time.Time) bool {
-	f, err := os.Open(filepath.Join(commonDir, "logs", filepath.FromSlash(ref)))
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	if !sc.Scan() {
-		return false
-	}
-	// "<old> <new> <name> <email> <unix time> <zone>\t<message>"
-	line, _, _ := strings.Cut(sc.Text(), "\t")
-	fields := strings.Fields(line)
-	if len(fields) < 4 || strings.Trim(fields[0], "0") != "" {
-		return false
-	}
-	secs, err := strconv.ParseInt(fields[len(fields)-2], 10, 64)
-	return err == nil && !time.Unix(secs, 0).Before(since.Truncate(time.Second))
+func createdSince(repo *git.Repo, ref string, since time.Time) bool {
+	log, _ := repo.Reflog(ref)
+	return len(log) > 0 && strings.Trim(log[0].Old, "0") == "" && log[0].Time >= since.Truncate(time.Second).Unix()
 }
 
 // abortCommands are the git commands that abort each operation
@@ -215,39 +197,22 @@ func firstN(list []string, n int) []string {
 	return append(append([]string{}, list[:n]...), fmt.Sprintf("and %d more", len(list)-n))
 }
 
-// stashEntry is one line of git's stash reflog: the stash commit and its
-// subject ("WIP on main: ...", "On main: ...").
-type stashEntry struct{ commit, subject string }
-
-// stashEntries reads git's stash from its reflog in the shared git dir,
-// oldest first; ok is false when that cannot be read (refs in a
-// reftable).
-func stashEntries(commonDir string) (list []stashEntry, ok bool) {
-	if _, err := os.Stat(filepath.Join(commonDir, "reftable")); err == nil {
-		return nil, false
-	}
-	data, err := os.ReadFile(filepath.Join(commonDir, "logs", "refs", "stash"))
-	if err != nil {
-		return nil, true
-	}
-	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-		head, subject, _ := strings.Cut(line, "\t")
-		if f := strings.Fields(head); len(f) >= 2 {
-			list = append(list, stashEntry{commit: f[1], subject: subject})
-		}
-	}
-	return list, true
+// stashEntries reads git's stash from its reflog, oldest first: each
+// entry's New is a stash commit, its Message the stash's subject ("WIP on
+// main: ...", "On main: ..."). ok is false when it cannot be read.
+func stashEntries(repo *git.Repo) ([]git.ReflogEntry, bool) {
+	return repo.Reflog("refs/stash")
 }
 
 // stashCommits is the set of commits git's stash holds; nil when unknown.
-func stashCommits(commonDir string) map[string]bool {
-	list, ok := stashEntries(commonDir)
+func stashCommits(repo *git.Repo) map[string]bool {
+	list, ok := stashEntries(repo)
 	if !ok {
 		return nil
 	}
 	set := make(map[string]bool, len(list))
 	for _, s := range list {
-		set[s.commit] = true
+		set[s.New] = true
 	}
 	return set
 }
@@ -262,33 +227,33 @@ func stashCommits(commonDir string) map[string]bool {
 // if not. One that does not apply cleanly stays in the stash, said (its
 // conflicts are leftInGit's).
 func (e *executor) unstash(ctx context.Context) error {
-	list, ok := stashEntries(e.st.Repo.CommonDir)
+	list, ok := stashEntries(e.st.Repo)
 	if !ok || e.stashAtStart == nil {
 		return nil
 	}
 	branch := checkpoint.BranchName(e.attemptBranch)
 	ctx = context.WithoutCancel(ctx)
 	for _, s := range list {
-		if e.stashAtStart[s.commit] {
+		if e.stashAtStart[s.New] {
 			continue // there before the attempt
 		}
-		if !strings.HasPrefix(s.subject, "WIP on "+branch+": ") && !strings.HasPrefix(s.subject, "On "+branch+": ") {
+		if !strings.HasPrefix(s.Message, "WIP on "+branch+": ") && !strings.HasPrefix(s.Message, "On "+branch+": ") {
 			continue
 		}
-		if _, err := e.st.Repo.Run(ctx, "stash", "apply", "-q", s.commit); err != nil {
-			e.disp.printf("  the agent left work in git stash (%s) that does not go back into the tree: %v", s.subject, err)
+		if _, err := e.st.Repo.Run(ctx, "stash", "apply", "-q", s.New); err != nil {
+			e.disp.printf("  the agent left work in git stash (%s) that does not go back into the tree: %v", s.Message, err)
 			continue
 		}
 		if e.worktree != "" {
 			// Other worktrees' agents may be stashing now: a drop
 			// (git rewrites the stash's reflog) beside their push can
 			// lose their entry. Dropped once the workers are gone.
-			e.run.stashApplied(s.commit)
-		} else if err := e.dropStash(ctx, s.commit); err != nil {
-			e.disp.printf("  the agent's work in git stash (%s) is back in the tree; its stash entry stays: %v", s.subject, err)
+			e.run.stashApplied(s.New)
+		} else if err := e.dropStash(ctx, s.New); err != nil {
+			e.disp.printf("  the agent's work in git stash (%s) is back in the tree; its stash entry stays: %v", s.Message, err)
 			continue
 		}
-		e.disp.printf("  the agent left work in git stash (%s); it is back in the tree, to be judged with the rest of the attempt", s.subject)
+		e.disp.printf("  the agent left work in git stash (%s); it is back in the tree, to be judged with the rest of the attempt", s.Message)
 	}
 	return nil
 }
@@ -318,9 +283,9 @@ func (r *run) dropAppliedStash() {
 }
 
 func dropStash(ctx context.Context, repo *git.Repo, commit string) error {
-	now, _ := stashEntries(repo.CommonDir)
+	now, _ := stashEntries(repo)
 	for i := len(now) - 1; i >= 0; i-- {
-		if now[i].commit != commit {
+		if now[i].New != commit {
 			continue
 		}
 		entry := fmt.Sprintf("stash@{%d}", len(now)-1-i)

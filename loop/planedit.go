@@ -12,19 +12,20 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/plan"
 )
 
-// planAtStart is the plan file as an attempt in the main tree found it,
-// for planKept. A person queues work by adding stories to the plan while
-// the loop runs; the rollback of a failed attempt returns the whole tree
-// to the checkpoint, the plan with it, and those stories went with it -
-// saved in the backup, but gone from the plan without a word.
+// planAtStart is the plan file as an attempt found it, for editSince. A
+// person queues work by adding stories to the plan while the loop runs;
+// the rollback of a failed attempt returns the whole tree to the
+// checkpoint, the plan with it, and those stories went with it - saved in
+// the backup, but gone from the plan without a word. Only the bytes are
+// kept: the attempt's path reads the file and parses nothing; the start's
+// stories are parsed only when the plan changed.
 type planAtStart struct {
-	path    string
-	data    []byte
-	stories map[string]plan.Story
+	path string
+	data []byte
 }
 
-// readPlanAtStart reads the plan file and its stories; nil for a plan that
-// is not one file (an issues directory) or cannot be read.
+// readPlanAtStart reads the plan file; nil for a plan that is not one file
+// (an issues directory) or cannot be read.
 func readPlanAtStart(p plan.Plan) *planAtStart {
 	if p == nil || p.Kind() == "issues" {
 		return nil
@@ -33,15 +34,7 @@ func readPlanAtStart(p plan.Plan) *planAtStart {
 	if err != nil {
 		return nil
 	}
-	stories, err := p.Stories()
-	if err != nil {
-		return nil
-	}
-	s := &planAtStart{path: p.Path(), data: data, stories: make(map[string]plan.Story, len(stories))}
-	for _, st := range stories {
-		s.stories[st.ID] = st
-	}
-	return s
+	return &planAtStart{path: p.Path(), data: data}
 }
 
 // planEdit is what changed in the plan file during the attempt.
@@ -56,7 +49,7 @@ type planEdit struct {
 }
 
 // editSince reads the plan now and says what changed since start; nil when
-// nothing did.
+// nothing did, or when the plan at the start does not read as one.
 func (s *planAtStart) editSince(p plan.Plan, story string) *planEdit {
 	if s == nil {
 		return nil
@@ -64,6 +57,28 @@ func (s *planAtStart) editSince(p plan.Plan, story string) *planEdit {
 	now, err := os.ReadFile(s.path)
 	if err != nil || bytes.Equal(now, s.data) {
 		return nil
+	}
+	// The start's plan, read by the plan's own code from a copy of it.
+	dir, err := os.MkdirTemp("", "wiggum-plan-")
+	if err != nil {
+		return nil
+	}
+	defer os.RemoveAll(dir)
+	copyPath := filepath.Join(dir, filepath.Base(s.path))
+	if os.WriteFile(copyPath, s.data, 0o600) != nil {
+		return nil
+	}
+	start, err := plan.OpenFile(copyPath)
+	if err != nil {
+		return nil
+	}
+	before, err := start.Stories()
+	if err != nil {
+		return nil
+	}
+	was := make(map[string]plan.Story, len(before))
+	for _, st := range before {
+		was[st.ID] = st
 	}
 	e := &planEdit{now: now}
 	stories, err := p.Stories()
@@ -74,44 +89,35 @@ func (s *planAtStart) editSince(p plan.Plan, story string) *planEdit {
 	seen := map[string]bool{}
 	for _, st := range stories {
 		seen[st.ID] = true
-		was, ok := s.stories[st.ID]
+		w, ok := was[st.ID]
 		switch {
 		case !ok:
 			e.added = append(e.added, st.ID)
-		case was != st:
+		case w != st:
 			e.changed = append(e.changed, st.ID)
 		}
 	}
-	for id := range s.stories {
-		if !seen[id] {
-			e.changed = append(e.changed, id+" (removed)")
+	for _, st := range before {
+		if !seen[st.ID] {
+			e.changed = append(e.changed, st.ID+" (removed)")
 		}
 	}
 	if len(e.added) == 0 && len(e.changed) == 1 && e.changed[0] == story {
-		e.ownTick = s.tickedIs(story, now)
+		// The agent's own tick only when the plan is, byte for byte,
+		// the start's ticked by the plan's own MarkDone (a note it
+		// added besides is work to keep).
+		ticked, err := markedDone(start, copyPath, story)
+		e.ownTick = err == nil && bytes.Equal(ticked, now)
 	}
 	return e
 }
 
-// tickedIs reports whether now is the plan at the start with story ticked
-// by the plan's own MarkDone, byte for byte: the agent's edit was that
-// tick and nothing else (a note it added besides is work to keep).
-func (s *planAtStart) tickedIs(story string, now []byte) bool {
-	dir, err := os.MkdirTemp("", "wiggum-plan-")
-	if err != nil {
-		return false
+// markedDone ticks story in the plan p (at path) and returns the file.
+func markedDone(p plan.Plan, path, story string) ([]byte, error) {
+	if err := p.MarkDone(story); err != nil {
+		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, filepath.Base(s.path))
-	if os.WriteFile(path, s.data, 0o600) != nil {
-		return false
-	}
-	p, err := plan.OpenFile(path)
-	if err != nil || p.MarkDone(story) != nil {
-		return false
-	}
-	ticked, err := os.ReadFile(path)
-	return err == nil && bytes.Equal(ticked, now)
+	return os.ReadFile(path)
 }
 
 // restoreOwnTick puts the plan file back as it was at the start when the

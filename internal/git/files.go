@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -221,4 +222,36 @@ func (r *Repo) headFile() (branch string, ok bool) {
 		return "", true
 	}
 	return "", false
+}
+
+// ReflogEntry is one line of a ref's reflog: the ref's value before and
+// after, when (to the second), and the message.
+type ReflogEntry struct {
+	Old, New string
+	Time     int64 // unix seconds
+	Message  string
+}
+
+// Reflog reads ref's reflog (refs/heads/x, refs/stash) from its file in
+// the common dir, oldest first, without starting git: none when there is
+// no reflog. ok is false when refs are kept in a reftable.
+func (r *Repo) Reflog(ref string) (entries []ReflogEntry, ok bool) {
+	if reftableRefs(r.CommonDir) {
+		return nil, false
+	}
+	data, err := os.ReadFile(filepath.Join(r.CommonDir, "logs", filepath.FromSlash(ref)))
+	if err != nil {
+		return nil, true
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		// "<old> <new> <name> <email> <unix time> <zone>\t<message>"
+		head, msg, _ := strings.Cut(line, "\t")
+		f := strings.Fields(head)
+		if len(f) < 4 {
+			continue
+		}
+		secs, _ := strconv.ParseInt(f[len(f)-2], 10, 64)
+		entries = append(entries, ReflogEntry{Old: f[0], New: f[1], Time: secs, Message: msg})
+	}
+	return entries, true
 }

@@ -233,3 +233,30 @@ func TestInProgressAsksGitInAReftableRepository(t *testing.T) {
 		t.Fatalf("a reftable repository whose git resolves CHERRY_PICK_HEAD: %q", op)
 	}
 }
+
+// A ref's reflog is read from its file as git writes it: oldest first,
+// the creation with an all-zero old value, git's own message; a ref with
+// no reflog has none.
+func TestReflogReadsTheFile(t *testing.T) {
+	dir := testRepo(t)
+	gitT(t, dir, "branch", "topic")
+	write(t, dir, "a.txt", "changed\n")
+	gitT(t, dir, "stash", "-q")
+	repo, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, ok := repo.Reflog("refs/heads/topic")
+	head := gitT(t, dir, "rev-parse", "HEAD")
+	if !ok || len(topic) != 1 || strings.Trim(topic[0].Old, "0") != "" || topic[0].New != head ||
+		!strings.HasPrefix(topic[0].Message, "branch: Created from") || topic[0].Time == 0 {
+		t.Fatalf("topic's reflog = %+v, %v", topic, ok)
+	}
+	stash, ok := repo.Reflog("refs/stash")
+	if !ok || len(stash) != 1 || stash[0].New != gitT(t, dir, "rev-parse", "stash@{0}") || !strings.HasPrefix(stash[0].Message, "WIP on main: ") {
+		t.Fatalf("the stash's reflog = %+v, %v", stash, ok)
+	}
+	if none, ok := repo.Reflog("refs/tags/none"); !ok || len(none) != 0 {
+		t.Fatalf("no reflog = %+v, %v", none, ok)
+	}
+}
