@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
@@ -747,7 +748,7 @@ type StuckError struct {
 
 func (e *StuckError) Error() string {
 	cause := ""
-	if strings.Contains(e.Err.Error(), "No space left on device") {
+	if DiskFull(e.Err) {
 		cause = " The disk holding the repository is full."
 	}
 	then := "saves that work under refs/wiggum/backup/ and puts the tree back before it goes on"
@@ -759,6 +760,12 @@ func (e *StuckError) Error() string {
 }
 
 func (e *StuckError) Unwrap() error { return e.Err }
+
+// DiskFull reports whether a full disk caused err: ENOSPC in its chain,
+// or git's (or another program's) "No space left on device" in its text.
+func DiskFull(err error) bool {
+	return err != nil && (errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), "No space left on device"))
+}
 
 // rollback returns the tree to the attempt's checkpoint. A refusal stops
 // the run: someone else changed the repository, and the loop must not

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -424,8 +423,7 @@ func diskFull(err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	if !errors.Is(err, syscall.ENOSPC) && !strings.Contains(msg, "No space left on device") || strings.Contains(msg, "disk holding the repository is full") {
+	if !loop.DiskFull(err) || strings.Contains(err.Error(), "disk holding the repository is full") {
 		return err
 	}
 	return &diskFullError{err}
