@@ -1134,3 +1134,52 @@ func realGitPath(t *testing.T) string {
 	}
 	return path
 }
+
+// git's stash is one for every worktree, so in a parallel run an agent's
+// `git stash pop` took another worker's entry whenever that worker had
+// stashed since: each story was committed with the other's work. Two real
+// clients here stash and pop in the order that did it (each script waits
+// for the other's mark), and each now pops its own work. (Codex's sandbox
+// keeps .git read-only: its stash cannot be written at all.)
+func TestParallelAgentsKeepTheirOwnStash(t *testing.T) {
+	forClients(t, []string{"claude", "gemini"}, func(t *testing.T, c client) {
+		const stash = "sh stash.sh"
+		w := newWorld(t, c, fakemodel.Turn{Shell: stash}, fakemodel.Turn{Shell: stash}, fakemodel.Turn{Text: "done"}, fakemodel.Turn{Text: "done"})
+		marks := t.TempDir()
+		writeFile(t, filepath.Join(w.dir, "plan.md"), "- [ ] US-1: first\n- [ ] US-2: second\n")
+		writeFile(t, filepath.Join(w.dir, "stash.sh"), `M=`+marks+`
+s=$(basename "$PWD")
+await() {
+  i=0
+  until [ -e "$M/$1" ]; do
+    i=$((i + 1)); [ $i -gt 1200 ] && { echo "never saw $1" > "$M/fail-$s"; exit 1; }
+    sleep 0.05
+  done
+}
+echo "$s" > "work-$s.txt"
+case $s in
+US-1) git stash -q -u && touch "$M/stashed-1" && await stashed-2 && git stash pop -q && touch "$M/popped-1" ;;
+US-2) await stashed-1 && git stash -q -u && touch "$M/stashed-2" && await popped-1 && git stash pop -q ;;
+*) echo "not in a story's worktree: $PWD" > "$M/fail-$s" ;;
+esac
+ls work-*.txt > "$M/files-$s"
+`)
+		w.git("add", "-A")
+		w.git("commit", "-q", "-m", "two stories and a stash script")
+		out := w.run(0, "--workers", "2")
+		for _, s := range []string{"US-1", "US-2"} {
+			if f, err := os.ReadFile(filepath.Join(marks, "fail-"+s)); err == nil {
+				t.Errorf("%s: %s", s, f)
+			}
+			if f, err := os.ReadFile(filepath.Join(marks, "files-"+s)); err != nil || strings.TrimSpace(string(f)) != "work-"+s+".txt" {
+				t.Errorf("%s's agent popped into its tree: %q (%v)\n%s", s, f, err, out)
+			}
+			if log := w.git("log", "--format=%s", "--", "work-"+s+".txt"); strings.Count(log, "\n") != 1 || !strings.Contains(log, s+": ") {
+				t.Errorf("work-%s.txt came with another story's commit:\n%s", s, log)
+			}
+		}
+		if list := w.git("stash", "list"); list != "" {
+			t.Errorf("the stash is not empty:\n%s", list)
+		}
+	})
+}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	gitfiles "github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // GitShimName is the name the wiggum binary answers to as the git shim: a
@@ -54,10 +55,17 @@ func GitShim(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "wiggum: no git on PATH besides wiggum's shim")
 		return 127
 	}
-	if dir, push := gitPush(args, real); push {
+	dir, sub, inline := gitCommand(args)
+	if gitPush(dir, args, sub, inline, real) {
 		if err := GitHook(context.Background(), dir, "pre-push"); err != nil {
 			fmt.Fprintf(stderr, "wiggum: %v\n", err)
 			return 1
+		}
+	}
+	if sub < len(args) && args[sub] == "stash" && os.Getenv(layout.SharedStashEnv) == "1" {
+		var code int
+		if args, code, _ = ownStash(dir, args, sub, real, stderr); code >= 0 {
+			return code
 		}
 	}
 	err := syscall.Exec(real, append([]string{"git"}, args...), os.Environ())
@@ -65,11 +73,11 @@ func GitShim(args []string, stderr io.Writer) int {
 	return 126
 }
 
-// gitPush reports whether git ARGS pushes (push, send-pack, or an alias
-// for them), and the directory it works in.
-func gitPush(args []string, real string) (dir string, push bool) {
+// gitCommand reads git ARGS's options before its command: the directory
+// it works in, the index of the command in args (len(args) when there is
+// none), and its -c settings.
+func gitCommand(args []string) (dir string, sub int, inline []string) {
 	dir, _ = os.Getwd()
-	var inline []string // -c settings, for an alias given there
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -110,15 +118,21 @@ func gitPush(args []string, real string) (dir string, push bool) {
 		}
 		_, _ = takes("--namespace") // its value is no subcommand
 	}
+	return dir, i, inline
+}
+
+// gitPush reports whether git ARGS, whose command is args[i], pushes
+// (push, send-pack, or an alias for them).
+func gitPush(dir string, args []string, i int, inline []string, real string) bool {
 	if i >= len(args) {
-		return dir, false
+		return false
 	}
 	sub := args[i]
 	if sub == "push" || sub == "send-pack" {
-		return dir, true
+		return true
 	}
 	if isBuiltinGit(sub) {
-		return dir, false
+		return false
 	}
 	// An alias: given inline, or in git's config (asked of the real git,
 	// only for a command git does not have).
@@ -131,12 +145,12 @@ func gitPush(args []string, real string) (dir string, push bool) {
 	if alias == "" {
 		out, err := exec.Command(real, "-C", dir, "config", "--get", "alias."+sub).Output()
 		if err != nil {
-			return dir, false
+			return false
 		}
 		alias = strings.TrimSpace(string(out))
 	}
 	f := strings.Fields(alias)
-	return dir, len(f) > 0 && (f[0] == "push" || f[0] == "send-pack")
+	return len(f) > 0 && (f[0] == "push" || f[0] == "send-pack")
 }
 
 // builtinGit are git's commands an alias cannot shadow (git runs its own

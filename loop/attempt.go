@@ -346,6 +346,9 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		// The worktree sits inside the main tree: if the agent removes
 		// its .git, its git must fail, not find the main repository.
 		env = append(env, git.CeilingEnv(e.st.Repo.Root))
+		// Every worktree shares git's stash: the shim shows this agent
+		// the entries of its own branch (hooks.GitShim).
+		env = append(env, layout.SharedStashEnv+"=1")
 	}
 	env = git.WithConfig(env, git.NoAutoMaintenance...)
 	if r.opts.GitShim != "" {

@@ -105,7 +105,10 @@ A branch that cannot merge is kept and reported, and the run exits 5. The
 main tree follows each merge only where it has no local changes in the way;
 otherwise the branch is kept. Stories should be independent of each other.
 Each agent (and --test-cmd) runs in its worktree, so relative paths in
---agent-cmd are taken from there; use absolute ones.
+--agent-cmd are taken from there; use absolute ones. Every worktree shares
+git's stash, so each agent's git (wiggum's, first on its PATH) works with
+the stash entries made on its own branch: pop, apply, drop and show take
+its newest, list and clear see only its own, and another's is refused.
 
 Resume: the run keeps a journal (.ralph/wiggum/run-journal.jsonl) of every
 attempt, its outcome, cost and tokens, and the run's budgets. A run that was
@@ -394,9 +397,10 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if note != "" {
 		g.Log().Warn(note)
 	}
-	if opts.VerifyHooks {
+	if opts.VerifyHooks || opts.Workers > 1 {
 		// A built-in agent's git is wiggum's shim: the push guard holds
-		// where git runs no hooks.
+		// where git runs no hooks. Every parallel worker's agent gets it
+		// too: it keeps each worker to its own stash entries.
 		if opts.GitShim, err = agent.GitShim(st.Path(layout.RuntimeDir)); err != nil {
 			return err
 		}

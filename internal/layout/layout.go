@@ -55,6 +55,12 @@ const SessionEnv = "WIGGUM_SESSION"
 // processes - an agent - sets it.
 const AllowPushEnv = "WIGGUM_ALLOW_PUSH"
 
+// SharedStashEnv is set to 1 in the environment of a parallel run's
+// agents: git's stash (refs/stash) is one for all the worktrees of a
+// repository, and wiggum's git shim then shows each agent only the stash
+// entries made on its own branch (hooks.GitShim).
+const SharedStashEnv = "WIGGUM_SHARED_STASH"
+
 // RootEnv is exported with SessionEnv: the top of the tree the session
 // holds. Together they let a hook tell "no session here" from "this
 // session's files were deleted under it" (Tree.Session).
