@@ -62,8 +62,11 @@ type executor struct {
 	// stashAtStart is the commits git's stash held when the attempt
 	// started (nil when unknown).
 	stashAtStart map[string]bool
-	span         *telemetry.Span // the current attempt's
-	source       string          // what failed it, for its span
+	// refsAtStart is the branches and tags when the attempt started (nil
+	// when unknown), for unref.
+	refsAtStart map[string]string
+	span        *telemetry.Span // the current attempt's
+	source      string          // what failed it, for its span
 	// keep, when it says so, leaves an interrupted attempt as it is rather
 	// than rolling it back: a shared story lost to another machine keeps
 	// the agent's commits on its branch (the worktree's removal saves the
@@ -162,6 +165,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	e.attemptBranch = cp.Branch
 	e.planStart = e.readPlan()
 	e.stashAtStart = stashCommits(e.st.Repo)
+	e.refsAtStart, _ = e.st.Repo.Refs(refPrefixes...)
 	// Informational until the agent has done something: a start lost to
 	// a power cut leaves an attempt that had nothing to roll back.
 	if err := r.led.record(journalRec{T: "start", Story: story.ID, Attempt: attempt, Iter: iter, Session: e.session,
@@ -808,6 +812,9 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 		e.run.addBackup(res.UnhiddenBackup)
 	}
 	for _, n := range res.Notes() {
+		e.disp.printf("  %s", n)
+	}
+	for _, n := range e.unref(ctx, res.BackupRef) {
 		e.disp.printf("  %s", n)
 	}
 	note, err := edit.keep(e.plan().Path(), e.run.planRel, res.BackupRef)

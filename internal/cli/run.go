@@ -83,7 +83,8 @@ cherry-pick it left in progress is saved and aborted, and conflicts it left
 fail the attempt: no conflict marker is ever committed. Work it left in git
 stash is put back in the tree. A failed attempt's rollback leaves the
 stories added to the plan meanwhile (a person queuing work) and removes,
-saved first, files the attempt hid behind its own .gitignore change. A
+saved first, files the attempt hid behind its own .gitignore change, and
+the tags and branches it made or moved onto the work it discarded. A
 rollback that itself fails (a full disk) stops the run with exit 1, the
 attempt left as it was and the journal open: once that is mended, the next
 run resumes it.

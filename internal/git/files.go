@@ -2,6 +2,7 @@ package git
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -188,6 +189,85 @@ func (r *Repo) RefValue(name string) (value string, ok bool) {
 		}
 	}
 	return "", true
+}
+
+// maxPackedRefs bounds the packed-refs file Refs reads: a repository with
+// more refs than that is asked of git instead.
+const maxPackedRefs = 4 << 20
+
+// Refs reads the refs under the given prefixes ("refs/tags/") and the
+// object ids they name, without starting git: the loose files under the
+// common dir over the lines of packed-refs. ok is false when it cannot
+// tell (refs in a reftable, a packed-refs over 4 MB, an unreadable file).
+func (r *Repo) Refs(prefixes ...string) (refs map[string]string, ok bool) {
+	if reftableRefs(r.CommonDir) {
+		return nil, false
+	}
+	refs = map[string]string{}
+	if f, err := os.Open(filepath.Join(r.CommonDir, "packed-refs")); err == nil {
+		st, serr := f.Stat()
+		if serr != nil || st.Size() > maxPackedRefs {
+			f.Close()
+			return nil, false
+		}
+		data, err := io.ReadAll(f)
+		f.Close()
+		if err != nil {
+			return nil, false
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			id, ref, found := strings.Cut(line, " ")
+			if found && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "^") && hasAnyPrefix(ref, prefixes) {
+				refs[ref] = id
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, false
+	}
+	for _, prefix := range prefixes {
+		root := filepath.Join(r.CommonDir, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if d.IsDir() || strings.HasSuffix(path, ".lock") {
+				return nil
+			}
+			data, err := os.ReadFile(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // deleted while read
+			}
+			if err != nil {
+				return err
+			}
+			v := strings.TrimSpace(string(data))
+			if len(v) != 40 && len(v) != 64 {
+				return nil // a symbolic ref, or one being written
+			}
+			rel, err := filepath.Rel(r.CommonDir, path)
+			if err != nil {
+				return err
+			}
+			refs[filepath.ToSlash(rel)] = v
+			return nil
+		})
+		if err != nil {
+			return nil, false
+		}
+	}
+	return refs, true
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // headFile reads what HEAD is on from its file in the worktree's git dir,

@@ -260,3 +260,41 @@ func TestReflogReadsTheFile(t *testing.T) {
 		t.Fatalf("no reflog = %+v, %v", none, ok)
 	}
 }
+
+// Refs reads the branches and tags git lists - loose, packed, a loose
+// one over its packed line, a nested name, an annotated tag as its tag
+// object - and leaves a reftable repository to git.
+func TestRefsReadsWhatGitLists(t *testing.T) {
+	dir := testRepo(t)
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, dir, "tag", "packed")
+	gitT(t, dir, "branch", "old")
+	gitT(t, dir, "pack-refs", "--all")
+	gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "next")
+	gitT(t, dir, "tag", "-a", "-m", "annotated", "rel/v1")
+	gitT(t, dir, "branch", "-f", "old")
+	gitT(t, dir, "update-ref", "refs/wiggum/other", "HEAD")
+	want := map[string]string{}
+	for _, line := range strings.Split(gitT(t, dir, "for-each-ref", "--format=%(refname) %(objectname)", "refs/tags/", "refs/heads/"), "\n") {
+		name, id, _ := strings.Cut(line, " ")
+		want[name] = id
+	}
+	got, ok := r.Refs("refs/tags/", "refs/heads/")
+	if !ok || len(got) != len(want) || len(got) != 4 {
+		t.Fatalf("Refs = %v %v, git lists %v", got, ok, want)
+	}
+	for name, id := range want {
+		if got[name] != id {
+			t.Errorf("%s: %s, git says %s", name, got[name], id)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, ".git", "reftable"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Refs("refs/tags/"); ok {
+		t.Fatal("a reftable repository's refs read from files")
+	}
+}
