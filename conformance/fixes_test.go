@@ -1183,3 +1183,28 @@ ls work-*.txt > "$M/files-$s"
 		}
 	})
 }
+
+// An agent that amends the commit made before its attempt - the last
+// story's - took that story's commit off the branch: its work came back
+// under the next story's message. The run now puts the earlier commit back
+// and commits what the agent changed as its own story's work. (Codex's
+// sandbox keeps .git read-only: its amend cannot happen.)
+func TestAgentAmendingTheLastStoryKeepsIt(t *testing.T) {
+	forClients(t, []string{"claude", "gemini"}, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "echo one > one.txt"}, fakemodel.Turn{Text: "done"},
+			fakemodel.Turn{Shell: `echo two > two.txt && git add -A && git commit -q --amend -m "amended by the agent"`}, fakemodel.Turn{Text: "done"})
+		writeFile(t, filepath.Join(w.dir, "plan.md"), "- [ ] US-1: first\n- [ ] US-2: second\n")
+		w.git("commit", "-q", "-am", "two stories")
+		out := w.run(0)
+		if !strings.Contains(out, "made before its attempt (git commit --amend, a rebase or a reset); they are back as they were") {
+			t.Fatalf("the run does not say what the agent rewrote:\n%s", out)
+		}
+		log := w.git("log", "--format=%s")
+		if strings.Contains(log, "amended by the agent") || !strings.HasPrefix(log, "US-2: second\nUS-1: first\ntwo stories\n") {
+			t.Fatalf("the history is not one commit per story:\n%s", log)
+		}
+		if files := w.git("show", "--format=", "--name-only", "HEAD~1"); strings.Contains(files, "two.txt") || !strings.Contains(files, "one.txt") {
+			t.Fatalf("US-1's commit holds:\n%s", files)
+		}
+	})
+}

@@ -55,6 +55,9 @@ type executor struct {
 	// attemptBranch is the branch the current attempt started on (its
 	// checkpoint's; "" detached), which backToBranch keeps it on.
 	attemptBranch string
+	// attemptHead is the commit the current attempt started from (its
+	// checkpoint's HEAD), which keepHistory keeps on the branch.
+	attemptHead string
 	// planStart is the plan file as the attempt found it; wplan is a
 	// worker's own copy of the plan (plan()).
 	planStart *planAtStart
@@ -162,7 +165,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	if err != nil {
 		return step{}, err
 	}
-	e.attemptBranch = cp.Branch
+	e.attemptBranch, e.attemptHead = cp.Branch, cp.Head
 	e.planStart = e.readPlan()
 	e.stashAtStart = stashCommits(e.st.Repo)
 	e.refsAtStart, _ = e.st.Repo.Refs(refPrefixes...)
@@ -399,6 +402,12 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		left, berr = e.backToBranch(ctx, e.attemptBranch)
 		if berr != nil {
 			left = "the agent switched branches and wiggum could not bring the attempt back to its branch: " + berr.Error()
+		}
+	}
+	if left == "" {
+		left, berr = e.keepHistory(ctx)
+		if berr != nil {
+			left = "the agent rewrote commits made before its attempt and wiggum could not put them back: " + berr.Error()
 		}
 	}
 	if e.worktree != "" {

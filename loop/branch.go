@@ -104,7 +104,13 @@ func (e *executor) madeSince(ctx context.Context, tip, head string) (bool, error
 	if ok, err := repo.OK(ctx, "merge-base", "--is-ancestor", tip, head); !ok || err != nil {
 		return false, err
 	}
-	out, err := repo.Run(ctx, "log", "--format=%ct", tip+".."+head)
+	return e.allMadeSince(ctx, tip+".."+head)
+}
+
+// allMadeSince reports whether every commit of the revision range (git
+// log's) was committed at or after the attempt's start.
+func (e *executor) allMadeSince(ctx context.Context, revs string) (bool, error) {
+	out, err := e.st.Repo.Run(ctx, "log", "--format=%ct", revs)
 	if err != nil {
 		return false, err
 	}

@@ -78,9 +78,12 @@ attempt of their own, and the run names them (untick them to have them run).
 What the agent leaves in git is settled before the outcome is judged. A
 branch it switched to comes back: its commits go onto the attempt's branch
 (fast-forward) and a branch it made is removed; one that does not continue
-the attempt's branch fails the attempt, saved first. A merge, rebase or
-cherry-pick it left in progress is saved and aborted, and conflicts it left
-fail the attempt: no conflict marker is ever committed. Work it left in git
+the attempt's branch fails the attempt, saved first. Commits made before
+the attempt that it rewrote (git commit --amend of the last story's, a
+squash) are put back, and what it changed stays in the tree as this story's
+work; rebased onto commits not its own, the attempt fails, saved first. A
+merge, rebase or cherry-pick it left in progress is saved and aborted, and
+conflicts it left fail the attempt: no conflict marker is ever committed. Work it left in git
 stash is put back in the tree. A failed attempt's rollback leaves the
 stories added to the plan meanwhile (a person queuing work) and removes,
 saved first, files the attempt hid behind its own .gitignore change, and

@@ -1,0 +1,108 @@
+package loop
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// An agent that rewrites the commit made before its attempt - the last
+// story's - with `git commit --amend` or a squash (`git reset --soft
+// HEAD~1` and a commit) took that story's commit off the branch: its work
+// came back under the next story's message, and the commit its report
+// names was gone. The run now puts the earlier commit back and takes what
+// the agent changed as its own story's work, each story in its own commit;
+// the agent's rewritten commit is saved.
+func TestAgentRewritingAnEarlierCommitKeepsIt(t *testing.T) {
+	for _, c := range []struct{ name, rewrite string }{
+		{"amend", `git add -A && git commit -q --amend -m "amended"`},
+		{"squash", `git reset -q --soft HEAD~1 && git add -A && git commit -q -m "squashed"`},
+	} {
+		for _, workers := range []int{1, 2} {
+			t.Run(c.name+map[int]string{1: "", 2: " in parallel"}[workers], func(t *testing.T) {
+				st, p := newRepo(t, 2)
+				dir := st.Repo.Root
+				gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "base")
+				script := `cat >/dev/null; echo "$WIGGUM_STORY" > "f-$WIGGUM_STORY.txt"`
+				if workers == 1 {
+					script += `; if [ "$WIGGUM_STORY" = US-2 ]; then ` + c.rewrite + `; fi`
+				} else {
+					// Each worker's branch starts at the plan's commit:
+					// the agent rewrites that one.
+					script += `; ` + c.rewrite
+				}
+				o := opts(p, script)
+				o.Retries, o.Workers = 0, workers
+				var out strings.Builder
+				o.Out = &out
+				sum, err := Run(context.Background(), st, o)
+				if err != nil || len(sum.Completed) != 2 {
+					t.Fatalf("run: %+v, %v\n%s", sum, err, out.String())
+				}
+				if !strings.Contains(out.String(), "made before its attempt (git commit --amend, a rebase or a reset); they are back as they were") {
+					t.Errorf("the run does not say what the agent rewrote:\n%s", out.String())
+				}
+				log := gitT(t, dir, "log", "--format=%s")
+				if strings.Contains(log, "amended") || strings.Contains(log, "squashed") || !strings.Contains(log, "base\ninit") {
+					t.Fatalf("the history is the agent's rewrite:\n%s", log)
+				}
+				for _, s := range []string{"US-1", "US-2"} {
+					touched := gitT(t, dir, "log", "--format=%s", "--", "f-"+s+".txt")
+					if strings.TrimSpace(touched) != s+": story "+s[3:] && !strings.HasPrefix(touched, "Merge") {
+						t.Errorf("f-%s.txt came in with: %q\n%s", s, touched, log)
+					}
+				}
+				if len(sum.Backups) == 0 {
+					t.Fatal("the rewritten commit is not saved")
+				}
+				if saved := gitT(t, dir, "log", "--format=%s", sum.Backups[0]); !strings.Contains(saved, "amended") && !strings.Contains(saved, "squashed") {
+					t.Errorf("the backup lacks the agent's commit:\n%s", saved)
+				}
+			})
+		}
+	}
+}
+
+// A rebase of the run's branch onto commits that are not the attempt's -
+// another branch's older work - cannot land as the story's work: the
+// attempt fails, saved, and the branch is back where it started.
+func TestAgentRebasingOntoOtherWorkFails(t *testing.T) {
+	st, p := newRepo(t, 1)
+	dir := st.Repo.Root
+	gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "base")
+	base := strings.TrimSpace(gitT(t, dir, "rev-parse", "HEAD"))
+	gitT(t, dir, "checkout", "-q", "-b", "other", "HEAD~1")
+	if err := os.WriteFile(filepath.Join(dir, "other.txt"), []byte("other\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, dir, "add", "other.txt")
+	t.Setenv("GIT_COMMITTER_DATE", "2020-01-01T00:00:00Z")
+	gitT(t, dir, "commit", "-q", "-m", "older work")
+	os.Unsetenv("GIT_COMMITTER_DATE")
+	gitT(t, dir, "checkout", "-q", "-")
+	o := opts(p, `cat >/dev/null; echo work > w.txt; git add w.txt; git commit -q -m mine; git rebase -q other`)
+	o.Retries = 0
+	var out strings.Builder
+	o.Out = &out
+	sum, _ := Run(context.Background(), st, o)
+	if len(sum.Completed) != 0 || !strings.Contains(out.String(), "onto commits that are not its own") {
+		t.Fatalf("the attempt did not fail for the rebase: %+v\n%s", sum, out.String())
+	}
+	if head := strings.TrimSpace(gitT(t, dir, "rev-parse", "HEAD")); head != base {
+		t.Errorf("the branch is at %s, not back at %s\n%s", head, base, gitT(t, dir, "log", "--oneline"))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "other.txt")); err == nil {
+		t.Error("the other branch's work is in the tree")
+	}
+	found := false
+	for _, b := range sum.Backups {
+		if strings.Contains(gitT(t, dir, "log", "--format=%s", b), "mine") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no backup holds the agent's commit (%v)", sum.Backups)
+	}
+}
