@@ -62,9 +62,9 @@ func GitShim(args []string, stderr io.Writer) int {
 			return 1
 		}
 	}
-	if sub < len(args) && args[sub] == "stash" && os.Getenv(layout.SharedStashEnv) == "1" {
+	if shared := os.Getenv(layout.SharedStashEnv); shared != "" && sub < len(args) && args[sub] == "stash" {
 		var code int
-		if args, code, _ = ownStash(dir, args, sub, real, stderr); code >= 0 {
+		if args, code, _ = ownStash(dir, shared, args, sub, real, stderr); code >= 0 {
 			return code
 		}
 	}

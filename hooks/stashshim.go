@@ -3,6 +3,7 @@ package hooks
 import (
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -17,7 +18,7 @@ import (
 // parallel run an agent that stashed, ran its tests and popped took
 // another worker's entry whenever that worker had stashed in between -
 // each story then committed the other's work as its own. As a parallel
-// worker's git (layout.SharedStashEnv), the shim gives each agent the
+// worker's git in the run's repository (layout.SharedStashEnv), the shim gives each agent the
 // stash of its own branch, the entries whose message git wrote on it
 // ("WIP on <branch>: ...", "On <branch>: ..."):
 //
@@ -34,12 +35,13 @@ import (
 // two pushes at one moment no longer fail on refs/stash's lock). A git
 // run by its full path goes round all this and sees git's own stash.
 
-// ownStash prepares git ARGS, whose command (args[sub]) is stash, in dir:
-// it returns the arguments to exec with code -1, or the exit code the
+// ownStash prepares git ARGS, whose command (args[sub]) is stash, in dir,
+// when that is a worktree of the repository whose common git dir is
+// shared (any other keeps git's own stash): it returns the arguments to exec with code -1, or the exit code the
 // shim ends with when it has answered itself. The stash lock it takes is
 // the exec'd git's; release lets it go before (for a caller that does not
 // exec).
-func ownStash(dir string, args []string, sub int, real string, stderr io.Writer) (_ []string, code int, release func()) {
+func ownStash(dir, shared string, args []string, sub int, real string, stderr io.Writer) (_ []string, code int, release func()) {
 	release = func() {}
 	out, err := exec.Command(real, "-C", dir, "rev-parse", "--path-format=absolute", "--git-common-dir", "--abbrev-ref", "HEAD").Output()
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
@@ -47,6 +49,9 @@ func ownStash(dir string, args []string, sub int, real string, stderr io.Writer)
 		return args, -1, release // not a repository, or a detached HEAD: git's own stash
 	}
 	common, branch := lines[0], lines[1]
+	if !sameDir(common, shared) {
+		return args, -1, release // a repository of the project's own
+	}
 	release = lockStash(filepath.Join(common, "wiggum-stash.lock"))
 	out, err = exec.Command(real, "-C", dir, "stash", "list", "--format=%gs").Output()
 	if err != nil {
@@ -118,6 +123,16 @@ func ownStash(dir string, args []string, sub int, real string, stderr io.Writer)
 	fmt.Fprintf(stderr, "wiggum: %s (%s) was not made on this worktree's branch, %s: in a parallel run every worktree shares git's stash, "+
 		"and each agent works with the entries of its own branch; %s\n", entry, all[n], branch, yours)
 	return nil, 1, release
+}
+
+// sameDir reports whether a and b name the same directory.
+func sameDir(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
 }
 
 // stashNumber reads a stash entry named by its position: n, stash@{n},

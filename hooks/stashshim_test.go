@@ -15,10 +15,18 @@ import (
 // (ownStash, then git), and returns its output and exit code.
 func shimStash(t *testing.T, dir string, args ...string) (string, int) {
 	t.Helper()
+	common := strings.TrimSpace(git(t, dir, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+	return shimStashIn(t, dir, common, args...)
+}
+
+// shimStashIn is shimStash in a run whose repository's common git dir is
+// shared.
+func shimStashIn(t *testing.T, dir, shared string, args ...string) (string, int) {
+	t.Helper()
 	real := gitfiles.RealGit()
 	var stderr strings.Builder
 	_, sub, _ := gitCommand(args)
-	args, code, release := ownStash(dir, args, sub, real, &stderr)
+	args, code, release := ownStash(dir, shared, args, sub, real, &stderr)
 	defer release()
 	if code >= 0 {
 		return stderr.String(), code
@@ -96,6 +104,15 @@ func TestWorkerSeesItsOwnStash(t *testing.T) {
 	}
 	if list := git(t, dir, "stash", "list", "--format=%gs"); list != "On main: person.txt" {
 		t.Fatalf("after w1's clear the stash holds:\n%s", list)
+	}
+	// Another repository (a project's tests making one) keeps git's own
+	// stash: there the entries of another branch are listed and popped.
+	other := repo(t)
+	git(t, other, "checkout", "-q", "-b", "side")
+	stash(other, "side.txt")
+	git(t, other, "checkout", "-q", "main")
+	if out, code := shimStashIn(t, other, filepath.Join(dir, ".git"), "stash", "pop"); code != 0 || !strings.Contains(out, "side.txt") {
+		t.Fatalf("another repository's pop: exit %d\n%s", code, out)
 	}
 	// A detached HEAD cannot tell its entries: git's own stash.
 	git(t, w2, "checkout", "-q", "--detach")

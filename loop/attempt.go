@@ -355,7 +355,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		env = append(env, git.CeilingEnv(e.st.Repo.Root))
 		// Every worktree shares git's stash: the shim shows this agent
 		// the entries of its own branch (hooks.GitShim).
-		env = append(env, layout.SharedStashEnv+"=1")
+		env = append(env, layout.SharedStashEnv+"="+e.st.Repo.CommonDir)
 	}
 	env = git.WithConfig(env, git.NoAutoMaintenance...)
 	if r.opts.GitShim != "" {

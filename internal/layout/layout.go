@@ -55,10 +55,12 @@ const SessionEnv = "WIGGUM_SESSION"
 // processes - an agent - sets it.
 const AllowPushEnv = "WIGGUM_ALLOW_PUSH"
 
-// SharedStashEnv is set to 1 in the environment of a parallel run's
-// agents: git's stash (refs/stash) is one for all the worktrees of a
-// repository, and wiggum's git shim then shows each agent only the stash
-// entries made on its own branch (hooks.GitShim).
+// SharedStashEnv is set in the environment of a parallel run's agents to
+// the repository's common git dir: git's stash (refs/stash) is one for all
+// the worktrees of a repository, and in that repository wiggum's git shim
+// shows each agent only the stash entries made on its own branch
+// (hooks.GitShim). Other repositories - a project's tests making their
+// own - keep git's stash as it is.
 const SharedStashEnv = "WIGGUM_SHARED_STASH"
 
 // RootEnv is exported with SessionEnv: the top of the tree the session
