@@ -97,26 +97,29 @@ func (e *executor) backToBranch(ctx context.Context, want string) (detail string
 // someone else's does not continue the run's branch, even when it grew
 // from it.
 func (e *executor) madeSince(ctx context.Context, tip, head string) (bool, error) {
+	return madeSince(ctx, e.st.Repo, tip, head, e.attemptStarted)
+}
+
+func madeSince(ctx context.Context, repo *git.Repo, tip, head string, since time.Time) (bool, error) {
 	if tip == head {
 		return true, nil
 	}
-	repo := e.st.Repo
 	if ok, err := repo.OK(ctx, "merge-base", "--is-ancestor", tip, head); !ok || err != nil {
 		return false, err
 	}
-	return e.allMadeSince(ctx, tip+".."+head)
+	return allMadeSince(ctx, repo, tip+".."+head, since)
 }
 
 // allMadeSince reports whether every commit of the revision range (git
-// log's) was committed at or after the attempt's start.
-func (e *executor) allMadeSince(ctx context.Context, revs string) (bool, error) {
-	out, err := e.st.Repo.Run(ctx, "log", "--format=%ct", revs)
+// log's) was committed at or after since.
+func allMadeSince(ctx context.Context, repo *git.Repo, revs string, since time.Time) (bool, error) {
+	out, err := repo.Run(ctx, "log", "--format=%ct", revs)
 	if err != nil {
 		return false, err
 	}
-	since := e.attemptStarted.Truncate(time.Second).Unix()
+	from := since.Truncate(time.Second).Unix()
 	for _, l := range strings.Fields(out) {
-		if t, err := strconv.ParseInt(l, 10, 64); err != nil || t < since {
+		if t, err := strconv.ParseInt(l, 10, 64); err != nil || t < from {
 			return false, nil
 		}
 	}

@@ -589,6 +589,16 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 		}
 		unfinished = "it had finished, but " + why
 	}
+	// An agent that rewrote the commits made before its attempt (an
+	// amend) left a checkpoint that is no longer an ancestor of HEAD: the
+	// rollback would be refused. Its rewrite is saved and the branch put
+	// back first, as after a finished attempt.
+	if w, err := restoreHistory(ctx, r.st, cp.Head, cp.Branch, open.Time); err != nil {
+		return fmt.Errorf("run: put back the commits that the attempt at %s a crash interrupted rewrote: %w", open.Story, err)
+	} else if w.Saved != "" {
+		r.addBackup(w.Saved)
+		r.disp.printf("%s: %s; they are back as they were, and its rewrite is saved in %s", open.Story, w.reason(), w.Saved)
+	}
 	res, err := r.st.Rollback(ctx, checkpoint.RollbackOptions{Session: cp.Session, Reason: open.Story + " interrupted by a crash (attempt " + fmt.Sprint(open.Attempt) + ")"})
 	if err != nil {
 		var refused *checkpoint.RefusedError
