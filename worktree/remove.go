@@ -177,6 +177,13 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 		if err != nil {
 			return nil, fmt.Errorf("worktree: %s left as it is: %w", in.Name, err)
 		}
+		// Worktrees the agent made inside it (a subagent's, Claude Code's
+		// .claude/worktrees/) are saved with the rest above; removed by
+		// git first, they leave no "prunable" entry behind, whose branch
+		// git would then refuse to check out anywhere else.
+		for _, nested := range worktreesIn(main.CommonDir, in.Path) {
+			_, _ = main.Run(ctx, "worktree", "remove", "--force", "--force", nested)
+		}
 	}
 	if in.Dirty && lostGit(in.Path) {
 		// git cannot read it as a worktree any more: its files are saved
@@ -269,6 +276,29 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 		r.BranchKept = true
 	}
 	return r, nil
+}
+
+// worktreesIn lists the worktrees of the repository whose common dir is
+// commonDir that lie inside dir, from git's own records (each
+// worktrees/<id>/gitdir file names the worktree's .git file), without
+// starting git.
+func worktreesIn(commonDir, dir string) []string {
+	entries, err := os.ReadDir(filepath.Join(commonDir, "worktrees"))
+	if err != nil {
+		return nil
+	}
+	var in []string
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(commonDir, "worktrees", e.Name(), "gitdir"))
+		if err != nil {
+			continue
+		}
+		wt := filepath.Dir(strings.TrimSpace(string(data)))
+		if strings.HasPrefix(wt, dir+string(filepath.Separator)) {
+			in = append(in, wt)
+		}
+	}
+	return in
 }
 
 // lostGit reports whether the worktree at path has lost its .git file
