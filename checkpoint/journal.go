@@ -43,16 +43,33 @@ func (s *State) RecordCommit(ctx context.Context) error {
 	if err != nil || head == "" {
 		return fmt.Errorf("journal: read HEAD: %v", err)
 	}
+	return s.RecordCommits(ctx, []string{head})
+}
+
+// RecordCommits appends commits, made on HEAD's branch by the committing
+// session (WIGGUM_SESSION), to the journal: what the post-commit hook
+// would have recorded for each, for a git that ran no hooks.
+func (s *State) RecordCommits(ctx context.Context, commits []string) error {
 	branch, _ := s.Repo.Branch(ctx)
-	line, err := json.Marshal(JournalEntry{SHA: head, Session: os.Getenv(layout.SessionEnv), Branch: branch, Time: time.Now().UTC()})
-	if err != nil {
-		return err
+	var lines []byte
+	for _, c := range commits {
+		line, err := json.Marshal(JournalEntry{SHA: c, Session: os.Getenv(layout.SessionEnv), Branch: branch, Time: time.Now().UTC()})
+		if err != nil {
+			return err
+		}
+		if len(lines) > 0 {
+			lines = append(lines, '\n')
+		}
+		lines = append(lines, line...)
+	}
+	if len(lines) == 0 {
+		return nil
 	}
 	path, err := s.Runtime(layout.JournalFile)
 	if err != nil {
 		return err
 	}
-	if err := statefile.AppendLine(path, line); err != nil {
+	if err := statefile.AppendLine(path, lines); err != nil {
 		return fmt.Errorf("journal: append: %w", err)
 	}
 	return nil

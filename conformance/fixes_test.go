@@ -1208,3 +1208,35 @@ func TestAgentAmendingTheLastStoryKeepsIt(t *testing.T) {
 		}
 	})
 }
+
+// Gemini CLI's shell runs git with its hooks turned off (core.hooksPath
+// emptied through GIT_CONFIG_*), so wiggum's post-commit hook never
+// journaled the commits its agent made: a failed attempt that had
+// committed could not be proven the session's own, its rollback was
+// refused, and the run stopped with exit 4 at the first such failure.
+// wiggum's git shim, first on the agent's PATH, now journals a commit made
+// with the hooks off itself; the attempt is rolled back, saved, and
+// retried.
+func TestCommitWithHooksOffIsJournaled(t *testing.T) {
+	forClients(t, []string{"claude", "gemini"}, func(t *testing.T, c client) {
+		w := newWorld(t, c,
+			fakemodel.Turn{Shell: `echo first > story.txt && git add story.txt && git commit -q -m "first try"`}, fakemodel.Turn{Text: "done"},
+			fakemodel.Turn{Shell: "echo second > story.txt && echo ok > ok.txt"}, fakemodel.Turn{Text: "done"})
+		out := w.run(0, "--retries", "1", "--test-cmd", "test -e ok.txt")
+		if !strings.Contains(out, "rolled back; the attempt is saved in refs/wiggum/backup/") {
+			t.Fatalf("the failed attempt was not rolled back:\n%s", out)
+		}
+		if log := w.git("log", "--format=%s", "main"); strings.Contains(log, "first try") {
+			t.Fatalf("the failed attempt's commit is on main:\n%s", log)
+		}
+		found := false
+		for _, b := range w.backups() {
+			if strings.Contains(w.git("log", "--format=%s", b), "first try") {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("no backup holds the failed attempt's commit: %v", w.backups())
+		}
+	})
+}

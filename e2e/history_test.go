@@ -9,13 +9,13 @@ import (
 )
 
 // A run SIGKILLed while its agent had amended the commit made before its
-// attempt - the last story's - could not be resumed: the checkpoint was no
-// longer an ancestor of HEAD, so the rollback of the interrupted attempt
-// was refused and every later run stopped there. The resumed run now saves
-// the rewrite, puts the earlier commit back and rolls the attempt back;
-// every commit made before the kill is on main or in a backup, and each
-// story lands in a commit of its own. With the commit journal on, as a
-// real user's repository has it.
+// attempt - the last story's - leaves a checkpoint that is no longer an
+// ancestor of HEAD: the resumed run's rollback of the interrupted attempt
+// is refused and changes nothing (the contract's rule), and every later
+// run stopped there with no word on what to do. The refusal now says what
+// the agent did and how to go on; done as it says, the next run resumes,
+// the agent's rewrite and its files kept where the person put them, and
+// each story lands in a commit of its own.
 func TestResumeAfterAnAttemptThatAmended(t *testing.T) {
 	dir, marks, agent := scriptRepo(t, "", 2, `S=$WIGGUM_STORY
 cat > /dev/null
@@ -24,6 +24,7 @@ echo "work of $S" > "work-$S.txt"
 if [ "$S" = US-2 ] && [ ! -e "$MARKS/amended" ]; then
   touch "$MARKS/amended"
   git add -A && git commit -q --amend -m "amended by US-2"
+  echo "not committed" > loose.txt
   echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":0.25}'
   sleep 30
 fi
@@ -35,19 +36,33 @@ fi
 	if code := p.wait(t); code != 128+int(syscall.SIGKILL) {
 		t.Fatalf("the run exited %d, never reaching agent-reported\n%s%s", code, p.stdout(), p.stderr())
 	}
-	made := map[string]bool{}
-	for _, c := range workCommits(t, dir) {
-		made[c] = true
+	amended := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD"))
+	r := wiggum(t, dir, env, args...)
+	if r.code != 4 || !strings.Contains(r.stderr, "no longer an ancestor of HEAD") || !strings.Contains(r.stderr, "To go on, keep what it did (git branch wiggum-rewrite HEAD; git stash -u") {
+		t.Fatalf("resumed run: exit %d, want 4 with what to do\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	r := resumeOK(t, dir, env, args, 2, made, true)
-	if !strings.Contains(r.stdout, "US-2: the agent rewrote 1 commit(s) of main made before its attempt; they are back as they were, and its rewrite is saved in refs/wiggum/backup/") {
-		t.Errorf("the resumed run does not say what it put back:\n%s", r.stdout)
+	if head := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD")); head != amended {
+		t.Fatalf("the refused rollback moved HEAD from %s to %s", amended, head)
+	}
+	// As the refusal says.
+	i := strings.Index(r.stderr, "git reset --hard ")
+	cp := strings.Fields(r.stderr[i+len("git reset --hard "):])[0]
+	cp = strings.TrimRight(cp, "),.")
+	mustRun(t, dir, "git", "branch", "wiggum-rewrite", "HEAD")
+	mustRun(t, dir, "git", "stash", "-q", "-u")
+	mustRun(t, dir, "git", "reset", "-q", "--hard", cp)
+	r = wiggum(t, dir, env, args...)
+	if r.code != 0 {
+		t.Fatalf("the run after the fix: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	subjects := mustRun(t, dir, "git", "log", "--format=%s", "main")
 	if !strings.HasPrefix(subjects, "US-2: story 2\nUS-1: story 1\nplan\ninit\n") {
 		t.Errorf("main's history:\n%s", subjects)
 	}
-	if !inSomeBackup(t, dir, "work-US-2.txt") {
-		t.Error("the amended commit is in no backup")
+	if log := mustRun(t, dir, "git", "log", "-1", "--format=%s", "wiggum-rewrite"); strings.TrimSpace(log) != "amended by US-2" {
+		t.Errorf("the rewrite is not kept: %s", log)
+	}
+	if show := mustRun(t, dir, "git", "stash", "show", "--include-untracked", "--name-only"); !strings.Contains(show, "loose.txt") {
+		t.Errorf("the attempt's uncommitted file is not in the stash:\n%s", show)
 	}
 }

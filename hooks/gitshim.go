@@ -68,6 +68,11 @@ func GitShim(args []string, stderr io.Writer) int {
 			return code
 		}
 	}
+	if sub < len(args) && journaledCommand(args[sub]) {
+		if code, ran := commitJournaled(dir, args, sub, inline, real, stderr); ran {
+			return code
+		}
+	}
 	err := syscall.Exec(real, append([]string{"git"}, args...), os.Environ())
 	fmt.Fprintf(stderr, "wiggum: run %s: %v\n", real, err)
 	return 126

@@ -404,12 +404,6 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 			left = "the agent switched branches and wiggum could not bring the attempt back to its branch: " + berr.Error()
 		}
 	}
-	if left == "" {
-		left, berr = e.keepHistory(ctx)
-		if berr != nil {
-			left = "the agent rewrote commits made before its attempt and wiggum could not put them back: " + berr.Error()
-		}
-	}
 	if e.worktree != "" {
 		// A worker's plan is the loop's to tick, in the main tree: the
 		// agent's tick of its own story there would only be left over,
@@ -477,6 +471,12 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	// From here on the iteration completes even if a signal arrives: a
 	// half-made commit helps nobody.
 	cctx := context.WithoutCancel(ctx)
+	if left, err := e.keepHistory(cctx); err != nil || left != "" {
+		if err != nil {
+			left = "the agent rewrote commits made before its attempt and wiggum could not put them back: " + err.Error()
+		}
+		return outcome{source: "git", detail: left, output: left, res: res}
+	}
 	if err := e.passed(cctx, iter, story, res); err != nil {
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
 	}
@@ -804,7 +804,7 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 		var refused *checkpoint.RefusedError
 		if errors.As(err, &refused) {
 			e.run.event("rollback_refused", map[string]any{"story": story.ID, "reason": refused.Reason})
-			return "", fmt.Errorf("run: %s failed (%s) and its rollback was refused, so the loop stops: %w%s", story.ID, out.detail, err, foreignHint(refused))
+			return "", fmt.Errorf("run: %s failed (%s) and its rollback was refused, so the loop stops: %w%s%s", story.ID, out.detail, err, foreignHint(refused), rewriteHint(refused, e.attemptHead))
 		}
 		if e.worktree != "" {
 			if _, serr := os.Lstat(filepath.Join(e.st.Repo.Root, ".git")); errors.Is(serr, fs.ErrNotExist) {

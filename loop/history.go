@@ -34,10 +34,11 @@ func (w rewrite) reason() string {
 
 // restoreHistory keeps the commits made before an attempt on its branch:
 // when the branch (branch, "" for a detached HEAD) no longer holds base,
-// the attempt's starting commit, its state is saved under
-// refs/wiggum/backup/ and the branch goes back to base, with the tree and
-// index as they are - what the attempt changed stays, to be committed or
-// rolled back. Reading the branch's ref file costs no git process, so an
+// the attempt's starting commit, and what replaced it was all committed
+// since the attempt started, its state is saved under refs/wiggum/backup/
+// and the branch goes back to base, with the tree and index as they are:
+// what the attempt changed stays, to be committed. A rewrite onto commits
+// not the attempt's is only reported (Own false, nothing saved or moved). Reading the branch's ref file costs no git process, so an
 // attempt that did not move the branch pays nothing; one that committed
 // on top of base pays one `git merge-base`.
 func restoreHistory(ctx context.Context, st *checkpoint.State, base, branch string, since time.Time) (rewrite, error) {
@@ -74,8 +75,8 @@ func restoreHistory(ctx context.Context, st *checkpoint.State, base, branch stri
 	} else {
 		w.Own, err = allMadeSince(ctx, repo, head, since)
 	}
-	if err != nil {
-		return rewrite{}, err
+	if err != nil || !w.Own {
+		return w, err // another's history: not the attempt's to put back
 	}
 	if w.Saved, err = st.Backup(ctx, w.reason()); err != nil {
 		return rewrite{}, err
@@ -86,20 +87,35 @@ func restoreHistory(ctx context.Context, st *checkpoint.State, base, branch stri
 	return w, nil
 }
 
-// keepHistory is restoreHistory after the agent: its own rewrite is
-// judged as the story's work; one onto commits that are not the attempt's
-// (another branch, a fetched upstream) fails the attempt.
+// keepHistory is restoreHistory for an attempt that passed, before its
+// commit: its own rewrite is committed as the story's work. One onto
+// commits that are not the attempt's (a rebase onto another branch, a
+// fetched upstream) fails the attempt - and its rollback is refused, as
+// the contract has it for a checkpoint that is no longer an ancestor of
+// HEAD. A failed attempt that rewrote history is left to that refusal too:
+// a rollback goes ahead only from a HEAD its checkpoint is an ancestor of.
 func (e *executor) keepHistory(ctx context.Context) (detail string, err error) {
 	w, err := restoreHistory(ctx, e.st, e.attemptHead, e.attemptBranch, e.attemptStarted)
-	if err != nil || w.Saved == "" {
+	if err != nil || w.Dropped == "" {
 		return "", err
 	}
-	e.run.addBackup(w.Saved)
 	e.event("history_rewritten", map[string]any{"branch": w.Branch, "commits": w.Dropped, "kept": w.Own, "backup": w.Saved})
 	if w.Own {
-		e.disp.printf("  %s (git commit --amend, a rebase or a reset); they are back as they were, and what the agent changed is in the tree, judged as this story's work (its commits are saved in %s)", w.reason(), w.Saved)
+		e.run.addBackup(w.Saved)
+		e.disp.printf("  %s (git commit --amend, a rebase or a reset); they are back as they were, and what the agent changed is committed as this story's work (its commits are saved in %s)", w.reason(), w.Saved)
 		return "", nil
 	}
-	return fmt.Sprintf("%s onto commits that are not its own (a rebase onto another branch?), so its work cannot land; that state is saved in %s and %s is back at %.12s",
-		w.reason(), w.Saved, w.Branch, e.attemptHead), nil
+	return w.reason() + " onto commits that are not its own (a rebase onto another branch?), so its work cannot land", nil
+}
+
+// rewriteHint is what to do next when a rollback was refused because the
+// checkpoint is no longer an ancestor of HEAD: the agent rewrote commits
+// made before its attempt.
+func rewriteHint(refused *checkpoint.RefusedError, cp string) string {
+	if refused == nil || !strings.Contains(refused.Reason, "no longer an ancestor of HEAD") {
+		return ""
+	}
+	return fmt.Sprintf(". The agent rewrote commits made before its attempt (git commit --amend, a rebase or a reset; git reflog shows what it did). "+
+		"To go on, keep what it did (git branch wiggum-rewrite HEAD; git stash -u for its uncommitted files), put the branch back "+
+		"(git reset --hard %.12s), then run again", cp)
 }

@@ -67,7 +67,9 @@ func TestAgentRewritingAnEarlierCommitKeepsIt(t *testing.T) {
 
 // A rebase of the run's branch onto commits that are not the attempt's -
 // another branch's older work - cannot land as the story's work: the
-// attempt fails, saved, and the branch is back where it started.
+// attempt fails, and its rollback is refused (the checkpoint is no longer
+// an ancestor of HEAD: the contract's rule), changing nothing, with what
+// to do next.
 func TestAgentRebasingOntoOtherWorkFails(t *testing.T) {
 	st, p := newRepo(t, 1)
 	dir := st.Repo.Root
@@ -86,23 +88,12 @@ func TestAgentRebasingOntoOtherWorkFails(t *testing.T) {
 	o.Retries = 0
 	var out strings.Builder
 	o.Out = &out
-	sum, _ := Run(context.Background(), st, o)
-	if len(sum.Completed) != 0 || !strings.Contains(out.String(), "onto commits that are not its own") {
-		t.Fatalf("the attempt did not fail for the rebase: %+v\n%s", sum, out.String())
+	sum, err := Run(context.Background(), st, o)
+	if err == nil || len(sum.Completed) != 0 || !strings.Contains(err.Error(), "onto commits that are not its own") ||
+		!strings.Contains(err.Error(), "its rollback was refused") || !strings.Contains(err.Error(), "git reset --hard "+base[:12]) {
+		t.Fatalf("the attempt did not fail for the rebase, refused and said what to do: %+v, %v\n%s", sum, err, out.String())
 	}
-	if head := strings.TrimSpace(gitT(t, dir, "rev-parse", "HEAD")); head != base {
-		t.Errorf("the branch is at %s, not back at %s\n%s", head, base, gitT(t, dir, "log", "--oneline"))
-	}
-	if _, err := os.Stat(filepath.Join(dir, "other.txt")); err == nil {
-		t.Error("the other branch's work is in the tree")
-	}
-	found := false
-	for _, b := range sum.Backups {
-		if strings.Contains(gitT(t, dir, "log", "--format=%s", b), "mine") {
-			found = true
-		}
-	}
-	if !found {
-		t.Errorf("no backup holds the agent's commit (%v)", sum.Backups)
+	if log := gitT(t, dir, "log", "--format=%s"); !strings.HasPrefix(log, "mine\nbase\nolder work\n") {
+		t.Errorf("the refused rollback changed the branch:\n%s", log)
 	}
 }

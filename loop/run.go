@@ -542,34 +542,14 @@ func (r *run) rollbackAbandoned(ctx context.Context) error {
 	if cp == nil {
 		return err
 	}
-	if err := r.putBackHistory(ctx, cp, a); err != nil {
-		return err
-	}
 	res, err := r.st.Rollback(ctx, checkpoint.RollbackOptions{Session: cp.Session, Reason: a.Story + " interrupted by a crash (attempt " + fmt.Sprint(a.Attempt) + "); not resumed: --fresh"})
 	if err != nil {
 		var refused *checkpoint.RefusedError
 		errors.As(err, &refused)
-		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted (a run of another plan, not resumed: --fresh): %w%s", a.Story, err, foreignHint(refused))
+		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted (a run of another plan, not resumed: --fresh): %w%s%s", a.Story, err, foreignHint(refused), rewriteHint(refused, cp.Head))
 	}
 	if res.BackupRef != "" {
 		r.disp.printf("%s: rolled back the attempt a crash interrupted in the run of another plan (not resumed: --fresh); its work is saved in %s", a.Story, res.BackupRef)
-	}
-	return nil
-}
-
-// putBackHistory readies the main tree's attempt a crash interrupted for
-// its rollback: an agent that rewrote the commits made before the attempt
-// (an amend) left a checkpoint that is no longer an ancestor of HEAD, and
-// the rollback would be refused. Its rewrite is saved and the branch put
-// back first, as after a finished attempt.
-func (r *run) putBackHistory(ctx context.Context, cp *checkpoint.Checkpoint, a *journalRec) error {
-	w, err := restoreHistory(ctx, r.st, cp.Head, cp.Branch, a.Time)
-	if err != nil {
-		return fmt.Errorf("run: put back the commits that the attempt at %s a crash interrupted rewrote: %w", a.Story, err)
-	}
-	if w.Saved != "" {
-		r.addBackup(w.Saved)
-		r.disp.printf("%s: %s; they are back as they were, and its rewrite is saved in %s", a.Story, w.reason(), w.Saved)
 	}
 	return nil
 }
@@ -609,14 +589,11 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 		}
 		unfinished = "it had finished, but " + why
 	}
-	if err := r.putBackHistory(ctx, cp, open); err != nil {
-		return err
-	}
 	res, err := r.st.Rollback(ctx, checkpoint.RollbackOptions{Session: cp.Session, Reason: open.Story + " interrupted by a crash (attempt " + fmt.Sprint(open.Attempt) + ")"})
 	if err != nil {
 		var refused *checkpoint.RefusedError
 		errors.As(err, &refused)
-		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted (%s): %w%s", open.Story, unfinished, err, foreignHint(refused))
+		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted (%s): %w%s%s", open.Story, unfinished, err, foreignHint(refused), rewriteHint(refused, cp.Head))
 	}
 	switch {
 	case res.BackupRef != "":

@@ -78,11 +78,14 @@ attempt of their own, and the run names them (untick them to have them run).
 What the agent leaves in git is settled before the outcome is judged. A
 branch it switched to comes back: its commits go onto the attempt's branch
 (fast-forward) and a branch it made is removed; one that does not continue
-the attempt's branch fails the attempt, saved first. Commits made before
-the attempt that it rewrote (git commit --amend of the last story's, a
-squash) are put back, and what it changed stays in the tree as this story's
-work; rebased onto commits not its own, the attempt fails, saved first. A
-merge, rebase or cherry-pick it left in progress is saved and aborted, and
+the attempt's branch fails the attempt, saved first. An attempt that
+passed having rewritten commits made before it (git commit --amend of the
+last story's, a squash) gets them back as they were, and what it changed is
+committed as its story's work (the rewrite is saved); rebased onto commits
+not its own, it fails. A failed attempt that rewrote them cannot be rolled
+back (its checkpoint is no longer an ancestor of HEAD): the run stops with
+exit 4, changes nothing, and says how to go on. A merge, rebase or
+cherry-pick it left in progress is saved and aborted, and
 conflicts it left fail the attempt: no conflict marker is ever committed. Work it left in git
 stash is put back in the tree. A failed attempt's rollback leaves the
 stories added to the plan meanwhile (a person queuing work) and removes,
@@ -234,12 +237,14 @@ rails), and with what each needs for wiggum's hooks to run:
           without the folder's hooks). Gemini also turns git hooks off in
           its shell (core.hooksPath=""), so wiggum's pre-push and
           post-commit hooks never run there; wiggum's git shim stops a
-          push there all the same.
-A built-in agent's git is wiggum's git shim: .ralph/wiggum/gitbin/git, a
-link to wiggum, first on the agent's PATH. In the session it refuses a push
-(push, send-pack, an alias for them) even where git runs no hooks - git push
---no-verify, gemini's shell - and hands everything else to the real git at
-once. A program that runs git by its full path goes round it, so the agent
+          push and journals a commit there all the same.
+A built-in agent's git (and every agent's with --workers) is wiggum's git
+shim: .ralph/wiggum/gitbin/git, a link to wiggum, first on the agent's PATH.
+In the session it refuses a push (push, send-pack, an alias for them) even
+where git runs no hooks - git push --no-verify, gemini's shell; it journals
+the commits that no post-commit hook would - made with git's hooks turned
+off, and merge commits - so that a failed attempt that made them can be
+rolled back; and it hands everything else to the real git at once. A program that runs git by its full path goes round it, so the agent
 also gets the git setting url.wiggum-no-push::.pushInsteadOf="" (through
 GIT_CONFIG_*), which sends every push to .ralph/wiggum/gitbin/
 git-remote-wiggum-no-push - wiggum again - which refuses; reads of the remote
