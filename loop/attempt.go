@@ -804,7 +804,7 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 		var refused *checkpoint.RefusedError
 		if errors.As(err, &refused) {
 			e.run.event("rollback_refused", map[string]any{"story": story.ID, "reason": refused.Reason})
-			return "", fmt.Errorf("run: %s failed (%s) and its rollback was refused, so the loop stops: %w%s%s", story.ID, out.detail, err, foreignHint(refused), rewriteHint(refused, e.attemptHead))
+			return "", fmt.Errorf("run: %s failed (%s) and its rollback was refused, so the loop stops: %w%s%s", story.ID, out.detail, err, foreignHint(refused), rewriteHint(refused, e.attemptHead, e.worktree))
 		}
 		if e.worktree != "" {
 			if _, serr := os.Lstat(filepath.Join(e.st.Repo.Root, ".git")); errors.Is(serr, fs.ErrNotExist) {

@@ -97,3 +97,31 @@ func TestAgentRebasingOntoOtherWorkFails(t *testing.T) {
 		t.Errorf("the refused rollback changed the branch:\n%s", log)
 	}
 }
+
+// A parallel worker whose failed attempt rewrote its branch's starting
+// commit cannot be rolled back (the contract's rule): the run stops, and
+// says that running again is all there is to do - the next run saves the
+// worktree and does the story again.
+func TestWorkerRewriteRefusedThenRedone(t *testing.T) {
+	st, p := newRepo(t, 2)
+	dir := st.Repo.Root
+	gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "base")
+	once := filepath.Join(t.TempDir(), "once")
+	o := opts(p, `cat >/dev/null; echo "$WIGGUM_STORY" > "f-$WIGGUM_STORY.txt"
+if [ "$WIGGUM_STORY" = US-1 ] && [ ! -e "`+once+`" ]; then touch "`+once+`"; git add -A && git commit -q --amend -m amended; exit 1; fi`)
+	o.Workers = 2
+	var out strings.Builder
+	o.Out = &out
+	_, err := Run(context.Background(), st, o)
+	if err == nil || !strings.Contains(err.Error(), "its rollback was refused") || !strings.Contains(err.Error(), "keeps what it did: run again, and the next run saves it under refs/wiggum/backup/") {
+		t.Fatalf("first run: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	sum, err := Run(context.Background(), st, o)
+	if err != nil || len(sum.Completed) != 1 || sum.Completed[0] != "US-1" {
+		t.Fatalf("the run after: %+v, %v\n%s", sum, err, out.String())
+	}
+	if log := gitT(t, dir, "log", "--format=%s"); strings.Contains(log, "amended") || !strings.Contains(log, "base\ninit") {
+		t.Errorf("main's history:\n%s", log)
+	}
+}
