@@ -48,6 +48,7 @@ type executor struct {
 	// number for its story.
 	attemptStarted time.Time
 	attemptNo      int
+	storyID        string // the current attempt's story
 	worktree       string // for the journal: "" in the main tree
 	// worker numbers a parallel worker (1..N) in its events; 0 is serial.
 	worker int
@@ -887,10 +888,14 @@ func (e *executor) log(iter int, story *plan.Story, attempt int, result string, 
 	e.run.logIteration(iter, story, attempt, result, out, backup, took, e.attemptStarted, e.worker)
 }
 
-// event records an event of this executor's attempt, naming its worker.
+// event records an event of this executor's attempt, naming its worker
+// and, unless it names one, the attempt's story.
 func (e *executor) event(name string, fields map[string]any) {
 	if e.worker > 0 {
 		fields["worker"] = e.worker
+	}
+	if _, ok := fields["story"]; !ok && e.storyID != "" {
+		fields["story"] = e.storyID
 	}
 	e.run.event(name, fields)
 }

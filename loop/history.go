@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -99,7 +100,8 @@ func (e *executor) keepHistory(ctx context.Context) (detail string, err error) {
 	if err != nil || w.Dropped == "" {
 		return "", err
 	}
-	e.event("history_rewritten", map[string]any{"branch": w.Branch, "commits": w.Dropped, "kept": w.Own, "backup": w.Saved})
+	n, _ := strconv.Atoi(w.Dropped)
+	e.event("history_rewritten", map[string]any{"branch": w.Branch, "commits": n, "own": w.Own, "backup": w.Saved})
 	if w.Own {
 		e.run.addBackup(w.Saved)
 		e.disp.printf("  %s (git commit --amend, a rebase or a reset); they are back as they were, and what the agent changed is committed as this story's work (its commits are saved in %s)", w.reason(), w.Saved)

@@ -92,6 +92,7 @@ func (e *executor) startAttempt(iter int, story *plan.Story, attempt int) {
 	e.span = e.run.storySpan(story).Start(telemetry.SpanAttempt, telemetry.Attrs{telemetry.AttrStory: story.ID,
 		telemetry.AttrAttempt: attempt, telemetry.AttrIteration: iter, telemetry.AttrWorker: e.worker})
 	e.source = ""
+	e.storyID = story.ID
 }
 
 // traceOutcome records what the agent cost on the attempt and its story.

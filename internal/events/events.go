@@ -120,6 +120,17 @@ type Event struct {
 	// guard_denied
 	Decision string `json:"decision,omitempty"`
 	Command  string `json:"command,omitempty"`
+	// branch_left: the branch the attempt was on, and where the agent went
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+	// operation_aborted: the merge, rebase, cherry-pick ... left half done
+	Operation string `json:"operation,omitempty"`
+	// history_rewritten: how many commits made before the attempt it
+	// rewrote, and whether what replaced them was all its own
+	Commits int  `json:"commits,omitempty"`
+	Own     bool `json:"own,omitempty"`
+	// refs_restored: the tags and branches taken back
+	Refs []string `json:"refs,omitempty"`
 	// run_start: stories already done; agent-stop, story-incomplete: 1
 	// when the story was ticked (true in the log)
 	Done Count `json:"done,omitempty"`

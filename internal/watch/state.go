@@ -63,7 +63,7 @@ type Worker struct {
 // denials, merges, conflicts, limit waits, skips.
 type Notice struct {
 	Time  time.Time
-	Kind  string // rollback, denied, merged, conflict, limit, skipped, failed, done, refused, stopped
+	Kind  string // rollback, denied, merged, conflict, limit, skipped, failed, done, refused, stopped, git
 	Story string
 	Text  string
 }
@@ -183,6 +183,23 @@ func describe(e Event) (kind, text string) {
 		return "skipped", fmt.Sprintf("skipped after %d failed attempts", e.Attempts)
 	case "rollback_refused":
 		return "refused", "rollback refused: " + e.Reason
+	case "rollback_failed":
+		return "stopped", "rollback failed: " + e.Error
+	case "branch_left":
+		return "git", "the agent left " + e.From + " for " + e.To + "; its work cannot land, saved in " + e.Backup
+	case "operation_aborted":
+		return "git", "the agent left a " + e.Operation + " half done; aborted, saved in " + e.Backup
+	case "history_rewritten":
+		if e.Own {
+			return "git", fmt.Sprintf("the agent rewrote %d commit(s) of %s made before its attempt; put back, its rewrite saved in %s", e.Commits, e.Branch, e.Backup)
+		}
+		return "git", fmt.Sprintf("the agent rewrote %d commit(s) of %s made before its attempt onto others' commits; the attempt fails", e.Commits, e.Branch)
+	case "refs_restored":
+		names := make([]string, len(e.Refs))
+		for i, r := range e.Refs {
+			names[i] = strings.TrimPrefix(strings.TrimPrefix(r, "refs/tags/"), "refs/heads/")
+		}
+		return "git", "the failed attempt's " + strings.Join(names, ", ") + " taken back; its work is in " + e.Backup
 	case "test-failure":
 		text := "tests failed (" + e.Runner + ")"
 		if e.Rollback != "" {

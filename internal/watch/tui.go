@@ -170,9 +170,10 @@ var (
 		"limit":    lipgloss.NewStyle().Foreground(lipgloss.Color("5")),
 		"merged":   lipgloss.NewStyle().Foreground(lipgloss.Color("2")),
 		"done":     lipgloss.NewStyle().Foreground(lipgloss.Color("2")),
+		"git":      lipgloss.NewStyle().Foreground(lipgloss.Color("6")),
 	}
 	kindMarks = map[string]string{"rollback": "↺", "failed": "✘", "denied": "⛔", "conflict": "⚠", "refused": "⚠",
-		"limit": "⏸", "merged": "⇢", "done": "✔", "skipped": "⤼", "stopped": "■", "end": "■"}
+		"limit": "⏸", "merged": "⇢", "done": "✔", "skipped": "⤼", "stopped": "■", "end": "■", "git": "⎇"}
 )
 
 // View draws the screen.

@@ -404,3 +404,38 @@ func TestDescribeOutagesAndAgentTicks(t *testing.T) {
 		}
 	}
 }
+
+// What wiggum did about what an agent left in git - a branch it left, an
+// operation half done, commits made before its attempt that it rewrote,
+// tags a failed attempt made - is a notice of its own, naming the story
+// and where the work is saved; so is a rollback that failed.
+func TestGitInterventionsAreNotices(t *testing.T) {
+	var s State
+	s.Apply(ev(t, 0, "run_start", map[string]any{"plan": "plan.md", "stories": 2}))
+	for _, e := range []Event{
+		ev(t, 1, "branch_left", map[string]any{"story": "US-1", "from": "main", "to": "branch feature", "backup": "refs/wiggum/backup/a"}),
+		ev(t, 2, "operation_aborted", map[string]any{"story": "US-1", "operation": "rebase", "conflicts": []string{"a.go"}, "backup": "refs/wiggum/backup/b"}),
+		ev(t, 3, "history_rewritten", map[string]any{"story": "US-2", "branch": "main", "commits": 1, "own": true, "backup": "refs/wiggum/backup/c"}),
+		ev(t, 4, "history_rewritten", map[string]any{"story": "US-2", "branch": "main", "commits": 2}),
+		ev(t, 5, "refs_restored", map[string]any{"story": "US-2", "backup": "refs/wiggum/backup/d", "refs": []string{"refs/tags/v1.0", "refs/heads/release"}}),
+		ev(t, 6, "rollback_failed", map[string]any{"story": "US-2", "error": "no space left on device"}),
+	} {
+		s.Apply(e)
+	}
+	want := []string{
+		"git US-1 the agent left main for branch feature; its work cannot land, saved in refs/wiggum/backup/a",
+		"git US-1 the agent left a rebase half done; aborted, saved in refs/wiggum/backup/b",
+		"git US-2 the agent rewrote 1 commit(s) of main made before its attempt; put back, its rewrite saved in refs/wiggum/backup/c",
+		"git US-2 the agent rewrote 2 commit(s) of main made before its attempt onto others' commits; the attempt fails",
+		"git US-2 the failed attempt's v1.0, release taken back; its work is in refs/wiggum/backup/d",
+		"stopped US-2 rollback failed: no space left on device",
+	}
+	if len(s.Notices) != len(want) {
+		t.Fatalf("notices %+v", s.Notices)
+	}
+	for i, n := range s.Notices {
+		if got := n.Kind + " " + n.Story + " " + n.Text; got != want[i] {
+			t.Errorf("notice %d:\n got %s\nwant %s", i, got, want[i])
+		}
+	}
+}
