@@ -36,11 +36,11 @@ import (
 // run by its full path goes round all this and sees git's own stash.
 
 // ownStash prepares git ARGS, whose command (args[sub]) is stash, in dir,
-// when that is a worktree of the repository whose common git dir is
-// shared (any other keeps git's own stash): it returns the arguments to exec with code -1, or the exit code the
-// shim ends with when it has answered itself. The stash lock it takes is
-// the exec'd git's; release lets it go before (for a caller that does not
-// exec).
+// when that is a worktree of the repository whose common git dir is shared
+// (any other keeps git's own stash): it returns the arguments to exec with
+// code -1, or the exit code the shim ends with when it has answered
+// itself. The stash lock it takes is the exec'd git's; release lets it go
+// before (for a caller that does not exec).
 func ownStash(dir, shared string, args []string, sub int, real string, stderr io.Writer) (_ []string, code int, release func()) {
 	release = func() {}
 	out, err := exec.Command(real, "-C", dir, "rev-parse", "--path-format=absolute", "--git-common-dir", "--abbrev-ref", "HEAD").Output()

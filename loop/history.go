@@ -15,14 +15,16 @@ import (
 // rebases rewrote the previous story's commit: the run went on from the
 // rewritten one, so that story's commit - the one its report and journal
 // name - left the branch, and its work came back under another story's
-// message (or under none, after a `git reset HEAD~1`). A run killed in
-// such an attempt could not be resumed: the rollback is refused when the
-// checkpoint is no longer an ancestor of HEAD (the contract's rule).
+// message (or under none, after a `git reset HEAD~1`). A failed attempt
+// that did so, or one a crash interrupted, cannot be rolled back: the
+// contract refuses a rollback when the checkpoint is no longer an ancestor
+// of HEAD; the run stops with exit 4, and rewriteHint says how to go on.
 
 // rewrite is what restoreHistory found and did: the commits of the branch
 // made before the attempt that it no longer held (dropped, a count), and
 // whether what replaced them was all committed during the attempt (own).
-// Saved holds the rewritten state; zero when nothing was rewritten.
+// Saved holds the rewritten state when it was put back; zero when nothing
+// was rewritten.
 type rewrite struct {
 	Branch, Dropped, Saved string
 	Own                    bool
