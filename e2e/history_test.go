@@ -66,3 +66,27 @@ fi
 		t.Errorf("the attempt's uncommitted file is not in the stash:\n%s", show)
 	}
 }
+
+// An --agent-cmd agent's git is wiggum's git shim too: its commit made
+// with git's hooks turned off (as in Gemini CLI's shell) is journaled by
+// the shim, so its failed attempt is rolled back - saved - and retried,
+// where it stopped the run with exit 4 before.
+func TestHooklessCommitOfACustomAgentIsRolledBack(t *testing.T) {
+	dir, marks, agent := scriptRepo(t, "", 1, `cat > /dev/null
+echo "work" > work.txt
+git add work.txt
+git -c core.hooksPath=/dev/null commit -q -m "agent's commit, hooks off"
+if [ ! -e "$MARKS/failed" ]; then touch "$MARKS/failed"; exit 1; fi
+`)
+	mustRun(t, dir, wiggumBin, "install", "--git")
+	r := wiggum(t, dir, []string{"MARKS=" + marks}, "run", "--plan", "plan.md", "--agent-cmd", "sh "+agent, "--retries", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, "rolled back; the attempt is saved in refs/wiggum/backup/") {
+		t.Fatalf("exit %d, want 0 with the failed attempt rolled back\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if log := mustRun(t, dir, "git", "log", "--format=%s", "main"); strings.Count(log, "agent's commit, hooks off") != 1 {
+		t.Errorf("main holds the agent's commit other than once (the retry's):\n%s", log)
+	}
+	if !inSomeBackup(t, dir, "work.txt") {
+		t.Error("the failed attempt's commit is in no backup")
+	}
+}

@@ -71,7 +71,15 @@ func runMain(m *testing.M) int {
 		}
 		baseEnv = append(baseEnv, kv)
 	}
+	// git by its full path, for an agent that goes round wiggum's git
+	// shim.
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "no git on PATH:", err)
+		return 1
+	}
 	baseEnv = append(baseEnv,
+		"REAL_GIT="+realGit,
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.com",

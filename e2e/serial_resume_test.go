@@ -17,8 +17,9 @@ import (
 // story's work file and reports a cost of $0.25 as Claude's stream does;
 // odd stories commit their work themselves. With $FAIL_ONCE set, US-1's
 // first attempt fails after its work (and its commit). With $HOOKLESS set
-// it commits with git's hooks turned off, as Gemini CLI's shell does, so
-// wiggum's post-commit hook never journals the commit.
+// it commits with git's hooks turned off, as Gemini CLI's shell does, and
+// with git by its full path ($REAL_GIT), round wiggum's git shim (which
+// would journal it): nothing journals the commit.
 const serialAgent = `S=$WIGGUM_STORY
 cat > "$MARKS/prompt-$S"
 echo "$S" >> "$MARKS/invocations"
@@ -26,7 +27,7 @@ n=${S#US-}
 echo "work of $S" > "work-$S.txt"
 if [ $((n % 2)) -eq 1 ]; then
   git add "work-$S.txt"
-  if [ -n "$HOOKLESS" ]; then git -c core.hooksPath=/dev/null commit -q -m "agent: $S"; else git commit -q -m "agent: $S"; fi
+  if [ -n "$HOOKLESS" ]; then "$REAL_GIT" -c core.hooksPath=/dev/null commit -q -m "agent: $S"; else git commit -q -m "agent: $S"; fi
 fi
 if [ -n "$FAIL_ONCE" ] && [ "$S" = US-1 ] && [ ! -e "$MARKS/failed" ]; then
   touch "$MARKS/failed"; echo BROKEN-OUTPUT; exit 1
@@ -300,7 +301,8 @@ func readFile(t *testing.T, path string) string {
 }
 
 // TestSerialHooklessAgentCommits: with the commit journal on, an agent
-// that commits with git's hooks turned off (Gemini CLI's shell does) makes
+// that commits with git's hooks turned off (Gemini CLI's shell does) and
+// by git's full path, round wiggum's git shim, makes
 // commits the journal never sees. A finished story is still committed and
 // ticked once, the agent's commit under wiggum's. An unfinished one -
 // failed, or cut short by a SIGKILL - cannot be rolled back on wiggum's

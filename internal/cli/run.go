@@ -238,7 +238,7 @@ rails), and with what each needs for wiggum's hooks to run:
           its shell (core.hooksPath=""), so wiggum's pre-push and
           post-commit hooks never run there; wiggum's git shim stops a
           push and journals a commit there all the same.
-A built-in agent's git (and every agent's with --workers) is wiggum's git
+Every agent's git - a built-in one's or --agent-cmd's - is wiggum's git
 shim: .ralph/wiggum/gitbin/git, a link to wiggum, first on the agent's PATH.
 In the session it refuses a push (push, send-pack, an alias for them) even
 where git runs no hooks - git push --no-verify, gemini's shell; it journals
@@ -406,13 +406,11 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if note != "" {
 		g.Log().Warn(note)
 	}
-	if opts.VerifyHooks || opts.Workers > 1 {
-		// A built-in agent's git is wiggum's shim: the push guard holds
-		// where git runs no hooks. Every parallel worker's agent gets it
-		// too: it keeps each worker to its own stash entries.
-		if opts.GitShim, err = agent.GitShim(st.Path(layout.RuntimeDir)); err != nil {
-			return err
-		}
+	// Every agent's git is wiggum's shim: the push guard holds where git
+	// runs no hooks, a commit no post-commit hook sees is journaled, and
+	// a parallel worker keeps to its own stash entries.
+	if opts.GitShim, err = agent.GitShim(st.Path(layout.RuntimeDir)); err != nil {
+		return err
 	}
 	stopNotify, err := c.startNotify(g, st)
 	if err != nil {
