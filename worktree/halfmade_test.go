@@ -90,3 +90,46 @@ func remove(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// A git worktree add killed after it wrote the worktree's .git file and
+// before it set HEAD leaves git's placeholder HEAD (the null id), and
+// every git command in the worktree fails there ("bad object HEAD"). The
+// next run's cleanup tried to save the worktree through its own git and
+// stopped with exit 1 (the soak test hit it: "worktree: save US-27 before
+// removing it: ... fatal: bad object HEAD"). No checkout and no agent ever
+// happened in it: Reclaim and Prune remove it, and leave its branch.
+func TestHalfMadeWorktreeIsRemoved(t *testing.T) {
+	for _, how := range []string{"reclaim", "prune"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := context.Background()
+			repo := newRepo(t)
+			path := filepath.Join(repo.Root, filepath.FromSlash(Dir), "US-2")
+			gitT(t, repo.Root, "worktree", "add", "--quiet", "--no-checkout", "--lock", "-b", "wiggum/US-2", path, "main")
+			// The branch holds a commit main does not: saved before it goes.
+			tip := strings.TrimSpace(gitT(t, repo.Root, "commit-tree", "-p", "main", "-m", "on the branch", "main^{tree}"))
+			gitT(t, repo.Root, "update-ref", "refs/heads/wiggum/US-2", tip)
+			write(t, filepath.Join(repo.CommonDir, "worktrees", "US-2"), "HEAD", strings.Repeat("0", 40)+"\n")
+			switch how {
+			case "reclaim":
+				if got, err := Reclaim(ctx, repo, "refs/heads/main", ReclaimOptions{}); err != nil || len(got) != 1 {
+					t.Fatalf("reclaim: %+v, %v", got, err)
+				}
+			case "prune":
+				if got, err := Prune(ctx, repo, false); err != nil || len(got) != 1 || got[0].Action != "removed" {
+					t.Fatalf("prune: %+v, %v", got, err)
+				}
+			}
+			if exists(path) {
+				t.Error("the worktree is still there")
+			}
+			if out := gitT(t, repo.Root, "worktree", "list", "--porcelain"); strings.Count(out, "worktree ") != 1 {
+				t.Errorf("worktrees left:\n%s", out)
+			}
+			// git's record named no branch (HEAD was the null id): the
+			// branch stays as it is, with its commit.
+			if got := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "refs/heads/wiggum/US-2")); got != tip {
+				t.Errorf("wiggum/US-2 is at %s, want %s", got, tip)
+			}
+		})
+	}
+}

@@ -218,9 +218,10 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 			}
 			rc.Backup = ref
 			in.Dirty = false
-		case errors.Is(gerr, os.ErrNotExist):
-			// Killed inside git worktree add, before its .git file: no
-			// agent ever worked here. Only the branch can hold anything.
+		case errors.Is(gerr, os.ErrNotExist) || in.halfMade:
+			// Killed inside git worktree add, before its .git file or
+			// before it set HEAD: no agent ever worked here. Only the
+			// branch can hold anything.
 			in.Dirty = false
 			if !in.Merged && tip != "" {
 				ref, err := saveTip(ctx, main, tip)

@@ -171,7 +171,10 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 		}
 		return r, nil
 	}
-	if !lostGit(in.Path) {
+	if in.halfMade {
+		in.Dirty = false // no checkout, no agent: nothing in it to save
+	}
+	if !lostGit(in.Path) && !in.halfMade {
 		saved, err := saveSubmodules(ctx, main, in, main.Root)
 		r.Submodules = saved
 		if err != nil {

@@ -553,6 +553,9 @@ type Info struct {
 	base       string
 	repos      []string
 	reposKnown bool // repos holds the ones its commits recorded too
+	// halfMade: git worktree add was killed after it wrote the .git file
+	// and before it set HEAD (headPlaceholder); no agent ever worked here.
+	halfMade bool
 }
 
 // List describes every worktree under Dir, in name order.
@@ -629,11 +632,33 @@ func inspect(ctx context.Context, main *git.Repo, in *Info) {
 	if in.Branch != "" && in.Target != "" {
 		in.Merged, _ = main.OK(ctx, "merge-base", "--is-ancestor", in.Branch, in.Target)
 	}
+	if headPlaceholder(in.Path) {
+		in.halfMade = true
+		return
+	}
 	st, err := (&git.Repo{Root: in.Path}).Status(ctx)
 	in.Dirty = err != nil || st.Dirty()
 	if err == nil {
 		in.repos = repositories(st)
 	}
+}
+
+// headPlaceholder reports whether the worktree at path still has the HEAD
+// git worktree add writes first - the null object id, there only so that
+// git takes the directory for a repository - which the add replaces by
+// the branch before it returns: an add killed in between left it, and
+// every git command in the worktree then fails ("bad object HEAD").
+func headPlaceholder(path string) bool {
+	gitDir, commonDir := git.Dirs(path)
+	if gitDir == "" || gitDir == commonDir {
+		return false
+	}
+	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return false
+	}
+	v := strings.TrimSpace(string(data))
+	return (len(v) == 40 || len(v) == 64) && strings.Trim(v, "0") == ""
 }
 
 // registration is what git records of one worktree.
