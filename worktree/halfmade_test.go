@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,44 +93,69 @@ func remove(t *testing.T, path string) {
 }
 
 // A git worktree add killed after it wrote the worktree's .git file and
-// before it set HEAD leaves git's placeholder HEAD (the null id), and
-// every git command in the worktree fails there ("bad object HEAD"). The
-// next run's cleanup tried to save the worktree through its own git and
-// stopped with exit 1 (the soak test hit it: "worktree: save US-27 before
-// removing it: ... fatal: bad object HEAD"). No checkout and no agent ever
-// happened in it: Reclaim and Prune remove it, and leave its branch.
+// before it finished its record leaves git's placeholder HEAD (the null
+// id), or no HEAD, or no commondir, and every git command in the worktree
+// fails there ("bad object HEAD"). The next run's cleanup tried to save
+// the worktree through its own git and stopped with exit 1 (the soak test
+// hit it: "worktree: save US-27 before removing it: ... fatal: bad object
+// HEAD"). No checkout and no agent ever happened in it: Reclaim and Prune
+// remove it, and leave its branch; a file someone put there is saved
+// first, through the main repository.
 func TestHalfMadeWorktreeIsRemoved(t *testing.T) {
-	for _, how := range []string{"reclaim", "prune"} {
-		t.Run(how, func(t *testing.T) {
-			ctx := context.Background()
-			repo := newRepo(t)
-			path := filepath.Join(repo.Root, filepath.FromSlash(Dir), "US-2")
-			gitT(t, repo.Root, "worktree", "add", "--quiet", "--no-checkout", "--lock", "-b", "wiggum/US-2", path, "main")
-			// The branch holds a commit main does not: saved before it goes.
-			tip := strings.TrimSpace(gitT(t, repo.Root, "commit-tree", "-p", "main", "-m", "on the branch", "main^{tree}"))
-			gitT(t, repo.Root, "update-ref", "refs/heads/wiggum/US-2", tip)
-			write(t, filepath.Join(repo.CommonDir, "worktrees", "US-2"), "HEAD", strings.Repeat("0", 40)+"\n")
-			switch how {
-			case "reclaim":
-				if got, err := Reclaim(ctx, repo, "refs/heads/main", ReclaimOptions{}); err != nil || len(got) != 1 {
-					t.Fatalf("reclaim: %+v, %v", got, err)
-				}
-			case "prune":
-				if got, err := Prune(ctx, repo, false); err != nil || len(got) != 1 || got[0].Action != "removed" {
-					t.Fatalf("prune: %+v, %v", got, err)
-				}
+	states := map[string]func(t *testing.T, admin string){
+		"null HEAD":    func(t *testing.T, admin string) { write(t, admin, "HEAD", strings.Repeat("0", 40)+"\n") },
+		"no HEAD":      func(t *testing.T, admin string) { remove(t, filepath.Join(admin, "HEAD")) },
+		"no commondir": func(t *testing.T, admin string) { remove(t, filepath.Join(admin, "commondir")) },
+	}
+	for name, state := range states {
+		for _, how := range []string{"reclaim", "prune"} {
+			for _, stray := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/stray=%v", name, how, stray), func(t *testing.T) {
+					ctx := context.Background()
+					repo := newRepo(t)
+					path := filepath.Join(repo.Root, filepath.FromSlash(Dir), "US-2")
+					gitT(t, repo.Root, "worktree", "add", "--quiet", "--no-checkout", "--lock", "-b", "wiggum/US-2", path, "main")
+					tip := strings.TrimSpace(gitT(t, repo.Root, "commit-tree", "-p", "main", "-m", "on the branch", "main^{tree}"))
+					gitT(t, repo.Root, "update-ref", "refs/heads/wiggum/US-2", tip)
+					state(t, filepath.Join(repo.CommonDir, "worktrees", "US-2"))
+					if stray {
+						write(t, path, "stray.txt", "put here by someone\n")
+					}
+					var backup string
+					switch how {
+					case "reclaim":
+						got, err := Reclaim(ctx, repo, "refs/heads/main", ReclaimOptions{})
+						if err != nil || len(got) != 1 {
+							t.Fatalf("reclaim: %+v, %v", got, err)
+						}
+						backup = got[0].Backup
+					case "prune":
+						got, err := Prune(ctx, repo, false)
+						if err != nil || len(got) != 1 || got[0].Action != "removed" {
+							t.Fatalf("prune: %+v, %v", got, err)
+						}
+						backup = got[0].Backup
+					}
+					if exists(path) {
+						t.Error("the worktree is still there")
+					}
+					if out := gitT(t, repo.Root, "worktree", "list", "--porcelain"); strings.Count(out, "worktree ") != 1 {
+						t.Errorf("worktrees left:\n%s", out)
+					}
+					// The branch's commit is kept: on the branch, left as it
+					// is when git's record names none, or in the backup
+					// that saved it before the branch went.
+					kept := strings.TrimSpace(gitT(t, repo.Root, "for-each-ref", "--contains", tip, "--format=%(refname)", "refs/heads/wiggum/", "refs/wiggum/backup/"))
+					if kept == "" {
+						t.Errorf("the branch's commit %s is on no branch and in no backup", tip)
+					}
+					if stray {
+						if backup == "" || !strings.Contains(gitT(t, repo.Root, "show", backup+":stray.txt"), "put here by someone") {
+							t.Errorf("the stray file is not saved (backup %q)", backup)
+						}
+					}
+				})
 			}
-			if exists(path) {
-				t.Error("the worktree is still there")
-			}
-			if out := gitT(t, repo.Root, "worktree", "list", "--porcelain"); strings.Count(out, "worktree ") != 1 {
-				t.Errorf("worktrees left:\n%s", out)
-			}
-			// git's record named no branch (HEAD was the null id): the
-			// branch stays as it is, with its commit.
-			if got := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "refs/heads/wiggum/US-2")); got != tip {
-				t.Errorf("wiggum/US-2 is at %s, want %s", got, tip)
-			}
-		})
+		}
 	}
 }

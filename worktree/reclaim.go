@@ -220,10 +220,18 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 			in.Dirty = false
 		case errors.Is(gerr, os.ErrNotExist) || in.halfMade:
 			// Killed inside git worktree add, before its .git file or
-			// before it set HEAD: no agent ever worked here. Only the
-			// branch can hold anything.
+			// before it finished its record: no agent ever worked here,
+			// and any file in it is saved through the main repository,
+			// with its branch (one backup holds both).
+			if in.halfMade && in.Dirty {
+				ref, err := saveLost(ctx, main, in.Path, in.Branch, "a killed run's worktree "+in.Name+" whose git worktree add was cut short (story "+in.Story+")")
+				if err != nil {
+					return nil, fmt.Errorf("worktree: save %s before removing it: %w", in.Name, err)
+				}
+				rc.Backup = ref
+			}
 			in.Dirty = false
-			if !in.Merged && tip != "" {
+			if !in.Merged && tip != "" && rc.Backup == "" {
 				ref, err := saveTip(ctx, main, tip)
 				if err != nil {
 					return nil, err
@@ -299,6 +307,9 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 		return nil, err
 	}
 	rc.Submodules = rem.Submodules
+	if rc.Backup == "" {
+		rc.Backup = rem.Backup // saved by the removal (a half-made worktree's files)
+	}
 	return rc, nil
 }
 

@@ -171,9 +171,6 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 		}
 		return r, nil
 	}
-	if in.halfMade {
-		in.Dirty = false // no checkout, no agent: nothing in it to save
-	}
 	if !lostGit(in.Path) && !in.halfMade {
 		saved, err := saveSubmodules(ctx, main, in, main.Root)
 		r.Submodules = saved
@@ -188,9 +185,9 @@ func removeLeased(ctx context.Context, main *git.Repo, in Info) (*Removal, error
 			_, _ = main.Run(ctx, "worktree", "remove", "--force", "--force", nested)
 		}
 	}
-	if in.Dirty && lostGit(in.Path) {
-		// git cannot read it as a worktree any more: its files are saved
-		// through the main repository instead.
+	if in.Dirty && (lostGit(in.Path) || in.halfMade) {
+		// git cannot read it as a worktree (any more): its files are
+		// saved through the main repository instead.
 		ref, err := saveLost(ctx, main, in.Path, in.Branch, "worktree "+in.Name+" removed after it lost its .git (story "+in.Story+")")
 		if err != nil {
 			return nil, fmt.Errorf("worktree: save %s before removing it: %w", in.Name, err)

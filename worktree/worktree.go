@@ -554,7 +554,8 @@ type Info struct {
 	repos      []string
 	reposKnown bool // repos holds the ones its commits recorded too
 	// halfMade: git worktree add was killed after it wrote the .git file
-	// and before it set HEAD (headPlaceholder); no agent ever worked here.
+	// and before it finished its record (halfMadeGit): no git command
+	// works in it, and no agent ever did.
 	halfMade bool
 }
 
@@ -632,8 +633,10 @@ func inspect(ctx context.Context, main *git.Repo, in *Info) {
 	if in.Branch != "" && in.Target != "" {
 		in.Merged, _ = main.OK(ctx, "merge-base", "--is-ancestor", in.Branch, in.Target)
 	}
-	if headPlaceholder(in.Path) {
-		in.halfMade = true
+	if halfMadeGit(in.Path) {
+		// Whatever is in it besides .git is saved through the main
+		// repository (saveLost) before it goes.
+		in.halfMade, in.Dirty = true, holdsFiles(in.Path, ".git")
 		return
 	}
 	st, err := (&git.Repo{Root: in.Path}).Status(ctx)
@@ -643,22 +646,30 @@ func inspect(ctx context.Context, main *git.Repo, in *Info) {
 	}
 }
 
-// headPlaceholder reports whether the worktree at path still has the HEAD
-// git worktree add writes first - the null object id, there only so that
-// git takes the directory for a repository - which the add replaces by
-// the branch before it returns: an add killed in between left it, and
-// every git command in the worktree then fails ("bad object HEAD").
-func headPlaceholder(path string) bool {
-	gitDir, commonDir := git.Dirs(path)
-	if gitDir == "" || gitDir == commonDir {
+// halfMadeGit reports whether the worktree at path has the .git file git
+// worktree add writes, and a record of it that the add had not finished:
+// no commondir, no HEAD, or still the HEAD the add writes first - the
+// null object id, there only so that git takes the directory for a
+// repository, which the add replaces by the branch before it returns. An
+// add killed in between left it so, and every git command in the
+// worktree then fails ("bad object HEAD", "not a git repository").
+func halfMadeGit(path string) bool {
+	if fi, err := os.Lstat(filepath.Join(path, ".git")); err != nil || !fi.Mode().IsRegular() {
 		return false
+	}
+	gitDir, commonDir := git.Dirs(path)
+	if gitDir == "" {
+		return false
+	}
+	if gitDir == commonDir {
+		return true // no commondir
 	}
 	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
-	if err != nil {
-		return false
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
 	}
 	v := strings.TrimSpace(string(data))
-	return (len(v) == 40 || len(v) == 64) && strings.Trim(v, "0") == ""
+	return err == nil && (len(v) == 40 || len(v) == 64) && strings.Trim(v, "0") == ""
 }
 
 // registration is what git records of one worktree.
