@@ -3,7 +3,6 @@ package hooks
 import (
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	gitfiles "github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // git's stash is one for all the worktrees of a repository (refs/stash
@@ -43,17 +44,21 @@ import (
 // before (for a caller that does not exec).
 func ownStash(dir, shared string, args []string, sub int, real string, stderr io.Writer) (_ []string, code int, release func()) {
 	release = func() {}
-	out, err := exec.Command(real, "-C", dir, "rev-parse", "--path-format=absolute", "--git-common-dir", "--abbrev-ref", "HEAD").Output()
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if err != nil || len(lines) != 2 || lines[1] == "HEAD" {
-		return args, -1, release // not a repository, or a detached HEAD: git's own stash
-	}
-	common, branch := lines[0], lines[1]
-	if !sameDir(common, shared) {
+	root := gitfiles.FindRoot(dir)
+	if root == "" || !gitfiles.InRepository(root, shared) {
 		return args, -1, release // a repository of the project's own
 	}
-	release = lockStash(filepath.Join(common, "wiggum-stash.lock"))
-	out, err = exec.Command(real, "-C", dir, "stash", "list", "--format=%gs").Output()
+	gitDir, _ := gitfiles.Dirs(root)
+	branch, known := gitfiles.HeadBranch(gitDir)
+	if !known { // refs in a reftable: HEAD's file cannot tell
+		out, _ := exec.Command(real, "-C", dir, "symbolic-ref", "--quiet", "--short", "HEAD").Output()
+		branch = strings.TrimSpace(string(out))
+	}
+	if branch == "" {
+		return args, -1, release // a detached HEAD: git's own stash
+	}
+	release = lockStash(filepath.Join(shared, "wiggum-stash.lock"))
+	out, err := exec.Command(real, "-C", dir, "stash", "list", "--format=%gs").Output()
 	if err != nil {
 		return args, -1, release
 	}
@@ -63,7 +68,7 @@ func ownStash(dir, shared string, args []string, sub int, real string, stderr io
 	}
 	var own []int // positions in the shared stash, newest first
 	for i, msg := range all {
-		if strings.HasPrefix(msg, "WIP on "+branch+": ") || strings.HasPrefix(msg, "On "+branch+": ") {
+		if gitfiles.StashMadeOn(msg, branch) {
 			own = append(own, i)
 		}
 	}
@@ -123,16 +128,6 @@ func ownStash(dir, shared string, args []string, sub int, real string, stderr io
 	fmt.Fprintf(stderr, "wiggum: %s (%s) was not made on this worktree's branch, %s: in a parallel run every worktree shares git's stash, "+
 		"and each agent works with the entries of its own branch; %s\n", entry, all[n], branch, yours)
 	return nil, 1, release
-}
-
-// sameDir reports whether a and b name the same directory.
-func sameDir(a, b string) bool {
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	sb, err := os.Stat(b)
-	return err == nil && os.SameFile(sa, sb)
 }
 
 // stashNumber reads a stash entry named by its position: n, stash@{n},

@@ -246,7 +246,7 @@ func (e *executor) unstash(ctx context.Context) error {
 		if e.stashAtStart[s.New] {
 			continue // there before the attempt
 		}
-		if !strings.HasPrefix(s.Message, "WIP on "+branch+": ") && !strings.HasPrefix(s.Message, "On "+branch+": ") {
+		if !git.StashMadeOn(s.Message, branch) {
 			continue
 		}
 		if _, err := e.st.Repo.Run(ctx, "stash", "apply", "-q", s.New); err != nil {

@@ -73,11 +73,11 @@ func restoreHistory(ctx context.Context, st *checkpoint.State, base, branch stri
 	// The attempt's own rewrite when every commit put in place of the
 	// dropped ones was made since it started (an amended root commit has
 	// no fork: then all of head's).
+	revs := head
 	if fork, ferr := repo.Line(ctx, "merge-base", base, head); ferr == nil {
-		w.Own, err = madeSince(ctx, repo, fork, head, since)
-	} else {
-		w.Own, err = allMadeSince(ctx, repo, head, since)
+		revs = fork + ".." + head // fork is head's ancestor: no need to ask
 	}
+	w.Own, err = allMadeSince(ctx, repo, revs, since)
 	if err != nil || !w.Own {
 		return w, err // another's history: not the attempt's to put back
 	}

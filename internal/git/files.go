@@ -312,6 +312,13 @@ type ReflogEntry struct {
 	Message  string
 }
 
+// StashMadeOn reports whether a stash entry whose reflog message is msg
+// was made on branch (its short name): git writes "WIP on <branch>: ..."
+// for a plain git stash and "On <branch>: ..." for one given a message.
+func StashMadeOn(msg, branch string) bool {
+	return strings.HasPrefix(msg, "WIP on "+branch+": ") || strings.HasPrefix(msg, "On "+branch+": ")
+}
+
 // Reflog reads ref's reflog (refs/heads/x, refs/stash) from its file in
 // the common dir, oldest first, without starting git: none when there is
 // no reflog. ok is false when refs are kept in a reftable.
