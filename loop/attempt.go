@@ -188,6 +188,19 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	out := e.run1(ctx, iter, story, prompt)
 	e.disp.end()
 	e.traceOutcome(story, out)
+	if !out.ok && out.passed && r.st.Repo.Sign {
+		// The commit failed after the agent's work passed: when signing
+		// is what fails now (a key gone from its agent, a passphrase
+		// cache expired), that is no failure of the agent's, and rolling
+		// its work back to have another agent redo it would fail the
+		// same way. The work stays, with the pass in the journal.
+		if perr := e.st.Repo.SignProbe(context.WithoutCancel(ctx)); perr != nil {
+			e.log(iter, story, attempt, "passed; its commit could not be signed", out, "", time.Since(started))
+			e.event("commit_unsigned", map[string]any{"story": story.ID, "error": signingWords(perr)})
+			e.disp.printf("✘ %s passed, but git could not sign its commit; its work is left uncommitted", story.ID)
+			return step{}, &SigningError{Story: story.ID, Err: perr}
+		}
+	}
 	first := !e.ran
 	e.ran = true
 	end := journalRec{T: "end", Story: story.ID, Attempt: attempt, Iter: iter}
@@ -359,6 +372,10 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		env = append(env, layout.SharedStashEnv+"="+e.st.Repo.CommonDir)
 	}
 	env = git.WithConfig(env, git.NoAutoMaintenance...)
+	// Nobody is there to answer: the agent runs with no terminal (its
+	// supervisor starts it in a session of its own), and gpg and ssh
+	// are not pointed at one either.
+	env = git.UnattendedEnv(env)
 	if r.opts.GitShim != "" {
 		env = prependPath(env, r.opts.GitShim)
 		if os.Getenv(layout.AllowPushEnv) != "1" {

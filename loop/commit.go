@@ -253,8 +253,11 @@ func (c *committer) commitPath(ctx context.Context, message, path string, dir bo
 	return c.run(ctx, args)
 }
 
+// run runs a git command that commits, unattended: with commit.gpgSign
+// on git signs, and a signing program (or the user's hook) that asks for
+// a passphrase would wait on the terminal for ever (git.RunUnattended).
 func (c *committer) run(ctx context.Context, args []string) (string, error) {
-	if _, err := c.git(ctx, nil, args...); err != nil {
+	if _, err := c.repo.RunUnattended(ctx, c.env, nil, args...); err != nil {
 		var ge *git.Error
 		if errors.As(err, &ge) && ge.Status() == 1 && strings.TrimSpace(ge.Stderr) == "" {
 			// git says "nothing to commit" on stdout and exits 1.

@@ -19,6 +19,10 @@ type landing struct {
 	queued time.Time
 	// unused: made ahead for a story no worker started; only removed.
 	unused bool
+	// leave: its attempt passed and the run stopped before the commit
+	// (SigningError): the worktree is left as it is, its lease let go,
+	// for the next run's resume to commit and land (finishedThere).
+	leave bool
 }
 
 // landings is the merge coordinator's queue. Worktree creations in this

@@ -307,7 +307,7 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 	// A shared story stops when another machine takes its claim over.
 	sctx, unshare := p.storyContext(ctx, held, w, ex)
 	defer unshare()
-	done := false
+	done, leave := false, false
 	for !done {
 		iter := p.nextIter(ctx)
 		if iter == 0 {
@@ -316,9 +316,15 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 		res, err := ex.attempt(sctx, iter, story)
 		if err != nil {
 			var lost *LostGitError
+			var unsigned *SigningError
 			switch {
 			case errors.As(err, &lost):
 				p.lostGit(lost)
+			case errors.As(err, &unsigned):
+				// A shared story's worktree goes with its claim.
+				leave = held == nil
+				unsigned.Worktree, unsigned.Kept = w.Path, leave
+				p.halt(err)
 			case !errors.Is(err, context.Canceled):
 				p.halt(err)
 			}
@@ -350,7 +356,7 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 		}
 	}
 	// A story committed before a signal is merged all the same.
-	j := &landing{w: w, story: story, done: done, queued: time.Now()}
+	j := &landing{w: w, story: story, done: done, queued: time.Now(), leave: leave}
 	if held == nil {
 		w.Settle(ctx)
 		// The worker goes on to its next story's worktree at once: it
@@ -437,6 +443,11 @@ func (p *parallel) mergeLocked(ctx context.Context, j *landing) *worktree.Merged
 // worktree and branch, so it may run beside the next story's merge.
 func (p *parallel) releaseLocked(ctx context.Context, j *landing, m *worktree.Merged, began time.Time) {
 	w, story := j.w, j.story
+	if j.leave {
+		_ = w.Lease.Release()
+		p.r.disp.printf("  %s: its worktree %s is left as it is, for the next run to commit and land", story.ID, relPath(p.r.st.Repo.Root, w.Path))
+		return
+	}
 	// The removal too is under the mutex: a pruner holding it must find
 	// each worktree either whole or gone, never half removed.
 	rem, err := w.Release(ctx, p.r.st.Repo)

@@ -116,6 +116,11 @@ func (r *run) setup(ctx context.Context) error {
 		return err
 	}
 	if err := r.preflight(ctx); err != nil {
+		if !r.killed {
+			// Refused before its first attempt: nothing to resume, and
+			// the next run is a new one, not "the interrupted run".
+			_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
+		}
 		return err
 	}
 	if r.opts.MaxIter == 0 {
@@ -614,10 +619,11 @@ func (r *run) preflight(ctx context.Context) error {
 	// The identity and the plan's ignore rule are read beside the status:
 	// three reads of one unchanging state, and the run's first agent
 	// waits for all of them. Their answers are judged in the order below.
-	var identErr, ignoredErr error
-	var ignored bool
+	var identErr, ignoredErr, signErr error
+	var ignored, signs bool
 	var reads sync.WaitGroup
 	reads.Go(func() { _, identErr = repo.Run(ctx, "var", "GIT_COMMITTER_IDENT") })
+	reads.Go(func() { signs, signErr = repo.SignsCommits(ctx) })
 	reads.Go(func() { ignored, ignoredErr = repo.OK(ctx, "check-ignore", "-q", "--", r.planRel) })
 	defer reads.Wait()
 	// One git status answers HEAD, its branch and the tree's changes.
@@ -638,6 +644,17 @@ func (r *run) preflight(ctx context.Context) error {
 	reads.Wait()
 	if identErr != nil {
 		return badinput.Errorf("run: git does not know who commits here; set it with git config user.name and git config user.email")
+	}
+	if signErr != nil {
+		return fmt.Errorf("run: read commit.gpgSign: %w", signErr)
+	}
+	if repo.Sign = signs; signs {
+		// Every story's commit is signed: a signing that cannot work
+		// unattended would fail (or, on a terminal, wait for ever) at
+		// the first commit, after the agent's work.
+		if err := repo.SignProbe(ctx); err != nil {
+			return &SigningError{Err: err}
+		}
 	}
 	r.branch = now.Branch
 	ts := changesOf(now)
@@ -733,7 +750,11 @@ func (r *run) finish(err error) {
 		fmt.Fprintf(&b, "; rolled-back attempts saved in %s (wiggum recover)", strings.Join(r.sum.Backups, ", "))
 	}
 	var stuck *StuckError
-	if errors.Is(err, context.Canceled) || errors.As(err, &stuck) {
+	var unsigned *SigningError
+	if errors.As(err, &unsigned) && unsigned.Story == "" {
+		unsigned = nil
+	}
+	if errors.Is(err, context.Canceled) || errors.As(err, &stuck) || unsigned != nil {
 		fmt.Fprintf(&b, "; resume with: %s", resumeCommand(r.opts.Plan.Kind(), r.planRel, r.opts.Workers))
 	}
 	r.disp.printf("%s", b.String())
@@ -747,7 +768,10 @@ func (r *run) finish(err error) {
 	if stuck != nil {
 		_ = r.led.record(journalRec{T: "stuck", Story: stuck.Story, Note: stuck.Error()}, true)
 	}
-	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) && stuck == nil {
+	if unsigned != nil {
+		_ = r.led.record(journalRec{T: "stuck", Story: unsigned.Story, Note: unsigned.Error()}, true)
+	}
+	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) && stuck == nil && unsigned == nil {
 		_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
 	}
 	_ = session.ClearRun(r.st)

@@ -136,6 +136,7 @@ func NewCoordinator(ctx context.Context, r *Remote, main *git.Repo, target, plan
 	// of the whole fleet (150 ms rather than 300 cut 0.1-0.2 s of a
 	// 4-machine run's tail), for a few fetches more per waiting machine.
 	poll := min(max(r.Lease/8, 100*time.Millisecond), 150*time.Millisecond)
+	main.Sign = r.Repo.Sign
 	return &Coordinator{R: r, Main: main, Target: target, PlanRel: planRel, Poll: poll, mine: map[string]bool{},
 		ending: map[*Held]chan struct{}{}, over: map[*Held]bool{}}, nil
 }

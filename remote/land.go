@@ -745,18 +745,18 @@ func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandS
 	if me != r.Me {
 		msg += "Wiggum-Landed-By: " + r.Me.String() + "\n"
 	}
-	if r.obj.w != nil && r.obj.author != "" && r.obj.committer != "" {
+	if r.obj.w != nil && r.obj.author != "" && r.obj.committer != "" && !repo.Sign {
 		commit, err := r.obj.commit(ticked, []string{base, tip}, r.obj.author, r.obj.committer, time.Now(), []byte(msg))
 		if err != nil {
 			return "", nil, fmt.Errorf("remote: write the landing commit: %w", err)
 		}
 		return commit, nil, nil
 	}
-	out, err = repo.RunEnv(ctx, nil, []byte(msg), "commit-tree", ticked, "-p", base, "-p", tip, "-F", "-")
+	commit, err = repo.CommitTree(ctx, ticked, []string{base, tip}, msg, repo.Sign)
 	if err != nil {
 		return "", nil, fmt.Errorf("remote: write the landing commit: %w", err)
 	}
-	return strings.TrimSpace(out), nil, nil
+	return commit, nil, nil
 }
 
 func mustKey(story string) string {

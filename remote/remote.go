@@ -168,6 +168,11 @@ func Open(ctx context.Context, repo *git.Repo, name string, opts Options) (*Remo
 	if err != nil {
 		return nil, err
 	}
+	// A landing commit goes into the user's history: signed when git
+	// signs their commits here.
+	if repo.Sign, err = repo.SignsCommits(ctx); err != nil {
+		return nil, fmt.Errorf("remote: read commit.gpgSign: %w", err)
+	}
 	r := &Remote{Repo: repo, Name: name, URL: url, Me: me, Lease: opts.Lease, Timeout: opts.Timeout, Run: opts.Run, now: opts.Now}
 	r.obj = r.openObjects(ctx)
 	r.daemon = openDaemon(ctx, repo, name, url)

@@ -93,11 +93,10 @@ func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) 
 		if err != nil {
 			return nil, err
 		}
-		out, err := tree.RunEnv(ctx, nil, []byte(message), "commit-tree", treeID, "-p", cur, "-p", tip, "-F", "-")
+		res.Commit, err = tree.CommitTree(ctx, treeID, []string{cur, tip}, message, tree.Sign)
 		if err != nil {
 			return nil, fmt.Errorf("merge: commit: %w", err)
 		}
-		res.Commit = strings.TrimSpace(out)
 	}
 	if err := writeIntent(tree, intent{Tree: tree.Root, Target: target, Old: cur, New: res.Commit, Message: message}); err != nil {
 		return nil, err

@@ -75,6 +75,15 @@ the failure in its prompt, up to --retries, then skipped. The plan is the
 record: stories an agent ticks in it itself are taken as done with no
 attempt of their own, and the run names them (untick them to have them run).
 
+Nobody is at the terminal: the agent and --test-cmd run without one (a
+command that would ask something there fails at once instead of waiting),
+and gpg and ssh are not pointed at it. With commit.gpgSign on, every commit
+the run puts in your history is signed - parallel merges and --remote
+landings too - and the run checks first that signing works with nobody to
+type a passphrase (keep the key in ssh-agent or gpg-agent); if it stops
+working mid-run, the run stops with the passed story's work left uncommitted,
+and the next run commits it without running the agent again.
+
 What the agent leaves in git is settled before the outcome is judged. A
 branch it switched to comes back: its commits go onto the attempt's branch
 (fast-forward) and a branch it made is removed; one that does not continue

@@ -30,6 +30,11 @@ type Repo struct {
 	CommonDir string // the shared git dir (objects, refs, info)
 	HooksDir  string // where git looks for hooks (honours core.hooksPath)
 	InfoDir   string // the shared info dir (exclude)
+	// Sign: the commits wiggum writes itself for the user's history
+	// (CommitTree: a parallel run's merges, a remote run's landings)
+	// are signed, as git commit signs with commit.gpgSign on. Set by
+	// whoever read that setting (SignsCommits).
+	Sign bool
 }
 
 // Error is a failed git command with its stderr.
@@ -156,7 +161,10 @@ func command(ctx context.Context, dir string, env []string, args ...string) *exe
 }
 
 func run(ctx context.Context, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
-	cmd := command(ctx, dir, env, args...)
+	return runCmd(command(ctx, dir, env, args...), stdin, args)
+}
+
+func runCmd(cmd *exec.Cmd, stdin []byte, args []string) ([]byte, error) {
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}

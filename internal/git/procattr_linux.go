@@ -1,6 +1,9 @@
 package git
 
-import "syscall"
+import (
+	"os/exec"
+	"syscall"
+)
 
 // procAttr makes every git command die with wiggum: a SIGKILLed wiggum frees
 // the agent lock at once, and a git command it left running would go on
@@ -9,4 +12,10 @@ import "syscall"
 // out instead of leaving the repository blocked.
 func procAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+}
+
+// detach starts cmd in a session of its own: it has no controlling
+// terminal, so nothing it runs can open /dev/tty and wait there.
+func detach(cmd *exec.Cmd) {
+	cmd.SysProcAttr.Setsid = true
 }

@@ -2,6 +2,11 @@
 
 package git
 
-import "syscall"
+import (
+	"os/exec"
+	"syscall"
+)
 
 func procAttr() *syscall.SysProcAttr { return nil }
+
+func detach(*exec.Cmd) {}

@@ -24,12 +24,19 @@ func supervisorAttr() *syscall.SysProcAttr {
 // returned function gives the terminal back once the command is done.
 func childAttr() (*syscall.SysProcAttr, func()) { return childAttrOn(0) }
 
-// childAttrOn is childAttr for a command whose stdin is fd (-1: none).
+// childAttrOn is childAttr for a command whose stdin is fd. With fd -1
+// (an unattended command: an agent of wiggum run, its --test-cmd) the
+// command gets a session of its own, which makes its process group too,
+// and no controlling terminal: what it runs that would ask the terminal -
+// a signing program's passphrase, ssh's host key question, an installer's
+// prompt - fails at once, where in the terminal's session, outside its
+// foreground group, the first read would stop it (SIGTTIN) until the
+// attempt's timeout.
 func childAttrOn(fd int) (*syscall.SysProcAttr, func()) {
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if fd < 0 {
-		return attr, func() {}
+		return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}, func() {}
 	}
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	fg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
 	if err != nil || fg != syscall.Getpgrp() {
 		return attr, func() {}

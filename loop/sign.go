@@ -1,0 +1,68 @@
+package loop
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
+)
+
+// SigningError is git failing to sign a commit the loop must make (the
+// user has commit.gpgSign on): found before the first attempt, the run
+// does not start; found at a story's commit (a key that left its agent,
+// a passphrase cache that expired), the run stops with that attempt's
+// work left in the tree and its pass in the journal, and the next run
+// commits it without running the agent again.
+type SigningError struct {
+	Story string // "" before the first attempt
+	Err   error
+	// Worktree: the parallel worker's worktree the work is in; Kept says
+	// it is left there for the resume (otherwise its removal saved it
+	// under refs/wiggum/backup/ and the story is done again).
+	Worktree string
+	Kept     bool
+}
+
+func (e *SigningError) Error() string {
+	why := signingWords(e.Err)
+	how := "make signing work without a terminal - load the key into its agent (ssh-add for gpg.format ssh; for gpg, sign something once so gpg-agent holds the passphrase) - " +
+		"or turn signing off for the run (GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=commit.gpgSign GIT_CONFIG_VALUE_0=false wiggum run ...)"
+	if e.Story == "" {
+		return fmt.Sprintf("run: git signs every commit here (commit.gpgSign), and signing failed with nobody at the terminal to type a passphrase: %s. "+
+			"An unattended run must sign without asking: %s. Nothing changed", why, how)
+	}
+	left, then := "in the tree as it was", "commits that work with its tick (the agent is not run again)"
+	switch {
+	case e.Worktree != "" && e.Kept:
+		left, then = "in its worktree "+e.Worktree, "commits that work and lands it (the agent is not run again)"
+	case e.Worktree != "":
+		left, then = "in the backup of its worktree (refs/wiggum/backup/)", "does the story again"
+	}
+	return fmt.Sprintf("run: %s passed, but git could not sign its commit (commit.gpgSign): %s. Its work is not committed: it is left %s; "+
+		"%s, then run again: the run resumes, %s and goes on", e.Story, why, left, how, then)
+}
+
+func (e *SigningError) Unwrap() error { return e.Err }
+
+// signingWords is what the signing program said, on one line, without
+// git's "fatal: failed to write commit object".
+func signingWords(err error) string {
+	msg := err.Error()
+	var ge *git.Error
+	if errors.As(err, &ge) && strings.TrimSpace(ge.Stderr) != "" {
+		msg = ge.Stderr
+	}
+	var keep []string
+	for _, l := range strings.Split(msg, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.Contains(l, "failed to write commit object") {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	if len(keep) == 0 {
+		return strings.TrimSpace(msg)
+	}
+	return strings.Join(keep, " ")
+}
