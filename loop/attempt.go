@@ -503,6 +503,9 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	for _, p := range e.commit.leftOut {
 		e.disp.printf("  %s/ is a git repository of its own with no commit (a git init?): not committed; its files stay where they are", p)
 	}
+	if len(e.commit.hookFixed) > 0 {
+		e.disp.printf("  the pre-commit hook changed %s and failed the commit, as formatters do: staged its changes and committed again", summarize(e.commit.hookFixed, 5))
+	}
 	for _, p := range e.commit.nested {
 		e.disp.printf("  %s/ is a worktree of this repository (a subagent's?): not committed - a gitlink would hold none of its work; it stays where it is", p)
 	}

@@ -51,6 +51,9 @@ type committer struct {
 	// leftOut: repositories of their own with no commit (an agent's git
 	// init) the last commit left out, for the caller to say.
 	leftOut []string
+	// hookFixed: the paths the user's pre-commit hook changed in the
+	// last commitAll, staged and committed with the rest (commitStaged).
+	hookFixed []string
 	// nested: linked worktrees of this repository inside the tree (a
 	// client's subagent worktree in .claude/worktrees/): git add -A would
 	// have recorded each as a gitlink, which holds none of its work; the
@@ -105,15 +108,17 @@ func (c *committer) changes(ctx context.Context) (*treeState, error) {
 // commitAll commits every change in the working tree except kept paths. It
 // returns the new commit's short id, or "" when nothing changed.
 func (c *committer) commitAll(ctx context.Context, message string) (string, error) {
+	c.hookFixed = nil
 	if len(c.keep) == 0 {
 		// Nothing to leave out: git add -A and commit say themselves
 		// whether anything changed (commit's "nothing to commit" is
 		// ""), so the status call would only cost a process.
-		if err := c.addAll(ctx, ":/\x00"); err != nil {
+		stage := func() error { return c.addAll(ctx, ":/\x00") }
+		if err := stage(); err != nil {
 			return "", fmt.Errorf("stage changes: %w", err)
 		}
 		killpoint.At("commit-staged")
-		return c.run(ctx, commitCmd("-m", message))
+		return c.commitStaged(ctx, message, stage)
 	}
 	ts, err := c.changes(ctx)
 	if err != nil {
@@ -126,7 +131,48 @@ func (c *committer) commitAll(ctx context.Context, message string) (string, erro
 		return "", fmt.Errorf("stage changes: %w", err)
 	}
 	killpoint.At("commit-staged")
-	return c.run(ctx, commitCmd("-m", message))
+	return c.commitStaged(ctx, message, func() error {
+		ts, err := c.changes(ctx)
+		if err != nil {
+			return err
+		}
+		return c.stageExcept(ctx, ts)
+	})
+}
+
+// commitStaged commits what is staged. A pre-commit hook of the user's
+// that changes the files it checks - a formatter (black, ruff format,
+// prettier, end-of-file-fixer, as the pre-commit framework runs them) -
+// fails the commit on purpose, for the person to look at the changes and
+// commit again. Unattended, wiggum does what the person would: it stages
+// again (stage) and, when the hook did change what is staged, commits
+// once more, the hook running again on its own output. A hook that
+// changed nothing, or fails again, fails the commit with what it said.
+// c.hookFixed names the paths the hook changed.
+func (c *committer) commitStaged(ctx context.Context, message string, stage func() error) (string, error) {
+	args := commitCmd("-m", message)
+	sha, err := c.run(ctx, args)
+	var ge *git.Error
+	if err == nil || !errors.As(err, &ge) || ge.Status() != 1 {
+		return sha, err
+	}
+	// Only on a failed commit: the index as the hook saw it, and again
+	// after staging what the hook left in the tree.
+	before, werr := c.repo.Line(ctx, "write-tree")
+	if werr != nil || stage() != nil {
+		return "", err
+	}
+	after, werr := c.repo.Line(ctx, "write-tree")
+	if werr != nil || after == before {
+		return "", err
+	}
+	changed, _ := c.repo.Run(ctx, "diff-tree", "-r", "-z", "--name-only", before, after)
+	c.hookFixed = git.SplitZ(changed)
+	sha, again := c.run(ctx, args)
+	if again != nil {
+		return "", fmt.Errorf("%w; staged what the hook changed (%s) and committed again: %w", err, summarize(c.hookFixed, 5), again)
+	}
+	return sha, nil
 }
 
 // stageExcept stages everything but the kept paths, first unstaging kept

@@ -46,7 +46,7 @@ func (e *SigningError) Error() string {
 func (e *SigningError) Unwrap() error { return e.Err }
 
 // signingWords is what the signing program said, on one line, without
-// git's "fatal: failed to write commit object".
+// git's "error: " and "fatal: failed to write commit object".
 func signingWords(err error) string {
 	msg := err.Error()
 	var ge *git.Error
@@ -55,7 +55,7 @@ func signingWords(err error) string {
 	}
 	var keep []string
 	for _, l := range strings.Split(msg, "\n") {
-		l = strings.TrimSpace(l)
+		l = strings.TrimPrefix(strings.TrimSpace(l), "error: ")
 		if l == "" || strings.Contains(l, "failed to write commit object") {
 			continue
 		}

@@ -74,6 +74,10 @@ and saved under refs/wiggum/backup/ first - and the story is retried with
 the failure in its prompt, up to --retries, then skipped. The plan is the
 record: stories an agent ticks in it itself are taken as done with no
 attempt of their own, and the run names them (untick them to have them run).
+Your git hooks run on the loop's commits; a pre-commit hook that fixes the
+files it checks and fails the commit (a formatter, as the pre-commit framework
+runs them) gets its fixes staged and the commit made once more, and one that
+fails again fails the attempt, its output in the next prompt.
 
 Nobody is at the terminal: the agent and --test-cmd run without one (a
 command that would ask something there fails at once instead of waiting),

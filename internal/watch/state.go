@@ -185,6 +185,8 @@ func describe(e Event) (kind, text string) {
 		return "refused", "rollback refused: " + e.Reason
 	case "rollback_failed":
 		return "stopped", "rollback failed: " + e.Error
+	case "commit_unsigned":
+		return "stopped", "passed, but git could not sign its commit: " + e.Error + "; its work is left uncommitted for the next run"
 	case "branch_left":
 		return "git", "the agent left " + e.From + " for " + e.To + "; its work cannot land, saved in " + e.Backup
 	case "operation_aborted":

@@ -419,6 +419,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		ev(t, 4, "history_rewritten", map[string]any{"story": "US-2", "branch": "main", "commits": 2}),
 		ev(t, 5, "refs_restored", map[string]any{"story": "US-2", "backup": "refs/wiggum/backup/d", "refs": []string{"refs/tags/v1.0", "refs/heads/release"}}),
 		ev(t, 6, "rollback_failed", map[string]any{"story": "US-2", "error": "no space left on device"}),
+		ev(t, 7, "commit_unsigned", map[string]any{"story": "US-3", "error": "Load key \"k\": incorrect passphrase"}),
 	} {
 		s.Apply(e)
 	}
@@ -429,6 +430,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		"git US-2 the agent rewrote 2 commit(s) of main made before its attempt onto others' commits; the attempt fails",
 		"git US-2 the failed attempt's v1.0, release taken back; its work is in refs/wiggum/backup/d",
 		"stopped US-2 rollback failed: no space left on device",
+		"stopped US-3 passed, but git could not sign its commit: Load key \"k\": incorrect passphrase; its work is left uncommitted for the next run",
 	}
 	if len(s.Notices) != len(want) {
 		t.Fatalf("notices %+v", s.Notices)
