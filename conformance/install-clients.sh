@@ -32,3 +32,21 @@ for pin in "${pins[@]}"; do
 	# npm wrote absolute paths nowhere we depend on: .bin links are relative.
 	touch "$dir/.installed"
 done
+
+# The JavaScript world's git hooks, for e2e/commitmsg_test.go: husky runs
+# commitlint (conventional commits) as the commit-msg hook. One directory
+# holds the three packages a project would have in its devDependencies:
+#   $cache/git-hooks/node_modules/.bin/{commitlint,husky}
+hooks_dir="$cache/git-hooks"
+hooks_pins="@commitlint/cli@20.5.3 @commitlint/config-conventional@20.5.3 husky@9.1.7"
+if [ -x "$hooks_dir/node_modules/.bin/commitlint" ] && [ "$(cat "$hooks_dir/.installed" 2>/dev/null)" = "$hooks_pins" ]; then
+	echo "have $hooks_pins"
+else
+	echo "installing $hooks_pins into $hooks_dir"
+	rm -rf "$hooks_dir.tmp"
+	mkdir -p "$hooks_dir.tmp"
+	npm install --prefix "$hooks_dir.tmp" --no-save --no-audit --no-fund --loglevel=error $hooks_pins >/dev/null
+	rm -rf "$hooks_dir"
+	mv "$hooks_dir.tmp" "$hooks_dir"
+	echo "$hooks_pins" > "$hooks_dir/.installed"
+fi

@@ -188,17 +188,14 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	out := e.run1(ctx, iter, story, prompt)
 	e.disp.end()
 	e.traceOutcome(story, out)
-	if !out.ok && out.passed && r.st.Repo.Sign {
-		// The commit failed after the agent's work passed: when signing
-		// is what fails now (a key gone from its agent, a passphrase
-		// cache expired), that is no failure of the agent's, and rolling
-		// its work back to have another agent redo it would fail the
-		// same way. The work stays, with the pass in the journal.
-		if perr := e.st.Repo.SignProbe(context.WithoutCancel(ctx)); perr != nil {
-			e.log(iter, story, attempt, "passed; its commit could not be signed", out, "", time.Since(started))
-			e.event("commit_unsigned", map[string]any{"story": story.ID, "error": signingWords(perr)})
-			e.disp.printf("✘ %s passed, but git could not sign its commit; its work is left uncommitted", story.ID)
-			return step{}, &SigningError{Story: story.ID, Err: perr}
+	if !out.ok && out.passed {
+		// The commit failed after the agent's work passed: when the
+		// repository is why (see commitRefused), that is no failure of
+		// the agent's, and rolling its work back to have another agent
+		// redo it would fail the same way. The work stays, with the pass
+		// in the journal.
+		if err := e.commitRefused(context.WithoutCancel(ctx), iter, story, attempt, out, started); err != nil {
+			return step{}, err
 		}
 	}
 	first := !e.ran
@@ -351,6 +348,33 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		return step{skipped: true}, nil
 	}
 	return step{}, nil
+}
+
+// commitRefused says why git would not commit a passed attempt, when the
+// reason is the repository's: signing fails now (a key gone from its
+// agent, a passphrase cache expired), or the user's commit-msg hook
+// refuses the story's message. nil when neither is why.
+func (e *executor) commitRefused(ctx context.Context, iter int, story *plan.Story, attempt int, out outcome, started time.Time) error {
+	r := e.run
+	if r.st.Repo.Sign {
+		if err := e.st.Repo.SignProbe(ctx); err != nil {
+			e.log(iter, story, attempt, "passed; its commit could not be signed", out, "", time.Since(started))
+			e.event("commit_unsigned", map[string]any{"story": story.ID, "error": signingWords(err)})
+			e.disp.printf("✘ %s passed, but git could not sign its commit; its work is left uncommitted", story.ID)
+			return &SigningError{passedWork: passedWork{Story: story.ID}, Err: err}
+		}
+	}
+	msg := r.msg.story(story)
+	err := checkMessage(ctx, e.st.Repo, msg)
+	var refused *MessageRefusedError
+	if !errors.As(err, &refused) {
+		return nil
+	}
+	refused.Story = story.ID
+	e.log(iter, story, attempt, "passed; the commit-msg hook refused its message", out, "", time.Since(started))
+	e.event("commit_message_refused", map[string]any{"story": story.ID, "message": msg, "error": refused.Output})
+	e.disp.printf("✘ %s passed, but the commit-msg hook refused its message %q; its work is left uncommitted", story.ID, msg)
+	return refused
 }
 
 // run1 runs the agent and the gate, and commits on success.
@@ -737,7 +761,7 @@ func (e *executor) reportedUsage(iter int, story string, u agent.Usage) {
 // ignored or was dirty before the run, when the tick stays in the file.
 func (e *executor) commitWork(ctx context.Context, story *plan.Story) (string, error) {
 	if !e.ticks {
-		return e.commit.commitAll(ctx, commitMessage(story))
+		return e.commit.commitAll(ctx, e.run.msg.story(story))
 	}
 	return e.run.commitStory(ctx, story)
 }

@@ -36,12 +36,15 @@ const MaxIterationsLimit = 1_000_000
 
 // Options configure a run.
 type Options struct {
-	Plan    plan.Plan
-	Agent   agent.Profile
-	Prompt  string // template; "" is DefaultPrompt
-	TestCmd string // gate run with sh -c after a successful agent
-	Retries int    // attempts after the first, per story
-	MaxIter int    // iterations in this run; 0: open stories x attempts
+	Plan   plan.Plan
+	Agent  agent.Profile
+	Prompt string // template; "" is DefaultPrompt
+	// CommitMessage is the template of a story's commit message; "" is
+	// git config wiggum.commitMessage, else DefaultCommitMessage.
+	CommitMessage string
+	TestCmd       string // gate run with sh -c after a successful agent
+	Retries       int    // attempts after the first, per story
+	MaxIter       int    // iterations in this run; 0: open stories x attempts
 	// Budgets in USD from the cost the agents report; 0 is none. A
 	// resumed run keeps the killed run's budgets unless given new ones.
 	MaxCost      float64
@@ -149,14 +152,6 @@ func validate(o *Options) error {
 		o.Out = io.Discard
 	}
 	return nil
-}
-
-func commitMessage(s *plan.Story) string {
-	title := strings.TrimSpace(s.Title)
-	if title == "" {
-		return s.ID
-	}
-	return s.ID + ": " + title
 }
 
 func storyText(s *plan.Story) string {

@@ -316,14 +316,14 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 		res, err := ex.attempt(sctx, iter, story)
 		if err != nil {
 			var lost *LostGitError
-			var unsigned *SigningError
 			switch {
 			case errors.As(err, &lost):
 				p.lostGit(lost)
-			case errors.As(err, &unsigned):
+			case stoppedUncommitted(err) != nil:
 				// A shared story's worktree goes with its claim.
 				leave = held == nil
-				unsigned.Worktree, unsigned.Kept = w.Path, leave
+				pw := stoppedUncommitted(err)
+				pw.Worktree, pw.Kept = w.Path, leave
 				p.halt(err)
 			case !errors.Is(err, context.Canceled):
 				p.halt(err)
@@ -485,7 +485,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // merge merges w's branch and ticks story in the plan; nil when the branch
 // could not land.
 func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.Story) *worktree.Merged {
-	msg := fmt.Sprintf("Merge %s\n\nwiggum merged %s (branch %s).\n", commitMessage(story), story.ID, strings.TrimPrefix(w.Branch, "refs/heads/"))
+	msg := fmt.Sprintf("Merge %s\n\nwiggum merged %s (branch %s).\n", p.r.msg.story(story), story.ID, strings.TrimPrefix(w.Branch, "refs/heads/"))
 	sp := p.r.storySpan(story).Start(telemetry.SpanMerge, telemetry.Attrs{telemetry.AttrStory: story.ID, "wiggum.branch": w.Branch})
 	m, err := worktree.Merge(ctx, p.r.st.Repo, p.target, w.Branch, msg)
 	if err != nil {

@@ -69,7 +69,7 @@ func (r *run) finishedThere(ctx context.Context, lo worktree.Leftover, target st
 			return false, err.Error()
 		}
 		parents, subject, _ := strings.Cut(strings.TrimRight(out, "\n"), "\t")
-		if parents != f.Head || subject != firstLine(commitMessage(s)) {
+		if parents != f.Head || subject != firstLine(r.msg.story(s)) {
 			return false, fmt.Sprintf("its branch %s moved after its checks passed (it is at %.12s, they passed at %.12s)", checkpoint.BranchName(lo.Branch), lo.Tip, f.Head)
 		}
 	}
@@ -98,7 +98,7 @@ func (r *run) finishedThere(ctx context.Context, lo worktree.Leftover, target st
 		// committed now, as the killed run was about to (as a serial
 		// run's resume does), under the lease Reclaim holds.
 		c := newCommitter(tree.Repo, []string{layout.SessionEnv + "=" + r.session}, append([]string{r.planRel}, own...))
-		sha, err := c.commitAll(ctx, commitMessage(s))
+		sha, err := c.commitAll(ctx, r.msg.story(s))
 		if err != nil {
 			return false, fmt.Sprintf("the work its agent left uncommitted when its checks passed could not be committed (%v)", err)
 		}
@@ -193,7 +193,7 @@ func (r *run) commitStory(ctx context.Context, story *plan.Story) (string, error
 		return "", fmt.Errorf("mark %s done: %w", story.ID, err)
 	}
 	killpoint.At("serial-ticked")
-	sha, err := r.commit.commitAll(ctx, commitMessage(story))
+	sha, err := r.commit.commitAll(ctx, r.msg.story(story))
 	if err == nil && !r.tickInTree() {
 		killpoint.At("serial-work-committed")
 		_, _ = r.commitTick(ctx, story)
@@ -262,7 +262,7 @@ func (r *run) onPassedHead(ctx context.Context, pass journalRec, s *plan.Story) 
 	if err != nil {
 		return "", fmt.Errorf("run: read HEAD: %w", err)
 	}
-	own := map[string]bool{firstLine(commitMessage(s)): true, tickSubject(s): true}
+	own := map[string]bool{firstLine(r.msg.story(s)): true, firstLine(r.msg.tick(s)): true}
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		f := strings.SplitN(line, "\t", 3)
 		if len(f) < 3 {

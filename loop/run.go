@@ -15,6 +15,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/gitlock"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
@@ -35,6 +36,8 @@ type run struct {
 	commit  *committer // the main tree's
 	branch  string     // the branch checked out in the main tree, from preflight
 	planRel string
+	// msg: the commit message template of the run's stories.
+	msg commitTemplate
 	// planIgnored: git ignores the plan, so ticks are never committed.
 	planIgnored bool
 	started     time.Time
@@ -106,6 +109,11 @@ func open(ctx context.Context, st *checkpoint.State, opts Options, disp *display
 
 func (r *run) setup(ctx context.Context) error {
 	var err error
+	// Before the resume, which may commit a story the killed run
+	// finished: with the message this run gives its stories.
+	if err := r.commitTemplate(ctx); err != nil {
+		return err
+	}
 	if r.logPath, err = r.st.Runtime(ProgressFile); err != nil {
 		return err
 	}
@@ -612,6 +620,45 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 	return nil
 }
 
+// firstOpen is the plan's first open story; nil when none (or the plan
+// cannot be read, which the run reports itself).
+func (r *run) firstOpen() *plan.Story {
+	stories, err := r.opts.Plan.Stories()
+	if err != nil {
+		return nil
+	}
+	for i := range stories {
+		if !stories[i].Done {
+			return &stories[i]
+		}
+	}
+	return nil
+}
+
+// commitTemplate sets the run's commit message template: --commit-message,
+// else git config wiggum.commitMessage, else DefaultCommitMessage.
+func (r *run) commitTemplate(ctx context.Context) error {
+	t, from := r.opts.CommitMessage, "--commit-message"
+	if t == "" {
+		out, err := r.st.Repo.Run(ctx, "config", "--get", CommitMessageKey)
+		var ge *git.Error
+		switch {
+		case err == nil:
+			t, from = strings.TrimSuffix(out, "\n"), "git config "+CommitMessageKey
+		case !errors.As(err, &ge) || ge.Status() != 1:
+			return fmt.Errorf("run: read git config %s: %w", CommitMessageKey, err)
+		}
+	}
+	if t == "" {
+		t = DefaultCommitMessage
+	}
+	if err := checkCommitMessage(t, from); err != nil {
+		return err
+	}
+	r.msg = commitTemplate(t)
+	return nil
+}
+
 // preflight refuses a tree the loop could not commit from safely, and
 // records what was dirty before the run so it is never committed.
 func (r *run) preflight(ctx context.Context) error {
@@ -656,6 +703,17 @@ func (r *run) preflight(ctx context.Context) error {
 			return &SigningError{Err: err}
 		}
 	}
+	// The loop's first commit, to the user's commit-msg hook: a template
+	// it refuses would fail every story's commit after its agent's work.
+	if s := r.firstOpen(); s != nil {
+		if err := checkMessage(ctx, repo, r.msg.story(s)); err != nil {
+			var refused *MessageRefusedError
+			if errors.As(err, &refused) {
+				return badinput.Wrap(err)
+			}
+			return err
+		}
+	}
 	r.branch = now.Branch
 	ts := changesOf(now)
 	if len(ts.paths) > 0 && !r.opts.AllowDirty {
@@ -694,11 +752,8 @@ func (r *run) commitTick(ctx context.Context, story *plan.Story) (string, error)
 		r.disp.printf("  the plan %s had uncommitted changes before the run; marked %s done there but left it out of the commit", r.planRel, story.ID)
 		return "", nil
 	}
-	return r.commit.commitPath(ctx, tickSubject(story), r.planRel, r.opts.Plan.Kind() == "issues")
+	return r.commit.commitPath(ctx, r.msg.tick(story), r.planRel, r.opts.Plan.Kind() == "issues")
 }
-
-// tickSubject is the subject of a commit that ticks story alone.
-func tickSubject(story *plan.Story) string { return story.ID + ": mark done" }
 
 // tickInTree says whether the story's tick goes into the commit with its
 // work (the plan is tracked and was clean before the run).
@@ -750,10 +805,7 @@ func (r *run) finish(err error) {
 		fmt.Fprintf(&b, "; rolled-back attempts saved in %s (wiggum recover)", strings.Join(r.sum.Backups, ", "))
 	}
 	var stuck *StuckError
-	var unsigned *SigningError
-	if errors.As(err, &unsigned) && unsigned.Story == "" {
-		unsigned = nil
-	}
+	unsigned := stoppedUncommitted(err)
 	if errors.Is(err, context.Canceled) || errors.As(err, &stuck) || unsigned != nil {
 		fmt.Fprintf(&b, "; resume with: %s", resumeCommand(r.opts.Plan.Kind(), r.planRel, r.opts.Workers))
 	}
@@ -769,7 +821,7 @@ func (r *run) finish(err error) {
 		_ = r.led.record(journalRec{T: "stuck", Story: stuck.Story, Note: stuck.Error()}, true)
 	}
 	if unsigned != nil {
-		_ = r.led.record(journalRec{T: "stuck", Story: unsigned.Story, Note: unsigned.Error()}, true)
+		_ = r.led.record(journalRec{T: "stuck", Story: unsigned.Story, Note: err.Error()}, true)
 	}
 	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) && stuck == nil && unsigned == nil {
 		_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)

@@ -202,7 +202,7 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 			break
 		}
 		began := time.Now()
-		commit, attempts, err := c.Land(ctx, w.Branch, "Merge "+commitMessage(story))
+		commit, attempts, err := c.Land(ctx, w.Branch, "Merge "+p.r.msg.story(story))
 		took := time.Since(began)
 		p.mu.Lock()
 		delete(p.held, story.ID)

@@ -40,6 +40,8 @@ type RunCmd struct {
 	Prompt   string   `placeholder:"FILE" type:"existingfile" help:"Prompt template replacing the built-in one."`
 	TestCmd  string   `name:"test-cmd" placeholder:"CMD" help:"Gate run after the agent; the story counts as done only if it exits 0."`
 
+	CommitMessage string `name:"commit-message" placeholder:"TEMPLATE" help:"Message of each story's commit: {{STORY_ID}}, {{STORY_TITLE}}, {{story_title}} (first letter in lower case), e.g. 'feat: {{story_title}}' for conventional commits. Default: git config wiggum.commitMessage, else '{{STORY_ID}}: {{STORY_TITLE}}'."`
+
 	Retries      int           `default:"2" help:"Attempts after the first before a story is skipped."`
 	MaxIter      int           `name:"max-iterations" default:"0" help:"Stop (exit 5) after this many iterations; 0 (the default) allows each open story its attempts (stories x (--retries + 1))."`
 	MaxCost      float64       `name:"max-cost" placeholder:"USD" help:"Stop dispatching (exit 5) once the agents report this much spent in the run (kept across a resume)."`
@@ -77,7 +79,12 @@ attempt of their own, and the run names them (untick them to have them run).
 Your git hooks run on the loop's commits; a pre-commit hook that fixes the
 files it checks and fails the commit (a formatter, as the pre-commit framework
 runs them) gets its fixes staged and the commit made once more, and one that
-fails again fails the attempt, its output in the next prompt.
+fails again fails the attempt, its output in the next prompt. The commit
+message is --commit-message (or git config wiggum.commitMessage); a commit-msg
+hook (commitlint) is asked before the first attempt whether it takes it, and
+the run does not start (exit 2) if not. Should it refuse a later story's
+message, the run stops with that work left uncommitted, and the next run, with
+a template it takes, commits it without running the agent again.
 
 Nobody is at the terminal: the agent and --test-cmd run without one (a
 command that would ask something there fails at once instead of waiting),
@@ -376,7 +383,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		policy = session.PolicyRecord
 	}
 	opts := loop.Options{
-		Plan: p, Agent: prof, Prompt: tmpl, TestCmd: c.TestCmd,
+		Plan: p, Agent: prof, Prompt: tmpl, TestCmd: c.TestCmd, CommitMessage: c.CommitMessage,
 		Retries: c.Retries, MaxIter: c.MaxIter, NoProgress: c.NoProgress,
 		Timeout: c.Timeout, IdleTimeout: c.IdleTimeout, Grace: c.Grace,
 		AllowDirty: c.AllowDirty, WaitOnLimit: c.WaitOnLimit, Policy: policy,

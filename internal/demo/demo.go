@@ -73,6 +73,9 @@ func Setup(ctx context.Context, parent string) (string, error) {
 		{"config", "user.name", "wiggum demo"},
 		{"config", "user.email", "demo@wiggum.invalid"},
 		{"config", "commit.gpgsign", "false"},
+		// The demo tells its stories from the commit subjects: the
+		// default message, whatever the user's global config says.
+		{"config", "wiggum.commitMessage", "{{STORY_ID}}: {{STORY_TITLE}}"},
 		{"config", "core.hooksPath", ".git/hooks"},
 		{"add", "-A"},
 		{"commit", "-q", "-m", "demo: plan with three stories"},

@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gitHookTools is the node_modules holding commitlint and husky, which
+// conformance/install-clients.sh puts in the agent cache.
+func gitHookTools(t *testing.T) string {
+	t.Helper()
+	needTool(t, "npx", "npm")
+	cache := os.Getenv("WIGGUM_AGENT_CACHE")
+	if cache == "" {
+		cache = filepath.Join(os.Getenv("HOME"), ".cache", "wiggum-agents")
+	}
+	dir := filepath.Join(cache, "git-hooks", "node_modules")
+	if _, err := os.Stat(filepath.Join(dir, ".bin", "commitlint")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("commitlint is not installed in %s; .ci/run runs conformance/install-clients.sh", dir)
+		}
+		t.Skipf("commitlint is not installed in %s: run conformance/install-clients.sh", dir)
+	}
+	return dir
+}
+
+// commitlintRepo makes dir a JavaScript project whose commits husky hands
+// to commitlint (conventional commits), as `npx husky init` and the
+// commitlint guide set it up.
+func commitlintRepo(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.Symlink(gitHookTools(t), filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, ".gitignore"), "node_modules\n")
+	writeFile(t, filepath.Join(dir, "package.json"), `{"name": "app", "private": true, "type": "module"}`+"\n")
+	writeFile(t, filepath.Join(dir, "commitlint.config.js"), "export default { extends: ['@commitlint/config-conventional'] };\n")
+	if r := run(t, dir, nil, filepath.Join(dir, "node_modules", ".bin", "husky")); r.code != 0 {
+		t.Fatalf("husky: %s%s", r.stdout, r.stderr)
+	}
+	writeFile(t, filepath.Join(dir, ".husky", "commit-msg"), "npx --no -- commitlint --edit \"$1\"\n")
+	mustRun(t, dir, "git", "add", ".")
+	mustRun(t, dir, "git", "commit", "-q", "-m", "chore: commitlint")
+}
+
+// A project that lints its commit messages (husky + commitlint, conventional
+// commits) refused the loop's "US-1: story 1": every story's commit failed
+// after its agent's work, was rolled back and redone, until every story
+// was skipped - and nothing could change the message. Now the message is a
+// template (--commit-message, or git config wiggum.commitMessage), the
+// commit-msg hook is asked before the first attempt (exit 2, no agent run,
+// when it refuses), and a later story whose message it refuses stops the
+// run with that story's work left uncommitted; the next run, with a
+// template the hook takes, commits it without running the agent again.
+func TestCommitMessageHookIsHonoured(t *testing.T) {
+	dir, marks, agent := scriptRepo(t, "", 0, `S=$WIGGUM_STORY
+cat > /dev/null
+echo "$S" >> "$MARKS/invocations"
+echo "work of $S" > "work-$S.txt"
+`)
+	writeFile(t, filepath.Join(dir, "plan.md"), "- [ ] US-1: add the parser\n- [ ] US-2: Add The Login Page\n")
+	mustRun(t, dir, "git", "commit", "-q", "-a", "-m", "chore: plan")
+	commitlintRepo(t, dir)
+	head := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD"))
+	args := []string{"run", "--plan", "plan.md", "--agent-cmd", "sh " + agent, "--retries", "1"}
+	env := []string{"MARKS=" + marks}
+
+	// The default message: refused up front.
+	r := wiggum(t, dir, env, args...)
+	if r.code != 2 || !strings.Contains(r.stderr, `refuses the message the loop would commit with, "US-1: add the parser"`) || !strings.Contains(r.stderr, "type-empty") {
+		t.Fatalf("exit %d, want 2 with commitlint's words\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := invocations(t, marks); len(n) != 0 {
+		t.Fatalf("an agent ran: %v", n)
+	}
+
+	// A template the hook takes for US-1, not for US-2's Start Case title.
+	mustRun(t, dir, "git", "config", "wiggum.commitMessage", "feat: {{STORY_TITLE}}")
+	r = wiggum(t, dir, env, args...)
+	if r.code != 1 || !strings.Contains(r.stderr, `US-2 passed, but your commit-msg hook refuses its commit message "feat: Add The Login Page"`) || !strings.Contains(r.stderr, "subject-case") {
+		t.Fatalf("exit %d, want 1: US-2's message refused\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "work-US-2.txt")); err != nil || string(data) != "work of US-2\n" {
+		t.Fatalf("US-2's work is not in the tree: %q %v", data, err)
+	}
+
+	// As the refusal says: a template it takes; the run resumes.
+	r = wiggum(t, dir, env, append(args, "--commit-message", "feat: {{story_title}}")...)
+	if r.code != 0 {
+		t.Fatalf("the resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := invocations(t, marks); n["US-1"] != 1 || n["US-2"] != 1 {
+		t.Errorf("the agent ran %v times, want once for each story", n)
+	}
+	if subjects := mustRun(t, dir, "git", "log", "--format=%s", head+"..main"); subjects != "feat: add The Login Page\nfeat: add the parser\n" {
+		t.Errorf("the run's commits:\n%s", subjects)
+	}
+	if plan := mustRun(t, dir, "git", "show", "main:plan.md"); strings.Count(plan, "- [x]") != 2 {
+		t.Errorf("the committed plan:\n%s", plan)
+	}
+}
+
+// A template with a placeholder there is none of is bad input, before
+// anything runs.
+func TestCommitMessageTemplateChecked(t *testing.T) {
+	dir, marks, agent := scriptRepo(t, "", 1, "cat > /dev/null; echo ran >> \"$MARKS/invocations\"\n")
+	r := wiggum(t, dir, []string{"MARKS=" + marks}, "run", "--plan", "plan.md", "--agent-cmd", "sh "+agent, "--commit-message", "feat: {{TITLE}}")
+	if r.code != 2 || !strings.Contains(r.stderr, "has {{TITLE}}, which is no placeholder") {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := invocations(t, marks); len(n) != 0 {
+		t.Errorf("an agent ran: %v", n)
+	}
+}
