@@ -114,3 +114,42 @@ func TestCommitMessageTemplateChecked(t *testing.T) {
 		t.Errorf("an agent ran: %v", n)
 	}
 }
+
+// husky keeps its hooks in .husky/_, which `npm install` makes in the main
+// tree and git ignores: in a parallel run's worktree core.hooksPath named a
+// directory that is not there, and git ran no hook at all - the person's
+// formatter, their commit-message check, on the agent's commits and on
+// wiggum's. The worktrees' git now runs the main tree's hooks.
+func TestParallelWorktreesRunHuskyHooks(t *testing.T) {
+	dir, marks, agent := scriptRepo(t, "", 0, `S=$WIGGUM_STORY
+cat > /dev/null
+printf 'code of %s   \n' "$S" > "work-$S.txt"
+git add -A
+if git commit -q -m "wip" > /dev/null 2>&1; then echo "$S took" >> "$MARKS/agent-commits"; else echo "$S refused" >> "$MARKS/agent-commits"; fi
+`)
+	writeFile(t, filepath.Join(dir, "plan.md"), "- [ ] US-1: add the parser\n- [ ] US-2: add the printer\n")
+	mustRun(t, dir, "git", "commit", "-q", "-a", "-m", "chore: plan")
+	commitlintRepo(t, dir)
+	writeFile(t, filepath.Join(dir, ".husky", "pre-commit"), `for f in $(git diff --cached --name-only --diff-filter=AM); do sed -i 's/[[:space:]]*$//' "$f"; done
+git diff --quiet || { echo "formatted; look and commit again"; exit 1; }
+`)
+	mustRun(t, dir, "git", "add", ".husky/pre-commit")
+	mustRun(t, dir, "git", "commit", "-q", "-m", "chore: format on commit")
+	head := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD"))
+	r := wiggum(t, dir, []string{"MARKS=" + marks}, "run", "--plan", "plan.md", "--agent-cmd", "sh "+agent, "--workers", "2", "--commit-message", "feat: {{story_title}}")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	got, _ := os.ReadFile(filepath.Join(marks, "agent-commits"))
+	if strings.Count(string(got), "refused") != 2 {
+		t.Errorf("the agents' commits of \"wip\" in their worktrees: %q, want both refused by commitlint", got)
+	}
+	for _, s := range []string{"US-1", "US-2"} {
+		if body := mustRun(t, dir, "git", "show", "main:work-"+s+".txt"); body != "code of "+s+"\n" {
+			t.Errorf("%s's file on main was not formatted by the pre-commit hook: %q", s, body)
+		}
+	}
+	if subjects := mustRun(t, dir, "git", "log", "--no-merges", "--format=%s", head+"..main"); strings.Contains(subjects, "wip") {
+		t.Errorf("a commit commitlint refuses reached main:\n%s", subjects)
+	}
+}

@@ -396,6 +396,9 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		env = append(env, layout.SharedStashEnv+"="+e.st.Repo.CommonDir)
 	}
 	env = git.WithConfig(env, git.NoAutoMaintenance...)
+	// A worktree's git runs the main tree's hooks where it would find
+	// none (worktree.withMainHooks): the agent's git too.
+	env = git.WithConfig(env, e.st.Repo.Config...)
 	// Nobody is there to answer: the agent runs with no terminal (its
 	// supervisor starts it in a session of its own), and gpg and ssh
 	// are not pointed at one either.

@@ -73,6 +73,8 @@ type Leftover struct {
 	Branch string // the worktree's branch (full ref)
 	Target string // the branch it merges into, as the worktree recorded it
 	Tip    string // the branch's tip
+	// mainHooks: the main tree's hooks directory (withMainHooks).
+	mainHooks string
 }
 
 // LeftTree is the state of a Leftover's working tree.
@@ -92,6 +94,7 @@ func (lo Leftover) Tree(ctx context.Context) (*LeftTree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worktree: open %s: %w", lo.Path, err)
 	}
+	withMainHooks(wrepo, lo.mainHooks)
 	if wrepo.Root != lo.Path {
 		return nil, fmt.Errorf("worktree: %s resolved to %s, not to itself", lo.Path, wrepo.Root)
 	}
@@ -181,14 +184,14 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 		rc.Merged = in.Merged && rc.Progressed
 		_, gerr := os.Lstat(filepath.Join(in.Path, ".git"))
 		if gerr == nil && tip != "" && !rc.Merged && opts.Finished != nil && m.Story == in.Story && m.Branch == in.Branch {
-			keep, why := opts.Finished(Leftover{Story: in.Story, Path: in.Path, Branch: in.Branch, Target: m.Target, Tip: tip})
+			keep, why := opts.Finished(Leftover{Story: in.Story, Path: in.Path, Branch: in.Branch, Target: m.Target, Tip: tip, mainHooks: main.HooksDir})
 			if keep {
 				// The lease changes hands from this pruner's to a
 				// worker's: nothing can take it in between but a stray
 				// process of the killed run, waited for, and no pruner
 				// (this holds the repository mutex).
 				lf.Close()
-				w, lerr := lease(ctx, in.Name, in.Path, m, opts.Command)
+				w, lerr := lease(ctx, main, in.Name, in.Path, m, opts.Command)
 				if lerr == nil {
 					lerr = w.keep()
 				}

@@ -221,7 +221,7 @@ func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []s
 			}
 			added[i] = a
 			killpoint.At("worktree-added")
-			w, err := lease(ctx, a.name, a.path, a.meta, command)
+			w, err := lease(ctx, main, a.name, a.path, a.meta, command)
 			leaseErrs[i] = err
 			leased.Done()
 			if err != nil {
@@ -389,11 +389,12 @@ func add(ctx context.Context, main *git.Repo, parent, base string, r Request, ti
 // lease takes a worktree's lease and opens its state, for meta; the
 // caller records meta in the worktree (checkOut, or a worktree kept as
 // it is: keep).
-func lease(ctx context.Context, name, path string, meta Meta, command []string) (*Worker, error) {
+func lease(ctx context.Context, main *git.Repo, name, path string, meta Meta, command []string) (*Worker, error) {
 	st, err := checkpoint.Open(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("worktree: open %s: %w", name, err)
 	}
+	withMainHooks(st.Repo, main.HooksDir)
 	if st.Repo.Root != path {
 		return nil, fmt.Errorf("worktree: %s resolved to %s, not to itself", path, st.Repo.Root)
 	}
@@ -403,6 +404,23 @@ func lease(ctx context.Context, name, path string, meta Meta, command []string) 
 		return nil, fmt.Errorf("worktree: lease %s: %w", name, err)
 	}
 	return &Worker{Meta: meta, Name: name, Path: path, State: st, Lease: l}, nil
+}
+
+// withMainHooks makes the git of a worktree (wrepo) run the main tree's
+// hooks (mainHooks) where it would look elsewhere. A relative
+// core.hooksPath - husky's .husky/_, which the project's npm install makes
+// in the main tree and git is told to ignore - names, in a worktree, a
+// directory that is not there, and git there runs no hook at all: not the
+// person's formatters and commit-message checks, not wiggum's own.
+func withMainHooks(wrepo *git.Repo, mainHooks string) {
+	if mainHooks == "" || wrepo.HooksDir == mainHooks {
+		return
+	}
+	if _, err := os.Stat(mainHooks); err != nil {
+		return
+	}
+	wrepo.HooksDir = mainHooks
+	wrepo.Config = append(wrepo.Config, [2]string{"core.hooksPath", mainHooks})
 }
 
 // keep records the worktree's MetaFile; on failure it lets the lease go.

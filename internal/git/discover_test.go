@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -23,11 +24,11 @@ func sameAsGit(t *testing.T, dir string) (inProcess bool) {
 		}
 		return false
 	}
-	if *got != *want {
+	if !reflect.DeepEqual(*got, *want) {
 		t.Fatalf("Open(%s) = %+v\ngit says      %+v", dir, *got, *want)
 	}
 	d := discover(dir)
-	if d != nil && *d != *want {
+	if d != nil && !reflect.DeepEqual(*d, *want) {
 		t.Fatalf("discover(%s) = %+v\ngit says          %+v", dir, *d, *want)
 	}
 	return d != nil

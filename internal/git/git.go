@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,10 @@ type Repo struct {
 	// are signed, as git commit signs with commit.gpgSign on. Set by
 	// whoever read that setting (SignsCommits).
 	Sign bool
+	// Config: git settings every command of this Repo runs with, passed
+	// as GIT_CONFIG_* (a parallel worktree's core.hooksPath, which names
+	// the main tree's hooks).
+	Config [][2]string
 }
 
 // Error is a failed git command with its stderr.
@@ -109,7 +114,11 @@ func (r *Repo) RunEnv(ctx context.Context, env []string, stdin []byte, args ...s
 // env is what every git process at the top of this working tree runs
 // with: env, and a ceiling just above the tree (CeilingEnv).
 func (r *Repo) env(env []string) []string {
-	return append(env[:len(env):len(env)], CeilingEnv(r.Root))
+	env = append(env[:len(env):len(env)], CeilingEnv(r.Root))
+	if len(r.Config) > 0 {
+		env = WithConfig(env, r.Config...)
+	}
+	return env
 }
 
 // CeilingEnv is GIT_CEILING_DIRECTORIES for git run at the top of the
@@ -155,7 +164,14 @@ func command(ctx context.Context, dir string, env []string, args ...string) *exe
 	cmd := exec.CommandContext(ctx, binary(), args...)
 	cmd.Args[0] = "git"
 	cmd.Dir = dir
-	cmd.Env = append(CleanEnv(), env...)
+	base := CleanEnv()
+	if kvs := configIn(env); len(kvs) > 0 {
+		// Settings env passes as GIT_CONFIG_* go after CleanEnv's own
+		// (its lock waits), not over them.
+		env = slices.DeleteFunc(slices.Clone(env), isConfigPair)
+		base = WithConfig(base, kvs...)
+	}
+	cmd.Env = append(base, env...)
 	cmd.SysProcAttr = procAttr()
 	return cmd
 }
@@ -249,6 +265,37 @@ func WithConfig(env []string, kvs ...[2]string) []string {
 		out = append(out, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", count+i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", count+i, kv[1]))
 	}
 	return append(out, "GIT_CONFIG_COUNT="+strconv.Itoa(count+len(kvs)))
+}
+
+// isConfigPair: kv is GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n or
+// GIT_CONFIG_VALUE_n.
+func isConfigPair(kv string) bool {
+	return strings.HasPrefix(kv, "GIT_CONFIG_COUNT=") || strings.HasPrefix(kv, "GIT_CONFIG_KEY_") || strings.HasPrefix(kv, "GIT_CONFIG_VALUE_")
+}
+
+// configIn is the settings env passes as GIT_CONFIG_COUNT and
+// GIT_CONFIG_KEY_n / GIT_CONFIG_VALUE_n, in order.
+func configIn(env []string) [][2]string {
+	vals := map[string]string{}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GIT_CONFIG_") {
+			k, v, _ := strings.Cut(kv, "=")
+			vals[k] = v
+		}
+	}
+	n, err := strconv.Atoi(vals["GIT_CONFIG_COUNT"])
+	if err != nil || n <= 0 {
+		return nil
+	}
+	kvs := make([][2]string, 0, n)
+	for i := range n {
+		k, ok := vals["GIT_CONFIG_KEY_"+strconv.Itoa(i)]
+		if !ok {
+			return nil
+		}
+		kvs = append(kvs, [2]string{k, vals["GIT_CONFIG_VALUE_"+strconv.Itoa(i)]})
+	}
+	return kvs
 }
 
 // NoAutoMaintenance keeps a git command from starting `git maintenance run

@@ -75,3 +75,20 @@ func TestSigning(t *testing.T) {
 		t.Fatal("CommitTree signed with a key that wants a passphrase")
 	}
 }
+
+// A Repo's Config reaches its git, after CleanEnv's own settings (the lock
+// waits) rather than over them, and after a caller's GIT_CONFIG_* env.
+func TestRepoConfig(t *testing.T) {
+	dir := testRepo(t)
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Config = [][2]string{{"core.hooksPath", "/elsewhere/hooks"}}
+	for key, want := range map[string]string{"core.hooksPath": "/elsewhere/hooks", "core.filesRefLockTimeout": "10000", "wiggum.test": "caller"} {
+		out, err := r.RunEnv(ctx, WithConfig(nil, [2]string{"wiggum.test", "caller"}), nil, "config", "--get", key)
+		if err != nil || strings.TrimSpace(out) != want {
+			t.Errorf("git config --get %s = %q, %v; want %q", key, out, err, want)
+		}
+	}
+}
