@@ -71,3 +71,33 @@ fi
 		t.Errorf("left in the tree:\n%s", st)
 	}
 }
+
+// A pre-commit hook that hangs (a network call, a tool waiting for a
+// daemon) kept the loop's commit - and the run - waiting for ever, and a
+// child it left running kept git's output open past git. The commit's
+// hooks now get --timeout: stopped there with everything they started,
+// the attempt fails saying so, and the run goes on.
+func TestHangingHookIsStopped(t *testing.T) {
+	dir, marks, agent := scriptRepo(t, "", 1, `cat > /dev/null
+echo "$WIGGUM_STORY" >> "$MARKS/invocations"
+echo work > work.txt
+`)
+	sleep := uniqueSleep()
+	hook := filepath.Join(dir, ".git", "hooks", "pre-commit")
+	writeFile(t, hook, "#!/bin/sh\nsleep "+sleep+" &\necho waiting for the network\nwait\n")
+	if err := os.Chmod(hook, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := startWiggum(t, dir, []string{"MARKS=" + marks}, "run", "--plan", "plan.md", "--agent-cmd", "sh "+agent, "--timeout", "3s", "--retries", "0")
+	code := b.wait(t)
+	if code != 5 || !strings.Contains(b.stdout(), "ran longer than --timeout 3s and was stopped") {
+		t.Fatalf("exit %d, want 5 with the hook stopped\n%s\n%s", code, b.stdout(), b.stderr())
+	}
+	eventually(t, "the hook's child to be gone", func() bool { return len(withMarker(sleep)) == 0 })
+	if st := mustRun(t, dir, "git", "status", "--porcelain"); st != "" {
+		t.Errorf("left in the tree:\n%s", st)
+	}
+	if exists(filepath.Join(dir, ".git", "index.lock")) {
+		t.Error("the stopped commit left .git/index.lock")
+	}
+}

@@ -356,6 +356,8 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 // refuses the story's message. nil when neither is why.
 func (e *executor) commitRefused(ctx context.Context, iter int, story *plan.Story, attempt int, out outcome, started time.Time) error {
 	r := e.run
+	ctx, cancel := r.bounded(ctx)
+	defer cancel()
 	if r.st.Repo.Sign {
 		if err := e.st.Repo.SignProbe(ctx); err != nil {
 			e.log(iter, story, attempt, "passed; its commit could not be signed", out, "", time.Since(started))

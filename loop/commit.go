@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
@@ -51,6 +52,9 @@ type committer struct {
 	// leftOut: repositories of their own with no commit (an agent's git
 	// init) the last commit left out, for the caller to say.
 	leftOut []string
+	// timeout bounds each commit, the user's git hooks (and a signing
+	// program) with it: --timeout; 0 is none.
+	timeout time.Duration
 	// hookFixed: the paths the user's pre-commit hook changed in the
 	// last commitAll, staged and committed with the rest (commitStaged).
 	hookFixed []string
@@ -61,8 +65,10 @@ type committer struct {
 	nested []string
 }
 
-func newCommitter(repo *git.Repo, env []string, keep []string) *committer {
-	c := &committer{repo: repo, env: env, keep: keep, keepM: map[string]bool{}}
+// newCommitter is a committer of repo for the run: its commits' hooks get
+// the run's --timeout.
+func (r *run) newCommitter(repo *git.Repo, env []string, keep []string) *committer {
+	c := &committer{repo: repo, env: env, keep: keep, keepM: map[string]bool{}, timeout: r.opts.Timeout}
 	for _, p := range keep {
 		c.keepM[p] = true
 	}
@@ -302,8 +308,19 @@ func (c *committer) commitPath(ctx context.Context, message, path string, dir bo
 // run runs a git command that commits, unattended: with commit.gpgSign
 // on git signs, and a signing program (or the user's hook) that asks for
 // a passphrase would wait on the terminal for ever (git.RunUnattended).
+//
+// A hook that hangs (a network call, a tool that waits for a daemon) is
+// stopped at c.timeout, with everything it started.
 func (c *committer) run(ctx context.Context, args []string) (string, error) {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
 	if _, err := c.repo.RunUnattended(ctx, c.env, nil, args...); err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return "", fmt.Errorf("commit: git commit - its hooks - ran longer than --timeout %s and was stopped", c.timeout)
+		}
 		var ge *git.Error
 		if errors.As(err, &ge) && ge.Status() == 1 && strings.TrimSpace(ge.Stderr) == "" {
 			// git says "nothing to commit" on stdout and exits 1.

@@ -17,7 +17,7 @@ func TestCommitReportsItsID(t *testing.T) {
 	ctx := context.Background()
 	st, _ := newRepo(t, 1)
 	root := st.Repo.Root
-	c := newCommitter(st.Repo, nil, nil)
+	c := (&run{}).newCommitter(st.Repo, nil, nil)
 	check := func(repo *git.Repo, c *committer, file string) {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(repo.Root, file), []byte(file), 0o644); err != nil {
@@ -40,7 +40,7 @@ func TestCommitReportsItsID(t *testing.T) {
 	if headFromFiles(st.Repo.GitDir, st.Repo.CommonDir) != "" {
 		t.Fatal("a packed ref was read as a loose one")
 	}
-	c2 := newCommitter(st.Repo, nil, nil)
+	c2 := (&run{}).newCommitter(st.Repo, nil, nil)
 	check(st.Repo, c2, "b.txt")
 
 	wt := filepath.Join(t.TempDir(), "wt")
@@ -49,8 +49,8 @@ func TestCommitReportsItsID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(wrepo, newCommitter(wrepo, nil, nil), "c.txt")
-	if sha, err := newCommitter(wrepo, nil, nil).commitAll(ctx, "nothing"); err != nil || sha != "" {
+	check(wrepo, (&run{}).newCommitter(wrepo, nil, nil), "c.txt")
+	if sha, err := (&run{}).newCommitter(wrepo, nil, nil).commitAll(ctx, "nothing"); err != nil || sha != "" {
 		t.Fatalf("nothing to commit: %q, %v", sha, err)
 	}
 }

@@ -413,7 +413,7 @@ func (p *parallel) executor(w *worktree.Worker, story *plan.Story) *executor {
 		disp: newDisplay(prefix, false, p.r.opts.Quiet, 0),
 		// The plan is the coordinator's: an agent's edit to the
 		// worktree's copy must not reach the branch and conflict.
-		commit:   newCommitter(w.State.Repo, env, []string{p.r.planRel}),
+		commit:   p.r.newCommitter(w.State.Repo, env, []string{p.r.planRel}),
 		worktree: w.Path, branch: w.Branch,
 	}
 	if w.TakeClean() {

@@ -97,7 +97,7 @@ func (r *run) finishedThere(ctx context.Context, lo worktree.Leftover, target st
 		// the loop's commit of what the agent left uncommitted: it is
 		// committed now, as the killed run was about to (as a serial
 		// run's resume does), under the lease Reclaim holds.
-		c := newCommitter(tree.Repo, []string{layout.SessionEnv + "=" + r.session}, append([]string{r.planRel}, own...))
+		c := r.newCommitter(tree.Repo, []string{layout.SessionEnv + "=" + r.session}, append([]string{r.planRel}, own...))
 		sha, err := c.commitAll(ctx, r.msg.story(s))
 		if err != nil {
 			return false, fmt.Sprintf("the work its agent left uncommitted when its checks passed could not be committed (%v)", err)
@@ -225,7 +225,7 @@ func (r *run) finishPassed(ctx context.Context, cp *checkpoint.Checkpoint, pass 
 	if why, err := r.onPassedHead(ctx, pass, s); why != "" || err != nil {
 		return why, err
 	}
-	r.commit = newCommitter(repo, []string{layout.SessionEnv + "=" + r.session}, r.led.keepPaths())
+	r.commit = r.newCommitter(repo, []string{layout.SessionEnv + "=" + r.session}, r.led.keepPaths())
 	defer func() { r.commit = nil }()
 	if r.planIgnored, err = repo.OK(ctx, "check-ignore", "-q", "--", r.planRel); err != nil {
 		return "", fmt.Errorf("run: %w", err)

@@ -620,6 +620,16 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 	return nil
 }
 
+// bounded is ctx with the run's --timeout, for what runs the user's git
+// hooks or signing program outside a commit (a hook that hangs is
+// stopped there, as in a commit).
+func (r *run) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if r.opts.Timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, r.opts.Timeout)
+}
+
 // firstOpen is the plan's first open story; nil when none (or the plan
 // cannot be read, which the run reports itself).
 func (r *run) firstOpen() *plan.Story {
@@ -695,18 +705,20 @@ func (r *run) preflight(ctx context.Context) error {
 	if signErr != nil {
 		return fmt.Errorf("run: read commit.gpgSign: %w", signErr)
 	}
+	bctx, cancel := r.bounded(ctx)
+	defer cancel()
 	if repo.Sign = signs; signs {
 		// Every story's commit is signed: a signing that cannot work
 		// unattended would fail (or, on a terminal, wait for ever) at
 		// the first commit, after the agent's work.
-		if err := repo.SignProbe(ctx); err != nil {
+		if err := repo.SignProbe(bctx); err != nil {
 			return &SigningError{Err: err}
 		}
 	}
 	// The loop's first commit, to the user's commit-msg hook: a template
 	// it refuses would fail every story's commit after its agent's work.
 	if s := r.firstOpen(); s != nil {
-		if err := checkMessage(ctx, repo, r.msg.story(s)); err != nil {
+		if err := checkMessage(bctx, repo, r.msg.story(s)); err != nil {
 			var refused *MessageRefusedError
 			if errors.As(err, &refused) {
 				return badinput.Wrap(err)
@@ -723,7 +735,7 @@ func (r *run) preflight(ctx context.Context) error {
 		return badinput.Errorf("run: staged changes (%s) would end up in the loop's commits; commit them or unstage them (git restore --staged) first", summarize(ts.staged, 5))
 	}
 	env := []string{layout.SessionEnv + "=" + r.session}
-	r.commit = newCommitter(repo, env, ts.paths)
+	r.commit = r.newCommitter(repo, env, ts.paths)
 	if r.planIgnored, err = ignored, ignoredErr; err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
@@ -742,7 +754,7 @@ func (r *run) commitTick(ctx context.Context, story *plan.Story) (string, error)
 	if r.commit == nil {
 		// During recovery, before preflight: the tree was clean apart
 		// from what recovery itself put back.
-		r.commit = newCommitter(r.st.Repo, []string{layout.SessionEnv + "=" + r.session}, nil)
+		r.commit = r.newCommitter(r.st.Repo, []string{layout.SessionEnv + "=" + r.session}, nil)
 		defer func() { r.commit = nil }()
 	}
 	switch {

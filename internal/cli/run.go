@@ -48,7 +48,7 @@ type RunCmd struct {
 	MaxStoryCost float64       `name:"max-story-cost" placeholder:"USD" help:"Give up on a story (exit 5 at the end) once its attempts cost this much."`
 	Fresh        bool          `name:"fresh" help:"Start a new run even though an interrupted run of another plan is recorded (what it left is still saved first)."`
 	NoProgress   int           `name:"no-progress" default:"5" help:"Stop (exit 5) after this many iterations in a row without a completed story."`
-	Timeout      time.Duration `default:"1h" help:"Stop an agent that runs longer than this (0: no limit)."`
+	Timeout      time.Duration `default:"1h" help:"Stop an agent, --test-cmd, or the git hooks of a commit that run longer than this (0: no limit)."`
 	IdleTimeout  time.Duration `name:"idle-timeout" default:"0s" help:"Stop an agent that prints nothing for this long (0: no limit)."`
 	Grace        time.Duration `default:"10s" help:"Time between SIGTERM and SIGKILL when stopping an agent."`
 	WaitOnLimit  bool          `name:"wait-on-limit" help:"When the agent hits its usage limit, wait for the reset (with a countdown) instead of stopping; when the model service is down, back off and try again."`

@@ -3,6 +3,7 @@
 package git
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -10,3 +11,5 @@ import (
 func procAttr() *syscall.SysProcAttr { return nil }
 
 func detach(*exec.Cmd) {}
+
+func stopGroup(p *os.Process) error { return p.Kill() }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Signing. With commit.gpgSign on, git signs every commit `git commit`
@@ -26,6 +27,11 @@ func (r *Repo) RunUnattended(ctx context.Context, env []string, stdin []byte, ar
 	cmd := command(ctx, r.Root, r.env(env), args...)
 	cmd.Env = UnattendedEnv(cmd.Env)
 	detach(cmd)
+	// What git starts (a hook, a signing program) is in its session and
+	// process group: ctx ends them all, not git alone, and a hook's
+	// child that keeps git's output open does not keep this waiting.
+	cmd.Cancel = func() error { return stopGroup(cmd.Process) }
+	cmd.WaitDelay = 5 * time.Second
 	out, err := runCmd(cmd, stdin, args)
 	return string(out), err
 }
