@@ -185,6 +185,8 @@ func describe(e Event) (kind, text string) {
 		return "refused", "rollback refused: " + e.Reason
 	case "rollback_failed":
 		return "stopped", "rollback failed: " + e.Error
+	case "commit_message_refused":
+		return "stopped", "passed, but the commit-msg hook refused its message " + quote(e.Message) + "; its work is left uncommitted for the next run"
 	case "commit_unsigned":
 		return "stopped", "passed, but git could not sign its commit: " + e.Error + "; its work is left uncommitted for the next run"
 	case "branch_left":

@@ -420,6 +420,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		ev(t, 5, "refs_restored", map[string]any{"story": "US-2", "backup": "refs/wiggum/backup/d", "refs": []string{"refs/tags/v1.0", "refs/heads/release"}}),
 		ev(t, 6, "rollback_failed", map[string]any{"story": "US-2", "error": "no space left on device"}),
 		ev(t, 7, "commit_unsigned", map[string]any{"story": "US-3", "error": "Load key \"k\": incorrect passphrase"}),
+		ev(t, 8, "commit_message_refused", map[string]any{"story": "US-4", "message": "feat: Add It", "error": "subject-case"}),
 	} {
 		s.Apply(e)
 	}
@@ -431,6 +432,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		"git US-2 the failed attempt's v1.0, release taken back; its work is in refs/wiggum/backup/d",
 		"stopped US-2 rollback failed: no space left on device",
 		"stopped US-3 passed, but git could not sign its commit: Load key \"k\": incorrect passphrase; its work is left uncommitted for the next run",
+		"stopped US-4 passed, but the commit-msg hook refused its message \"feat: Add It\"; its work is left uncommitted for the next run",
 	}
 	if len(s.Notices) != len(want) {
 		t.Fatalf("notices %+v", s.Notices)
