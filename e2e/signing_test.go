@@ -130,16 +130,23 @@ echo "work of $WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
 // at its first read - it runs outside the terminal's foreground group -
 // and waited there until --timeout. It now runs with no terminal at all:
 // the read fails at once and the agent goes on. gpg and ssh are not
-// pointed at the terminal either.
+// pointed at the terminal either, and git opens no editor: a git commit
+// with no -m stops on its empty message, and git revert takes git's
+// message, where vi waited for ever.
 func TestAgentNeverWaitsOnTheTerminal(t *testing.T) {
 	dir, marks, agent := scriptRepo(t, "", 1, `cat > /dev/null
 if read -r answer < /dev/tty; then echo "read: $answer"; else echo "no terminal"; fi >> "$MARKS/tty"
 echo "GPG_TTY=${GPG_TTY-unset} SSH_ASKPASS_REQUIRE=${SSH_ASKPASS_REQUIRE-unset}" >> "$MARKS/tty"
 echo work > work.txt
+git add work.txt
+git commit; echo "commit exit $?" >> "$MARKS/tty"
+git commit -q -m "agent's work"
+git revert HEAD; echo "revert exit $?" >> "$MARKS/tty"
+echo work > work.txt
 `)
-	code, out := onATerminal(t, dir, []string{"MARKS=" + marks, "GPG_TTY=/dev/pts/0"}, "run", "--plan", "plan.md", "--agent-cmd", "sh "+agent, "--timeout", "20s", "--retries", "0")
+	code, out := onATerminal(t, dir, []string{"MARKS=" + marks, "GPG_TTY=/dev/pts/0", "EDITOR=vi"}, "run", "--plan", "plan.md", "--agent-cmd", "sh "+agent, "--timeout", "20s", "--retries", "0")
 	got, _ := os.ReadFile(filepath.Join(marks, "tty"))
-	if code != 0 || string(got) != "no terminal\nGPG_TTY=unset SSH_ASKPASS_REQUIRE=never\n" {
+	if code != 0 || string(got) != "no terminal\nGPG_TTY=unset SSH_ASKPASS_REQUIRE=never\ncommit exit 1\nrevert exit 0\n" {
 		t.Fatalf("exit %d; the agent wrote %q\n%s", code, got, out)
 	}
 }

@@ -36,14 +36,28 @@ func (r *Repo) RunUnattended(ctx context.Context, env []string, stdin []byte, ar
 	return string(out), err
 }
 
-// UnattendedEnv is env without GPG_TTY, with SSH_ASKPASS_REQUIRE=never:
-// for a process that must never put a question to the person.
+// UnattendedEnv is env for a process that must never put a question to
+// the person: no GPG_TTY, SSH_ASKPASS_REQUIRE=never, and every editor
+// variable git and other tools read set to true (an editor that exits at
+// once, leaving what it was given): a git commit with no -m then stops
+// on its empty message, and a git revert, commit --amend, merge or
+// rebase --continue takes git's own message, where vi waited for ever.
 func UnattendedEnv(env []string) []string {
 	env = slices.DeleteFunc(env, func(kv string) bool {
-		return strings.HasPrefix(kv, "GPG_TTY=") || strings.HasPrefix(kv, "SSH_ASKPASS_REQUIRE=")
+		name, _, _ := strings.Cut(kv, "=")
+		return name == "GPG_TTY" || slices.Contains(unattendedVars, name)
 	})
-	return append(env, "SSH_ASKPASS_REQUIRE=never")
+	for _, name := range unattendedVars {
+		v := "true"
+		if name == "SSH_ASKPASS_REQUIRE" {
+			v = "never"
+		}
+		env = append(env, name+"="+v)
+	}
+	return env
 }
+
+var unattendedVars = []string{"SSH_ASKPASS_REQUIRE", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "EDITOR", "VISUAL"}
 
 // SignsCommits reports whether git signs the commits made here
 // (commit.gpgSign, from every config file and GIT_CONFIG_* the process

@@ -10,8 +10,8 @@ import (
 )
 
 func TestUnattendedEnv(t *testing.T) {
-	got := UnattendedEnv([]string{"A=1", "GPG_TTY=/dev/pts/3", "SSH_ASKPASS_REQUIRE=force", "B=2"})
-	want := []string{"A=1", "B=2", "SSH_ASKPASS_REQUIRE=never"}
+	got := UnattendedEnv([]string{"A=1", "GPG_TTY=/dev/pts/3", "SSH_ASKPASS_REQUIRE=force", "EDITOR=vim", "B=2"})
+	want := []string{"A=1", "B=2", "SSH_ASKPASS_REQUIRE=never", "GIT_EDITOR=true", "GIT_SEQUENCE_EDITOR=true", "EDITOR=true", "VISUAL=true"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
