@@ -153,3 +153,69 @@ git diff --quiet || { echo "formatted; look and commit again"; exit 1; }
 		t.Errorf("a commit commitlint refuses reached main:\n%s", subjects)
 	}
 }
+
+// 'wiggum install --git --force' puts wiggum's git hooks in front of
+// husky's stubs in .husky/_ - and husky writes all its stubs again each
+// time it runs: on every npm install (its prepare script). An agent's npm
+// install then failed its attempt as one that broke wiggum's hooks, every
+// attempt of every story; one outside a run left the repository without
+// wiggum's hooks, and 'wiggum install --git --force' refused to mend it.
+// Now the run puts wiggum's shims back in front of husky's stubs, blaming
+// no one, at its start and after each attempt, and install mends it too.
+func TestHuskyRewritingItsHooksIsNoFailure(t *testing.T) {
+	dir, marks, agent := scriptRepo(t, "", 2, `cat > /dev/null
+echo "$WIGGUM_STORY" >> "$MARKS/invocations"
+npm run --silent prepare
+echo "work of $WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
+`)
+	if err := os.Symlink(gitHookTools(t), filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, ".gitignore"), "node_modules\n")
+	writeFile(t, filepath.Join(dir, "package.json"), `{"name": "app", "private": true, "scripts": {"prepare": "husky"}}`+"\n")
+	if r := run(t, dir, nil, "npm", "run", "--silent", "prepare"); r.code != 0 {
+		t.Fatalf("npm run prepare: %s%s", r.stdout, r.stderr)
+	}
+	writeFile(t, filepath.Join(dir, ".husky", "pre-push"), "echo \"the project's pre-push\"\n")
+	writeFile(t, filepath.Join(dir, ".husky", "post-commit"), "[ -z \"$MARKS\" ] || git log -1 --format=%s >> \"$MARKS/post-commit\"\n")
+	mustRun(t, dir, "git", "add", ".")
+	mustRun(t, dir, "git", "commit", "-q", "-m", "husky")
+	mustRun(t, dir, wiggumBin, "install", "--git", "--force")
+	shim := filepath.Join(dir, ".husky", "_", "pre-push")
+	wiggumsHook := func() bool {
+		data, _ := os.ReadFile(shim)
+		return strings.Contains(string(data), "wiggum-managed-hook")
+	}
+	if !wiggumsHook() {
+		t.Fatalf("wiggum install --git --force did not install into .husky/_:\n%s\n%s", mustRun(t, dir, "git", "config", "core.hooksPath"), mustRun(t, dir, "ls", "-la", ".husky/_"))
+	}
+	// An npm install outside any run.
+	if r := run(t, dir, nil, "npm", "run", "--silent", "prepare"); r.code != 0 || wiggumsHook() {
+		t.Fatalf("husky did not write its stub over wiggum's hook (exit %d): the test shows nothing", r.code)
+	}
+	if r := wiggum(t, dir, nil, "install", "--git", "--force"); r.code != 0 || !wiggumsHook() {
+		t.Fatalf("wiggum install --git --force after husky: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	mustRun(t, dir, "npm", "run", "--silent", "prepare")
+	r := wiggum(t, dir, []string{"MARKS=" + marks}, "run", "--plan", "plan.md", "--agent-cmd", "sh "+agent, "--retries", "1")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := invocations(t, marks); n["US-1"] != 1 || n["US-2"] != 1 {
+		t.Errorf("the agent ran %v times, want once for each story", n)
+	}
+	if !strings.HasPrefix(r.stdout, "husky wrote its git hooks again since 'wiggum install --git'") {
+		t.Errorf("the run does not say it put wiggum's hooks back at its start:\n%s", r.stdout)
+	}
+	if !wiggumsHook() {
+		t.Error("wiggum's pre-push is not in .husky/_ after the run")
+	}
+	// The project's own hooks still run, behind wiggum's: its post-commit
+	// on the run's commits, its pre-push.
+	if got, _ := os.ReadFile(filepath.Join(marks, "post-commit")); string(got) != "US-1: story 1\nUS-2: story 2\n" {
+		t.Errorf("the project's post-commit saw the commits %q, want the run's two", got)
+	}
+	if out := mustRun(t, dir, "sh", shim, "origin", "x"); !strings.Contains(out, "the project's pre-push") {
+		t.Errorf("the project's pre-push did not run through wiggum's: %q", out)
+	}
+}

@@ -28,8 +28,15 @@ func (e *ForeignHooksPathError) Error() string {
 // shim is the git hook wiggum installs: a small POSIX sh script that runs
 // the hook it replaced (kept as NAME.old) and then `wiggum hook git NAME`.
 // Without a wiggum binary it lets git go on: a missing tool must not make
-// commits fail.
-func shim(name, fallback string) []byte {
+// commits fail. A husky stub kept as NAME.old (husky: true) is sourced in
+// a subshell, not run: it finds the project's .husky/<hook> by the name
+// it is called by, which run as NAME.old would be a hook of that name -
+// none - and the project's hook would never run.
+func shim(name, fallback string, husky bool) []byte {
+	run := `"$old" "$@"`
+	if husky {
+		run = `( . "$old" )`
+	}
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n")
 	b.WriteString(checkpoint.GitHookMarker + "\n")
@@ -42,13 +49,13 @@ func shim(name, fallback string) []byte {
 	if name == "pre-push" {
 		// Both hooks read the refs being pushed from stdin.
 		b.WriteString("input=$(cat)\n")
-		b.WriteString("if [ -x \"$old\" ]; then\n\tif [ -n \"$input\" ]; then printf '%s\\n' \"$input\"; fi | \"$old\" \"$@\" || exit $?\nfi\n")
+		b.WriteString("if [ -x \"$old\" ]; then\n\tif [ -n \"$input\" ]; then printf '%s\\n' \"$input\"; fi | " + run + " || exit $?\nfi\n")
 		b.WriteString("[ -n \"$wiggum\" ] || exit 0\n")
 		fmt.Fprintf(&b, "if [ -n \"$input\" ]; then printf '%%s\\n' \"$input\"; fi | \"$wiggum\" hook git %s \"$@\"\n", name)
 		return []byte(b.String())
 	}
 	b.WriteString("status=0\n")
-	b.WriteString("if [ -x \"$old\" ]; then \"$old\" \"$@\" || status=$?; fi\n")
+	b.WriteString("if [ -x \"$old\" ]; then " + run + " || status=$?; fi\n")
 	fmt.Fprintf(&b, "if [ -n \"$wiggum\" ]; then \"$wiggum\" hook git %s \"$@\" || true; fi\n", name)
 	b.WriteString("exit $status\n")
 	return []byte(b.String())
@@ -96,8 +103,10 @@ func InstallGit(ctx context.Context, repo *git.Repo, force bool) ([]Change, erro
 	var changes []Change
 	for _, name := range hooks.GitHooks {
 		path := filepath.Join(dir, name)
-		want := shim(name, fallback)
 		have, err := os.ReadFile(path)
+		kept, kerr := os.ReadFile(path + ".old")
+		husky := kerr == nil && huskyStub(kept) || err == nil && kerr != nil && huskyStub(have)
+		want := shim(name, fallback, husky)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
@@ -108,6 +117,11 @@ func InstallGit(ctx context.Context, repo *git.Repo, force bool) ([]Change, erro
 			}
 		default:
 			old := path + ".old"
+			if kept, err := os.ReadFile(old); err == nil && huskyStub(have) && huskyStub(kept) {
+				// husky wrote its stub again over wiggum's shim (npm
+				// install): the one kept is the same stub.
+				break
+			}
 			if _, err := os.Lstat(old); err == nil {
 				return changes, fmt.Errorf("%s is not wiggum's and %s already exists; move one of them away, then run again", path, old)
 			}

@@ -291,7 +291,7 @@ func TestShimIsPOSIX(t *testing.T) {
 	}
 	for _, name := range []string{"post-commit", "pre-push"} {
 		path := filepath.Join(t.TempDir(), name)
-		if err := os.WriteFile(path, shim(name, "/opt/it's/wiggum"), 0o755); err != nil {
+		if err := os.WriteFile(path, shim(name, "/opt/it's/wiggum", false), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		run(t, filepath.Dir(path), "dash", "-n", path)

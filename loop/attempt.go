@@ -623,6 +623,16 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 	if err := layout.EnsureExcluded(e.st.Repo.InfoDir); err != nil {
 		e.disp.printf("  could not restore wiggum's lines in %s: %v", filepath.Join(e.st.Repo.InfoDir, "exclude"), err)
 	}
+	// husky writing its hooks again (the project's npm install) is no
+	// harm done: wiggum's shims go back in front of its stubs.
+	var rewrote []string
+	if after.git, rewrote = before.git.HuskyRewrote(after.git); len(rewrote) > 0 {
+		if err := before.git.Restore(e.st.Repo); err != nil {
+			gone = "husky wrote its git hooks over wiggum's " + strings.Join(rewrote, ", ") + ", and putting them back failed: " + err.Error()
+		} else {
+			e.disp.printf("  husky wrote its git hooks again (an npm install?): wiggum's %s put back in front of them", strings.Join(rewrote, ", "))
+		}
+	}
 	if changed := before.git.ChangedHooks(after.git); len(changed) > 0 {
 		// Git runs them in wiggum's own commit and checkout: put back
 		// before anything of wiggum's runs git.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/install"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/gitlock"
@@ -738,6 +739,12 @@ func (r *run) preflight(ctx context.Context) error {
 	r.commit = r.newCommitter(repo, env, ts.paths)
 	if r.planIgnored, err = ignored, ignoredErr; err != nil {
 		return fmt.Errorf("run: %w", err)
+	}
+	// Files only: no process unless husky wrote over wiggum's shims.
+	if fixed, err := install.RepairHusky(repo); err != nil {
+		return fmt.Errorf("run: put wiggum's git hooks back in front of husky's: %w", err)
+	} else if len(fixed) > 0 {
+		r.disp.printf("husky wrote its git hooks again since 'wiggum install --git' (an npm install?): wiggum's %s put back in front of them", strings.Join(fixed, ", "))
 	}
 	if r.planIgnored {
 		r.disp.printf("the plan %s is ignored by git: stories are ticked in the file, not committed", r.planRel)
