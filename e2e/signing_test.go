@@ -291,3 +291,61 @@ func TestFleetSignsItsLandings(t *testing.T) {
 	seed := f.git("rev-list", "--max-parents=0", "main")
 	verifySigned(t, f.bare, allowed, seed+"..main")
 }
+
+// The same with gpg: a key whose passphrase gpg-agent does not hold fails
+// the run up front, fast (never a pinentry waiting on the terminal, which
+// GPG_TTY would point gpg at); once the agent holds it, every commit of
+// the run is signed.
+func TestGPGSigningUnattended(t *testing.T) {
+	gpg := needTool(t, "gpg", "gnupg")
+	needTool(t, "gpgconf", "gnupg")
+	dir, marks, agent := scriptRepo(t, "", 2, `cat > /dev/null
+echo "$WIGGUM_STORY" >> "$MARKS/invocations"
+echo "work of $WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
+`)
+	home, err := os.MkdirTemp("", "wiggum-gnupg-") // short: gpg-agent's socket path
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"GNUPGHOME=" + home, "MARKS=" + marks}
+	t.Cleanup(func() {
+		_ = run(t, dir, env, "gpgconf", "--kill", "gpg-agent")
+		os.RemoveAll(home)
+	})
+	if r := run(t, dir, env, gpg, "--batch", "--pinentry-mode", "loopback", "--passphrase", "correct horse", "--quick-gen-key", "Test <test@example.com>", "ed25519", "sign", "never"); r.code != 0 {
+		t.Fatalf("gpg --quick-gen-key: %s", r.stderr)
+	}
+	mustRun(t, dir, "git", "config", "commit.gpgSign", "true")
+	mustRun(t, dir, "git", "config", "user.signingKey", "test@example.com")
+	// The key is gpg's, but its passphrase is in no agent's cache: the
+	// agent that gpg started fresh has nobody to ask.
+	_ = run(t, dir, env, "gpgconf", "--kill", "gpg-agent")
+	head := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD"))
+	args := []string{"run", "--plan", "plan.md", "--agent-cmd", "sh " + agent}
+	r := wiggum(t, dir, append(env, "GPG_TTY=/dev/pts/4242"), args...)
+	if r.code != 1 || !strings.Contains(r.stderr, "gpg failed to sign the data") || !strings.Contains(r.stderr, "Nothing changed") {
+		t.Fatalf("exit %d, want 1: signing cannot work unattended\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := invocations(t, marks); len(n) != 0 {
+		t.Fatalf("an agent ran: %v", n)
+	}
+	// The person signs once; gpg-agent keeps the passphrase.
+	sign := exec.Command(gpg, "--batch", "--pinentry-mode", "loopback", "--passphrase", "correct horse", "--clearsign")
+	sign.Env = append(append([]string{}, baseEnv...), env...)
+	sign.Stdin = strings.NewReader("once\n")
+	if out, err := sign.CombinedOutput(); err != nil {
+		t.Fatalf("gpg --clearsign: %v\n%s", err, out)
+	}
+	r = wiggum(t, dir, append(env, "GPG_TTY=/dev/pts/4242"), args...)
+	if r.code != 0 {
+		t.Fatalf("exit %d with the passphrase in gpg-agent\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, c := range strings.Fields(mustRun(t, dir, "git", "rev-list", head+"..main")) {
+		if v := run(t, dir, env, "git", "verify-commit", c); v.code != 0 {
+			t.Errorf("commit %s is not signed: %s", c[:7], v.stderr)
+		}
+	}
+}
