@@ -115,14 +115,21 @@ type MessageRefusedError struct {
 func (e *MessageRefusedError) Error() string {
 	how := fmt.Sprintf("give a template it accepts, with --commit-message or for every run git config %s (placeholders %s; for conventional commits, say, 'feat: {{story_title}}')",
 		CommitMessageKey, strings.Join(messagePlaceholders, ", "))
-	said := strings.TrimSpace(e.Output)
-	if len(said) > 1500 {
-		said = "..." + said[len(said)-1500:]
+	// One line (exit 2's reason is): the hook's lines joined.
+	var lines []string
+	for _, l := range strings.Split(e.Output, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	said := strings.Join(lines, " | ")
+	if len(said) > 1000 {
+		said = "..." + said[len(said)-1000:]
 	}
 	if e.Story == "" {
-		return fmt.Sprintf("run: your commit-msg hook refuses the message the loop would commit with, %q:\n%s\n%s; nothing changed", e.Message, said, how)
+		return fmt.Sprintf("run: your commit-msg hook refuses the message the loop would commit with, %q: %s. To go on, %s; nothing changed", e.Message, said, how)
 	}
-	return fmt.Sprintf("run: %s passed, but your commit-msg hook refuses its commit message %q:\n%s\n%s. %s", e.Story, e.Message, said, how, e.left())
+	return fmt.Sprintf("run: %s passed, but your commit-msg hook refuses its commit message %q: %s. To go on, %s. %s", e.Story, e.Message, said, how, e.left())
 }
 
 // checkMessage runs the repository's commit-msg hook, as git commit would
