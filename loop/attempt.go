@@ -518,6 +518,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	// From here on the iteration completes even if a signal arrives: a
 	// half-made commit helps nobody.
 	cctx := context.WithoutCancel(ctx)
+	e.disp.phase("committing (git hooks run)")
 	if left, err := e.keepHistory(cctx); err != nil || left != "" {
 		if err != nil {
 			left = "the agent rewrote commits made before its attempt and wiggum could not put them back: " + err.Error()

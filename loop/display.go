@@ -69,6 +69,16 @@ func (d *display) event(e agent.Event) {
 	d.printf("  ▸ %s: %s", e.Kind, text)
 }
 
+// phase is what the loop itself is doing now (committing: the user's git
+// hooks run), for the status line.
+func (d *display) phase(s string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.activity = s
+	d.clear()
+	d.draw()
+}
+
 // begin starts the status line for a story.
 func (d *display) begin(status string) {
 	d.mu.Lock()
