@@ -86,6 +86,15 @@ echo "work of $S" > "work-$S.txt"
 		t.Fatalf("US-2's work is not in the tree: %q %v", data, err)
 	}
 
+	// Again with the same template: refused before anything is resumed,
+	// the work still there.
+	r = wiggum(t, dir, env, args...)
+	if r.code != 2 || !strings.Contains(r.stderr, `"feat: Add The Login Page"`) {
+		t.Fatalf("run again unchanged: exit %d, want 2\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "work-US-2.txt")); err != nil {
+		t.Fatalf("US-2's work is gone: %v", err)
+	}
 	// As the refusal says: a template it takes; the run resumes.
 	r = wiggum(t, dir, env, append(args, "--commit-message", "feat: {{story_title}}")...)
 	if r.code != 0 {

@@ -218,6 +218,14 @@ if [ "$WIGGUM_STORY" = US-1 ]; then ssh-add -q -D 2>/dev/null; fi
 	if st := wiggum(t, dir, nil, "status"); !strings.Contains(st.stdout, "could not sign") {
 		t.Errorf("wiggum status does not say why the run stopped:\n%s", st.stdout)
 	}
+	// Run again before mending it: the same stop, nothing lost.
+	r = wiggum(t, dir, env, args...)
+	if r.code != 1 || !strings.Contains(r.stderr, "sign") {
+		t.Fatalf("run again with the key still gone: exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if data, err := os.ReadFile(work); err != nil || string(data) != "work of US-1\n" {
+		t.Fatalf("US-1's work is gone after the second stop: %q %v\n%s\n%s", data, err, r.stdout, r.stderr)
+	}
 	// The key is back in its agent.
 	if r := run(t, dir, env, "ssh-add", "-q", key+".plain"); r.code != 0 {
 		t.Fatalf("ssh-add: %s", r.stderr)

@@ -121,6 +121,12 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.openJournal(); err != nil {
 		return err
 	}
+	if err := r.canCommit(ctx); err != nil {
+		if !r.killed {
+			_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
+		}
+		return err
+	}
 	if err := r.recover(ctx); err != nil {
 		return err
 	}
@@ -631,16 +637,56 @@ func (r *run) bounded(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, r.opts.Timeout)
 }
 
-// firstOpen is the plan's first open story; nil when none (or the plan
-// cannot be read, which the run reports itself).
-func (r *run) firstOpen() *plan.Story {
+// canCommit checks that git can make the loop's commits here, before a
+// killed run's finished work is committed (the resume, which would
+// otherwise give that work up to be done again) and before any agent runs:
+// that a commit can be signed with nobody at the terminal, when git signs
+// them, and that the commit-msg hook takes the messages of the plan's
+// first open story and of every story a killed run finished and did not
+// commit.
+func (r *run) canCommit(ctx context.Context) error {
+	repo := r.st.Repo
+	signs, err := repo.SignsCommits(ctx)
+	if err != nil {
+		return fmt.Errorf("run: read commit.gpgSign: %w", err)
+	}
+	bctx, cancel := r.bounded(ctx)
+	defer cancel()
+	if repo.Sign = signs; signs {
+		// Every story's commit is signed: a signing that cannot work
+		// unattended would fail (or, on a terminal, wait for ever) at
+		// the first commit, after the agent's work.
+		if err := repo.SignProbe(bctx); err != nil {
+			return &SigningError{Err: err}
+		}
+	}
 	stories, err := r.opts.Plan.Stories()
 	if err != nil {
-		return nil
+		return nil // the run reports it itself
 	}
+	first := true
 	for i := range stories {
-		if !stories[i].Done {
-			return &stories[i]
+		s := &stories[i]
+		// A story whose attempt passed and was not committed is ticked
+		// in the tree already (the tick goes first, into the same
+		// commit).
+		_, finished := r.led.passed[s.ID]
+		if b := r.led.stories[s.ID]; b != nil && b.done {
+			finished = false
+		}
+		switch {
+		case finished:
+		case s.Done || !first:
+			continue
+		default:
+			first = false
+		}
+		if err := checkMessage(bctx, repo, r.msg.story(s)); err != nil {
+			var refused *MessageRefusedError
+			if errors.As(err, &refused) {
+				return badinput.Wrap(err)
+			}
+			return err
 		}
 	}
 	return nil
@@ -677,11 +723,10 @@ func (r *run) preflight(ctx context.Context) error {
 	// The identity and the plan's ignore rule are read beside the status:
 	// three reads of one unchanging state, and the run's first agent
 	// waits for all of them. Their answers are judged in the order below.
-	var identErr, ignoredErr, signErr error
-	var ignored, signs bool
+	var identErr, ignoredErr error
+	var ignored bool
 	var reads sync.WaitGroup
 	reads.Go(func() { _, identErr = repo.Run(ctx, "var", "GIT_COMMITTER_IDENT") })
-	reads.Go(func() { signs, signErr = repo.SignsCommits(ctx) })
 	reads.Go(func() { ignored, ignoredErr = repo.OK(ctx, "check-ignore", "-q", "--", r.planRel) })
 	defer reads.Wait()
 	// One git status answers HEAD, its branch and the tree's changes.
@@ -702,30 +747,6 @@ func (r *run) preflight(ctx context.Context) error {
 	reads.Wait()
 	if identErr != nil {
 		return badinput.Errorf("run: git does not know who commits here; set it with git config user.name and git config user.email")
-	}
-	if signErr != nil {
-		return fmt.Errorf("run: read commit.gpgSign: %w", signErr)
-	}
-	bctx, cancel := r.bounded(ctx)
-	defer cancel()
-	if repo.Sign = signs; signs {
-		// Every story's commit is signed: a signing that cannot work
-		// unattended would fail (or, on a terminal, wait for ever) at
-		// the first commit, after the agent's work.
-		if err := repo.SignProbe(bctx); err != nil {
-			return &SigningError{Err: err}
-		}
-	}
-	// The loop's first commit, to the user's commit-msg hook: a template
-	// it refuses would fail every story's commit after its agent's work.
-	if s := r.firstOpen(); s != nil {
-		if err := checkMessage(bctx, repo, r.msg.story(s)); err != nil {
-			var refused *MessageRefusedError
-			if errors.As(err, &refused) {
-				return badinput.Wrap(err)
-			}
-			return err
-		}
 	}
 	r.branch = now.Branch
 	ts := changesOf(now)
