@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,13 +49,7 @@ git ls-tree -r --name-only HEAD >"$out/files"
 // Before, the run closed its journal and left the plan ticked and the
 // work in the tree, and the next run refused the dirty tree (plan.md).
 func TestDiskFullStopsAndResumes(t *testing.T) {
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("unshare (util-linux) is needed for this test")
-		}
-		t.Skip("unshare not installed")
-	}
+	unshare := needTool(t, "unshare", "util-linux")
 	for _, c := range []struct{ name, gate, workers string }{
 		{"passed", "true", "1"},
 		{"failed", "test -e ../mended", "1"},

@@ -91,6 +91,20 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
+// needTool is the program name on PATH; without it the test fails under
+// CI (.ci/run installs it) and is skipped elsewhere.
+func needTool(t *testing.T, name, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not installed; .ci/run installs %s", name, pkg)
+		}
+		t.Skipf("%s is not installed (apt-get install %s)", name, pkg)
+	}
+	return p
+}
+
 // patience bounds every wait for another process; it is generous because
 // the tests must pass on a loaded two-core machine, and no test asserts how
 // long anything took.

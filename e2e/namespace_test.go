@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,13 +12,7 @@ import (
 // one, /proc/locks hides the holder outside it; a probe that trusted it let
 // `git push` through.
 func TestPrePushRefusedFromPIDNamespace(t *testing.T) {
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("unshare (util-linux) is needed for this test")
-		}
-		t.Skip("unshare not installed")
-	}
+	unshare := needTool(t, "unshare", "util-linux")
 	dir := newRepo(t)
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	mustRun(t, dir, "git", "init", "-q", "--bare", remote)

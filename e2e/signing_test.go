@@ -12,20 +12,6 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/gitserver"
 )
 
-// needTool is the program name on PATH; without it the test fails under
-// CI (.ci/run installs it) and is skipped elsewhere.
-func needTool(t *testing.T, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed; .ci/run installs %s", name, pkg)
-		}
-		t.Skipf("%s is not installed (apt-get install %s)", name, pkg)
-	}
-	return p
-}
-
 // sshSigning makes dir's git sign every commit (commit.gpgSign) with a new
 // ed25519 key of format ssh, whose private key file has the passphrase
 // pass ("" for none). It returns the key's path (the public key is

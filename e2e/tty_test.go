@@ -13,10 +13,7 @@ import (
 // first read stops it with SIGTTIN and everything hangs), and wiggum must
 // not write terminal queries (colour or cursor reports) into the session.
 func TestLockOnATerminal(t *testing.T) {
-	script, err := exec.LookPath("script")
-	if err != nil {
-		t.Skip("util-linux script is not installed")
-	}
+	script := needTool(t, "script", "util-linux")
 	dir := newRepo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()

@@ -63,12 +63,7 @@ type tmuxSession struct {
 
 func newTmux(t *testing.T, dir string, command string) *tmuxSession {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed; .ci/run installs it")
-		}
-		t.Skip("tmux is not installed (apt-get install tmux); the terminal test needs it")
-	}
+	needTool(t, "tmux", "tmux")
 	s := &tmuxSession{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock")}
 	// The pane's shell runs the command and then reports how it exited.
 	s.run("new-session", "-d", "-x", "120", "-y", "40", "-c", dir, "sh", "-c", command+`; echo "watch exited $?"; sleep 600`)

@@ -77,9 +77,8 @@ func fallbackBinary() string {
 // hooksDir returns where git runs hooks for the repository, refusing a
 // foreign core.hooksPath unless force is set.
 func hooksDir(ctx context.Context, repo *git.Repo, force bool) (string, error) {
-	hp, err := repo.Line(ctx, "config", "--get", "core.hooksPath")
-	var ge *git.Error
-	if err != nil && !(errors.As(err, &ge) && ge.Status() == 1) {
+	hp, err := repo.ConfigValue(ctx, "core.hooksPath")
+	if err != nil {
 		return "", err
 	}
 	if hp != "" && !force {
@@ -117,7 +116,7 @@ func InstallGit(ctx context.Context, repo *git.Repo, force bool) ([]Change, erro
 			}
 		default:
 			old := path + ".old"
-			if kept, err := os.ReadFile(old); err == nil && huskyStub(have) && huskyStub(kept) {
+			if kerr == nil && huskyStub(have) && huskyStub(kept) {
 				// husky wrote its stub again over wiggum's shim (npm
 				// install): the one kept is the same stub.
 				break

@@ -1,6 +1,7 @@
 package install
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,13 +49,8 @@ func (g GitRails) HuskyRewrote(after GitRails) (GitRails, []string) {
 		return after, nil
 	}
 	slices.Sort(names)
-	fixed := GitRails{hooksPath: after.hooksPath, commands: after.commands, shims: map[string][]byte{}, others: map[string][]byte{}}
-	for k, v := range after.shims {
-		fixed.shims[k] = v
-	}
-	for k, v := range after.others {
-		fixed.others[k] = v
-	}
+	fixed := after
+	fixed.shims, fixed.others = maps.Clone(after.shims), maps.Clone(after.others)
 	for _, name := range names {
 		fixed.shims[name] = g.shims[name]
 		delete(fixed.others, name)

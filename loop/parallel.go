@@ -316,13 +316,13 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 		res, err := ex.attempt(sctx, iter, story)
 		if err != nil {
 			var lost *LostGitError
+			pw := stoppedUncommitted(err)
 			switch {
 			case errors.As(err, &lost):
 				p.lostGit(lost)
-			case stoppedUncommitted(err) != nil:
+			case pw != nil:
 				// A shared story's worktree goes with its claim.
 				leave = held == nil
-				pw := stoppedUncommitted(err)
 				pw.Worktree, pw.Kept = w.Path, leave
 				p.halt(err)
 			case !errors.Is(err, context.Canceled):

@@ -16,7 +16,6 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/install"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
-	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/gitlock"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
@@ -121,22 +120,22 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.openJournal(); err != nil {
 		return err
 	}
-	if err := r.canCommit(ctx); err != nil {
+	// A new run refused before its first attempt has nothing to resume:
+	// the next run is a new one, not "the interrupted run".
+	refused := func(err error) error {
 		if !r.killed {
 			_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
 		}
 		return err
+	}
+	if err := r.canCommit(ctx); err != nil {
+		return refused(err)
 	}
 	if err := r.recover(ctx); err != nil {
 		return err
 	}
 	if err := r.preflight(ctx); err != nil {
-		if !r.killed {
-			// Refused before its first attempt: nothing to resume, and
-			// the next run is a new one, not "the interrupted run".
-			_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
-		}
-		return err
+		return refused(err)
 	}
 	if r.opts.MaxIter == 0 {
 		r.opts.MaxIter, r.autoCap = r.defaultMaxIter(), true
@@ -697,14 +696,11 @@ func (r *run) canCommit(ctx context.Context) error {
 func (r *run) commitTemplate(ctx context.Context) error {
 	t, from := r.opts.CommitMessage, "--commit-message"
 	if t == "" {
-		out, err := r.st.Repo.Run(ctx, "config", "--get", CommitMessageKey)
-		var ge *git.Error
-		switch {
-		case err == nil:
-			t, from = strings.TrimSuffix(out, "\n"), "git config "+CommitMessageKey
-		case !errors.As(err, &ge) || ge.Status() != 1:
+		v, err := r.st.Repo.ConfigValue(ctx, CommitMessageKey)
+		if err != nil {
 			return fmt.Errorf("run: read git config %s: %w", CommitMessageKey, err)
 		}
+		t, from = v, "git config "+CommitMessageKey
 	}
 	if t == "" {
 		t = DefaultCommitMessage

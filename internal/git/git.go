@@ -346,6 +346,12 @@ func (r *Repo) Branch(ctx context.Context) (string, error) {
 	return r.optionalLine(ctx, "symbolic-ref", "--quiet", "HEAD")
 }
 
+// ConfigValue is git config's value of key (git config [opts] --get key),
+// "" when it is not set anywhere.
+func (r *Repo) ConfigValue(ctx context.Context, key string, opts ...string) (string, error) {
+	return r.optionalLine(ctx, append(append([]string{"config"}, opts...), "--get", key)...)
+}
+
 // optionalLine runs a --quiet git query whose exit 1 means "there is none".
 func (r *Repo) optionalLine(ctx context.Context, args ...string) (string, error) {
 	out, err := r.Line(ctx, args...)

@@ -2,7 +2,6 @@ package git
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -63,15 +62,8 @@ var unattendedVars = []string{"SSH_ASKPASS_REQUIRE", "GIT_EDITOR", "GIT_SEQUENCE
 // (commit.gpgSign, from every config file and GIT_CONFIG_* the process
 // has).
 func (r *Repo) SignsCommits(ctx context.Context) (bool, error) {
-	out, err := r.Run(ctx, "config", "--type=bool", "--get", "commit.gpgSign")
-	var ge *Error
-	if errors.As(err, &ge) && ge.Status() == 1 {
-		return false, nil // not set
-	}
-	if err != nil {
-		return false, err
-	}
-	return strings.TrimSpace(out) == "true", nil
+	v, err := r.ConfigValue(ctx, "commit.gpgSign", "--type=bool")
+	return v == "true", err
 }
 
 // SignProbe signs a commit of the empty tree (written, never referenced)
