@@ -68,6 +68,11 @@ func GitShim(args []string, stderr io.Writer) int {
 			return code
 		}
 	}
+	if target := os.Getenv(layout.TargetBranchEnv); target != "" && sub < len(args) && switchesTo(args[sub+1:], args[sub], target) {
+		if code := stayOnOwnBranch(dir, os.Getenv(layout.SharedStashEnv), target, stderr); code >= 0 {
+			return code
+		}
+	}
 	if sub < len(args) && journaledCommand(args[sub]) {
 		if code, ran := commitJournaled(dir, args, sub, inline, real, stderr); ran {
 			return code

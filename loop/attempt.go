@@ -396,6 +396,9 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		// Every worktree shares git's stash: the shim shows this agent
 		// the entries of its own branch (hooks.GitShim).
 		env = append(env, layout.SharedStashEnv+"="+e.st.Repo.CommonDir)
+		if target := strings.TrimPrefix(r.branch, "refs/heads/"); target != "" {
+			env = append(env, layout.TargetBranchEnv+"="+target)
+		}
 	}
 	env = git.WithConfig(env, git.NoAutoMaintenance...)
 	// A worktree's git runs the main tree's hooks where it would find

@@ -2,13 +2,16 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // backToBranch keeps the attempt on the branch it started on (want, the
@@ -304,5 +307,76 @@ func dropStash(ctx context.Context, repo *git.Repo, commit string) error {
 		_, err := repo.Run(ctx, "stash", "drop", "-q", entry)
 		return err
 	}
+	return nil
+}
+
+// switchBranch puts the run on opts.Branch (wiggum run --branch, or the
+// prd.json's branchName) before anything else touches the tree: the
+// branch if it exists, else the one a single remote has of that name
+// (tracking it, as git switch does), else a new branch made from HEAD -
+// what snarktank/ralph's prompt has the agent do, which the run would
+// otherwise undo (backToBranch), putting the work on the branch the person
+// was on. git switch carries uncommitted changes along and refuses, with
+// nothing changed, when they are in the way; so does a merge or rebase in
+// progress. The person's post-checkout hook runs, unattended and bounded
+// by --timeout, as it would for their own switch.
+func (r *run) switchBranch(ctx context.Context) error {
+	want := r.opts.Branch
+	if want == "" {
+		return nil
+	}
+	repo := r.st.Repo
+	now, err := repo.Branch(ctx)
+	if err != nil {
+		return fmt.Errorf("run: read HEAD: %w", err)
+	}
+	if now == "refs/heads/"+want {
+		return nil
+	}
+	from := strings.TrimPrefix(now, "refs/heads/")
+	if from == "" {
+		from = "the detached HEAD"
+	}
+	refuse := func(why, hint string) error {
+		return badinput.Errorf("run: cannot switch from %s to %s (%s): %s; nothing changed: %s", from, want, r.opts.BranchFrom, why, hint)
+	}
+	if op := repo.InProgress(); op != "" {
+		return refuse("a "+op+" is in progress", "finish or abort it first")
+	}
+	refs, err := repo.Run(ctx, "for-each-ref", "--format=%(refname)", "refs/heads/"+want, "refs/remotes/")
+	if err != nil {
+		return fmt.Errorf("run: list branches: %w", err)
+	}
+	local, remotes := false, 0
+	for _, ref := range strings.Fields(refs) {
+		switch {
+		case ref == "refs/heads/"+want:
+			local = true
+		case strings.HasSuffix(ref, "/"+want) && strings.Count(strings.TrimPrefix(ref, "refs/remotes/"), "/") == strings.Count(want, "/")+1:
+			remotes++
+		}
+	}
+	args, how := []string{"switch", "-q", want}, "switched from "+from
+	switch {
+	case local:
+	case remotes == 1:
+		how = "made from the remote's " + want + " (tracking it); switched from " + from
+	default:
+		head, _ := repo.Line(ctx, "rev-parse", "--short", "HEAD")
+		args, how = []string{"switch", "-q", "-c", want}, "made from "+from+" at "+head
+	}
+	bctx, cancel := r.bounded(ctx)
+	defer cancel()
+	if _, err := repo.RunUnattended(bctx, []string{layout.SessionEnv + "=" + r.session}, nil, args...); err != nil {
+		why := err.Error()
+		if gerr := (*git.Error)(nil); errors.As(err, &gerr) && strings.TrimSpace(gerr.Stderr) != "" {
+			why = strings.Join(strings.Fields(gerr.Stderr), " ")
+		}
+		if bctx.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("run: switch to %s: git switch (a post-checkout hook) ran past --timeout %s and was stopped", want, r.opts.Timeout)
+		}
+		return refuse(why, "commit or stash what is in the way, or name another branch with --branch")
+	}
+	r.disp.printf("working on branch %s (%s): %s", want, r.opts.BranchFrom, how)
 	return nil
 }

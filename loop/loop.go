@@ -58,6 +58,12 @@ type Options struct {
 	Grace       time.Duration
 	AllowDirty  bool
 	WaitOnLimit bool
+	// Branch is the branch the run commits to: it switches there first,
+	// making it from HEAD when no branch of that name exists (see
+	// switchBranch). "" keeps the branch checked out. BranchFrom says
+	// where the name came from, for the messages.
+	Branch     string
+	BranchFrom string
 	// VerifyHooks: the agent's hooks are installed, so each attempt checks
 	// that the guard hook saw the agent's shell commands, and an attempt
 	// that ran them unseen stops the run (the hooks are off somewhere).
@@ -211,6 +217,9 @@ func DryRun(root string, opts Options) error {
 	fmt.Fprintf(w, "agent: %s\n", strings.Join(opts.Agent.Argv, " "))
 	if opts.TestCmd != "" {
 		fmt.Fprintf(w, "gate: %s\n", opts.TestCmd)
+	}
+	if opts.Branch != "" {
+		fmt.Fprintf(w, "branch: %s (%s); the run switches there first, making it from HEAD if it does not exist\n", opts.Branch, opts.BranchFrom)
 	}
 	iter := 0
 	for i := range stories {

@@ -131,6 +131,11 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.canCommit(ctx); err != nil {
 		return refused(err)
 	}
+	// Before the resume: what a killed run left is settled on the branch
+	// the run works on.
+	if err := r.switchBranch(ctx); err != nil {
+		return refused(err)
+	}
 	if err := r.recover(ctx); err != nil {
 		return err
 	}
@@ -812,7 +817,8 @@ func (r *run) begin(workers int) {
 		resumed = " · resumed"
 	}
 	appendLine(r.logPath, fmt.Sprintf("\n## run %s · plan %s · agent %s%s%s", r.started.UTC().Format(time.RFC3339), r.planRel, strings.Join(r.opts.Agent.Argv, " "), w, resumed))
-	fields := map[string]any{"plan": r.planRel, "agent": r.opts.Agent.Argv, "pid": os.Getpid(), "resumed": r.resumed}
+	fields := map[string]any{"plan": r.planRel, "agent": r.opts.Agent.Argv, "pid": os.Getpid(), "resumed": r.resumed,
+		"branch": strings.TrimPrefix(r.branch, "refs/heads/")}
 	if workers > 1 {
 		fields["workers"] = workers
 	}

@@ -40,6 +40,7 @@ type RunCmd struct {
 	Prompt   string   `placeholder:"FILE" type:"existingfile" help:"Prompt template replacing the built-in one."`
 	TestCmd  string   `name:"test-cmd" placeholder:"CMD" help:"Gate run after the agent; the story counts as done only if it exits 0."`
 
+	Branch        string `placeholder:"NAME" help:"The branch the run commits to: it switches there first, making it from HEAD when no branch (local, or on one remote) has that name. Default: the prd.json's branchName, else the branch checked out."`
 	CommitMessage string `name:"commit-message" placeholder:"TEMPLATE" help:"Message of each story's commit: {{STORY_ID}}, {{STORY_TITLE}}, {{story_title}} (first letter in lower case), e.g. 'feat: {{story_title}}' for conventional commits. Default: git config wiggum.commitMessage, else '{{STORY_ID}}: {{STORY_TITLE}}'."`
 
 	Retries      int           `default:"2" help:"Attempts after the first before a story is skipped."`
@@ -114,6 +115,14 @@ the tags and branches it made or moved onto the work it discarded. A
 rollback that itself fails (a full disk) stops the run with exit 1, the
 attempt left as it was and the journal open: once that is mended, the next
 run resumes it.
+
+The run commits to its branch: --branch NAME, else the prd.json's
+branchName (snarktank's ralph), else the branch checked out. It switches
+there before the first attempt - the branch if it exists, else the one a
+single remote has (tracking it), else a new one made from HEAD - and refuses
+(exit 2, nothing changed) when git would not, a file of yours in the way.
+A parallel worker's agent told to check that branch out (snarktank's prompt)
+stays on its worktree's branch, whose work lands there.
 
 The plan is --prd N, --plan FILE, --issues DIR, or found: prd.json,
 .ralph/prd.json, or a single .ralph/PRD-N/plan.md. Prompt placeholders:
@@ -382,7 +391,12 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if c.HookPolicy == session.PolicyRecord {
 		policy = session.PolicyRecord
 	}
+	branch, from, err := runBranch(ctx, repo, p, c.Branch)
+	if err != nil {
+		return err
+	}
 	opts := loop.Options{
+		Branch: branch, BranchFrom: from,
 		Plan: p, Agent: prof, Prompt: tmpl, TestCmd: c.TestCmd, CommitMessage: c.CommitMessage,
 		Retries: c.Retries, MaxIter: c.MaxIter, NoProgress: c.NoProgress,
 		Timeout: c.Timeout, IdleTimeout: c.IdleTimeout, Grace: c.Grace,
@@ -395,6 +409,9 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		return loop.DryRun(repo.Root, opts)
 	}
 	if c.Remote != "" {
+		if err := onBranch(ctx, repo, branch, from); err != nil {
+			return err
+		}
 		coord, err := c.coordinator(ctx, repo, p, g)
 		if err != nil {
 			return err
@@ -445,6 +462,53 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		return Silent(exitInterrupt)
 	}
 	return diskFull(err)
+}
+
+// runBranch is the branch the run commits to, and where its name comes
+// from: --branch, else the plan's (a prd.json's branchName), else "" (the
+// branch checked out). A name git would not take for a branch is refused
+// here, before anything changes.
+func runBranch(ctx context.Context, repo *git.Repo, p plan.Plan, flag string) (string, string, error) {
+	name, from := flag, "--branch"
+	if name == "" {
+		var err error
+		if name, err = plan.Branch(p); err != nil {
+			return "", "", err
+		}
+		from = "the branchName of " + filepath.Base(p.Path())
+	}
+	if name == "" {
+		return "", "", nil
+	}
+	name = strings.TrimPrefix(name, "refs/heads/")
+	if ok, err := repo.OK(ctx, "check-ref-format", "refs/heads/"+name); err != nil {
+		return "", "", err
+	} else if !ok || strings.HasPrefix(name, "-") || name == "HEAD" {
+		return "", "", badinput.Errorf("run: %q (%s) is not a name git takes for a branch", name, from)
+	}
+	return name, from, nil
+}
+
+// onBranch refuses a --remote run that is not on the branch named for it:
+// the machines land on the server's branch of that name, which this
+// clone's must follow, so the person switches (and pushes it, the first
+// time) themselves.
+func onBranch(ctx context.Context, repo *git.Repo, branch, from string) error {
+	if branch == "" {
+		return nil
+	}
+	now, err := repo.Branch(ctx)
+	if err != nil {
+		return err
+	}
+	if now != "refs/heads/"+branch {
+		have := "a detached HEAD"
+		if now != "" {
+			have = strings.TrimPrefix(now, "refs/heads/")
+		}
+		return badinput.Errorf("run --remote: the run's branch is %s (%s) and %s is checked out; switch to it first (git switch %s), so that every machine lands on the server's %s", branch, from, have, branch, branch)
+	}
+	return nil
 }
 
 // diskFull adds to an error that a full disk caused (git's and the

@@ -63,6 +63,13 @@ const AllowPushEnv = "WIGGUM_ALLOW_PUSH"
 // own - keep git's stash as it is.
 const SharedStashEnv = "WIGGUM_SHARED_STASH"
 
+// TargetBranchEnv is set in the environment of a parallel run's agents to
+// the branch their work lands on (checked out in the main tree): wiggum's
+// git shim answers an agent's switch to it - snarktank/ralph's prompt has
+// the agent check out the prd.json's branchName - by staying on the
+// worktree's own branch, which git could not leave for it anyway.
+const TargetBranchEnv = "WIGGUM_TARGET_BRANCH"
+
 // RootEnv is exported with SessionEnv: the top of the tree the session
 // holds. Together they let a hook tell "no session here" from "this
 // session's files were deleted under it" (Tree.Session).

@@ -371,3 +371,31 @@ func TestPlanWithAByteOrderMark(t *testing.T) {
 		t.Fatalf("after MarkDone: %+v, %v", got, err)
 	}
 }
+
+func TestPRDJSONBranchName(t *testing.T) {
+	dir := t.TempDir()
+	for body, want := range map[string]string{
+		`{"branchName": "ralph/x", "userStories": []}`:    "ralph/x",
+		`{"branchName": " ralph/x\n", "userStories": []}`: "ralph/x",
+		`{"branchName": null, "userStories": []}`:         "",
+		`{"userStories": []}`:                             "",
+		`{"branchName": 7, "userStories": []}`:            "!",
+		`{"branchName": ["a"], "userStories": []}`:        "!",
+	} {
+		path := filepath.Join(dir, "prd.json")
+		write(t, path, body)
+		got, err := Branch(&PRDJSON{File: path})
+		var bad *BadInputError
+		switch {
+		case want == "!" && !errors.As(err, &bad):
+			t.Errorf("%s: %q, %v; want bad input", body, got, err)
+		case want != "!" && (err != nil || got != want):
+			t.Errorf("%s: %q, %v; want %q", body, got, err, want)
+		}
+	}
+	md := filepath.Join(dir, "plan.md")
+	write(t, md, "- [ ] US-1: x\n")
+	if got, err := Branch(&Markdown{File: md}); got != "" || err != nil {
+		t.Errorf("markdown plan: %q, %v", got, err)
+	}
+}

@@ -235,3 +235,30 @@ func (o *object) MarshalJSON() ([]byte, error) {
 	b.WriteByte('}')
 	return b.Bytes(), nil
 }
+
+// BranchName is the prd.json's branchName, "" when it has none: the
+// branch snarktank/ralph's prompt has the agent work on.
+func (p *PRDJSON) BranchName() (string, error) {
+	doc, _, err := p.load()
+	if err != nil {
+		return "", err
+	}
+	raw, ok := doc.get("branchName")
+	if !ok || string(raw) == "null" {
+		return "", nil
+	}
+	var name string
+	if err := json.Unmarshal(raw, &name); err != nil {
+		return "", badInput("plan: %s: branchName is not a string", p.File)
+	}
+	return strings.TrimSpace(name), nil
+}
+
+// Branch is the branch p names for its work (a prd.json's branchName),
+// "" when it names none.
+func Branch(p Plan) (string, error) {
+	if j, ok := p.(*PRDJSON); ok {
+		return j.BranchName()
+	}
+	return "", nil
+}
