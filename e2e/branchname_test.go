@@ -9,14 +9,25 @@ import (
 
 // snarktankAgent does what snarktank/ralph's prompt tells the agent: get
 // on the prd.json's branchName ("check it out or create from main"), do
-// the story, commit it all. It gives up (exit 1) when git will not switch.
+// the story, commit it all, append its entry to progress.txt. It gives up
+// (exit 1) when git will not switch.
 const snarktankAgent = `cat > /dev/null
+# In parallel, both at work before either lands.
+if [ -n "$SYNC" ]; then
+  touch "$SYNC/$WIGGUM_STORY"
+  i=0
+  until [ -e "$SYNC/US-001" ] && [ -e "$SYNC/US-002" ]; do
+    i=$((i + 1)); [ $i -gt 1200 ] && exit 1
+    sleep 0.05
+  done
+fi
 b=ralph/feature-x
 if [ "$(git branch --show-current)" != "$b" ]; then
   git checkout -q "$b" || git checkout -q -b "$b" "$MAIN" || exit 1
 fi
 echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
 git add -A && git commit -q -m "feat: $WIGGUM_STORY"
+printf '## %s\n- learned something\n---\n' "$WIGGUM_STORY" >> progress.txt
 `
 
 const branchPRD = `{
@@ -29,6 +40,8 @@ const branchPRD = `{
 }
 `
 
+const progressStart = "# Ralph Progress Log\n---\n"
+
 // A prd.json names the branch its work goes on (branchName), and
 // snarktank/ralph's prompt has the agent switch there. The run undid that
 // switch (its work goes on the branch the attempt started on) and deleted
@@ -38,7 +51,9 @@ const branchPRD = `{
 // parallel run the agents' worktrees cannot check that branch out (it is
 // in use in the main tree) nor make it (it exists): their git says where
 // the work lands and stays on the worktree's branch, so each attempt
-// passes and lands on the prd.json's branch.
+// passes and lands on the prd.json's branch; progress.txt, which every
+// story appends its entry to, keeps them all (git conflicted on every
+// landing but the first).
 func TestRunWorksOnThePRDsBranch(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -52,7 +67,8 @@ func TestRunWorksOnThePRDsBranch(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := newRepo(t)
 			writeFile(t, filepath.Join(dir, "prd.json"), branchPRD)
-			mustRun(t, dir, "git", "add", "prd.json")
+			writeFile(t, filepath.Join(dir, "progress.txt"), progressStart)
+			mustRun(t, dir, "git", "add", "prd.json", "progress.txt")
 			mustRun(t, dir, "git", "commit", "-q", "-m", "prd")
 			main := strings.TrimSpace(mustRun(t, dir, "git", "symbolic-ref", "--short", "HEAD"))
 			mainTip := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD"))
@@ -67,7 +83,11 @@ func TestRunWorksOnThePRDsBranch(t *testing.T) {
 			}
 			agent := filepath.Join(t.TempDir(), "agent.sh")
 			writeFile(t, agent, snarktankAgent)
-			r := wiggum(t, dir, []string{"MAIN=" + main}, "run", "--workers", c.workers, "--retries", "0", "--agent-cmd", "sh "+agent)
+			env := []string{"MAIN=" + main}
+			if c.workers != "1" {
+				env = append(env, "SYNC="+t.TempDir())
+			}
+			r := wiggum(t, dir, env, "run", "--workers", c.workers, "--retries", "0", "--agent-cmd", "sh "+agent)
 			if r.code != 0 {
 				t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
@@ -91,6 +111,16 @@ func TestRunWorksOnThePRDsBranch(t *testing.T) {
 			}
 			if left := mustRun(t, dir, "git", "for-each-ref", "--format=%(refname:short)", "refs/heads/wiggum/"); left != "" {
 				t.Errorf("branches left: %s", left)
+			}
+			// Each story appended its entry to progress.txt: in parallel
+			// both landings keep both (git alone conflicts on the second).
+			progress := mustRun(t, dir, "git", "show", "ralph/feature-x:progress.txt")
+			if !strings.HasPrefix(progress, progressStart) || strings.Count(progress, "- learned something\n---\n") != 2 ||
+				!strings.Contains(progress, "## US-001\n") || !strings.Contains(progress, "## US-002\n") {
+				t.Errorf("progress.txt on ralph/feature-x:\n%s", progress)
+			}
+			if c.workers != "1" && !strings.Contains(r.stdout, "progress.txt: both sides added to the end, both kept") {
+				t.Errorf("the run does not say it kept both progress entries:\n%s", r.stdout)
 			}
 			if c.workers != "1" && !strings.Contains(r.stdout, "wiggum: staying on wiggum/US-00") {
 				t.Errorf("the agents' git did not say it kept them on their worktrees' branches:\n%s", r.stdout)

@@ -475,8 +475,15 @@ func (p *parallel) releaseLocked(ctx context.Context, j *landing, m *worktree.Me
 	case m.FastForward:
 		how = "fast-forward to " + m.Commit[:12]
 	}
-	p.r.event("merged", map[string]any{"story": story.ID, "branch": w.Branch, "commit": m.Commit, "fast_forward": m.FastForward,
-		"land_ms": ms(took), "queued_ms": ms(began.Sub(j.queued))})
+	if len(m.Appended) > 0 {
+		how += "; " + strings.Join(m.Appended, ", ") + ": both sides added to the end, both kept"
+	}
+	fields := map[string]any{"story": story.ID, "branch": w.Branch, "commit": m.Commit, "fast_forward": m.FastForward,
+		"land_ms": ms(took), "queued_ms": ms(began.Sub(j.queued))}
+	if len(m.Appended) > 0 {
+		fields["appended"] = m.Appended
+	}
+	p.r.event("merged", fields)
 	p.r.disp.printf("⇢ %s merged into %s (%s)", story.ID, strings.TrimPrefix(p.target, "refs/heads/"), how)
 }
 

@@ -681,21 +681,12 @@ func (r *Remote) landedAnyway(ctx context.Context, ups []update) bool {
 // machine lands another's ready story, which machine landed it.
 func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandSpec, story string, me Machine) (commit string, paths []string, err error) {
 	repo := r.Repo
-	out, err := repo.Run(ctx, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", base, tip)
-	fields := strings.Split(out, "\x00")
+	m, err := repo.MergeTree(ctx, base, tip)
 	if err != nil {
-		var ge *git.Error
-		if !errors.As(err, &ge) || ge.Status() != 1 {
-			return "", nil, fmt.Errorf("remote: git merge-tree: %w", err)
-		}
-		seen := map[string]bool{}
-		paths = []string{}
-		for _, p := range fields[1:] {
-			if p != "" && !seen[p] {
-				seen[p] = true
-				paths = append(paths, p)
-			}
-		}
+		return "", nil, fmt.Errorf("remote: %w", err)
+	}
+	if len(m.Conflicts) > 0 {
+		paths = m.Conflicts
 		// A story the target already marks done does not conflict: it
 		// landed (another machine's work), and this branch is kept as
 		// "already done", not marked for an operator to merge by hand.
@@ -710,7 +701,7 @@ func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandS
 		}
 		return "", paths, nil
 	}
-	tree := strings.TrimSpace(fields[0])
+	tree := m.Tree
 	// The plan as the target has it (is the story still open?) and as the
 	// merge has it (what to tick), in one read.
 	baseName, treeName := base+":"+spec.PlanRel, tree+":"+spec.PlanRel

@@ -19,6 +19,9 @@ type Merged struct {
 	Tip         string // the branch's tip that was merged
 	FastForward bool
 	Already     bool // target already contained the branch
+	// Appended: files both sides only added lines to the end of, merged
+	// keeping both additions (git.Repo.MergeTree).
+	Appended []string
 }
 
 // ConflictError is a branch that cannot merge cleanly. Nothing changed: the
@@ -89,11 +92,12 @@ func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) 
 	if base == cur {
 		res.Commit, res.FastForward = tip, true
 	} else {
-		treeID, err := mergeTree(ctx, tree, target, branch, cur, tip)
+		m, err := mergeTree(ctx, tree, target, branch, cur, tip)
 		if err != nil {
 			return nil, err
 		}
-		res.Commit, err = tree.CommitTree(ctx, treeID, []string{cur, tip}, message, tree.Sign)
+		res.Appended = m.Appended
+		res.Commit, err = tree.CommitTree(ctx, m.Tree, []string{cur, tip}, message, tree.Sign)
 		if err != nil {
 			return nil, fmt.Errorf("merge: commit: %w", err)
 		}
@@ -137,27 +141,17 @@ func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) 
 	return res, nil
 }
 
-// mergeTree returns the tree of the merge of cur and tip, or a
-// *ConflictError with the conflicted paths.
-func mergeTree(ctx context.Context, repo *git.Repo, target, branch, cur, tip string) (string, error) {
-	out, err := repo.Run(ctx, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", cur, tip)
-	fields := strings.Split(out, "\x00")
-	if err == nil {
-		return strings.TrimSpace(fields[0]), nil
+// mergeTree returns the merge of cur and tip, or a *ConflictError with the
+// conflicted paths.
+func mergeTree(ctx context.Context, repo *git.Repo, target, branch, cur, tip string) (*git.MergeResult, error) {
+	m, err := repo.MergeTree(ctx, cur, tip)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
 	}
-	var ge *git.Error
-	if !errors.As(err, &ge) || ge.Status() != 1 {
-		return "", fmt.Errorf("merge: git merge-tree: %w", err)
+	if len(m.Conflicts) > 0 {
+		return nil, &ConflictError{Branch: branch, Target: target, Paths: m.Conflicts}
 	}
-	seen := map[string]bool{}
-	var paths []string
-	for _, p := range fields[1:] {
-		if p != "" && !seen[p] {
-			seen[p] = true
-			paths = append(paths, p)
-		}
-	}
-	return "", &ConflictError{Branch: branch, Target: target, Paths: paths}
+	return m, nil
 }
 
 // RetryLocked runs fn again while it fails because another git process -

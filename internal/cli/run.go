@@ -125,7 +125,8 @@ A parallel worker's agent told to check that branch out (snarktank's prompt)
 stays on its worktree's branch, whose work lands there.
 
 The plan is --prd N, --plan FILE, --issues DIR, or found: prd.json,
-.ralph/prd.json, or a single .ralph/PRD-N/plan.md. Prompt placeholders:
+.ralph/prd.json, scripts/ralph/prd.json (snarktank's ralph.sh keeps it there), or
+a single .ralph/PRD-N/plan.md. Prompt placeholders:
 {{STORY_ID}} {{STORY_TITLE}} {{STORY}} {{PLAN_PATH}} {{PROGRESS_PATH}}
 {{ITERATION}} {{FAILURE_CONTEXT}}.
 
@@ -137,8 +138,9 @@ worktree under .ralph/wiggum/worktrees/ on its own branch wiggum/<story>,
 leased by its worker for its whole life. Finished branches are merged into
 the current branch one at a time (conflicts are found with git merge-tree
 before anything changes) and the story is ticked in the main tree's plan.
-A branch that cannot merge is kept and reported, and the run exits 5. The
-main tree follows each merge only where it has no local changes in the way;
+A branch that cannot merge is kept and reported, and the run exits 5; a file
+both sides only appended lines to (a progress log) is no conflict: both
+additions are kept. The main tree follows each merge only where it has no local changes in the way;
 otherwise the branch is kept. Stories should be independent of each other.
 Each agent (and --test-cmd) runs in its worktree, so relative paths in
 --agent-cmd are taken from there; use absolute ones. Every worktree shares
