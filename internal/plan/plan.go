@@ -135,7 +135,9 @@ func Resolve(root, cwd string, src Source) (Plan, error) {
 		}
 		return &Issues{Dir: path}, nil
 	}
-	for _, rel := range []string{"prd.json", ".ralph/prd.json"} {
+	// scripts/ralph/prd.json: where snarktank's ralph.sh, copied into a
+	// project as its README says, keeps it (beside the script).
+	for _, rel := range []string{"prd.json", ".ralph/prd.json", "scripts/ralph/prd.json"} {
 		if _, err := os.Stat(filepath.Join(root, rel)); err == nil {
 			return openFile(filepath.Join(root, rel))
 		}

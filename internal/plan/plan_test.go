@@ -316,8 +316,13 @@ func TestResolve(t *testing.T) {
 		}
 	}
 
+	// snarktank's ralph.sh keeps its prd.json beside it, in scripts/ralph/
+	write(t, filepath.Join(root, "scripts", "ralph", "prd.json"), prd)
+	if p, err := Resolve(root, root, Source{}); err != nil || p.Path() != filepath.Join(root, "scripts", "ralph", "prd.json") {
+		t.Errorf("scripts/ralph/prd.json detection: %v %v", p, err)
+	}
 	write(t, filepath.Join(root, "prd.json"), prd)
-	if p, err := Resolve(root, root, Source{}); err != nil || p.Kind() != "prd.json" {
+	if p, err := Resolve(root, root, Source{}); err != nil || p.Kind() != "prd.json" || p.Path() != filepath.Join(root, "prd.json") {
 		t.Errorf("prd.json detection: %v %v", p, err)
 	}
 }
