@@ -136,6 +136,11 @@ func (s *State) backupOf(ctx context.Context, now *git.Status, reason string) (s
 	if err != nil {
 		return "", fmt.Errorf("backup: %w", err)
 	}
+	// Every caller discards what it saved next: the backup is on disk
+	// first (git wrote its objects and ref without fsync).
+	if err := git.SyncFS(s.Repo.CommonDir); err != nil {
+		return "", fmt.Errorf("backup: %s could not be made durable: %w", ref, err)
+	}
 	return ref, nil
 }
 

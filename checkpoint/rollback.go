@@ -171,6 +171,13 @@ func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		(<-index).index.remove()
 		return nil, err
 	}
+	// On disk before anything is discarded: git wrote the backup's
+	// objects and ref without fsync, and a power cut after the tree is
+	// returned must not find them empty.
+	if err := git.SyncFS(s.Repo.CommonDir); err != nil {
+		(<-index).index.remove()
+		return nil, fmt.Errorf("rollback: the backup %s could not be made durable, so the working tree is left as it was (HEAD is back at %s): %w", res.BackupRef, short(cp.Head), err)
+	}
 	if err := s.restoreTree(ctx, cat, lk, index, cp, changes); err != nil {
 		return nil, fmt.Errorf("rollback: return the working tree to %s (everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
 	}

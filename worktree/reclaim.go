@@ -338,6 +338,11 @@ func saveRef(ctx context.Context, main *git.Repo, commit, why, reflog string) (s
 		}
 		_, err := main.Run(ctx, "update-ref", "-m", reflog, try, commit, "")
 		if err == nil {
+			// On disk before what it saved is removed (git wrote it
+			// without fsync).
+			if err := git.SyncFS(main.CommonDir); err != nil {
+				return "", fmt.Errorf("worktree: %s could not be made durable: %w", try, err)
+			}
 			return try, nil
 		}
 		if i >= 100 {
