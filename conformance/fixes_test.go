@@ -1240,3 +1240,68 @@ func TestCommitWithHooksOffIsJournaled(t *testing.T) {
 		}
 	})
 }
+
+// A prd.json's branchName with snarktank's prompt, through the real
+// clients' shells: the agent is told to check that branch out, or make it
+// from main, and to append its learnings to progress.txt. The run works on
+// the prd.json's branch - main keeps its tip - and in parallel each
+// worker's git keeps its agent on the worktree's branch (git itself
+// refuses the branch there: it is in use in the main tree) and the second
+// landing keeps both progress entries instead of conflicting.
+func TestPRDBranchNameWithSnarktanksPrompt(t *testing.T) {
+	forClients(t, []string{"claude", "gemini"}, func(t *testing.T, c client) {
+		for _, workers := range []string{"1", "2"} {
+			const story = "sh story.sh"
+			w := newWorld(t, c, fakemodel.Turn{Shell: story}, fakemodel.Turn{Shell: story}, fakemodel.Turn{Text: "done"}, fakemodel.Turn{Text: "done"})
+			marks := t.TempDir()
+			writeFile(t, filepath.Join(w.dir, "prd.json"), `{"branchName": "ralph/feature-x", "userStories": [
+  {"id": "US-1", "title": "first", "priority": 1, "passes": false},
+  {"id": "US-2", "title": "second", "priority": 2, "passes": false}]}
+`)
+			writeFile(t, filepath.Join(w.dir, "progress.txt"), "# Ralph Progress Log\n---\n")
+			writeFile(t, filepath.Join(w.dir, "story.sh"), `M=`+marks+`
+n=$(date +%s%N)
+if [ "`+workers+`" = 2 ]; then
+  touch "$M/started-$n"
+  i=0
+  until [ "$(ls "$M" | wc -l)" -ge 2 ]; do
+    i=$((i + 1)); [ $i -gt 1200 ] && { echo "never saw the other" > "$M/fail-$n"; exit 1; }
+    sleep 0.05
+  done
+fi
+if [ "$(git branch --show-current)" != ralph/feature-x ]; then
+  git checkout -q ralph/feature-x || git checkout -q -b ralph/feature-x main || { echo "no branch" > "$M/fail-$n"; exit 1; }
+fi
+echo "$n" > "work-$n.txt"
+git add -A && git commit -q -m "feat: story $n"
+printf '## %s\n- learned\n---\n' "$n" >> progress.txt
+`)
+			w.git("add", "-A")
+			w.git("commit", "-q", "-m", "a prd.json naming its branch")
+			main := w.git("rev-parse", "main")
+			out := w.wiggum(0, "run", "--agent", c.name, "--plan", "prd.json", "--retries", "0", "--timeout", "90s", "--grace", "2s", "--workers", workers)
+			if fails, _ := filepath.Glob(filepath.Join(marks, "fail-*")); len(fails) > 0 {
+				data, _ := os.ReadFile(fails[0])
+				t.Fatalf("workers %s: the agent's script failed: %s\n%s", workers, data, out)
+			}
+			if !strings.Contains(out, "working on branch ralph/feature-x (the branchName of prd.json): made from main") {
+				t.Fatalf("workers %s: the run does not say it works on the prd.json's branch:\n%s", workers, out)
+			}
+			if branch := strings.TrimSpace(w.git("symbolic-ref", "--short", "HEAD")); branch != "ralph/feature-x" {
+				t.Fatalf("workers %s: the run ended on %s\n%s", workers, branch, out)
+			}
+			if now := w.git("rev-parse", "main"); now != main {
+				t.Fatalf("workers %s: main moved:\n%s", workers, w.git("log", "--oneline", "main"))
+			}
+			if files := w.git("ls-tree", "--name-only", "ralph/feature-x"); strings.Count(files, "work-") != 2 {
+				t.Fatalf("workers %s: the stories' work is not on ralph/feature-x:\n%s\n%s", workers, files, out)
+			}
+			if p := w.git("show", "ralph/feature-x:progress.txt"); strings.Count(p, "- learned\n---\n") != 2 {
+				t.Fatalf("workers %s: progress.txt on ralph/feature-x:\n%s\n%s", workers, p, out)
+			}
+			if workers == "2" && !strings.Contains(out, "progress.txt: both sides added to the end, both kept") {
+				t.Fatalf("the second landing does not say it kept both progress entries:\n%s", out)
+			}
+		}
+	})
+}
