@@ -107,7 +107,8 @@ type Event struct {
 	// usage_limit, usage_limit_end, limit_wait_start: the wait is for the
 	// model service (an outage: HTTP 5xx, overloaded), not a usage limit
 	Outage bool `json:"outage,omitempty"`
-	// merged, merge_failed, landed, land_failed, claim_lost
+	// merged, merge_failed, landed, land_failed, claim_lost; run_start:
+	// the branch the run commits to
 	Branch      string   `json:"branch,omitempty"`
 	FastForward bool     `json:"fast_forward,omitempty"`
 	LandMS      float64  `json:"land_ms,omitempty"`

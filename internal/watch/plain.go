@@ -24,6 +24,9 @@ func Line(e Event) string {
 	switch e.Name {
 	case "run_start":
 		fmt.Fprintf(&b, "run started: plan %s", e.Plan)
+		if e.Branch != "" {
+			fmt.Fprintf(&b, " on branch %s", e.Branch)
+		}
 		if e.Workers > 1 {
 			fmt.Fprintf(&b, ", %d workers", e.Workers)
 		}

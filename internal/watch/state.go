@@ -14,6 +14,7 @@ const maxNotices = 50
 type State struct {
 	Seen     bool // a run_start was seen
 	Plan     string
+	Branch   string // the branch the run commits to
 	PID      int
 	Workers  int // 0 or 1: serial
 	Started  time.Time
@@ -76,7 +77,7 @@ func (s *State) Apply(e Event) {
 	}
 	switch e.Name {
 	case "run_start":
-		*s = State{Seen: true, Plan: e.Plan, PID: e.PID, Workers: e.Workers, Started: e.Time, Total: e.Stories,
+		*s = State{Seen: true, Plan: e.Plan, Branch: e.Branch, PID: e.PID, Workers: e.Workers, Started: e.Time, Total: e.Stories,
 			Done: int(e.Done), Last: e.Time, storyCost: map[string]float64{}, storyDone: map[string]bool{}, parallel: e.Workers > 1}
 	case "iteration_start":
 		w := s.slot(e.Worker)

@@ -291,6 +291,9 @@ func (m *Model) header() string {
 		return s
 	}
 	s += " · " + m.st.Plan
+	if m.st.Branch != "" {
+		s += " → " + m.st.Branch
+	}
 	end := m.now()
 	switch {
 	case m.st.Ended:

@@ -86,9 +86,14 @@ func TestStateFoldsRun(t *testing.T) {
 		t.Error("an ended run is not live")
 	}
 	// A new run starts afresh.
-	s.Apply(ev(t, 30, "run_start", map[string]any{"plan": "other.md", "stories": 9, "done": 0}))
-	if s.Plan != "other.md" || len(s.Slots) != 0 || len(s.Notices) != 0 || s.Cost != 0 {
+	s.Apply(ev(t, 30, "run_start", map[string]any{"plan": "other.md", "branch": "ralph/x", "stories": 9, "done": 0}))
+	if s.Plan != "other.md" || s.Branch != "ralph/x" || len(s.Slots) != 0 || len(s.Notices) != 0 || s.Cost != 0 {
 		t.Errorf("new run kept old state: %+v", s)
+	}
+	m := NewModel(nil, 0, func(int) bool { return true })
+	m.st = s
+	if h := m.header(); !strings.HasPrefix(h, "wiggum watch · other.md → ralph/x · ") {
+		t.Errorf("the header does not name the run's branch: %q", h)
 	}
 }
 
@@ -302,6 +307,7 @@ func TestLine(t *testing.T) {
 		want string
 	}{
 		{ev(t, 0, "run_start", map[string]any{"plan": "plan.md", "workers": 8, "stories": 10, "done": 2, "pid": 7}), "run started: plan plan.md, 8 workers, 2/10 stories done, pid 7"},
+		{ev(t, 0, "run_start", map[string]any{"plan": "prd.json", "branch": "ralph/x", "pid": 7}), "run started: plan prd.json on branch ralph/x, pid 7"},
 		{ev(t, 0, "iteration_start", map[string]any{"story": "US-1", "worker": 3, "iteration": 4, "attempt": 2, "attempts": 3, "title": "a\nb"}), "[w3] US-1 iteration 4, attempt 2/3: a b"},
 		{ev(t, 0, "merge_failed", map[string]any{"story": "US-4", "branch": "refs/heads/wiggum/US-4", "paths": []string{"x"}}), "US-4 merge conflict in x; branch wiggum/US-4 kept"},
 		{ev(t, 0, "something_new", map[string]any{"message": "hello"}), "something_new: hello"},
