@@ -742,7 +742,7 @@ func (r *run) preflight(ctx context.Context) error {
 		return badinput.Errorf("run: a %s is in progress; finish or abort it first", op)
 	}
 	if now.Branch == "" {
-		return badinput.Errorf("run: HEAD is detached; switch to the branch the loop should commit to")
+		return badinput.Errorf("run: HEAD is detached; switch to the branch the loop should commit to, or name it with --branch (made from HEAD if it does not exist)")
 	}
 	// Without an identity every commit would fail, after the agent's work.
 	reads.Wait()
