@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -168,5 +169,61 @@ func TestRunRefusesABranchSwitchInTheWay(t *testing.T) {
 	r = wiggum(t, dir, nil, "run", "--dry-run", "--agent-cmd", "true")
 	if r.code != 0 || strings.Contains(r.stdout+r.stderr, "resum") {
 		t.Errorf("dry run after the refusal: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A run killed in an attempt on one branch, resumed with another named
+// (--branch): the unfinished attempt is rolled back where it was - its
+// checkpoint's branch - before the switch; switched first, its changes
+// went along to a branch its checkpoint is not on, the rollback was
+// refused ("the branch changed") and the run stopped with exit 4 after
+// making the new branch. And resumed on the same branch after the person
+// went back to main, the run switches first and rolls back there.
+func TestResumeSettlesTheKilledAttemptOnItsBranch(t *testing.T) {
+	for _, c := range []struct {
+		name, resumeBranch, personOn string
+	}{
+		{"another branch named", "other", ""},
+		{"the person went back to main", "ralph/x", "main"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := newRepo(t)
+			marks := t.TempDir()
+			writeFile(t, filepath.Join(dir, "plan.md"), "- [ ] US-1: one\n- [ ] US-2: two\n")
+			mustRun(t, dir, "git", "add", "plan.md")
+			mustRun(t, dir, "git", "commit", "-q", "-m", "plan")
+			main := strings.TrimSpace(mustRun(t, dir, "git", "symbolic-ref", "--short", "HEAD"))
+			agent := filepath.Join(marks, "agent.sh")
+			writeFile(t, agent, `cat > /dev/null
+echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
+if [ ! -e "`+marks+`/resumed" ]; then
+  touch "`+marks+`/ready"; sleep `+uniqueSleep()+`
+fi
+`)
+			p := startWiggum(t, dir, nil, "run", "--plan", "plan.md", "--branch", "ralph/x", "--agent-cmd", "sh "+agent, "--retries", "0")
+			waitFile(t, filepath.Join(marks, "ready"))
+			_ = p.cmd.Process.Signal(syscall.SIGKILL)
+			p.wait(t)
+			writeFile(t, filepath.Join(marks, "resumed"), "")
+			if c.personOn != "" {
+				mustRun(t, dir, "git", "switch", "-q", strings.ReplaceAll(c.personOn, "main", main))
+			}
+			r := wiggum(t, dir, nil, "run", "--plan", "plan.md", "--branch", c.resumeBranch, "--agent-cmd", "sh "+agent, "--retries", "0")
+			if r.code != 0 {
+				t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout, "US-1: rolled back the attempt a crash interrupted") {
+				t.Errorf("no rollback of the killed attempt:\n%s", r.stdout)
+			}
+			if head := strings.TrimSpace(mustRun(t, dir, "git", "symbolic-ref", "--short", "HEAD")); head != c.resumeBranch {
+				t.Errorf("the run ended on %s", head)
+			}
+			if log := mustRun(t, dir, "git", "log", "--format=%s", c.resumeBranch); log != "US-2: two\nUS-1: one\nplan\ninit\n" {
+				t.Errorf("%s:\n%s", c.resumeBranch, log)
+			}
+			if log := mustRun(t, dir, "git", "log", "--format=%s", main); log != "plan\ninit\n" {
+				t.Errorf("%s moved:\n%s", main, log)
+			}
+		})
 	}
 }

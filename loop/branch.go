@@ -320,7 +320,10 @@ func dropStash(ctx context.Context, repo *git.Repo, commit string) error {
 // nothing changed, when they are in the way; so does a merge or rebase in
 // progress. The person's post-checkout hook runs, unattended and bounded
 // by --timeout, as it would for their own switch.
-func (r *run) switchBranch(ctx context.Context) error {
+//
+// resumed: the interrupted run's attempt was settled first (on its own
+// branch), so a refusal no longer means that nothing changed.
+func (r *run) switchBranch(ctx context.Context, resumed bool) error {
 	want := r.opts.Branch
 	if want == "" {
 		return nil
@@ -337,8 +340,12 @@ func (r *run) switchBranch(ctx context.Context) error {
 	if from == "" {
 		from = "the detached HEAD"
 	}
+	changed := "nothing changed"
+	if resumed {
+		changed = "the interrupted run's attempt was settled on " + from + ", nothing else changed"
+	}
 	refuse := func(why, hint string) error {
-		return badinput.Errorf("run: cannot switch from %s to %s (%s): %s; nothing changed: %s", from, want, r.opts.BranchFrom, why, hint)
+		return badinput.Errorf("run: cannot switch from %s to %s (%s): %s; %s: %s", from, want, r.opts.BranchFrom, why, changed, hint)
 	}
 	if op := repo.InProgress(); op != "" {
 		return refuse("a "+op+" is in progress", "finish or abort it first")
@@ -379,4 +386,23 @@ func (r *run) switchBranch(ctx context.Context) error {
 	}
 	r.disp.printf("working on branch %s (%s): %s", want, r.opts.BranchFrom, how)
 	return nil
+}
+
+// attemptElsewhere reports whether the main tree holds a killed run's
+// unfinished attempt (its checkpoint on disk) on a branch other than the
+// run's: switching first would carry its changes to a branch its
+// checkpoint is not on, where no rollback could take them back.
+func (r *run) attemptElsewhere() bool {
+	if r.opts.Branch == "" {
+		return false
+	}
+	for _, o := range r.led.openAttempts() {
+		if o.Worktree != "" {
+			continue
+		}
+		if cp, _ := r.attemptCheckpoint(&o); cp != nil && checkpoint.BranchName(cp.Branch) != r.opts.Branch {
+			return true
+		}
+	}
+	return false
 }

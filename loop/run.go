@@ -131,13 +131,22 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.canCommit(ctx); err != nil {
 		return refused(err)
 	}
-	// Before the resume: what a killed run left is settled on the branch
-	// the run works on.
-	if err := r.switchBranch(ctx); err != nil {
-		return refused(err)
+	// Before the resume, so that what a killed run left is settled on the
+	// branch the run works on - unless its unfinished attempt is on
+	// another: that is rolled back or committed where it was, first.
+	later := r.attemptElsewhere()
+	if !later {
+		if err := r.switchBranch(ctx, false); err != nil {
+			return refused(err)
+		}
 	}
 	if err := r.recover(ctx); err != nil {
 		return err
+	}
+	if later {
+		if err := r.switchBranch(ctx, true); err != nil {
+			return err
+		}
 	}
 	if err := r.preflight(ctx); err != nil {
 		return refused(err)
