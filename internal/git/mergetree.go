@@ -132,7 +132,9 @@ func (r *Repo) mergeTree(ctx context.Context, ours, theirs string) (*MergeResult
 
 // appendOnly returns, for each path, the base version followed by what
 // ours and then theirs added to its end, when every path is a text file
-// both sides only appended to; nil otherwise.
+// both sides only appended to; nil otherwise. A .gitignore both sides
+// made (two agents in a new project) counts as appended to an empty one:
+// its lines are a set of rules, and both sets are kept.
 func (r *Repo) appendOnly(ctx context.Context, ours, theirs string, paths []string) ([][]byte, error) {
 	bases, err := r.Run(ctx, "merge-base", "--all", ours, theirs)
 	if err != nil {
@@ -152,10 +154,13 @@ func (r *Repo) appendOnly(ctx context.Context, ours, theirs string, paths []stri
 		return nil, fmt.Errorf("git merge-tree: look at the conflicted files: %w", err)
 	}
 	var total int64
-	for _, line := range strings.Split(strings.TrimSuffix(check, "\n"), "\n") {
+	for i, line := range strings.Split(strings.TrimSuffix(check, "\n"), "\n") {
 		var typ string
 		var size int64
 		if n, _ := fmt.Sscanf(line, "%s %d", &typ, &size); n != 2 || typ != "blob" {
+			if i%3 == 0 && newIgnoreFile(paths[i/3]) && strings.HasSuffix(line, " missing") {
+				continue
+			}
 			return nil, nil // missing on a side (a delete), or no file
 		}
 		if total += size; total > maxAppendMerge {
@@ -167,8 +172,11 @@ func (r *Repo) appendOnly(ctx context.Context, ours, theirs string, paths []stri
 		return nil, fmt.Errorf("git merge-tree: read the conflicted files: %w", err)
 	}
 	want := make([][]byte, len(paths))
-	for i := range paths {
+	for i, p := range paths {
 		b, o, t := objs[3*i], objs[3*i+1], objs[3*i+2]
+		if b.Size < 0 && newIgnoreFile(p) {
+			b = Object{Type: "blob"} // made on both sides: each added its lines to nothing
+		}
 		if b.Type != "blob" || o.Type != "blob" || t.Type != "blob" ||
 			(len(b.Data) > 0 && b.Data[len(b.Data)-1] != '\n') ||
 			!bytes.HasPrefix(o.Data, b.Data) || !bytes.HasPrefix(t.Data, b.Data) ||
@@ -178,4 +186,10 @@ func (r *Repo) appendOnly(ctx context.Context, ours, theirs string, paths []stri
 		want[i] = append(append(append([]byte{}, b.Data...), o.Data[len(b.Data):]...), t.Data[len(b.Data):]...)
 	}
 	return want, nil
+}
+
+// newIgnoreFile reports whether a file of this path that both sides
+// created may be merged by keeping both: a .gitignore.
+func newIgnoreFile(p string) bool {
+	return p == ".gitignore" || strings.HasSuffix(p, "/.gitignore")
 }
