@@ -137,7 +137,7 @@ func TestWatchTerminal(t *testing.T) {
 	plain := startWiggum(t, dir, nil, "watch")
 	tm := newTmux(t, dir, wiggumBin+" watch --interval 50ms")
 	screen := tm.waitScreen("both workers at work",
-		"wiggum watch · plan.md · live", "2 workers", "0/4 stories done",
+		"wiggum watch · plan.md → ", " · live", "2 workers", "0/4 stories done",
 		"US-1 story number 1", "US-2 story number 2", "Bash: go test ./US-1", "Bash: go test ./US-2", "1.2k in / 34 out")
 	saveCapture(t, "watch-live.txt", screen)
 	savePNG(t, "watch-live.png", tm.run("capture-pane", "-p", "-e"))
@@ -167,7 +167,7 @@ func TestWatchTerminal(t *testing.T) {
 		t.Fatalf("plain watch exited %d: %s", code, plain.stderr())
 	}
 	out := plain.stdout()
-	for _, want := range []string{"run started: plan plan.md, 2 workers, 0/4 stories done", "[w1]", "[w2]", "tool Bash: go test ./US-3", "US-4 merged as", "run ended: 4 done, 0 open"} {
+	for _, want := range []string{"run started: plan plan.md on branch ", ", 2 workers, 0/4 stories done", "[w1]", "[w2]", "tool Bash: go test ./US-3", "US-4 merged as", "run ended: 4 done, 0 open"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plain watch output lacks %q:\n%s", want, out)
 		}

@@ -43,6 +43,9 @@ type ledger struct {
 	// failing: the attempts in the main tree that failed and whose end is
 	// not recorded - a kill came during or after their rollback.
 	failing map[string]journalRec
+	// held: stories this run leaves alone, and why (a branch of theirs an
+	// earlier run kept still conflicts: landKept).
+	held map[string]string
 	// keep: the paths the last run left out of every commit.
 	keep []string
 }
@@ -63,7 +66,7 @@ type storyBook struct {
 }
 
 func newLedger() *ledger {
-	return &ledger{stories: map[string]*storyBook{}, open: map[string]journalRec{}, merged: map[string]string{}, finished: map[string]finishedAt{}, passed: map[string]journalRec{}, reported: map[string]journalRec{}, failing: map[string]journalRec{}}
+	return &ledger{stories: map[string]*storyBook{}, open: map[string]journalRec{}, merged: map[string]string{}, finished: map[string]finishedAt{}, passed: map[string]journalRec{}, reported: map[string]journalRec{}, failing: map[string]journalRec{}, held: map[string]string{}}
 }
 
 func (l *ledger) book(id string) *storyBook {
@@ -178,10 +181,14 @@ func (l *ledger) runOver() string {
 	return ""
 }
 
-// storyOver says why story's budget allows no new attempt, or "".
+// storyOver says why story's budget allows no new attempt, or "" (or why
+// the run leaves it alone: hold).
 func (l *ledger) storyOver(id string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if why := l.held[id]; why != "" {
+		return why
+	}
 	b := l.stories[id]
 	if l.maxStoryCost > 0 && b != nil && b.cost >= l.maxStoryCost {
 		return fmt.Sprintf("%s spent %s, reaching --max-story-cost %s", id, usd(b.cost), usd(l.maxStoryCost))
@@ -298,4 +305,11 @@ func (l *ledger) budgetNote() string {
 		parts = append(parts, fmt.Sprintf("%s of --max-cost %s left", usd(max(0, l.maxCost-l.spent)), usd(l.maxCost)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// hold keeps the run from giving story to an agent, saying why.
+func (l *ledger) hold(id, why string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held[id] = why
 }

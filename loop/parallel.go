@@ -468,6 +468,18 @@ func (p *parallel) releaseLocked(ctx context.Context, j *landing, m *worktree.Me
 	p.r.sumMu.Lock()
 	p.r.sum.MergeTime += took
 	p.r.sumMu.Unlock()
+	how := mergedHow(m)
+	fields := map[string]any{"story": story.ID, "branch": w.Branch, "commit": m.Commit, "fast_forward": m.FastForward,
+		"land_ms": ms(took), "queued_ms": ms(began.Sub(j.queued))}
+	if len(m.Appended) > 0 {
+		fields["appended"] = m.Appended
+	}
+	p.r.event("merged", fields)
+	p.r.disp.printf("⇢ %s merged into %s (%s)", story.ID, strings.TrimPrefix(p.target, "refs/heads/"), how)
+}
+
+// mergedHow says how a merge landed.
+func mergedHow(m *worktree.Merged) string {
 	how := "merge commit " + m.Commit[:12]
 	switch {
 	case m.Already:
@@ -478,13 +490,7 @@ func (p *parallel) releaseLocked(ctx context.Context, j *landing, m *worktree.Me
 	if len(m.Appended) > 0 {
 		how += "; " + strings.Join(m.Appended, ", ") + ": both sides added to the end, both kept"
 	}
-	fields := map[string]any{"story": story.ID, "branch": w.Branch, "commit": m.Commit, "fast_forward": m.FastForward,
-		"land_ms": ms(took), "queued_ms": ms(began.Sub(j.queued))}
-	if len(m.Appended) > 0 {
-		fields["appended"] = m.Appended
-	}
-	p.r.event("merged", fields)
-	p.r.disp.printf("⇢ %s merged into %s (%s)", story.ID, strings.TrimPrefix(p.target, "refs/heads/"), how)
+	return how
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -151,6 +151,9 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.preflight(ctx); err != nil {
 		return refused(err)
 	}
+	if err := r.landKept(ctx); err != nil {
+		return err
+	}
 	if r.opts.MaxIter == 0 {
 		r.opts.MaxIter, r.autoCap = r.defaultMaxIter(), true
 	}

@@ -32,8 +32,9 @@ type ConflictError struct {
 }
 
 func (e *ConflictError) Error() string {
-	return fmt.Sprintf("%s conflicts with %s in %s; the branch is kept: merge it by hand (git merge %s)",
-		checkpoint.BranchName(e.Branch), checkpoint.BranchName(e.Target), strings.Join(e.Paths, ", "), checkpoint.BranchName(e.Branch))
+	b, t := checkpoint.BranchName(e.Branch), checkpoint.BranchName(e.Target)
+	return fmt.Sprintf("%s conflicts with %s in %s; the branch is kept: resolve it there (git switch %s && git merge %s, then commit) and the next run lands it, or delete it (git branch -D %s) to have the story done again",
+		b, t, strings.Join(e.Paths, ", "), b, t, b)
 }
 
 // BlockedError is a clean merge the checked-out target could not take: the
@@ -44,7 +45,7 @@ type BlockedError struct {
 }
 
 func (e *BlockedError) Error() string {
-	return fmt.Sprintf("%s was not merged into %s: %s; the branch is kept", checkpoint.BranchName(e.Branch), checkpoint.BranchName(e.Target), e.Reason)
+	return fmt.Sprintf("%s was not merged into %s: %s; the branch is kept, and the next run lands it", checkpoint.BranchName(e.Branch), checkpoint.BranchName(e.Target), e.Reason)
 }
 
 // Merge merges branch into target, which must be checked out in tree (the

@@ -430,3 +430,49 @@ func mayHaveBranches(main *git.Repo) bool {
 	}
 	return err != nil || bytes.Contains(packed, []byte(" "+BranchPrefix))
 }
+
+// KeptBranch is a wiggum/ branch that no worktree has checked out and
+// that target does not contain: a finished story's work a parallel run
+// could not merge (a conflict) and kept.
+type KeptBranch struct {
+	Ref, Tip string
+	// Subjects are the first lines of its commits target lacks, newest
+	// first (at most 50).
+	Subjects []string
+}
+
+// Name is the branch's name under wiggum/.
+func (k KeptBranch) Name() string { return strings.TrimPrefix(k.Ref, BranchPrefix) }
+
+// Kept lists the kept branches; nothing (and no git process) when no
+// wiggum/ branch can exist.
+func Kept(ctx context.Context, main *git.Repo, target string) ([]KeptBranch, error) {
+	if target == "" || !mayHaveBranches(main) {
+		return nil, nil
+	}
+	out, err := main.Run(ctx, "for-each-ref", "--no-merged", target, "--format=%(refname) %(objectname)", BranchPrefix)
+	if err != nil || strings.TrimSpace(out) == "" {
+		return nil, err
+	}
+	reg, err := registered(ctx, main)
+	if err != nil {
+		return nil, err
+	}
+	used := map[string]bool{}
+	for _, e := range reg {
+		used[e.branch] = true
+	}
+	var kept []KeptBranch
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		ref, tip, ok := strings.Cut(line, " ")
+		if !ok || used[ref] {
+			continue
+		}
+		log, err := main.Run(ctx, "log", "-z", "--max-count=50", "--format=%s", tip, "--not", target)
+		if err != nil {
+			return nil, err
+		}
+		kept = append(kept, KeptBranch{Ref: ref, Tip: tip, Subjects: strings.Split(strings.TrimSuffix(log, "\x00"), "\x00")})
+	}
+	return kept, nil
+}

@@ -138,7 +138,9 @@ worktree under .ralph/wiggum/worktrees/ on its own branch wiggum/<story>,
 leased by its worker for its whole life. Finished branches are merged into
 the current branch one at a time (conflicts are found with git merge-tree
 before anything changes) and the story is ticked in the main tree's plan.
-A branch that cannot merge is kept and reported, and the run exits 5; a file
+A branch that cannot merge is kept and reported, and the run exits 5; the
+next run lands it once the conflict is resolved on it, and gives its story
+to no agent meanwhile (delete the branch to have the story done again); a file
 both sides only appended lines to (a progress log) is no conflict: both
 additions are kept. The main tree follows each merge only where it has no local changes in the way;
 otherwise the branch is kept. Stories should be independent of each other.
