@@ -206,7 +206,7 @@ func checkTrace(t *testing.T, c *collector) {
 				t.Errorf("story %s cost %s, want %s (retries included)", attr(s, "wiggum.story.id"), attr(s, "wiggum.cost_usd"), want)
 			}
 		case "wiggum.run":
-			if attr(s, "wiggum.cost_usd") != "0.75" || attr(s, "wiggum.workers") != "2" || attr(s, "wiggum.plan") != "plan.md" {
+			if attr(s, "wiggum.cost_usd") != "0.75" || attr(s, "wiggum.workers") != "2" || attr(s, "wiggum.plan") != "plan.md" || attr(s, "wiggum.branch") == "" {
 				t.Errorf("run span attributes: %v", s.Attributes)
 			}
 		case "wiggum.gate":

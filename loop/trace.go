@@ -25,7 +25,7 @@ type spans struct {
 func (r *run) traceStart(workers int) {
 	r.trace.run = r.opts.Tracer.Start(telemetry.SpanRun, telemetry.Attrs{
 		"wiggum.plan": r.planRel, "wiggum.agent": strings.Join(r.opts.Agent.Argv, " "), "wiggum.workers": workers,
-		"wiggum.session": r.session, "wiggum.resumed": r.resumed,
+		"wiggum.session": r.session, "wiggum.resumed": r.resumed, "wiggum.branch": strings.TrimPrefix(r.branch, "refs/heads/"),
 	})
 }
 
