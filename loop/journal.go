@@ -282,6 +282,10 @@ type RunState struct {
 	// Stuck: the run stopped on an attempt whose rollback failed (a full
 	// disk), in its words; mended, a resume finishes that attempt.
 	Stuck string `json:"stuck,omitempty"`
+	// Ended and Outcome: when a run that ended by itself ended, and how
+	// ("done", or why it stopped).
+	Ended   time.Time `json:"ended,omitzero"`
+	Outcome string    `json:"outcome,omitempty"`
 }
 
 // ReadRunState reads the run journal under root's runtime directory: nil
@@ -303,6 +307,8 @@ func ReadRunState(journalPath string) (*RunState, error) {
 			rs.Stuck = ""
 		case r.T == "stuck":
 			rs.Stuck = r.Note
+		case r.T == "close":
+			rs.Ended, rs.Outcome = r.Time, r.Note
 		case r.T == "end" && r.Outcome == "limit":
 			rs.Waiting = r.Detail
 		case r.T == "end":

@@ -567,7 +567,7 @@ func (p *parallel) result(ctx context.Context) error {
 		why = append(why, fmt.Sprintf("%d story(ies) whose worktree lost its .git (%s): their files are saved under refs/wiggum/backup/, and they stay open", n, strings.Join(p.lost, ", ")))
 	}
 	if n := len(p.r.sum.Skipped); n > 0 {
-		why = append(why, fmt.Sprintf("%d story(ies) skipped (failed attempts or budget): %s", n, strings.Join(p.r.sum.Skipped, ", ")))
+		why = append(why, fmt.Sprintf("%d story(ies) skipped (failed attempts, budget, or a kept branch that does not merge): %s", n, strings.Join(p.r.sum.Skipped, ", ")))
 	}
 	var lim *limitStop
 	if errors.As(p.stop, &lim) && len(p.unmerged) == 0 {

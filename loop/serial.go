@@ -59,7 +59,7 @@ func (r *run) serial(ctx context.Context, ex *executor) error {
 		}
 		if story == nil {
 			if len(skip) > 0 {
-				return &StopError{Reason: fmt.Sprintf("stopped with %d story(ies) skipped (failed attempts or budget): %s", len(r.sum.Skipped), strings.Join(r.sum.Skipped, ", "))}
+				return &StopError{Reason: fmt.Sprintf("stopped with %d story(ies) skipped (failed attempts, budget, or a kept branch that does not merge): %s", len(r.sum.Skipped), strings.Join(r.sum.Skipped, ", "))}
 			}
 			return nil
 		}

@@ -29,7 +29,9 @@ type StatusCmd struct {
 func (c *StatusCmd) Help() string {
 	return `Shows who holds the agent lock (and whether that pid is alive), the checkpoint
 (commit, branch, age, whether it is still an ancestor of HEAD), whether the commit
-journal is on, how many backups exist, and the live run's story and iteration.
+journal is on, how many backups exist, the live run's story and iteration, how
+the last run ended (or what an interrupted one left to resume), and the
+branches of finished stories a parallel run could not merge.
 
 --json prints one object with these keys (stable; new keys may be added):
   lock:       {held, pid, pid_alive, host, started, session, command}
@@ -46,6 +48,10 @@ journal is on, how many backups exist, and the live run's story and iteration.
               max_story_cost_usd, resume_command, waiting (the usage limit
               or outage its last attempt stopped on), stuck (why it stopped
               on an attempt it could not roll back, a full disk say)}
+  last_run:   present when the last run ended by itself: as resume, with
+              ended and outcome ("done", or why it stopped)
+  kept_branches: finished stories' branches (wiggum/<story>) a parallel run
+              could not merge: the next run lands each once it merges
   worktrees:  present during or after a parallel run: as wiggum worktree list --json
   agent_hooks: [{agent, files, committed, user, off}]: where each agent's
               wiggum hooks are registered (files: project ones as in the
@@ -73,10 +79,12 @@ type StatusReport struct {
 	Journal    JournalStatus    `json:"journal"`
 	Backups    int              `json:"backups"`
 	Run        *session.Run     `json:"run"`
-	Resume     *loop.RunState   `json:"resume"`              // null, or the last run when it did not end by itself
-	Worktrees  []worktree.Info  `json:"worktrees,omitempty"` // parallel runs' worktrees (see wiggum worktree list --json)
-	AgentHooks []agent.Hooks    `json:"agent_hooks"`         // where each agent's wiggum hooks are registered
-	OnPath     agent.PathLookup `json:"wiggum_on_path"`      // what the agents' 'wiggum hook ...' runs
+	Resume     *loop.RunState   `json:"resume"`                  // null, or the last run when it did not end by itself
+	LastRun    *loop.RunState   `json:"last_run,omitempty"`      // the last run, when it ended by itself
+	Kept       []string         `json:"kept_branches,omitempty"` // finished stories' branches a parallel run could not merge
+	Worktrees  []worktree.Info  `json:"worktrees,omitempty"`     // parallel runs' worktrees (see wiggum worktree list --json)
+	AgentHooks []agent.Hooks    `json:"agent_hooks"`             // where each agent's wiggum hooks are registered
+	OnPath     agent.PathLookup `json:"wiggum_on_path"`          // what the agents' 'wiggum hook ...' runs
 	Errors     []string         `json:"errors,omitempty"`
 
 	holderUnreadable, checkpointUnreadable, foreignHolder bool
@@ -175,6 +183,17 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	} else if rs != nil && rs.Open {
 		rs.Interrupted = !held || !r.Lock.PIDAlive
 		r.Resume = rs
+	} else if rs != nil {
+		r.LastRun = rs
+	}
+	if head, err := st.Repo.Branch(ctx); err == nil {
+		if kept, err := worktree.Kept(ctx, st.Repo, head); err != nil {
+			r.Errors = append(r.Errors, err.Error())
+		} else {
+			for _, k := range kept {
+				r.Kept = append(r.Kept, strings.TrimPrefix(k.Ref, "refs/heads/"))
+			}
+		}
 	}
 	if wts, err := worktree.List(ctx, st.Repo); err != nil {
 		r.Errors = append(r.Errors, err.Error())
@@ -245,6 +264,13 @@ func printStatus(g *Globals, r *StatusReport) {
 		}
 		fmt.Fprintln(w)
 	}
+	if rs := r.LastRun; rs != nil && !r.Lock.Held {
+		fmt.Fprintf(w, "last run:   %s, %s to %s: %d story(ies) done, %d failed attempt(s), $%.2f spent; %s\n",
+			rs.Plan, rs.Started.Local().Format("Jan 2 15:04"), rs.Ended.Local().Format("Jan 2 15:04"), len(rs.Done), rs.Failed, rs.SpentUSD, lastOutcome(rs.Outcome))
+	}
+	if len(r.Kept) > 0 {
+		fmt.Fprintf(w, "kept:       %s - finished stories a parallel run could not merge; resolve each on its branch and run again (it lands then), or delete it to have the story done again\n", strings.Join(r.Kept, ", "))
+	}
 	if rs := r.Resume; rs != nil && rs.Interrupted {
 		fmt.Fprintf(w, "resume:     the run of %s started %s was interrupted (killed, signalled, or stopped by a usage limit, a model-service outage or an attempt it could not roll back): %d story(ies) done in it, %d failed and %d interrupted attempt(s), %s spent",
 			rs.Plan, rs.Started.Local().Format("Jan 2 15:04"), len(rs.Done), rs.Failed, rs.Interrupts, fmt.Sprintf("$%.2f", rs.SpentUSD))
@@ -307,4 +333,15 @@ func printHooks(w io.Writer, r *StatusReport) {
 	if n := r.OnPath.Note(); n != "" {
 		fmt.Fprintf(w, "            %s\n", n)
 	}
+}
+
+// lastOutcome says how a run that ended by itself ended.
+func lastOutcome(note string) string {
+	switch note {
+	case "done":
+		return "it finished the plan"
+	case "":
+		return "it ended"
+	}
+	return "it stopped: " + strings.TrimPrefix(note, "run: ")
 }
