@@ -180,7 +180,7 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 			// removed the worktree. Nothing here is unsaved.
 			in.Dirty, in.Branch = false, ""
 		}
-		rc.Progressed = tip != "" && m.progressed(tip)
+		rc.Progressed = tip != "" && m.progressed(ctx, main, tip)
 		rc.Merged = in.Merged && rc.Progressed
 		_, gerr := os.Lstat(filepath.Join(in.Path, ".git"))
 		if gerr == nil && tip != "" && !rc.Merged && opts.Finished != nil && m.Story == in.Story && m.Branch == in.Branch {
@@ -277,7 +277,7 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 		tip, _ := main.Line(ctx, "rev-parse", "--verify", "--quiet", m.Branch+"^{commit}")
 		if tip != "" {
 			merged, _ := main.OK(ctx, "merge-base", "--is-ancestor", tip, m.Target)
-			rc.Progressed = m.progressed(tip)
+			rc.Progressed = m.progressed(ctx, main, tip)
 			rc.Merged = merged && rc.Progressed
 			in.Merged = merged
 			if !merged {
@@ -317,9 +317,18 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 }
 
 // progressed reports whether a branch at tip has commits beyond where its
-// worktree started: neither its base nor the base Refresh moved it from.
-func (m Meta) progressed(tip string) bool {
-	return m.Base != "" && tip != m.Base && tip != m.Prev
+// worktree started: it is neither its base nor the base Refresh moved it
+// from, and it descends from its base. A branch its agent moved back (git
+// reset HEAD~1, on the way to a squash, when the kill came) is contained
+// in its target and is not where it started, and holds no work of its
+// own: taken for merged, its story was ticked done with its work in no
+// commit.
+func (m Meta) progressed(ctx context.Context, main *git.Repo, tip string) bool {
+	if m.Base == "" || tip == m.Base || tip == m.Prev {
+		return false
+	}
+	ahead, err := main.OK(ctx, "merge-base", "--is-ancestor", m.Base, tip)
+	return err == nil && ahead
 }
 
 // saveTip points a new backup ref at commit.

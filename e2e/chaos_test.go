@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// chaosAgent does, at random, what agents do to git: commits, branches of
+// its own, stashes (popped or left), an amend or a squash of the commit
+// before its attempt, tags, a switch away and back, an entry appended to
+// progress.txt, a .gitignore rule, a background process, a failure.
+const chaosAgent = `cat > /dev/null
+s=$WIGGUM_STORY
+r=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+echo "$s $r" >> "work-$s.txt"
+case $((r % 15)) in
+0) git checkout -q -b "tmp-$s-$r" && git add -A && git commit -q -m "agent $s on its own branch" ;;
+1) git add -A && git commit -q -m "agent $s commit" ;;
+2) echo stash > "stash-$s.txt"; git stash -q -u && git stash pop -q ;;
+3) exit 1 ;;
+4) printf '## %s\n---\n' "$s" >> progress.txt ;;
+5) git add -A && git commit -q -m "agent $s" && echo more >> "work-$s.txt" && git commit -qam "agent $s amend" --amend ;;
+6) mkdir -p "d-$s" && echo x > "d-$s/f" && (sleep 3 &) ;;
+7) git stash -q -u ;;
+8) echo "ignored-$s/" >> .gitignore; mkdir -p "ignored-$s"; echo x > "ignored-$s/a" ;;
+9) printf '## %s\n---\n' "$s" >> progress.txt; git add -A; git commit -q -m "agent $s with progress" ;;
+10) git reset -q --soft HEAD~1 2>/dev/null; git add -A; git commit -q -m "agent $s squashed" ;;
+11) git tag "t-$s-$r" ;;
+12) git checkout -q main 2>/dev/null; git checkout -q - 2>/dev/null; true ;;
+13) git commit -q --amend -m "agent $s amended the last" 2>/dev/null; true ;;
+esac
+exit 0
+`
+
+// Agents doing random things to git, in three workers, and the run killed
+// (SIGKILL) at random moments six times, then run to its end: whatever
+// happened, every story the plan marks done has its work in HEAD, the
+// tree holds no uncommitted change of a tracked file and no conflict
+// marker, git finds nothing broken, no worktree is left, and a kept branch
+// (a conflict no merge can settle) belongs to a story still open. Each
+// kill's moment is logged; the agents' choices are random on every run.
+func TestChaosAgentsAndKills(t *testing.T) {
+	dir := newRepo(t)
+	const n = 10
+	var plan strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&plan, "- [ ] US-%d: story %d\n", i, i)
+	}
+	writeFile(t, filepath.Join(dir, "plan.md"), plan.String())
+	writeFile(t, filepath.Join(dir, "progress.txt"), "# log\n")
+	mustRun(t, dir, "git", "add", "-A")
+	mustRun(t, dir, "git", "commit", "-q", "-m", "plan")
+	main := strings.TrimSpace(mustRun(t, dir, "git", "symbolic-ref", "--short", "HEAD"))
+	agent := filepath.Join(t.TempDir(), "agent.sh")
+	writeFile(t, agent, strings.ReplaceAll(chaosAgent, "checkout -q main", "checkout -q "+main))
+	args := []string{"run", "--plan", "plan.md", "--workers", "3", "--retries", "2", "--no-progress", "50", "--agent-cmd", "sh " + agent}
+	for round := 1; round <= 6; round++ {
+		p := startWiggum(t, dir, nil, args...)
+		wait := time.Duration(50+rand.IntN(700)) * time.Millisecond
+		time.Sleep(wait)
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		p.wait(t)
+		t.Logf("round %d: killed after %v", round, wait)
+	}
+	r := wiggum(t, dir, nil, args...)
+	if r.code != 0 && r.code != 5 {
+		t.Fatalf("final run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if st := mustRun(t, dir, "git", "status", "--porcelain", "--untracked-files=no"); st != "" {
+		t.Errorf("tracked files changed and not committed:\n%s", st)
+	}
+	if out := run(t, dir, nil, "git", "fsck", "--no-dangling", "--no-progress"); out.code != 0 {
+		t.Errorf("git fsck: exit %d\n%s%s", out.code, out.stdout, out.stderr)
+	}
+	if out := run(t, dir, nil, "git", "grep", "-l", "-e", "^<<<<<<< ", "HEAD"); out.code == 0 {
+		t.Errorf("conflict markers committed:\n%s", out.stdout)
+	}
+	if wts := mustRun(t, dir, "git", "worktree", "list", "--porcelain"); strings.Count(wts, "worktree ") != 1 {
+		t.Errorf("worktrees left:\n%s", wts)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "plan.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := map[string]bool{}
+	for i := 1; i <= n; i++ {
+		s := fmt.Sprintf("US-%d", i)
+		if strings.Contains(string(data), "- [x] "+s+":") {
+			done[s] = true
+			if run(t, dir, nil, "git", "cat-file", "-e", "HEAD:work-"+s+".txt").code != 0 {
+				t.Errorf("%s is done, and its work is not in HEAD", s)
+			}
+		}
+	}
+	for _, b := range strings.Fields(mustRun(t, dir, "git", "for-each-ref", "--format=%(refname:lstrip=3)", "refs/heads/wiggum/")) {
+		if done[b] {
+			t.Errorf("the branch wiggum/%s is left, and its story is done", b)
+		}
+	}
+	if r.code == 0 && len(done) != n {
+		t.Errorf("exit 0 with %d of %d stories done\n%s", len(done), n, r.stdout)
+	}
+}
+
+// Found by TestChaosAgentsAndKills: an agent in a parallel worktree that
+// moved its branch back (git reset --soft HEAD~1, on its way to a squash)
+// when the run was killed left a branch its target contains and that is
+// not where it started - which the resume took for "merged by the killed
+// run" and ticked the story done, its work in no commit (saved in a
+// backup only). A branch that went back is no work of the story's: the
+// resume saves the worktree and the story is done again.
+func TestResumeDoesNotTakeABranchMovedBackForMerged(t *testing.T) {
+	dir := newRepo(t)
+	marks := t.TempDir()
+	writeFile(t, filepath.Join(dir, "plan.md"), "- [ ] US-1: one\n- [ ] US-2: two\n")
+	mustRun(t, dir, "git", "add", "plan.md")
+	mustRun(t, dir, "git", "commit", "-q", "-m", "plan")
+	agent := filepath.Join(marks, "agent.sh")
+	writeFile(t, agent, `cat > /dev/null
+echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
+if [ "$WIGGUM_STORY" = US-2 ] && [ ! -e "`+marks+`/resumed" ]; then
+  git reset -q --soft HEAD~1
+  touch "`+marks+`/ready"; sleep `+uniqueSleep()+`
+fi
+`)
+	args := []string{"run", "--plan", "plan.md", "--workers", "2", "--retries", "0", "--agent-cmd", "sh " + agent}
+	p := startWiggum(t, dir, nil, args...)
+	waitFile(t, filepath.Join(marks, "ready"))
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait(t)
+	writeFile(t, filepath.Join(marks, "resumed"), "")
+	r := wiggum(t, dir, nil, args...)
+	if r.code != 0 {
+		t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "US-2: its branch was merged before the crash") {
+		t.Errorf("the resume took US-2's branch, moved back by its agent, for merged:\n%s", r.stdout)
+	}
+	for _, s := range []string{"US-1", "US-2"} {
+		if run(t, dir, nil, "git", "cat-file", "-e", "HEAD:work-"+s+".txt").code != 0 {
+			t.Errorf("%s is done, and its work is not in HEAD:\n%s", s, r.stdout)
+		}
+	}
+}
