@@ -1247,9 +1247,12 @@ func TestCommitWithHooksOffIsJournaled(t *testing.T) {
 // the prd.json's branch - main keeps its tip - and in parallel each
 // worker's git keeps its agent on the worktree's branch (git itself
 // refuses the branch there: it is in use in the main tree) and the second
-// landing keeps both progress entries instead of conflicting.
+// landing keeps both progress entries instead of conflicting. (Codex's
+// sandbox keeps .git read-only: its agent's own commit fails, and the run
+// commits the work; its switch to the run's branch, where it is already or
+// which its worker's git answers, writes nothing.)
 func TestPRDBranchNameWithSnarktanksPrompt(t *testing.T) {
-	forClients(t, []string{"claude", "gemini"}, func(t *testing.T, c client) {
+	forClients(t, []string{"claude", "codex", "gemini"}, func(t *testing.T, c client) {
 		for _, workers := range []string{"1", "2"} {
 			const story = "sh story.sh"
 			w := newWorld(t, c, fakemodel.Turn{Shell: story}, fakemodel.Turn{Shell: story}, fakemodel.Turn{Text: "done"}, fakemodel.Turn{Text: "done"})
