@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -31,6 +32,10 @@ type Coordinator interface {
 	Done(ctx context.Context) error
 	// Stats are fields for the run_end event (network calls made).
 	Stats() map[string]any
+	// Final reads the server at the run's end and moves the local target
+	// to it: the stories open there, those marked conflicted, and those
+	// another machine holds.
+	Final(ctx context.Context) (open, conflicted, held []string, err error)
 }
 
 // Claimed is a story this process holds for the run.
@@ -283,10 +288,30 @@ func (p *parallel) sharedResult(ctx context.Context, err error) error {
 		p.r.disp.printf("a story claimed ahead could not be given back (%v); its claim lapses when its lease runs out", derr)
 	}
 	p.r.event("remote_stats", p.coord.Stats())
-	if err == nil && p.r.sum.Left > 0 {
-		return &StopError{Reason: fmt.Sprintf("%d story(ies) open and claimed by no machine: marked conflicted on the server (wiggum status --remote shows them; resolve, then wiggum claims release STORY)", p.r.sum.Left)}
+	if err != nil || p.r.sum.Left == 0 {
+		return err
 	}
-	return err
+	// The local plan may lag the server's: another machine landed the
+	// last stories after this one's last look.
+	open, conflicted, held, ferr := p.coord.Final(context.WithoutCancel(ctx))
+	if ferr != nil {
+		return &StopError{Reason: fmt.Sprintf("%d story(ies) open here, and the server could not be read to tell why (%v): wiggum status --remote shows them", p.r.sum.Left, ferr)}
+	}
+	p.r.sum.Left = len(open)
+	if len(open) == 0 {
+		return nil
+	}
+	why := []string{fmt.Sprintf("%d story(ies) open on the server", len(open))}
+	if len(conflicted) > 0 {
+		why = append(why, fmt.Sprintf("%s marked conflicted on the server (wiggum status --remote shows them; resolve, then wiggum claims release STORY)", strings.Join(conflicted, ", ")))
+	}
+	if len(held) > 0 {
+		why = append(why, fmt.Sprintf("%s claimed by other machines, still at work", strings.Join(held, ", ")))
+	}
+	if rest := len(open) - len(conflicted) - len(held); rest > 0 {
+		why = append(why, fmt.Sprintf("%d claimed by no machine (run again to take them)", rest))
+	}
+	return &StopError{Reason: strings.Join(why, "; ")}
 }
 
 func lost(c Claimed) bool {

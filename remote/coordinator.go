@@ -865,3 +865,40 @@ func (c *Coordinator) Follow(ctx context.Context) error {
 	_, err = worktree.Merge(ctx, c.Main, c.Target, tracking, "wiggum: follow "+c.R.Name)
 	return err
 }
+
+// Final fetches the server once more at the end of a run and moves the
+// local target to it: the stories still open there, with those of them
+// marked conflicted and those another machine holds. A machine whose run
+// ended while another landed the last stories read its own, older plan and
+// said they were marked conflicted when none was.
+func (c *Coordinator) Final(ctx context.Context) (open, conflicted, held []string, err error) {
+	v, err := c.R.FetchPlan(ctx, c.Target, c.PlanRel)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	marked, claimed := map[string]bool{}, map[string]bool{}
+	for _, m := range v.Conflicts {
+		marked[m.Story] = true
+	}
+	for _, cl := range v.Claims {
+		claimed[cl.Story] = true
+	}
+	for _, s := range v.Plan {
+		if s.Done {
+			continue
+		}
+		open = append(open, s.ID)
+		switch {
+		case marked[s.ID]:
+			conflicted = append(conflicted, s.ID)
+		case claimed[s.ID]:
+			held = append(held, s.ID)
+		}
+	}
+	mu, err := worktree.LockRepo(ctx, c.Main)
+	if err != nil {
+		return open, conflicted, held, err
+	}
+	defer mu.Unlock()
+	return open, conflicted, held, c.Follow(ctx)
+}

@@ -83,3 +83,16 @@ func TestDaemonConnectedHere(t *testing.T) {
 		})
 	}
 }
+
+// git's warnings, which may run over several lines, come before its
+// error: the message shows the error (the fetch warning about forced
+// updates once took all three lines and hid it).
+func TestFirstLinesShowsTheError(t *testing.T) {
+	in := "warning: fetch normally indicates which branches had a forced update,\nbut that check has been disabled; to re-enable, use '--show-forced-updates'\nflag or run 'git config fetch.showForcedUpdates true'\nfatal: unable to access 'x': Could not resolve host\nmore"
+	if got := firstLines(in, 3); got != "fatal: unable to access 'x': Could not resolve host / more" {
+		t.Errorf("got %q", got)
+	}
+	if got := firstLines("a\nb\nc\nd", 3); got != "a / b / c" {
+		t.Errorf("got %q", got)
+	}
+}

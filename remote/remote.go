@@ -318,6 +318,14 @@ func (r *Remote) transportError(op string, err error) error {
 
 func firstLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
+	// git's warnings and hints come before its error, and may run over
+	// several lines: the error is what the message is for.
+	for i, l := range lines {
+		if strings.HasPrefix(l, "fatal: ") || strings.HasPrefix(l, "error: ") {
+			lines = lines[i:]
+			break
+		}
+	}
 	if len(lines) > n {
 		lines = lines[:n]
 	}

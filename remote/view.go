@@ -124,7 +124,9 @@ func (r *Remote) fetchOnce(ctx context.Context, op, target string, refspecs ...s
 	r.stats.mu.Unlock()
 	// No auto-maintenance, commit-graph or forced-update walk: each is a
 	// process or a history walk per fetch, and fetches are per story.
-	args := append([]string{"-c", "fetch.writeCommitGraph=false", "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head",
+	// --no-show-forced-updates makes git print a three-line warning on
+	// every fetch, which hid the error after it: the advice is off.
+	args := append([]string{"-c", "fetch.writeCommitGraph=false", "-c", "advice.fetchShowForcedUpdates=false", "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head",
 		"--atomic", "--no-recurse-submodules", "--no-auto-maintenance", "--no-show-forced-updates", remoteArg}, refspecs...)
 	_, _, err = r.net(ctx, op, uploadPack, nil, args...)
 	if err == nil {

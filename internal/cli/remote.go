@@ -74,6 +74,10 @@ func (s *sharedRun) Follow(ctx context.Context) error { return s.c.Follow(ctx) }
 
 func (s *sharedRun) Done(ctx context.Context) error { return s.c.Done(ctx) }
 
+func (s *sharedRun) Final(ctx context.Context) (open, conflicted, held []string, err error) {
+	return s.c.Final(ctx)
+}
+
 func (s *sharedRun) Stats() map[string]any {
 	f, p := s.c.R.Counts()
 	return map[string]any{"remote": s.c.R.Name, "machine": s.c.R.Me.String(), "fetches": f, "pushes": p}
