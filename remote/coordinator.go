@@ -868,9 +868,9 @@ func (c *Coordinator) Follow(ctx context.Context) error {
 
 // Final fetches the server once more at the end of a run and moves the
 // local target to it: the stories still open there, with those of them
-// marked conflicted and those another machine holds. A machine whose run
-// ended while another landed the last stories read its own, older plan and
-// said they were marked conflicted when none was.
+// marked conflicted and those another machine holds (its lease live). A
+// machine whose run ended while another landed the last stories read its
+// own, older plan and said they were marked conflicted when none was.
 func (c *Coordinator) Final(ctx context.Context) (open, conflicted, held []string, err error) {
 	v, err := c.R.FetchPlan(ctx, c.Target, c.PlanRel)
 	if err != nil {
@@ -880,8 +880,11 @@ func (c *Coordinator) Final(ctx context.Context) (open, conflicted, held []strin
 	for _, m := range v.Conflicts {
 		marked[m.Story] = true
 	}
+	now := c.R.now()
 	for _, cl := range v.Claims {
-		claimed[cl.Story] = true
+		// A claim whose lease ran out is its stopped machine's no more:
+		// the next run takes it over.
+		claimed[cl.Story] = !cl.Stale(now)
 	}
 	for _, s := range v.Plan {
 		if s.Done {

@@ -18,6 +18,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/gitlock"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/notify"
 	"github.com/wiggum-dev/wiggum/internal/plan"
@@ -539,6 +540,13 @@ func (e *diskFullError) Unwrap() error { return e.error }
 // coordinator opens the shared run of --remote.
 func (c *RunCmd) coordinator(ctx context.Context, repo *git.Repo, p plan.Plan, g *Globals) (loop.Coordinator, error) {
 	if err := sharePlan(p); err != nil {
+		return nil, err
+	}
+	// The coordinator fetches before the run takes the agent lock and
+	// settles what a killed run left: a ref lock its git fetch left in
+	// wiggum's mirror of the server's refs failed every later run here.
+	say := func(format string, args ...any) { g.Log().Info(fmt.Sprintf(format, args...)) }
+	if err := gitlock.Settle(ctx, gitlock.SettleOptions{Root: repo.Root, CommonDir: repo.CommonDir, Grace: orphanGrace, Say: say}); err != nil {
 		return nil, err
 	}
 	_, r, err := openRemote(ctx, repo.Root, c.Remote, c.RemoteFlags)
