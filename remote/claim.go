@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
 
@@ -301,8 +301,7 @@ func (r *Remote) deadHere(c *Claim) bool {
 	if c.Unreadable || c.Machine != r.Me.ID || c.Host != r.Me.Host || c.PID <= 0 || c.PID == os.Getpid() {
 		return false
 	}
-	err := syscall.Kill(c.PID, 0)
-	return errors.Is(err, syscall.ESRCH)
+	return !layout.PIDAlive(c.PID)
 }
 
 // Follow names the local branch whose commits renewals publish.

@@ -1,7 +1,10 @@
 package layout
 
 import (
+	"bytes"
 	"errors"
+	"os"
+	"strconv"
 	"syscall"
 )
 
@@ -11,5 +14,23 @@ func PIDAlive(pid int) bool {
 		return false
 	}
 	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err != nil {
+		return errors.Is(err, syscall.EPERM)
+	}
+	return !zombie(pid)
+}
+
+// zombie reports whether pid has exited and waits for its parent to reap
+// it (state Z): kill(pid, 0) still finds it, and a container's init that
+// reaps late - or never - kept a killed wiggum "alive" to the next run,
+// which then waited out its claims' leases instead of taking them over.
+// Where /proc cannot tell, it is not one.
+func zombie(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(data, ')')
+	return i >= 0 && i+2 < len(data) && data[i+2] == 'Z'
 }
