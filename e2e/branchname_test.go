@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -187,11 +186,7 @@ func TestResumeSettlesTheKilledAttemptOnItsBranch(t *testing.T) {
 		{"the person went back to main", "ralph/x", "main"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := newRepo(t)
-			marks := t.TempDir()
-			writeFile(t, filepath.Join(dir, "plan.md"), "- [ ] US-1: one\n- [ ] US-2: two\n")
-			mustRun(t, dir, "git", "add", "plan.md")
-			mustRun(t, dir, "git", "commit", "-q", "-m", "plan")
+			dir, marks := twoStories(t)
 			main := strings.TrimSpace(mustRun(t, dir, "git", "symbolic-ref", "--short", "HEAD"))
 			agent := filepath.Join(marks, "agent.sh")
 			writeFile(t, agent, `cat > /dev/null
@@ -200,11 +195,7 @@ if [ ! -e "`+marks+`/resumed" ]; then
   touch "`+marks+`/ready"; sleep `+uniqueSleep()+`
 fi
 `)
-			p := startWiggum(t, dir, nil, "run", "--plan", "plan.md", "--branch", "ralph/x", "--agent-cmd", "sh "+agent, "--retries", "0")
-			waitFile(t, filepath.Join(marks, "ready"))
-			_ = p.cmd.Process.Signal(syscall.SIGKILL)
-			p.wait(t)
-			writeFile(t, filepath.Join(marks, "resumed"), "")
+			killWhenReady(t, dir, marks, "run", "--plan", "plan.md", "--branch", "ralph/x", "--agent-cmd", "sh "+agent, "--retries", "0")
 			if c.personOn != "" {
 				mustRun(t, dir, "git", "switch", "-q", strings.ReplaceAll(c.personOn, "main", main))
 			}

@@ -116,11 +116,7 @@ func TestChaosAgentsAndKills(t *testing.T) {
 // backup only). A branch that went back is no work of the story's: the
 // resume saves the worktree and the story is done again.
 func TestResumeDoesNotTakeABranchMovedBackForMerged(t *testing.T) {
-	dir := newRepo(t)
-	marks := t.TempDir()
-	writeFile(t, filepath.Join(dir, "plan.md"), "- [ ] US-1: one\n- [ ] US-2: two\n")
-	mustRun(t, dir, "git", "add", "plan.md")
-	mustRun(t, dir, "git", "commit", "-q", "-m", "plan")
+	dir, marks := twoStories(t)
 	agent := filepath.Join(marks, "agent.sh")
 	writeFile(t, agent, `cat > /dev/null
 echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
@@ -130,11 +126,7 @@ if [ "$WIGGUM_STORY" = US-2 ] && [ ! -e "`+marks+`/resumed" ]; then
 fi
 `)
 	args := []string{"run", "--plan", "plan.md", "--workers", "2", "--retries", "0", "--agent-cmd", "sh " + agent}
-	p := startWiggum(t, dir, nil, args...)
-	waitFile(t, filepath.Join(marks, "ready"))
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	p.wait(t)
-	writeFile(t, filepath.Join(marks, "resumed"), "")
+	killWhenReady(t, dir, marks, args...)
 	r := wiggum(t, dir, nil, args...)
 	if r.code != 0 {
 		t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)

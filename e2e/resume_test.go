@@ -101,11 +101,7 @@ esac
 // made a commit and left a file); the next run rolls the attempt back,
 // saving both, does not count it as failed, and finishes.
 func TestKilledSerialRunResumes(t *testing.T) {
-	dir := newRepo(t)
-	marks := t.TempDir()
-	writeFile(t, filepath.Join(dir, "plan.md"), "- [ ] US-1: one\n- [ ] US-2: two\n")
-	mustRun(t, dir, "git", "add", "plan.md")
-	mustRun(t, dir, "git", "commit", "-q", "-m", "plan")
+	dir, marks := twoStories(t)
 	agent := filepath.Join(marks, "agent.sh")
 	writeFile(t, agent, `cat > /dev/null
 if [ "$WIGGUM_STORY" = US-2 ] && [ ! -e "`+marks+`/resumed" ]; then
@@ -115,11 +111,7 @@ fi
 echo done > "done-$WIGGUM_STORY.txt"
 `)
 	args := []string{"run", "--plan", "plan.md", "--agent-cmd", "sh " + agent, "--retries", "0"}
-	p := startWiggum(t, dir, nil, args...)
-	waitFile(t, filepath.Join(marks, "ready"))
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	p.wait(t)
-	writeFile(t, filepath.Join(marks, "resumed"), "")
+	killWhenReady(t, dir, marks, args...)
 	// --retries 0: had the killed attempt counted, US-2 would be skipped.
 	r := wiggum(t, dir, nil, args...)
 	if r.code != 0 {
@@ -141,6 +133,29 @@ echo done > "done-$WIGGUM_STORY.txt"
 	if !found {
 		t.Error("the killed attempt's commit and file are in no backup")
 	}
+}
+
+// twoStories makes a repository whose plan.md has US-1 and US-2, and a
+// directory for the marks of an agent the test kills mid-attempt.
+func twoStories(t *testing.T) (dir, marks string) {
+	t.Helper()
+	dir, marks = newRepo(t), t.TempDir()
+	writeFile(t, filepath.Join(dir, "plan.md"), "- [ ] US-1: one\n- [ ] US-2: two\n")
+	mustRun(t, dir, "git", "add", "plan.md")
+	mustRun(t, dir, "git", "commit", "-q", "-m", "plan")
+	return dir, marks
+}
+
+// killWhenReady starts wiggum with args, SIGKILLs it once its agent
+// touched marks/ready, and then touches marks/resumed for the agents of
+// the run after it.
+func killWhenReady(t *testing.T, dir, marks string, args ...string) {
+	t.Helper()
+	p := startWiggum(t, dir, nil, args...)
+	waitFile(t, filepath.Join(marks, "ready"))
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait(t)
+	writeFile(t, filepath.Join(marks, "resumed"), "")
 }
 
 // resumeWindows are the kill points around the end of a parallel story and
