@@ -382,7 +382,11 @@ func (r *run) switchBranch(ctx context.Context, resumed bool) error {
 		if bctx.Err() != nil && ctx.Err() == nil {
 			return fmt.Errorf("run: switch to %s: git switch (a post-checkout hook) ran past --timeout %s and was stopped", want, r.opts.Timeout)
 		}
-		return refuse(why, "commit or stash what is in the way, or name another branch with --branch")
+		hint := "commit or stash what is in the way, or name another branch with --branch"
+		if strings.Contains(why, "already checked out at") || strings.Contains(why, "already used by worktree") {
+			hint = "run wiggum in that worktree, or name another branch with --branch"
+		}
+		return refuse(why, hint)
 	}
 	r.disp.printf("working on branch %s (%s): %s", want, r.opts.BranchFrom, how)
 	return nil
