@@ -539,6 +539,14 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	if len(e.commit.hookFixed) > 0 {
 		e.disp.printf("  the pre-commit hook changed %s and failed the commit, as formatters do: staged its changes and committed again", summarize(e.commit.hookFixed, 5))
 	}
+	for _, f := range e.commit.large {
+		where := "it stays in the tree"
+		if e.worktree != "" {
+			where = "its worktree's backup keeps it (wiggum recover)"
+		}
+		e.disp.printf("  %s (%s) is a new file over --max-file-size %s: not committed - a commit would keep it in the history for good, and git hosts refuse large files (GitHub: over 100 MB); %s. Commit it with git lfs, or raise --max-file-size", f.Path, megabytes(f.Size), megabytes(e.commit.maxNew), where)
+		e.run.event("file_left_out", map[string]any{"story": story.ID, "paths": []string{f.Path}, "bytes": f.Size, "worker": e.worker})
+	}
 	for _, p := range e.commit.nested {
 		e.disp.printf("  %s/ is a worktree of this repository (a subagent's?): not committed - a gitlink would hold none of its work; it stays where it is", p)
 	}
@@ -1112,4 +1120,9 @@ func prependPath(env []string, dir string) []string {
 		}
 	}
 	return append(env, "PATH="+dir)
+}
+
+// megabytes says a size in MB (10^6 bytes, as git hosts state their limits).
+func megabytes(n int64) string {
+	return strings.TrimSuffix(strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64), ".0") + " MB"
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,12 +64,23 @@ type committer struct {
 	// have recorded each as a gitlink, which holds none of its work; the
 	// last commit left them out, for the caller to say.
 	nested []string
+	// maxNew: a new file whose staged content is larger is left out of
+	// the commit (--max-file-size; 0 is no limit), and large says which
+	// the last commit left out, with their sizes.
+	maxNew int64
+	large  []largeFile
+}
+
+// largeFile is a new file the loop left out of a commit for its size.
+type largeFile struct {
+	Path string
+	Size int64
 }
 
 // newCommitter is a committer of repo for the run: its commits' hooks get
 // the run's --timeout.
 func (r *run) newCommitter(repo *git.Repo, env []string, keep []string) *committer {
-	c := &committer{repo: repo, env: env, keep: keep, keepM: map[string]bool{}, timeout: r.opts.Timeout}
+	c := &committer{repo: repo, env: env, keep: keep, keepM: map[string]bool{}, timeout: r.opts.Timeout, maxNew: r.opts.MaxFileSize}
 	for _, p := range keep {
 		c.keepM[p] = true
 	}
@@ -248,6 +260,7 @@ func (c *committer) addAll(ctx context.Context, spec string) error {
 // It takes out, too, a linked worktree of this repository (c.nested).
 func (c *committer) unstageState(ctx context.Context, out string) error {
 	var spec strings.Builder
+	c.large = nil
 	for _, line := range strings.Split(out, "\n") {
 		path, ok := strings.CutPrefix(line, "add '")
 		path, found := strings.CutSuffix(path, "'")
@@ -256,6 +269,8 @@ func (c *committer) unstageState(ctx context.Context, out string) error {
 		}
 		switch {
 		case git.IsState(path):
+			spec.WriteString(":(top,literal)" + path + "\x00")
+		case c.tooLarge(ctx, path):
 			spec.WriteString(":(top,literal)" + path + "\x00")
 		case strings.HasSuffix(path, "/") && c.ownWorktree(strings.TrimSuffix(path, "/")):
 			// git names a repository it adds as a gitlink with a slash.
@@ -269,6 +284,33 @@ func (c *committer) unstageState(ctx context.Context, out string) error {
 	}
 	_, err := c.git(ctx, []byte(spec.String()), "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul")
 	return err
+}
+
+// tooLarge reports whether path, just staged, is a new file larger than
+// maxNew - an agent's download, a build's binary, a dump - and records it
+// in c.large. Committed, it would stay in the history for good, and git
+// hosts refuse a push that holds it (GitHub: 100 MB a file). Only the
+// file's size on disk is read for every path; git is asked only about a
+// large one: its staged size (git LFS stages a small pointer, which is
+// committed) and whether HEAD has it (a tracked file that grew is the
+// person's, and committed).
+func (c *committer) tooLarge(ctx context.Context, path string) bool {
+	if c.maxNew <= 0 || strings.HasSuffix(path, "/") {
+		return false
+	}
+	fi, err := os.Lstat(filepath.Join(c.repo.Root, filepath.FromSlash(path)))
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() <= c.maxNew {
+		return false
+	}
+	size, err := c.repo.Line(ctx, "cat-file", "-s", ":"+path)
+	if n, perr := strconv.ParseInt(size, 10, 64); err != nil || perr != nil || n <= c.maxNew {
+		return false
+	}
+	if ok, _ := c.repo.OK(ctx, "cat-file", "-e", "HEAD:"+path); ok {
+		return false
+	}
+	c.large = append(c.large, largeFile{Path: path, Size: fi.Size()})
+	return true
 }
 
 // ownWorktree reports whether path, just staged, is a linked worktree of

@@ -64,6 +64,9 @@ type Options struct {
 	// where the name came from, for the messages.
 	Branch     string
 	BranchFrom string
+	// MaxFileSize: a new file larger than this many bytes is left out of
+	// the loop's commits (0: no limit).
+	MaxFileSize int64
 	// VerifyHooks: the agent's hooks are installed, so each attempt checks
 	// that the guard hook saw the agent's shell commands, and an attempt
 	// that ran them unseen stops the run (the hooks are off somewhere).

@@ -42,6 +42,7 @@ type RunCmd struct {
 	TestCmd  string   `name:"test-cmd" placeholder:"CMD" help:"Gate run after the agent; the story counts as done only if it exits 0."`
 
 	Branch        string `placeholder:"NAME" help:"The branch the run commits to: it switches there first, making it from HEAD when no branch (local, or on one remote) has that name. Default: the prd.json's branchName, else the branch checked out."`
+	MaxFileSize   int    `name:"max-file-size" default:"50" placeholder:"MB" help:"Leave a new file larger than this many MB out of the loop's commits, in the tree (git hosts refuse such files, and a commit keeps one in the history for good); a file git LFS stores is committed. 0: no limit."`
 	CommitMessage string `name:"commit-message" placeholder:"TEMPLATE" help:"Message of each story's commit: {{STORY_ID}}, {{STORY_TITLE}}, {{story_title}} (first letter in lower case), e.g. 'feat: {{story_title}}' for conventional commits. Default: git config wiggum.commitMessage, else '{{STORY_ID}}: {{STORY_TITLE}}'."`
 
 	Retries      int           `default:"2" help:"Attempts after the first before a story is skipped."`
@@ -72,8 +73,9 @@ func (c *RunCmd) Help() string {
 the next open story, checkpoints, gives the agent the prompt on stdin (with
 WIGGUM_SESSION, WIGGUM_STORY and WIGGUM_ITERATION in its environment), and
 decides the outcome itself: the agent must exit 0 and --test-cmd, if given,
-must pass. Success commits everything the iteration changed (new files too)
-and marks the story done; failure is rolled back - only when provably safe,
+must pass. Success commits everything the iteration changed (new files too,
+but not one over --max-file-size, which stays in the tree) and marks the
+story done; failure is rolled back - only when provably safe,
 and saved under refs/wiggum/backup/ first - and the story is retried with
 the failure in its prompt, up to --retries, then skipped. The plan is the
 record: stories an agent ticks in it itself are taken as done with no
@@ -400,8 +402,11 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
+	if c.MaxFileSize < 0 {
+		return badinput.Errorf("run: --max-file-size takes a number of MB, 0 for no limit, not %d", c.MaxFileSize)
+	}
 	opts := loop.Options{
-		Branch: branch, BranchFrom: from,
+		Branch: branch, BranchFrom: from, MaxFileSize: int64(c.MaxFileSize) * 1_000_000,
 		Plan: p, Agent: prof, Prompt: tmpl, TestCmd: c.TestCmd, CommitMessage: c.CommitMessage,
 		Retries: c.Retries, MaxIter: c.MaxIter, NoProgress: c.NoProgress,
 		Timeout: c.Timeout, IdleTimeout: c.IdleTimeout, Grace: c.Grace,

@@ -188,6 +188,8 @@ func describe(e Event) (kind, text string) {
 		return "stopped", "rollback failed: " + e.Error
 	case "commit_message_refused":
 		return "stopped", "passed, but the commit-msg hook refused its message " + quote(e.Message) + "; its work is left uncommitted for the next run"
+	case "file_left_out":
+		return "git", strings.Join(e.Paths, ", ") + " left out of the commit: a new file over --max-file-size"
 	case "commit_unsigned":
 		return "stopped", "passed, but git could not sign its commit: " + e.Error + "; its work is left uncommitted for the next run"
 	case "branch_left":

@@ -427,6 +427,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		ev(t, 6, "rollback_failed", map[string]any{"story": "US-2", "error": "no space left on device"}),
 		ev(t, 7, "commit_unsigned", map[string]any{"story": "US-3", "error": "Load key \"k\": incorrect passphrase"}),
 		ev(t, 8, "commit_message_refused", map[string]any{"story": "US-4", "message": "feat: Add It", "error": "subject-case"}),
+		ev(t, 9, "file_left_out", map[string]any{"story": "US-5", "paths": []string{"model.bin"}, "bytes": 214000000}),
 	} {
 		s.Apply(e)
 	}
@@ -439,6 +440,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		"stopped US-2 rollback failed: no space left on device",
 		"stopped US-3 passed, but git could not sign its commit: Load key \"k\": incorrect passphrase; its work is left uncommitted for the next run",
 		"stopped US-4 passed, but the commit-msg hook refused its message \"feat: Add It\"; its work is left uncommitted for the next run",
+		"git US-5 model.bin left out of the commit: a new file over --max-file-size",
 	}
 	if len(s.Notices) != len(want) {
 		t.Fatalf("notices %+v", s.Notices)
