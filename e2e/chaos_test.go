@@ -147,3 +147,47 @@ fi
 		}
 	}
 }
+
+// Found by the two-machine chaos run: an agent that undid the commit made
+// before its attempt the hard way (git reset --hard HEAD~1: "undo the last
+// commit") had that commit put back, as one that amends or squashes it
+// has - and then its tree, which the reset had taken the undone commit's
+// files out of, committed as the story's work: the commit deleted the
+// last story's files (and unticked it in the plan). What the agent changed
+// is now its tree's difference from the commit it went back to, put on
+// the commits it undid.
+func TestHardResetOfTheLastStoryKeepsItsWork(t *testing.T) {
+	for _, workers := range []string{"1", "2"} {
+		t.Run("workers "+workers, func(t *testing.T) {
+			dir, marks := twoStories(t)
+			writeFile(t, filepath.Join(dir, "lib.txt"), "the project's\n")
+			mustRun(t, dir, "git", "add", "lib.txt")
+			mustRun(t, dir, "git", "commit", "-q", "-m", "lib")
+			agent := filepath.Join(marks, "agent.sh")
+			writeFile(t, agent, `cat > /dev/null
+if [ "$WIGGUM_STORY" = US-2 ]; then
+  git reset -q --hard HEAD~1
+fi
+echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
+`)
+			r := wiggum(t, dir, nil, "run", "--plan", "plan.md", "--workers", workers, "--retries", "0", "--agent-cmd", "sh "+agent)
+			if r.code != 0 {
+				t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			for _, s := range []string{"US-1", "US-2"} {
+				if run(t, dir, nil, "git", "cat-file", "-e", "HEAD:work-"+s+".txt").code != 0 {
+					t.Errorf("work-%s.txt is not in HEAD:\n%s", s, r.stdout)
+				}
+			}
+			if plan := mustRun(t, dir, "git", "show", "HEAD:plan.md"); strings.Count(plan, "- [x]") != 2 {
+				t.Errorf("the plan at HEAD:\n%s", plan)
+			}
+			if deleted := mustRun(t, dir, "git", "log", "--diff-filter=D", "--name-only", "--format="); strings.TrimSpace(deleted) != "" {
+				t.Errorf("commits deleted %s:\n%s", strings.Fields(deleted), r.stdout)
+			}
+			if n := strings.Count(r.stdout, "· US-1: one (attempt"); n != 1 {
+				t.Errorf("US-1 ran %d times:\n%s", n, r.stdout)
+			}
+		})
+	}
+}

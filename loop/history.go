@@ -28,6 +28,9 @@ import (
 type rewrite struct {
 	Branch, Dropped, Saved string
 	Own                    bool
+	// Conflicts: what the attempt changed does not apply on the commits
+	// it undid (these paths); nothing was moved.
+	Conflicts []string
 }
 
 // reason says what the attempt did.
@@ -84,8 +87,29 @@ func restoreHistory(ctx context.Context, st *checkpoint.State, base, branch stri
 	if w.Saved, err = st.Backup(ctx, w.reason()); err != nil {
 		return rewrite{}, err
 	}
+	// What the attempt changed is its tree's difference from the commit
+	// it went back to (the fork), put on the commits it undid: the saved
+	// state merged with base. Its tree as it is would do for an amend or
+	// a soft reset, which keep the undone commits' changes in the tree,
+	// but after a git reset --hard it lacks them, and committing it
+	// deleted the last story's files.
+	saved, err := repo.Line(ctx, "rev-parse", w.Saved+"^{commit}")
+	if err != nil {
+		return rewrite{}, err
+	}
+	m, err := repo.MergeTree(ctx, base, saved)
+	if err != nil {
+		return rewrite{}, err
+	}
+	if len(m.Conflicts) > 0 {
+		w.Own, w.Conflicts = false, m.Conflicts
+		return w, nil
+	}
 	if _, err := repo.Run(ctx, "update-ref", "-m", "wiggum: the commits made before the attempt, back on "+w.Branch, ref, base, head); err != nil {
 		return rewrite{}, err
+	}
+	if _, err := repo.Run(ctx, "read-tree", "--reset", "-u", m.Tree); err != nil {
+		return rewrite{}, fmt.Errorf("put what the agent changed on the commits it undid (all of it is saved in %s): %w", w.Saved, err)
 	}
 	return w, nil
 }
@@ -108,6 +132,10 @@ func (e *executor) keepHistory(ctx context.Context) (detail string, err error) {
 		e.run.addBackup(w.Saved)
 		e.disp.printf("  %s (git commit --amend, a rebase or a reset); they are back as they were, and what the agent changed is committed as this story's work (its commits are saved in %s)", w.reason(), w.Saved)
 		return "", nil
+	}
+	if len(w.Conflicts) > 0 {
+		e.disp.printf("  %s; what it changed conflicts with them in %s, so its work cannot land (all of it is saved in %s)", w.reason(), strings.Join(w.Conflicts, ", "), w.Saved)
+		return w.reason() + " and what it changed conflicts with them in " + strings.Join(w.Conflicts, ", ") + ", so its work cannot land", nil
 	}
 	return w.reason() + " onto commits that are not its own (a rebase onto another branch?), so its work cannot land", nil
 }
