@@ -191,3 +191,55 @@ echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
 		})
 	}
 }
+
+// Found by the two-machine chaos run: a run killed while git moved the
+// main tree to a landing (here a --remote run following the server; a
+// parallel run's own merges move it the same way) left the plan unlinked
+// and not yet written again, with the merge's record beside it. Every
+// later --remote run read the plan first and failed on "no such file"
+// (exit 2), never getting to the repository mutex that finishes such a
+// merge (a run of this machine alone takes the mutex first). The
+// state is made here as git's read-tree leaves it when killed between
+// unlinking plan.md and writing it again.
+func TestRemoteRunFinishesAMergeKilledWhileItWroteThePlan(t *testing.T) {
+	dir, marks := twoStories(t)
+	old := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD"))
+	main := strings.TrimSpace(mustRun(t, dir, "git", "symbolic-ref", "HEAD"))
+	// The landing: US-1 done, ticked - on a commit main does not have yet.
+	mustRun(t, dir, "git", "switch", "-q", "-c", "landing")
+	writeFile(t, filepath.Join(dir, "work-US-1.txt"), "US-1\n")
+	writeFile(t, filepath.Join(dir, "plan.md"), "- [x] US-1: one\n- [ ] US-2: two\n")
+	mustRun(t, dir, "git", "add", "-A")
+	mustRun(t, dir, "git", "commit", "-q", "-m", "US-1: one")
+	landed := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD"))
+	// The server has it: a bare repository the run shares the plan through.
+	srv := filepath.Join(t.TempDir(), "srv.git")
+	mustRun(t, dir, "git", "init", "-q", "--bare", srv)
+	mustRun(t, dir, "git", "remote", "add", "origin", srv)
+	mustRun(t, dir, "git", "push", "-q", "origin", "landing:"+main)
+	mustRun(t, dir, "git", "fetch", "-q", "origin")
+	mustRun(t, dir, "git", "switch", "-q", strings.TrimPrefix(main, "refs/heads/"))
+	mustRun(t, dir, "git", "branch", "-q", "-D", "landing")
+	// Killed inside read-tree -m -u old landed: work-US-1.txt written,
+	// plan.md unlinked, the index still at old.
+	writeFile(t, filepath.Join(dir, "work-US-1.txt"), "US-1\n")
+	if err := os.Remove(filepath.Join(dir, "plan.md")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, ".git", "wiggum-merge.json"), fmt.Sprintf(`{"tree": %q, "target": %q, "old": %q, "new": %q, "message": "wiggum: follow origin"}`, dir, main, old, landed))
+	agent := filepath.Join(marks, "agent.sh")
+	writeFile(t, agent, `cat > /dev/null; echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"`)
+	r := wiggum(t, dir, nil, "run", "--plan", "plan.md", "--remote", "origin", "--agent-cmd", "sh "+agent)
+	if r.code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "US-1: one (attempt") {
+		t.Errorf("US-1, landed, ran again:\n%s", r.stdout)
+	}
+	if plan := mustRun(t, dir, "git", "show", main+":plan.md"); strings.Count(plan, "- [x]") != 2 {
+		t.Errorf("the plan on %s:\n%s\n%s", main, plan, r.stdout)
+	}
+	if st := mustRun(t, dir, "git", "status", "--porcelain"); st != "" {
+		t.Errorf("the tree is not clean:\n%s", st)
+	}
+}

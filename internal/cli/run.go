@@ -26,6 +26,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/telemetry"
 	"github.com/wiggum-dev/wiggum/loop"
 	"github.com/wiggum-dev/wiggum/remote"
+	"github.com/wiggum-dev/wiggum/worktree"
 )
 
 // RunCmd is `wiggum run`.
@@ -344,6 +345,19 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	repo, err := git.Open(ctx, g.WorkDir())
 	if err != nil {
 		return badinput.Wrap(err)
+	}
+	// A run killed while git moved the main tree to a landing (its own
+	// parallel merge, or a --remote run following the server) may have
+	// left the plan half written - unlinked, not yet written again - with
+	// the merge's record beside it. The repository mutex finishes such a
+	// merge; take it before the plan is read, or every run after failed
+	// on "no such file" and never got to it.
+	if _, err := os.Stat(filepath.Join(repo.CommonDir, worktree.IntentFile)); err == nil {
+		mu, err := worktree.LockRepo(ctx, repo)
+		if err != nil {
+			return err
+		}
+		mu.Unlock()
 	}
 	p, err := plan.Resolve(repo.Root, g.WorkDir(), plan.Source{PRD: c.PRD, File: c.Plan, Issues: c.Issues})
 	if err != nil {
