@@ -226,6 +226,9 @@ func TestRemoteRunFinishesAMergeKilledWhileItWroteThePlan(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "plan.md")); err != nil {
 		t.Fatal(err)
 	}
+	// and the lock of HEAD its update-ref of the branch would have taken
+	// (a second chaos run found the next run failing on it).
+	writeFile(t, filepath.Join(dir, ".git", "HEAD.lock"), "")
 	writeFile(t, filepath.Join(dir, ".git", "wiggum-merge.json"), fmt.Sprintf(`{"tree": %q, "target": %q, "old": %q, "new": %q, "message": "wiggum: follow origin"}`, dir, main, old, landed))
 	agent := filepath.Join(marks, "agent.sh")
 	writeFile(t, agent, `cat > /dev/null; echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"`)

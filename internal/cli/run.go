@@ -353,6 +353,12 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	// merge; take it before the plan is read, or every run after failed
 	// on "no such file" and never got to it.
 	if _, err := os.Stat(filepath.Join(repo.CommonDir, worktree.IntentFile)); err == nil {
+		// The killed git's locks first (HEAD's, a branch's): finishing
+		// the merge moves the branch.
+		say := func(format string, args ...any) { g.Log().Info(fmt.Sprintf(format, args...)) }
+		if err := gitlock.Settle(ctx, gitlock.SettleOptions{Root: repo.Root, CommonDir: repo.CommonDir, Grace: orphanGrace, Say: say}); err != nil {
+			return err
+		}
 		mu, err := worktree.LockRepo(ctx, repo)
 		if err != nil {
 			return err
