@@ -246,3 +246,35 @@ func TestRemoteRunFinishesAMergeKilledWhileItWroteThePlan(t *testing.T) {
 		t.Errorf("the tree is not clean:\n%s", st)
 	}
 }
+
+// Found by the chaos test: an agent that amended the commit its attempt
+// started from when that is the repository's first commit (no commit to
+// go back to) failed the attempt - "refusing to merge unrelated
+// histories" - and the run stopped with exit 4. The amended first commit
+// is put back, its tree committed as the story's work, as for any amend.
+func TestAmendOfTheFirstCommitIsKept(t *testing.T) {
+	for _, workers := range []string{"1", "2"} {
+		t.Run("workers "+workers, func(t *testing.T) {
+			dir := t.TempDir()
+			mustRun(t, dir, "git", "init", "-q")
+			writeFile(t, filepath.Join(dir, "plan.md"), "- [ ] US-1: one\n")
+			mustRun(t, dir, "git", "add", "-A")
+			mustRun(t, dir, "git", "commit", "-q", "-m", "first")
+			agent := filepath.Join(t.TempDir(), "agent.sh")
+			writeFile(t, agent, `cat > /dev/null
+echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
+git add -A && git commit -q --amend -m "first, amended"
+`)
+			r := wiggum(t, dir, nil, "run", "--plan", "plan.md", "--workers", workers, "--retries", "0", "--agent-cmd", "sh "+agent)
+			if r.code != 0 {
+				t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			if log := mustRun(t, dir, "git", "log", "--format=%s", "--first-parent"); !strings.HasSuffix(log, "first\n") || strings.Contains(log, "amended") {
+				t.Errorf("history:\n%s", log)
+			}
+			if run(t, dir, nil, "git", "cat-file", "-e", "HEAD:work-US-1.txt").code != 0 {
+				t.Errorf("work-US-1.txt is not in HEAD:\n%s", r.stdout)
+			}
+		})
+	}
+}

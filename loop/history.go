@@ -77,7 +77,8 @@ func restoreHistory(ctx context.Context, st *checkpoint.State, base, branch stri
 	// dropped ones was made since it started (an amended root commit has
 	// no fork: then all of head's).
 	revs := head
-	if fork, ferr := repo.Line(ctx, "merge-base", base, head); ferr == nil {
+	fork, ferr := repo.Line(ctx, "merge-base", base, head)
+	if ferr == nil {
 		revs = fork + ".." + head // fork is head's ancestor: no need to ask
 	}
 	w.Own, err = allMadeSince(ctx, repo, revs, since)
@@ -93,23 +94,31 @@ func restoreHistory(ctx context.Context, st *checkpoint.State, base, branch stri
 	// a soft reset, which keep the undone commits' changes in the tree,
 	// but after a git reset --hard it lacks them, and committing it
 	// deleted the last story's files.
-	saved, err := repo.Line(ctx, "rev-parse", w.Saved+"^{commit}")
-	if err != nil {
-		return rewrite{}, err
-	}
-	m, err := repo.MergeTree(ctx, base, saved)
-	if err != nil {
-		return rewrite{}, err
-	}
-	if len(m.Conflicts) > 0 {
-		w.Own, w.Conflicts = false, m.Conflicts
-		return w, nil
+	// An amended root commit has no fork to go back to, and its tree
+	// holds what it amended: that tree is the one to commit.
+	merged := ""
+	if fork != "" {
+		saved, err := repo.Line(ctx, "rev-parse", w.Saved+"^{commit}")
+		if err != nil {
+			return rewrite{}, err
+		}
+		m, err := repo.MergeTree(ctx, base, saved)
+		if err != nil {
+			return rewrite{}, err
+		}
+		if len(m.Conflicts) > 0 {
+			w.Own, w.Conflicts = false, m.Conflicts
+			return w, nil
+		}
+		merged = m.Tree
 	}
 	if _, err := repo.Run(ctx, "update-ref", "-m", "wiggum: the commits made before the attempt, back on "+w.Branch, ref, base, head); err != nil {
 		return rewrite{}, err
 	}
-	if _, err := repo.Run(ctx, "read-tree", "--reset", "-u", m.Tree); err != nil {
-		return rewrite{}, fmt.Errorf("put what the agent changed on the commits it undid (all of it is saved in %s): %w", w.Saved, err)
+	if merged != "" {
+		if _, err := repo.Run(ctx, "read-tree", "--reset", "-u", merged); err != nil {
+			return rewrite{}, fmt.Errorf("put what the agent changed on the commits it undid (all of it is saved in %s): %w", w.Saved, err)
+		}
 	}
 	return w, nil
 }
