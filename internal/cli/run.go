@@ -105,9 +105,10 @@ branch it switched to comes back: its commits go onto the attempt's branch
 (fast-forward) and a branch it made is removed; one that does not continue
 the attempt's branch fails the attempt, saved first. An attempt that
 passed having rewritten commits made before it (git commit --amend of the
-last story's, a squash) gets them back as they were, and what it changed is
-committed as its story's work (the rewrite is saved); rebased onto commits
-not its own, it fails. A failed attempt that rewrote them cannot be rolled
+last story's, a squash, a git reset --hard HEAD~1) gets them back as they
+were, and what it changed - its difference from the commit it went back to -
+is committed on them as its story's work (the rewrite is saved); rebased onto
+commits not its own, or with changes that conflict with them, it fails. A failed attempt that rewrote them cannot be rolled
 back (its checkpoint is no longer an ancestor of HEAD): the run stops with
 exit 4, changes nothing, and says how to go on. A merge, rebase or
 cherry-pick it left in progress is saved and aborted, and
