@@ -87,13 +87,7 @@ func TestLargeNewFileLeftOutOfTheCommit(t *testing.T) {
 				if !strings.Contains(r.stdout, "its worktree's backup keeps it (wiggum recover)") {
 					t.Errorf("the run does not say where the file is kept:\n%s", r.stdout)
 				}
-				saved := false
-				for _, ref := range strings.Fields(mustRun(t, dir, "git", "for-each-ref", "--format=%(refname)", "refs/wiggum/backup/")) {
-					if run(t, dir, nil, "git", "cat-file", "-e", ref+":big-US-1.bin").code == 0 {
-						saved = true
-					}
-				}
-				if !saved {
+				if !inSomeBackup(t, dir, "big-US-1.bin") {
 					t.Error("big-US-1.bin is in no backup")
 				}
 			}

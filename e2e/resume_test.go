@@ -124,13 +124,7 @@ echo done > "done-$WIGGUM_STORY.txt"
 	if log != "US-2: two\nUS-1: one\nplan\ninit\n" {
 		t.Errorf("history:\n%s", log)
 	}
-	found := false
-	for _, ref := range strings.Fields(mustRun(t, dir, "git", "for-each-ref", "--format=%(refname)", "refs/wiggum/backup/")) {
-		if run(t, dir, nil, "git", "cat-file", "-e", ref+":wip.txt").code == 0 && run(t, dir, nil, "git", "cat-file", "-e", ref+":half.txt").code == 0 {
-			found = true
-		}
-	}
-	if !found {
+	if !inSomeBackup(t, dir, "wip.txt", "half.txt") {
 		t.Error("the killed attempt's commit and file are in no backup")
 	}
 }
@@ -478,13 +472,7 @@ func TestResumeRedoesTamperedFinishedStory(t *testing.T) {
 			if tamper == "serial" {
 				return
 			}
-			found := false
-			for _, ref := range strings.Fields(mustRun(t, dir, "git", "for-each-ref", "--format=%(refname)", "refs/wiggum/backup/")) {
-				if run(t, dir, nil, "git", "cat-file", "-e", ref+":extra.txt").code == 0 {
-					found = true
-				}
-			}
-			if !found {
+			if !inSomeBackup(t, dir, "extra.txt") {
 				t.Errorf("extra.txt is in no backup")
 			}
 			if extra != "" && run(t, dir, nil, "git", "merge-base", "--is-ancestor", extra, "main").code == 0 {

@@ -280,11 +280,15 @@ func checkSerialResumed(t *testing.T, dir string, n int, dirtyPlan bool) {
 	}
 }
 
-// inSomeBackup reports whether a backup ref holds path.
-func inSomeBackup(t *testing.T, dir, path string) bool {
+// inSomeBackup reports whether one backup ref holds every one of paths.
+func inSomeBackup(t *testing.T, dir string, paths ...string) bool {
 	t.Helper()
 	for _, ref := range strings.Fields(mustRun(t, dir, "git", "for-each-ref", "--format=%(refname)", "refs/wiggum/backup/")) {
-		if run(t, dir, nil, "git", "cat-file", "-e", ref+":"+path).code == 0 {
+		all := true
+		for _, p := range paths {
+			all = all && run(t, dir, nil, "git", "cat-file", "-e", ref+":"+p).code == 0
+		}
+		if all {
 			return true
 		}
 	}

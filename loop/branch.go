@@ -400,13 +400,6 @@ func (r *run) attemptElsewhere() bool {
 	if r.opts.Branch == "" {
 		return false
 	}
-	for _, o := range r.led.openAttempts() {
-		if o.Worktree != "" {
-			continue
-		}
-		if cp, _ := r.attemptCheckpoint(&o); cp != nil && checkpoint.BranchName(cp.Branch) != r.opts.Branch {
-			return true
-		}
-	}
-	return false
+	_, cp, _ := r.mainAttempt()
+	return cp != nil && checkpoint.BranchName(cp.Branch) != r.opts.Branch
 }

@@ -66,26 +66,22 @@ func (r *run) landKept(ctx context.Context) error {
 			var blocked *worktree.BlockedError
 			switch {
 			case errors.As(err, &conflict), errors.As(err, &blocked):
-				why := fmt.Sprintf("its finished work on %s, kept by an earlier run, does not merge into %s (%s): resolve it on that branch (the next run lands it) or delete the branch (git branch -D %s) to have the story done again",
-					branch, target, strings.TrimPrefix(err.Error(), "merge: "), branch)
+				problem := fmt.Sprintf("does not merge into %s (%s)", target, strings.TrimPrefix(err.Error(), "merge: "))
 				if conflict != nil {
-					why = fmt.Sprintf("its finished work on %s, kept by an earlier run, still conflicts with %s in %s: resolve it on that branch (the next run lands it) or delete the branch (git branch -D %s) to have the story done again",
-						branch, target, strings.Join(conflict.Paths, ", "), branch)
+					problem = fmt.Sprintf("still conflicts with %s in %s", target, strings.Join(conflict.Paths, ", "))
 				}
+				why := fmt.Sprintf("its finished work on %s, kept by an earlier run, %s: resolve it on that branch (the next run lands it) or delete the branch (git branch -D %s) to have the story done again",
+					branch, problem, branch)
 				r.led.hold(s.ID, why)
 				r.event("merge_failed", map[string]any{"story": s.ID, "branch": k.Ref, "error": why})
 				r.disp.printf("✘ %s: %s", s.ID, why)
 			case err != nil:
 				return fmt.Errorf("run: merge %s, kept by an earlier run: %w", branch, err)
 			default:
-				if err := r.opts.Plan.MarkDone(s.ID); err != nil {
-					return fmt.Errorf("run: mark %s done: %w", s.ID, err)
-				}
-				if _, err := r.commitTick(ctx, s); err != nil {
-					return fmt.Errorf("run: commit the plan with %s done: %w", s.ID, err)
+				if err := r.tickMerged(ctx, s, k.Ref, m.Commit); err != nil {
+					return err
 				}
 				_, _ = repo.Run(ctx, "update-ref", "-d", k.Ref, k.Tip)
-				_ = r.led.record(journalRec{T: "merge", Story: s.ID, Branch: k.Ref, Commit: m.Commit}, false)
 				r.addCompleted(s.ID)
 				r.event("merged", map[string]any{"story": s.ID, "branch": k.Ref, "commit": m.Commit, "fast_forward": m.FastForward, "kept": true})
 				r.disp.printf("⇢ %s merged into %s from %s, which an earlier run kept when it could not merge it (%s); no agent ran", s.ID, target, branch, mergedHow(m))

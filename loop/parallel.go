@@ -478,6 +478,22 @@ func (p *parallel) releaseLocked(ctx context.Context, j *landing, m *worktree.Me
 	p.r.disp.printf("⇢ %s merged into %s (%s)", story.ID, strings.TrimPrefix(p.target, "refs/heads/"), how)
 }
 
+// tickMerged ticks story, whose branch merged into the target at commit,
+// in the main tree's plan, commits the tick, and records the landing in
+// the journal.
+func (r *run) tickMerged(ctx context.Context, story *plan.Story, branch, commit string) error {
+	if err := r.opts.Plan.MarkDone(story.ID); err != nil {
+		return fmt.Errorf("run: mark %s done: %w", story.ID, err)
+	}
+	killpoint.At("merge-ticked")
+	if err := worktree.RetryLocked(ctx, func() error { _, err := r.commitTick(ctx, story); return err }); err != nil {
+		return fmt.Errorf("run: commit the plan with %s done: %w", story.ID, err)
+	}
+	killpoint.At("land-ticked")
+	_ = r.led.record(journalRec{T: "merge", Story: story.ID, Branch: branch, Commit: commit}, false)
+	return nil
+}
+
 // mergedHow says how a merge landed.
 func mergedHow(m *worktree.Merged) string {
 	how := "merge commit " + m.Commit[:12]
@@ -526,17 +542,10 @@ func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.St
 		p.halt(fmt.Errorf("run: merge %s: %w", story.ID, err))
 		return nil
 	}
-	if err := p.r.opts.Plan.MarkDone(story.ID); err != nil {
-		p.halt(fmt.Errorf("run: mark %s done: %w", story.ID, err))
+	if err := p.r.tickMerged(ctx, story, w.Branch, m.Commit); err != nil {
+		p.halt(err)
 		return nil
 	}
-	killpoint.At("merge-ticked")
-	if err := worktree.RetryLocked(ctx, func() error { _, err := p.r.commitTick(ctx, story); return err }); err != nil {
-		p.halt(fmt.Errorf("run: commit the plan with %s done: %w", story.ID, err))
-		return nil
-	}
-	killpoint.At("land-ticked")
-	_ = p.r.led.record(journalRec{T: "merge", Story: story.ID, Branch: w.Branch, Commit: m.Commit}, false)
 	p.mu.Lock()
 	p.stalled = 0
 	p.mu.Unlock()

@@ -549,6 +549,23 @@ func (r *run) interruptedAttempt(story, backup string) {
 	})
 }
 
+// mainAttempt is the unfinished attempt a killed run left in the main
+// tree, with its checkpoint - when the checkpoint on disk is still that
+// attempt's; nil, nil otherwise.
+func (r *run) mainAttempt() (*journalRec, *checkpoint.Checkpoint, error) {
+	var open *journalRec
+	for _, o := range r.led.openAttempts() {
+		if o.Worktree == "" {
+			open = &o
+		}
+	}
+	if open == nil {
+		return nil, nil, nil
+	}
+	cp, err := r.attemptCheckpoint(open)
+	return open, cp, err
+}
+
 // attemptCheckpoint is the checkpoint on disk when it is the one attempt a
 // took (same session and commit), else nil: none, or a later one's.
 func (r *run) attemptCheckpoint(a *journalRec) (*checkpoint.Checkpoint, error) {
@@ -599,16 +616,7 @@ func (r *run) rollbackAbandoned(ctx context.Context) error {
 // takes the unsynced record leaves the story rolled back, saved, and
 // redone.)
 func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) error {
-	var open *journalRec
-	for _, o := range r.led.openAttempts() {
-		if o.Worktree == "" {
-			open = &o
-		}
-	}
-	if open == nil {
-		return nil
-	}
-	cp, err := r.attemptCheckpoint(open)
+	open, cp, err := r.mainAttempt()
 	if cp == nil {
 		return err
 	}

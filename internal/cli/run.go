@@ -356,8 +356,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if _, err := os.Stat(filepath.Join(repo.CommonDir, worktree.IntentFile)); err == nil {
 		// The killed git's locks first (HEAD's, a branch's): finishing
 		// the merge moves the branch.
-		say := func(format string, args ...any) { g.Log().Info(fmt.Sprintf(format, args...)) }
-		if err := gitlock.Settle(ctx, gitlock.SettleOptions{Root: repo.Root, CommonDir: repo.CommonDir, Grace: orphanGrace, Say: say}); err != nil {
+		if err := settleGit(ctx, repo, g); err != nil {
 			return err
 		}
 		mu, err := worktree.LockRepo(ctx, repo)
@@ -495,6 +494,14 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	return diskFull(err)
 }
 
+// settleGit clears what a killed wiggum's git processes left in repo
+// (gitlock.Settle, beside a possible live run: a git at work is let be),
+// logging what it did.
+func settleGit(ctx context.Context, repo *git.Repo, g *Globals) error {
+	say := func(format string, args ...any) { g.Log().Info(fmt.Sprintf(format, args...)) }
+	return gitlock.Settle(ctx, gitlock.SettleOptions{Root: repo.Root, CommonDir: repo.CommonDir, Grace: orphanGrace, Say: say})
+}
+
 // runBranch is the branch the run commits to, and where its name comes
 // from: --branch, else the plan's (a prd.json's branchName), else "" (the
 // branch checked out). A name git would not take for a branch is refused
@@ -571,8 +578,7 @@ func (c *RunCmd) coordinator(ctx context.Context, repo *git.Repo, p plan.Plan, g
 	// The coordinator fetches before the run takes the agent lock and
 	// settles what a killed run left: a ref lock its git fetch left in
 	// wiggum's mirror of the server's refs failed every later run here.
-	say := func(format string, args ...any) { g.Log().Info(fmt.Sprintf(format, args...)) }
-	if err := gitlock.Settle(ctx, gitlock.SettleOptions{Root: repo.Root, CommonDir: repo.CommonDir, Grace: orphanGrace, Say: say}); err != nil {
+	if err := settleGit(ctx, repo, g); err != nil {
 		return nil, err
 	}
 	_, r, err := openRemote(ctx, repo.Root, c.Remote, c.RemoteFlags)
