@@ -78,6 +78,11 @@ type executor struct {
 	keep func() bool
 	// ran: this executor has run an agent attempt.
 	ran bool
+	// aside, for a parallel worker, sets its worktree aside when a failed
+	// attempt's rollback is refused (worktree.Worker.SetAside); setAside
+	// says it did: the worktree is gone, and the worker needs a new one.
+	aside    func(ctx context.Context, why string) ([]string, error)
+	setAside bool
 	// reported is what the current attempt's usage record last said.
 	reported agent.Usage
 	// cleanHead, when not "", is the commit a worktree nobody has written
@@ -318,7 +323,11 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		Command: out.command, Output: session.Tail(out.output, 4<<10), Rollback: backup,
 	})
 	e.log(iter, story, attempt, "failed ("+out.source+")", out, backup, time.Since(started))
-	e.disp.printf("✘ %s failed: %s; rolled back%s", story.ID, out.detail, backupNote(backup))
+	undone := "rolled back"
+	if e.setAside {
+		undone = "its worktree set aside"
+	}
+	e.disp.printf("✘ %s failed: %s; %s%s", story.ID, out.detail, undone, backupNote(backup))
 	if out.startup != "" {
 		return step{}, fmt.Errorf("run: stopped: an attempt %s; no rollback reaches the home directory, and every later session's shell would run what it added: "+
 			"look at the file (keep what you want, remove the rest), then run again to resume", out.startup)
@@ -876,7 +885,10 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 		var refused *checkpoint.RefusedError
 		if errors.As(err, &refused) {
 			e.run.event("rollback_refused", map[string]any{"story": story.ID, "reason": refused.Reason})
-			return "", fmt.Errorf("run: %s failed (%s) and its rollback was refused, so the loop stops: %w%s%s", story.ID, out.detail, err, foreignHint(refused), rewriteHint(refused, e.attemptHead, e.worktree))
+			if e.aside != nil {
+				return e.putAside(ctx, story, refused)
+			}
+			return "", fmt.Errorf("run: %s failed (%s) and its rollback was refused, so the loop stops: %w%s%s", story.ID, out.detail, err, foreignHint(refused), rewriteHint(refused, e.attemptHead))
 		}
 		if e.worktree != "" {
 			if _, serr := os.Lstat(filepath.Join(e.st.Repo.Root, ".git")); errors.Is(serr, fs.ErrNotExist) {
@@ -903,6 +915,31 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 		e.disp.printf("  %s", note)
 	}
 	return res.BackupRef, err
+}
+
+// putAside is a worker's answer to a refused rollback: its worktree and
+// branch are the run's own, so rather than stop every worker it saves
+// them whole and removes them (worktree.Worker.SetAside); the attempt
+// counts as failed and the story's next attempt starts in a new
+// worktree. The tags and branches the agent made on the work set aside
+// are taken back as after a rollback (unref), read from the main
+// repository: the worktree is gone.
+func (e *executor) putAside(ctx context.Context, story *plan.Story, refused *checkpoint.RefusedError) (string, error) {
+	saved, err := e.aside(ctx, refused.Reason)
+	if err != nil {
+		return "", fmt.Errorf("run: %s failed and its rollback was refused (%s); its worktree %s could not be set aside either, so the loop stops: %w", story.ID, refused.Reason, e.worktree, err)
+	}
+	e.setAside = true
+	for _, ref := range saved {
+		e.run.addBackup(ref)
+	}
+	e.event("worktree_set_aside", map[string]any{"story": story.ID, "reason": refused.Reason, "backups": saved})
+	e.disp.printf("  its rollback was refused: %s", refused.Reason)
+	e.disp.printf("  the worktree is this run's own, so it is set aside instead: saved whole in %s and removed; the next attempt starts in a new one", strings.Join(saved, " and "))
+	for _, n := range e.unrefIn(ctx, e.run.st.Repo, e.attemptHead, saved...) {
+		e.disp.printf("  %s", n)
+	}
+	return saved[0], nil
 }
 
 // foreignHint is what to do next when a rollback was refused for commits

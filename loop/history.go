@@ -151,17 +151,11 @@ func (e *executor) keepHistory(ctx context.Context) (detail string, err error) {
 
 // rewriteHint is what to do next when a rollback was refused because the
 // checkpoint is no longer an ancestor of HEAD: the agent rewrote commits
-// made before its attempt.
-// In a parallel worker's worktree there is nothing to do but run again:
-// the next run saves the worktree, as it does every one a run left, and
-// does the story again.
-func rewriteHint(refused *checkpoint.RefusedError, cp, worktree string) string {
+// made before its attempt. (A parallel worker sets its worktree aside
+// instead: putAside.)
+func rewriteHint(refused *checkpoint.RefusedError, cp string) string {
 	if refused == nil || !strings.Contains(refused.Reason, "no longer an ancestor of HEAD") {
 		return ""
-	}
-	if worktree != "" {
-		return fmt.Sprintf(". The agent rewrote commits made before its attempt (git commit --amend, a rebase or a reset). "+
-			"Its worktree %s keeps what it did: run again, and the next run saves it under %s and does the story again", worktree, checkpoint.BackupPrefix)
 	}
 	return fmt.Sprintf(". The agent rewrote commits made before its attempt (git commit --amend, a rebase or a reset; git reflog shows what it did). "+
 		"To go on, keep what it did (git branch wiggum-rewrite HEAD; git stash -u for its uncommitted files), put the branch back "+

@@ -98,30 +98,59 @@ func TestAgentRebasingOntoOtherWorkFails(t *testing.T) {
 	}
 }
 
-// A parallel worker whose failed attempt rewrote its branch's starting
-// commit cannot be rolled back (the contract's rule): the run stops, and
-// says that running again is all there is to do - the next run saves the
-// worktree and does the story again.
-func TestWorkerRewriteRefusedThenRedone(t *testing.T) {
-	st, p := newRepo(t, 2)
-	dir := st.Repo.Root
-	gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "base")
-	once := filepath.Join(t.TempDir(), "once")
-	o := opts(p, `cat >/dev/null; echo "$WIGGUM_STORY" > "f-$WIGGUM_STORY.txt"
-if [ "$WIGGUM_STORY" = US-1 ] && [ ! -e "`+once+`" ]; then touch "`+once+`"; git add -A && git commit -q --amend -m amended; exit 1; fi`)
-	o.Workers = 2
-	var out strings.Builder
-	o.Out = &out
-	_, err := Run(context.Background(), st, o)
-	if err == nil || !strings.Contains(err.Error(), "its rollback was refused") || !strings.Contains(err.Error(), "keeps what it did: run again, and the next run saves it under refs/wiggum/backup/") {
-		t.Fatalf("first run: %v\n%s", err, out.String())
-	}
-	out.Reset()
-	sum, err := Run(context.Background(), st, o)
-	if err != nil || len(sum.Completed) != 1 || sum.Completed[0] != "US-1" {
-		t.Fatalf("the run after: %+v, %v\n%s", sum, err, out.String())
-	}
-	if log := gitT(t, dir, "log", "--format=%s"); strings.Contains(log, "amended") || !strings.Contains(log, "base\ninit") {
-		t.Errorf("main's history:\n%s", log)
+// A parallel worker whose failed attempt the checkpoint's rules will not
+// roll back - its agent amended the commit its branch started from, or
+// committed and reset its branch to before where it started - stopped every worker with exit 4 and left the worktree's branch behind
+// for good. The worktree and its branch are the run's own: the worker
+// saves them whole, removes them, and the story's next attempt starts in a
+// new worktree while the other worker goes on.
+func TestWorkerRefusedRollbackSetsWorktreeAside(t *testing.T) {
+	for _, c := range []struct{ name, mess, reason string }{
+		{"amend", `git add -A && git commit -q --amend -m messed && git tag rel`, "no longer an ancestor of HEAD"},
+		{"reset past its start", `git add -A && git commit -q -m messed && git tag rel && git reset -q --hard HEAD~2`, "no longer an ancestor of HEAD"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, p := newRepo(t, 2)
+			dir := st.Repo.Root
+			gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "base")
+			once := filepath.Join(t.TempDir(), "once")
+			o := opts(p, `cat >/dev/null; echo "$WIGGUM_STORY" > "f-$WIGGUM_STORY.txt"
+if [ "$WIGGUM_STORY" = US-1 ] && [ ! -e "`+once+`" ]; then touch "`+once+`"; `+c.mess+`; exit 1; fi`)
+			o.Workers = 2
+			var out strings.Builder
+			o.Out = &out
+			sum, err := Run(context.Background(), st, o)
+			if err != nil || len(sum.Completed) != 2 {
+				t.Fatalf("run: %+v, %v\n%s", sum, err, out.String())
+			}
+			if !strings.Contains(out.String(), c.reason) || !strings.Contains(out.String(), "it is set aside instead: saved whole in refs/wiggum/backup/") {
+				t.Errorf("the output does not say why and where the worktree went:\n%s", out.String())
+			}
+			log := gitT(t, dir, "log", "--format=%s")
+			if strings.Contains(log, "messed") || !strings.Contains(log, "base\ninit") {
+				t.Errorf("main's history:\n%s", log)
+			}
+			if refs := gitT(t, dir, "for-each-ref", "--format=%(refname)", "refs/heads/"); strings.TrimSpace(refs) != "refs/heads/master" && strings.TrimSpace(refs) != "refs/heads/main" {
+				t.Errorf("branches left: %s", refs)
+			}
+			if tags := gitT(t, dir, "tag", "-l"); tags != "" {
+				t.Errorf("the tag the agent put on the work set aside is left: %s", tags)
+			}
+			if wts := gitT(t, dir, "worktree", "list", "--porcelain"); strings.Count(wts, "worktree ") != 1 {
+				t.Errorf("worktrees left:\n%s", wts)
+			}
+			// The messed-up attempt is saved: its commit, with its file.
+			saved := false
+			for _, ref := range strings.Fields(gitT(t, dir, "for-each-ref", "--format=%(refname)", "refs/wiggum/backup/")) {
+				for _, line := range strings.Split(gitT(t, dir, "log", "--format=%H %s", ref), "\n") {
+					if h, ok := strings.CutSuffix(line, " messed"); ok && strings.Contains(gitT(t, dir, "show", h+":f-US-1.txt"), "US-1") {
+						saved = true
+					}
+				}
+			}
+			if !saved {
+				t.Errorf("no backup holds the set-aside attempt:\n%s", gitT(t, dir, "for-each-ref", "refs/wiggum/"))
+			}
+		})
 	}
 }

@@ -269,14 +269,14 @@ func (p *parallel) prepare(ctx context.Context, workers int) []*started {
 func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *worktree.Worker, err error, begun bool) bool {
 	main := p.r.st.Repo
 	held, start := p.heldClaim(story.ID)
-	if w == nil && err == nil {
-		create := func() {
-			if start == "" {
-				w, err = p.createWorktree(ctx, story.ID)
-			} else {
-				w, err = worktree.CreateAt(ctx, main, story.ID, p.target, start, p.r.opts.Command)
-			}
+	newWorktree := func() (*worktree.Worker, error) {
+		if start == "" {
+			return p.createWorktree(ctx, story.ID)
 		}
+		return worktree.CreateAt(ctx, main, story.ID, p.target, start, p.r.opts.Command)
+	}
+	if w == nil && err == nil {
+		create := func() { w, err = newWorktree() }
 		if begun {
 			create()
 			p.lq.end()
@@ -314,6 +314,28 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 			break
 		}
 		res, err := ex.attempt(sctx, iter, story)
+		if ex.setAside {
+			// Its worktree is gone (putAside): the story goes on, or
+			// lands unfinished, in a new one.
+			var cerr error
+			p.lq.create(func() { w, cerr = newWorktree() })
+			if cerr != nil {
+				if held != nil {
+					p.giveBack(ctx, held)
+				}
+				if ctx.Err() == nil {
+					p.halt(fmt.Errorf("run: %s: a new worktree for its next attempt: %w", story.ID, cerr))
+				}
+				p.landed(&landing{story: story})
+				return false
+			}
+			keep := ex.keep
+			ex = p.executor(w, story)
+			ex.worker, ex.keep = worker, keep
+			if held != nil {
+				held.Follow(w.Branch)
+			}
+		}
 		if err != nil {
 			var lost *LostGitError
 			pw := stoppedUncommitted(err)
@@ -418,6 +440,9 @@ func (p *parallel) executor(w *worktree.Worker, story *plan.Story) *executor {
 	}
 	if w.TakeClean() {
 		ex.cleanHead = w.Base
+	}
+	ex.aside = func(ctx context.Context, why string) ([]string, error) {
+		return w.SetAside(ctx, p.r.st.Repo, why)
 	}
 	return ex
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // refPrefixes are the refs an attempt's agent makes besides its branch's
@@ -23,11 +25,18 @@ var refPrefixes = []string{"refs/tags/", "refs/heads/"}
 // worker's, in parallel mode). Reading the refs costs no git process; git
 // runs only for a ref that changed.
 func (e *executor) unref(ctx context.Context, backup string) (notes []string) {
+	return e.unrefIn(ctx, e.st.Repo, "HEAD", backup)
+}
+
+// unrefIn is unref reading refs through repo, with kept the commit whose
+// history stays and saved the backups that hold what was discarded (the
+// first named in the notes).
+func (e *executor) unrefIn(ctx context.Context, repo *git.Repo, kept string, saved ...string) (notes []string) {
 	var restored []string
-	if e.refsAtStart == nil || backup == "" {
+	if e.refsAtStart == nil || len(saved) == 0 || saved[0] == "" {
 		return nil
 	}
-	repo := e.st.Repo
+	backup := saved[0]
 	now, ok := repo.Refs(refPrefixes...)
 	if !ok {
 		return nil
@@ -46,10 +55,13 @@ func (e *executor) unref(ctx context.Context, backup string) (notes []string) {
 		if err != nil {
 			continue // no commit: not the attempt's work
 		}
-		if kept, err := repo.OK(ctx, "merge-base", "--is-ancestor", commit, "HEAD"); err != nil || kept {
+		if stays, err := repo.OK(ctx, "merge-base", "--is-ancestor", commit, kept); err != nil || stays {
 			continue
 		}
-		if discarded, err := repo.OK(ctx, "merge-base", "--is-ancestor", commit, backup); err != nil || !discarded {
+		if !slices.ContainsFunc(saved, func(b string) bool {
+			discarded, err := repo.OK(ctx, "merge-base", "--is-ancestor", commit, b)
+			return err == nil && discarded
+		}) {
 			continue
 		}
 		kind, short := "branch", strings.TrimPrefix(name, "refs/heads/")

@@ -599,7 +599,7 @@ func (r *run) rollbackAbandoned(ctx context.Context) error {
 	if err != nil {
 		var refused *checkpoint.RefusedError
 		errors.As(err, &refused)
-		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted (a run of another plan, not resumed: --fresh): %w%s%s", a.Story, err, foreignHint(refused), rewriteHint(refused, cp.Head, ""))
+		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted (a run of another plan, not resumed: --fresh): %w%s%s", a.Story, err, foreignHint(refused), rewriteHint(refused, cp.Head))
 	}
 	if res.BackupRef != "" {
 		r.disp.printf("%s: rolled back the attempt a crash interrupted in the run of another plan (not resumed: --fresh); its work is saved in %s", a.Story, res.BackupRef)
@@ -637,7 +637,7 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 	if err != nil {
 		var refused *checkpoint.RefusedError
 		errors.As(err, &refused)
-		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted (%s): %w%s%s", open.Story, unfinished, err, foreignHint(refused), rewriteHint(refused, cp.Head, ""))
+		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted (%s): %w%s%s", open.Story, unfinished, err, foreignHint(refused), rewriteHint(refused, cp.Head))
 	}
 	switch {
 	case res.BackupRef != "":

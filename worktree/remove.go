@@ -368,3 +368,110 @@ func holdsFiles(path string, besides ...string) bool {
 	}
 	return false
 }
+
+// SetAside removes the worktree of an attempt whose rollback the
+// checkpoint's rules refused - its agent rewrote the commits it started
+// from, checked out another branch, committed with git's hooks off, or
+// left a rebase half done. Those rules keep a rollback off other people's
+// commits; here the worktree and its branch are the run's own, made for
+// this story and leased by its worker the whole time, so the worker does
+// not stop the run: everything is saved first - the tree as it is (HEAD
+// and its uncommitted files) and, when HEAD left the branch, the branch's
+// own commits - then the branch is deleted and the worktree removed, and
+// the story can start again in a new one. The lease is let go. It returns
+// the backup refs, the tree's first.
+func (w *Worker) SetAside(ctx context.Context, main *git.Repo, why string) ([]string, error) {
+	ctx = context.WithoutCancel(ctx)
+	mu, err := LockRepo(ctx, main)
+	if err != nil {
+		return nil, err
+	}
+	defer mu.Unlock()
+	msg := "worktree " + w.Name + " set aside (story " + w.Story + "): " + why
+	ref, err := w.State.Backup(ctx, msg)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: save %s before setting it aside: %w", w.Name, err)
+	}
+	saved := []string{ref}
+	tip, _ := main.Line(ctx, "rev-parse", "--verify", "--quiet", w.Branch+"^{commit}")
+	if more, err := w.saveLeftBehind(ctx, main, ref, tip); err != nil {
+		return saved, fmt.Errorf("worktree: save %s before setting it aside: %w", w.Name, err)
+	} else if more != "" {
+		saved = append(saved, more)
+	}
+	if tip != "" {
+		// Saved above; the old value makes the delete refuse a branch
+		// that moved meanwhile.
+		if _, err := main.Run(ctx, "update-ref", "-d", w.Branch, tip); err != nil {
+			return saved, fmt.Errorf("worktree: delete %s (saved in %s): %w", checkpoint.BranchName(w.Branch), ref, err)
+		}
+	}
+	defer w.Lease.Release()
+	in := Info{Name: w.Name, Story: w.Story, Target: w.Target, Path: w.Path, Held: true, Registered: true, base: w.Base}
+	if _, err := removeLeased(ctx, main, in); err != nil {
+		return saved, err
+	}
+	return saved, nil
+}
+
+// saveLeftBehind saves, for SetAside, the commits the worktree held that
+// its backup (ref) does not: its branch's tip when HEAD left the branch,
+// and whatever its agent committed and then reset away - the worktree's
+// HEAD reflog and the branch's, which go with them, are all that still
+// reach those. One backup holds them all (a commit with each as a
+// parent); "" when there were none.
+func (w *Worker) saveLeftBehind(ctx context.Context, main *git.Repo, ref, tip string) (string, error) {
+	wrepo := w.State.Repo
+	var cands []string
+	if tip != "" {
+		cands = append(cands, tip)
+	}
+	for _, logged := range []string{"HEAD", w.Branch} {
+		out, _ := wrepo.Run(ctx, "log", "-g", "--format=%H", logged, "--")
+		cands = append(cands, strings.Fields(out)...)
+	}
+	slices.Sort(cands)
+	cands = slices.Compact(slices.DeleteFunc(cands, func(c string) bool { return c == w.Base || c == w.Prev }))
+	if len(cands) == 0 {
+		return "", nil
+	}
+	// The ones with commits of their own, beyond the backup and the target.
+	args := append([]string{"rev-list"}, cands...)
+	args = append(args, "--not", ref)
+	if w.Target != "" {
+		args = append(args, w.Target)
+	}
+	out, err := main.Run(ctx, append(args, "--")...)
+	if err != nil {
+		return "", err
+	}
+	unsaved := map[string]bool{}
+	for _, c := range strings.Fields(out) {
+		unsaved[c] = true
+	}
+	var tips []string
+	for _, c := range cands {
+		if unsaved[c] {
+			tips = append(tips, c)
+		}
+	}
+	if len(tips) == 0 {
+		return "", nil
+	}
+	if out, err := main.Run(ctx, append([]string{"merge-base", "--independent"}, tips...)...); err == nil {
+		tips = strings.Fields(out)
+	}
+	tree, err := main.Line(ctx, "rev-parse", ref+"^{tree}")
+	if err != nil {
+		return "", err
+	}
+	args = []string{"commit-tree", tree, "-m", "wiggum backup: commits of worktree " + w.Name + " (story " + w.Story + ") that neither its HEAD nor its target holds"}
+	for _, t := range tips {
+		args = append(args, "-p", t)
+	}
+	commit, err := main.Line(ctx, args...)
+	if err != nil {
+		return "", err
+	}
+	return saveRef(ctx, main, commit, "aside", "wiggum: save the commits of a worktree set aside")
+}
