@@ -46,6 +46,12 @@ type Claim struct {
 	// Unreadable: the ref's commit is not a wiggum claim (written by hand,
 	// or damaged); its commit time and the default lease stand in.
 	Unreadable bool `json:"unreadable,omitempty"`
+
+	// seen is when this process first saw the claim at Commit, on its
+	// own clock (Remote.sighted); zero for a claim it read no view of.
+	seen time.Time
+	// since is the clock seen is read against (time.Since, or a test's).
+	since func(time.Time) time.Duration
 }
 
 // Lease is the claim's lease length.
@@ -54,8 +60,32 @@ func (c *Claim) Lease() time.Duration { return time.Duration(c.LeaseMS) * time.M
 // Expires is when the claim may be taken over unless renewed.
 func (c *Claim) Expires() time.Time { return c.Time.Add(c.Lease()) }
 
-// Stale reports whether the claim's lease ran out at now.
-func (c *Claim) Stale(now time.Time) bool { return now.After(c.Expires()) }
+// Stale reports whether the claim's lease ran out: this process has seen
+// it unchanged - not renewed - for a whole lease. The time its holder
+// wrote in it is not compared with this machine's clock: machines'
+// clocks disagree (a laptop back from sleep, a VM restored, WSL after a
+// suspend), and judged by it, a clock running ahead by most of a lease
+// took over every other machine's live claim - the story done twice -
+// and one running behind kept a stopped machine's stories claimed for as
+// long as it was behind. The price: a machine that starts after another
+// stopped waits one lease before it takes that machine's stories over
+// (a restarted clone takes its own at once: Remote.deadHere). A claim no
+// view was read of (seen zero) is live.
+func (c *Claim) Stale() bool {
+	if c.seen.IsZero() {
+		return false
+	}
+	since := c.since
+	if since == nil {
+		since = time.Since
+	}
+	return since(c.seen) >= c.Lease()
+}
+
+// PastExpiry reports whether the claim's lease ran out at now by the
+// time its holder wrote in it: for a one-off command (wiggum claims
+// release), which watches no claim for a lease; its clock may be wrong.
+func (c *Claim) PastExpiry(now time.Time) bool { return now.After(c.Expires()) }
 
 // Conflict is a story whose branch could not merge into the target: its
 // marker ref refs/wiggum/conflicts/<key> points at a commit whose parent is
@@ -211,7 +241,7 @@ func (r *Remote) Claim(ctx context.Context, story string, view *View) (*Held, er
 	old := view.Claims[key]
 	dead := false
 	if old != nil {
-		if !old.Stale(now) {
+		if !old.Stale() {
 			if dead = r.deadHere(old); !dead {
 				return nil, &ClaimTakenError{Story: story, Holder: old}
 			}
@@ -586,7 +616,45 @@ func (r *Remote) decodeClaim(key, sha string, raw []byte) *Claim {
 		c = &Claim{Story: key, Since: committed, Time: committed, LeaseMS: DefaultLease.Milliseconds(), Unreadable: true}
 	}
 	c.Ref, c.Commit = ClaimsPrefix+key, sha
+	c.seen, c.since = r.sighted(c.Ref, sha), r.since
 	return c
+}
+
+// sighting is a claim ref's value and when this process first saw it.
+type sighting struct {
+	sha string
+	at  time.Time
+}
+
+// sighted is when this process first saw ref at sha: a claim's lease runs
+// from there (Claim.Stale). A renewal is a new value, seen anew.
+func (r *Remote) sighted(ref, sha string) time.Time {
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	if s, ok := r.seen[ref]; ok && s.sha == sha {
+		return s.at
+	}
+	if r.seen == nil {
+		r.seen = map[string]sighting{}
+	}
+	at := r.sightingClock()
+	r.seen[ref] = sighting{sha: sha, at: at}
+	return at
+}
+
+// sightingClock reads the clock sightings are timed by; r.seenMu is held.
+func (r *Remote) sightingClock() time.Time {
+	if r.clock != nil {
+		return r.clock()
+	}
+	return time.Now()
+}
+
+// since is how long ago t was on the clock sightings are timed by.
+func (r *Remote) since(t time.Time) time.Duration {
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	return r.sightingClock().Sub(t)
 }
 
 func decodeConflict(key, sha string, raw []byte) *Conflict {

@@ -386,7 +386,7 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 		}
 		if reuse {
 			if key, err := Key(s.ID); err == nil {
-				if old := v.Claims[key]; old != nil && (old.Stale(c.R.now()) || old.Machine == c.R.Me.ID) {
+				if old := v.Claims[key]; old != nil && (old.Stale() || old.Machine == c.R.Me.ID) {
 					return nil, none, lookAgain, nil
 				}
 			}
@@ -544,7 +544,7 @@ func (c *Coordinator) landReady(ctx context.Context, v *View, story string) (lan
 		return false, false, nil
 	}
 	old := v.Claims[key]
-	if old == nil || !readyHere(v, old, c.PlanRel) || !(old.Stale(c.R.now()) || c.R.deadHere(old)) {
+	if old == nil || !readyHere(v, old, c.PlanRel) || !(old.Stale() || c.R.deadHere(old)) {
 		return false, false, nil
 	}
 	l, raced, err := c.R.landReady(ctx, v, old, c.PlanRel)
@@ -586,11 +586,10 @@ func open(stories []plan.Story, story string) bool {
 // as when each machine at work, with its next story claimed or not, kept
 // one free story back.
 func (c *Coordinator) spare(v *View, busy map[string]bool) bool {
-	now := c.R.now()
 	me := c.R.Me.String()
 	held, width := map[string]int{}, map[string]int{}
 	for _, cl := range v.Claims {
-		if m := cl.Host + "/" + cl.Machine; !cl.Stale(now) && m != me {
+		if m := cl.Host + "/" + cl.Machine; !cl.Stale() && m != me {
 			held[m]++
 			width[m] = max(width[m], cl.Workers, 1)
 		}
@@ -607,7 +606,7 @@ func (c *Coordinator) spare(v *View, busy map[string]bool) bool {
 			continue
 		}
 		if key, err := Key(s.ID); err == nil {
-			if cl := v.Claims[key]; cl != nil && !cl.Stale(now) {
+			if cl := v.Claims[key]; cl != nil && !cl.Stale() {
 				continue
 			}
 			if v.Conflicts[key] != nil {
@@ -880,11 +879,10 @@ func (c *Coordinator) Final(ctx context.Context) (open, conflicted, held []strin
 	for _, m := range v.Conflicts {
 		marked[m.Story] = true
 	}
-	now := c.R.now()
 	for _, cl := range v.Claims {
 		// A claim whose lease ran out is its stopped machine's no more:
 		// the next run takes it over.
-		claimed[cl.Story] = !cl.Stale(now)
+		claimed[cl.Story] = !cl.Stale()
 	}
 	for _, s := range v.Plan {
 		if s.Done {

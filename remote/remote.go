@@ -78,6 +78,13 @@ type Remote struct {
 	// landGuess and claimGuess decide whether a landing or a claim starts
 	// from what this clone last saw of the server instead of fetching.
 	landGuess, claimGuess guess
+
+	// seen times each claim's lease from when this process first saw its
+	// value (sighted); clock, when set (tests), stands in for the
+	// monotonic clock it is read on.
+	seenMu sync.Mutex
+	seen   map[string]sighting
+	clock  func() time.Time
 }
 
 // guess is whether a call may start from this clone's last view of the

@@ -91,6 +91,27 @@ func work(t *testing.T, r *Remote, story, start, file, content string) string {
 	return branch
 }
 
+// watch has r fetch a view, then moves the clock its sightings are timed
+// by on by d: every claim in that view looks watched, unrenewed, for d.
+func watch(t *testing.T, r *Remote, d time.Duration) {
+	t.Helper()
+	if _, err := r.Fetch(context.Background(), target); err != nil {
+		t.Fatal(err)
+	}
+	elapse(r, d)
+}
+
+// elapse moves r's sighting clock on by d.
+func elapse(r *Remote, d time.Duration) {
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	prev := r.clock
+	if prev == nil {
+		prev = time.Now
+	}
+	r.clock = func() time.Time { return prev().Add(d) }
+}
+
 func claim(t *testing.T, r *Remote, story string) *Held {
 	t.Helper()
 	v, err := r.Fetch(context.Background(), target)
@@ -173,21 +194,35 @@ func TestRenewAndTakeover(t *testing.T) {
 	eachTransport(t, func(t *testing.T, f *fixture) {
 		ctx := context.Background()
 		a := f.machine("a", 2*time.Second, 0)
-		// b's clock runs ahead past a's lease: a's claim looks stale.
-		b := f.machine("b", 2*time.Second, 10*time.Second)
+		b := f.machine("b", 2*time.Second, 0)
 		ha := claim(t, a, "S-1")
 		first := ha.Claim().Commit
+		// b watches a's claim for most of its lease; a renews it; b
+		// watches the renewed claim as long again: both times it is
+		// live, as b sees it change.
+		watch(t, b, 1500*time.Millisecond)
 		if err := ha.Renew(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if ha.Claim().Commit == first || f.refs()[ClaimsPrefix+"S-1"] != ha.Claim().Commit {
 			t.Fatal("renewal did not replace the claim")
 		}
+		watch(t, b, 1500*time.Millisecond)
+		vb, err := b.Fetch(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var taken *ClaimTakenError
+		if _, err := b.Claim(ctx, "S-1", vb); !errors.As(err, &taken) {
+			t.Fatalf("b took over a claim renewed within its lease: %v", err)
+		}
+		// Then a stops renewing: a lease later b takes it over.
+		elapse(b, 1*time.Second)
 		hb := claim(t, b, "S-1")
 		if hb.Took == nil || hb.Took.Commit != ha.Claim().Commit || hb.Took.Machine != a.Me.ID {
 			t.Fatalf("takeover did not replace a's claim: %+v", hb.Took)
 		}
-		err := ha.Renew(ctx)
+		err = ha.Renew(ctx)
 		if !IsLeaseLost(err) {
 			t.Fatalf("a's renewal after the takeover: %v, want LeaseLost", err)
 		}
@@ -802,11 +837,12 @@ func TestSpareLeavesOneForEachMachineWithoutItsNext(t *testing.T) {
 		for m, held := range claims {
 			for _, workers := range held {
 				id := story()
-				lease := time.Minute
+				cl := &Claim{Story: id, Machine: m, Host: "h", Time: now, LeaseMS: time.Minute.Milliseconds(), Workers: workers}
 				if workers < 0 {
-					lease, workers = -time.Minute, 0 // stale
+					// Watched unrenewed for longer than its lease: stale.
+					cl.Workers, cl.seen = 0, now.Add(-time.Hour)
 				}
-				v.Claims[mustKey(id)] = &Claim{Story: id, Machine: m, Host: "h", Time: now, LeaseMS: lease.Milliseconds(), Workers: workers}
+				v.Claims[mustKey(id)] = cl
 				if m == me.ID {
 					busy[id] = true
 				}
@@ -899,4 +935,50 @@ func TestFetchTriesAFailureOfTheMomentAgain(t *testing.T) {
 	if data, _ := os.ReadFile(count); strings.TrimSpace(string(data)) != "1" {
 		t.Fatalf("a missing branch was fetched %s times", data)
 	}
+}
+
+// Claims' leases are timed by what each machine sees, not by the clocks
+// their holders write in them: machines' clocks disagree. One running an
+// hour ahead took every other machine's live claim over (the story done
+// twice); a stopped machine whose clock ran an hour ahead kept its
+// stories claimed, to every other machine, for an hour past its lease.
+func TestClaimLeaseIgnoresClockSkew(t *testing.T) {
+	eachTransport(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		lease := 2 * time.Second
+		a := f.machine("a", lease, 0)
+		ahead := f.machine("ahead", lease, time.Hour)
+		c := f.machine("c", lease, 0)
+
+		// A live claim stays its holder's to a machine whose clock is an
+		// hour ahead.
+		ha := claim(t, a, "S-1")
+		v, err := ahead.Fetch(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var taken *ClaimTakenError
+		if _, err := ahead.Claim(ctx, "S-1", v); !errors.As(err, &taken) {
+			t.Fatalf("a machine whose clock is ahead took a live claim over: %v", err)
+		}
+		if f.refs()[ClaimsPrefix+"S-1"] != ha.Claim().Commit {
+			t.Fatal("a's live claim was replaced")
+		}
+
+		// The claim of a machine whose clock is an hour ahead, stopped
+		// (never renewed), lapses once c has watched it for a lease.
+		h2 := claim(t, ahead, "S-2")
+		v, err = c.Fetch(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Claim(ctx, "S-2", v); !errors.As(err, &taken) {
+			t.Fatalf("c took over a claim it had not watched for a lease: %v", err)
+		}
+		watch(t, c, lease)
+		hc := claim(t, c, "S-2")
+		if hc.Took == nil || hc.Took.Commit != h2.Claim().Commit {
+			t.Fatalf("c did not take the lapsed claim over: %+v", hc.Took)
+		}
+	})
 }

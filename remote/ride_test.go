@@ -547,7 +547,7 @@ func TestReadyStoryOfStoppedHolderLands(t *testing.T) {
 	eachTransport(t, func(t *testing.T, f *fixture) {
 		ctx := context.Background()
 		a := f.machine("a", 5*time.Second, 0)
-		b := f.machine("b", 2*time.Second, 10*time.Second) // a's claims look stale to b
+		b := f.machine("b", 2*time.Second, 0)
 		c := f.machine("c", 2*time.Second, 0)
 		ha := claim(t, a, "S-1")
 		bra := work(t, a, "S-1", ha.Start, "s1.txt", "S-1 by a\n")
@@ -584,6 +584,7 @@ func TestReadyStoryOfStoppedHolderLands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		elapse(b, 10*time.Second) // b has watched a's claims unrenewed past their lease
 		hc := claim(t, c, "S-2")
 		brc := work(t, c, "S-2", hc.Start, "s2.txt", "S-2 by c\n")
 		if _, err := hc.Land(ctx, LandSpec{Target: target, Branch: brc, PlanRel: "plan.md", Subject: "Merge S-2"}); err != nil {

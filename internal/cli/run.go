@@ -241,8 +241,9 @@ works; its branch wiggum/<story> is pushed as it progresses. It lands by ONE
 atomic push that moves the target branch (merge commit with the plan tick
 inside, leased on the tip it was built on) and deletes the claim; another
 machine landing first means fetch, re-merge and retry. A machine silent
-past its lease loses the story to another, which goes on from its pushed
-branch; its own late landing is refused. A conflict keeps the branch on the
+past its lease (as another machine sees it, on its own clock: machines'
+clocks need not agree) loses the story to another, which goes on from its
+pushed branch; its own late landing is refused. A conflict keeps the branch on the
 server and marks refs/wiggum/conflicts/<story>. Even with one worker, a
 shared story runs in its own worktree, as with --workers. See wiggum status
 --remote and wiggum claims, and Scaling out in the README for what the
