@@ -968,6 +968,14 @@ func (e *executor) interrupted(iter int, story *plan.Story, attempt int, cp *che
 	}
 	ctx := context.Background()
 	res, err := e.st.Rollback(ctx, checkpoint.RollbackOptions{Session: e.session, Reason: fmt.Sprintf("%s interrupted in iteration %d", story.ID, iter)})
+	var refused *checkpoint.RefusedError
+	if errors.As(err, &refused) && e.aside != nil {
+		// A worker's worktree is set aside, as after a failed attempt.
+		var backup string
+		if backup, err = e.putAside(ctx, story, refused); err == nil {
+			res = &checkpoint.RollbackResult{BackupRef: backup}
+		}
+	}
 	switch {
 	case err != nil:
 		e.disp.printf("interrupted; the unfinished iteration was left as it is (%v). Checkpoint: %.12s", err, cp.Head)
@@ -1077,7 +1085,9 @@ func (e *executor) writeRun(iter int, story *plan.Story, storyStarted time.Time)
 
 func (r *run) addBackup(ref string) {
 	r.sumMu.Lock()
-	r.sum.Backups = append(r.sum.Backups, ref)
+	if !slices.Contains(r.sum.Backups, ref) {
+		r.sum.Backups = append(r.sum.Backups, ref)
+	}
 	r.sumMu.Unlock()
 }
 

@@ -2,10 +2,12 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // An agent that rewrites the commit made before its attempt - the last
@@ -152,5 +154,49 @@ if [ "$WIGGUM_STORY" = US-1 ] && [ ! -e "`+once+`" ]; then touch "`+once+`"; `+c
 				t.Errorf("no backup holds the set-aside attempt:\n%s", gitT(t, dir, "for-each-ref", "refs/wiggum/"))
 			}
 		})
+	}
+}
+
+// The same worker interrupted (the run's SIGINT) after its agent amended
+// the commit its branch started from: the refused rollback left the
+// worktree's branch behind for good, with the agent's commit on it. The
+// worktree is set aside as after a failed attempt.
+func TestWorkerInterruptedAfterRewriteSetsWorktreeAside(t *testing.T) {
+	st, p := newRepo(t, 2)
+	dir := st.Repo.Root
+	gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "base")
+	ready := filepath.Join(t.TempDir(), "ready")
+	o := opts(p, `cat >/dev/null; echo "$WIGGUM_STORY" > "f-$WIGGUM_STORY.txt"
+if [ "$WIGGUM_STORY" = US-1 ]; then git add -A && git commit -q --amend -m messed && touch "`+ready+`" && sleep 30; fi`)
+	o.Workers = 2
+	var out strings.Builder
+	o.Out = &out
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for {
+			if _, err := os.Stat(ready); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	_, err := Run(ctx, st, o)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("run: %v, want interrupted\n%s", err, out.String())
+	}
+	if refs := gitT(t, dir, "for-each-ref", "--format=%(refname)", "refs/heads/wiggum/"); refs != "" {
+		t.Errorf("worktree branches left: %s\n%s", refs, out.String())
+	}
+	if wts := gitT(t, dir, "worktree", "list", "--porcelain"); strings.Count(wts, "worktree ") != 1 {
+		t.Errorf("worktrees left:\n%s", wts)
+	}
+	saved := false
+	for _, ref := range strings.Fields(gitT(t, dir, "for-each-ref", "--format=%(refname)", "refs/wiggum/backup/")) {
+		saved = saved || strings.Contains(gitT(t, dir, "log", "--format=%s", ref), "messed")
+	}
+	if !saved {
+		t.Errorf("no backup holds the interrupted attempt's commit:\n%s", out.String())
 	}
 }
