@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // old is the mtime every file starts with, so a rewrite is visible.
@@ -165,8 +167,11 @@ func TestRollbackFileKinds(t *testing.T) {
 }
 
 // TestRollbackRefusesWhileGitHoldsTheIndex: another git command holding
-// index.lock makes the rollback refuse before anything moves.
+// index.lock for longer than git.IndexLockWait makes the rollback refuse
+// before anything moves.
 func TestRollbackRefusesWhileGitHoldsTheIndex(t *testing.T) {
+	defer func(w time.Duration) { git.IndexLockWait = w }(git.IndexLockWait)
+	git.IndexLockWait = 200 * time.Millisecond
 	for _, dirty := range []bool{false, true} {
 		r := newRepo(t)
 		mustSave(t, r, "")
@@ -235,5 +240,34 @@ func TestRollbackRestoresATrackedFileNowIgnored(t *testing.T) {
 	}
 	if got := r.fingerprint(); got != want {
 		t.Fatalf("not back at the checkpoint:\nwant\n%s\ngot\n%s", want, got)
+	}
+}
+
+// TestRollbackWaitsForAMomentaryIndexLock: another git holding index.lock
+// for a moment - an editor's git status, set off by the agent's edits -
+// refused the rollback, and an unattended run stopped (exit 4) over a lock
+// let go of milliseconds later. The rollback waits for it.
+func TestRollbackWaitsForAMomentaryIndexLock(t *testing.T) {
+	for _, dirty := range []bool{false, true} {
+		r := newRepo(t)
+		mustSave(t, r, "")
+		r.commit("a.txt", "a\n", "agent")
+		if dirty {
+			r.write("b.txt", "b\n")
+		}
+		lock := filepath.Join(r.dir, ".git", "index.lock")
+		if err := os.WriteFile(lock, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		released := make(chan struct{})
+		time.AfterFunc(300*time.Millisecond, func() { os.Remove(lock); close(released) })
+		res, err := r.st.Rollback(ctx, RollbackOptions{})
+		<-released
+		if err != nil {
+			t.Fatalf("dirty=%v: %v", dirty, err)
+		}
+		if res.BackupRef == "" || r.exists("a.txt") || r.exists("b.txt") {
+			t.Fatalf("dirty=%v: not rolled back: %+v", dirty, res)
+		}
 	}
 }

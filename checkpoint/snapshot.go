@@ -126,10 +126,15 @@ type indexLock struct {
 	done        bool
 }
 
-// lockIndex takes the index lock; a held lock is a refusal, nothing changed.
+// lockIndex takes the index lock. Another git holding it (an editor's
+// git status) is waited for, as git.Repo's commands wait
+// (git.IndexLockWait); a lock held longer is a refusal, nothing changed.
 func (s *State) lockIndex() (*indexLock, error) {
 	l := &indexLock{path: s.indexPath() + ".lock", index: s.indexPath()}
 	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	for retry := git.NewLockRetry(); errors.Is(err, fs.ErrExist) && retry.Wait(context.Background()); {
+		f, err = os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
 	if errors.Is(err, fs.ErrExist) {
 		return nil, refuse("git's index is locked (%s exists): another git command is running, or one was killed; try again when it is done, or remove the file if no git is running", l.path)
 	}

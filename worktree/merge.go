@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
@@ -157,23 +156,17 @@ func mergeTree(ctx context.Context, repo *git.Repo, target, branch, cur, tip str
 
 // RetryLocked runs fn again while it fails because another git process -
 // a user's git status, an editor, a shell prompt - holds the index lock,
-// for up to about ten seconds: such a holder lets go in milliseconds, and
-// failing the merge for it would leave a good branch unmerged.
+// paced by git.LockRetry: such a holder lets go in milliseconds, and
+// failing the merge for it would leave a good branch unmerged. (Single
+// git commands that lock the index first are tried again by git.Repo
+// itself; this is for a sequence of them.)
 func RetryLocked(ctx context.Context, fn func() error) error {
-	delay := 10 * time.Millisecond
-	deadline := time.Now().Add(10 * time.Second)
+	retry := git.NewLockRetry()
 	for {
 		err := fn()
-		var ge *git.Error
-		if err == nil || !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "index.lock") || time.Now().After(deadline) {
+		if !git.IndexLocked(err) || !retry.Wait(ctx) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, 200*time.Millisecond)
 	}
 }
 

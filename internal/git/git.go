@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,7 +178,87 @@ func command(ctx context.Context, dir string, env []string, args ...string) *exe
 }
 
 func run(ctx context.Context, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
-	return runCmd(command(ctx, dir, env, args...), stdin, args)
+	out, err := runCmd(command(ctx, dir, env, args...), stdin, args)
+	if err == nil || !IndexLocked(err) || !locksIndexFirst(args) {
+		return out, err
+	}
+	// Another git holds the index for a moment - an editor's or a shell
+	// prompt's git status, an IDE's background refresh, which an agent's
+	// edits set off - and git does not wait for it: it fails at once. A
+	// loop that failed an attempt's commit, or refused its rollback, for
+	// that stopped an unattended run over a lock let go of milliseconds
+	// later. git fails before it changes anything when it cannot take the
+	// lock first (locksIndexFirst), so the command is run again.
+	retry := NewLockRetry()
+	for IndexLocked(err) && retry.Wait(ctx) {
+		out, err = runCmd(command(ctx, dir, env, args...), stdin, args)
+	}
+	return out, err
+}
+
+// LockRetry paces the tries of something that failed on a lock another
+// process holds: delays growing from 10 ms to 200 ms, each jittered to
+// between half and all of itself - a holder that takes the lock at a
+// steady pace (an editor's git status on every save) would otherwise meet
+// every try at a fixed delay in the same phase - for up to IndexLockWait.
+type LockRetry struct {
+	delay    time.Duration
+	deadline time.Time
+}
+
+// NewLockRetry starts the clock of a LockRetry.
+func NewLockRetry() *LockRetry {
+	return &LockRetry{delay: 10 * time.Millisecond, deadline: time.Now().Add(IndexLockWait)}
+}
+
+// Wait sleeps before the next try; false (at once) once the time is up or
+// ctx is done.
+func (l *LockRetry) Wait(ctx context.Context) bool {
+	if !time.Now().Before(l.deadline) {
+		return false
+	}
+	d := l.delay/2 + rand.N(l.delay/2+1)
+	l.delay = min(l.delay*2, 200*time.Millisecond)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// IndexLockWait bounds how long a git command is tried again while
+// another process holds the index lock: such a holder lets go in
+// milliseconds; a lock held longer is a stuck or killed git's. (A
+// variable for tests of a lock nobody lets go.)
+var IndexLockWait = 10 * time.Second
+
+// IndexLocked reports whether err is git failing on an index lock that
+// another process holds ("Unable to create '.../index.lock': File
+// exists").
+func IndexLocked(err error) bool {
+	var ge *Error
+	return errors.As(err, &ge) && strings.Contains(ge.Stderr, "index.lock': File exists")
+}
+
+// locksIndexFirst reports whether the git command args takes the index
+// lock before it changes anything, so that one failing on the lock can
+// simply run again.
+func locksIndexFirst(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-c" || a == "-C":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			switch a {
+			case "add", "commit", "read-tree", "update-index", "rm", "mv", "reset", "checkout-index", "checkout", "restore", "switch", "apply":
+				return true
+			}
+			return false
+		}
+	}
+	return false
 }
 
 func runCmd(cmd *exec.Cmd, stdin []byte, args []string) ([]byte, error) {

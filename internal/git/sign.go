@@ -23,16 +23,27 @@ import (
 // terminal's name (GPG_TTY), so gpg-agent cannot put its passphrase
 // dialog there; ssh-keygen is told never to use an askpass program.
 func (r *Repo) RunUnattended(ctx context.Context, env []string, stdin []byte, args ...string) (string, error) {
-	cmd := command(ctx, r.Root, r.env(env), args...)
-	cmd.Env = UnattendedEnv(cmd.Env)
-	detach(cmd)
-	// What git starts (a hook, a signing program) is in its session and
-	// process group: ctx ends them all, not git alone, and a hook's
-	// child that keeps git's output open does not keep this waiting.
-	cmd.Cancel = func() error { return stopGroup(cmd.Process) }
-	cmd.WaitDelay = 5 * time.Second
-	out, err := runCmd(cmd, stdin, args)
-	return string(out), err
+	once := func() (string, error) {
+		cmd := command(ctx, r.Root, r.env(env), args...)
+		cmd.Env = UnattendedEnv(cmd.Env)
+		detach(cmd)
+		// What git starts (a hook, a signing program) is in its session
+		// and process group: ctx ends them all, not git alone, and a
+		// hook's child that keeps git's output open does not keep this
+		// waiting.
+		cmd.Cancel = func() error { return stopGroup(cmd.Process) }
+		cmd.WaitDelay = 5 * time.Second
+		out, err := runCmd(cmd, stdin, args)
+		return string(out), err
+	}
+	out, err := once()
+	if locksIndexFirst(args) {
+		// As run does: another git holding the index for a moment.
+		for retry := NewLockRetry(); IndexLocked(err) && retry.Wait(ctx); {
+			out, err = once()
+		}
+	}
+	return out, err
 }
 
 // UnattendedEnv is env for a process that must never put a question to
