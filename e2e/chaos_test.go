@@ -62,6 +62,7 @@ func TestChaosAgentsAndKills(t *testing.T) {
 	agent := filepath.Join(t.TempDir(), "agent.sh")
 	writeFile(t, agent, strings.ReplaceAll(chaosAgent, "checkout -q main", "checkout -q "+main))
 	args := []string{"run", "--plan", "plan.md", "--workers", "3", "--retries", "2", "--no-progress", "50", "--agent-cmd", "sh " + agent}
+	var rounds strings.Builder // what each killed run said, for a failure
 	for round := 1; round <= 6; round++ {
 		p := startWiggum(t, dir, nil, args...)
 		wait := time.Duration(50+rand.IntN(700)) * time.Millisecond
@@ -69,7 +70,13 @@ func TestChaosAgentsAndKills(t *testing.T) {
 		_ = p.cmd.Process.Signal(syscall.SIGKILL)
 		p.wait(t)
 		t.Logf("round %d: killed after %v", round, wait)
+		fmt.Fprintf(&rounds, "== round %d, killed after %v:\n%s", round, wait, p.stdout())
 	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("the killed runs:\n%s", rounds.String())
+		}
+	}()
 	// An agent that rewrote commits made before its attempt and failed
 	// has its worktree set aside: the run does not stop for it (exit 4).
 	r := wiggum(t, dir, nil, args...)
@@ -104,7 +111,8 @@ func TestChaosAgentsAndKills(t *testing.T) {
 	}
 	for _, b := range strings.Fields(mustRun(t, dir, "git", "for-each-ref", "--format=%(refname:lstrip=3)", "refs/heads/wiggum/")) {
 		if done[b] {
-			t.Errorf("the branch wiggum/%s is left, and its story is done", b)
+			t.Errorf("the branch wiggum/%s is left, and its story is done:\n%s\nthe final run:\n%s", b,
+				mustRun(t, dir, "git", "log", "--format=%h %s", "-3", "wiggum/"+b), r.stdout)
 		}
 	}
 	if r.code == 0 && len(done) != n {
