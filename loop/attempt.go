@@ -795,11 +795,26 @@ func (e *executor) reportedUsage(iter int, story string, u agent.Usage) {
 // commitWork commits the attempt's work; in the main tree the story's tick
 // goes into the same commit (one commit per story), unless the plan is
 // ignored or was dirty before the run, when the tick stays in the file.
+//
+// A worker's agent that committed all its work itself leaves nothing to
+// commit: the story then ends with an empty commit of its message, as a
+// serial story ends with its tick's. Without it the branch held no commit
+// of the story's - and one that conflicted, kept for the person to
+// resolve, was never known for the story's (landKept), so the next run
+// had an agent do the story again beside it, resolved or not.
 func (e *executor) commitWork(ctx context.Context, story *plan.Story) (string, error) {
-	if !e.ticks {
-		return e.commit.commitAll(ctx, e.run.msg.story(story))
+	if e.ticks {
+		return e.run.commitStory(ctx, story)
 	}
-	return e.run.commitStory(ctx, story)
+	msg := e.run.msg.story(story)
+	sha, err := e.commit.commitAll(ctx, msg)
+	if err != nil || sha != "" || e.worktree == "" {
+		return sha, err
+	}
+	if head := e.head(ctx); head == "" || head == e.attemptHead {
+		return "", nil // the agent committed nothing either
+	}
+	return e.commit.run(ctx, commitCmd("--allow-empty", "-m", msg))
 }
 
 // head is the full commit the tree's HEAD is at; "" when unreadable (the
