@@ -283,3 +283,65 @@ git add -A && git commit -q --amend -m "first, amended"
 		})
 	}
 }
+
+// Found by the two-machine chaos run: a parallel run killed while a
+// worktree's agent had a branch of its own checked out there (before
+// wiggum brought its commits back onto the worktree's branch) left the
+// resume taking that branch for the worktree's: it saved it and deleted
+// it - and left the worktree's own branch, with the agent's commits, for
+// good beside the story done again. And an agent that had checked out a
+// person's branch there had that branch deleted. The resume now saves and
+// deletes the worktree's own branch; the branch checked out goes only
+// when the agent made it, and a person's stays.
+func TestResumeAfterAKillWhileTheAgentWasOnAnotherBranch(t *testing.T) {
+	for _, c := range []struct{ name, checkout string }{
+		// (A second after its worktree was made, as an agent's is: a
+		// reflog keeps whole seconds.)
+		{"its own branch", `sleep 1.1 && git checkout -q -b "tmp-$WIGGUM_STORY"`},
+		{"a person's branch", `git checkout -q feature`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, marks := twoStories(t)
+			mustRun(t, dir, "git", "branch", "feature")
+			feature := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "feature"))
+			agent := filepath.Join(marks, "agent.sh")
+			writeFile(t, agent, `cat > /dev/null
+echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
+if [ "$WIGGUM_STORY" = US-2 ] && [ ! -e "`+marks+`/resumed" ]; then
+  `+c.checkout+` && git add -A && git commit -q -m "agent US-2 elsewhere"
+  touch "`+marks+`/ready"; sleep `+uniqueSleep()+`
+fi
+`)
+			args := []string{"run", "--plan", "plan.md", "--workers", "2", "--retries", "0", "--agent-cmd", "sh " + agent}
+			killWhenReady(t, dir, marks, args...)
+			dbg := mustRun(t, dir, "git", "worktree", "list") + mustRun(t, dir, "git", "for-each-ref") + mustRun(t, dir, "git", "reflog", "-5")
+			r := wiggum(t, dir, nil, args...)
+			if r.code != 0 {
+				t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			defer func() {
+				if t.Failed() {
+					t.Logf("before the resume:\n%s", dbg)
+				}
+			}()
+			if refs := mustRun(t, dir, "git", "for-each-ref", "--format=%(refname)", "refs/heads/wiggum/", "refs/heads/tmp-US-2"); refs != "" {
+				t.Errorf("branches left: %s\n%s", refs, r.stdout)
+			}
+			if c.name == "a person's branch" && run(t, dir, nil, "git", "rev-parse", "--verify", "--quiet", "feature").code != 0 {
+				t.Errorf("the person's branch feature (at %.12s) was deleted:\n%s", feature, r.stdout)
+			}
+			saved := false
+			for _, ref := range strings.Fields(mustRun(t, dir, "git", "for-each-ref", "--format=%(refname)", "refs/wiggum/backup/")) {
+				saved = saved || strings.Contains(mustRun(t, dir, "git", "log", "--format=%s", ref), "agent US-2 elsewhere")
+			}
+			if !saved {
+				t.Errorf("no backup holds the killed attempt's commit:\n%s", r.stdout)
+			}
+			for _, s := range []string{"US-1", "US-2"} {
+				if run(t, dir, nil, "git", "cat-file", "-e", "HEAD:work-"+s+".txt").code != 0 {
+					t.Errorf("%s's work is not in HEAD:\n%s", s, r.stdout)
+				}
+			}
+		})
+	}
+}

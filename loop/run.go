@@ -447,6 +447,10 @@ func (r *run) recover(ctx context.Context) error {
 		case redo && attempted[rc.Story] && len(rc.Submodules) == 0:
 			r.disp.printf("redoing %s: the killed run's attempt at it had changed nothing", rc.Story)
 		}
+		if rc.Also != "" {
+			r.addBackup(rc.Also)
+			r.disp.printf("%s: commits only its worktree's branch or reflogs held (its agent had left them) are saved in %s", rc.Story, rc.Also)
+		}
 		for _, b := range rc.Submodules {
 			r.disp.printf("%s: the killed run's worktree is removed; %s", rc.Story, b)
 		}

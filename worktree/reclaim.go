@@ -29,7 +29,11 @@ type Reclaimed struct {
 	// Progressed: the branch had commits beyond the commit it started from.
 	Progressed bool   `json:"progressed"`
 	Backup     string `json:"backup,omitempty"` // where its work was saved
-	Live       bool   `json:"live"`             // its lease is held: left alone
+	// Also: a further backup, of commits only the worktree's own branch
+	// or its reflogs held (its agent had another branch checked out, or
+	// reset its work away, when the kill came).
+	Also string `json:"also,omitempty"`
+	Live bool   `json:"live"` // its lease is held: left alone
 	// Submodules: work in submodules checked out in the worktree,
 	// saved before it was removed.
 	Submodules []SubmoduleBackup `json:"submodules,omitempty"`
@@ -171,6 +175,18 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 	in := describe(ctx, main, reg, path)
 	var m Meta
 	_ = statefile.ReadJSON(filepath.Join(path, filepath.FromSlash(MetaFile)), &m, nil)
+	stray := ""
+	if in.Registered && m.Branch != "" && in.Branch != m.Branch && !in.halfMade {
+		// The kill came while its agent had another branch (or a
+		// detached HEAD) checked out here. What is saved and deleted
+		// below is the worktree's own branch; the backup holds HEAD
+		// too (Dirty), and the branch checked out is deleted only when
+		// its agent made it (strayBranch). Taken for the worktree's,
+		// that branch - a person's, which an agent checked out - was
+		// deleted, and the worktree's own one stayed behind for good.
+		stray, in.Branch, in.Dirty = in.Branch, m.Branch, true
+		in.Merged, _ = main.OK(ctx, "merge-base", "--is-ancestor", in.Branch, in.Target)
+	}
 	rc := &Reclaimed{Story: in.Story, Branch: in.Branch}
 	if in.Registered && in.Branch != "" {
 		tip, _ := main.Line(ctx, "rev-parse", "--verify", "--quiet", in.Branch+"^{commit}")
@@ -183,7 +199,7 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 		rc.Progressed = tip != "" && m.progressed(ctx, main, tip)
 		rc.Merged = in.Merged && rc.Progressed
 		_, gerr := os.Lstat(filepath.Join(in.Path, ".git"))
-		if gerr == nil && tip != "" && !rc.Merged && opts.Finished != nil && m.Story == in.Story && m.Branch == in.Branch {
+		if gerr == nil && tip != "" && !rc.Merged && opts.Finished != nil && m.Story == in.Story && m.Branch == in.Branch && stray == "" {
 			keep, why := opts.Finished(Leftover{Story: in.Story, Path: in.Path, Branch: in.Branch, Target: m.Target, Tip: tip, mainHooks: main.HooksDir})
 			if keep {
 				// The lease changes hands from this pruner's to a
@@ -249,12 +265,17 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 			if err != nil || wrepo.Root != in.Path {
 				return nil, fmt.Errorf("worktree: open %s to save it: %v", in.Name, err)
 			}
-			ref, err := (&checkpoint.State{Repo: wrepo}).Backup(ctx, "a killed run's worktree "+in.Name+" (story "+in.Story+")")
+			st := &checkpoint.State{Repo: wrepo}
+			ref, err := st.Backup(ctx, "a killed run's worktree "+in.Name+" (story "+in.Story+")")
 			if err != nil {
 				return nil, fmt.Errorf("worktree: save %s before removing it: %w", in.Name, err)
 			}
 			rc.Backup = ref
 			in.Dirty = false
+			w := &Worker{Meta: m, Name: in.Name, Path: in.Path, State: st}
+			if rc.Also, err = w.saveLeftBehind(ctx, main, ref, tip); err != nil {
+				return nil, fmt.Errorf("worktree: save %s before removing it: %w", in.Name, err)
+			}
 		}
 	}
 	if !in.Registered && m.Branch == "" && holdsFiles(in.Path, ".git") {
@@ -308,6 +329,9 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 	rem, err := removeLeased(ctx, main, in)
 	if err != nil {
 		return nil, err
+	}
+	if stray != "" && rc.Backup != "" {
+		deleteStray(ctx, main, stray, rc.Backup, m.Created)
 	}
 	rc.Submodules = rem.Submodules
 	if rc.Backup == "" {
@@ -484,4 +508,33 @@ func Kept(ctx context.Context, main *git.Repo, target string) ([]KeptBranch, err
 		kept = append(kept, KeptBranch{Ref: ref, Tip: tip, Subjects: strings.Split(strings.TrimSuffix(log, "\x00"), "\x00")})
 	}
 	return kept, nil
+}
+
+// deleteStray deletes the branch a killed worktree's agent had checked
+// out, saved in backup, when the agent made it: it was created after the
+// worktree (its reflog's first entry is in a later second than created:
+// reflogs keep whole seconds, and one made in the same second is taken
+// for older). Any other branch - a person's, which the agent checked
+// out - stays.
+func deleteStray(ctx context.Context, main *git.Repo, branch, backup string, created time.Time) {
+	tip, err := main.Line(ctx, "rev-parse", "--verify", "--quiet", branch+"^{commit}")
+	if err != nil || created.IsZero() {
+		return
+	}
+	if in, err := main.OK(ctx, "merge-base", "--is-ancestor", tip, backup); err != nil || !in {
+		return
+	}
+	out, err := main.Run(ctx, "reflog", "show", "--format=%gd", "--date=unix", branch, "--")
+	lines := strings.Fields(out)
+	if err != nil || len(lines) == 0 {
+		return
+	}
+	// The oldest entry: refs/heads/x@{1700000000}.
+	first := lines[len(lines)-1]
+	_, stamp, ok := strings.Cut(first, "@{")
+	sec, err := strconv.ParseInt(strings.TrimSuffix(stamp, "}"), 10, 64)
+	if !ok || err != nil || sec <= created.Unix() {
+		return
+	}
+	_, _ = main.Run(ctx, "update-ref", "-d", branch, tip)
 }
