@@ -297,7 +297,7 @@ func TestResumeAfterAKillWhileTheAgentWasOnAnotherBranch(t *testing.T) {
 	for _, c := range []struct{ name, checkout string }{
 		// (A second after its worktree was made, as an agent's is: a
 		// reflog keeps whole seconds.)
-		{"its own branch", `sleep 1.1 && git checkout -q -b "tmp-$WIGGUM_STORY"`},
+		{"its own branch", `git add -A && git commit -q -m "agent US-2 first" && sleep 1.1 && git checkout -q -b "tmp-$WIGGUM_STORY" && echo more >> "work-$WIGGUM_STORY.txt"`},
 		{"a person's branch", `git checkout -q feature`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
