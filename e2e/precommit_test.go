@@ -101,3 +101,77 @@ echo work > work.txt
 		t.Error("the stopped commit left .git/index.lock")
 	}
 }
+
+// The pre-commit framework's no-commit-to-branch (pre-commit-hooks')
+// refuses every commit on main and master, whatever is staged: run there,
+// every story's commit was refused, each attempt - an agent's whole
+// session - rolled back as a failure, story after story, until all were
+// skipped. The run now asks the hook before the first attempt and does
+// not start (exit 2, nothing changed); a refusal it could not foresee (a
+// dirty tree it does not probe) stops the run after that one attempt,
+// whose work is saved (exit 1). Run on a branch of its own (--branch), the
+// stories are committed there. With the real pre-commit; the hook is a
+// local one with the same id and behaviour (pre-commit-hooks itself comes
+// from the network).
+func TestProtectedBranchHookStopsTheRunAtOnce(t *testing.T) {
+	needTool(t, "pre-commit", "pre-commit")
+	dir, marks, agent := scriptRepo(t, "", 2, `cat > /dev/null
+echo "$WIGGUM_STORY" >> "$MARKS/invocations"
+echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
+`)
+	writeFile(t, filepath.Join(dir, ".pre-commit-config.yaml"), `repos:
+  - repo: local
+    hooks:
+      - id: no-commit-to-branch
+        name: "don't commit to branch"
+        entry: sh -c 'b=$(git symbolic-ref --short HEAD); case "$b" in main|master) exit 1;; esac'
+        language: system
+        pass_filenames: false
+        always_run: true
+`)
+	mustRun(t, dir, "git", "add", ".pre-commit-config.yaml")
+	mustRun(t, dir, "git", "commit", "-q", "-m", "pre-commit")
+	if r := run(t, dir, nil, "pre-commit", "install"); r.code != 0 {
+		t.Fatalf("pre-commit install: %s%s", r.stdout, r.stderr)
+	}
+	branch := strings.TrimSpace(mustRun(t, dir, "git", "symbolic-ref", "--short", "HEAD"))
+	head := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD"))
+	env := []string{"MARKS=" + marks}
+	args := []string{"run", "--plan", "plan.md", "--agent-cmd", "sh " + agent, "--retries", "2"}
+
+	r := wiggum(t, dir, env, args...)
+	if r.code != 2 || !strings.Contains(r.stderr, "no-commit-to-branch refuses every commit on "+branch) || !strings.Contains(r.stderr, "--branch NAME") {
+		t.Fatalf("run on %s: exit %d, want 2 with how to go on\n%s\n%s", branch, r.code, r.stdout, r.stderr)
+	}
+	if n := invocations(t, marks); len(n) != 0 {
+		t.Errorf("the agent ran %v before the refusal", n)
+	}
+	if now := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD")); now != head {
+		t.Errorf("HEAD moved from %.12s to %.12s", head, now)
+	}
+
+	// A tree the probe leaves alone (--allow-dirty): one attempt, then
+	// the stop, its work saved.
+	writeFile(t, filepath.Join(dir, "notes.txt"), "mine\n")
+	r = wiggum(t, dir, env, append(args, "--allow-dirty")...)
+	if r.code != 1 || !strings.Contains(r.stderr, "refuses every commit on "+branch+", as it would every story's") || !strings.Contains(r.stderr, "refs/wiggum/backup/") {
+		t.Fatalf("run with --allow-dirty: exit %d, want 1 after one attempt\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := invocations(t, marks); n["US-1"] != 1 || n["US-2"] != 0 {
+		t.Errorf("the agent ran %v times, want US-1 once", n)
+	}
+	if err := os.Remove(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+
+	r = wiggum(t, dir, env, append(args, "--branch", "stories")...)
+	if r.code != 0 {
+		t.Fatalf("run --branch stories: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if log := mustRun(t, dir, "git", "log", "--format=%s", "-2", "stories"); log != "US-2: story 2\nUS-1: story 1\n" {
+		t.Errorf("stories' log:\n%s", log)
+	}
+	if now := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", branch)); now != head {
+		t.Errorf("%s moved from %.12s to %.12s", branch, head, now)
+	}
+}

@@ -332,6 +332,13 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		return step{}, fmt.Errorf("run: stopped: an attempt %s; no rollback reaches the home directory, and every later session's shell would run what it added: "+
 			"look at the file (keep what you want, remove the rest), then run again to resume", out.startup)
 	}
+	if out.source == "commit" && branchRefusedIn(out.output) {
+		// Every story's commit would be refused the same way: stop
+		// before the next attempt, rather than roll back story after
+		// story (the work is in its backup).
+		e.event("commit_branch_refused", map[string]any{"story": story.ID, "hook": protectHook, "backup": backup})
+		return step{}, &BranchRefusedError{Story: story.ID, Backup: backup, Branch: checkpoint.BranchName(e.attemptBranch), Output: out.output}
+	}
 	if out.railsGone != "" {
 		return step{}, fmt.Errorf("run: stopped: an attempt %s, which its rollback does not undo, so the next one would work without wiggum's guard; "+
 			"undo that ('wiggum status' shows where wiggum's hooks are; 'wiggum install' writes them again), then run again to resume", out.railsGone)

@@ -781,6 +781,16 @@ func (r *run) preflight(ctx context.Context) error {
 	if len(ts.staged) > 0 {
 		return badinput.Errorf("run: staged changes (%s) would end up in the loop's commits; commit them or unstage them (git restore --staged) first", summarize(ts.staged, 5))
 	}
+	if r.opts.Coordinator == nil && len(ts.paths) == 0 {
+		// A shared run's landings are commits wiggum writes itself; its
+		// workers commit on branches of their own.
+		bctx, cancel := r.bounded(ctx)
+		err := protectedBranch(bctx, repo, checkpoint.BranchName(now.Branch))
+		cancel()
+		if err != nil {
+			return badinput.Wrap(err)
+		}
+	}
 	env := []string{layout.SessionEnv + "=" + r.session}
 	r.commit = r.newCommitter(repo, env, ts.paths)
 	if r.planIgnored, err = ignored, ignoredErr; err != nil {
