@@ -184,12 +184,18 @@ func TestKilledWhileMakingAhead(t *testing.T) {
 			if err := json.Unmarshal([]byte(list.stdout), &infos); err != nil {
 				t.Fatalf("worktree list --json: %v\n%s", err, list.stdout)
 			}
+			// Which stories were made ahead depends on the moment: a
+			// first-round worker whose story ended before the maker
+			// started claims the next story itself (US-3), and the
+			// batch made ahead is then US-4 and US-5. Any worktree past
+			// the first round's that is whole, merged and clean is one
+			// nobody worked in.
 			var ahead []string
 			for _, in := range infos {
 				if in.Held {
 					t.Fatalf("a lease is held after the kill:\n%s", list.stdout)
 				}
-				if (in.Name == "US-3" || in.Name == "US-4") && in.Story == in.Name && in.Merged && !in.Dirty {
+				if in.Name != "US-1" && in.Name != "US-2" && in.Story == in.Name && in.Merged && !in.Dirty {
 					ahead = append(ahead, in.Name)
 				}
 			}
