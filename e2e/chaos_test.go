@@ -315,8 +315,16 @@ git add -A && git commit -q --amend -m "first, amended"
 // good beside the story done again. And an agent that had checked out a
 // person's branch there had that branch deleted. The resume now saves and
 // deletes the worktree's own branch; the branch checked out goes only
-// when the agent made it, and a person's stays.
+// when the agent made it, and a person's stays. Serially, the resume's
+// rollback refused the branch that changed, on every run after (exit 4):
+// HEAD now goes back to the attempt's branch first, as at an attempt's end.
 func TestResumeAfterAKillWhileTheAgentWasOnAnotherBranch(t *testing.T) {
+	for _, workers := range []string{"2", "1"} {
+		t.Run("workers "+workers, func(t *testing.T) { resumeOffBranch(t, workers) })
+	}
+}
+
+func resumeOffBranch(t *testing.T, workers string) {
 	for _, c := range []struct{ name, checkout string }{
 		// (A second after its worktree was made, as an agent's is: a
 		// reflog keeps whole seconds.)
@@ -325,7 +333,11 @@ func TestResumeAfterAKillWhileTheAgentWasOnAnotherBranch(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir, marks := twoStories(t)
-			mustRun(t, dir, "git", "branch", "feature")
+			// A person's branch, made long before the run (its reflog
+			// says when).
+			if r := run(t, dir, []string{"GIT_COMMITTER_DATE=2020-01-02T03:04:05Z"}, "git", "branch", "feature"); r.code != 0 {
+				t.Fatalf("git branch feature: %s", r.stderr)
+			}
 			feature := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "feature"))
 			agent := filepath.Join(marks, "agent.sh")
 			writeFile(t, agent, `cat > /dev/null
@@ -335,7 +347,7 @@ if [ "$WIGGUM_STORY" = US-2 ] && [ ! -e "`+marks+`/resumed" ]; then
   touch "`+marks+`/ready"; sleep `+uniqueSleep()+`
 fi
 `)
-			args := []string{"run", "--plan", "plan.md", "--workers", "2", "--retries", "0", "--agent-cmd", "sh " + agent}
+			args := []string{"run", "--plan", "plan.md", "--workers", workers, "--retries", "0", "--agent-cmd", "sh " + agent}
 			killWhenReady(t, dir, marks, args...)
 			dbg := mustRun(t, dir, "git", "worktree", "list") + mustRun(t, dir, "git", "for-each-ref") + mustRun(t, dir, "git", "reflog", "-5")
 			r := wiggum(t, dir, nil, args...)

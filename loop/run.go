@@ -649,6 +649,18 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 		}
 		unfinished = "it had finished, but " + why
 	}
+	// The kill came while its agent had another branch checked out (git
+	// checkout -b, before the attempt's end brought it back): HEAD goes
+	// back to the attempt's branch as at an attempt's end, its commits
+	// carried or saved, so that the rollback - which refuses a branch
+	// that changed - can go ahead; each resume stopped on "the branch
+	// changed" for good.
+	ex := &executor{run: r, st: r.st, disp: r.disp, attemptStarted: open.Time}
+	if detail, err := ex.backToBranch(context.WithoutCancel(ctx), cp.Branch); err != nil {
+		return fmt.Errorf("run: put HEAD back on %s, the branch of the attempt at %s that a crash interrupted: %w", checkpoint.BranchName(cp.Branch), open.Story, err)
+	} else if detail != "" {
+		r.disp.printf("%s: %s", open.Story, detail)
+	}
 	res, err := r.st.Rollback(ctx, checkpoint.RollbackOptions{Session: cp.Session, Reason: open.Story + " interrupted by a crash (attempt " + fmt.Sprint(open.Attempt) + ")"})
 	if err != nil {
 		var refused *checkpoint.RefusedError
