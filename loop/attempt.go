@@ -906,10 +906,10 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 	if err != nil {
 		var refused *checkpoint.RefusedError
 		if errors.As(err, &refused) {
-			e.run.event("rollback_refused", map[string]any{"story": story.ID, "reason": refused.Reason})
 			if e.aside != nil {
 				return e.putAside(ctx, story, refused)
 			}
+			e.run.event("rollback_refused", map[string]any{"story": story.ID, "reason": refused.Reason})
 			return "", fmt.Errorf("run: %s failed (%s) and its rollback was refused, so the loop stops: %w%s%s", story.ID, out.detail, err, foreignHint(refused), rewriteHint(refused, e.attemptHead))
 		}
 		if e.worktree != "" {
@@ -955,7 +955,7 @@ func (e *executor) putAside(ctx context.Context, story *plan.Story, refused *che
 	for _, ref := range saved {
 		e.run.addBackup(ref)
 	}
-	e.event("worktree_set_aside", map[string]any{"story": story.ID, "reason": refused.Reason, "backups": saved})
+	e.event("worktree_set_aside", map[string]any{"story": story.ID, "reason": refused.Reason, "backup": saved[0], "backups": saved})
 	e.disp.printf("  its rollback was refused: %s", refused.Reason)
 	e.disp.printf("  the worktree is this run's own, so it is set aside instead: saved whole in %s and removed; the next attempt starts in a new one", strings.Join(saved, " and "))
 	for _, n := range e.unrefIn(ctx, e.run.st.Repo, e.attemptHead, saved...) {

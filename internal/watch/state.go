@@ -186,6 +186,10 @@ func describe(e Event) (kind, text string) {
 		return "refused", "rollback refused: " + e.Reason
 	case "rollback_failed":
 		return "stopped", "rollback failed: " + e.Error
+	case "worktree_set_aside":
+		return "rollback", "its rollback was refused (" + e.Reason + "); the worktree, the run's own, is set aside: saved in " + e.Backup + ", the next attempt in a new one"
+	case "commit_branch_refused":
+		return "stopped", "passed, but the pre-commit hook no-commit-to-branch refuses every commit on this branch; saved in " + e.Backup + "; run on a branch of its own (--branch)"
 	case "commit_message_refused":
 		return "stopped", "passed, but the commit-msg hook refused its message " + quote(e.Message) + "; its work is left uncommitted for the next run"
 	case "file_left_out":

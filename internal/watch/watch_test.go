@@ -428,6 +428,8 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		ev(t, 7, "commit_unsigned", map[string]any{"story": "US-3", "error": "Load key \"k\": incorrect passphrase"}),
 		ev(t, 8, "commit_message_refused", map[string]any{"story": "US-4", "message": "feat: Add It", "error": "subject-case"}),
 		ev(t, 9, "file_left_out", map[string]any{"story": "US-5", "paths": []string{"model.bin"}, "bytes": 214000000}),
+		ev(t, 10, "worktree_set_aside", map[string]any{"story": "US-6", "reason": "the checkpoint is no longer an ancestor of HEAD", "backup": "refs/wiggum/backup/e", "backups": []string{"refs/wiggum/backup/e"}}),
+		ev(t, 11, "commit_branch_refused", map[string]any{"story": "US-7", "hook": "no-commit-to-branch", "backup": "refs/wiggum/backup/f"}),
 	} {
 		s.Apply(e)
 	}
@@ -441,6 +443,8 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		"stopped US-3 passed, but git could not sign its commit: Load key \"k\": incorrect passphrase; its work is left uncommitted for the next run",
 		"stopped US-4 passed, but the commit-msg hook refused its message \"feat: Add It\"; its work is left uncommitted for the next run",
 		"git US-5 model.bin left out of the commit: a new file over --max-file-size",
+		"rollback US-6 its rollback was refused (the checkpoint is no longer an ancestor of HEAD); the worktree, the run's own, is set aside: saved in refs/wiggum/backup/e, the next attempt in a new one",
+		"stopped US-7 passed, but the pre-commit hook no-commit-to-branch refuses every commit on this branch; saved in refs/wiggum/backup/f; run on a branch of its own (--branch)",
 	}
 	if len(s.Notices) != len(want) {
 		t.Fatalf("notices %+v", s.Notices)
