@@ -380,3 +380,90 @@ fi
 		})
 	}
 }
+
+// Two machines share a plan through a git daemon, each its own clone, one
+// with two workers and one serial, their agents doing at random what
+// agents do to git (chaosAgent); both are SIGKILLed at random moments four
+// times, then run to their end together. Whatever happened: every story
+// the server's plan marks done has its work there and landed once, no
+// conflict marker is committed, git finds nothing broken on the server,
+// and each clone is left with nothing uncommitted, no worktree, and no
+// branch of a story that is done. (The chaos run that found a resume
+// deleting the branch an agent had checked out, and leaving the
+// worktree's own behind for good.)
+func TestChaosTwoMachines(t *testing.T) {
+	f := newFleet(t, "daemon", 8)
+	writeFile(t, f.agent, chaosAgent)
+	common := []string{"--retries", "2", "--no-progress", "50", "--lease", "3s"}
+	machines := map[string][]string{"a": append([]string{"--workers", "2"}, common...), "b": common}
+	var rounds strings.Builder
+	for round := 1; round <= 4; round++ {
+		procs := map[string]*bg{}
+		for name, args := range machines {
+			procs[name] = f.machine(name, nil, args...)
+		}
+		wait := time.Duration(100+rand.IntN(800)) * time.Millisecond
+		time.Sleep(wait)
+		for name, p := range procs {
+			_ = p.cmd.Process.Signal(syscall.SIGKILL)
+			p.wait(t)
+			fmt.Fprintf(&rounds, "== round %d, %s killed after %v:\n%s%s", round, name, wait, p.stdout(), p.stderr())
+		}
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("the killed runs:\n%s", rounds.String())
+		}
+	}()
+	final := map[string]*bg{}
+	for name, args := range machines {
+		final[name] = f.machine(name, nil, args...)
+	}
+	for name, p := range final {
+		if code := p.wait(t); code != 0 && code != 5 {
+			t.Errorf("%s's final run: exit %d\n%s\n%s", name, code, p.stdout(), p.stderr())
+		}
+	}
+	check := filepath.Join(f.dir, "check")
+	mustRun(t, f.dir, "git", "clone", "-q", f.srv.URL("r.git"), check)
+	plan, err := os.ReadFile(filepath.Join(check, "plan.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	landed := f.landings()
+	done := map[string]bool{}
+	for i := 1; i <= 8; i++ {
+		s := fmt.Sprintf("US-%d", i)
+		if !strings.Contains(string(plan), "- [x] "+s+":") {
+			continue
+		}
+		done[s] = true
+		if run(t, check, nil, "git", "cat-file", "-e", "HEAD:work-"+s+".txt").code != 0 {
+			t.Errorf("%s is done on the server, and its work is not there", s)
+		}
+		if landed[s] > 1 {
+			t.Errorf("%s landed %d times", s, landed[s])
+		}
+	}
+	t.Logf("%d of 8 stories done on the server; landings %v", len(done), landed)
+	if out := run(t, check, nil, "git", "grep", "-l", "-e", "^<<<<<<< ", "HEAD"); out.code == 0 {
+		t.Errorf("conflict markers committed:\n%s", out.stdout)
+	}
+	if out := run(t, f.bare, nil, "git", "fsck", "--no-dangling", "--no-progress"); out.code != 0 {
+		t.Errorf("git fsck on the server: exit %d\n%s%s", out.code, out.stdout, out.stderr)
+	}
+	for name := range machines {
+		clone := filepath.Join(f.dir, name)
+		if st := mustRun(t, clone, "git", "status", "--porcelain", "--untracked-files=no"); st != "" {
+			t.Errorf("%s: tracked files changed and not committed:\n%s", name, st)
+		}
+		if wts := mustRun(t, clone, "git", "worktree", "list", "--porcelain"); strings.Count(wts, "worktree ") != 1 {
+			t.Errorf("%s: worktrees left:\n%s", name, wts)
+		}
+		for _, b := range strings.Fields(mustRun(t, clone, "git", "for-each-ref", "--format=%(refname:lstrip=3)", "refs/heads/wiggum/")) {
+			if done[b] {
+				t.Errorf("%s: the branch wiggum/%s is left, and its story is done", name, b)
+			}
+		}
+	}
+}
