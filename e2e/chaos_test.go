@@ -467,3 +467,38 @@ func TestChaosTwoMachines(t *testing.T) {
 		}
 	}
 }
+
+// A parallel worker's lease is the flock on its worktree's
+// .ralph/.agent-lock. An agent's git clean -fdx there deleted that file:
+// the worker kept its flock on a file no longer in the tree, and a
+// wiggum worktree prune meanwhile made a new one, took it, and removed
+// the live worktree under the agent - the contract's first promise for
+// parallel mode broken. wiggum's git keeps .ralph/ out of every git clean.
+func TestAgentGitCleanKeepsItsWorktreeLeased(t *testing.T) {
+	dir, marks := twoStories(t)
+	agent := filepath.Join(marks, "agent.sh")
+	writeFile(t, agent, `cat > /dev/null
+echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
+if [ "$WIGGUM_STORY" = US-2 ] && [ ! -e "`+marks+`/resumed" ]; then
+  git clean -fdxq
+  touch "`+marks+`/ready"
+  while [ ! -e "`+marks+`/pruned" ]; do sleep 0.05; done
+  echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
+fi
+`)
+	p := startWiggum(t, dir, nil, "run", "--plan", "plan.md", "--workers", "2", "--retries", "0", "--agent-cmd", "sh "+agent)
+	waitFile(t, filepath.Join(marks, "ready"))
+	pr := wiggum(t, dir, nil, "worktree", "prune")
+	writeFile(t, filepath.Join(marks, "pruned"), "")
+	if pr.code != 0 || !strings.Contains(pr.stdout, "US-2: live") {
+		t.Errorf("prune while US-2's agent works: exit %d, want it to leave US-2 (live)\n%s\n%s", pr.code, pr.stdout, pr.stderr)
+	}
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, p.stdout(), p.stderr())
+	}
+	for _, s := range []string{"US-1", "US-2"} {
+		if run(t, dir, nil, "git", "cat-file", "-e", "HEAD:work-"+s+".txt").code != 0 {
+			t.Errorf("%s's work is not in HEAD:\n%s", s, p.stdout())
+		}
+	}
+}

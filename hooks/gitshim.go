@@ -73,6 +73,9 @@ func GitShim(args []string, stderr io.Writer) int {
 			return code
 		}
 	}
+	if sub < len(args) && args[sub] == "clean" {
+		args = cleanKeepsState(args, sub)
+	}
 	if sub < len(args) && journaledCommand(args[sub]) {
 		if code, ran := commitJournaled(dir, args, sub, inline, real, stderr); ran {
 			return code
@@ -177,3 +180,31 @@ const builtinGit = ` add am annotate apply archive bisect blame branch bundle ca
 	hook interpret-trailers column credential mailinfo mailsplit stripspace whatchanged `
 
 func isBuiltinGit(sub string) bool { return slices.Contains(strings.Fields(builtinGit), sub) }
+
+// cleanKeepsState adds to git clean ARGS (its command at args[sub]) the
+// rule that keeps the state directory (.ralph/): an agent's git clean -fdx
+// - "start from a clean tree" - deleted wiggum's lock (another run could
+// then take the tree), the attempt's checkpoint (its rollback refused:
+// "no checkpoint recorded", the run stopped) and the journal, and in a
+// parallel worktree the worker's lease, which a pruner could then take
+// while the worker lived. With -x git clean drops the ignore rules but
+// keeps those given with -e, so the directory, named there, stays; with
+// -X it removes only what the rules ignore, so the directory is named
+// un-ignored. The rest of the clean is the agent's as it asked.
+func cleanKeepsState(args []string, sub int) []string {
+	rule := "/" + layout.StateDir + "/"
+	for _, a := range beforeDashDash(args[sub+1:]) {
+		if len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a, 'X') {
+			rule = "!/" + layout.StateDir + "/**"
+		}
+	}
+	return slices.Concat(args[:sub+1], []string{"-e", rule}, args[sub+1:])
+}
+
+// beforeDashDash is args up to a "--".
+func beforeDashDash(args []string) []string {
+	if i := slices.Index(args, "--"); i >= 0 {
+		return args[:i]
+	}
+	return args
+}
