@@ -198,7 +198,7 @@ func TestSerialResumeAtEachKillWindow(t *testing.T) {
 			case last == "attempt-failed":
 				rolledMsg = "US-1: rolled back the attempt a crash interrupted (it had failed: the agent exited with status 1); its work is saved in refs/wiggum/backup/"
 			case last == "attempt-rolled-back":
-				rolledMsg = "US-1: its attempt had failed (the agent exited with status 1) and was rolled back before the crash; counted as a failed attempt"
+				rolledMsg = "US-1: its attempt had failed (the agent exited with status 1) and was rolled back; counted as a failed attempt"
 			}
 			if c.mode == "fail" {
 				prompt := readFile(t, filepath.Join(marks, "prompt-US-1"))

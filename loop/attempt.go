@@ -278,6 +278,15 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		e.log(iter, story, attempt, "failed ("+out.source+"); rollback failed", out, "", time.Since(started))
 		return step{}, rerr
 	}
+	if refusedHere(rerr) {
+		// No end either: the next run finds the attempt open and asks
+		// its rollback again - refused, with the same way on, until the
+		// person has done what it says. Closed, the next run went on
+		// from the rewritten branch as if nothing had happened (a clean
+		// tree), or took the attempt's leftovers for the person's.
+		e.log(iter, story, attempt, "failed ("+out.source+"); rollback refused", out, "", time.Since(started))
+		return step{}, rerr
+	}
 	if rerr != nil {
 		end.Outcome = "failed"
 		_ = r.led.record(end, true)
@@ -802,26 +811,11 @@ func (e *executor) reportedUsage(iter int, story string, u agent.Usage) {
 // commitWork commits the attempt's work; in the main tree the story's tick
 // goes into the same commit (one commit per story), unless the plan is
 // ignored or was dirty before the run, when the tick stays in the file.
-//
-// A worker's agent that committed all its work itself leaves nothing to
-// commit: the story then ends with an empty commit of its message, as a
-// serial story ends with its tick's. Without it the branch held no commit
-// of the story's - and one that conflicted, kept for the person to
-// resolve, was never known for the story's (landKept), so the next run
-// had an agent do the story again beside it, resolved or not.
 func (e *executor) commitWork(ctx context.Context, story *plan.Story) (string, error) {
-	if e.ticks {
-		return e.run.commitStory(ctx, story)
+	if !e.ticks {
+		return e.commit.commitAll(ctx, e.run.msg.story(story))
 	}
-	msg := e.run.msg.story(story)
-	sha, err := e.commit.commitAll(ctx, msg)
-	if err != nil || sha != "" || e.worktree == "" {
-		return sha, err
-	}
-	if head := e.head(ctx); head == "" || head == e.attemptHead {
-		return "", nil // the agent committed nothing either
-	}
-	return e.commit.run(ctx, commitCmd("--allow-empty", "-m", msg))
+	return e.run.commitStory(ctx, story)
 }
 
 // head is the full commit the tree's HEAD is at; "" when unreadable (the
@@ -962,6 +956,13 @@ func (e *executor) putAside(ctx context.Context, story *plan.Story, refused *che
 		e.disp.printf("  %s", n)
 	}
 	return saved[0], nil
+}
+
+// refusedHere reports whether err is a rollback the rules refused (not a
+// worker's, which sets its worktree aside).
+func refusedHere(err error) bool {
+	var refused *checkpoint.RefusedError
+	return errors.As(err, &refused)
 }
 
 // foreignHint is what to do next when a rollback was refused for commits

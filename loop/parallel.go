@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -562,6 +563,9 @@ func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.St
 		}
 		p.r.event("merge_failed", fields)
 		p.r.disp.printf("✘ %s", err)
+		if err := p.markKept(ctx, w.Branch, story); err != nil {
+			p.r.disp.printf("  %s: %v", strings.TrimPrefix(w.Branch, "refs/heads/"), err)
+		}
 		return nil
 	case err != nil:
 		p.halt(fmt.Errorf("run: merge %s: %w", story.ID, err))
@@ -643,4 +647,37 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// markKept makes sure a branch kept for the person to resolve holds a
+// commit of its story's message, which is how the next run knows it for
+// the story's (landKept): an agent that committed all its work itself
+// left none - nothing was left for wiggum to commit - and the next run had
+// an agent do the story again beside the branch, resolved or not, which
+// then stayed behind for good. The marker is an empty commit on top.
+func (p *parallel) markKept(ctx context.Context, branch string, story *plan.Story) error {
+	repo := p.r.st.Repo
+	msg := p.r.msg.story(story)
+	subject := firstLine(msg)
+	subjects, err := repo.Run(ctx, "log", "--format=%s", p.target+".."+branch, "--")
+	if err != nil {
+		return err
+	}
+	if slices.Contains(strings.Split(subjects, "\n"), subject) {
+		return nil
+	}
+	tip, err := repo.Line(ctx, "rev-parse", "--verify", branch+"^{commit}")
+	if err != nil {
+		return err
+	}
+	tree, err := repo.Line(ctx, "rev-parse", tip+"^{tree}")
+	if err != nil {
+		return err
+	}
+	marker, err := repo.CommitTree(ctx, tree, []string{tip}, msg, repo.Sign)
+	if err != nil {
+		return fmt.Errorf("mark it with %s's message: %w", story.ID, err)
+	}
+	_, err = repo.Run(ctx, "update-ref", "-m", "wiggum: mark the kept branch with its story's message", branch, marker, tip)
+	return err
 }

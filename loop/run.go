@@ -144,6 +144,10 @@ func (r *run) setup(ctx context.Context) error {
 		}
 	}
 	if err := r.recover(ctx); err != nil {
+		if refusedHere(err) {
+			// Still open; wiggum status says why it stopped.
+			_ = r.led.record(journalRec{T: "stuck", Note: err.Error()}, true)
+		}
 		return err
 	}
 	if later {
@@ -665,13 +669,13 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 	if err != nil {
 		var refused *checkpoint.RefusedError
 		errors.As(err, &refused)
-		return fmt.Errorf("run: roll back the attempt at %s that a crash interrupted (%s): %w%s%s", open.Story, unfinished, err, foreignHint(refused), rewriteHint(refused, cp.Head))
+		return fmt.Errorf("run: roll back the unfinished attempt at %s, which the last run left (%s): %w%s%s", open.Story, unfinished, err, foreignHint(refused), rewriteHint(refused, cp.Head))
 	}
 	switch {
 	case res.BackupRef != "":
 		r.disp.printf("%s: rolled back the attempt a crash interrupted (%s); its work is saved in %s", open.Story, unfinished, res.BackupRef)
 	case failed:
-		r.disp.printf("%s: its attempt had failed (%s) and was rolled back before the crash; counted as a failed attempt", open.Story, fail.Detail)
+		r.disp.printf("%s: its attempt had failed (%s) and was rolled back; counted as a failed attempt", open.Story, fail.Detail)
 	}
 	if inPlan[open.Story] != nil {
 		r.interruptedAttempt(open.Story, res.BackupRef)
@@ -892,7 +896,8 @@ func (r *run) begin(workers int) {
 
 // finish reports the run's end and closes its journal when the run ended
 // by itself; a run stopped by a signal, a usage limit or an attempt it
-// could not roll back (StuckError) stays open, to be resumed.
+// could not roll back (StuckError, or a rollback the rules refused) stays
+// open, to be resumed.
 func (r *run) finish(err error) {
 	spent, _, _ := r.led.spending()
 	r.sum.Spent = spent
@@ -911,6 +916,7 @@ func (r *run) finish(err error) {
 	}
 	var stuck *StuckError
 	unsigned := stoppedUncommitted(err)
+	refused := refusedHere(err)
 	if errors.Is(err, context.Canceled) || errors.As(err, &stuck) || unsigned != nil {
 		fmt.Fprintf(&b, "; resume with: %s", resumeCommand(r.opts.Plan.Kind(), r.planRel, r.opts.Workers))
 	}
@@ -928,7 +934,10 @@ func (r *run) finish(err error) {
 	if unsigned != nil {
 		_ = r.led.record(journalRec{T: "stuck", Story: unsigned.Story, Note: err.Error()}, true)
 	}
-	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) && stuck == nil && unsigned == nil {
+	if refused {
+		_ = r.led.record(journalRec{T: "stuck", Note: err.Error()}, true)
+	}
+	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) && stuck == nil && unsigned == nil && !refused {
 		_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
 	}
 	_ = session.ClearRun(r.st)
