@@ -78,9 +78,6 @@ type run struct {
 	// abandoned: the main tree's attempt a killed run of another plan
 	// left open, when --fresh starts over instead of resuming it.
 	abandoned *journalRec
-	// lastStop is why the last run, which ended by itself, stopped (its
-	// journal's close), for a run that finds what it left.
-	lastStop string
 }
 
 // open takes the agent lock and sets up the run: its journal (resuming a
@@ -236,15 +233,6 @@ func (r *run) openJournal() error {
 		}
 		r.resumed = true
 	} else {
-		if !open && len(recs) > 0 {
-			// A run refused for what that one left says it again: the
-			// first words are what is kept.
-			note := recs[len(recs)-1].Note
-			if i := strings.LastIndex(note, lastStopSaid); i >= 0 {
-				note = note[i+len(lastStopSaid):]
-			}
-			r.lastStop = note
-		}
 		if open {
 			// --fresh: the killed run is not resumed, but what its
 			// attempt left in the main tree is still saved and cleaned.
@@ -804,11 +792,6 @@ func (r *run) preflight(ctx context.Context) error {
 	r.branch = now.Branch
 	ts := changesOf(now)
 	if len(ts.paths) > 0 && !r.opts.AllowDirty {
-		if strings.Contains(r.lastStop, "rollback was refused") || strings.Contains(r.lastStop, "rollback refused") {
-			// Committed or stashed as this message would say, they
-			// would be a failed attempt's work taken for the person's.
-			return badinput.Errorf("run: the working tree has uncommitted changes (%s): what the last run left when it stopped"+lastStopSaid+"%s", summarize(ts.paths, 5), r.lastStop)
-		}
 		return badinput.Errorf("run: the working tree has uncommitted changes (%s); commit or stash them, or pass --allow-dirty to leave them out of every commit the loop makes", summarize(ts.paths, 5))
 	}
 	if len(ts.staged) > 0 {
@@ -942,10 +925,6 @@ func (r *run) finish(err error) {
 	}
 	_ = session.ClearRun(r.st)
 }
-
-// lastStopSaid introduces, in a refusal, what the last run said when it
-// stopped.
-const lastStopSaid = ", which said: "
 
 func closeNote(err error) string {
 	if err == nil {
