@@ -56,13 +56,7 @@ func TestRunWhileAnotherGitHoldsTheIndexForMoments(t *testing.T) {
 		t.Run("workers "+workers, func(t *testing.T) {
 			dir := newRepo(t)
 			const n = 6
-			var plan strings.Builder
-			for i := 1; i <= n; i++ {
-				fmt.Fprintf(&plan, "- [ ] US-%d: story %d\n", i, i)
-			}
-			writeFile(t, filepath.Join(dir, "plan.md"), plan.String())
-			mustRun(t, dir, "git", "add", "-A")
-			mustRun(t, dir, "git", "commit", "-q", "-m", "plan")
+			aheadPlan(t, dir, n)
 			// Every third iteration fails: rollbacks as well as commits.
 			agent := filepath.Join(t.TempDir(), "agent.sh")
 			writeFile(t, agent, `cat > /dev/null
