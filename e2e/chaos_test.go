@@ -473,20 +473,30 @@ func TestChaosTwoMachines(t *testing.T) {
 // the worker kept its flock on a file no longer in the tree, and a
 // wiggum worktree prune meanwhile made a new one, took it, and removed
 // the live worktree under the agent - the contract's first promise for
-// parallel mode broken. wiggum's git keeps .ralph/ out of every git clean.
+// parallel mode broken. wiggum's git keeps .ralph/ out of every git clean;
+// and the lease file has a second name in the worktree's git directory,
+// which an rm -rf .ralph (or a git clean by git's full path) leaves, so a
+// pruner still meets the worker's lock. (Deleting the lock fails that
+// attempt, as wiggum's rails do; the retry finishes the story.)
 func TestAgentGitCleanKeepsItsWorktreeLeased(t *testing.T) {
+	for _, clean := range []string{"git clean -fdxq", "rm -rf .ralph"} {
+		t.Run(clean, func(t *testing.T) { cleanWhileLeased(t, clean) })
+	}
+}
+
+func cleanWhileLeased(t *testing.T, clean string) {
 	dir, marks := twoStories(t)
 	agent := filepath.Join(marks, "agent.sh")
 	writeFile(t, agent, `cat > /dev/null
 echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
-if [ "$WIGGUM_STORY" = US-2 ] && [ ! -e "`+marks+`/resumed" ]; then
-  git clean -fdxq
+if [ "$WIGGUM_STORY" = US-2 ] && [ ! -e "`+marks+`/pruned" ]; then
+  `+clean+`
   touch "`+marks+`/ready"
   while [ ! -e "`+marks+`/pruned" ]; do sleep 0.05; done
   echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
 fi
 `)
-	p := startWiggum(t, dir, nil, "run", "--plan", "plan.md", "--workers", "2", "--retries", "0", "--agent-cmd", "sh "+agent)
+	p := startWiggum(t, dir, nil, "run", "--plan", "plan.md", "--workers", "2", "--retries", "1", "--agent-cmd", "sh "+agent)
 	waitFile(t, filepath.Join(marks, "ready"))
 	pr := wiggum(t, dir, nil, "worktree", "prune")
 	writeFile(t, filepath.Join(marks, "pruned"), "")

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -21,16 +22,105 @@ var ErrLeaseHeld = errors.New("worktree lease is held")
 var ErrTreeGone = errors.New("worktree is gone")
 
 // Lease is a worktree lease taken by a pruner; Close frees it.
-type Lease struct{ f *os.File }
+type Lease struct{ f, second *os.File }
 
 // Close releases the lease.
-func (l *Lease) Close() error { return l.f.Close() }
+func (l *Lease) Close() error {
+	if l.second != nil {
+		l.second.Close()
+	}
+	return l.f.Close()
+}
+
+// LeaseLinkName is the lease file's second name, in the worktree's own git
+// directory (.git/worktrees/<id>/): an agent's rm -rf .ralph, or a git
+// clean -x by git's full path, takes the name in the tree away - the
+// worker keeps its lock on a file no longer there, and a pruner that made
+// a new one took it and removed the live worktree. This name stays, so a
+// pruner still meets the worker's lock (LinkLease, TakeLease).
+const LeaseLinkName = "wiggum-lease"
+
+// leaseLink is the path of the second name for the worktree at root, read
+// from its .git file; "" when it has none (not a linked worktree).
+func leaseLink(root string) string {
+	data, err := os.ReadFile(filepath.Join(root, ".git"))
+	if err != nil {
+		return ""
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !ok || dir == "" {
+		return ""
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(root, dir)
+	}
+	return filepath.Join(dir, LeaseLinkName)
+}
+
+// LinkLease gives the lease file of the worktree at t.Root, which the
+// caller holds, its second name (replacing an older one). Best effort: a
+// git directory on another file system can hold no link, and the lease
+// then has its one name, as before.
+func (t Tree) LinkLease() {
+	link := leaseLink(t.Root)
+	if link == "" {
+		return
+	}
+	tmp := link + ".tmp"
+	_ = os.Remove(tmp)
+	if os.Link(t.Path(LockFile), tmp) == nil {
+		_ = os.Rename(tmp, link)
+	}
+}
+
+// ProbeLease reports whether the worktree's lease is held, by either of
+// its names.
+func (t Tree) ProbeLease() (bool, error) {
+	held, err := t.Probe()
+	if held || err != nil {
+		return held, err
+	}
+	if link := leaseLink(t.Root); link != "" {
+		return probeFile(link)
+	}
+	return false, nil
+}
 
 // TakeLease locks the lease of the worktree rooted at t.Root without
 // waiting, and checks that the file locked is still the one in place:
 // another pruner may have removed the worktree between the open and the
 // lock.
 func (t Tree) TakeLease() (*Lease, error) {
+	// The second name first: a worker whose lease file an agent removed
+	// from the tree holds its lock there still.
+	var second *os.File
+	if link := leaseLink(t.Root); link != "" {
+		if f, err := os.OpenFile(link, os.O_RDWR, 0); err == nil {
+			if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+				f.Close()
+				if errors.Is(err, syscall.EWOULDBLOCK) {
+					return nil, ErrLeaseHeld
+				}
+				return nil, fmt.Errorf("lease %s: lock: %w", filepath.Base(t.Root), err)
+			}
+			second = f
+		}
+	}
+	l, err := t.takeLease(second)
+	if err != nil {
+		if second != nil {
+			second.Close()
+		}
+		return nil, err
+	}
+	return l, nil
+}
+
+// takeLease locks the lease file in the tree; second is its second name,
+// locked already (nil when there is none): when both name one file, that
+// lock is the lease (an flock taken twice on one file, through two opens,
+// refuses itself).
+func (t Tree) takeLease(second *os.File) (*Lease, error) {
 	// Mkdir, not MkdirAll: a pruner must never recreate a worktree
 	// directory another pruner has just removed.
 	if err := os.Mkdir(t.Path(StateDir), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -49,6 +139,14 @@ func (t Tree) TakeLease() (*Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lease %s: open: %w", filepath.Base(t.Root), err)
 	}
+	if second != nil {
+		a, err1 := f.Stat()
+		b, err2 := second.Stat()
+		if err1 == nil && err2 == nil && os.SameFile(a, b) {
+			f.Close()
+			return &Lease{f: second}, nil
+		}
+	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -62,5 +160,5 @@ func (t Tree) TakeLease() (*Lease, error) {
 		f.Close()
 		return nil, ErrTreeGone
 	}
-	return &Lease{f: f}, nil
+	return &Lease{f: f, second: second}, nil
 }

@@ -183,6 +183,10 @@ func (l *Lock) Keep() (repaired string, err error) {
 	}
 	var fixed []string
 	if now, err := os.Stat(path); err != nil || !ours(now) {
+		// An rm -rf .ralph took the directory too.
+		if err := os.MkdirAll(l.tree.Path(StateDir), 0o755); err != nil {
+			return "", fmt.Errorf("lock %s again: %w", LockFile, err)
+		}
 		nf := flock.New(path)
 		ok, err := nf.TryLock()
 		if err != nil {
