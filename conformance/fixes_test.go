@@ -1255,7 +1255,17 @@ func TestPRDBranchNameWithSnarktanksPrompt(t *testing.T) {
 	forClients(t, []string{"claude", "codex", "gemini"}, func(t *testing.T, c client) {
 		for _, workers := range []string{"1", "2"} {
 			const story = "sh story.sh"
-			w := newWorld(t, c, fakemodel.Turn{Shell: story}, fakemodel.Turn{Shell: story}, fakemodel.Turn{Text: "done"}, fakemodel.Turn{Text: "done"})
+			turns := []fakemodel.Turn{{Shell: story}, {Shell: story}, {Text: "done"}, {Text: "done"}}
+			if workers == "2" {
+				// The model plays its turns in the order requests come:
+				// a request of one client that fails and is sent again
+				// (two Codex processes racing on their CODEX_HOME at start)
+				// takes a turn, and the other agent then got "done" for
+				// its first. A spare shell turn, and a story that does
+				// its work once per worktree, make the order not matter.
+				turns = []fakemodel.Turn{{Shell: story}, {Shell: story}, {Shell: story}, {Text: "done"}, {Text: "done"}, {Text: "done"}}
+			}
+			w := newWorld(t, c, turns...)
 			marks := t.TempDir()
 			writeFile(t, filepath.Join(w.dir, "prd.json"), `{"branchName": "ralph/feature-x", "userStories": [
   {"id": "US-1", "title": "first", "priority": 1, "passes": false},
@@ -1265,9 +1275,11 @@ func TestPRDBranchNameWithSnarktanksPrompt(t *testing.T) {
 			writeFile(t, filepath.Join(w.dir, "story.sh"), `M=`+marks+`
 n=$(date +%s%N)
 if [ "`+workers+`" = 2 ]; then
-  touch "$M/started-$n"
+  k=$(basename "$PWD")
+  [ -e "$M/did-$k" ] && exit 0
+  touch "$M/did-$k" "$M/started-$n"
   i=0
-  until [ "$(ls "$M" | wc -l)" -ge 2 ]; do
+  until [ "$(ls "$M" | grep -c '^started-')" -ge 2 ]; do
     i=$((i + 1)); [ $i -gt 1200 ] && { echo "never saw the other" > "$M/fail-$n"; exit 1; }
     sleep 0.05
   done
