@@ -387,9 +387,9 @@ fi
 // times, then run to their end together. Whatever happened: every story
 // the server's plan marks done has its work there and landed once, no
 // conflict marker is committed, git finds nothing broken on the server,
-// and each clone is left with nothing uncommitted and no worktree. (The chaos run that found a resume
-// deleting the branch an agent had checked out, and leaving the
-// worktree's own behind for good.)
+// and each clone is left with nothing uncommitted and no worktree. (The
+// chaos run that found a resume deleting the branch an agent had checked
+// out, and leaving the worktree's own behind for good.)
 func TestChaosTwoMachines(t *testing.T) {
 	f := newFleet(t, "daemon", 8)
 	writeFile(t, f.agent, chaosAgent)
