@@ -512,7 +512,9 @@ func (r *run) tickMerged(ctx context.Context, story *plan.Story, branch, commit 
 		return fmt.Errorf("run: mark %s done: %w", story.ID, err)
 	}
 	killpoint.At("merge-ticked")
-	if err := worktree.RetryLocked(ctx, func() error { _, err := r.commitTick(ctx, story); return err }); err != nil {
+	// Another git holding the index for a moment is waited out by each
+	// of the commit's git commands.
+	if _, err := r.commitTick(ctx, story); err != nil {
 		return fmt.Errorf("run: commit the plan with %s done: %w", story.ID, err)
 	}
 	killpoint.At("land-ticked")

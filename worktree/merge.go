@@ -107,22 +107,19 @@ func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) 
 	}
 	defer clearIntent(tree)
 	killpoint.At("merge-intent")
-	refreshed := false
-	err = RetryLocked(ctx, func() error {
-		_, err := tree.Run(ctx, "read-tree", "-m", "-u", cur, res.Commit)
-		var ge *git.Error
-		if err != nil && !refreshed && errors.As(err, &ge) && !strings.Contains(ge.Stderr, "index.lock") {
-			// Stale stat data makes read-tree think files changed (it
-			// checks every path before it writes any): refresh the
-			// index and ask once more. The index is fresh after the
-			// previous landing's own commit, so this costs a process
-			// only when something else touched the tree.
-			refreshed = true
-			_, _ = tree.Run(ctx, "update-index", "-q", "--refresh")
-			_, err = tree.Run(ctx, "read-tree", "-m", "-u", cur, res.Commit)
-		}
-		return err
-	})
+	// Another git holding the index for a moment is waited out by
+	// tree.Run itself (read-tree takes the lock first).
+	_, err = tree.Run(ctx, "read-tree", "-m", "-u", cur, res.Commit)
+	var ge *git.Error
+	if err != nil && errors.As(err, &ge) && !git.IndexLocked(err) {
+		// Stale stat data makes read-tree think files changed (it
+		// checks every path before it writes any): refresh the index
+		// and ask once more. The index is fresh after the previous
+		// landing's own commit, so this costs a process only when
+		// something else touched the tree.
+		_, _ = tree.Run(ctx, "update-index", "-q", "--refresh")
+		_, err = tree.Run(ctx, "read-tree", "-m", "-u", cur, res.Commit)
+	}
 	if err != nil {
 		var ge *git.Error
 		reason := err.Error()
@@ -152,22 +149,6 @@ func mergeTree(ctx context.Context, repo *git.Repo, target, branch, cur, tip str
 		return nil, &ConflictError{Branch: branch, Target: target, Paths: m.Conflicts}
 	}
 	return m, nil
-}
-
-// RetryLocked runs fn again while it fails because another git process -
-// a user's git status, an editor, a shell prompt - holds the index lock,
-// paced by git.LockRetry: such a holder lets go in milliseconds, and
-// failing the merge for it would leave a good branch unmerged. (Single
-// git commands that lock the index first are tried again by git.Repo
-// itself; this is for a sequence of them.)
-func RetryLocked(ctx context.Context, fn func() error) error {
-	retry := git.NewLockRetry()
-	for {
-		err := fn()
-		if !git.IndexLocked(err) || !retry.Wait(ctx) {
-			return err
-		}
-	}
 }
 
 func errOr(err error, out string) error {

@@ -178,20 +178,26 @@ func command(ctx context.Context, dir string, env []string, args ...string) *exe
 }
 
 func run(ctx context.Context, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
-	out, err := runCmd(command(ctx, dir, env, args...), stdin, args)
-	if err == nil || !IndexLocked(err) || !locksIndexFirst(args) {
+	return whileIndexLocked(ctx, args, func() ([]byte, error) {
+		return runCmd(command(ctx, dir, env, args...), stdin, args)
+	})
+}
+
+// whileIndexLocked runs git ARGS (once) and runs it again while another
+// git holds the index for a moment - an editor's or a shell prompt's git
+// status, an IDE's background refresh, which an agent's edits set off -
+// and git, which does not wait for it, fails at once. A loop that failed
+// an attempt's commit, or refused its rollback, for that stopped an
+// unattended run over a lock let go of milliseconds later. git fails
+// before it changes anything when it cannot take the lock first
+// (locksIndexFirst), so the command is simply run again.
+func whileIndexLocked[T any](ctx context.Context, args []string, once func() (T, error)) (T, error) {
+	out, err := once()
+	if err == nil || !locksIndexFirst(args) {
 		return out, err
 	}
-	// Another git holds the index for a moment - an editor's or a shell
-	// prompt's git status, an IDE's background refresh, which an agent's
-	// edits set off - and git does not wait for it: it fails at once. A
-	// loop that failed an attempt's commit, or refused its rollback, for
-	// that stopped an unattended run over a lock let go of milliseconds
-	// later. git fails before it changes anything when it cannot take the
-	// lock first (locksIndexFirst), so the command is run again.
-	retry := NewLockRetry()
-	for IndexLocked(err) && retry.Wait(ctx) {
-		out, err = runCmd(command(ctx, dir, env, args...), stdin, args)
+	for retry := NewLockRetry(); IndexLocked(err) && retry.Wait(ctx); {
+		out, err = once()
 	}
 	return out, err
 }

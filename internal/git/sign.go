@@ -23,7 +23,7 @@ import (
 // terminal's name (GPG_TTY), so gpg-agent cannot put its passphrase
 // dialog there; ssh-keygen is told never to use an askpass program.
 func (r *Repo) RunUnattended(ctx context.Context, env []string, stdin []byte, args ...string) (string, error) {
-	once := func() (string, error) {
+	return whileIndexLocked(ctx, args, func() (string, error) {
 		cmd := command(ctx, r.Root, r.env(env), args...)
 		cmd.Env = UnattendedEnv(cmd.Env)
 		detach(cmd)
@@ -35,15 +35,7 @@ func (r *Repo) RunUnattended(ctx context.Context, env []string, stdin []byte, ar
 		cmd.WaitDelay = 5 * time.Second
 		out, err := runCmd(cmd, stdin, args)
 		return string(out), err
-	}
-	out, err := once()
-	if locksIndexFirst(args) {
-		// As run does: another git holding the index for a moment.
-		for retry := NewLockRetry(); IndexLocked(err) && retry.Wait(ctx); {
-			out, err = once()
-		}
-	}
-	return out, err
+	})
 }
 
 // UnattendedEnv is env for a process that must never put a question to
