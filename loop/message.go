@@ -116,16 +116,7 @@ func (e *MessageRefusedError) Error() string {
 	how := fmt.Sprintf("give a template it accepts, with --commit-message or for every run git config %s (placeholders %s; for conventional commits, say, 'feat: {{story_title}}')",
 		CommitMessageKey, strings.Join(messagePlaceholders, ", "))
 	// One line (exit 2's reason is): the hook's lines joined.
-	var lines []string
-	for _, l := range strings.Split(e.Output, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			lines = append(lines, l)
-		}
-	}
-	said := strings.Join(lines, " | ")
-	if len(said) > 1000 {
-		said = "..." + said[len(said)-1000:]
-	}
+	said := oneLine(e.Output, 1000)
 	if e.Story == "" {
 		return fmt.Sprintf("run: your commit-msg hook refuses the message the loop would commit with, %q: %s. To go on, %s; nothing changed", e.Message, said, how)
 	}
