@@ -403,7 +403,6 @@ func lease(ctx context.Context, main *git.Repo, name, path string, meta Meta, co
 	if err != nil {
 		return nil, fmt.Errorf("worktree: lease %s: %w", name, err)
 	}
-	layout.At(path).LinkLease()
 	return &Worker{Meta: meta, Name: name, Path: path, State: st, Lease: l}, nil
 }
 
@@ -633,7 +632,7 @@ func describe(ctx context.Context, main *git.Repo, reg map[string]registration, 
 		in.Story = storyOfReason(e.reason)
 	}
 	st := layout.At(path)
-	if held, err := st.ProbeLease(); err == nil && held {
+	if held, err := st.Probe(); err == nil && held {
 		in.Held = true
 		if h, err := st.CurrentHolder(); err == nil && h != nil {
 			in.PID = h.PID

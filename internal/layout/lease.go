@@ -32,18 +32,30 @@ func (l *Lease) Close() error {
 	return l.f.Close()
 }
 
-// LeaseLinkName is the lease file's second name, in the worktree's own git
-// directory (.git/worktrees/<id>/): an agent's rm -rf .ralph, or a git
-// clean -x by git's full path, takes the name in the tree away - the
-// worker keeps its lock on a file no longer there, and a pruner that made
-// a new one took it and removed the live worktree. This name stays, so a
-// pruner still meets the worker's lock (LinkLease, TakeLease).
+// LeaseLinkName is the agent lock file's second name, in the tree's own
+// git directory (.git/ for the main tree, .git/worktrees/<id>/ for a
+// linked worktree, where the lock is a parallel worker's lease). An
+// agent's rm -rf .ralph, or a git clean -x by git's full path, takes the
+// name in the tree away: the holder keeps its lock on a file no longer
+// there, and another wiggum - or a pruner - that made a new one took it,
+// so two agents worked one tree, or a live worktree was removed. This name
+// stays, and every acquirer, probe and pruner meets the holder's lock
+// through it (Acquire, Probe, TakeLease).
 const LeaseLinkName = "wiggum-lease"
 
-// leaseLink is the path of the second name for the worktree at root, read
-// from its .git file; "" when it has none (not a linked worktree).
+// leaseLink is the path of the second name for the tree at root: in .git
+// when that is a directory, else in the git directory its .git file names;
+// "" when it has neither.
 func leaseLink(root string) string {
-	data, err := os.ReadFile(filepath.Join(root, ".git"))
+	dotgit := filepath.Join(root, ".git")
+	fi, err := os.Lstat(dotgit)
+	if err != nil {
+		return ""
+	}
+	if fi.IsDir() {
+		return filepath.Join(dotgit, LeaseLinkName)
+	}
+	data, err := os.ReadFile(dotgit)
 	if err != nil {
 		return ""
 	}
@@ -57,33 +69,16 @@ func leaseLink(root string) string {
 	return filepath.Join(dir, LeaseLinkName)
 }
 
-// LinkLease gives the lease file of the worktree at t.Root, which the
-// caller holds, its second name (replacing an older one). Best effort: a
-// git directory on another file system can hold no link, and the lease
-// then has its one name, as before.
-func (t Tree) LinkLease() {
-	link := leaseLink(t.Root)
-	if link == "" {
-		return
-	}
+// linkLock gives the lock file of the tree, which the caller holds, its
+// second name (replacing an older one). Best effort: a git directory on
+// another file system can hold no link, and the lock then has its one
+// name, as before.
+func (t Tree) linkLock(link string) {
 	tmp := link + ".tmp"
 	_ = os.Remove(tmp)
 	if os.Link(t.Path(LockFile), tmp) == nil {
 		_ = os.Rename(tmp, link)
 	}
-}
-
-// ProbeLease reports whether the worktree's lease is held, by either of
-// its names.
-func (t Tree) ProbeLease() (bool, error) {
-	held, err := t.Probe()
-	if held || err != nil {
-		return held, err
-	}
-	if link := leaseLink(t.Root); link != "" {
-		return probeFile(link)
-	}
-	return false, nil
 }
 
 // TakeLease locks the lease of the worktree rooted at t.Root without

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -91,11 +92,44 @@ func (t Tree) Acquire(ctx context.Context, opts AcquireOptions) (*Lock, error) {
 	if err := os.MkdirAll(t.Path(StateDir), 0o755); err != nil {
 		return nil, fmt.Errorf("lock: create %s: %w", StateDir, err)
 	}
+	var deadline time.Time
+	if opts.Wait > 0 {
+		deadline = time.Now().Add(opts.Wait)
+	}
+	// The lock's second name first: a holder whose lock file an agent
+	// removed from the tree still holds its lock there, and must be met
+	// before this acquire makes and takes a new file in the tree.
+	link := leaseLink(t.Root)
+	var old *os.File
+	if link != "" {
+		f, err := os.OpenFile(link, os.O_RDWR, 0)
+		if err == nil {
+			if err := flockUntil(ctx, f, deadline); err != nil {
+				f.Close()
+				if errors.Is(err, syscall.EWOULDBLOCK) {
+					return nil, t.heldError()
+				}
+				return nil, fmt.Errorf("lock %s: %w", LockFile, err)
+			}
+			if a, err1 := f.Stat(); err1 == nil {
+				if b, err2 := os.Stat(t.Path(LockFile)); err2 == nil && os.SameFile(a, b) {
+					// One file by both names, as it should be: lock it by
+					// its name in the tree (an flock taken twice on one
+					// file, through two opens, refuses itself). Another
+					// acquirer may take it in between; this one then waits
+					// or is refused, as for any holder.
+					f.Close()
+					f = nil
+				}
+			}
+			old = f
+		}
+	}
 	fl := flock.New(t.Path(LockFile))
 	var ok bool
 	var err error
-	if opts.Wait > 0 {
-		wctx, cancel := context.WithTimeout(ctx, opts.Wait)
+	if !deadline.IsZero() {
+		wctx, cancel := context.WithDeadline(ctx, deadline)
 		ok, err = fl.TryLockContext(wctx, 50*time.Millisecond)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -103,6 +137,18 @@ func (t Tree) Acquire(ctx context.Context, opts AcquireOptions) (*Lock, error) {
 		}
 	} else {
 		ok, err = fl.TryLock()
+	}
+	if err == nil && ok && link != "" {
+		// Both names for the file now locked; the one the second name had
+		// (a tree file deleted or replaced while nobody held it) is locked
+		// until the link is made, so no acquirer that opened it meets it
+		// free before the new one is in place.
+		if fi, err1 := os.Stat(link); err1 != nil || old != nil || !sameLocked(fl, fi) {
+			t.linkLock(link)
+		}
+	}
+	if old != nil {
+		old.Close()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", LockFile, err)
@@ -243,6 +289,28 @@ func (l *Lock) unlock() error {
 // could not say who holds the lock or since when.
 const recordWait = 2 * time.Second
 
+// sameLocked reports whether fi is the file fl has locked.
+func sameLocked(fl *flock.Flock, fi os.FileInfo) bool {
+	held, err := fl.Stat()
+	return err == nil && os.SameFile(held, fi)
+}
+
+// flockUntil takes an exclusive flock on f, trying again every 50 ms until
+// deadline (zero: once); syscall.EWOULDBLOCK when it stays held.
+func flockUntil(ctx context.Context, f *os.File, deadline time.Time) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || deadline.IsZero() || !time.Now().Before(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 func (t Tree) heldError() error {
 	deadline := time.Now().Add(recordWait)
 	for {
@@ -283,7 +351,16 @@ func (t Tree) readHeld() *HeldError {
 // namespaces); a holder that is not wiggum (a bash loop's flock) is seen
 // through /proc/locks, which a PID namespace of its own filters.
 func (t Tree) Probe() (held bool, err error) {
-	return probeFile(t.Path(LockFile))
+	held, err = probeFile(t.Path(LockFile))
+	if held || err != nil {
+		return held, err
+	}
+	// A holder whose lock file was taken from the tree holds it still by
+	// its second name.
+	if link := leaseLink(t.Root); link != "" {
+		return probeFile(link)
+	}
+	return false, nil
 }
 
 // LockPID returns the pid that took the agent lock according to the
@@ -292,6 +369,11 @@ func (t Tree) Probe() (held bool, err error) {
 func (t Tree) LockPID() int {
 	if pids, _ := flockHolders(t.Path(LockFile)); len(pids) > 0 {
 		return pids[0]
+	}
+	if link := leaseLink(t.Root); link != "" {
+		if pids, _ := flockHolders(link); len(pids) > 0 {
+			return pids[0]
+		}
 	}
 	return 0
 }
