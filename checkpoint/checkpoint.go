@@ -328,6 +328,43 @@ func (s *State) currentCheckpoint(ctx context.Context) (cp *Checkpoint, ref stri
 	return cp, ref, err
 }
 
+// Reinstate writes cp back as the checkpoint record when the record is
+// gone - an agent's rm -rf .ralph, say, which would leave the rollback of
+// its failed attempt refused ("no checkpoint recorded") and the run
+// stopped - and wiggum's checkpoint ref still names cp. The ref is
+// wiggum's own record, outside the tree: the file put back is the one that
+// was lost, never an older one (a newer checkpoint moved the ref, and then
+// nothing is written). It reports whether it wrote the record. The caller
+// holds the agent lock and knows cp as the one it recorded.
+func (s *State) Reinstate(ctx context.Context, cp *Checkpoint) (bool, error) {
+	if cp == nil {
+		return false, nil
+	}
+	if _, err := os.Stat(s.RuntimePath(layout.CheckpointFile)); !errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	var pending Checkpoint
+	if statefile.ReadJSON(s.RuntimePath(layout.CheckpointPending), &pending, func() error { return pending.check() }) == nil {
+		return false, nil // currentCheckpoint judges a whole pending record against the ref
+	}
+	ref, err := s.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", s.snapshotRef())
+	if err != nil || ref != cp.recordedValue() {
+		return false, nil
+	}
+	path, err := s.Runtime(layout.CheckpointFile)
+	if err != nil {
+		return false, err
+	}
+	data, err := statefile.Encode(cp)
+	if err != nil {
+		return false, err
+	}
+	if err := statefile.Write(path, data); err != nil {
+		return false, fmt.Errorf("checkpoint: put the record back: %w", err)
+	}
+	return true, nil
+}
+
 // Load reads the rollback point: ErrNoCheckpoint when there is none, a
 // *CorruptError when the file is damaged.
 func (s *State) Load() (*Checkpoint, error) {

@@ -250,3 +250,49 @@ func TestCheckpointKilledTwiceKeepsTheRecordInEffect(t *testing.T) {
 		t.Fatal("the rollback did not return to the checkpoint that took effect")
 	}
 }
+
+// An agent's rm -rf .ralph took the checkpoint record. Reinstate puts the
+// record the loop made back while wiggum's checkpoint ref still names it,
+// and the rollback then works; it never puts back one a newer checkpoint
+// replaced (the ref moved), and never writes over a record in place.
+func TestReinstateDeletedRecord(t *testing.T) {
+	r := newRepo(t)
+	tok := "s1"
+	r.write("wip.txt", "uncommitted at the checkpoint\n")
+	cp := mustSave(t, r, tok)
+	if ok, err := r.st.Reinstate(ctx, cp); ok || err != nil {
+		t.Fatalf("Reinstate with the record in place: %v %v", ok, err)
+	}
+	r.write("later.txt", "the agent's file\n")
+	if err := os.RemoveAll(r.st.Path(layout.StateDir)); err != nil {
+		t.Fatal(err)
+	}
+	r.t.Setenv(layout.SessionEnv, tok)
+	if _, err := r.st.Rollback(ctx, RollbackOptions{Session: tok}); err == nil {
+		t.Fatal("the naive design: a rollback with the record gone is not refused?")
+	}
+	if ok, err := r.st.Reinstate(ctx, cp); !ok || err != nil {
+		t.Fatalf("Reinstate with the record gone: %v %v", ok, err)
+	}
+	if _, err := r.st.Rollback(ctx, RollbackOptions{Session: tok}); err != nil {
+		t.Fatalf("rollback after Reinstate: %v", err)
+	}
+	if r.exists("later.txt") || r.read("wip.txt") != "uncommitted at the checkpoint\n" {
+		t.Fatal("the rollback did not return to the checkpoint")
+	}
+
+	// A newer checkpoint (the agent's own, in its session) moved the ref,
+	// then its record went too: the loop's older record is not put back.
+	cp = mustSave(t, r, tok)
+	r.sessionCommit(tok, "newer.txt", "committed after the first checkpoint\n")
+	mustSave(t, r, tok)
+	if err := os.RemoveAll(r.st.Path(layout.StateDir)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := r.st.Reinstate(ctx, cp); ok || err != nil {
+		t.Fatalf("Reinstate of a record a newer checkpoint replaced: %v %v", ok, err)
+	}
+	if r.exists(".ralph/wiggum/checkpoint.json") {
+		t.Fatal("an older record was written")
+	}
+}

@@ -59,6 +59,9 @@ type executor struct {
 	// attemptHead is the commit the current attempt started from (its
 	// checkpoint's HEAD), which keepHistory keeps on the branch.
 	attemptHead string
+	// attemptCP is the checkpoint the current attempt started from, as
+	// recorded (checkRails puts its record back when an agent deleted it).
+	attemptCP *checkpoint.Checkpoint
 	// planStart is the plan file as the attempt found it; wplan is a
 	// worker's own copy of the plan (plan()).
 	planStart *planAtStart
@@ -171,7 +174,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	if err != nil {
 		return step{}, err
 	}
-	e.attemptBranch, e.attemptHead = cp.Branch, cp.Head
+	e.attemptBranch, e.attemptHead, e.attemptCP = cp.Branch, cp.Head, cp
 	e.planStart = e.readPlan()
 	e.stashAtStart = stashCommits(e.st.Repo)
 	e.refsAtStart, _ = e.st.Repo.Refs(refPrefixes...)
@@ -653,6 +656,22 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 			}
 			e.disp.printf("  %s deleted or replaced during the attempt: locked and written again", fixed)
 		}
+	}
+	// The checkpoint record, which the same deletion takes (rm -rf
+	// .ralph): without it the failed attempt's rollback is refused and
+	// the run stops. wiggum's checkpoint ref, outside the tree, says
+	// whether the record the loop made is still the checkpoint.
+	if ok, err := e.st.Reinstate(context.WithoutCancel(ctx), e.attemptCP); err != nil {
+		e.disp.printf("  could not put back the checkpoint record the attempt deleted: %v", err)
+	} else if ok {
+		parts = append(parts, "deleted wiggum's checkpoint record")
+		e.disp.printf("  the checkpoint record %s was deleted during the attempt: put back from wiggum's checkpoint ref", layout.RuntimeDir+"/"+layout.CheckpointFile)
+	}
+	// The run's journal, which a resume after a crash reads.
+	if ok, err := e.run.led.keepJournal(); err != nil {
+		e.disp.printf("  could not put back the run journal the attempt deleted: %v", err)
+	} else if ok {
+		e.disp.printf("  the run journal %s was deleted or replaced during the attempt: put back with every record", layout.RuntimeDir+"/"+layout.JournalFile)
 	}
 	// The exclude lines that hide wiggum's state from git: the state is
 	// never committed or rolled back without them (git.Status and the

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -227,6 +229,45 @@ func (j *journal) add(r journalRec, durable bool) error {
 		}
 	}
 	return nil
+}
+
+// keep puts the journal back at its path when something deleted or
+// replaced it while the run held it open (an agent's rm -rf .ralph): the
+// run's records would go on into a file no name reaches, and a resume
+// after a crash would find no journal - not the attempt it left open. The
+// records written so far are copied to a new file in its place, which the
+// journal appends to from then on. It reports whether it did.
+func (j *journal) keep() (bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	held, err := j.f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("run journal %s: %w", j.path, err)
+	}
+	if now, err := os.Stat(j.path); err == nil && os.SameFile(now, held) {
+		return false, nil
+	}
+	data := make([]byte, held.Size())
+	if _, err := j.f.ReadAt(data, 0); err != nil {
+		return false, fmt.Errorf("run journal %s: read back: %w", j.path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(j.path), 0o755); err != nil {
+		return false, fmt.Errorf("run journal %s: %w", j.path, err)
+	}
+	if err := statefile.Write(j.path, data); err != nil {
+		return false, fmt.Errorf("run journal %s: put back: %w", j.path, err)
+	}
+	f, err := os.OpenFile(j.path, os.O_RDWR, 0)
+	if err != nil {
+		return false, fmt.Errorf("run journal %s: %w", j.path, err)
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		f.Close()
+		return false, fmt.Errorf("run journal %s: %w", j.path, err)
+	}
+	j.f.Close()
+	j.f = f
+	return true, nil
 }
 
 func (j *journal) close() error {

@@ -161,6 +161,17 @@ func (l *ledger) record(r journalRec, durable bool) error {
 	return nil
 }
 
+// keepJournal puts the run journal back at its path when something
+// deleted or replaced it (journal.keep); false without a journal.
+func (l *ledger) keepJournal() (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.j == nil {
+		return false, nil
+	}
+	return l.j.keep()
+}
+
 // failed returns the failed attempts counted for story.
 func (l *ledger) failed(id string) int {
 	l.mu.Lock()
