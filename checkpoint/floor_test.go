@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -170,8 +171,8 @@ func TestRollbackFileKinds(t *testing.T) {
 // index.lock for longer than git.IndexLockWait makes the rollback refuse
 // before anything moves.
 func TestRollbackRefusesWhileGitHoldsTheIndex(t *testing.T) {
-	defer func(w time.Duration) { git.IndexLockWait = w }(git.IndexLockWait)
-	git.IndexLockWait = 200 * time.Millisecond
+	defer func(w, a time.Duration) { git.IndexLockWait, git.StaleLockAfter = w, a }(git.IndexLockWait, git.StaleLockAfter)
+	git.IndexLockWait, git.StaleLockAfter = 300*time.Millisecond, 50*time.Millisecond
 	for _, dirty := range []bool{false, true} {
 		r := newRepo(t)
 		mustSave(t, r, "")
@@ -180,20 +181,57 @@ func TestRollbackRefusesWhileGitHoldsTheIndex(t *testing.T) {
 			r.write("b.txt", "b\n")
 		}
 		lock := filepath.Join(r.dir, ".git", "index.lock")
-		if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		// A real git holds it: git add takes the lock, then reads its
+		// pathspecs from stdin.
+		other := exec.Command("git", "add", "--pathspec-from-file=-")
+		other.Dir = r.dir
+		in, err := other.StdinPipe()
+		if err != nil {
 			t.Fatal(err)
+		}
+		if err := other.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; !r.exists(".git/index.lock"); i++ {
+			if i == 500 {
+				t.Fatal("git never took the index lock")
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 		wantRefused(t, r, RollbackOptions{}, "index is locked")
 		if _, err := os.Stat(lock); err != nil {
 			t.Fatal("the other command's lock was removed")
 		}
-		os.Remove(lock)
+		in.Close()
+		_ = other.Wait()
 		if _, err := r.st.Rollback(ctx, RollbackOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if entries, _ := filepath.Glob(filepath.Join(r.dir, ".git", "wiggum-index*")); len(entries) > 0 || r.exists(".git/index.lock") {
 			t.Fatalf("left behind: %v", entries)
 		}
+	}
+}
+
+// TestRollbackRemovesAStaleIndexLock: index.lock left by a git that no
+// longer runs (killed mid-command: an agent's, stopped by --timeout) made
+// the rollback refuse, and an unattended run stop. No git that could hold
+// it runs: it is removed, and the rollback goes on.
+func TestRollbackRemovesAStaleIndexLock(t *testing.T) {
+	defer func(w, a time.Duration) { git.IndexLockWait, git.StaleLockAfter = w, a }(git.IndexLockWait, git.StaleLockAfter)
+	git.IndexLockWait, git.StaleLockAfter = 5*time.Second, 100*time.Millisecond
+	r := newRepo(t)
+	mustSave(t, r, "")
+	r.commit("a.txt", "a\n", "agent")
+	r.write("b.txt", "b\n")
+	if err := os.WriteFile(filepath.Join(r.dir, ".git", "index.lock"), []byte("half an index"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.st.Rollback(ctx, RollbackOptions{}); err != nil {
+		t.Fatalf("rollback over a stale index lock: %v", err)
+	}
+	if r.exists("a.txt") || r.exists("b.txt") || r.exists(".git/index.lock") {
+		t.Fatal("the rollback did not return to the checkpoint")
 	}
 }
 

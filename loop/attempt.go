@@ -470,6 +470,13 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		return outcome{source: "agent", command: cmd, detail: err.Error(), output: err.Error()}
 	}
 	o := outcome{source: "agent", command: cmd, output: res.Output, res: res}
+	// A git of the agent's killed mid-command (--timeout stopped the
+	// agent, say) leaves its lock files, and git then refuses every
+	// command of wiggum's that follows: the commit, the rollback, and the
+	// run stopped. The agent's processes are all gone now.
+	for _, l := range e.st.Repo.ClearStaleLocks(e.attemptBranch) {
+		e.disp.printf("  removed git's lock %s: no git that could hold it still runs (a git killed mid-command leaves it)", l)
+	}
 	// Before anything reads, commits or rolls back the tree: nothing half
 	// done in git, and on the attempt's branch.
 	left, berr := e.leftInGit(ctx)

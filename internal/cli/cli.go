@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/muesli/termenv"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/checkpointentry"
+	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/hookentry"
 	"github.com/wiggum-dev/wiggum/internal/proc"
 	"github.com/wiggum-dev/wiggum/internal/signals"
@@ -173,6 +175,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	ctx, stop := signals.Context()
 	defer stop()
 	kctx.BindTo(ctx, (*context.Context)(nil))
+	git.OnStaleLock = func(path string, age time.Duration) {
+		c.Globals.Log().Warn(fmt.Sprintf("removed git's lock %s, last written %s ago: no git that could hold it still runs (one killed mid-command leaves it, and git then refuses every command that writes the index)", path, age))
+	}
 	err = kctx.Run()
 	code = exitCode(err)
 	var silent Silent

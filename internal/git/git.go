@@ -178,7 +178,7 @@ func command(ctx context.Context, dir string, env []string, args ...string) *exe
 }
 
 func run(ctx context.Context, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
-	return whileIndexLocked(ctx, args, func() ([]byte, error) {
+	return whileIndexLocked(ctx, dir, args, func() ([]byte, error) {
 		return runCmd(command(ctx, dir, env, args...), stdin, args)
 	})
 }
@@ -191,12 +191,23 @@ func run(ctx context.Context, dir string, env []string, stdin []byte, args ...st
 // unattended run over a lock let go of milliseconds later. git fails
 // before it changes anything when it cannot take the lock first
 // (locksIndexFirst), so the command is simply run again.
-func whileIndexLocked[T any](ctx context.Context, args []string, once func() (T, error)) (T, error) {
+//
+// A lock still there after StaleLockAfter whose holder no longer runs (a
+// git killed mid-command) is removed (ClearStaleLock) and the command run
+// again; dir is where the command runs.
+func whileIndexLocked[T any](ctx context.Context, dir string, args []string, once func() (T, error)) (T, error) {
 	out, err := once()
 	if err == nil || !locksIndexFirst(args) {
 		return out, err
 	}
+	asked := time.Now()
 	for retry := NewLockRetry(); IndexLocked(err) && retry.Wait(ctx); {
+		if time.Since(asked) >= StaleLockAfter {
+			asked = time.Now()
+			if p := lockPathOf(err); p != "" {
+				ClearStaleLock(p, dir, filepath.Dir(p))
+			}
+		}
 		out, err = once()
 	}
 	return out, err

@@ -23,7 +23,7 @@ import (
 // terminal's name (GPG_TTY), so gpg-agent cannot put its passphrase
 // dialog there; ssh-keygen is told never to use an askpass program.
 func (r *Repo) RunUnattended(ctx context.Context, env []string, stdin []byte, args ...string) (string, error) {
-	return whileIndexLocked(ctx, args, func() (string, error) {
+	return whileIndexLocked(ctx, r.Root, args, func() (string, error) {
 		cmd := command(ctx, r.Root, r.env(env), args...)
 		cmd.Env = UnattendedEnv(cmd.Env)
 		detach(cmd)

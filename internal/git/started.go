@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"slices"
 
 	"github.com/wiggum-dev/wiggum/internal/exitwait"
 )
@@ -41,6 +42,10 @@ func (r *Repo) Start(ctx context.Context, env []string, args ...string) *Started
 	if err != nil {
 		s.err = &Error{Args: args, Err: err}
 		s.ended = true
+	} else if subcommand(args) == "update-ref" && slices.Contains(args, "--stdin") {
+		// Until its input ends it has taken no ref's lock: a stale lock is
+		// not this git's (ClearStaleLock).
+		markIdle(s.cmd.Process.Pid, true)
 	}
 	return s
 }
@@ -55,6 +60,7 @@ func (s *Started) Finish(stdin []byte) (string, error) {
 		return "", s.err
 	}
 	s.ended = true
+	markIdle(s.cmd.Process.Pid, false)
 	var werr error
 	if len(stdin) > 0 {
 		// git may stop reading (a bad line); its error says why, the
@@ -80,6 +86,7 @@ func (s *Started) Abandon() {
 		return
 	}
 	s.ended = true
+	markIdle(s.cmd.Process.Pid, false)
 	_ = s.cmd.Process.Kill()
 	s.in.Close()
 	_ = s.cmd.Wait()

@@ -63,7 +63,7 @@ func Settle(ctx context.Context, o SettleOptions) error {
 		if lock != "" {
 			seen, _ = os.Lstat(lock) // before the look for gits at work
 		}
-		pids := gitsWorkingIn(o.Root, o.CommonDir)
+		pids, _, _ := git.GitsWorkingIn(o.Root, o.CommonDir)
 		var orphans, others []int
 		for _, pid := range pids {
 			if owner := git.Owner(pid); owner != 0 && owner != os.Getpid() && !layout.PIDAlive(owner) {
@@ -85,7 +85,7 @@ func Settle(ctx context.Context, o SettleOptions) error {
 		case lock == "":
 			return nil
 		case len(pids) == 0:
-			removed, err := removeStale(lock, seen)
+			removed, err := git.RemoveStale(lock, seen)
 			if err != nil {
 				return err
 			}
@@ -119,62 +119,6 @@ func killOrphan(pid int, o SettleOptions) error {
 	}
 	o.Say("killed git (pid %d%s): the killed wiggum (pid %d) started it, and it was still running %s after that wiggum's death", pid, what, owner, o.Grace)
 	return nil
-}
-
-// removeStale removes a lock file found stale - seen as it was before the
-// look for gits at work found none - unless it has been replaced since (a
-// new git took the lock after the old file went): the file existed, so no
-// git could have made it anew without its going first. A file made anew
-// may get the old one's inode back; its change time then tells them apart
-// (to the file system's clock tick).
-func removeStale(lock string, seen fs.FileInfo) (bool, error) {
-	now, err := os.Lstat(lock)
-	if err != nil || seen == nil || !os.SameFile(seen, now) || changed(seen) != changed(now) {
-		return false, nil
-	}
-	if err := os.Remove(lock); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
-		}
-		return false, fmt.Errorf("remove the stale git lock %s: %w", lock, err)
-	}
-	return true, nil
-}
-
-// changed is a file's change time (ctime).
-func changed(fi fs.FileInfo) syscall.Timespec {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Ctim
-	}
-	return syscall.Timespec{}
-}
-
-// gitsWorkingIn lists the live git processes whose working directory is
-// inside root or the git dir.
-func gitsWorkingIn(root, commonDir string) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
-		if err != nil || !strings.HasPrefix(strings.TrimSpace(string(comm)), "git") {
-			continue
-		}
-		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
-		if err != nil {
-			continue
-		}
-		for _, dir := range []string{root, commonDir} {
-			if cwd == dir || strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
-				out = append(out, pid)
-				break
-			}
-		}
-	}
-	return out
 }
 
 // DescribeProcess is ": COMMAND LINE, parent PPID" for a live pid, for an

@@ -171,15 +171,15 @@ func TestRemoveStaleSparesAReplacedLock(t *testing.T) {
 	if err := os.WriteFile(lock, []byte("new"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if removed, err := removeStale(lock, seen); removed || err != nil {
-		t.Fatalf("removeStale = %v, %v", removed, err)
+	if removed, err := git.RemoveStale(lock, seen); removed || err != nil {
+		t.Fatalf("RemoveStale = %v, %v", removed, err)
 	}
 	if _, err := os.Stat(lock); err != nil {
 		t.Fatalf("the new lock is gone: %v", err)
 	}
 	seen, _ = os.Lstat(lock)
-	if removed, err := removeStale(lock, seen); !removed || err != nil {
-		t.Fatalf("removeStale of the same file = %v, %v", removed, err)
+	if removed, err := git.RemoveStale(lock, seen); !removed || err != nil {
+		t.Fatalf("RemoveStale of the same file = %v, %v", removed, err)
 	}
 }
 

@@ -1,0 +1,260 @@
+package git
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A git killed while it held the index (an agent's `git commit` when
+// --timeout stopped the agent, a client's process tree torn down, a
+// power cut) leaves its lock file behind, and git then refuses every
+// command that writes the index until someone removes it: an unattended
+// run's commit and rollback failed on it, and the run stopped (exit 4)
+// over a file no process held. ClearStaleLock removes such a lock once it
+// is proven stale; wiggum's own index writes call it after waiting
+// StaleLockAfter for the holder, so a live git (an editor's git status, a
+// pre-commit hook that runs for minutes) is still waited out.
+
+// StaleLockAfter is how long a git command waits on an index lock before
+// it asks whether the lock's holder still runs.
+var StaleLockAfter = time.Second
+
+// OnStaleLock, when set, is told of each stale lock removed: path and how
+// long ago it was last written.
+var OnStaleLock func(path string, age time.Duration)
+
+// ClearStaleLock removes the git lock file at path when no git process
+// that could hold it still runs: none of the live processes named git
+// that may take such a lock (holds) works in one of dirs (its current
+// directory inside one of them; pass the working tree and the git
+// directory). A git whose directory cannot be read (another user's)
+// counts as a holder, and so does everything where /proc cannot be read:
+// a lock is never removed on a guess. It reports whether it removed the
+// file, and tells OnStaleLock.
+func ClearStaleLock(path string, dirs ...string) bool {
+	age, removed := clearStale(path, dirs)
+	if removed && OnStaleLock != nil {
+		OnStaleLock(path, age)
+	}
+	return removed
+}
+
+// clearStale is ClearStaleLock, telling no one; age is how long ago the
+// removed lock was last written.
+func clearStale(path string, dirs []string) (age time.Duration, removed bool) {
+	seen, err := os.Lstat(path)
+	if err != nil || !seen.Mode().IsRegular() {
+		return 0, false
+	}
+	in, unreadable, ok := GitsWorkingIn(dirs...)
+	if !ok || len(unreadable) > 0 {
+		return 0, false
+	}
+	index := strings.HasSuffix(path, "index.lock")
+	for _, pid := range in {
+		if isIdle(pid) {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err != nil && errors.Is(err, fs.ErrNotExist) {
+			continue // exited
+		}
+		if err == nil && !holds(cmdline, index) {
+			continue
+		}
+		return 0, false
+	}
+	removed, err = RemoveStale(path, seen)
+	if !removed || err != nil {
+		return 0, false
+	}
+	return time.Since(seen.ModTime()).Round(time.Second), true
+}
+
+// ClearStaleLocks removes the lock files a git killed mid-command leaves
+// where they stop wiggum's own next commands - the index's, HEAD's, the
+// branch's (a full ref name; "" for none), packed-refs' - when no git that
+// could hold them still runs (ClearStaleLock). It is a few stats when
+// there are none. It returns the locks it removed, each with how long
+// ago it was last written.
+func (r *Repo) ClearStaleLocks(branch string) []string {
+	// A lock of this tree's git dir is held by a git working in this
+	// tree; a shared one (refs) by a git working in any of them: in the
+	// main tree, which holds wiggum's worktrees, or in the git dir.
+	own := []string{r.Root, r.GitDir}
+	shared := []string{r.Root, r.CommonDir}
+	if filepath.Base(r.CommonDir) == ".git" {
+		shared = append(shared, filepath.Dir(r.CommonDir))
+	}
+	type lock struct {
+		path string
+		dirs []string
+	}
+	candidates := []lock{
+		{filepath.Join(r.GitDir, "index.lock"), own},
+		{filepath.Join(r.GitDir, "HEAD.lock"), own},
+		{filepath.Join(r.CommonDir, "packed-refs.lock"), shared},
+	}
+	if strings.HasPrefix(branch, "refs/heads/") {
+		candidates = append(candidates, lock{filepath.Join(r.CommonDir, filepath.FromSlash(branch)+".lock"), shared})
+	}
+	var removed []string
+	for _, c := range candidates {
+		if _, err := os.Lstat(c.path); err != nil {
+			continue
+		}
+		if age, ok := clearStale(c.path, c.dirs); ok {
+			removed = append(removed, fmt.Sprintf("%s (last written %s ago)", c.path, age))
+		}
+	}
+	return removed
+}
+
+// GitsWorkingIn lists the live processes named git (git, git-remote-https,
+// ...) whose working directory is inside one of dirs, and apart those
+// whose directory could not be read (another user's); ok is false when
+// /proc cannot be listed.
+func GitsWorkingIn(dirs ...string) (in, unreadable []int, ok bool) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, nil, false
+	}
+	var roots []string
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			d = r
+		}
+		roots = append(roots, filepath.Clean(d))
+	}
+	self := os.Getpid()
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err != nil || !strings.HasPrefix(strings.TrimSpace(string(comm)), "git") {
+			continue
+		}
+		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				unreadable = append(unreadable, pid)
+			}
+			continue
+		}
+		for _, r := range roots {
+			if cwd == r || strings.HasPrefix(cwd, r+string(filepath.Separator)) {
+				in = append(in, pid)
+				break
+			}
+		}
+	}
+	return in, unreadable, true
+}
+
+// RemoveStale removes a lock file found stale - seen as it was before the
+// look for gits at work found none - unless it has been replaced since (a
+// new git took the lock after the old file went): the file existed, so no
+// git could have made it anew without its going first. A file made anew
+// may get the old one's inode back; its change time then tells them apart
+// (to the file system's clock tick).
+func RemoveStale(lock string, seen fs.FileInfo) (bool, error) {
+	now, err := os.Lstat(lock)
+	if err != nil || seen == nil || !os.SameFile(seen, now) || changed(seen) != changed(now) {
+		return false, nil
+	}
+	if err := os.Remove(lock); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("remove the stale git lock %s: %w", lock, err)
+	}
+	return true, nil
+}
+
+// lockPathOf is the lock file git names in err ("Unable to create
+// '/repo/.git/index.lock': File exists."), "" when it names none.
+func lockPathOf(err error) string {
+	var ge *Error
+	if !errors.As(err, &ge) {
+		return ""
+	}
+	_, rest, ok := strings.Cut(ge.Stderr, "Unable to create '")
+	if !ok {
+		return ""
+	}
+	p, _, ok := strings.Cut(rest, "': File exists")
+	if !ok || !strings.HasSuffix(p, ".lock") || !filepath.IsAbs(p) {
+		return ""
+	}
+	return p
+}
+
+// readOnly is the git commands that never take a lock of the index or of
+// a ref: an agent's pager left open on git log, wiggum's own cat-file
+// --batch, must not keep a stale lock in place for ever. noIndex adds
+// those that lock refs but never the index.
+var readOnly = map[string]bool{
+	"cat-file": true, "hash-object": true, "rev-parse": true, "rev-list": true,
+	"for-each-ref": true, "show-ref": true, "log": true, "show": true, "ls-tree": true, "merge-base": true,
+	"config": true, "var": true, "mktree": true, "commit-tree": true, "diff-tree": true,
+	"name-rev": true, "describe": true, "blame": true, "shortlog": true, "cherry": true, "grep": true,
+	"ls-remote": true, "upload-pack": true, "pack-objects": true, "index-pack": true,
+	"unpack-objects": true, "credential": true, "version": true,
+}
+
+var noIndex = map[string]bool{"update-ref": true, "symbolic-ref": true, "fetch": true, "push": true, "receive-pack": true}
+
+// idle is wiggum's own git children started ahead that have taken no
+// lock yet (Started: update-ref --stdin before its input ends).
+var idle sync.Map
+
+func markIdle(pid int, on bool) {
+	if on {
+		idle.Store(pid, true)
+	} else {
+		idle.Delete(pid)
+	}
+}
+
+func isIdle(pid int) bool {
+	_, ok := idle.Load(pid)
+	return ok
+}
+
+// subcommand is the git command in args (after git's own options).
+func subcommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-c" || a == "-C" || a == "--git-dir" || a == "--work-tree" || a == "--namespace":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
+// holds reports whether the git command line cmdline (NUL separated, as
+// /proc has it) may hold the index's lock (index) or a ref's: false only
+// for the commands that never take one.
+func holds(cmdline []byte, index bool) bool {
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	sub := subcommand(args[1:])
+	if sub == "" || strings.HasPrefix(filepath.Base(args[0]), "git-") {
+		return true // git's helpers (git-remote-https ...): their parent fetches or pushes
+	}
+	return !readOnly[sub] && !(index && noIndex[sub])
+}
