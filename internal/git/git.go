@@ -262,18 +262,9 @@ func IndexLocked(err error) bool {
 // lock before it changes anything, so that one failing on the lock can
 // simply run again.
 func locksIndexFirst(args []string) bool {
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "-c" || a == "-C":
-			i++
-		case strings.HasPrefix(a, "-"):
-		default:
-			switch a {
-			case "add", "commit", "read-tree", "update-index", "rm", "mv", "reset", "checkout-index", "checkout", "restore", "switch", "apply":
-				return true
-			}
-			return false
-		}
+	switch subcommand(args) {
+	case "add", "commit", "read-tree", "update-index", "rm", "mv", "reset", "checkout-index", "checkout", "restore", "switch", "apply":
+		return true
 	}
 	return false
 }
