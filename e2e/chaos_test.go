@@ -16,12 +16,12 @@ import (
 // its own, stashes (popped or left), an amend or a squash of the commit
 // before its attempt (and then a failure), tags, a switch away and back, an
 // entry appended to progress.txt, a .gitignore rule, a background process,
-// a failure.
+// the lock files of a git killed mid-command, an rm -rf .ralph, a failure.
 const chaosAgent = `cat > /dev/null
 s=$WIGGUM_STORY
 r=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
 echo "$s $r" >> "work-$s.txt"
-case $((r % 15)) in
+case $((r % 17)) in
 0) git checkout -q -b "tmp-$s-$r" && git add -A && git commit -q -m "agent $s on its own branch" ;;
 1) git add -A && git commit -q -m "agent $s commit" ;;
 2) echo stash > "stash-$s.txt"; git stash -q -u && git stash pop -q ;;
@@ -37,6 +37,8 @@ case $((r % 15)) in
 12) git checkout -q main 2>/dev/null; git checkout -q - 2>/dev/null; true ;;
 13) git commit -q --amend -m "agent $s amended the last" 2>/dev/null; true ;;
 14) git add -A; git commit -q --amend -m "agent $s amended, then failed" 2>/dev/null; exit 1 ;;
+15) g=$(git rev-parse --git-dir); printf 'DIRC half' > "$g/index.lock"; git rev-parse HEAD > "$g/HEAD.lock"; [ $((r % 2)) = 0 ] || exit 1 ;;
+16) rm -rf .ralph; exit 1 ;;
 esac
 exit 0
 `

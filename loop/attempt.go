@@ -181,7 +181,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	// Informational until the agent has done something: a start lost to
 	// a power cut leaves an attempt that had nothing to roll back.
 	if err := r.led.record(journalRec{T: "start", Story: story.ID, Attempt: attempt, Iter: iter, Session: e.session,
-		Commit: cp.Head, Worktree: e.worktree, Branch: e.branch}, false); err != nil {
+		Commit: cp.Head, Worktree: e.worktree, Branch: e.branch, OnBranch: cp.Branch, Detached: cp.Branch == ""}, false); err != nil {
 		return step{}, err
 	}
 	prompt, err := e.prompt(iter, story)
@@ -678,7 +678,7 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 	if ok, err := e.run.led.keepJournal(); err != nil {
 		e.disp.printf("  could not put back the run journal the attempt deleted: %v", err)
 	} else if ok {
-		e.disp.printf("  the run journal %s was deleted or replaced during the attempt: put back with every record", layout.RuntimeDir+"/"+layout.JournalFile)
+		e.disp.printf("  the run journal %s was deleted or replaced during the attempt: put back with every record", layout.RuntimeDir+"/"+JournalFile)
 	}
 	// The exclude lines that hide wiggum's state from git: the state is
 	// never committed or rolled back without them (git.Status and the

@@ -68,6 +68,11 @@ type journalRec struct {
 	// start
 	Worktree string `json:"worktree,omitempty"`
 	Branch   string `json:"branch,omitempty"`
+	// OnBranch is the branch (full ref) the attempt's checkpoint was taken
+	// on, "" detached: with Commit, the whole of a clean checkpoint, which
+	// a resume puts back when an agent's rm -rf .ralph took its record.
+	OnBranch string `json:"on_branch,omitempty"`
+	Detached bool   `json:"detached,omitempty"`
 
 	// end
 	Outcome string `json:"outcome,omitempty"` // done, failed, limit, interrupted
@@ -183,6 +188,9 @@ func tornTail(line []byte) bool {
 type journal struct {
 	mu   sync.Mutex
 	path string
+	// link is the journal's second name, in the git directory (""
+	// for none): an agent's rm -rf .ralph leaves it, for the resume.
+	link string
 	f    *os.File
 	// sync: fsync each record. Off only in tests of the format.
 	sync bool
@@ -267,7 +275,45 @@ func (j *journal) keep() (bool, error) {
 	}
 	j.f.Close()
 	j.f = f
+	linkJournal(j.path, j.link)
 	return true, nil
+}
+
+// JournalLink is the run journal's second name, in the main tree's git
+// directory: a hard link made when the run opens its journal.
+const JournalLink = "wiggum-run-journal"
+
+// linkJournal gives the journal at path its second name link (replacing
+// an older one); best effort, like the agent lock's (a git directory on
+// another file system holds no link).
+func linkJournal(path, link string) {
+	if link == "" {
+		return
+	}
+	tmp := link + ".tmp"
+	_ = os.Remove(tmp)
+	if os.Link(path, tmp) == nil {
+		_ = os.Rename(tmp, link)
+	}
+}
+
+// restoreJournal puts the journal back at path from its second name when
+// path is gone (an agent's rm -rf .ralph while the run that kept it was
+// killed, before it could put it back itself); it reports whether it did.
+func restoreJournal(path, link string) bool {
+	if link == "" {
+		return false
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if _, err := os.Stat(link); err != nil {
+		return false
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return false
+	}
+	return os.Link(link, path) == nil
 }
 
 func (j *journal) close() error {

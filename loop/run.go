@@ -218,11 +218,16 @@ func (r *run) openJournal() error {
 	if err != nil {
 		return err
 	}
+	link := filepath.Join(r.st.Repo.GitDir, JournalLink)
+	restored := restoreJournal(path, link)
 	recs, good, torn, err := readJournal(path)
 	if err != nil {
 		return err
 	}
 	open := len(recs) > 0 && recs[len(recs)-1].T != "close"
+	if restored && open {
+		r.disp.printf("the run journal %s was gone (an agent's rm -rf .ralph?): put back from its second name %s", relPath(r.st.Repo.Root, path), relPath(r.st.Repo.Root, link))
+	}
 	r.killed = open
 	if open && recs[0].Plan != r.planRel && !r.opts.Fresh {
 		return badinput.Errorf("run: %s records an interrupted run of the plan %s; resume it with the same plan (wiggum run --plan %s), or pass --fresh to start over with %s", relPath(r.st.Repo.Root, path), recs[0].Plan, recs[0].Plan, r.planRel)
@@ -254,6 +259,8 @@ func (r *run) openJournal() error {
 	if r.led.j, err = openJournal(path, good); err != nil {
 		return err
 	}
+	r.led.j.link = link
+	linkJournal(path, link)
 	if torn {
 		r.disp.printf("the run journal's last record was cut short by the crash and is dropped (%s)", relPath(r.st.Repo.Root, path))
 	}
@@ -579,7 +586,7 @@ func (r *run) mainAttempt() (*journalRec, *checkpoint.Checkpoint, error) {
 func (r *run) attemptCheckpoint(a *journalRec) (*checkpoint.Checkpoint, error) {
 	cp, err := r.st.Load()
 	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
-		return nil, nil
+		return r.reinstateCheckpoint(a)
 	}
 	if err != nil {
 		return nil, err
@@ -587,6 +594,27 @@ func (r *run) attemptCheckpoint(a *journalRec) (*checkpoint.Checkpoint, error) {
 	if cp.Session != a.Session || cp.Head != a.Commit {
 		return nil, nil
 	}
+	return cp, nil
+}
+
+// reinstateCheckpoint puts back the checkpoint record of the attempt a,
+// which an agent's rm -rf .ralph took while the run was killed before it
+// could put it back itself (checkRails): a clean checkpoint is whole in
+// the journal's start record (its commit and branch), and wiggum's
+// checkpoint ref, outside the tree, still naming that commit proves it
+// is the checkpoint the attempt took. Nil when it cannot be proven (a
+// dirty checkpoint's snapshot, a ref that moved, a journal from before
+// the start record named the branch).
+func (r *run) reinstateCheckpoint(a *journalRec) (*checkpoint.Checkpoint, error) {
+	if a.Commit == "" || a.Session == "" || (a.OnBranch == "" && !a.Detached) {
+		return nil, nil
+	}
+	cp := &checkpoint.Checkpoint{Head: a.Commit, Branch: a.OnBranch, Session: a.Session, Time: a.Time}
+	ok, err := r.st.Reinstate(context.Background(), cp)
+	if err != nil || !ok {
+		return nil, err
+	}
+	r.disp.printf("%s: the checkpoint record of the attempt a crash interrupted was gone (an agent's rm -rf .ralph?): put back from wiggum's checkpoint ref", a.Story)
 	return cp, nil
 }
 

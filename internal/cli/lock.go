@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"os"
 	"time"
 
@@ -53,6 +54,10 @@ func (c *LockCmd) Run(ctx context.Context, g *Globals) error {
 		// (130/143), not a failure to lock.
 		if ierr := Interrupted(ctx); ierr != nil {
 			return ierr
+		}
+		var held *layout.HeldError
+		if errors.As(err, &held) {
+			held.Waits = true
 		}
 		return err
 	}

@@ -54,6 +54,9 @@ type HeldError struct {
 	// started and its command line (zero when unknown).
 	Since   time.Time
 	Command string
+	// Waits: the refused command takes --wait (wiggum lock); the others
+	// are told to run again.
+	Waits bool
 }
 
 func (e *HeldError) Error() string {
@@ -76,7 +79,11 @@ func (e *HeldError) Error() string {
 		}
 		b.WriteString(" (no wiggum holder record: perhaps a bash ralph loop)")
 	}
-	b.WriteString("; wait for it to finish, or use --wait")
+	if e.Waits {
+		b.WriteString("; wait for it to finish, or use --wait")
+	} else {
+		b.WriteString("; wait for it to finish (wiggum status shows it), then run again")
+	}
 	return b.String()
 }
 
