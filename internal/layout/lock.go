@@ -54,6 +54,8 @@ type HeldError struct {
 	// started and its command line (zero when unknown).
 	Since   time.Time
 	Command string
+	// Wiggum: PID, holding with no record, runs this wiggum's executable.
+	Wiggum bool
 	// Waits: the refused command takes --wait (wiggum lock); the others
 	// are told to run again.
 	Waits bool
@@ -77,7 +79,11 @@ func (e *HeldError) Error() string {
 		if e.Command != "" {
 			fmt.Fprintf(&b, ", running %q", e.Command)
 		}
-		b.WriteString(" (no wiggum holder record: perhaps a bash ralph loop)")
+		if e.Wiggum {
+			b.WriteString(" (a wiggum process whose holder record is gone: a killed run's agent supervisor keeps the lock until its agent has exited)")
+		} else {
+			b.WriteString(" (no wiggum holder record: perhaps a bash ralph loop)")
+		}
 	}
 	if e.Waits {
 		b.WriteString("; wait for it to finish, or use --wait")
@@ -325,6 +331,7 @@ func (t Tree) heldError() error {
 		if e.Holder != nil || e.PID <= 0 || !sameExecutable(e.PID) || time.Now().After(deadline) {
 			if e.Holder == nil && e.PID > 0 {
 				e.Since, e.Command = describeProcess(e.PID)
+				e.Wiggum = sameExecutable(e.PID)
 			}
 			return e
 		}
