@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -178,7 +180,13 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	} else if run != nil && held {
 		r.Run = run
 	}
-	if rs, err := loop.ReadRunState(st.Path(layout.RuntimeDir + "/" + loop.JournalFile)); err != nil {
+	journal := st.Path(layout.RuntimeDir + "/" + loop.JournalFile)
+	if _, err := os.Lstat(journal); errors.Is(err, fs.ErrNotExist) {
+		// Gone from .ralph (an agent's rm -rf .ralph): its second name,
+		// which the next run puts back.
+		journal = filepath.Join(st.Repo.GitDir, loop.JournalLink)
+	}
+	if rs, err := loop.ReadRunState(journal); err != nil {
 		r.Errors = append(r.Errors, err.Error())
 	} else if rs != nil && rs.Open {
 		rs.Interrupted = !held || !r.Lock.PIDAlive
