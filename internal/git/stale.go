@@ -201,20 +201,30 @@ func lockPathOf(err error) string {
 	return p
 }
 
-// readOnly is the git commands that never take a lock of the index or of
-// a ref: an agent's pager left open on git log, wiggum's own cat-file
-// --batch, must not keep a stale lock in place for ever. noIndex adds
-// those that lock refs but never the index.
-var readOnly = map[string]bool{
-	"cat-file": true, "hash-object": true, "rev-parse": true, "rev-list": true,
-	"for-each-ref": true, "show-ref": true, "log": true, "show": true, "ls-tree": true, "merge-base": true,
-	"config": true, "var": true, "mktree": true, "commit-tree": true, "diff-tree": true,
-	"name-rev": true, "describe": true, "blame": true, "shortlog": true, "cherry": true, "grep": true,
-	"ls-remote": true, "upload-pack": true, "pack-objects": true, "index-pack": true,
-	"unpack-objects": true, "credential": true, "version": true,
+// readOnly reports whether the git command sub never takes a lock of the
+// index or of a ref: an agent's pager left open on git log, wiggum's own
+// cat-file --batch, must not keep a stale lock in place for ever. (A
+// switch, not a map: a map literal would be built at every wiggum
+// process's start, hooks' included.)
+func readOnly(sub string) bool {
+	switch sub {
+	case "cat-file", "hash-object", "rev-parse", "rev-list", "for-each-ref", "show-ref", "log", "show",
+		"ls-tree", "merge-base", "config", "var", "mktree", "commit-tree", "diff-tree", "name-rev",
+		"describe", "blame", "shortlog", "cherry", "grep", "ls-remote", "upload-pack", "pack-objects",
+		"index-pack", "unpack-objects", "credential", "version":
+		return true
+	}
+	return false
 }
 
-var noIndex = map[string]bool{"update-ref": true, "symbolic-ref": true, "fetch": true, "push": true, "receive-pack": true}
+// noIndex reports whether sub locks refs but never the index.
+func noIndex(sub string) bool {
+	switch sub {
+	case "update-ref", "symbolic-ref", "fetch", "push", "receive-pack":
+		return true
+	}
+	return false
+}
 
 // idle is wiggum's own git children started ahead that have taken no
 // lock yet (Started: update-ref --stdin before its input ends).
@@ -256,5 +266,5 @@ func holds(cmdline []byte, index bool) bool {
 	if sub == "" || strings.HasPrefix(filepath.Base(args[0]), "git-") {
 		return true // git's helpers (git-remote-https ...): their parent fetches or pushes
 	}
-	return !readOnly[sub] && !(index && noIndex[sub])
+	return !readOnly(sub) && !(index && noIndex(sub))
 }
