@@ -474,8 +474,13 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	// agent, say) leaves its lock files, and git then refuses every
 	// command of wiggum's that follows: the commit, the rollback, and the
 	// run stopped. The agent's processes are all gone now.
-	for _, l := range e.st.Repo.ClearStaleLocks(e.attemptBranch) {
-		e.disp.printf("  removed git's lock %s: no git that could hold it still runs (a git killed mid-command leaves it)", l)
+	if stale := e.st.Repo.ClearStaleLocks(e.attemptBranch); len(stale) > 0 {
+		paths := make([]string, len(stale))
+		for i, l := range stale {
+			paths[i] = l.Path
+			e.disp.printf("  removed git's lock %s: no git that could hold it still runs (a git killed mid-command leaves it)", l)
+		}
+		e.event("git_lock_removed", map[string]any{"story": story.ID, "paths": paths})
 	}
 	// Before anything reads, commits or rolls back the tree: nothing half
 	// done in git, and on the attempt's branch.
@@ -619,7 +624,7 @@ func (e *executor) readRails() rails {
 // changed: that fails it too, and the run must stop for the person to look.
 func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, startup string) {
 	after := e.readRails()
-	var parts []string
+	var parts, putBack []string
 	if startup = before.agent.StartupChanged(after.agent); startup != "" {
 		parts = append(parts, startup)
 	}
@@ -662,6 +667,12 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 				parts = append(parts, "deleted or replaced "+fixed)
 			}
 			e.disp.printf("  %s deleted or replaced during the attempt: locked and written again", fixed)
+			if strings.Contains(fixed, "agent lock file") {
+				putBack = append(putBack, layout.LockFile)
+			}
+			if strings.Contains(fixed, "holder record") {
+				putBack = append(putBack, layout.HolderFile)
+			}
 		}
 	}
 	// The checkpoint record, which the same deletion takes (rm -rf
@@ -672,13 +683,18 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 		e.disp.printf("  could not put back the checkpoint record the attempt deleted: %v", err)
 	} else if ok {
 		parts = append(parts, "deleted wiggum's checkpoint record")
+		putBack = append(putBack, layout.RuntimeDir+"/"+layout.CheckpointFile)
 		e.disp.printf("  the checkpoint record %s was deleted during the attempt: put back from wiggum's checkpoint ref", layout.RuntimeDir+"/"+layout.CheckpointFile)
 	}
 	// The run's journal, which a resume after a crash reads.
 	if ok, err := e.run.led.keepJournal(); err != nil {
 		e.disp.printf("  could not put back the run journal the attempt deleted: %v", err)
 	} else if ok {
+		putBack = append(putBack, layout.RuntimeDir+"/"+JournalFile)
 		e.disp.printf("  the run journal %s was deleted or replaced during the attempt: put back with every record", layout.RuntimeDir+"/"+JournalFile)
+	}
+	if len(putBack) > 0 {
+		e.event("state_put_back", map[string]any{"paths": putBack})
 	}
 	// The exclude lines that hide wiggum's state from git: the state is
 	// never committed or rolled back without them (git.Status and the

@@ -78,13 +78,21 @@ func clearStale(path string, dirs []string) (age time.Duration, removed bool) {
 	return time.Since(seen.ModTime()).Round(time.Second), true
 }
 
+// StaleLock is a lock file removed as stale, and how long before it had
+// last been written.
+type StaleLock struct {
+	Path string
+	Age  time.Duration
+}
+
+func (l StaleLock) String() string { return fmt.Sprintf("%s (last written %s ago)", l.Path, l.Age) }
+
 // ClearStaleLocks removes the lock files a git killed mid-command leaves
 // where they stop wiggum's own next commands - the index's, HEAD's, the
 // branch's (a full ref name; "" for none), packed-refs' - when no git that
 // could hold them still runs (ClearStaleLock). It is a few stats when
-// there are none. It returns the locks it removed, each with how long
-// ago it was last written.
-func (r *Repo) ClearStaleLocks(branch string) []string {
+// there are none. It returns the locks it removed.
+func (r *Repo) ClearStaleLocks(branch string) []StaleLock {
 	// A lock of this tree's git dir is held by a git working in this
 	// tree; a shared one (refs) by a git working in any of them: in the
 	// main tree, which holds wiggum's worktrees, or in the git dir.
@@ -105,13 +113,13 @@ func (r *Repo) ClearStaleLocks(branch string) []string {
 	if strings.HasPrefix(branch, "refs/heads/") {
 		candidates = append(candidates, lock{filepath.Join(r.CommonDir, filepath.FromSlash(branch)+".lock"), shared})
 	}
-	var removed []string
+	var removed []StaleLock
 	for _, c := range candidates {
 		if _, err := os.Lstat(c.path); err != nil {
 			continue
 		}
 		if age, ok := clearStale(c.path, c.dirs); ok {
-			removed = append(removed, fmt.Sprintf("%s (last written %s ago)", c.path, age))
+			removed = append(removed, StaleLock{Path: c.path, Age: age})
 		}
 	}
 	return removed

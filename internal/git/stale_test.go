@@ -163,7 +163,7 @@ func TestClearStaleLocks(t *testing.T) {
 		}
 	}
 	got := r.ClearStaleLocks("refs/heads/main")
-	if len(got) != 2 || !strings.HasPrefix(got[0], head+" (last written ") || !strings.HasPrefix(got[1], branch+" (last written ") {
+	if len(got) != 2 || !strings.HasPrefix(got[0].String(), head+" (last written ") || got[1].Path != branch {
 		t.Fatalf("removed %v", got)
 	}
 	if _, err := r.Run(ctx, "commit", "-q", "--allow-empty", "-m", "after"); err != nil {

@@ -211,6 +211,10 @@ func describe(e Event) (kind, text string) {
 			names[i] = strings.TrimPrefix(strings.TrimPrefix(r, "refs/tags/"), "refs/heads/")
 		}
 		return "git", "the failed attempt's " + strings.Join(names, ", ") + " taken back; its work is in " + e.Backup
+	case "git_lock_removed":
+		return "git", "removed git's lock " + strings.Join(e.Paths, ", ") + ": left by a git killed mid-command, which no longer runs"
+	case "state_put_back":
+		return "git", "wiggum's " + strings.Join(e.Paths, ", ") + " deleted during the attempt (an rm -rf .ralph?); put back"
 	case "test-failure":
 		text := "tests failed (" + e.Runner + ")"
 		if e.Rollback != "" {

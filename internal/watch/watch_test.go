@@ -430,6 +430,8 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		ev(t, 9, "file_left_out", map[string]any{"story": "US-5", "paths": []string{"model.bin"}, "bytes": 214000000}),
 		ev(t, 10, "worktree_set_aside", map[string]any{"story": "US-6", "reason": "the checkpoint is no longer an ancestor of HEAD", "backup": "refs/wiggum/backup/e", "backups": []string{"refs/wiggum/backup/e"}}),
 		ev(t, 11, "commit_branch_refused", map[string]any{"story": "US-7", "hook": "no-commit-to-branch", "backup": "refs/wiggum/backup/f"}),
+		ev(t, 12, "git_lock_removed", map[string]any{"story": "US-8", "paths": []string{"/r/.git/index.lock", "/r/.git/HEAD.lock"}}),
+		ev(t, 13, "state_put_back", map[string]any{"story": "US-8", "paths": []string{".ralph/.agent-lock", ".ralph/wiggum/checkpoint.json"}}),
 	} {
 		s.Apply(e)
 	}
@@ -445,6 +447,8 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		"git US-5 model.bin left out of the commit: a new file over --max-file-size",
 		"rollback US-6 its rollback was refused (the checkpoint is no longer an ancestor of HEAD); the worktree, the run's own, is set aside: saved in refs/wiggum/backup/e, the next attempt in a new one",
 		"stopped US-7 passed, but the pre-commit hook no-commit-to-branch refuses every commit on this branch; saved in refs/wiggum/backup/f; run on a branch of its own (--branch)",
+		"git US-8 removed git's lock /r/.git/index.lock, /r/.git/HEAD.lock: left by a git killed mid-command, which no longer runs",
+		"git US-8 wiggum's .ralph/.agent-lock, .ralph/wiggum/checkpoint.json deleted during the attempt (an rm -rf .ralph?); put back",
 	}
 	if len(s.Notices) != len(want) {
 		t.Fatalf("notices %+v", s.Notices)
