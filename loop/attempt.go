@@ -358,10 +358,11 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	if why := finalCondition(out); why != "" {
 		return step{}, &FinalError{Reason: why}
 	}
-	if first && out.res != nil && out.res.Unstarted() {
+	if first && out.res != nil && (out.res.Unstarted() || out.res.CannotStart()) {
 		// An agent that fails its first attempt before doing anything (no
-		// auth, an untrusted folder, a refusal) fails every attempt the
-		// same way: stop now, in its own words.
+		// auth, an untrusted folder, a refusal; a command not found, or
+		// not executable) fails every attempt the same way: stop now, in
+		// its own words.
 		e.event("agent_unusable", map[string]any{"story": story.ID, "exit_code": out.res.ExitCode})
 		return step{}, out.res.Unusable(r.opts.Agent.Name)
 	}

@@ -73,6 +73,15 @@ func (r *Result) Unstarted() bool {
 		r.Usage.InputTokens == 0 && r.Usage.OutputTokens == 0
 }
 
+// CannotStart reports whether the agent's command could not be run at
+// all: exit status 127 (not found: the shell's, or the supervisor's own
+// "cannot start") or 126 (found, not executable), with no tool call and
+// no model token. Any command can tell, built-in or not.
+func (r *Result) CannotStart() bool {
+	return (r.ExitCode == 127 || r.ExitCode == 126) && r.Stopped == "" && r.Limit == nil && r.ToolCalls == 0 &&
+		r.Usage.InputTokens == 0 && r.Usage.OutputTokens == 0
+}
+
 // Unusable describes an agent that failed before doing anything, in its
 // own words: the last error it reported, else the end of its output.
 func (r *Result) Unusable(name string) *UnusableError {

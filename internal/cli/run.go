@@ -38,7 +38,7 @@ type RunCmd struct {
 	Agent    string   `default:"claude" placeholder:"NAME" help:"Built-in agent: claude, codex, amp, gemini or opencode."`
 	Model    string   `placeholder:"MODEL" help:"The built-in agent's model (its --model flag), e.g. --model opus."`
 	AgentArg []string `name:"agent-arg" placeholder:"ARG" sep:"none" help:"Add ARG to the built-in agent's command line (repeatable): --agent-arg=--max-turns --agent-arg=30. The flags wiggum sets to run it headless and read its output are refused."`
-	AgentCmd string   `name:"agent-cmd" placeholder:"CMD" help:"Any other agent: a shell command that reads the prompt on stdin."`
+	AgentCmd string   `name:"agent-cmd" placeholder:"CMD" help:"Any other agent: a shell command that reads the prompt on stdin. It runs in the repository's top directory (with --workers, in each worker's own worktree, which holds committed files only: give scripts outside it by absolute path)."`
 	Prompt   string   `placeholder:"FILE" type:"existingfile" help:"Prompt template replacing the built-in one."`
 	TestCmd  string   `name:"test-cmd" placeholder:"CMD" help:"Gate run after the agent; the story counts as done only if it exits 0."`
 
@@ -389,6 +389,9 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		if err := agent.Preflight(prof, repo.Root, os.Environ()); err != nil {
 			return err
 		}
+		if err := checkScript(ctx, prof, repo, c.Workers); err != nil {
+			return err
+		}
 		home, _ := os.UserHomeDir()
 		warn := agent.HooksMissing(prof, repo.Root, home)
 		if warn != "" {
@@ -628,6 +631,13 @@ func (c *RunCmd) profile() (agent.Profile, error) {
 		if err != nil {
 			return p, badinput.Errorf("run: %v", err)
 		}
+		// A command named without a path is looked up on PATH, wherever
+		// the agent runs: one that is not there fails every attempt.
+		if p.Argv[0] != "sh" && !strings.Contains(p.Argv[0], "/") {
+			if _, err := exec.LookPath(p.Argv[0]); err != nil {
+				return p, &agent.UnusableError{Agent: "custom", Reason: fmt.Sprintf("%s (the first word of --agent-cmd) is not installed or not in PATH", p.Argv[0])}
+			}
+		}
 		return p, nil
 	}
 	p, err := agent.Builtin(c.Agent)
@@ -691,4 +701,46 @@ func committedHookFiles(ctx context.Context, repo *git.Repo) func(path string) (
 		data, ok := at[path]
 		return data, ok
 	}
+}
+
+// checkScript finds, before the first attempt, a custom agent that runs a
+// script through an interpreter (sh ./agent.sh, python3 agent.py) whose
+// script is not where the agent runs: in the repository's top directory,
+// or - with --workers - in each worker's own worktree, which holds the
+// committed files only. Every attempt would fail the same way, the shell
+// saying "cannot open" and the run going on until --no-progress.
+func checkScript(ctx context.Context, p agent.Profile, repo *git.Repo, workers int) error {
+	if p.Name != "custom" || len(p.Argv) < 2 || strings.HasPrefix(p.Argv[1], "-") {
+		return nil
+	}
+	switch filepath.Base(p.Argv[0]) {
+	case "sh", "bash", "dash", "zsh", "python", "python3", "node", "ruby", "perl":
+	default:
+		return nil
+	}
+	script := p.Argv[1]
+	path := script
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(repo.Root, script)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return &agent.UnusableError{Agent: "custom", Reason: fmt.Sprintf("its script %s is not there (%v); the agent runs in the repository's top directory, %s", script, err, repo.Root)}
+	}
+	if workers < 2 || filepath.IsAbs(script) {
+		return nil
+	}
+	rel, err := filepath.Rel(repo.Root, path)
+	tracked := err == nil && filepath.IsLocal(rel)
+	if tracked {
+		_, err := repo.Run(ctx, "ls-files", "--error-unmatch", "--", filepath.ToSlash(rel))
+		tracked = err == nil
+	}
+	if !tracked {
+		or := ""
+		if err == nil && filepath.IsLocal(rel) {
+			or = ", or commit it"
+		}
+		return &agent.UnusableError{Agent: "custom", Reason: fmt.Sprintf("with --workers each agent runs in a worktree of its own, which holds the committed files only: there %s names nothing; give its absolute path (%s)%s", script, path, or)}
+	}
+	return nil
 }
