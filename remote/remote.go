@@ -268,7 +268,7 @@ func (r *Remote) net(ctx context.Context, op, service string, stdin []byte, args
 	cmd := exec.Command(git.Binary(), full...)
 	cmd.Dir = r.Repo.Root
 	cmd.Env = append(git.CleanEnv(), "GIT_SSH_COMMAND="+sshCommand())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = diesWithUs(true)
 	if sock != nil {
 		cmd.ExtraFiles = []*os.File{sock}
 	}

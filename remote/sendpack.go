@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
@@ -211,7 +210,7 @@ func (r *Remote) packFor(ctx context.Context, cmds []update) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, git.Binary(), "pack-objects", "--all-progress-implied", "--revs", "--stdout", "--thin", "--delta-base-offset", "-q")
 	cmd.Dir = r.Repo.Root
 	cmd.Env = git.CleanEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = diesWithUs(false)
 	cmd.Stdin = &in
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr

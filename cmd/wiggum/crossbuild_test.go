@@ -1,0 +1,29 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// wiggum builds for macOS too, where many agent users work: a
+// Linux-only field (Pdeathsig) in a package of the binary broke that
+// build, unseen by a suite that runs on Linux. The platform files
+// (*_linux.go, *_other.go) keep it building; this keeps them honest.
+func TestBuildsForMacOS(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("go is not on PATH")
+		}
+		t.Skip("go is not on PATH")
+	}
+	for _, arch := range []string{"arm64", "amd64"} {
+		cmd := exec.Command(gobin, "build", "-o", filepath.Join(t.TempDir(), "wiggum"), ".")
+		cmd.Env = append(os.Environ(), "GOOS=darwin", "GOARCH="+arch, "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("GOOS=darwin GOARCH=%s go build: %v\n%s", arch, err, out)
+		}
+	}
+}
