@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -35,6 +36,9 @@ type GitRails struct {
 	shims     map[string][]byte
 	hooksPath string
 	commands  []configEntry
+	// settings: the config settings that change how git makes wiggum's
+	// own commits (settingKey), which no rollback puts back.
+	settings []configEntry
 	// others: the hooks directory's other hooks (not wiggum's shims, not
 	// git's *.sample files), which git runs in wiggum's own commits and
 	// checkouts: one an attempt adds or changes plants a command there.
@@ -57,6 +61,7 @@ func GitRailsOf(repo *git.Repo) GitRails {
 			g.hooksPath = hooksPathLines(data)
 		}
 		g.commands = append(g.commands, commandEntries(f, data)...)
+		g.settings = append(g.settings, configEntries(f, data, func(key, _ string) bool { return settingKey(key) })...)
 	}
 	for _, name := range hooks.GitHooks {
 		if data, err := os.ReadFile(filepath.Join(repo.HooksDir, name)); err == nil && bytes.Contains(data, []byte(checkpoint.GitHookMarker)) {
@@ -181,6 +186,12 @@ func (g GitRails) RemoveAdded(ctx context.Context, repo *git.Repo, after GitRail
 // [filter "x"], [a.b]) and keys are read as git does, values unquoted; a
 // line continued with a backslash is joined.
 func commandEntries(path string, data []byte) []configEntry {
+	return configEntries(path, data, func(key, v string) bool { return guard.CommandKey(key, v) })
+}
+
+// configEntries reads the settings of a git config file (path, its content
+// data) whose lowercased key and value keep says.
+func configEntries(path string, data []byte, keep func(key, value string) bool) []configEntry {
 	var out []configEntry
 	section := ""
 	lines := strings.Split(strings.ReplaceAll(string(data), "\\\n", ""), "\n")
@@ -207,11 +218,106 @@ func commandEntries(path string, data []byte) []configEntry {
 		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
 			v = v[1 : len(v)-1]
 		}
-		if guard.CommandKey(strings.ToLower(key), v) {
+		if keep(strings.ToLower(key), v) {
 			out = append(out, configEntry{file: path, key: key, value: v})
 		}
 	}
 	return out
+}
+
+// settingKey reports whether key (lowercased) changes how git makes
+// wiggum's own commits: signing them (an agent that turns
+// commit.gpgsign on with no key there to sign with fails every later
+// commit of the run), or whether there is a working tree at all.
+func settingKey(key string) bool {
+	switch key {
+	case "commit.gpgsign", "tag.gpgsign", "tag.forcesignannotated", "gpg.format", "user.signingkey", "core.bare", "core.worktree":
+		return true
+	}
+	return false
+}
+
+// ChangedSettings describes the settings (settingKey) after has that g
+// had not, had otherwise, or that g had and after has not; nil when none
+// changed.
+func (g GitRails) ChangedSettings(after GitRails) []string {
+	var out []string
+	for _, k := range changedKeys(g.settings, after.settings) {
+		now := "unset"
+		if vs := values(after.settings, k); len(vs) > 0 {
+			now = "= " + strings.Join(vs, ", ")
+		}
+		out = append(out, fmt.Sprintf("%s %s (was %s)", k.key, now, orUnset(values(g.settings, k))))
+	}
+	return out
+}
+
+// RestoreSettings puts the settings ChangedSettings names back as g had
+// them, in their own config files (git config --file: no index, no
+// fsmonitor).
+func (g GitRails) RestoreSettings(ctx context.Context, repo *git.Repo, after GitRails) error {
+	for _, k := range changedKeys(g.settings, after.settings) {
+		err := configLocked(ctx, repo, "config", "--file", k.file, "--unset-all", k.key)
+		var ge *git.Error
+		if err != nil && !(errors.As(err, &ge) && ge.Status() == 5) {
+			return err
+		}
+		for _, v := range values(g.settings, k) {
+			if err := configLocked(ctx, repo, "config", "--file", k.file, "--add", k.key, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// configLocked runs a git config command, trying again while another
+// process (another worker putting the same settings back) holds the
+// config file's lock.
+func configLocked(ctx context.Context, repo *git.Repo, args ...string) error {
+	var err error
+	for try := 0; try < 20; try++ {
+		if _, err = repo.Run(ctx, args...); err == nil || !strings.Contains(err.Error(), "could not lock config file") {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
+}
+
+// fileKey is a config key in one file.
+type fileKey struct{ file, key string }
+
+// changedKeys lists the file and key pairs whose values differ between a
+// and b, in the order they first appear.
+func changedKeys(a, b []configEntry) []fileKey {
+	var out []fileKey
+	for _, e := range append(append([]configEntry{}, a...), b...) {
+		k := fileKey{e.file, strings.ToLower(e.key)}
+		if slices.Contains(out, k) || slices.Equal(values(a, k), values(b, k)) {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// values lists the values es has for k, in order.
+func values(es []configEntry, k fileKey) []string {
+	var out []string
+	for _, e := range es {
+		if e.file == k.file && strings.ToLower(e.key) == k.key {
+			out = append(out, e.value)
+		}
+	}
+	return out
+}
+
+func orUnset(vs []string) string {
+	if len(vs) == 0 {
+		return "unset"
+	}
+	return strings.Join(vs, ", ")
 }
 
 // ChangedHooks lists the hooks other than wiggum's that after has and g

@@ -453,6 +453,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		hc = e.newHookCheck(&env, stopAgent)
 	}
 	before := e.readRails()
+	r.gitAtStartOnce.Do(func() { r.gitAtStart = before.git })
 	obs := e.observe(iter, story.ID)
 	defer obs.close()
 	hold := e.lock.Dup()
@@ -739,6 +740,22 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 			gone = what + " (and taking it out failed: " + err.Error() + ")"
 		} else {
 			e.disp.printf("  taken out of the git config: %s", strings.Join(added, "; "))
+		}
+	}
+	if changed := e.run.gitAtStart.ChangedSettings(after.git); len(changed) > 0 {
+		// How git makes wiggum's own commits (signing them, a working
+		// tree at all) is the repository's as the run found it: an agent
+		// that turned commit.gpgsign on with no key to sign with failed
+		// every later commit of the run. Not the story's work, and no
+		// rollback undoes it: put back as the run found it (not as this
+		// attempt did: in a parallel run another worker's agent may have
+		// changed it first), the attempt judged on its work.
+		what := strings.Join(changed, "; ")
+		if err := e.run.gitAtStart.RestoreSettings(context.WithoutCancel(ctx), e.st.Repo, after.git); err != nil {
+			gone = "changed the repository's git config (" + what + "), and putting it back failed: " + err.Error()
+		} else {
+			e.disp.printf("  the attempt changed how git commits here (%s): put back as before it", what)
+			e.event("git_config_restored", map[string]any{"settings": changed})
 		}
 	}
 	if what, restorable := before.git.Broken(after.git); what != "" {

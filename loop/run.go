@@ -28,14 +28,19 @@ import (
 // its agent lock, the plan, the journal-backed ledger, the records, and the
 // usage-limit gate every worker waits at.
 type run struct {
-	st      *checkpoint.State // the main tree
-	opts    Options
-	lock    *layout.Lock
-	session string
-	disp    *display
-	commit  *committer // the main tree's
-	branch  string     // the branch checked out in the main tree, from preflight
-	planRel string
+	// gitAtStart is the repository's git rails as the run found them,
+	// before any agent ran (read at the first attempt's start): how git
+	// makes wiggum's commits is put back to it after every attempt.
+	gitAtStart     install.GitRails
+	gitAtStartOnce sync.Once
+	st             *checkpoint.State // the main tree
+	opts           Options
+	lock           *layout.Lock
+	session        string
+	disp           *display
+	commit         *committer // the main tree's
+	branch         string     // the branch checked out in the main tree, from preflight
+	planRel        string
 	// msg: the commit message template of the run's stories.
 	msg commitTemplate
 	// planIgnored: git ignores the plan, so ticks are never committed.

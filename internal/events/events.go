@@ -132,6 +132,9 @@ type Event struct {
 	Own     bool `json:"own,omitempty"`
 	// refs_restored: the tags and branches taken back
 	Refs []string `json:"refs,omitempty"`
+	// git_config_restored: the git settings put back, each with what the
+	// attempt had made of it.
+	Settings []string `json:"settings,omitempty"`
 	// run_start: stories already done; agent-stop, story-incomplete: 1
 	// when the story was ticked (true in the log)
 	Done Count `json:"done,omitempty"`

@@ -432,6 +432,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		ev(t, 11, "commit_branch_refused", map[string]any{"story": "US-7", "hook": "no-commit-to-branch", "backup": "refs/wiggum/backup/f"}),
 		ev(t, 12, "git_lock_removed", map[string]any{"story": "US-8", "paths": []string{"/r/.git/index.lock", "/r/.git/HEAD.lock"}}),
 		ev(t, 13, "state_put_back", map[string]any{"story": "US-8", "paths": []string{".ralph/.agent-lock", ".ralph/wiggum/checkpoint.json"}}),
+		ev(t, 14, "git_config_restored", map[string]any{"story": "US-9", "settings": []string{"commit.gpgsign = true (was unset)"}}),
 	} {
 		s.Apply(e)
 	}
@@ -449,6 +450,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		"stopped US-7 passed, but the pre-commit hook no-commit-to-branch refuses every commit on this branch; saved in refs/wiggum/backup/f; run on a branch of its own (--branch)",
 		"git US-8 removed git's lock /r/.git/index.lock, /r/.git/HEAD.lock: left by a git killed mid-command, which no longer runs",
 		"git US-8 wiggum's .ralph/.agent-lock, .ralph/wiggum/checkpoint.json deleted during the attempt (an rm -rf .ralph?); put back",
+		"git US-9 the agent changed how git commits here (commit.gpgsign = true (was unset)); put back",
 	}
 	if len(s.Notices) != len(want) {
 		t.Fatalf("notices %+v", s.Notices)
