@@ -228,10 +228,13 @@ func configEntries(path string, data []byte, keep func(key, value string) bool) 
 // settingKey reports whether key (lowercased) changes how git makes
 // wiggum's own commits: signing them (an agent that turns
 // commit.gpgsign on with no key there to sign with fails every later
-// commit of the run), or whether there is a working tree at all.
+// commit of the run), whose name they carry (an agent's user.email
+// unset, with no global identity, fails them too), or whether there is a
+// working tree at all.
 func settingKey(key string) bool {
 	switch key {
-	case "commit.gpgsign", "tag.gpgsign", "tag.forcesignannotated", "gpg.format", "user.signingkey", "core.bare", "core.worktree":
+	case "commit.gpgsign", "tag.gpgsign", "tag.forcesignannotated", "gpg.format", "user.signingkey",
+		"user.name", "user.email", "core.bare", "core.worktree":
 		return true
 	}
 	return false
