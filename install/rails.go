@@ -237,7 +237,31 @@ func settingKey(key string) bool {
 		"user.name", "user.email", "core.bare", "core.worktree":
 		return true
 	}
-	return false
+	// Where a remote's fetches and pushes go - wiggum's own, in a run
+	// shared through it (--remote), and the person's after the run: an
+	// agent's git remote set-url, or a url.<base>.insteadOf that rewrites
+	// it, would send them to another server.
+	if strings.HasPrefix(key, "remote.") && (strings.HasSuffix(key, ".url") || strings.HasSuffix(key, ".pushurl")) {
+		return true
+	}
+	return strings.HasPrefix(key, "url.") && (strings.HasSuffix(key, ".insteadof") || strings.HasSuffix(key, ".pushinsteadof"))
+}
+
+// newRemote reports whether k is the URL of a remote that before did not
+// have at all: one the attempt added, which moves no existing remote's
+// traffic and is left alone.
+func newRemote(k fileKey, before []configEntry) bool {
+	if !strings.HasPrefix(k.key, "remote.") {
+		return false
+	}
+	i := strings.LastIndexByte(k.key, '.')
+	prefix := k.key[:i+1] // remote.<name>.
+	for _, e := range before {
+		if strings.HasPrefix(e.key, prefix) {
+			return false
+		}
+	}
+	return true
 }
 
 // ChangedSettings describes the settings (settingKey) after has that g
@@ -296,8 +320,8 @@ type fileKey struct{ file, key string }
 func changedKeys(a, b []configEntry) []fileKey {
 	var out []fileKey
 	for _, e := range append(append([]configEntry{}, a...), b...) {
-		k := fileKey{e.file, strings.ToLower(e.key)}
-		if slices.Contains(out, k) || slices.Equal(values(a, k), values(b, k)) {
+		k := fileKey{e.file, e.key} // section and name lowercased, a subsection as written (configEntries)
+		if slices.Contains(out, k) || slices.Equal(values(a, k), values(b, k)) || newRemote(k, a) {
 			continue
 		}
 		out = append(out, k)
@@ -309,7 +333,7 @@ func changedKeys(a, b []configEntry) []fileKey {
 func values(es []configEntry, k fileKey) []string {
 	var out []string
 	for _, e := range es {
-		if e.file == k.file && strings.ToLower(e.key) == k.key {
+		if e.file == k.file && e.key == k.key {
 			out = append(out, e.value)
 		}
 	}

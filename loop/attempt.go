@@ -754,7 +754,7 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 		if err := e.run.gitAtStart.RestoreSettings(context.WithoutCancel(ctx), e.st.Repo, after.git); err != nil {
 			gone = "changed the repository's git config (" + what + "), and putting it back failed: " + err.Error()
 		} else {
-			e.disp.printf("  the attempt changed how git commits here (%s): put back as before it", what)
+			e.disp.printf("  the attempt changed git settings wiggum's commits and the repository's remotes rely on (%s): put back as the run found them", what)
 			e.event("git_config_restored", map[string]any{"settings": changed})
 		}
 	}

@@ -214,7 +214,7 @@ func describe(e Event) (kind, text string) {
 	case "git_lock_removed":
 		return "git", "removed git's lock " + strings.Join(e.Paths, ", ") + ": left by a git killed mid-command, which no longer runs"
 	case "git_config_restored":
-		return "git", "the agent changed how git commits here (" + strings.Join(e.Settings, "; ") + "); put back"
+		return "git", "the agent changed git settings wiggum relies on (" + strings.Join(e.Settings, "; ") + "); put back"
 	case "state_put_back":
 		return "git", "wiggum's " + strings.Join(e.Paths, ", ") + " deleted during the attempt (an rm -rf .ralph?); put back"
 	case "test-failure":

@@ -450,7 +450,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		"stopped US-7 passed, but the pre-commit hook no-commit-to-branch refuses every commit on this branch; saved in refs/wiggum/backup/f; run on a branch of its own (--branch)",
 		"git US-8 removed git's lock /r/.git/index.lock, /r/.git/HEAD.lock: left by a git killed mid-command, which no longer runs",
 		"git US-8 wiggum's .ralph/.agent-lock, .ralph/wiggum/checkpoint.json deleted during the attempt (an rm -rf .ralph?); put back",
-		"git US-9 the agent changed how git commits here (commit.gpgsign = true (was unset)); put back",
+		"git US-9 the agent changed git settings wiggum relies on (commit.gpgsign = true (was unset)); put back",
 	}
 	if len(s.Notices) != len(want) {
 		t.Fatalf("notices %+v", s.Notices)
