@@ -241,7 +241,12 @@ func settingKey(key string) bool {
 	// shared through it (--remote), and the person's after the run: an
 	// agent's git remote set-url, or a url.<base>.insteadOf that rewrites
 	// it, would send them to another server.
-	if strings.HasPrefix(key, "remote.") && (strings.HasSuffix(key, ".url") || strings.HasSuffix(key, ".pushurl")) {
+	// The same for how they get there: a proxy of the agent's, or TLS
+	// verification turned off, puts another party in the middle.
+	if strings.HasPrefix(key, "remote.") && (strings.HasSuffix(key, ".url") || strings.HasSuffix(key, ".pushurl") || strings.HasSuffix(key, ".proxy")) {
+		return true
+	}
+	if strings.HasPrefix(key, "http.") && (strings.HasSuffix(key, ".proxy") || strings.HasSuffix(key, ".sslverify")) {
 		return true
 	}
 	return strings.HasPrefix(key, "url.") && (strings.HasSuffix(key, ".insteadof") || strings.HasSuffix(key, ".pushinsteadof"))
