@@ -351,15 +351,7 @@ func (s *State) Reinstate(ctx context.Context, cp *Checkpoint) (bool, error) {
 	if err != nil || ref != cp.recordedValue() {
 		return false, nil
 	}
-	path, err := s.Runtime(layout.CheckpointFile)
-	if err != nil {
-		return false, err
-	}
-	data, err := statefile.Encode(cp)
-	if err != nil {
-		return false, err
-	}
-	if err := statefile.Write(path, data); err != nil {
+	if err := statefile.WriteJSON(s.RuntimePath(layout.CheckpointFile), cp); err != nil {
 		return false, fmt.Errorf("checkpoint: put the record back: %w", err)
 	}
 	return true, nil

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
@@ -133,14 +132,7 @@ type indexLock struct {
 func (s *State) lockIndex() (*indexLock, error) {
 	l := &indexLock{path: s.indexPath() + ".lock", index: s.indexPath()}
 	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	asked := time.Now()
-	for retry := git.NewLockRetry(); errors.Is(err, fs.ErrExist) && retry.Wait(context.Background()); {
-		// A lock whose git no longer runs (killed mid-command) is
-		// removed, not waited on until the refusal.
-		if time.Since(asked) >= git.StaleLockAfter {
-			asked = time.Now()
-			git.ClearStaleLock(l.path, s.Repo.Root, filepath.Dir(l.path))
-		}
+	for retry := git.NewLockRetry(); errors.Is(err, fs.ErrExist) && retry.Wait(context.Background(), l.path, s.Repo.Root, filepath.Dir(l.path)); {
 		f, err = os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	}
 	if errors.Is(err, fs.ErrExist) {

@@ -60,8 +60,15 @@ func GitRailsOf(repo *git.Repo) GitRails {
 		if i == 0 {
 			g.hooksPath = hooksPathLines(data)
 		}
-		g.commands = append(g.commands, commandEntries(f, data)...)
-		g.settings = append(g.settings, configEntries(f, data, func(key, _ string) bool { return settingKey(key) })...)
+		// One read of the file for both: the commands and the settings.
+		for _, e := range configEntries(f, data) {
+			if guard.CommandKey(strings.ToLower(e.key), e.value) {
+				g.commands = append(g.commands, e)
+			}
+			if settingKey(strings.ToLower(e.key)) {
+				g.settings = append(g.settings, e)
+			}
+		}
 	}
 	for _, name := range hooks.GitHooks {
 		if data, err := os.ReadFile(filepath.Join(repo.HooksDir, name)); err == nil && bytes.Contains(data, []byte(checkpoint.GitHookMarker)) {
@@ -186,12 +193,18 @@ func (g GitRails) RemoveAdded(ctx context.Context, repo *git.Repo, after GitRail
 // [filter "x"], [a.b]) and keys are read as git does, values unquoted; a
 // line continued with a backslash is joined.
 func commandEntries(path string, data []byte) []configEntry {
-	return configEntries(path, data, func(key, v string) bool { return guard.CommandKey(key, v) })
+	var out []configEntry
+	for _, e := range configEntries(path, data) {
+		if guard.CommandKey(strings.ToLower(e.key), e.value) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
-// configEntries reads the settings of a git config file (path, its content
-// data) whose lowercased key and value keep says.
-func configEntries(path string, data []byte, keep func(key, value string) bool) []configEntry {
+// configEntries reads every setting of a git config file (path, its
+// content data): section and name lowercased, a subsection as written.
+func configEntries(path string, data []byte) []configEntry {
 	var out []configEntry
 	section := ""
 	lines := strings.Split(strings.ReplaceAll(string(data), "\\\n", ""), "\n")
@@ -218,9 +231,7 @@ func configEntries(path string, data []byte, keep func(key, value string) bool) 
 		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
 			v = v[1 : len(v)-1]
 		}
-		if keep(strings.ToLower(key), v) {
-			out = append(out, configEntry{file: path, key: key, value: v})
-		}
+		out = append(out, configEntry{file: path, key: key, value: v})
 	}
 	return out
 }
@@ -240,9 +251,8 @@ func settingKey(key string) bool {
 	// Where a remote's fetches and pushes go - wiggum's own, in a run
 	// shared through it (--remote), and the person's after the run: an
 	// agent's git remote set-url, or a url.<base>.insteadOf that rewrites
-	// it, would send them to another server.
-	// The same for how they get there: a proxy of the agent's, or TLS
-	// verification turned off, puts another party in the middle.
+	// it, would send them to another server; a proxy of the agent's, or
+	// TLS verification turned off, would put another party in the middle.
 	if strings.HasPrefix(key, "remote.") && (strings.HasSuffix(key, ".url") || strings.HasSuffix(key, ".pushurl") || strings.HasSuffix(key, ".proxy")) {
 		return true
 	}

@@ -664,17 +664,12 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 		case err != nil:
 			parts = append(parts, "deleted or replaced wiggum's agent lock file")
 			gone = "deleted or replaced wiggum's agent lock file, and another process holds the new one (" + err.Error() + ")"
-		case fixed != "":
+		case len(fixed) > 0:
 			if i == 0 {
-				parts = append(parts, "deleted or replaced "+fixed)
+				parts = append(parts, "deleted or replaced "+fixed.String())
 			}
 			e.disp.printf("  %s deleted or replaced during the attempt: locked and written again", fixed)
-			if strings.Contains(fixed, "agent lock file") {
-				putBack = append(putBack, layout.LockFile)
-			}
-			if strings.Contains(fixed, "holder record") {
-				putBack = append(putBack, layout.HolderFile)
-			}
+			putBack = append(putBack, fixed...)
 		}
 	}
 	// The checkpoint record, which the same deletion takes (rm -rf
@@ -684,16 +679,18 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 	if ok, err := e.st.Reinstate(context.WithoutCancel(ctx), e.attemptCP); err != nil {
 		e.disp.printf("  could not put back the checkpoint record the attempt deleted: %v", err)
 	} else if ok {
+		record := layout.RuntimeDir + "/" + layout.CheckpointFile
 		parts = append(parts, "deleted wiggum's checkpoint record")
-		putBack = append(putBack, layout.RuntimeDir+"/"+layout.CheckpointFile)
-		e.disp.printf("  the checkpoint record %s was deleted during the attempt: put back from wiggum's checkpoint ref", layout.RuntimeDir+"/"+layout.CheckpointFile)
+		putBack = append(putBack, record)
+		e.disp.printf("  the checkpoint record %s was deleted during the attempt: put back from wiggum's checkpoint ref", record)
 	}
 	// The run's journal, which a resume after a crash reads.
 	if ok, err := e.run.led.keepJournal(); err != nil {
 		e.disp.printf("  could not put back the run journal the attempt deleted: %v", err)
 	} else if ok {
-		putBack = append(putBack, layout.RuntimeDir+"/"+JournalFile)
-		e.disp.printf("  the run journal %s was deleted or replaced during the attempt: put back with every record", layout.RuntimeDir+"/"+JournalFile)
+		journal := layout.RuntimeDir + "/" + JournalFile
+		putBack = append(putBack, journal)
+		e.disp.printf("  the run journal %s was deleted or replaced during the attempt: put back with every record", journal)
 	}
 	if len(putBack) > 0 {
 		e.event("state_put_back", map[string]any{"paths": putBack})

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
@@ -259,10 +261,7 @@ func (j *journal) keep() (bool, error) {
 	if _, err := j.f.ReadAt(data, 0); err != nil {
 		return false, fmt.Errorf("run journal %s: read back: %w", j.path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(j.path), 0o755); err != nil {
-		return false, fmt.Errorf("run journal %s: %w", j.path, err)
-	}
-	if err := statefile.Write(j.path, data); err != nil {
+	if err := statefile.Write(j.path, data); err != nil { // the directory too
 		return false, fmt.Errorf("run journal %s: put back: %w", j.path, err)
 	}
 	f, err := os.OpenFile(j.path, os.O_RDWR, 0)
@@ -275,7 +274,7 @@ func (j *journal) keep() (bool, error) {
 	}
 	j.f.Close()
 	j.f = f
-	linkJournal(j.path, j.link)
+	layout.LinkSecondName(j.path, j.link)
 	return true, nil
 }
 
@@ -283,18 +282,20 @@ func (j *journal) keep() (bool, error) {
 // directory: a hard link made when the run opens its journal.
 const JournalLink = "wiggum-run-journal"
 
-// linkJournal gives the journal at path its second name link (replacing
-// an older one); best effort, like the agent lock's (a git directory on
-// another file system holds no link).
-func linkJournal(path, link string) {
-	if link == "" {
-		return
+// JournalToRead is the run journal of the repository st: at its path, or
+// by its second name when an agent's rm -rf .ralph took it (the next run
+// puts it back: restoreJournal).
+func JournalToRead(st *checkpoint.State) string {
+	path := st.RuntimePath(JournalFile)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return journalLink(st)
 	}
-	tmp := link + ".tmp"
-	_ = os.Remove(tmp)
-	if os.Link(path, tmp) == nil {
-		_ = os.Rename(tmp, link)
-	}
+	return path
+}
+
+// journalLink is the run journal's second name in the repository st.
+func journalLink(st *checkpoint.State) string {
+	return filepath.Join(st.Repo.GitDir, JournalLink)
 }
 
 // restoreJournal puts the journal back at path from its second name when

@@ -223,7 +223,7 @@ func (r *run) openJournal() error {
 	if err != nil {
 		return err
 	}
-	link := filepath.Join(r.st.Repo.GitDir, JournalLink)
+	link := journalLink(r.st)
 	restored := restoreJournal(path, link)
 	recs, good, torn, err := readJournal(path)
 	if err != nil {
@@ -265,7 +265,7 @@ func (r *run) openJournal() error {
 		return err
 	}
 	r.led.j.link = link
-	linkJournal(path, link)
+	layout.LinkSecondName(path, link)
 	if torn {
 		r.disp.printf("the run journal's last record was cut short by the crash and is dropped (%s)", relPath(r.st.Repo.Root, path))
 	}

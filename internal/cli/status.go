@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -180,13 +178,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	} else if run != nil && held {
 		r.Run = run
 	}
-	journal := st.Path(layout.RuntimeDir + "/" + loop.JournalFile)
-	if _, err := os.Lstat(journal); errors.Is(err, fs.ErrNotExist) {
-		// Gone from .ralph (an agent's rm -rf .ralph): its second name,
-		// which the next run puts back.
-		journal = filepath.Join(st.Repo.GitDir, loop.JournalLink)
-	}
-	if rs, err := loop.ReadRunState(journal); err != nil {
+	if rs, err := loop.ReadRunState(loop.JournalToRead(st)); err != nil {
 		r.Errors = append(r.Errors, err.Error())
 	} else if rs != nil && rs.Open {
 		rs.Interrupted = !held || !r.Lock.PIDAlive

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // The reads in this file cost a few small file reads and never spawn git:
@@ -56,25 +58,8 @@ func SameRepository(a, b string) bool {
 // a linked worktree) and the common dir shared by all worktrees; both ""
 // when root holds no readable .git.
 func Dirs(root string) (gitDir, commonDir string) {
-	dotgit := filepath.Join(root, ".git")
-	fi, err := os.Stat(dotgit)
-	if err != nil {
+	if gitDir = layout.GitDir(root); gitDir == "" {
 		return "", ""
-	}
-	gitDir = dotgit
-	if !fi.IsDir() {
-		data, err := os.ReadFile(dotgit)
-		if err != nil {
-			return "", ""
-		}
-		p, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
-		if !ok {
-			return "", ""
-		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(root, p)
-		}
-		gitDir = p
 	}
 	commonDir = gitDir
 	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {

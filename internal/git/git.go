@@ -192,21 +192,17 @@ func run(ctx context.Context, dir string, env []string, stdin []byte, args ...st
 // before it changes anything when it cannot take the lock first
 // (locksIndexFirst), so the command is simply run again.
 //
-// A lock still there after StaleLockAfter whose holder no longer runs (a
-// git killed mid-command) is removed (ClearStaleLock) and the command run
-// again; dir is where the command runs.
+// A lock whose holder no longer runs (a git killed mid-command) is
+// removed on the way (LockRetry); dir is where the command runs.
 func whileIndexLocked[T any](ctx context.Context, dir string, args []string, once func() (T, error)) (T, error) {
 	out, err := once()
 	if err == nil || !locksIndexFirst(args) {
 		return out, err
 	}
-	asked := time.Now()
-	for retry := NewLockRetry(); IndexLocked(err) && retry.Wait(ctx); {
-		if time.Since(asked) >= StaleLockAfter {
-			asked = time.Now()
-			if p := lockPathOf(err); p != "" {
-				ClearStaleLock(p, dir, filepath.Dir(p))
-			}
+	for retry := NewLockRetry(); IndexLocked(err); {
+		p := lockPathOf(err)
+		if !retry.Wait(ctx, p, dir, filepath.Dir(p)) {
+			break
 		}
 		out, err = once()
 	}
@@ -218,21 +214,31 @@ func whileIndexLocked[T any](ctx context.Context, dir string, args []string, onc
 // between half and all of itself - a holder that takes the lock at a
 // steady pace (an editor's git status on every save) would otherwise meet
 // every try at a fixed delay in the same phase - for up to IndexLockWait.
+// Every StaleLockAfter it asks whether the lock's holder still runs: a
+// lock a killed git left is removed (ClearStaleLock), not waited on until
+// the time is up.
 type LockRetry struct {
 	delay    time.Duration
 	deadline time.Time
+	asked    time.Time // when the holder was last looked for
 }
 
 // NewLockRetry starts the clock of a LockRetry.
 func NewLockRetry() *LockRetry {
-	return &LockRetry{delay: 10 * time.Millisecond, deadline: time.Now().Add(IndexLockWait)}
+	now := time.Now()
+	return &LockRetry{delay: 10 * time.Millisecond, deadline: now.Add(IndexLockWait), asked: now}
 }
 
-// Wait sleeps before the next try; false (at once) once the time is up or
-// ctx is done.
-func (l *LockRetry) Wait(ctx context.Context) bool {
+// Wait sleeps before the next try on the lock file lock ("" when unknown:
+// no holder is looked for; dirs as ClearStaleLock takes them); false (at
+// once) once the time is up or ctx is done.
+func (l *LockRetry) Wait(ctx context.Context, lock string, dirs ...string) bool {
 	if !time.Now().Before(l.deadline) {
 		return false
+	}
+	if lock != "" && time.Since(l.asked) >= StaleLockAfter {
+		l.asked = time.Now()
+		ClearStaleLock(lock, dirs...)
 	}
 	d := l.delay/2 + rand.N(l.delay/2+1)
 	l.delay = min(l.delay*2, 200*time.Millisecond)

@@ -56,10 +56,10 @@ func TestSessionFilesDeletedUnderALiveSession(t *testing.T) {
 	os.Remove(tr.Path(LockFile))
 
 	fixed, err := l.Keep()
-	if err != nil || fixed != "the agent lock file "+LockFile+" and the holder record "+HolderFile {
+	if err != nil || fixed.String() != "the agent lock file "+LockFile+" and the holder record "+HolderFile {
 		t.Fatalf("Keep = %q, %v", fixed, err)
 	}
-	if fixed, err := l.Keep(); err != nil || fixed != "" {
+	if fixed, err := l.Keep(); err != nil || fixed.String() != "" {
 		t.Fatalf("a second Keep repairs %q, %v", fixed, err)
 	}
 	if s := tr.Session(); !s.Active || s.Session != l.Holder.Session {

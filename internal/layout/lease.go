@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // A parallel worker's worktree is leased by holding that worktree's own
@@ -43,17 +45,28 @@ func (l *Lease) Close() error {
 // through it (Acquire, Probe, TakeLease).
 const LeaseLinkName = "wiggum-lease"
 
-// leaseLink is the path of the second name for the tree at root: in .git
-// when that is a directory, else in the git directory its .git file names;
-// "" when it has neither.
+// leaseLink is the path of the second name for the tree at root, in its
+// git directory; "" when it has none.
 func leaseLink(root string) string {
+	dir := GitDir(root)
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, LeaseLinkName)
+}
+
+// GitDir is the git directory of the working tree at root: its .git when
+// that is a directory, else the one its .git file names (a linked
+// worktree's .git/worktrees/<id>, a submodule's); "" when root holds no
+// readable .git.
+func GitDir(root string) string {
 	dotgit := filepath.Join(root, ".git")
-	fi, err := os.Lstat(dotgit)
+	fi, err := os.Stat(dotgit)
 	if err != nil {
 		return ""
 	}
 	if fi.IsDir() {
-		return filepath.Join(dotgit, LeaseLinkName)
+		return dotgit
 	}
 	data, err := os.ReadFile(dotgit)
 	if err != nil {
@@ -66,19 +79,40 @@ func leaseLink(root string) string {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(root, dir)
 	}
-	return filepath.Join(dir, LeaseLinkName)
+	return dir
 }
 
-// linkLock gives the lock file of the tree, which the caller holds, its
-// second name (replacing an older one). Best effort: a git directory on
-// another file system can hold no link, and the lock then has its one
-// name, as before.
-func (t Tree) linkLock(link string) {
+// LinkSecondName gives the file at path the second name link (replacing
+// an older one) by a hard link made aside and renamed into place. Best
+// effort: a git directory on another file system can hold no link, and
+// the file then has its one name, as before.
+func LinkSecondName(path, link string) {
+	if link == "" {
+		return
+	}
 	tmp := link + ".tmp"
 	_ = os.Remove(tmp)
-	if os.Link(t.Path(LockFile), tmp) == nil {
+	if os.Link(path, tmp) == nil {
 		_ = os.Rename(tmp, link)
 	}
+}
+
+// lockSecond opens and locks (exclusive flock, tried until deadline;
+// zero: once) the lock's second name link; nil when it has none yet.
+// syscall.EWOULDBLOCK when another process holds it.
+func lockSecond(ctx context.Context, link string, deadline time.Time) (*os.File, error) {
+	if link == "" {
+		return nil, nil
+	}
+	f, err := os.OpenFile(link, os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil
+	}
+	if err := flockUntil(ctx, f, deadline); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // TakeLease locks the lease of the worktree rooted at t.Root without
@@ -88,18 +122,12 @@ func (t Tree) linkLock(link string) {
 func (t Tree) TakeLease() (*Lease, error) {
 	// The second name first: a worker whose lease file an agent removed
 	// from the tree holds its lock there still.
-	var second *os.File
-	if link := leaseLink(t.Root); link != "" {
-		if f, err := os.OpenFile(link, os.O_RDWR, 0); err == nil {
-			if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-				f.Close()
-				if errors.Is(err, syscall.EWOULDBLOCK) {
-					return nil, ErrLeaseHeld
-				}
-				return nil, fmt.Errorf("lease %s: lock: %w", filepath.Base(t.Root), err)
-			}
-			second = f
-		}
+	second, err := lockSecond(context.Background(), leaseLink(t.Root), time.Time{})
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return nil, ErrLeaseHeld
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lease %s: lock: %w", filepath.Base(t.Root), err)
 	}
 	l, err := t.takeLease(second)
 	if err != nil {

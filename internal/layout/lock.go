@@ -113,34 +113,28 @@ func (t Tree) Acquire(ctx context.Context, opts AcquireOptions) (*Lock, error) {
 	// removed from the tree still holds its lock there, and must be met
 	// before this acquire makes and takes a new file in the tree.
 	link := leaseLink(t.Root)
-	var old *os.File
-	if link != "" {
-		f, err := os.OpenFile(link, os.O_RDWR, 0)
-		if err == nil {
-			if err := flockUntil(ctx, f, deadline); err != nil {
-				f.Close()
-				if errors.Is(err, syscall.EWOULDBLOCK) {
-					return nil, t.heldError()
-				}
-				return nil, fmt.Errorf("lock %s: %w", LockFile, err)
+	old, err := lockSecond(ctx, link, deadline)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return nil, t.heldError()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", LockFile, err)
+	}
+	if old != nil {
+		if a, err1 := old.Stat(); err1 == nil {
+			if b, err2 := os.Stat(t.Path(LockFile)); err2 == nil && os.SameFile(a, b) {
+				// One file by both names, as it should be: lock it by its
+				// name in the tree (an flock taken twice on one file,
+				// through two opens, refuses itself). Another acquirer may
+				// take it in between; this one then waits or is refused,
+				// as for any holder.
+				old.Close()
+				old = nil
 			}
-			if a, err1 := f.Stat(); err1 == nil {
-				if b, err2 := os.Stat(t.Path(LockFile)); err2 == nil && os.SameFile(a, b) {
-					// One file by both names, as it should be: lock it by
-					// its name in the tree (an flock taken twice on one
-					// file, through two opens, refuses itself). Another
-					// acquirer may take it in between; this one then waits
-					// or is refused, as for any holder.
-					f.Close()
-					f = nil
-				}
-			}
-			old = f
 		}
 	}
 	fl := flock.New(t.Path(LockFile))
 	var ok bool
-	var err error
 	if !deadline.IsZero() {
 		wctx, cancel := context.WithDeadline(ctx, deadline)
 		ok, err = fl.TryLockContext(wctx, 50*time.Millisecond)
@@ -157,7 +151,7 @@ func (t Tree) Acquire(ctx context.Context, opts AcquireOptions) (*Lock, error) {
 		// until the link is made, so no acquirer that opened it meets it
 		// free before the new one is in place.
 		if fi, err1 := os.Stat(link); err1 != nil || old != nil || !sameLocked(fl, fi) {
-			t.linkLock(link)
+			LinkSecondName(t.Path(LockFile), link)
 		}
 	}
 	if old != nil {
@@ -227,8 +221,8 @@ func (l *Lock) Release() error {
 // hooks' probe finding no session. Keep locks whatever file is at the
 // path now (making it if need be), marks it live and writes the holder
 // record again; it fails with a *HeldError when another process holds that
-// file already. repaired says what it put right ("" when nothing).
-func (l *Lock) Keep() (repaired string, err error) {
+// file already. repaired is what it put right (none when nothing).
+func (l *Lock) Keep() (repaired Repaired, err error) {
 	l.keepMu.Lock()
 	defer l.keepMu.Unlock()
 	path := l.tree.Path(LockFile)
@@ -240,28 +234,28 @@ func (l *Lock) Keep() (repaired string, err error) {
 		}
 		return false
 	}
-	var fixed []string
+	var fixed Repaired
 	if now, err := os.Stat(path); err != nil || !ours(now) {
 		// An rm -rf .ralph took the directory too.
 		if err := os.MkdirAll(l.tree.Path(StateDir), 0o755); err != nil {
-			return "", fmt.Errorf("lock %s again: %w", LockFile, err)
+			return nil, fmt.Errorf("lock %s again: %w", LockFile, err)
 		}
 		nf := flock.New(path)
 		ok, err := nf.TryLock()
 		if err != nil {
-			return "", fmt.Errorf("lock %s again: %w", LockFile, err)
+			return nil, fmt.Errorf("lock %s again: %w", LockFile, err)
 		}
 		if !ok {
-			return "", l.tree.heldError()
+			return nil, l.tree.heldError()
 		}
 		l.kept = append(l.kept, nf)
 		if mark := dupLocked(nf); mark != nil {
 			l.keptMarks = append(l.keptMarks, mark)
 			if err := setLiveMark(mark); err != nil {
-				return "", fmt.Errorf("lock: mark %s live: %w", LockFile, err)
+				return nil, fmt.Errorf("lock: mark %s live: %w", LockFile, err)
 			}
 		}
-		fixed = append(fixed, "the agent lock file "+LockFile)
+		fixed = append(fixed, LockFile)
 	}
 	var h Holder
 	if err := statefile.ReadJSON(l.tree.Path(HolderFile), &h, nil); err != nil || h.Session != l.Holder.Session || h.PID != l.Holder.PID {
@@ -270,11 +264,31 @@ func (l *Lock) Keep() (repaired string, err error) {
 			err = statefile.WriteUnsynced(l.tree.Path(HolderFile), data)
 		}
 		if err != nil {
-			return "", fmt.Errorf("lock: write holder record: %w", err)
+			return nil, fmt.Errorf("lock: write holder record: %w", err)
 		}
-		fixed = append(fixed, "the holder record "+HolderFile)
+		fixed = append(fixed, HolderFile)
 	}
-	return strings.Join(fixed, " and "), nil
+	return fixed, nil
+}
+
+// Repaired is the session files Keep put right: LockFile, HolderFile.
+type Repaired []string
+
+// String says what they are: "the agent lock file .ralph/.agent-lock and
+// the holder record .ralph/.agent-lock.json"; "" for none.
+func (r Repaired) String() string {
+	what := make([]string, len(r))
+	for i, f := range r {
+		switch f {
+		case LockFile:
+			what[i] = "the agent lock file " + f
+		case HolderFile:
+			what[i] = "the holder record " + f
+		default:
+			what[i] = f
+		}
+	}
+	return strings.Join(what, " and ")
 }
 
 func (l *Lock) unlock() error {
