@@ -593,7 +593,14 @@ func TestStdinPipe(t *testing.T) {
 func blockingPipe(t *testing.T) (r, w *os.File) {
 	t.Helper()
 	var p [2]int
-	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+	syscall.ForkLock.RLock()
+	err := syscall.Pipe(p[:])
+	if err == nil {
+		syscall.CloseOnExec(p[0])
+		syscall.CloseOnExec(p[1])
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return os.NewFile(uintptr(p[0]), "stdin"), os.NewFile(uintptr(p[1]), "agent")

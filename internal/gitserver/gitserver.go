@@ -103,7 +103,7 @@ func startDaemon(t testing.TB, root string) *Server {
 		port := freePort(t)
 		cmd := exec.Command("git", "daemon", "--reuseaddr", "--enable=receive-pack", "--export-all",
 			"--base-path="+root, "--listen=127.0.0.1", "--port="+strconv.Itoa(port), "--informative-errors", root)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = daemonAttr()
 		stderr, _ := cmd.StderrPipe()
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("gitserver: start git daemon: %v", err)
