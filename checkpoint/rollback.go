@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
@@ -34,6 +35,14 @@ type RollbackOptions struct {
 	// any commit when rolling back outside a session); they are saved in
 	// the backup like everything else.
 	DiscardForeign bool
+	// SetAsideRepos: a new untracked directory that is a git repository
+	// of its own (an agent's git init, a generator's, a clone) has its
+	// .git moved under NestedAside, where its history stays, and its files
+	// are then saved and removed like any other untracked file, so the
+	// tree is whole at the checkpoint. Without it such a directory is left
+	// as it is (Repositories). The loop sets it: a failed attempt's
+	// generated project must not survive into the next attempt's commit.
+	SetAsideRepos bool
 }
 
 // RollbackResult says what a rollback did (or, dry, would do).
@@ -52,6 +61,9 @@ type RollbackResult struct {
 	// history cannot be held by a backup of this tree, so they are left
 	// as they are.
 	Repositories []string `json:"repositories,omitempty"`
+	// SetAside: with SetAsideRepos, the new repositories whose .git went
+	// under NestedAside and whose files were saved and removed.
+	SetAside []RepoSetAside `json:"set_aside,omitempty"`
 	// Unhidden: files the attempt's change to a .gitignore had hidden -
 	// new since the checkpoint, ignored under the changed rules, not under
 	// the checkpoint's - saved in UnhiddenBackup and removed (see
@@ -66,6 +78,86 @@ type RollbackResult struct {
 // refs/wiggum/backup/. Otherwise it returns a *RefusedError and changes
 // nothing. The caller must hold the agent lock or act inside its session.
 func (s *State) Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error) {
+	res, err := s.rollback(ctx, opts)
+	if err != nil || opts.DryRun || !opts.SetAsideRepos || len(res.Repositories) == 0 {
+		return res, err
+	}
+	var left []string
+	for _, p := range res.Repositories {
+		aside, err := SetAsideGit(s.Repo, strings.TrimSuffix(p, "/"))
+		if err != nil {
+			left = append(left, p)
+			continue
+		}
+		res.SetAside = append(res.SetAside, RepoSetAside{Path: strings.TrimSuffix(p, "/"), Aside: aside})
+	}
+	res.Repositories = left
+	if len(res.SetAside) == 0 {
+		return res, nil
+	}
+	// Their files are untracked files now: a second pass saves and
+	// removes them. HEAD is at the checkpoint already; nothing else moves.
+	again, err := s.rollback(ctx, opts)
+	if err != nil {
+		return res, fmt.Errorf("the tree is back at %s (its state before is saved in %s), but the files of %s, whose .git is set aside in %s, could not be removed: %w",
+			short(res.Checkpoint.Head), res.BackupRef, res.SetAside[0].Path, res.SetAside[0].Aside, err)
+	}
+	for i := range res.SetAside {
+		res.SetAside[i].Backup = again.BackupRef
+	}
+	if res.BackupRef == "" {
+		// Only the repositories had changed: theirs is the attempt's backup.
+		res.BackupRef, res.NothingToDo = again.BackupRef, false
+	}
+	res.Removed = append(res.Removed, again.Removed...)
+	res.Repositories = append(res.Repositories, again.Repositories...)
+	return res, nil
+}
+
+// RepoSetAside is a new repository of its own a rollback took out of the
+// tree: its .git kept at Aside, its files saved in Backup.
+type RepoSetAside struct {
+	Path   string `json:"path"`
+	Aside  string `json:"aside"`
+	Backup string `json:"backup,omitempty"`
+}
+
+func (r RepoSetAside) String() string {
+	return fmt.Sprintf("%s/, a git repository of its own the attempt made, removed: its files saved in %s, its .git kept in %s (git --git-dir=%s log)", r.Path, r.Backup, r.Aside, r.Aside)
+}
+
+// NestedAside is the directory, in the common git directory, where wiggum
+// keeps the .git of a repository of its own an agent made inside the tree
+// (git init, a generator's, a clone) once the loop has committed its files
+// as the tree's or a rollback has removed them: one directory per
+// repository, out of every tree, never removed by wiggum.
+const NestedAside = "wiggum-nested"
+
+// SetAsideGit moves the .git directory of the repository at path (from
+// the root, slash-separated) under NestedAside and says where it went. A
+// .git that is a file (a submodule's, another repository's worktree) is
+// not moved: its history lives elsewhere.
+func SetAsideGit(repo *git.Repo, path string) (string, error) {
+	gitDir := filepath.Join(repo.Root, filepath.FromSlash(path), ".git")
+	fi, err := os.Lstat(gitDir)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s/.git is not a directory", path)
+	}
+	aside := filepath.Join(repo.CommonDir, NestedAside, time.Now().UTC().Format("20060102T150405.000000000Z")+"-"+strings.ReplaceAll(path, "/", "%")+".git")
+	if err := os.MkdirAll(filepath.Dir(aside), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Rename(gitDir, aside); err != nil {
+		return "", err
+	}
+	return aside, nil
+}
+
+// rollback is one pass of Rollback.
+func (s *State) rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error) {
 	// One cat-file reads every object a rollback needs: the facts, the
 	// trees a snapshot builds on, the trees it compares.
 	cat := s.Repo.Cat(ctx)

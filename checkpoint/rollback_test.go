@@ -3,8 +3,11 @@ package checkpoint
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -484,5 +487,71 @@ func TestRollbackWritesNothingWhenTheRefsDoNotMove(t *testing.T) {
 	}
 	if r.exists(".git/index.lock") {
 		t.Fatal("index.lock left behind")
+	}
+}
+
+// A new directory that is a repository of its own (an agent's git init, a
+// generator's) is left as it is by a plain rollback; with SetAsideRepos its
+// .git goes under NestedAside, its history whole there, and its files are
+// saved and removed: the tree is back at the checkpoint. A repository that
+// was there at the checkpoint is never touched.
+func TestRollbackSetsAsideNewRepositories(t *testing.T) {
+	for _, other := range []bool{false, true} {
+		t.Run(fmt.Sprintf("other changes %v", other), func(t *testing.T) {
+			r := newRepo(t)
+			mkRepo := func(dir, content string) {
+				r.write(dir+"/f.txt", content)
+				sub := filepath.Join(r.dir, dir)
+				for _, args := range [][]string{{"init", "-q"}, {"add", "f.txt"}, {"-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "-m", "generated " + dir}} {
+					if out, err := exec.Command("git", append([]string{"-C", sub}, args...)...).CombinedOutput(); err != nil {
+						t.Fatalf("git %v: %v\n%s", args, err, out)
+					}
+				}
+			}
+			mkRepo("mine", "the person's own\n")
+			mustSave(t, r, "")
+			mkRepo("gen", "generated\n")
+			r.write("gen/after.txt", "written after its commit\n")
+			if other {
+				r.write("scratch.txt", "the attempt's\n")
+			}
+			dry, err := r.st.Rollback(ctx, RollbackOptions{DryRun: true, SetAsideRepos: true})
+			if err != nil || !slices.Equal(dry.Repositories, []string{"gen/"}) || !r.exists("gen/.git") {
+				t.Fatalf("dry run: %+v, %v; gen/.git there: %v", dry, err, r.exists("gen/.git"))
+			}
+			res, err := r.st.Rollback(ctx, RollbackOptions{SetAsideRepos: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.SetAside) != 1 || res.SetAside[0].Path != "gen" || len(res.Repositories) != 0 {
+				t.Fatalf("set aside %+v, left %v", res.SetAside, res.Repositories)
+			}
+			if r.exists("gen") || r.exists("scratch.txt") {
+				t.Fatal("the attempt's files are still in the tree")
+			}
+			if !r.exists("mine/.git") || r.read("mine/f.txt") != "the person's own\n" {
+				t.Fatal("the repository there at the checkpoint was touched")
+			}
+			aside := res.SetAside[0].Aside
+			if !strings.HasPrefix(aside, filepath.Join(r.st.Repo.CommonDir, NestedAside)+string(filepath.Separator)) {
+				t.Fatalf("set aside in %s", aside)
+			}
+			if log := r.git("--git-dir="+aside, "log", "--format=%s"); log != "generated gen" {
+				t.Fatalf("the repository's history where it was set aside: %q", log)
+			}
+			b := res.SetAside[0].Backup
+			if r.git("show", b+":gen/f.txt") != "generated" || r.git("show", b+":gen/after.txt") != "written after its commit" {
+				t.Fatalf("the files are not in the backup %s", b)
+			}
+			if other && res.BackupRef == b {
+				t.Fatal("the attempt's other changes and the repository share one backup; want the first pass's")
+			}
+			if !other && res.BackupRef != b {
+				t.Fatalf("backup %q, want the repository's %q", res.BackupRef, b)
+			}
+			if st := r.git("status", "--porcelain"); st != "?? mine/" {
+				t.Fatalf("status after: %q", st)
+			}
+		})
 	}
 }

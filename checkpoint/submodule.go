@@ -166,6 +166,9 @@ func (res *RollbackResult) Notes() []string {
 	for _, dir := range res.Repositories {
 		out = append(out, RepositoryLeft(dir))
 	}
+	for _, r := range res.SetAside {
+		out = append(out, r.String())
+	}
 	if n := len(res.Unhidden); n > 0 {
 		out = append(out, fmt.Sprintf("%d file(s) the attempt's .gitignore change had hidden (%s) removed; saved in %s",
 			n, strings.Join(res.Unhidden[:min(n, 3)], ", "), res.UnhiddenBackup))

@@ -16,12 +16,13 @@ import (
 // its own, stashes (popped or left), an amend or a squash of the commit
 // before its attempt (and then a failure), tags, a switch away and back, an
 // entry appended to progress.txt, a .gitignore rule, a background process,
-// the lock files of a git killed mid-command, an rm -rf .ralph, a failure.
+// the lock files of a git killed mid-command, an rm -rf .ralph, a
+// generator's git init in a directory of its own, a failure.
 const chaosAgent = `cat > /dev/null
 s=$WIGGUM_STORY
 r=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
 echo "$s $r" >> "work-$s.txt"
-case $((r % 17)) in
+case $((r % 18)) in
 0) git checkout -q -b "tmp-$s-$r" && git add -A && git commit -q -m "agent $s on its own branch" ;;
 1) git add -A && git commit -q -m "agent $s commit" ;;
 2) echo stash > "stash-$s.txt"; git stash -q -u && git stash pop -q ;;
@@ -39,6 +40,7 @@ case $((r % 17)) in
 14) git add -A; git commit -q --amend -m "agent $s amended, then failed" 2>/dev/null; exit 1 ;;
 15) g=$(git rev-parse --git-dir); printf 'DIRC half' > "$g/index.lock"; git rev-parse HEAD > "$g/HEAD.lock"; [ $((r % 2)) = 0 ] || exit 1 ;;
 16) rm -rf .ralph; exit 1 ;;
+17) mkdir -p "gen-$s" && (cd "gen-$s" && git init -q && echo "$s" > g && git add g && git -c user.name=g -c user.email=g@g commit -q -m gen) ;;
 esac
 exit 0
 `
@@ -113,6 +115,9 @@ func chaosRun(t *testing.T, workers string) {
 	}
 	if out := run(t, dir, nil, "git", "fsck", "--no-dangling", "--no-progress"); out.code != 0 {
 		t.Errorf("git fsck: exit %d\n%s%s", out.code, out.stdout, out.stderr)
+	}
+	if tree := mustRun(t, dir, "git", "ls-tree", "-r", "HEAD"); strings.Contains(tree, "160000 commit ") {
+		t.Errorf("a gitlink committed (an agent's git init), which every clone gets as an empty directory:\n%s", tree)
 	}
 	if out := run(t, dir, nil, "git", "grep", "-l", "-e", "^<<<<<<< ", "HEAD"); out.code == 0 {
 		t.Errorf("conflict markers committed:\n%s", out.stdout)

@@ -575,8 +575,15 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	}
 	killpoint.At("attempt-passed")
 	sha, err := e.commitWork(cctx, story)
-	for _, p := range e.commit.leftOut {
-		e.disp.printf("  %s/ is a git repository of its own with no commit (a git init?): not committed; its files stay where they are", p)
+	for _, n := range e.commit.repos {
+		e.disp.printf("  %s", n.say(e.worktree != ""))
+		fields := map[string]any{"story": story.ID, "paths": []string{n.Path}, "worker": e.worker}
+		for k, v := range map[string]string{"aside": n.Aside, "url": n.URL, "reason": n.Why} {
+			if v != "" {
+				fields[k] = v
+			}
+		}
+		e.run.event("nested_repo", fields)
 	}
 	if len(e.commit.hookFixed) > 0 {
 		e.disp.printf("  the pre-commit hook changed %s and failed the commit, as formatters do: staged its changes and committed again", summarize(e.commit.hookFixed, 5))
@@ -951,8 +958,9 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 	}()
 	edit := e.planStart.editSince(e.plan(), story.ID)
 	res, err := e.st.Rollback(context.WithoutCancel(ctx), checkpoint.RollbackOptions{
-		Session: e.session,
-		Reason:  fmt.Sprintf("%s attempt %d: %s", story.ID, attempt, out.detail),
+		Session:       e.session,
+		Reason:        fmt.Sprintf("%s attempt %d: %s", story.ID, attempt, out.detail),
+		SetAsideRepos: true,
 	})
 	if err != nil {
 		var refused *checkpoint.RefusedError
@@ -976,6 +984,10 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 	}
 	if res.UnhiddenBackup != "" {
 		e.run.addBackup(res.UnhiddenBackup)
+	}
+	for _, r := range res.SetAside {
+		e.run.addBackup(r.Backup)
+		e.run.event("nested_repo", map[string]any{"story": story.ID, "paths": []string{r.Path}, "aside": r.Aside, "backup": r.Backup, "worker": e.worker})
 	}
 	for _, n := range res.Notes() {
 		e.disp.printf("  %s", n)
@@ -1047,7 +1059,7 @@ func (e *executor) interrupted(iter int, story *plan.Story, attempt int, cp *che
 		return context.Canceled
 	}
 	ctx := context.Background()
-	res, err := e.st.Rollback(ctx, checkpoint.RollbackOptions{Session: e.session, Reason: fmt.Sprintf("%s interrupted in iteration %d", story.ID, iter)})
+	res, err := e.st.Rollback(ctx, checkpoint.RollbackOptions{Session: e.session, Reason: fmt.Sprintf("%s interrupted in iteration %d", story.ID, iter), SetAsideRepos: true})
 	var refused *checkpoint.RefusedError
 	if errors.As(err, &refused) && e.aside != nil {
 		// A worker's worktree is set aside, as after a failed attempt.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
 
@@ -50,9 +52,13 @@ type committer struct {
 	env   []string // WIGGUM_SESSION, so a journal hook attributes the commit
 	keep  []string // paths dirty before the run, never committed
 	keepM map[string]bool
-	// leftOut: repositories of their own with no commit (an agent's git
-	// init) the last commit left out, for the caller to say.
-	leftOut []string
+	// repos: the repositories of their own the attempt's agent made in
+	// the tree (git init, git clone, a scaffolding tool's git init), as
+	// the last commit dealt with them, for the caller to say.
+	repos []nestedRepo
+	// leftRepos: the repositories of their own left out of a commit this
+	// run (clones), left out of every later one without a word.
+	leftRepos map[string]bool
 	// timeout bounds each commit, the user's git hooks (and a signing
 	// program) with it: --timeout; 0 is none.
 	timeout time.Duration
@@ -80,7 +86,7 @@ type largeFile struct {
 // newCommitter is a committer of repo for the run: its commits' hooks get
 // the run's --timeout.
 func (r *run) newCommitter(repo *git.Repo, env []string, keep []string) *committer {
-	c := &committer{repo: repo, env: env, keep: keep, keepM: map[string]bool{}, timeout: r.opts.Timeout, maxNew: r.opts.MaxFileSize}
+	c := &committer{repo: repo, env: env, keep: keep, keepM: map[string]bool{}, leftRepos: map[string]bool{}, timeout: r.opts.Timeout, maxNew: r.opts.MaxFileSize}
 	for _, p := range keep {
 		c.keepM[p] = true
 	}
@@ -214,19 +220,36 @@ func (c *committer) stageExcept(ctx context.Context, ts *treeState) error {
 	return c.addAll(ctx, spec)
 }
 
-// addAll runs git add -A on spec (NUL-separated pathspecs). git refuses
-// the whole add when a new directory is a repository of its own with no
-// commit yet (an agent's git init): "error: 'dir/' does not have a commit
-// checked out". Such a directory cannot be recorded; it is left out -
-// its files stay where they are - and the rest is staged, instead of
-// failing every attempt of the story on it. c.leftOut says which.
+// addAll runs git add -A on spec (NUL-separated pathspecs).
+//
+// A new directory that is a repository of its own - an agent's git init,
+// a scaffolding tool's (rails new, uv init), a git clone - git would record
+// as a gitlink: a commit id that every clone of the project gets as an
+// empty directory, the files themselves in no history. Or git refuses the
+// whole add, when that repository has no commit yet ("does not have a
+// commit checked out"). So such a directory is never committed as a
+// gitlink (takeNested): one the agent made with no remote has its .git
+// set aside - its history kept in the git directory - and its files are
+// staged as this repository's; a clone is left out and stays where it is.
+// c.repos says which.
 func (c *committer) addAll(ctx context.Context, spec string) error {
-	c.leftOut, c.nested = nil, nil
-	for {
+	c.repos = nil
+	for p := range c.leftRepos {
+		spec += ":(top,literal,exclude)" + p + "\x00"
+	}
+	for tries := 0; ; tries++ {
+		if tries > 1000 {
+			return fmt.Errorf("stage changes: more than 1000 repositories of their own in the tree")
+		}
 		out, err := c.git(ctx, []byte(spec), "add", "-A", "-v", "--pathspec-from-file=-", "--pathspec-file-nul")
 		var ge *git.Error
 		if err == nil {
-			return c.unstageState(ctx, out)
+			again, err := c.unstageState(ctx, out)
+			if err != nil || !again {
+				return err
+			}
+			// A repository's .git was set aside: stage its files.
+			continue
 		}
 		if !errors.As(err, &ge) {
 			return err
@@ -238,17 +261,127 @@ func (c *committer) addAll(ctx context.Context, spec string) error {
 				unborn = append(unborn, strings.TrimSuffix(p, "/"))
 			}
 		}
-		if len(unborn) == 0 || len(c.leftOut) > 1000 {
+		if len(unborn) == 0 || len(c.repos) > 1000 {
 			return err
 		}
 		for _, p := range unborn {
-			if slices.Contains(c.leftOut, p) {
-				return err // excluded and still refused: not ours to mend
+			if slices.ContainsFunc(c.repos, func(n nestedRepo) bool { return n.Path == p }) {
+				return err // dealt with and still refused: not ours to mend
 			}
-			c.leftOut = append(c.leftOut, p)
-			spec += ":(top,literal,exclude)" + p + "\x00"
+			n, _ := c.takeNested(ctx, p, true)
+			c.repos = append(c.repos, n)
+			if n.Aside == "" {
+				spec += ":(top,literal,exclude)" + p + "\x00"
+				c.leftRepos[p] = true
+			}
 		}
 	}
+}
+
+// nestedRepo is a repository of its own that an attempt's agent made
+// inside the tree, as the loop's commit dealt with it.
+type nestedRepo struct {
+	Path string
+	// Aside: its .git, moved here; its files were staged as the tree's.
+	Aside string
+	// URL: a clone's remote, its user info taken out. Left out of the
+	// commit, it stays in the tree.
+	URL string
+	// Why its .git could not be set aside: left out.
+	Why string
+}
+
+// say is what the run prints of n; inWorktree: the attempt ran in a
+// parallel worker's worktree, which its backup keeps when it goes.
+func (n nestedRepo) say(inWorktree bool) string {
+	stays := "it stays in the tree"
+	if inWorktree {
+		stays = "its worktree's backup keeps it (wiggum recover)"
+	}
+	switch {
+	case n.Aside != "":
+		return fmt.Sprintf("%s/ was a git repository of its own (a git init): its files are committed as this repository's - a gitlink would leave every clone an empty directory - and its own history is kept in %s (git --git-dir=%s log)", n.Path, n.Aside, n.Aside)
+	case n.URL != "":
+		return fmt.Sprintf("%s/ is a clone of %s: not committed - a gitlink would leave every clone an empty directory; %s. To keep it as a submodule: git submodule add %s %s", n.Path, n.URL, stays, n.URL, n.Path)
+	}
+	return fmt.Sprintf("%s/ is a git repository of its own: not committed, its .git could not be set aside (%s); %s", n.Path, n.Why, stays)
+}
+
+// takeNested deals with path, a directory git found to be a repository
+// of its own as it staged the attempt's changes. It reports false when
+// the directory is git's to record as it does: a registered submodule
+// (in .gitmodules), a gitlink HEAD has already (the agent committed it,
+// or the person), or a .git that is a file (a submodule's, another
+// repository's worktree) - unless unborn, when git refuses it anyway and
+// it is left out. Otherwise a repository with a remote (a clone) is left
+// out; one without (a git init) has its .git moved under
+// checkpoint.NestedAside,
+// from where its history can be read and put back.
+func (c *committer) takeNested(ctx context.Context, path string, unborn bool) (nestedRepo, bool) {
+	n := nestedRepo{Path: path}
+	gitDir := filepath.Join(c.repo.Root, filepath.FromSlash(path), ".git")
+	fi, err := os.Lstat(gitDir)
+	if err != nil || !fi.IsDir() {
+		if !unborn {
+			return n, false
+		}
+		n.Why = "its .git is not a directory"
+		return n, true
+	}
+	if !unborn {
+		if ok, _ := c.repo.OK(ctx, "cat-file", "-e", "HEAD:"+path); ok {
+			return n, false
+		}
+		if c.registered(ctx, path) {
+			return n, false
+		}
+	}
+	if n.URL = cloneOf(ctx, c.repo, gitDir); n.URL != "" {
+		return n, true
+	}
+	aside, err := checkpoint.SetAsideGit(c.repo, path)
+	if err != nil {
+		n.Why = err.Error()
+		return n, true
+	}
+	n.Aside = aside
+	return n, true
+}
+
+// registered reports whether .gitmodules names path as a submodule's.
+func (c *committer) registered(ctx context.Context, path string) bool {
+	out, err := c.repo.Run(ctx, "config", "-f", filepath.Join(c.repo.Root, ".gitmodules"), "--get-regexp", `^submodule\..*\.path$`)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if _, p, ok := strings.Cut(line, " "); ok && strings.Trim(p, "/") == path {
+			return true
+		}
+	}
+	return false
+}
+
+// cloneOf is the URL of the first remote of the repository whose git
+// directory is gitDir, its user info taken out; "" when it has none (a
+// git init's).
+func cloneOf(ctx context.Context, repo *git.Repo, gitDir string) string {
+	urls, _ := repo.Run(ctx, "config", "-f", filepath.Join(gitDir, "config"), "--get-regexp", `^remote\..*\.url$`)
+	first, _, _ := strings.Cut(strings.TrimSpace(urls), "\n")
+	if _, u, ok := strings.Cut(first, " "); ok {
+		return withoutUserInfo(u)
+	}
+	return ""
+}
+
+// withoutUserInfo is a remote's URL with any user and password taken out
+// (a token in https://TOKEN@host/...): the run prints it and logs it.
+func withoutUserInfo(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		u.User = nil
+		return u.String()
+	}
+	return raw
 }
 
 // unstageState takes wiggum's own state back out of the index when `git add
@@ -257,10 +390,12 @@ func (c *committer) addAll(ctx context.Context, spec string) error {
 // un-ignore it, and the state is never the tree's content. (An exclude
 // pathspec cannot do it: git refuses one that names ignored files.)
 //
-// It takes out, too, a linked worktree of this repository (c.nested).
-func (c *committer) unstageState(ctx context.Context, out string) error {
+// It takes out, too, a linked worktree of this repository (c.nested), and
+// the repositories of their own takeNested deals with; again: one had its
+// .git set aside, and its files are to be staged.
+func (c *committer) unstageState(ctx context.Context, out string) (again bool, err error) {
 	var spec strings.Builder
-	c.large = nil
+	c.large, c.nested = nil, nil
 	for _, line := range strings.Split(out, "\n") {
 		path, ok := strings.CutPrefix(line, "add '")
 		path, found := strings.CutSuffix(path, "'")
@@ -277,13 +412,23 @@ func (c *committer) unstageState(ctx context.Context, out string) error {
 			path = strings.TrimSuffix(path, "/")
 			spec.WriteString(":(top,literal)" + path + "\x00")
 			c.nested = append(c.nested, path)
+		case strings.HasSuffix(path, "/"):
+			path = strings.TrimSuffix(path, "/")
+			if n, ok := c.takeNested(ctx, path, false); ok {
+				spec.WriteString(":(top,literal)" + path + "\x00")
+				c.repos = append(c.repos, n)
+				again = again || n.Aside != ""
+				if n.Aside == "" {
+					c.leftRepos[path] = true
+				}
+			}
 		}
 	}
 	if spec.Len() == 0 {
-		return nil
+		return again, nil
 	}
-	_, err := c.git(ctx, []byte(spec.String()), "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul")
-	return err
+	_, err = c.git(ctx, []byte(spec.String()), "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul")
+	return again, err
 }
 
 // tooLarge reports whether path, just staged, is a new file larger than

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/install"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/gitlock"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
@@ -636,7 +638,7 @@ func (r *run) rollbackAbandoned(ctx context.Context) error {
 	if cp == nil {
 		return err
 	}
-	res, err := r.st.Rollback(ctx, checkpoint.RollbackOptions{Session: cp.Session, Reason: a.Story + " interrupted by a crash (attempt " + fmt.Sprint(a.Attempt) + "); not resumed: --fresh"})
+	res, err := r.st.Rollback(ctx, checkpoint.RollbackOptions{Session: cp.Session, Reason: a.Story + " interrupted by a crash (attempt " + fmt.Sprint(a.Attempt) + "); not resumed: --fresh", SetAsideRepos: true})
 	if err != nil {
 		var refused *checkpoint.RefusedError
 		errors.As(err, &refused)
@@ -686,7 +688,7 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 	} else if detail != "" {
 		r.disp.printf("%s: %s", open.Story, detail)
 	}
-	res, err := r.st.Rollback(ctx, checkpoint.RollbackOptions{Session: cp.Session, Reason: open.Story + " interrupted by a crash (attempt " + fmt.Sprint(open.Attempt) + ")"})
+	res, err := r.st.Rollback(ctx, checkpoint.RollbackOptions{Session: cp.Session, Reason: open.Story + " interrupted by a crash (attempt " + fmt.Sprint(open.Attempt) + ")", SetAsideRepos: true})
 	if err != nil {
 		var refused *checkpoint.RefusedError
 		errors.As(err, &refused)
@@ -824,6 +826,10 @@ func (r *run) preflight(ctx context.Context) error {
 	}
 	r.branch = now.Branch
 	ts := changesOf(now)
+	left := r.neverCommitted(ctx, now)
+	if len(left) > 0 {
+		ts.paths = slices.DeleteFunc(ts.paths, func(p string) bool { return slices.Contains(left, p) })
+	}
 	if len(ts.paths) > 0 && !r.opts.AllowDirty {
 		return badinput.Errorf("run: the working tree has uncommitted changes (%s); commit or stash them, or pass --allow-dirty to leave them out of every commit the loop makes", summarize(ts.paths, 5))
 	}
@@ -841,7 +847,7 @@ func (r *run) preflight(ctx context.Context) error {
 		}
 	}
 	env := []string{layout.SessionEnv + "=" + r.session}
-	r.commit = r.newCommitter(repo, env, ts.paths)
+	r.commit = r.newCommitter(repo, env, append(slices.Clip(ts.paths), left...))
 	if r.planIgnored, err = ignored, ignoredErr; err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
@@ -857,7 +863,37 @@ func (r *run) preflight(ctx context.Context) error {
 	if len(ts.paths) > 0 {
 		r.disp.printf("leaving %d pre-existing change(s) out of every commit: %s", len(ts.paths), summarize(ts.paths, 5))
 	}
+	if len(left) > 0 {
+		r.disp.printf("leaving in the tree, out of every commit, what no commit of the loop's takes (a clone, a new file over --max-file-size, as an earlier run left them): %s", summarize(left, 5))
+	}
 	return nil
+}
+
+// neverCommitted lists the untracked paths in now that the loop's commits
+// leave out whoever made them: a clone (a repository of its own with a
+// remote, which git would record as a gitlink) and a new file over
+// --max-file-size. A run leaves them in the tree, saying so; they are no
+// reason for the next run to refuse the tree as dirty.
+func (r *run) neverCommitted(ctx context.Context, now *git.Status) []string {
+	var left []string
+	root := r.st.Repo.Root
+	for _, p := range now.Untracked {
+		full := filepath.Join(root, filepath.FromSlash(strings.TrimSuffix(p, "/")))
+		if strings.HasSuffix(p, "/") {
+			gitDir := filepath.Join(full, ".git")
+			if fi, err := os.Lstat(gitDir); err == nil && fi.IsDir() && cloneOf(ctx, r.st.Repo, gitDir) != "" {
+				left = append(left, p)
+			}
+			continue
+		}
+		if r.opts.MaxFileSize <= 0 {
+			continue
+		}
+		if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() && fi.Size() > r.opts.MaxFileSize {
+			left = append(left, p)
+		}
+	}
+	return left
 }
 
 // commitTick commits the plan after story was ticked in it, unless git

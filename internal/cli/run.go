@@ -75,8 +75,11 @@ the next open story, checkpoints, gives the agent the prompt on stdin (with
 WIGGUM_SESSION, WIGGUM_STORY and WIGGUM_ITERATION in its environment), and
 decides the outcome itself: the agent must exit 0 and --test-cmd, if given,
 must pass. Success commits everything the iteration changed (new files too,
-but not one over --max-file-size, which stays in the tree) and marks the
-story done; failure is rolled back - only when provably safe,
+but not one over --max-file-size, which stays in the tree; a directory the
+agent made a git repository of its own - a git init, a generator's - has its
+.git set aside in .git/wiggum-nested/ and its files committed, never a
+gitlink; a clone stays in the tree, out of the commit; neither is a reason
+for the next run to refuse the tree as dirty) and marks the story done; failure is rolled back - only when provably safe,
 and saved under refs/wiggum/backup/ first - and the story is retried with
 the failure in its prompt, up to --retries, then skipped. The plan is the
 record: stories an agent ticks in it itself are taken as done with no

@@ -135,6 +135,11 @@ type Event struct {
 	// git_config_restored: the git settings put back, each with what the
 	// attempt had made of it.
 	Settings []string `json:"settings,omitempty"`
+	// nested_repo: a repository of its own the agent made in the tree
+	// (Paths): its .git set aside there and its files committed, or left
+	// out of the commit, a clone of URL (or Reason).
+	Aside string `json:"aside,omitempty"`
+	URL   string `json:"url,omitempty"`
 	// run_start: stories already done; agent-stop, story-incomplete: 1
 	// when the story was ticked (true in the log)
 	Done Count `json:"done,omitempty"`

@@ -192,6 +192,16 @@ func describe(e Event) (kind, text string) {
 		return "stopped", "passed, but the pre-commit hook no-commit-to-branch refuses every commit on this branch; saved in " + e.Backup + "; run on a branch of its own (--branch)"
 	case "commit_message_refused":
 		return "stopped", "passed, but the commit-msg hook refused its message " + quote(e.Message) + "; its work is left uncommitted for the next run"
+	case "nested_repo":
+		switch {
+		case e.Aside != "" && e.Backup != "":
+			return "rollback", strings.Join(e.Paths, ", ") + "/, a git repository of its own the attempt made, removed: its files saved in " + e.Backup + ", its .git kept in " + e.Aside
+		case e.Aside != "":
+			return "git", strings.Join(e.Paths, ", ") + "/ was a git repository of its own (a git init): its files committed, its .git kept in " + e.Aside
+		case e.URL != "":
+			return "git", strings.Join(e.Paths, ", ") + "/ is a clone of " + e.URL + ": left out of the commit"
+		}
+		return "git", strings.Join(e.Paths, ", ") + "/ is a git repository of its own: left out of the commit (" + e.Reason + ")"
 	case "file_left_out":
 		return "git", strings.Join(e.Paths, ", ") + " left out of the commit: a new file over --max-file-size"
 	case "commit_unsigned":
