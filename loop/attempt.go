@@ -47,6 +47,9 @@ type executor struct {
 	// attemptStarted is when the current attempt began; attemptNo is its
 	// number for its story.
 	attemptStarted time.Time
+	// indexAtStart: the index file's modification time and size once the
+	// checkpoint was made (changedNothing).
+	indexAtStart indexStat
 	attemptNo      int
 	storyID        string // the current attempt's story
 	worktree       string // for the journal: "" in the main tree
@@ -128,6 +131,8 @@ type outcome struct {
 	// passed: the attempt's pass is in the journal (its agent finished and
 	// its checks passed); only its commit failed.
 	passed bool
+	// empty: the attempt passed having changed nothing git tracks.
+	empty bool
 }
 
 // step is what one attempt came to.
@@ -175,6 +180,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		return step{}, err
 	}
 	e.attemptBranch, e.attemptHead, e.attemptCP = cp.Branch, cp.Head, cp
+	e.indexAtStart = indexStamp(e.st.Repo)
 	e.planStart = e.readPlan()
 	e.stashAtStart = stashCommits(e.st.Repo)
 	e.refsAtStart, _ = e.st.Repo.Refs(refPrefixes...)
@@ -230,7 +236,11 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		r.addCompleted(story.ID)
 		r.setLast("done")
 		e.log(iter, story, attempt, "done", out, "", time.Since(started))
-		e.disp.printf("✔ %s done in %s%s", story.ID, time.Since(started).Round(10*time.Millisecond), commitNote(out.commit))
+		empty := ""
+		if out.empty {
+			empty = " - the agent changed no tracked file and made no commit: ticked on its exit status alone"
+		}
+		e.disp.printf("✔ %s done in %s%s%s", story.ID, time.Since(started).Round(10*time.Millisecond), commitNote(out.commit), empty)
 		return step{done: true}, nil
 	}
 	if out.limit == nil && ctx.Err() == nil {
@@ -574,6 +584,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
 	}
 	killpoint.At("attempt-passed")
+	empty := e.changedNothing(e.head(cctx))
 	sha, err := e.commitWork(cctx, story)
 	for _, n := range e.commit.repos {
 		e.disp.printf("  %s", n.say(e.worktree != ""))
@@ -602,7 +613,35 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	if err != nil {
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res, passed: true}
 	}
-	return outcome{ok: true, commit: sha, res: res}
+	return outcome{ok: true, commit: sha, res: res, empty: empty && e.commit.staged == 0}
+}
+
+// changedNothing reports, before the commit of an attempt that passed,
+// whether its agent made no commit (HEAD, read from git's files, is where
+// the attempt began) and staged nothing (the index file is as the
+// checkpoint left it; written for any other reason - an agent's git
+// status refreshing it - it only makes the answer false, never a wrong
+// true). With the commit's add staging nothing but the plan, the agent
+// changed nothing git tracks, and the run says its story was ticked on
+// its exit status alone (an agent that found the work done, or did none).
+// It costs no git process.
+func (e *executor) changedNothing(head string) bool {
+	return head != "" && head == e.attemptHead && e.indexAtStart != (indexStat{}) && indexStamp(e.st.Repo) == e.indexAtStart
+}
+
+// indexStat is what changedNothing compares of the index file.
+type indexStat struct {
+	mod  time.Time
+	size int64
+}
+
+// indexStamp is the index file's indexStat; zero when it cannot be read.
+func indexStamp(repo *git.Repo) indexStat {
+	fi, err := os.Stat(filepath.Join(repo.GitDir, "index"))
+	if err != nil {
+		return indexStat{}
+	}
+	return indexStat{fi.ModTime(), fi.Size()}
 }
 
 // rails is what makes wiggum's hooks run for an attempt: the agent's hook

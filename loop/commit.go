@@ -75,6 +75,11 @@ type committer struct {
 	// the last commit left out, with their sizes.
 	maxNew int64
 	large  []largeFile
+	// plan: the plan's path from the root (the main tree's committer);
+	// staged counts the paths other than it the last add staged or
+	// removed, for changedNothing.
+	plan   string
+	staged int
 }
 
 // largeFile is a new file the loop left out of a commit for its size.
@@ -86,7 +91,7 @@ type largeFile struct {
 // newCommitter is a committer of repo for the run: its commits' hooks get
 // the run's --timeout.
 func (r *run) newCommitter(repo *git.Repo, env []string, keep []string) *committer {
-	c := &committer{repo: repo, env: env, keep: keep, keepM: map[string]bool{}, leftRepos: map[string]bool{}, timeout: r.opts.Timeout, maxNew: r.opts.MaxFileSize}
+	c := &committer{repo: repo, env: env, keep: keep, keepM: map[string]bool{}, leftRepos: map[string]bool{}, timeout: r.opts.Timeout, maxNew: r.opts.MaxFileSize, plan: r.planRel}
 	for _, p := range keep {
 		c.keepM[p] = true
 	}
@@ -132,7 +137,7 @@ func (c *committer) changes(ctx context.Context) (*treeState, error) {
 // commitAll commits every change in the working tree except kept paths. It
 // returns the new commit's short id, or "" when nothing changed.
 func (c *committer) commitAll(ctx context.Context, message string) (string, error) {
-	c.hookFixed = nil
+	c.hookFixed, c.staged = nil, 0
 	if len(c.keep) == 0 {
 		// Nothing to leave out: git add -A and commit say themselves
 		// whether anything changed (commit's "nothing to commit" is
@@ -233,7 +238,7 @@ func (c *committer) stageExcept(ctx context.Context, ts *treeState) error {
 // staged as this repository's; a clone is left out and stays where it is.
 // c.repos says which.
 func (c *committer) addAll(ctx context.Context, spec string) error {
-	c.repos = nil
+	c.repos, c.staged = nil, 0
 	for p := range c.leftRepos {
 		spec += ":(top,literal,exclude)" + p + "\x00"
 	}
@@ -397,21 +402,25 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 	var spec strings.Builder
 	c.large, c.nested = nil, nil
 	for _, line := range strings.Split(out, "\n") {
+		if p, ok := strings.CutPrefix(line, "remove '"); ok && strings.TrimSuffix(p, "'") != c.plan {
+			c.staged++
+		}
 		path, ok := strings.CutPrefix(line, "add '")
 		path, found := strings.CutSuffix(path, "'")
 		if !ok || !found {
 			continue
 		}
+		staged := path != c.plan
 		switch {
-		case git.IsState(path):
+		case git.IsState(path), c.tooLarge(ctx, path):
 			spec.WriteString(":(top,literal)" + path + "\x00")
-		case c.tooLarge(ctx, path):
-			spec.WriteString(":(top,literal)" + path + "\x00")
+			staged = false
 		case strings.HasSuffix(path, "/") && c.ownWorktree(strings.TrimSuffix(path, "/")):
 			// git names a repository it adds as a gitlink with a slash.
 			path = strings.TrimSuffix(path, "/")
 			spec.WriteString(":(top,literal)" + path + "\x00")
 			c.nested = append(c.nested, path)
+			staged = false
 		case strings.HasSuffix(path, "/"):
 			path = strings.TrimSuffix(path, "/")
 			if n, ok := c.takeNested(ctx, path, false); ok {
@@ -421,7 +430,11 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 				if n.Aside == "" {
 					c.leftRepos[path] = true
 				}
+				staged = false
 			}
+		}
+		if staged {
+			c.staged++
 		}
 	}
 	if spec.Len() == 0 {

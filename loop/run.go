@@ -1015,6 +1015,10 @@ func (r *run) logIteration(iter int, story *plan.Story, attempt int, result stri
 		fields["commit"] = out.commit
 		line += " · commit " + out.commit
 	}
+	if out.empty {
+		fields["empty"] = true
+		line += " · the agent changed nothing"
+	}
 	if backup != "" {
 		fields["backup"] = backup
 		line += " · backup " + backup

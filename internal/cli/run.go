@@ -79,7 +79,9 @@ but not one over --max-file-size, which stays in the tree; a directory the
 agent made a git repository of its own - a git init, a generator's - has its
 .git set aside in .git/wiggum-nested/ and its files committed, never a
 gitlink; a clone stays in the tree, out of the commit; neither is a reason
-for the next run to refuse the tree as dirty) and marks the story done; failure is rolled back - only when provably safe,
+for the next run to refuse the tree as dirty) and marks the story done (an
+agent that exits 0 having changed nothing gets its story ticked too, and the
+run says so); failure is rolled back - only when provably safe,
 and saved under refs/wiggum/backup/ first - and the story is retried with
 the failure in its prompt, up to --retries, then skipped. The plan is the
 record: stories an agent ticks in it itself are taken as done with no

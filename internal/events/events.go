@@ -83,6 +83,9 @@ type Event struct {
 	CostUSD      float64   `json:"cost_usd,omitempty"`
 	InputTokens  int64     `json:"input_tokens,omitempty"`
 	OutputTokens int64     `json:"output_tokens,omitempty"`
+	// Empty: the attempt passed having changed nothing git tracks (no
+	// file, no commit): its story was ticked on its exit status alone.
+	Empty bool `json:"empty,omitempty"`
 
 	// story_skipped: attempts made; iteration_start: attempts allowed
 	Attempts int `json:"attempts,omitempty"`

@@ -137,6 +137,8 @@ func describe(e Event) (kind, text string) {
 	switch e.Name {
 	case "iteration_end":
 		switch {
+		case e.Outcome == "done" && e.Empty:
+			return "done", fmt.Sprintf("attempt %d done in %s%s; the agent changed nothing", e.Attempt, ms(e.DurationMS), prefixed(", commit ", e.Commit))
 		case e.Outcome == "done":
 			return "done", fmt.Sprintf("attempt %d done in %s%s", e.Attempt, ms(e.DurationMS), prefixed(", commit ", e.Commit))
 		case e.Backup != "":

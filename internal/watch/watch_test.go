@@ -403,6 +403,7 @@ func TestDescribeOutagesAndAgentTicks(t *testing.T) {
 		{Event{Name: "limit_wait_start", Outage: true, Until: until}, "limit", "all workers wait for the model service; trying again at 04:30"},
 		{Event{Name: "usage_limit_end", Outage: true}, "limit", "trying the model service again"},
 		{Event{Name: "ticked_by_agent", Story: "US-1", Ticked: []string{"US-3", "US-4"}}, "done", "the agent also ticked US-3, US-4 in the plan"},
+		{Event{Name: "iteration_end", Story: "US-2", Attempt: 1, Outcome: "done", Commit: "abc1234", Empty: true}, "done", "attempt 1 done in 0s, commit abc1234; the agent changed nothing"},
 	} {
 		kind, text := describe(tc.e)
 		if kind != tc.kind || !strings.Contains(text, tc.has) {
@@ -433,6 +434,9 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		ev(t, 12, "git_lock_removed", map[string]any{"story": "US-8", "paths": []string{"/r/.git/index.lock", "/r/.git/HEAD.lock"}}),
 		ev(t, 13, "state_put_back", map[string]any{"story": "US-8", "paths": []string{".ralph/.agent-lock", ".ralph/wiggum/checkpoint.json"}}),
 		ev(t, 14, "git_config_restored", map[string]any{"story": "US-9", "settings": []string{"commit.gpgsign = true (was unset)"}}),
+		ev(t, 15, "nested_repo", map[string]any{"story": "US-10", "paths": []string{"app"}, "aside": "/r/.git/wiggum-nested/1-app.git"}),
+		ev(t, 16, "nested_repo", map[string]any{"story": "US-10", "paths": []string{"vendor/lib"}, "url": "https://example.com/lib.git"}),
+		ev(t, 17, "nested_repo", map[string]any{"story": "US-11", "paths": []string{"gen"}, "aside": "/r/.git/wiggum-nested/2-gen.git", "backup": "refs/wiggum/backup/g"}),
 	} {
 		s.Apply(e)
 	}
@@ -451,6 +455,9 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		"git US-8 removed git's lock /r/.git/index.lock, /r/.git/HEAD.lock: left by a git killed mid-command, which no longer runs",
 		"git US-8 wiggum's .ralph/.agent-lock, .ralph/wiggum/checkpoint.json deleted during the attempt (an rm -rf .ralph?); put back",
 		"git US-9 the agent changed git settings wiggum relies on (commit.gpgsign = true (was unset)); put back",
+		"git US-10 app/ was a git repository of its own (a git init): its files committed, its .git kept in /r/.git/wiggum-nested/1-app.git",
+		"git US-10 vendor/lib/ is a clone of https://example.com/lib.git: left out of the commit",
+		"rollback US-11 gen/, a git repository of its own the attempt made, removed: its files saved in refs/wiggum/backup/g, its .git kept in /r/.git/wiggum-nested/2-gen.git",
 	}
 	if len(s.Notices) != len(want) {
 		t.Fatalf("notices %+v", s.Notices)
