@@ -1144,7 +1144,8 @@ func realGitPath(t *testing.T) string {
 func TestParallelAgentsKeepTheirOwnStash(t *testing.T) {
 	forClients(t, []string{"claude", "gemini"}, func(t *testing.T, c client) {
 		const stash = "sh stash.sh"
-		w := newWorld(t, c, fakemodel.Turn{Shell: stash}, fakemodel.Turn{Shell: stash}, fakemodel.Turn{Text: "done"}, fakemodel.Turn{Text: "done"})
+		w := newWorld(t, c)
+		w.srv.Converse(fakemodel.Turn{Shell: stash}, fakemodel.Turn{Text: "done"})
 		marks := t.TempDir()
 		writeFile(t, filepath.Join(w.dir, "plan.md"), "- [ ] US-1: first\n- [ ] US-2: second\n")
 		writeFile(t, filepath.Join(w.dir, "stash.sh"), `M=`+marks+`
@@ -1255,17 +1256,16 @@ func TestPRDBranchNameWithSnarktanksPrompt(t *testing.T) {
 	forClients(t, []string{"claude", "codex", "gemini"}, func(t *testing.T, c client) {
 		for _, workers := range []string{"1", "2"} {
 			const story = "sh story.sh"
-			turns := []fakemodel.Turn{{Shell: story}, {Shell: story}, {Text: "done"}, {Text: "done"}}
+			w := newWorld(t, c, fakemodel.Turn{Shell: story}, fakemodel.Turn{Shell: story}, fakemodel.Turn{Text: "done"}, fakemodel.Turn{Text: "done"})
 			if workers == "2" {
-				// The model plays its turns in the order requests come:
-				// a request of one client that fails and is sent again
-				// (two Codex processes racing on their CODEX_HOME at start)
-				// takes a turn, and the other agent then got "done" for
-				// its first. A spare shell turn, and a story that does
-				// its work once per worktree, make the order not matter.
-				turns = []fakemodel.Turn{{Shell: story}, {Shell: story}, {Shell: story}, {Text: "done"}, {Text: "done"}, {Text: "done"}}
+				// Played in the order requests came, the turns went wrong
+				// whenever a request of one client failed and was sent
+				// again (two Codex processes racing on their CODEX_HOME at
+				// start): it took a turn, and the other agent got "done"
+				// for its first. Each agent's conversation plays the
+				// script by where it is instead.
+				w.srv.Converse(fakemodel.Turn{Shell: story}, fakemodel.Turn{Text: "done"})
 			}
-			w := newWorld(t, c, turns...)
 			marks := t.TempDir()
 			writeFile(t, filepath.Join(w.dir, "prd.json"), `{"branchName": "ralph/feature-x", "userStories": [
   {"id": "US-1", "title": "first", "priority": 1, "passes": false},

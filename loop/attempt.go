@@ -50,9 +50,9 @@ type executor struct {
 	// indexAtStart: the index file's modification time and size once the
 	// checkpoint was made (changedNothing).
 	indexAtStart indexStat
-	attemptNo      int
-	storyID        string // the current attempt's story
-	worktree       string // for the journal: "" in the main tree
+	attemptNo    int
+	storyID      string // the current attempt's story
+	worktree     string // for the journal: "" in the main tree
 	// worker numbers a parallel worker (1..N) in its events; 0 is serial.
 	worker int
 	branch string

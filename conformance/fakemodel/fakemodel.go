@@ -110,6 +110,8 @@ type Server struct {
 	reqs  []Request
 	seq   int
 	subs  map[string]*subScript // by prompt
+	// conversation: see Converse.
+	conversation []Turn
 }
 
 type subScript struct {
@@ -138,6 +140,50 @@ func (s *Server) Script(turns ...Turn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.turns, s.next, s.reqs, s.subs = turns, 0, nil, nil
+}
+
+// Converse makes every main request be answered by where its own
+// conversation is, not by the order requests arrive: a request that
+// carries n tool results gets turns[n] (past the end, a final answer).
+// So several clients at once (a parallel run's agents) each play the
+// whole script, and a request a client sends again after a failure gets
+// the same answer, instead of taking another client's turn.
+func (s *Server) Converse(turns ...Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conversation = turns
+}
+
+// toolResults counts the tool results a request's conversation carries,
+// in any of the three protocols: Anthropic's tool_result blocks, OpenAI
+// Responses' *_call_output items, Gemini's functionResponse parts.
+func toolResults(body []byte) int {
+	var v any
+	if json.Unmarshal(body, &v) != nil {
+		return 0
+	}
+	n := 0
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if t, _ := v["type"].(string); t == "tool_result" || strings.HasSuffix(t, "_call_output") {
+				n++
+			}
+			if _, ok := v["functionResponse"]; ok {
+				n++
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(v)
+	return n
 }
 
 // Requests returns every recorded request, in arrival order.
@@ -192,6 +238,11 @@ func (s *Server) take(r *http.Request, protocol string, body []byte, main bool) 
 			t = script.turns[script.next]
 		}
 		script.next++
+	} else if main && s.conversation != nil {
+		rec.Turn = toolResults(body)
+		if rec.Turn < len(s.conversation) {
+			t = s.conversation[rec.Turn]
+		}
 	} else if main {
 		rec.Turn = s.next
 		if s.next < len(s.turns) {
