@@ -62,6 +62,11 @@ type Policy struct {
 	// the command runs nothing; any other error, or more than MaxScript
 	// bytes, is asked about. nil: script files are not read.
 	ReadFile func(path string) ([]byte, error)
+	// ReadDir lists the directories in a directory, given its absolute
+	// path: the workspaces a package manager's pattern (packages/*) takes
+	// in, whose package.json scripts a command like npm run build
+	// --workspaces runs. nil: such patterns are not followed.
+	ReadDir func(path string) ([]string, error)
 	// Preexisting reports whether a script file was last changed before
 	// the agent's session began (a project's own ./gradlew, say), as
 	// opposed to written during it. In such a script only clear denials

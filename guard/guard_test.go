@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -22,7 +23,29 @@ type guardCase struct {
 func (c guardCase) policy() Policy {
 	p := testPolicy(c.branch)
 	p.ReadFile = mapReader(c.files)
+	p.ReadDir = mapDirs(c.files)
 	return p
+}
+
+// mapDirs lists the directories an in-memory map's files are in, as the
+// hooks list the disk.
+func mapDirs(files map[string]string) func(string) ([]string, error) {
+	return func(dir string) ([]string, error) {
+		seen := map[string]bool{}
+		var out []string
+		for name := range files {
+			rest, ok := strings.CutPrefix(name, strings.TrimSuffix(dir, "/")+"/")
+			if sub, _, deeper := strings.Cut(rest, "/"); ok && deeper && !seen[sub] {
+				seen[sub] = true
+				out = append(out, sub)
+			}
+		}
+		if len(out) == 0 {
+			return nil, &fs.PathError{Op: "open", Path: dir, Err: fs.ErrNotExist}
+		}
+		sort.Strings(out)
+		return out, nil
+	}
 }
 
 // mapReader reads files from an in-memory map, as the hooks read the disk.

@@ -163,6 +163,8 @@ func makeWords(s string) string {
 			inner := s[i+2 : min(j, len(s))]
 			if cmd, ok := strings.CutPrefix(inner, "shell "); ok {
 				b.WriteString("$(" + makeWords(cmd) + ")")
+			} else if inner == "MAKE" {
+				b.WriteString("make") // a recursive make: its Makefile is read too
 			} else {
 				b.WriteString("MAKEVAR")
 			}

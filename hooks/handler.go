@@ -325,6 +325,7 @@ func guardPolicy(cwd, root string) guard.Policy {
 		StatePaths:   layout.StatePaths(),
 		RefNamespace: wiggumRefs,
 		ReadFile:     readScript,
+		ReadDir:      readDirs,
 	}
 	for _, name := range GitHooks {
 		p.HookFiles = append(p.HookFiles, ".git/hooks/"+name)
@@ -348,6 +349,27 @@ func changedBefore(t time.Time) func(path string) bool {
 // guard.MaxScript+1 bytes, only the first KiB of a compiled program. A
 // directory or device is refused unread, and the file is opened without
 // blocking, so a FIFO swapped in cannot hang the hook.
+// readDirs lists the directories in dir, for the guard's workspace
+// patterns (at most a few hundred names are read).
+func readDirs(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(512)
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	if err != nil && err != io.EOF {
+		return out, err
+	}
+	return out, nil
+}
+
 func readScript(path string) ([]byte, error) {
 	f, err := openRegular(path)
 	if err != nil {
