@@ -185,10 +185,15 @@ func FuzzCheckScript(f *testing.F) {
 	for _, cmd := range []string{"sh s.sh", "./s.sh", "python3 s.sh", "node s.sh", "cat s.sh | sh", "awk -f s.sh"} {
 		f.Add(cmd)
 	}
+	f.Add(`{"workspaces": ["packages/*", "*", "a/**", {"x": 1}], "scripts": {"x": "npm run x -w a"}}`)
+	f.Add("packages:\n  - 'packages/*'\n  - \"!x\"\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		p := testPolicy("main")
-		p.ReadFile = mapReader(map[string]string{"/work/repo/s.sh": text, "/work/repo/package.json": text})
-		for _, cmd := range []string{"sh s.sh", "./s.sh", "python3 s.sh", "node s.sh", "perl s.sh", "cat s.sh | sh", "awk -f s.sh", "make -f s.sh", "make -f s.sh all", "npm test", "yarn x"} {
+		files := map[string]string{"/work/repo/s.sh": text, "/work/repo/package.json": text, "/work/repo/pnpm-workspace.yaml": text,
+			"/work/repo/packages/a/package.json": text, "/work/repo/packages/b/package.json": text}
+		p.ReadFile, p.ReadDir = mapReader(files), mapDirs(files)
+		for _, cmd := range []string{"sh s.sh", "./s.sh", "python3 s.sh", "node s.sh", "perl s.sh", "cat s.sh | sh", "awk -f s.sh", "make -f s.sh", "make -f s.sh all", "npm test", "yarn x",
+			"npm run x -w a", "npm run x --workspaces", "pnpm -r x", "pnpm --filter ...a... x", "yarn workspace a x", "yarn workspaces foreach run x", "npm run x -w @s/b"} {
 			if d := Check(cmd, p); d.Action != Allow && d.Reason == "" {
 				t.Fatalf("%q over %q: %s without a reason", cmd, text, d.Action)
 			}
