@@ -72,6 +72,9 @@ type executor struct {
 	// stashAtStart is the commits git's stash held when the attempt
 	// started (nil when unknown).
 	stashAtStart map[string]bool
+	// worktreesAtStart: the linked worktrees git knew of when the attempt
+	// began (worktreesMade).
+	worktreesAtStart map[string]bool
 	// refsAtStart is the branches and tags when the attempt started (nil
 	// when unknown), for unref.
 	refsAtStart map[string]string
@@ -183,6 +186,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	e.indexAtStart = indexStamp(e.st.Repo)
 	e.planStart = e.readPlan()
 	e.stashAtStart = stashCommits(e.st.Repo)
+	e.worktreesAtStart = worktreeNames(e.st.Repo.CommonDir)
 	e.refsAtStart, _ = e.st.Repo.Refs(refPrefixes...)
 	// Informational until the agent has done something: a start lost to
 	// a power cut leaves an attempt that had nothing to roll back.
@@ -505,6 +509,10 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		if berr != nil {
 			left = "the agent switched branches and wiggum could not bring the attempt back to its branch: " + berr.Error()
 		}
+	}
+	for _, m := range e.worktreesMade(ctx) {
+		e.disp.printf("  %s", m.say())
+		e.event("worktree_made", map[string]any{"story": story.ID, "paths": []string{m.Path}, "branch": m.Branch, "commits": m.Ahead})
 	}
 	if e.worktree != "" {
 		// A worker's plan is the loop's to tick, in the main tree: the

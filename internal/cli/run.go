@@ -118,7 +118,9 @@ back (its checkpoint is no longer an ancestor of HEAD): the run stops with
 exit 4, changes nothing, and says how to go on. A merge, rebase or
 cherry-pick it left in progress is saved and aborted, and
 conflicts it left fail the attempt: no conflict marker is ever committed. Work it left in git
-stash is put back in the tree. A failed attempt's rollback leaves the
+stash is put back in the tree. A worktree it made of its own (git worktree
+add ../feature) is named, with the commits its branch holds that the run's
+does not, and left as it is for you. A failed attempt's rollback leaves the
 stories added to the plan meanwhile (a person queuing work) and removes,
 saved first, files the attempt hid behind its own .gitignore change, and
 the tags and branches it made or moved onto the work it discarded. A

@@ -194,6 +194,8 @@ func describe(e Event) (kind, text string) {
 		return "stopped", "passed, but the pre-commit hook no-commit-to-branch refuses every commit on this branch; saved in " + e.Backup + "; run on a branch of its own (--branch)"
 	case "commit_message_refused":
 		return "stopped", "passed, but the commit-msg hook refused its message " + quote(e.Message) + "; its work is left uncommitted for the next run"
+	case "worktree_made":
+		return "git", fmt.Sprintf("the agent made a worktree of its own, %s (%s), holding %d commit(s) the attempt's branch does not have; left as it is", strings.Join(e.Paths, ", "), e.Branch, e.Commits)
 	case "nested_repo":
 		switch {
 		case e.Aside != "" && e.Backup != "":
