@@ -238,6 +238,11 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		}
 		killpoint.At("attempt-done")
 		r.addCompleted(story.ID)
+		if out.empty {
+			r.sumMu.Lock()
+			r.sum.Unchanged = append(r.sum.Unchanged, story.ID)
+			r.sumMu.Unlock()
+		}
 		r.setLast("done")
 		e.log(iter, story, attempt, "done", out, "", time.Since(started))
 		empty := ""
@@ -621,7 +626,9 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	if err != nil {
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res, passed: true}
 	}
-	return outcome{ok: true, commit: sha, res: res, empty: empty && e.commit.staged == 0}
+	// What the commit left out (a clone, a large file) is a change too.
+	empty = empty && e.commit.staged == 0 && len(e.commit.repos)+len(e.commit.large)+len(e.commit.nested) == 0
+	return outcome{ok: true, commit: sha, res: res, empty: empty}
 }
 
 // changedNothing reports, before the commit of an attempt that passed,

@@ -95,9 +95,12 @@ type Options struct {
 type Summary struct {
 	Iterations int
 	Completed  []string
-	Skipped    []string
-	Left       int
-	Backups    []string
+	// Unchanged: the completed stories whose agent changed nothing git
+	// tracks (ticked on its exit status alone).
+	Unchanged []string
+	Skipped   []string
+	Left      int
+	Backups   []string
 	// MergeTime is the time parallel workers spent landing their merged
 	// stories under the repository mutex: merge, plan tick and worktree
 	// removal.

@@ -956,6 +956,9 @@ func (r *run) finish(err error) {
 	r.sum.Resumed = r.resumed
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d iteration(s): %d story(ies) done", r.sum.Iterations, len(r.sum.Completed))
+	if len(r.sum.Unchanged) > 0 {
+		fmt.Fprintf(&b, " (%s with no change by the agent)", strings.Join(r.sum.Unchanged, ", "))
+	}
 	if len(r.sum.Skipped) > 0 {
 		fmt.Fprintf(&b, ", %d skipped (%s)", len(r.sum.Skipped), strings.Join(r.sum.Skipped, ", "))
 	}
