@@ -90,6 +90,12 @@ func (s *planAtStart) editSince(p plan.Plan, story string) *planEdit {
 	for _, st := range stories {
 		seen[st.ID] = true
 		w, ok := was[st.ID]
+		if ok && p.Kind() != "prd.json" {
+			// A markdown plan's or an issues directory's priority is
+			// the story's place in it: a story removed or added above
+			// moves it, and changes nothing of it.
+			w.Priority = st.Priority
+		}
 		switch {
 		case !ok:
 			e.added = append(e.added, st.ID)

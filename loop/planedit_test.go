@@ -213,3 +213,28 @@ func TestAgentsOwnTickIsTheLoops(t *testing.T) {
 		})
 	}
 }
+
+// An agent that removes its own story from the plan, rather than tick it:
+// the attempt fails, saying so (it said only "story not found"), and the
+// plan change names only that story - the stories below it, moved up a
+// line, were named as changed too.
+func TestStoryRemovedByItsAgentFailsAndIsNamed(t *testing.T) {
+	st, p := newRepo(t, 3)
+	dir := st.Repo.Root
+	o := opts(p, `cat >/dev/null; echo w > "w-$WIGGUM_STORY"; sed -i "/$WIGGUM_STORY:/d" plan.md`)
+	o.Retries, o.MaxIter = 0, 1
+	var out strings.Builder
+	o.Out = &out
+	_, _ = Run(context.Background(), st, o)
+	for _, want := range []string{
+		"plan.md changed during the attempt (US-1 (removed)): rolled back with it",
+		"US-1 failed: the agent removed US-1 from the plan plan.md; a story is done when it is ticked, not removed, so the attempt fails",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("not said (%q):\n%s", want, out.String())
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "plan.md")); !strings.Contains(string(data), "US-1") {
+		t.Fatalf("the plan was not rolled back:\n%s", data)
+	}
+}

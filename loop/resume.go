@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -190,6 +191,10 @@ func (r *run) releaseUnlanded() {
 // leaves nothing to commit.
 func (r *run) commitStory(ctx context.Context, story *plan.Story) (string, error) {
 	if err := r.opts.Plan.MarkDone(story.ID); err != nil {
+		var gone *plan.NotFoundError
+		if errors.As(err, &gone) {
+			return "", fmt.Errorf("the agent removed %s from the plan %s; a story is done when it is ticked, not removed, so the attempt fails (to drop a story, the person removes it)", story.ID, r.planRel)
+		}
 		return "", fmt.Errorf("mark %s done: %w", story.ID, err)
 	}
 	killpoint.At("serial-ticked")
