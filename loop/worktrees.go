@@ -42,10 +42,11 @@ type madeWorktree struct {
 	Ahead  int    // commits there that the attempt's branch (HEAD) does not have
 }
 
-// worktreesMade lists the worktrees made during a serial attempt, outside
-// wiggum's own and outside the tree (a subagent's worktree inside the tree
-// is the commit's to leave out). In parallel mode other workers' agents
-// make theirs at the same time, so none is named there.
+// worktreesMade lists the worktrees made during a serial attempt, but
+// wiggum's own: beside the tree (../feature) or inside it, where skills
+// put theirs in an ignored directory (.worktrees/feature) that no commit
+// sees. In parallel mode other workers' agents make theirs at the same
+// time, so none is named there.
 func (e *executor) worktreesMade(ctx context.Context) []madeWorktree {
 	if e.worktree != "" {
 		return nil
@@ -67,7 +68,7 @@ func (e *executor) worktreesMade(ctx context.Context) []madeWorktree {
 			continue
 		}
 		dir := filepath.Dir(strings.TrimSpace(string(gitFile)))
-		if within(dir, filepath.Join(repo.Root, filepath.FromSlash(layout.WorktreesDir))) || within(dir, repo.Root) {
+		if within(dir, filepath.Join(repo.Root, filepath.FromSlash(layout.WorktreesDir))) {
 			continue
 		}
 		m := madeWorktree{Path: dir}
