@@ -1320,3 +1320,35 @@ printf '## %s\n- learned\n---\n' "$n" >> progress.txt
 		}
 	})
 }
+
+// A real client's shell runs a project generator's git init in a new
+// directory, commits there, and (but Codex, whose sandbox keeps .git
+// read-only) leaves a worktree of its own beside the tree: the loop
+// commits the generated files as the project's (never a gitlink, which
+// every clone would get as an empty directory), keeps the generated
+// repository's history under .git/wiggum-nested/, and names the worktree
+// with the commit it holds.
+func TestGeneratedRepositoryAndOwnWorktree(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		gen := `mkdir app && cd app && git init -q && echo generated > f.txt && git add f.txt && git -c user.name=g -c user.email=g@g commit -q -m generated`
+		wants := []string{"app/ was a git repository of its own (a git init): its files are committed as this repository's"}
+		if c.name != "codex" {
+			gen += ` && cd .. && git worktree add -q ../side -b side && echo side > ../side/s.txt && git -C ../side add s.txt && git -C ../side -c user.name=g -c user.email=g@g commit -q -m side`
+			wants = append(wants, "the agent made a worktree of its own, ../side (branch side), holding 1 commit(s) the attempt's branch does not have")
+		}
+		w := newWorld(t, c, fakemodel.Turn{Shell: gen}, fakemodel.Turn{Text: "done"})
+		out := w.run(0)
+		for _, want := range wants {
+			if !strings.Contains(out, want) {
+				t.Fatalf("the run does not say %q:\n%s", want, out)
+			}
+		}
+		if tree := w.git("ls-tree", "-r", "HEAD"); !strings.Contains(tree, "\tapp/f.txt") || strings.Contains(tree, "160000") {
+			t.Fatalf("app is not committed as files:\n%s", tree)
+		}
+		asides, _ := filepath.Glob(filepath.Join(w.dir, ".git", "wiggum-nested", "*-app.git"))
+		if len(asides) != 1 || !strings.Contains(w.git("--git-dir="+asides[0], "log", "--format=%s"), "generated") {
+			t.Fatalf("app's history is not kept: %v", asides)
+		}
+	})
+}
