@@ -75,6 +75,9 @@ type executor struct {
 	// worktreesAtStart: the linked worktrees git knew of when the attempt
 	// began (worktreesMade).
 	worktreesAtStart map[string]bool
+	// made: the worktrees the attempt's agent made (worktreesMade), which
+	// its rollback removes, saved first.
+	made []madeWorktree
 	// refsAtStart is the branches and tags when the attempt started (nil
 	// when unknown), for unref.
 	refsAtStart map[string]string
@@ -186,7 +189,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	e.indexAtStart = indexStamp(e.st.Repo)
 	e.planStart = e.readPlan()
 	e.stashAtStart = stashCommits(e.st.Repo)
-	e.worktreesAtStart = worktreeNames(e.st.Repo.CommonDir)
+	e.worktreesAtStart, e.made = worktreeNames(e.st.Repo.CommonDir), nil
 	e.refsAtStart, _ = e.st.Repo.Refs(refPrefixes...)
 	// Informational until the agent has done something: a start lost to
 	// a power cut leaves an attempt that had nothing to roll back.
@@ -515,8 +518,10 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 			left = "the agent switched branches and wiggum could not bring the attempt back to its branch: " + berr.Error()
 		}
 	}
-	for _, m := range e.worktreesMade(ctx) {
-		e.disp.printf("  %s", m.say())
+	// Said with the outcome: a passed attempt leaves them to the person,
+	// a failed one's rollback removes them (removeMade).
+	e.made = e.worktreesMade(ctx)
+	for _, m := range e.made {
 		e.event("worktree_made", map[string]any{"story": story.ID, "paths": []string{m.Path}, "branch": m.Branch, "commits": m.Ahead})
 	}
 	if e.worktree != "" {
@@ -599,6 +604,9 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	killpoint.At("attempt-passed")
 	empty := e.changedNothing(e.head(cctx))
 	sha, err := e.commitWork(cctx, story)
+	for _, m := range e.made {
+		e.disp.printf("  %s", m.say())
+	}
 	for _, n := range e.commit.repos {
 		e.disp.printf("  %s", n.say(e.worktree != ""))
 		fields := map[string]any{"story": story.ID, "paths": []string{n.Path}, "worker": e.worker}
@@ -1048,6 +1056,13 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 	}
 	for _, n := range e.unref(ctx, res.BackupRef) {
 		e.disp.printf("  %s", n)
+	}
+	notes, saved := e.removeMade(ctx, fmt.Sprintf("%s attempt %d: %s", story.ID, attempt, out.detail))
+	for _, n := range notes {
+		e.disp.printf("  %s", n)
+	}
+	for _, b := range saved {
+		e.run.addBackup(b)
 	}
 	note, err := edit.keep(e.plan().Path(), e.run.planRel, res.BackupRef)
 	if note != "" {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
@@ -19,6 +21,8 @@ import (
 // retry, and nothing was said. The loop now says so, naming the worktree,
 // its branch and what that holds beyond the attempt's branch, and leaves
 // it as it is: it is the agent's work, for the person to merge or remove.
+// A failed attempt's is rolled back with it: saved, then removed, its
+// branch with it, so the retry starts without it.
 
 // worktreeNames lists the linked worktrees git knows of (the entries of
 // the common git directory's worktrees/); nil when there are none. One
@@ -37,6 +41,7 @@ func worktreeNames(commonDir string) map[string]bool {
 
 // madeWorktree is a linked worktree an attempt's agent made.
 type madeWorktree struct {
+	Dir    string // its directory
 	Path   string // as the run shows it: relative to the tree when it can be
 	Branch string // checked out there; "" when detached
 	Ahead  int    // commits there that the attempt's branch (HEAD) does not have
@@ -71,7 +76,7 @@ func (e *executor) worktreesMade(ctx context.Context) []madeWorktree {
 		if within(dir, filepath.Join(repo.Root, filepath.FromSlash(layout.WorktreesDir))) {
 			continue
 		}
-		m := madeWorktree{Path: dir}
+		m := madeWorktree{Dir: dir, Path: dir}
 		if rel, err := filepath.Rel(repo.Root, dir); err == nil {
 			m.Path = rel
 		}
@@ -103,7 +108,7 @@ func (m madeWorktree) say() string {
 	}
 	work := "nothing the attempt's branch does not have"
 	if m.Ahead > 0 {
-		work = fmt.Sprintf("%d commit(s) the attempt's branch does not have, which the loop neither commits nor rolls back", m.Ahead)
+		work = fmt.Sprintf("%d commit(s) the attempt's branch does not have, which the loop does not land", m.Ahead)
 	}
 	undo := "git worktree remove " + m.Path
 	if m.Branch != "" {
@@ -114,4 +119,39 @@ func (m madeWorktree) say() string {
 		merge = "merge it (git merge " + m.Branch + ") or "
 	}
 	return fmt.Sprintf("the agent made a worktree of its own, %s (%s), holding %s; left as it is - %sremove it (%s)", m.Path, what, work, merge, undo)
+}
+
+// removeMade takes out of the repository the worktrees a failed attempt's
+// agent made (e.made): each is saved first - its branch's commits and its
+// uncommitted files, in one backup under refs/wiggum/backup/ - then
+// removed, and the branch it made with it. One that cannot be saved is
+// left as it is. It returns what the run says, and the backups.
+func (e *executor) removeMade(ctx context.Context, reason string) (notes, backups []string) {
+	ctx = context.WithoutCancel(ctx)
+	main := e.st.Repo
+	for _, m := range e.made {
+		wt, err := git.Open(ctx, m.Dir)
+		if err != nil || wt.Root != m.Dir {
+			notes = append(notes, fmt.Sprintf("the agent's worktree %s is left as it is: git cannot read it (%v)", m.Path, err))
+			continue
+		}
+		ref, err := checkpoint.FromRepo(wt).Backup(ctx, reason+" (the agent's worktree "+m.Path+")")
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("the agent's worktree %s is left as it is: it could not be saved (%v)", m.Path, err))
+			continue
+		}
+		backups = append(backups, ref)
+		if _, err := main.Run(ctx, "worktree", "remove", "--force", "--force", m.Dir); err != nil {
+			notes = append(notes, fmt.Sprintf("the agent's worktree %s is saved in %s, but could not be removed: %v", m.Path, ref, err))
+			continue
+		}
+		what := "removed"
+		if m.Branch != "" {
+			if _, err := main.Run(ctx, "branch", "-D", "--quiet", m.Branch); err == nil {
+				what = "removed with its branch " + m.Branch
+			}
+		}
+		notes = append(notes, fmt.Sprintf("the agent's worktree %s is %s, as the attempt is rolled back: its commits and files are saved in %s", m.Path, what, ref))
+	}
+	return notes, backups
 }

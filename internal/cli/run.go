@@ -120,7 +120,8 @@ cherry-pick it left in progress is saved and aborted, and
 conflicts it left fail the attempt: no conflict marker is ever committed. Work it left in git
 stash is put back in the tree. A worktree it made of its own (git worktree
 add ../feature) is named, with the commits its branch holds that the run's
-does not, and left as it is for you. A failed attempt's rollback leaves the
+does not, and left for you; a failed attempt's is saved and removed with
+its branch. A failed attempt's rollback leaves the
 stories added to the plan meanwhile (a person queuing work) and removes,
 saved first, files the attempt hid behind its own .gitignore change, and
 the tags and branches it made or moved onto the work it discarded. A
