@@ -203,6 +203,8 @@ func (w *walk) command(c *syntax.CallExpr, args []string, hop int) {
 	switch {
 	case base == "git":
 		w.git(rest)
+	case forgeWrites[base] != nil:
+		w.forge(base, rest)
 	case base == "make" || base == "gmake":
 		w.makeGoals(rest)
 		w.files(base, rest)
