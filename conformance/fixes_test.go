@@ -1352,3 +1352,43 @@ func TestGeneratedRepositoryAndOwnWorktree(t *testing.T) {
 		}
 	})
 }
+
+// A forge's command line publishes with no git push for a pre-push hook
+// to stop: `gh pr merge` merges on the server. The guard denies it in the
+// session, from a workspace's script too (`npm run release -w app`), and
+// the reason reaches the model; gh - a stand-in here that records being
+// run - never runs.
+func TestForgeCLIAndWorkspaceScriptsAreGuarded(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "gh pr merge 1 --squash --admin"}, fakemodel.Turn{Shell: "npm run release -w app"}, fakemodel.Turn{Text: "done"})
+		marks := t.TempDir()
+		bin := t.TempDir()
+		writeFile(t, filepath.Join(bin, "gh"), "#!/bin/sh\necho \"$@\" >> "+filepath.Join(marks, "gh-ran")+"\n")
+		if err := os.Chmod(filepath.Join(bin, "gh"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(w.dir, "package.json"), `{"name": "root", "private": true, "workspaces": ["packages/*"], "scripts": {"test": "node --test"}}`+"\n")
+		writeFile(t, filepath.Join(w.dir, "packages", "app", "package.json"), `{"name": "app", "scripts": {"release": "git push origin HEAD:refs/heads/viaworkspace"}}`+"\n")
+		w.git("add", "-A")
+		w.git("commit", "-q", "-m", "a workspace that publishes")
+		for i := len(w.env) - 1; i >= 0; i-- {
+			if p, ok := strings.CutPrefix(w.env[i], "PATH="); ok {
+				w.env = append(w.env, "PATH="+bin+string(os.PathListSeparator)+p)
+				break
+			}
+		}
+		w.run(0)
+		if data, err := os.ReadFile(filepath.Join(marks, "gh-ran")); err == nil {
+			t.Fatalf("gh ran: %s", data)
+		}
+		if refs := w.remoteRefs(); strings.Contains(refs, "viaworkspace") {
+			t.Fatalf("the workspace script's push reached the remote:\n%s", refs)
+		}
+		if body := w.turnRequest(1).Body; !hasText(body, "wiggum: gh pr merge writes to the forge") {
+			t.Fatalf("the guard's deny of gh did not reach the model:\n%.3000s", body)
+		}
+		if body := w.turnRequest(2).Body; !hasText(body, "wiggum: the script packages/app/package.json: git push is not allowed during a wiggum session") {
+			t.Fatalf("the guard's deny of the workspace script did not reach the model:\n%.3000s", body)
+		}
+	})
+}
