@@ -193,7 +193,8 @@ func FuzzCheckScript(f *testing.F) {
 			"/work/repo/packages/a/package.json": text, "/work/repo/packages/b/package.json": text}
 		p.ReadFile, p.ReadDir = mapReader(files), mapDirs(files)
 		for _, cmd := range []string{"sh s.sh", "./s.sh", "python3 s.sh", "node s.sh", "perl s.sh", "cat s.sh | sh", "awk -f s.sh", "make -f s.sh", "make -f s.sh all", "npm test", "yarn x",
-			"npm run x -w a", "npm run x --workspaces", "pnpm -r x", "pnpm --filter ...a... x", "yarn workspace a x", "yarn workspaces foreach run x", "npm run x -w @s/b"} {
+			"npm run x -w a", "npm run x --workspaces", "pnpm -r x", "pnpm --filter ...a... x", "yarn workspace a x", "yarn workspaces foreach run x", "npm run x -w @s/b",
+			"gh api graphql -f query=x", "gh -R a/b pr merge", "hub push", "mvn deploy", "docker buildx build --push ."} {
 			if d := Check(cmd, p); d.Action != Allow && d.Reason == "" {
 				t.Fatalf("%q over %q: %s without a reason", cmd, text, d.Action)
 			}

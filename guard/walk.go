@@ -200,6 +200,9 @@ func (w *walk) command(c *syntax.CallExpr, args []string, hop int) {
 	if w.wrapper(c, base, rest, hop) {
 		return
 	}
+	if w.publishes(base, rest) {
+		return
+	}
 	switch {
 	case base == "git":
 		w.git(rest)

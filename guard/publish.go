@@ -1,0 +1,90 @@
+package guard
+
+import "strings"
+
+// A package registry or an image registry is published to without git:
+// npm publish, cargo publish, twine upload, docker push. What an agent
+// publishes there cannot be rolled back - a version number, once taken,
+// is taken for good - and like a push it is the person's to do. The guard
+// denies these in the session; building and packing locally (npm pack,
+// cargo package, docker build) pass.
+
+// publishers are, per program, the argument sequences that publish: the
+// words (options left out) a command must start with.
+var publishers = map[string][][]string{
+	"npm":     {{"publish"}, {"unpublish"}, {"deprecate"}, {"dist-tag", "add"}, {"dist-tag", "rm"}},
+	"pnpm":    {{"publish"}, {"unpublish"}, {"deprecate"}},
+	"yarn":    {{"publish"}, {"npm", "publish"}, {"unpublish"}},
+	"bun":     {{"publish"}},
+	"cargo":   {{"publish"}, {"yank"}, {"owner"}},
+	"twine":   {{"upload"}, {"register"}},
+	"poetry":  {{"publish"}},
+	"uv":      {{"publish"}},
+	"hatch":   {{"publish"}},
+	"flit":    {{"publish"}},
+	"gem":     {{"push"}, {"yank"}},
+	"docker":  {{"push"}, {"image", "push"}, {"manifest", "push"}, {"buildx", "imagetools", "create"}},
+	"podman":  {{"push"}, {"image", "push"}, {"manifest", "push"}},
+	"buildah": {{"push"}},
+	"helm":    {{"push"}},
+	"dotnet":  {{"nuget", "push"}, {"nuget", "delete"}},
+	"nuget":   {{"push"}, {"delete"}},
+	"mvn":     {{"deploy"}, {"release:perform"}},
+	"vsce":    {{"publish"}},
+	"ovsx":    {{"publish"}},
+}
+
+// publishes denies a command that publishes to a registry, and reports
+// whether it did. Buildx's --push and docker build --push publish too.
+func (w *walk) publishes(base string, rest []string) bool {
+	seqs, ok := publishers[base]
+	if !ok {
+		return false
+	}
+	var words []string
+	for _, a := range rest {
+		if a == "-h" || a == "--help" || a == "--dry-run" || a == "-n" && base == "cargo" {
+			return false // the manual, or a rehearsal that publishes nothing
+		}
+		if base == "docker" || base == "podman" {
+			if a == "--push" || strings.HasPrefix(a, "--output=type=registry") || a == "--output=type=image,push=true" {
+				w.denyPublish(base, "build --push")
+				return true
+			}
+		}
+		if !strings.HasPrefix(a, "-") && !strings.Contains(a, "=") {
+			words = append(words, a)
+		}
+	}
+	for _, seq := range seqs {
+		if base == "mvn" {
+			// Maven takes its phases and goals anywhere among the words.
+			for _, word := range words {
+				if word == seq[0] {
+					w.denyPublish(base, word)
+					return true
+				}
+			}
+			continue
+		}
+		if len(words) >= len(seq) && equalWords(words[:len(seq)], seq) {
+			w.denyPublish(base, strings.Join(seq, " "))
+			return true
+		}
+	}
+	return false
+}
+
+func equalWords(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// denyPublish denies publishing to a registry.
+func (w *walk) denyPublish(base, what string) {
+	w.g.verdict(Deny, "%s %s publishes to a registry, for good (a version, once published, is taken), which is not allowed during a wiggum session: build and pack locally and leave publishing to the person running the loop", base, what)
+}
