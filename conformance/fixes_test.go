@@ -1353,14 +1353,15 @@ func TestGeneratedRepositoryAndOwnWorktree(t *testing.T) {
 	})
 }
 
-// A forge's command line publishes with no git push for a pre-push hook
-// to stop: `gh pr merge` merges on the server. The guard denies it in the
-// session, from a workspace's script too (`npm run release -w app`), and
-// the reason reaches the model; gh - a stand-in here that records being
-// run - never runs.
-func TestForgeCLIAndWorkspaceScriptsAreGuarded(t *testing.T) {
+// A forge's command line and a registry publish with no git push for a
+// pre-push hook to stop: `gh pr merge` merges on the server, `npm publish`
+// takes a version for good. The guard denies them in the session, and a
+// workspace script's push (`npm run release -w app`), and each reason
+// reaches the model; gh - a stand-in here that records being run - never
+// runs.
+func TestForgeRegistryAndWorkspaceScriptsAreGuarded(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c client) {
-		w := newWorld(t, c, fakemodel.Turn{Shell: "gh pr merge 1 --squash --admin"}, fakemodel.Turn{Shell: "npm run release -w app"}, fakemodel.Turn{Text: "done"})
+		w := newWorld(t, c, fakemodel.Turn{Shell: "gh pr merge 1 --squash --admin"}, fakemodel.Turn{Shell: "npm run release -w app"}, fakemodel.Turn{Shell: "npm publish --access public"}, fakemodel.Turn{Text: "done"})
 		marks := t.TempDir()
 		bin := t.TempDir()
 		writeFile(t, filepath.Join(bin, "gh"), "#!/bin/sh\necho \"$@\" >> "+filepath.Join(marks, "gh-ran")+"\n")
@@ -1389,6 +1390,9 @@ func TestForgeCLIAndWorkspaceScriptsAreGuarded(t *testing.T) {
 		}
 		if body := w.turnRequest(2).Body; !hasText(body, "wiggum: the script packages/app/package.json: git push is not allowed during a wiggum session") {
 			t.Fatalf("the guard's deny of the workspace script did not reach the model:\n%.3000s", body)
+		}
+		if body := w.turnRequest(3).Body; !hasText(body, "wiggum: npm publish publishes to a registry") {
+			t.Fatalf("the guard's deny of npm publish did not reach the model:\n%.3000s", body)
 		}
 	})
 }
