@@ -1,6 +1,9 @@
 package guard
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // A package registry or an image registry is published to without git:
 // npm publish, cargo publish, twine upload, docker push. What an agent
@@ -34,9 +37,34 @@ var publishers = map[string][][]string{
 	"ovsx":    {{"publish"}},
 }
 
+// deployers are, like publishers, the commands that change live
+// infrastructure: an apply, a deploy, a destroy. A local plan, diff,
+// build or preview passes.
+var deployers = map[string][][]string{
+	"terraform":  {{"apply"}, {"destroy"}, {"import"}, {"state", "rm"}, {"state", "mv"}, {"taint"}},
+	"tofu":       {{"apply"}, {"destroy"}, {"import"}, {"state", "rm"}, {"state", "mv"}, {"taint"}},
+	"terragrunt": {{"apply"}, {"destroy"}, {"run-all", "apply"}, {"run-all", "destroy"}},
+	"pulumi":     {{"up"}, {"update"}, {"destroy"}, {"refresh"}, {"import"}},
+	"cdk":        {{"deploy"}, {"destroy"}},
+	"sam":        {{"deploy"}, {"delete"}, {"sync"}},
+	"serverless": {{"deploy"}, {"remove"}},
+	"sls":        {{"deploy"}, {"remove"}},
+	"fly":        {{"deploy"}, {"destroy"}, {"apps", "destroy"}, {"secrets", "set"}},
+	"flyctl":     {{"deploy"}, {"destroy"}, {"apps", "destroy"}, {"secrets", "set"}},
+	"vercel":     {{"deploy"}, {"--prod"}, {"promote"}, {"remove"}, {"rm"}},
+	"netlify":    {{"deploy", "--prod"}},
+	"firebase":   {{"deploy"}, {"hosting:disable"}},
+	"wrangler":   {{"deploy"}, {"publish"}, {"delete"}},
+	"railway":    {{"up"}, {"down"}},
+	"heroku":     {{"releases:rollback"}, {"apps:destroy"}, {"config:set"}},
+}
+
 // publishes denies a command that publishes to a registry, and reports
 // whether it did. Buildx's --push and docker build --push publish too.
 func (w *walk) publishes(base string, rest []string) bool {
+	if w.deploys(base, rest) {
+		return true
+	}
 	seqs, ok := publishers[base]
 	if !ok {
 		return false
@@ -87,4 +115,41 @@ func equalWords(a, b []string) bool {
 // denyPublish denies publishing to a registry.
 func (w *walk) denyPublish(base, what string) {
 	w.g.verdict(Deny, "%s %s publishes to a registry, for good (a version, once published, is taken), which is not allowed during a wiggum session: build and pack locally and leave publishing to the person running the loop", base, what)
+}
+
+// deploys denies a command that changes live infrastructure, and reports
+// whether it did. Options count as words here where the tool takes its
+// action as one (vercel --prod, netlify deploy --prod).
+func (w *walk) deploys(base string, rest []string) bool {
+	seqs, ok := deployers[base]
+	if !ok {
+		return false
+	}
+	var words []string
+	for _, a := range rest {
+		switch {
+		case a == "-h" || a == "--help" || a == "--dry-run" || a == "-dry-run" || a == "--preview":
+			return false
+		case a == "--prod" || a == "--production":
+			words = append(words, "--prod")
+		case !strings.HasPrefix(a, "-") && !strings.Contains(a, "="):
+			words = append(words, a)
+		}
+	}
+	for _, seq := range seqs {
+		if seq[len(seq)-1] == "--prod" && slices.Contains(words, "--prod") && (len(seq) == 1 || slices.Contains(words, seq[0])) {
+			w.denyDeploy(base, strings.Join(seq, " "))
+			return true
+		}
+		if len(words) >= len(seq) && equalWords(words[:len(seq)], seq) {
+			w.denyDeploy(base, strings.Join(seq, " "))
+			return true
+		}
+	}
+	return false
+}
+
+// denyDeploy denies changing live infrastructure.
+func (w *walk) denyDeploy(base, what string) {
+	w.g.verdict(Deny, "%s %s changes live infrastructure, which is not allowed during a wiggum session: plan, build and preview locally and leave deploying to the person running the loop", base, what)
 }

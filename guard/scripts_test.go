@@ -194,7 +194,7 @@ func FuzzCheckScript(f *testing.F) {
 		p.ReadFile, p.ReadDir = mapReader(files), mapDirs(files)
 		for _, cmd := range []string{"sh s.sh", "./s.sh", "python3 s.sh", "node s.sh", "perl s.sh", "cat s.sh | sh", "awk -f s.sh", "make -f s.sh", "make -f s.sh all", "npm test", "yarn x",
 			"npm run x -w a", "npm run x --workspaces", "pnpm -r x", "pnpm --filter ...a... x", "yarn workspace a x", "yarn workspaces foreach run x", "npm run x -w @s/b",
-			"gh api graphql -f query=x", "gh -R a/b pr merge", "hub push", "mvn deploy", "docker buildx build --push ."} {
+			"gh api graphql -f query=x", "gh -R a/b pr merge", "hub push", "mvn deploy", "docker buildx build --push .", "npx -y x", "netlify deploy --prod", "terraform apply"} {
 			if d := Check(cmd, p); d.Action != Allow && d.Reason == "" {
 				t.Fatalf("%q over %q: %s without a reason", cmd, text, d.Action)
 			}

@@ -67,8 +67,13 @@ func (w *walk) wrapper(c *syntax.CallExpr, base string, rest []string, hop int) 
 // batch); it reports whether base is one.
 func (w *walk) launcher(c *syntax.CallExpr, base string, rest []string, hop int) bool {
 	switch base {
+	case "npx", "bunx", "pnpx":
+		// npx -y cdk deploy runs the package's program with the rest.
+		i := skipOptions(rest, "p")
+		w.command(c, rest[min(i, len(rest)):], hop+1)
 	case "uv", "poetry", "pipenv", "pdm", "rye", "hatch", "bundle", "npm", "pnpm", "yarn":
-		if len(rest) < 2 || (rest[0] != "run" && rest[0] != "exec") || ((base == "npm" || base == "pnpm" || base == "yarn") && rest[0] != "exec") {
+		js := base == "npm" || base == "pnpm" || base == "yarn"
+		if len(rest) < 2 || (rest[0] != "run" && rest[0] != "exec" && rest[0] != "dlx") || (js && rest[0] == "run") || (!js && rest[0] == "dlx") {
 			return false
 		}
 		i := skipOptions(rest[1:], "")
