@@ -70,6 +70,8 @@ func (w *walk) publishes(base string, rest []string) bool {
 		return false
 	}
 	var words []string
+	var maybeValue []bool // the word follows an option: it may be its value
+	prevOption := false
 	for _, a := range rest {
 		if a == "-h" || a == "--help" || a == "--dry-run" || a == "-n" && base == "cargo" {
 			return false // the manual, or a rehearsal that publishes nothing
@@ -82,7 +84,9 @@ func (w *walk) publishes(base string, rest []string) bool {
 		}
 		if !strings.HasPrefix(a, "-") && !strings.Contains(a, "=") {
 			words = append(words, a)
+			maybeValue = append(maybeValue, prevOption)
 		}
+		prevOption = strings.HasPrefix(a, "-") && !strings.Contains(a, "=")
 	}
 	for _, seq := range seqs {
 		if base == "mvn" {
@@ -95,7 +99,7 @@ func (w *walk) publishes(base string, rest []string) bool {
 			}
 			continue
 		}
-		if len(words) >= len(seq) && equalWords(words[:len(seq)], seq) {
+		if startsWith(words, maybeValue, seq) {
 			w.denyPublish(base, strings.Join(seq, " "))
 			return true
 		}
@@ -103,13 +107,19 @@ func (w *walk) publishes(base string, rest []string) bool {
 	return false
 }
 
-func equalWords(a, b []string) bool {
-	for i := range a {
-		if a[i] != b[i] {
+// startsWith reports whether the command's words begin with seq, the
+// words before it allowed only where each may be an option's value (npm
+// --registry URL publish, docker -H HOST push; never npm run publish).
+func startsWith(words []string, maybeValue []bool, seq []string) bool {
+	for i := 0; i+len(seq) <= len(words); i++ {
+		if slices.Equal(words[i:i+len(seq)], seq) {
+			return true
+		}
+		if !maybeValue[i] {
 			return false
 		}
 	}
-	return true
+	return false
 }
 
 // denyPublish denies publishing to a registry.
@@ -126,22 +136,27 @@ func (w *walk) deploys(base string, rest []string) bool {
 		return false
 	}
 	var words []string
+	var maybeValue []bool
+	prevOption := false
 	for _, a := range rest {
 		switch {
 		case a == "-h" || a == "--help" || a == "--dry-run" || a == "-dry-run" || a == "--preview":
 			return false
 		case a == "--prod" || a == "--production":
 			words = append(words, "--prod")
+			maybeValue = append(maybeValue, true)
 		case !strings.HasPrefix(a, "-") && !strings.Contains(a, "="):
 			words = append(words, a)
+			maybeValue = append(maybeValue, prevOption)
 		}
+		prevOption = strings.HasPrefix(a, "-") && !strings.Contains(a, "=")
 	}
 	for _, seq := range seqs {
 		if seq[len(seq)-1] == "--prod" && slices.Contains(words, "--prod") && (len(seq) == 1 || slices.Contains(words, seq[0])) {
 			w.denyDeploy(base, strings.Join(seq, " "))
 			return true
 		}
-		if len(words) >= len(seq) && equalWords(words[:len(seq)], seq) {
+		if startsWith(words, maybeValue, seq) {
 			w.denyDeploy(base, strings.Join(seq, " "))
 			return true
 		}
