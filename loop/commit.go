@@ -137,7 +137,9 @@ func (c *committer) changes(ctx context.Context) (*treeState, error) {
 // commitAll commits every change in the working tree except kept paths. It
 // returns the new commit's short id, or "" when nothing changed.
 func (c *committer) commitAll(ctx context.Context, message string) (string, error) {
-	c.hookFixed, c.staged = nil, 0
+	// What the adds below find is said of this commit as a whole: a
+	// formatter hook's second add must not forget the first's.
+	c.hookFixed, c.staged, c.repos = nil, 0, nil
 	if len(c.keep) == 0 {
 		// Nothing to leave out: git add -A and commit say themselves
 		// whether anything changed (commit's "nothing to commit" is
@@ -238,7 +240,6 @@ func (c *committer) stageExcept(ctx context.Context, ts *treeState) error {
 // staged as this repository's; a clone is left out and stays where it is.
 // c.repos says which.
 func (c *committer) addAll(ctx context.Context, spec string) error {
-	c.repos, c.staged = nil, 0
 	for p := range c.leftRepos {
 		spec += ":(top,literal,exclude)" + p + "\x00"
 	}
@@ -517,14 +518,20 @@ func (c *committer) run(ctx context.Context, args []string) (string, error) {
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	if _, err := c.repo.RunUnattended(ctx, c.env, nil, args...); err != nil {
+	if out, err := c.repo.RunUnattended(ctx, c.env, nil, args...); err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return "", fmt.Errorf("commit: git commit - its hooks - ran longer than --timeout %s and was stopped", c.timeout)
 		}
 		var ge *git.Error
 		if errors.As(err, &ge) && ge.Status() == 1 && strings.TrimSpace(ge.Stderr) == "" {
-			// git says "nothing to commit" on stdout and exits 1.
-			return "", nil
+			if nothingToCommit(out) {
+				// git says "nothing to commit" on stdout and exits 1.
+				return "", nil
+			}
+			// A hook that failed without a word (git puts a hook's
+			// output on stderr): not "nothing to commit", which left
+			// the story's work uncommitted and its story done.
+			return "", &silentHookError{ge}
 		}
 		return "", fmt.Errorf("commit: %w", err)
 	}
@@ -532,6 +539,23 @@ func (c *committer) run(ctx context.Context, args []string) (string, error) {
 		return sha[:shortID], nil
 	}
 	return c.repo.Line(ctx, "rev-parse", "--short", "HEAD")
+}
+
+// silentHookError is a commit a git hook failed without printing a word;
+// it unwraps to git's error (exit status 1), which a formatter's second
+// try reads.
+type silentHookError struct{ err *git.Error }
+
+func (e *silentHookError) Error() string {
+	return "commit: a git hook (pre-commit or commit-msg) failed the commit without a word (git commit exited 1)"
+}
+
+func (e *silentHookError) Unwrap() error { return e.err }
+
+// nothingToCommit reports whether git commit's output (on stdout, the
+// status it prints when it exits 1) says there was nothing to commit.
+func nothingToCommit(out string) bool {
+	return strings.Contains(out, "nothing to commit") || strings.Contains(out, "nothing added to commit") || strings.Contains(out, "no changes added to commit")
 }
 
 // shortID is how much of a commit id the loop shows: git's own default.

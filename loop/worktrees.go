@@ -94,6 +94,15 @@ func (e *executor) worktreesMade(ctx context.Context) []madeWorktree {
 	return out
 }
 
+// sameDir reports whether a and b name one directory, symbolic links
+// resolved (git names a worktree as it was given, and its top level
+// resolved).
+func sameDir(a, b string) bool {
+	ra, errA := filepath.EvalSymlinks(a)
+	rb, errB := filepath.EvalSymlinks(b)
+	return errA == nil && errB == nil && ra == rb
+}
+
 // within reports whether dir is base or inside it.
 func within(dir, base string) bool {
 	rel, err := filepath.Rel(base, dir)
@@ -131,7 +140,10 @@ func (e *executor) removeMade(ctx context.Context, reason string) (notes, backup
 	main := e.st.Repo
 	for _, m := range e.made {
 		wt, err := git.Open(ctx, m.Dir)
-		if err != nil || wt.Root != m.Dir {
+		if err == nil && !sameDir(wt.Root, m.Dir) {
+			err = fmt.Errorf("it opens as %s", wt.Root)
+		}
+		if err != nil {
 			notes = append(notes, fmt.Sprintf("the agent's worktree %s is left as it is: git cannot read it (%v)", m.Path, err))
 			continue
 		}
