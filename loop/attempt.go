@@ -634,8 +634,9 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	if err != nil {
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res, passed: true}
 	}
-	// What the commit left out (a clone, a large file) is a change too.
-	empty = empty && e.commit.staged == 0 && len(e.commit.repos)+len(e.commit.large)+len(e.commit.nested) == 0
+	// What the commit left out (a clone, a large file) is a change too,
+	// and so is a worktree the agent made.
+	empty = empty && e.commit.staged == 0 && len(e.commit.repos)+len(e.commit.large)+len(e.commit.nested)+len(e.made) == 0
 	return outcome{ok: true, commit: sha, res: res, empty: empty}
 }
 
