@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -38,6 +39,8 @@ branches of finished stories a parallel run could not merge.
   checkpoint: null or {head, branch, time, age_seconds, ancestor, snapshot}
   journal:    {on, entries}
   backups:    count of refs under refs/wiggum/backup/
+  nested_repositories: the .git directories of repositories agents made
+              in the tree, set aside in .git/wiggum-nested/ (absent: none)
   run:        null or {story, story_title, iteration, policy, started, last_outcome}
   resume:     null, or the last run when it did not end by itself: {open,
               interrupted (no live run holds the lock), plan, kind, workers,
@@ -78,6 +81,9 @@ type StatusReport struct {
 	Checkpoint *CheckpointState `json:"checkpoint"`
 	Journal    JournalStatus    `json:"journal"`
 	Backups    int              `json:"backups"`
+	// Nested: the .git directories of repositories agents made in the
+	// tree, set aside in the git directory (their history, kept).
+	Nested     []string         `json:"nested_repositories,omitempty"`
 	Run        *session.Run     `json:"run"`
 	Resume     *loop.RunState   `json:"resume"`                  // null, or the last run when it did not end by itself
 	LastRun    *loop.RunState   `json:"last_run,omitempty"`      // the last run, when it ended by itself
@@ -173,6 +179,11 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	} else {
 		r.Backups = len(list)
 	}
+	if entries, err := os.ReadDir(filepath.Join(st.Repo.CommonDir, checkpoint.NestedAside)); err == nil {
+		for _, e := range entries {
+			r.Nested = append(r.Nested, filepath.Join(st.Repo.CommonDir, checkpoint.NestedAside, e.Name()))
+		}
+	}
 	if run, err := session.ReadRun(st); err != nil {
 		r.Errors = append(r.Errors, err.Error())
 	} else if run != nil && held {
@@ -256,6 +267,9 @@ func printStatus(g *Globals, r *StatusReport) {
 		fmt.Fprintln(w, "journal:    off (wiggum install --git turns it on)")
 	}
 	fmt.Fprintf(w, "backups:    %d (wiggum recover lists them)\n", r.Backups)
+	if n := len(r.Nested); n > 0 {
+		fmt.Fprintf(w, "nested:     %d repositories agents made in the tree, their files committed, their .git kept in %s (git --git-dir=DIR log)\n", n, filepath.Dir(r.Nested[0]))
+	}
 	printHooks(w, r)
 	if run := r.Run; run != nil {
 		fmt.Fprintf(w, "run:        iteration %d, story %s %s", run.Iteration, run.Story, run.StoryTitle)
