@@ -78,6 +78,9 @@ type executor struct {
 	// made: the worktrees the attempt's agent made (worktreesMade), which
 	// its rollback removes, saved first.
 	made []madeWorktree
+	// planAdded: the stories a worker's agent added to its worktree's plan
+	// (planAtStart.addedLines), for its landing to add to the run's plan.
+	planAdded *addedStories
 	// refsAtStart is the branches and tags when the attempt started (nil
 	// when unknown), for unref.
 	refsAtStart map[string]string
@@ -189,7 +192,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	e.indexAtStart = indexStamp(e.st.Repo)
 	e.planStart = e.readPlan()
 	e.stashAtStart = stashCommits(e.st.Repo)
-	e.worktreesAtStart, e.made = worktreeNames(e.st.Repo.CommonDir), nil
+	e.worktreesAtStart, e.made, e.planAdded = worktreeNames(e.st.Repo.CommonDir), nil, nil
 	e.refsAtStart, _ = e.st.Repo.Refs(refPrefixes...)
 	// Informational until the agent has done something: a start lost to
 	// a power cut leaves an attempt that had nothing to roll back.
@@ -529,6 +532,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		// agent's tick of its own story there would only be left over,
 		// uncommitted, and saved as "work" when the worktree goes.
 		_, _ = e.planStart.restoreOwnTick(e.plan(), story.ID)
+		e.planAdded = e.planStart.addedLines(e.plan(), story.ID)
 	}
 	lost, gone, startup := e.checkRails(ctx, before)
 	o.railsGone, o.startup = gone, startup
@@ -633,6 +637,14 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	}
 	if err != nil {
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res, passed: true}
+	}
+	if e.planAdded != nil {
+		e.run.addedMu.Lock()
+		if e.run.added == nil {
+			e.run.added = map[string]*addedStories{}
+		}
+		e.run.added[story.ID] = e.planAdded
+		e.run.addedMu.Unlock()
 	}
 	// What the commit left out (a clone, a large file) is a change too,
 	// and so is a worktree the agent made.

@@ -508,6 +508,7 @@ func (p *parallel) releaseLocked(ctx context.Context, j *landing, m *worktree.Me
 // in the main tree's plan, commits the tick, and records the landing in
 // the journal.
 func (r *run) tickMerged(ctx context.Context, story *plan.Story, branch, commit string) error {
+	r.addStoriesOf(story.ID)
 	if err := r.opts.Plan.MarkDone(story.ID); err != nil {
 		return fmt.Errorf("run: mark %s done: %w", story.ID, err)
 	}

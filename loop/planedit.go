@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/google/renameio/v2"
@@ -177,4 +178,89 @@ func (e *executor) plan() plan.Plan {
 // readPlan reads the executor's plan at an attempt's start.
 func (e *executor) readPlan() *planAtStart {
 	return readPlanAtStart(e.plan())
+}
+
+// addedStories is what a worker's agent added to its worktree's copy of a
+// markdown plan: the stories (IDs) and the lines that hold them.
+type addedStories struct {
+	IDs   []string
+	Lines []string
+}
+
+// addedLines says what the agent added to a markdown plan during the
+// attempt, when that is all it did to it (its own tick put back first):
+// the new stories and the plan's new lines, in order. Only the IDs when
+// a story changed too, or for a prd.json, whose additions its landing
+// cannot carry line by line; nil when it added none.
+func (s *planAtStart) addedLines(p plan.Plan, story string) *addedStories {
+	if s == nil || p == nil {
+		return nil
+	}
+	e := s.editSince(p, story)
+	if e == nil || len(e.added) == 0 {
+		return nil
+	}
+	if p.Kind() != "markdown" || len(e.changed) > 0 {
+		return &addedStories{IDs: e.added} // said, not carried
+	}
+	had := map[string]int{}
+	for _, l := range strings.Split(string(s.data), "\n") {
+		had[l]++
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(string(e.now), "\n"), "\n") {
+		if had[l] > 0 {
+			had[l]--
+			continue
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return &addedStories{IDs: e.added, Lines: lines}
+}
+
+// addStoriesOf adds to the run's plan, as the story lands, the stories its
+// worker's agent added to its worktree's plan (a follow-up it found): a
+// worker's plan is never committed, and they went with its worktree,
+// saved in a backup the run named as "uncommitted work". They go at the
+// end of the plan, as a person queues work; a story the plan has by then
+// is not added twice.
+func (r *run) addStoriesOf(story string) {
+	r.addedMu.Lock()
+	a := r.added[story]
+	delete(r.added, story)
+	r.addedMu.Unlock()
+	if a == nil {
+		return
+	}
+	if a.Lines == nil {
+		r.disp.printf("  %s: its agent added %s to the plan in its worktree, beside other changes to it or in a %s: not added to the run's plan; its copy is saved with the worktree (below)", story, strings.Join(a.IDs, ", "), r.opts.Plan.Kind())
+		return
+	}
+	stories, err := r.opts.Plan.Stories()
+	if err != nil {
+		return
+	}
+	for _, st := range stories {
+		if slices.Contains(a.IDs, st.ID) {
+			r.disp.printf("  %s: its agent added %s to the plan in its worktree; the run's plan has it already", story, st.ID)
+			return
+		}
+	}
+	path := r.opts.Plan.Path()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	if len(data) > 0 && !bytes.HasSuffix(data, []byte("\n")) {
+		data = append(data, '\n')
+	}
+	data = append(data, []byte(strings.Join(a.Lines, "\n")+"\n")...)
+	if err := renameio.WriteFile(path, data, 0o644); err != nil {
+		r.disp.printf("  %s: its agent added %s to the plan in its worktree, which could not be added to the run's plan: %v", story, strings.Join(a.IDs, ", "), err)
+		return
+	}
+	r.disp.printf("  %s: its agent added %s to the plan in its worktree: added to the run's plan, with its landing", story, strings.Join(a.IDs, ", "))
 }

@@ -65,8 +65,12 @@ type run struct {
 	killed bool
 	sum    Summary
 	sumMu  sync.Mutex
-	last   string // the last attempt's outcome, for run.json
-	trace  spans
+	// added: per story, the stories its worker's agent added to the plan
+	// in its worktree, which the story's landing adds to the run's plan.
+	addedMu sync.Mutex
+	added   map[string]*addedStories
+	last    string // the last attempt's outcome, for run.json
+	trace   spans
 	// noDispatch: a usage limit stops the run (no --wait-on-limit); no
 	// worker starts another attempt.
 	noDispatch atomic.Bool

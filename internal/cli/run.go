@@ -150,8 +150,9 @@ With --workers N (N > 1) up to N stories run at once, each in its own
 worktree under .ralph/wiggum/worktrees/ on its own branch wiggum/<story>,
 leased by its worker for its whole life. Finished branches are merged into
 the current branch one at a time (conflicts are found with git merge-tree
-before anything changes) and the story is ticked in the main tree's plan.
-A branch that cannot merge is kept and reported, and the run exits 5; the
+before anything changes) and the story is ticked in the main tree's plan;
+stories its agent added to the plan in its worktree (a markdown plan) are
+added to the main tree's plan with it. A branch that cannot merge is kept and reported, and the run exits 5; the
 next run lands it once the conflict is resolved on it, and gives its story
 to no agent meanwhile (delete the branch to have the story done again); a file
 both sides only appended lines to (a progress log) is no conflict: both
