@@ -127,6 +127,9 @@ func (w *walk) denyPublish(base, what string) {
 	w.g.verdict(Deny, "%s %s publishes to a registry, for good (a version, once published, is taken), which is not allowed during a wiggum session: build and pack locally and leave publishing to the person running the loop", base, what)
 }
 
+// vercelLocal are vercel's commands that deploy nothing, --prod or not.
+var vercelLocal = []string{"build", "dev", "env", "pull", "link", "login", "logout", "logs", "inspect", "ls", "list", "whoami", "help", "init", "project", "projects", "domains", "dns", "certs", "teams", "switch", "git", "bisect"}
+
 // deploys denies a command that changes live infrastructure, and reports
 // whether it did. Options count as words here where the tool takes its
 // action as one (vercel --prod, netlify deploy --prod).
@@ -151,8 +154,15 @@ func (w *walk) deploys(base string, rest []string) bool {
 		}
 		prevOption = strings.HasPrefix(a, "-") && !strings.Contains(a, "=")
 	}
+	local := false // vercel build --prod builds here; vercel --prod deploys
+	for _, word := range words {
+		if word != "--prod" {
+			local = slices.Contains(vercelLocal, word)
+			break
+		}
+	}
 	for _, seq := range seqs {
-		if seq[len(seq)-1] == "--prod" && slices.Contains(words, "--prod") && (len(seq) == 1 || slices.Contains(words, seq[0])) {
+		if seq[len(seq)-1] == "--prod" && !local && slices.Contains(words, "--prod") && (len(seq) == 1 || slices.Contains(words, seq[0])) {
 			w.denyDeploy(base, strings.Join(seq, " "))
 			return true
 		}
