@@ -26,7 +26,7 @@ var publishers = map[string][][]string{
 	"hatch":   {{"publish"}},
 	"flit":    {{"publish"}},
 	"gem":     {{"push"}, {"yank"}},
-	"docker":  {{"push"}, {"image", "push"}, {"manifest", "push"}, {"buildx", "imagetools", "create"}},
+	"docker":  {{"push"}, {"image", "push"}, {"manifest", "push"}, {"buildx", "imagetools", "create"}, {"compose", "push"}},
 	"podman":  {{"push"}, {"image", "push"}, {"manifest", "push"}},
 	"buildah": {{"push"}},
 	"helm":    {{"push"}},
@@ -109,17 +109,26 @@ func (w *walk) publishes(base string, rest []string) bool {
 
 // startsWith reports whether the command's words begin with seq, the
 // words before it allowed only where each may be an option's value (npm
-// --registry URL publish, docker -H HOST push; never npm run publish).
+// --registry URL publish, docker -H HOST push; never npm run publish), or
+// with every such word left out.
 func startsWith(words []string, maybeValue []bool, seq []string) bool {
 	for i := 0; i+len(seq) <= len(words); i++ {
 		if slices.Equal(words[i:i+len(seq)], seq) {
 			return true
 		}
 		if !maybeValue[i] {
-			return false
+			break
 		}
 	}
-	return false
+	// Or every word after an option taken for its value (docker compose
+	// -f FILE push).
+	var firm []string
+	for i, w := range words {
+		if !maybeValue[i] {
+			firm = append(firm, w)
+		}
+	}
+	return len(firm) >= len(seq) && slices.Equal(firm[:len(seq)], seq)
 }
 
 // denyPublish denies publishing to a registry.
