@@ -12,13 +12,7 @@ import (
 // build, unseen by a suite that runs on Linux. The platform files
 // (*_linux.go, *_other.go) keep it building; this keeps them honest.
 func TestBuildsForMacOS(t *testing.T) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("go is not on PATH")
-		}
-		t.Skip("go is not on PATH")
-	}
+	gobin := goOnPath(t)
 	for _, arch := range []string{"arm64", "amd64"} {
 		cmd := exec.Command(gobin, "build", "-o", filepath.Join(t.TempDir(), "wiggum"), ".")
 		cmd.Env = append(os.Environ(), "GOOS=darwin", "GOARCH="+arch, "CGO_ENABLED=0")
@@ -33,13 +27,7 @@ func TestBuildsForMacOS(t *testing.T) {
 // call in a test file (syscall.Pipe2, SysProcAttr.Pdeathsig) must sit
 // behind a build constraint.
 func TestTestsBuildForMacOS(t *testing.T) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("go is not on PATH")
-		}
-		t.Skip("go is not on PATH")
-	}
+	gobin := goOnPath(t)
 	// One cheap analyzer: vet type-checks each package with its tests first.
 	cmd := exec.Command(gobin, "vet", "-unreachable", "./...")
 	cmd.Dir = filepath.Join("..", "..")
@@ -47,4 +35,18 @@ func TestTestsBuildForMacOS(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("GOOS=darwin go vet ./...: %v\n%s", err, out)
 	}
+}
+
+// goOnPath is the go command these tests build with; with CI set, its
+// absence fails the test rather than skip it.
+func goOnPath(t *testing.T) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("go is not on PATH")
+		}
+		t.Skip("go is not on PATH")
+	}
+	return gobin
 }
