@@ -13,52 +13,89 @@ import (
 // the guard denies the commands that write to the forge and lets the
 // reads (view, list, status, diff, checkout, api GET) through.
 
-// forgeWrites are, per command group of gh and glab, the actions that
-// write to the forge; "*" is every action but those that only read.
-var forgeWrites = map[string]map[string][]string{
-	"gh": {
-		"pr":          {"create", "new", "merge", "close", "reopen", "edit", "comment", "review", "ready", "update-branch", "lock", "unlock", "revert"},
-		"issue":       {"create", "new", "close", "reopen", "edit", "comment", "delete", "transfer", "lock", "unlock", "pin", "unpin", "develop"},
-		"release":     {"create", "new", "delete", "delete-asset", "upload", "edit"},
-		"repo":        {"create", "new", "delete", "archive", "unarchive", "rename", "edit", "fork", "sync", "autolink", "deploy-key"},
-		"workflow":    {"run", "enable", "disable"},
-		"run":         {"rerun", "cancel", "delete"},
-		"secret":      {"set", "delete", "remove"},
-		"variable":    {"set", "delete", "remove"},
-		"label":       {"create", "delete", "edit", "clone"},
-		"gist":        {"create", "new", "delete", "edit", "rename"},
-		"cache":       {"delete"},
-		"project":     {"create", "delete", "edit", "close", "copy", "item-add", "item-create", "item-delete", "item-edit", "item-archive", "field-create", "field-delete", "link", "unlink", "mark-template"},
-		"codespace":   {"create", "delete", "edit", "stop", "rebuild"},
-		"ssh-key":     {"add", "delete"},
-		"gpg-key":     {"add", "delete"},
-		"attestation": {},
-	},
-	"glab": {
-		"mr":       {"create", "new", "merge", "accept", "close", "reopen", "update", "note", "comment", "approve", "revoke", "delete", "rebase", "subscribe", "unsubscribe", "todo"},
-		"issue":    {"create", "new", "close", "reopen", "update", "note", "comment", "delete", "subscribe", "unsubscribe"},
-		"release":  {"create", "new", "delete", "upload"},
-		"repo":     {"create", "new", "delete", "archive", "fork", "transfer", "mirror"},
-		"ci":       {"run", "retry", "delete", "cancel", "trigger"},
-		"pipeline": {"run", "retry", "delete", "cancel", "trigger"},
-		"variable": {"set", "update", "delete"},
-		"label":    {"create", "delete"},
-		"snippet":  {"create", "new"},
-	},
-	"hub": {
-		"pull-request": {"*"},
-		"release":      {"create", "edit", "delete"},
-		"issue":        {"create", "update", "transfer"},
-		"create":       {"*"},
-		"delete":       {"*"},
-		"fork":         {"*"},
-		"ci-status":    {},
-	},
+// A table of maps here would be built by every wiggum process as it
+// starts, hooks included, whose start-up is what a tool call waits for:
+// switches are code, built by nobody.
+
+// isForge reports whether base is a forge's command line the guard reads.
+func isForge(base string) bool { return base == "gh" || base == "glab" || base == "hub" }
+
+// forgeWrites lists the actions of a gh, glab or hub command group that
+// write to the forge ("*": every action); false for a group that does not
+// write or is unknown.
+func forgeWrites(base, group string) ([]string, bool) {
+	switch base + " " + group {
+	case "gh pr":
+		return []string{"create", "new", "merge", "close", "reopen", "edit", "comment", "review", "ready", "update-branch", "lock", "unlock", "revert"}, true
+	case "gh issue":
+		return []string{"create", "new", "close", "reopen", "edit", "comment", "delete", "transfer", "lock", "unlock", "pin", "unpin", "develop"}, true
+	case "gh release":
+		return []string{"create", "new", "delete", "delete-asset", "upload", "edit"}, true
+	case "gh repo":
+		return []string{"create", "new", "delete", "archive", "unarchive", "rename", "edit", "fork", "sync", "autolink", "deploy-key"}, true
+	case "gh workflow":
+		return []string{"run", "enable", "disable"}, true
+	case "gh run":
+		return []string{"rerun", "cancel", "delete"}, true
+	case "gh secret":
+		return []string{"set", "delete", "remove"}, true
+	case "gh variable":
+		return []string{"set", "delete", "remove"}, true
+	case "gh label":
+		return []string{"create", "delete", "edit", "clone"}, true
+	case "gh gist":
+		return []string{"create", "new", "delete", "edit", "rename"}, true
+	case "gh cache":
+		return []string{"delete"}, true
+	case "gh project":
+		return []string{"create", "delete", "edit", "close", "copy", "item-add", "item-create", "item-delete", "item-edit", "item-archive", "field-create", "field-delete", "link", "unlink", "mark-template"}, true
+	case "gh codespace":
+		return []string{"create", "delete", "edit", "stop", "rebuild"}, true
+	case "gh ssh-key":
+		return []string{"add", "delete"}, true
+	case "gh gpg-key":
+		return []string{"add", "delete"}, true
+	case "gh attestation":
+		return []string{}, true
+	case "glab mr":
+		return []string{"create", "new", "merge", "accept", "close", "reopen", "update", "note", "comment", "approve", "revoke", "delete", "rebase", "subscribe", "unsubscribe", "todo"}, true
+	case "glab issue":
+		return []string{"create", "new", "close", "reopen", "update", "note", "comment", "delete", "subscribe", "unsubscribe"}, true
+	case "glab release":
+		return []string{"create", "new", "delete", "upload"}, true
+	case "glab repo":
+		return []string{"create", "new", "delete", "archive", "fork", "transfer", "mirror"}, true
+	case "glab ci":
+		return []string{"run", "retry", "delete", "cancel", "trigger"}, true
+	case "glab pipeline":
+		return []string{"run", "retry", "delete", "cancel", "trigger"}, true
+	case "glab variable":
+		return []string{"set", "update", "delete"}, true
+	case "glab label":
+		return []string{"create", "delete"}, true
+	case "glab snippet":
+		return []string{"create", "new"}, true
+	case "hub pull-request":
+		return []string{"*"}, true
+	case "hub release":
+		return []string{"create", "edit", "delete"}, true
+	case "hub issue":
+		return []string{"create", "update", "transfer"}, true
+	case "hub create":
+		return []string{"*"}, true
+	case "hub delete":
+		return []string{"*"}, true
+	case "hub fork":
+		return []string{"*"}, true
+	case "hub ci-status":
+		return []string{}, true
+	}
+	return nil, false
 }
 
-// forgeOptionsWithValue are the global options of gh and glab that take
-// a value, so that it is not read as the command group.
-var forgeOptionsWithValue = map[string]bool{"-R": true, "--repo": true, "--hostname": true}
+// forgeOptionWithValue reports whether a is a global option of gh or glab
+// that takes a value, so that the value is not read as the command group.
+func forgeOptionWithValue(a string) bool { return a == "-R" || a == "--repo" || a == "--hostname" }
 
 // forge judges a gh, glab or hub command.
 func (w *walk) forge(base string, rest []string) {
@@ -71,7 +108,7 @@ func (w *walk) forge(base string, rest []string) {
 			i = len(rest)
 		case a == "-h" || a == "--help":
 			return // the manual: nothing runs
-		case forgeOptionsWithValue[a]:
+		case forgeOptionWithValue(a):
 			i++
 		case strings.HasPrefix(a, "-"):
 		default:
@@ -106,7 +143,7 @@ func (w *walk) forge(base string, rest []string) {
 		}
 		return
 	}
-	actions, ok := forgeWrites[base][group]
+	actions, ok := forgeWrites(base, group)
 	if !ok {
 		return
 	}
@@ -129,7 +166,7 @@ func (w *walk) forge(base string, rest []string) {
 // hubGit reports whether hub runs cmd as git does (hub wraps git): every
 // command but hub's own.
 func hubGit(cmd string) bool {
-	_, own := forgeWrites["hub"][cmd]
+	_, own := forgeWrites("hub", cmd)
 	return !own && cmd != "api" && cmd != "browse" && cmd != "compare" && cmd != "sync" && cmd != "pr"
 }
 

@@ -12,51 +12,94 @@ import (
 // denies these in the session; building and packing locally (npm pack,
 // cargo package, docker build) pass.
 
-// publishers are, per program, the argument sequences that publish: the
-// words (options left out) a command must start with.
-var publishers = map[string][][]string{
-	"npm":     {{"publish"}, {"unpublish"}, {"deprecate"}, {"dist-tag", "add"}, {"dist-tag", "rm"}},
-	"pnpm":    {{"publish"}, {"unpublish"}, {"deprecate"}},
-	"yarn":    {{"publish"}, {"npm", "publish"}, {"unpublish"}},
-	"bun":     {{"publish"}},
-	"cargo":   {{"publish"}, {"yank"}, {"owner"}},
-	"twine":   {{"upload"}, {"register"}},
-	"poetry":  {{"publish"}},
-	"uv":      {{"publish"}},
-	"hatch":   {{"publish"}},
-	"flit":    {{"publish"}},
-	"gem":     {{"push"}, {"yank"}},
-	"docker":  {{"push"}, {"image", "push"}, {"manifest", "push"}, {"buildx", "imagetools", "create"}, {"compose", "push"}},
-	"podman":  {{"push"}, {"image", "push"}, {"manifest", "push"}},
-	"buildah": {{"push"}},
-	"helm":    {{"push"}},
-	"dotnet":  {{"nuget", "push"}, {"nuget", "delete"}},
-	"nuget":   {{"push"}, {"delete"}},
-	"mvn":     {{"deploy"}, {"release:perform"}},
-	"vsce":    {{"publish"}},
-	"ovsx":    {{"publish"}},
+// publishersOf lists, for a program, the argument sequences that publish:
+// the words (options left out) a command must start with. A switch, not a
+// map every process would build at its start (forge.go).
+func publishersOf(base string) [][]string {
+	switch base {
+	case "npm":
+		return [][]string{{"publish"}, {"unpublish"}, {"deprecate"}, {"dist-tag", "add"}, {"dist-tag", "rm"}}
+	case "pnpm":
+		return [][]string{{"publish"}, {"unpublish"}, {"deprecate"}}
+	case "yarn":
+		return [][]string{{"publish"}, {"npm", "publish"}, {"unpublish"}}
+	case "bun":
+		return [][]string{{"publish"}}
+	case "cargo":
+		return [][]string{{"publish"}, {"yank"}, {"owner"}}
+	case "twine":
+		return [][]string{{"upload"}, {"register"}}
+	case "poetry":
+		return [][]string{{"publish"}}
+	case "uv":
+		return [][]string{{"publish"}}
+	case "hatch":
+		return [][]string{{"publish"}}
+	case "flit":
+		return [][]string{{"publish"}}
+	case "gem":
+		return [][]string{{"push"}, {"yank"}}
+	case "docker":
+		return [][]string{{"push"}, {"image", "push"}, {"manifest", "push"}, {"buildx", "imagetools", "create"}, {"compose", "push"}}
+	case "podman":
+		return [][]string{{"push"}, {"image", "push"}, {"manifest", "push"}}
+	case "buildah":
+		return [][]string{{"push"}}
+	case "helm":
+		return [][]string{{"push"}}
+	case "dotnet":
+		return [][]string{{"nuget", "push"}, {"nuget", "delete"}}
+	case "nuget":
+		return [][]string{{"push"}, {"delete"}}
+	case "mvn":
+		return [][]string{{"deploy"}, {"release:perform"}}
+	case "vsce":
+		return [][]string{{"publish"}}
+	case "ovsx":
+		return [][]string{{"publish"}}
+	}
+	return nil
 }
 
-// deployers are, like publishers, the commands that change live
+// deployersOf lists, like publishersOf, the commands that change live
 // infrastructure: an apply, a deploy, a destroy. A local plan, diff,
 // build or preview passes.
-var deployers = map[string][][]string{
-	"terraform":  {{"apply"}, {"destroy"}, {"import"}, {"state", "rm"}, {"state", "mv"}, {"taint"}},
-	"tofu":       {{"apply"}, {"destroy"}, {"import"}, {"state", "rm"}, {"state", "mv"}, {"taint"}},
-	"terragrunt": {{"apply"}, {"destroy"}, {"run-all", "apply"}, {"run-all", "destroy"}},
-	"pulumi":     {{"up"}, {"update"}, {"destroy"}, {"refresh"}, {"import"}},
-	"cdk":        {{"deploy"}, {"destroy"}},
-	"sam":        {{"deploy"}, {"delete"}, {"sync"}},
-	"serverless": {{"deploy"}, {"remove"}},
-	"sls":        {{"deploy"}, {"remove"}},
-	"fly":        {{"deploy"}, {"destroy"}, {"apps", "destroy"}, {"secrets", "set"}},
-	"flyctl":     {{"deploy"}, {"destroy"}, {"apps", "destroy"}, {"secrets", "set"}},
-	"vercel":     {{"deploy"}, {"--prod"}, {"promote"}, {"remove"}, {"rm"}},
-	"netlify":    {{"deploy", "--prod"}},
-	"firebase":   {{"deploy"}, {"hosting:disable"}},
-	"wrangler":   {{"deploy"}, {"publish"}, {"delete"}},
-	"railway":    {{"up"}, {"down"}},
-	"heroku":     {{"releases:rollback"}, {"apps:destroy"}, {"config:set"}},
+func deployersOf(base string) [][]string {
+	switch base {
+	case "terraform":
+		return [][]string{{"apply"}, {"destroy"}, {"import"}, {"state", "rm"}, {"state", "mv"}, {"taint"}}
+	case "tofu":
+		return [][]string{{"apply"}, {"destroy"}, {"import"}, {"state", "rm"}, {"state", "mv"}, {"taint"}}
+	case "terragrunt":
+		return [][]string{{"apply"}, {"destroy"}, {"run-all", "apply"}, {"run-all", "destroy"}}
+	case "pulumi":
+		return [][]string{{"up"}, {"update"}, {"destroy"}, {"refresh"}, {"import"}}
+	case "cdk":
+		return [][]string{{"deploy"}, {"destroy"}}
+	case "sam":
+		return [][]string{{"deploy"}, {"delete"}, {"sync"}}
+	case "serverless":
+		return [][]string{{"deploy"}, {"remove"}}
+	case "sls":
+		return [][]string{{"deploy"}, {"remove"}}
+	case "fly":
+		return [][]string{{"deploy"}, {"destroy"}, {"apps", "destroy"}, {"secrets", "set"}}
+	case "flyctl":
+		return [][]string{{"deploy"}, {"destroy"}, {"apps", "destroy"}, {"secrets", "set"}}
+	case "vercel":
+		return [][]string{{"deploy"}, {"--prod"}, {"promote"}, {"remove"}, {"rm"}}
+	case "netlify":
+		return [][]string{{"deploy", "--prod"}}
+	case "firebase":
+		return [][]string{{"deploy"}, {"hosting:disable"}}
+	case "wrangler":
+		return [][]string{{"deploy"}, {"publish"}, {"delete"}}
+	case "railway":
+		return [][]string{{"up"}, {"down"}}
+	case "heroku":
+		return [][]string{{"releases:rollback"}, {"apps:destroy"}, {"config:set"}}
+	}
+	return nil
 }
 
 // publishes denies a command that publishes to a registry, and reports
@@ -65,8 +108,8 @@ func (w *walk) publishes(base string, rest []string) bool {
 	if w.deploys(base, rest) {
 		return true
 	}
-	seqs, ok := publishers[base]
-	if !ok {
+	seqs := publishersOf(base)
+	if seqs == nil {
 		return false
 	}
 	var words []string
@@ -143,8 +186,8 @@ var vercelLocal = []string{"build", "dev", "env", "pull", "link", "login", "logo
 // whether it did. Options count as words here where the tool takes its
 // action as one (vercel --prod, netlify deploy --prod).
 func (w *walk) deploys(base string, rest []string) bool {
-	seqs, ok := deployers[base]
-	if !ok {
+	seqs := deployersOf(base)
+	if seqs == nil {
 		return false
 	}
 	var words []string

@@ -206,7 +206,7 @@ func (w *walk) command(c *syntax.CallExpr, args []string, hop int) {
 	switch {
 	case base == "git":
 		w.git(rest)
-	case forgeWrites[base] != nil:
+	case isForge(base):
 		w.forge(base, rest)
 	case base == "make" || base == "gmake":
 		w.makeGoals(rest)
