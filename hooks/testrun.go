@@ -197,9 +197,11 @@ func (s signal) with(word string) signal {
 
 // Runner summaries. Each is anchored to a whole line in the runner's own
 // format, so a passing test that merely prints "FAIL" or "failed" does not
-// count; output piped through tee still carries them.
-var (
-	failSignals = []signal{
+// count; output piped through tee still carries them. Built on first use,
+// not at the start of every wiggum process: a PreToolUse hook reads no
+// test output.
+var runnerSignals = sync.OnceValue(func() *signalSet {
+	fail := []signal{
 		sig(false, `^--- FAIL: `, "--- FAIL"),                                                          // go test
 		sig(false, `^FAIL\s*$|^FAIL\t\S+`, "FAIL"),                                                     // go test package line
 		sig(false, `^panic: .*\[recovered\]|^panic: test timed out`, "panic:"),                         // go test binary crash
@@ -218,7 +220,7 @@ var (
 		sig(false, `^FAILED \(.*(failures|errors)=\d+`, "FAILED"),                                      // python -m unittest
 		sig(false, `^error: test failed`, "error: test"),                                               // cargo
 	}
-	passSignals = []signal{
+	pass := []signal{
 		sig(false, `^ok\s+\S+\s+([\d.]+s|\(cached\))`, "ok"),                     // go test
 		sig(false, `^PASS\s*$`, "PASS"),                                          // go test -v
 		sig(false, `^(=+ )?\d+ passed\b.* in [\d.]+s`, "=", "#").with(" passed"), // pytest
@@ -233,14 +235,22 @@ var (
 		sig(false, `^100% tests passed, 0 tests failed`, "100%"),                 // ctest
 		sig(false, `^Tests run: \d+, Failures: 0, Errors: 0`, "Tests run:"),      // maven surefire
 	}
+	// failIdx and passIdx list, per first byte of a line, the signals
+	// that can match it.
+	return &signalSet{fail: fail, pass: pass, failIdx: index(fail), passIdx: index(pass)}
+})
+
+// signalSet is the runners' summaries, failing and passing, indexed.
+type signalSet struct {
+	fail, pass       []signal
+	failIdx, passIdx *[256][]int
+}
+
+var (
 	mochaSummary = lazy(`^\d+ (passing \(|pending\s*$)`)
 	mochaFailing = lazy(`^\d+ failing\s*$`)
 	ansi         = lazy(`\x1b\[[0-9;?]*[A-Za-z]`)
 )
-
-// failIndex and passIndex list, per first byte of a line, the signals
-// that can match it.
-var failIndex, passIndex = index(failSignals), index(passSignals)
 
 func index(sigs []signal) *[256][]int {
 	var idx [256][]int
@@ -286,6 +296,7 @@ func Classify(output string, exitCode int) Outcome {
 		return Failed
 	}
 	pass := false
+	sigs := runnerSignals()
 	// mocha prints "N failing" right after "N passing (time)" (and
 	// "N pending"); only there is it the runner's summary.
 	afterMocha := false
@@ -298,8 +309,8 @@ func Classify(output string, exitCode int) Outcome {
 		if trimmed == "" {
 			continue
 		}
-		for _, i := range failIndex[trimmed[0]] {
-			if failSignals[i].match(line, trimmed) {
+		for _, i := range sigs.failIdx[trimmed[0]] {
+			if sigs.fail[i].match(line, trimmed) {
 				return Failed
 			}
 		}
@@ -309,8 +320,8 @@ func Classify(output string, exitCode int) Outcome {
 		}
 		afterMocha = digit && mochaSummary.MatchString(trimmed)
 		if !pass {
-			for _, i := range passIndex[trimmed[0]] {
-				if passSignals[i].match(line, trimmed) {
+			for _, i := range sigs.passIdx[trimmed[0]] {
+				if sigs.pass[i].match(line, trimmed) {
 					pass = true
 					break
 				}
