@@ -153,10 +153,15 @@ func TestSigningLostMidRunKeepsTheWork(t *testing.T) {
 
 func signingLostMidRun(t *testing.T, workers string) {
 	needTool(t, "ssh-agent", "openssh-client")
+	// US-2's agent finishes only once US-1's has taken the key away: with
+	// two workers, US-2 signed and landed first now and then, and its
+	// tick's commit was the one that could not be signed.
 	dir, marks, agent := scriptRepo(t, "", 2, `cat > /dev/null
 echo "$WIGGUM_STORY" >> "$MARKS/invocations"
 echo "work of $WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
-if [ "$WIGGUM_STORY" = US-1 ]; then ssh-add -q -D 2>/dev/null; fi
+if [ "$WIGGUM_STORY" = US-1 ]; then ssh-add -q -D 2>/dev/null; touch "$MARKS/key-gone"; fi
+i=0
+while [ ! -e "$MARKS/key-gone" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
 `)
 	key, allowed := sshSigning(t, dir, "")
 	sock := filepath.Join(t.TempDir(), "agent.sock")
