@@ -23,29 +23,19 @@ func publishersOf(base string) [][]string {
 		return [][]string{{"publish"}, {"unpublish"}, {"deprecate"}}
 	case "yarn":
 		return [][]string{{"publish"}, {"npm", "publish"}, {"unpublish"}}
-	case "bun":
+	case "bun", "poetry", "uv", "hatch", "flit", "vsce", "ovsx":
 		return [][]string{{"publish"}}
 	case "cargo":
 		return [][]string{{"publish"}, {"yank"}, {"owner"}}
 	case "twine":
 		return [][]string{{"upload"}, {"register"}}
-	case "poetry":
-		return [][]string{{"publish"}}
-	case "uv":
-		return [][]string{{"publish"}}
-	case "hatch":
-		return [][]string{{"publish"}}
-	case "flit":
-		return [][]string{{"publish"}}
 	case "gem":
 		return [][]string{{"push"}, {"yank"}}
 	case "docker":
 		return [][]string{{"push"}, {"image", "push"}, {"manifest", "push"}, {"buildx", "imagetools", "create"}, {"compose", "push"}}
 	case "podman":
 		return [][]string{{"push"}, {"image", "push"}, {"manifest", "push"}}
-	case "buildah":
-		return [][]string{{"push"}}
-	case "helm":
+	case "buildah", "helm":
 		return [][]string{{"push"}}
 	case "dotnet":
 		return [][]string{{"nuget", "push"}, {"nuget", "delete"}}
@@ -53,10 +43,6 @@ func publishersOf(base string) [][]string {
 		return [][]string{{"push"}, {"delete"}}
 	case "mvn":
 		return [][]string{{"deploy"}, {"release:perform"}}
-	case "vsce":
-		return [][]string{{"publish"}}
-	case "ovsx":
-		return [][]string{{"publish"}}
 	}
 	return nil
 }
@@ -66,9 +52,7 @@ func publishersOf(base string) [][]string {
 // build or preview passes.
 func deployersOf(base string) [][]string {
 	switch base {
-	case "terraform":
-		return [][]string{{"apply"}, {"destroy"}, {"import"}, {"state", "rm"}, {"state", "mv"}, {"taint"}}
-	case "tofu":
+	case "terraform", "tofu":
 		return [][]string{{"apply"}, {"destroy"}, {"import"}, {"state", "rm"}, {"state", "mv"}, {"taint"}}
 	case "terragrunt":
 		return [][]string{{"apply"}, {"destroy"}, {"run-all", "apply"}, {"run-all", "destroy"}}
@@ -78,13 +62,9 @@ func deployersOf(base string) [][]string {
 		return [][]string{{"deploy"}, {"destroy"}}
 	case "sam":
 		return [][]string{{"deploy"}, {"delete"}, {"sync"}}
-	case "serverless":
+	case "serverless", "sls":
 		return [][]string{{"deploy"}, {"remove"}}
-	case "sls":
-		return [][]string{{"deploy"}, {"remove"}}
-	case "fly":
-		return [][]string{{"deploy"}, {"destroy"}, {"apps", "destroy"}, {"secrets", "set"}}
-	case "flyctl":
+	case "fly", "flyctl":
 		return [][]string{{"deploy"}, {"destroy"}, {"apps", "destroy"}, {"secrets", "set"}}
 	case "vercel":
 		return [][]string{{"deploy"}, {"--prod"}, {"promote"}, {"remove"}, {"rm"}}
@@ -112,9 +92,6 @@ func (w *walk) publishes(base string, rest []string) bool {
 	if seqs == nil {
 		return false
 	}
-	var words []string
-	var maybeValue []bool // the word follows an option: it may be its value
-	prevOption := false
 	for _, a := range rest {
 		if a == "-h" || a == "--help" || a == "--dry-run" || a == "-n" && base == "cargo" {
 			return false // the manual, or a rehearsal that publishes nothing
@@ -125,12 +102,8 @@ func (w *walk) publishes(base string, rest []string) bool {
 				return true
 			}
 		}
-		if !strings.HasPrefix(a, "-") && !strings.Contains(a, "=") {
-			words = append(words, a)
-			maybeValue = append(maybeValue, prevOption)
-		}
-		prevOption = strings.HasPrefix(a, "-") && !strings.Contains(a, "=")
 	}
+	words, maybeValue := commandWords(rest, false)
 	for _, seq := range seqs {
 		if base == "mvn" {
 			// Maven takes its phases and goals anywhere among the words.
@@ -148,6 +121,26 @@ func (w *walk) publishes(base string, rest []string) bool {
 		}
 	}
 	return false
+}
+
+// commandWords lists a command's words - its arguments that are no
+// options - each marked when it follows an option and so may be that
+// option's value. With prod, --prod and --production count as the word
+// "--prod" (vercel and netlify take their action as that option).
+func commandWords(rest []string, prod bool) (words []string, maybeValue []bool) {
+	prevOption := false
+	for _, a := range rest {
+		switch {
+		case prod && (a == "--prod" || a == "--production"):
+			words = append(words, "--prod")
+			maybeValue = append(maybeValue, true)
+		case !strings.HasPrefix(a, "-") && !strings.Contains(a, "="):
+			words = append(words, a)
+			maybeValue = append(maybeValue, prevOption)
+		}
+		prevOption = strings.HasPrefix(a, "-") && !strings.Contains(a, "=")
+	}
+	return words, maybeValue
 }
 
 // startsWith reports whether the command's words begin with seq, the
@@ -190,22 +183,12 @@ func (w *walk) deploys(base string, rest []string) bool {
 	if seqs == nil {
 		return false
 	}
-	var words []string
-	var maybeValue []bool
-	prevOption := false
 	for _, a := range rest {
-		switch {
-		case a == "-h" || a == "--help" || a == "--dry-run" || a == "-dry-run" || a == "--preview":
+		if a == "-h" || a == "--help" || a == "--dry-run" || a == "-dry-run" || a == "--preview" {
 			return false
-		case a == "--prod" || a == "--production":
-			words = append(words, "--prod")
-			maybeValue = append(maybeValue, true)
-		case !strings.HasPrefix(a, "-") && !strings.Contains(a, "="):
-			words = append(words, a)
-			maybeValue = append(maybeValue, prevOption)
 		}
-		prevOption = strings.HasPrefix(a, "-") && !strings.Contains(a, "=")
 	}
+	words, maybeValue := commandWords(rest, true)
 	local := false // vercel build --prod builds here; vercel --prod deploys
 	for _, word := range words {
 		if word != "--prod" {

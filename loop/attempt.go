@@ -79,7 +79,8 @@ type executor struct {
 	// its rollback removes, saved first.
 	made []madeWorktree
 	// planAdded: the stories a worker's agent added to its worktree's plan
-	// (planAtStart.addedLines), for its landing to add to the run's plan.
+	// (planAtStart.settleWorkerPlan), for its landing to add to the run's
+	// plan.
 	planAdded *addedStories
 	// refsAtStart is the branches and tags when the attempt started (nil
 	// when unknown), for unref.
@@ -530,9 +531,9 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	if e.worktree != "" {
 		// A worker's plan is the loop's to tick, in the main tree: the
 		// agent's tick of its own story there would only be left over,
-		// uncommitted, and saved as "work" when the worktree goes.
-		_, _ = e.planStart.restoreOwnTick(e.plan(), story.ID)
-		e.planAdded = e.planStart.addedLines(e.plan(), story.ID)
+		// uncommitted, and saved as "work" when the worktree goes; the
+		// stories it added go to that plan with its landing.
+		e.planAdded = e.planStart.settleWorkerPlan(e.plan(), story.ID)
 	}
 	lost, gone, startup := e.checkRails(ctx, before)
 	o.railsGone, o.startup = gone, startup

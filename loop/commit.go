@@ -16,6 +16,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
+	"github.com/wiggum-dev/wiggum/worktree"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
@@ -356,16 +357,8 @@ func (c *committer) takeNested(ctx context.Context, path string, unborn bool) (n
 
 // registered reports whether .gitmodules names path as a submodule's.
 func (c *committer) registered(ctx context.Context, path string) bool {
-	out, err := c.repo.Run(ctx, "config", "-f", filepath.Join(c.repo.Root, ".gitmodules"), "--get-regexp", `^submodule\..*\.path$`)
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if _, p, ok := strings.Cut(line, " "); ok && strings.Trim(p, "/") == path {
-			return true
-		}
-	}
-	return false
+	paths, err := worktree.SubmodulePaths(ctx, c.repo.Root)
+	return err == nil && slices.Contains(paths, path)
 }
 
 // cloneOf is the URL of the first remote of the repository whose git

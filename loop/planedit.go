@@ -127,15 +127,20 @@ func markedDone(p plan.Plan, path, story string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-// restoreOwnTick puts the plan file back as it was at the start when the
-// only change is the attempt's own story ticked, and reports whether it
-// did.
-func (s *planAtStart) restoreOwnTick(p plan.Plan, story string) (bool, error) {
-	e := s.editSince(p, story)
-	if e == nil || !e.ownTick {
-		return false, nil
+// settleWorkerPlan reads a worker's plan once at its attempt's end: when
+// the only change is the attempt's own story ticked, it puts the file
+// back as it was at the start (the tick is the loop's to make, in the main
+// tree); otherwise it says what the agent added (addedLines).
+func (s *planAtStart) settleWorkerPlan(p plan.Plan, story string) *addedStories {
+	if s == nil || p == nil {
+		return nil
 	}
-	return true, renameio.WriteFile(s.path, s.data, 0o644)
+	e := s.editSince(p, story)
+	if e != nil && e.ownTick {
+		_ = renameio.WriteFile(s.path, s.data, 0o644)
+		return nil
+	}
+	return s.addedLines(e, p.Kind())
 }
 
 // keep writes the plan back as it was before the rollback when the change
@@ -188,19 +193,15 @@ type addedStories struct {
 }
 
 // addedLines says what the agent added to a markdown plan during the
-// attempt, when that is all it did to it (its own tick put back first):
-// the new stories and the plan's new lines, in order. Only the IDs when
-// a story changed too, or for a prd.json, whose additions its landing
-// cannot carry line by line; nil when it added none.
-func (s *planAtStart) addedLines(p plan.Plan, story string) *addedStories {
-	if s == nil || p == nil {
-		return nil
-	}
-	e := s.editSince(p, story)
+// attempt (e, since s), when that is all it did to it: the new stories
+// and the plan's new lines, in order. Only the IDs when a story changed
+// too, or for a prd.json (kind), whose additions its landing cannot carry
+// line by line; nil when it added none.
+func (s *planAtStart) addedLines(e *planEdit, kind string) *addedStories {
 	if e == nil || len(e.added) == 0 {
 		return nil
 	}
-	if p.Kind() != "markdown" || len(e.changed) > 0 {
+	if kind != "markdown" || len(e.changed) > 0 {
 		return &addedStories{IDs: e.added} // said, not carried
 	}
 	had := map[string]int{}

@@ -73,13 +73,10 @@ func (e *executor) worktreesMade(ctx context.Context) []madeWorktree {
 			continue
 		}
 		dir := filepath.Dir(strings.TrimSpace(string(gitFile)))
-		if within(dir, filepath.Join(repo.Root, filepath.FromSlash(layout.WorktreesDir))) {
-			continue
+		if rel, err := filepath.Rel(filepath.Join(repo.Root, filepath.FromSlash(layout.WorktreesDir)), dir); err == nil && filepath.IsLocal(rel) {
+			continue // wiggum's own
 		}
-		m := madeWorktree{Dir: dir, Path: dir}
-		if rel, err := filepath.Rel(repo.Root, dir); err == nil {
-			m.Path = rel
-		}
+		m := madeWorktree{Dir: dir, Path: relPath(repo.Root, dir)}
 		head, _ := os.ReadFile(filepath.Join(admin, "HEAD"))
 		tip := strings.TrimSpace(string(head))
 		if ref, ok := strings.CutPrefix(tip, "ref: "); ok {
@@ -101,12 +98,6 @@ func sameDir(a, b string) bool {
 	ra, errA := filepath.EvalSymlinks(a)
 	rb, errB := filepath.EvalSymlinks(b)
 	return errA == nil && errB == nil && ra == rb
-}
-
-// within reports whether dir is base or inside it.
-func within(dir, base string) bool {
-	rel, err := filepath.Rel(base, dir)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // say is what the run prints of m.

@@ -253,6 +253,17 @@ func submodulePaths(ctx context.Context, dir string) ([]string, error) {
 	return paths, err
 }
 
+// SubmodulePaths lists the paths of the submodules the .gitmodules in dir
+// registers; none when it has none.
+func SubmodulePaths(ctx context.Context, dir string) ([]string, error) {
+	mods, err := submodules(ctx, dir)
+	paths := make([]string, len(mods))
+	for i, m := range mods {
+		paths[i] = m.path
+	}
+	return paths, err
+}
+
 // submodule is one entry of a .gitmodules: its name and path.
 type submodule struct{ name, path string }
 
