@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -347,4 +348,88 @@ echo "work of $WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
 			t.Errorf("commit %s is not signed: %s", c[:7], v.stderr)
 		}
 	}
+}
+
+// Signing that stops between a parallel story's landing and the commit of
+// its tick (the key taken from its agent by then; here by the main tree's
+// pre-commit hook, once): the run ended with the ticks uncommitted, and
+// the next run refused the plan as the person's change (exit 2), until
+// the person committed it. Now the run stops open, saying that the story
+// landed and signing failed for its tick; with the key back, the resume
+// commits the ticks - signed - and no agent runs again.
+func TestSigningLostBeforeTickKeepsTheLanding(t *testing.T) {
+	needTool(t, "ssh-agent", "openssh-client")
+	dir, marks, agent := scriptRepo(t, "", 2, `cat > /dev/null
+echo "$WIGGUM_STORY" >> "$MARKS/invocations"
+echo "work of $WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
+`)
+	key, allowed := sshSigning(t, dir, "")
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	sshAgent := exec.Command("ssh-agent", "-D", "-a", sock)
+	if err := sshAgent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sshAgent.Process.Kill(); _ = sshAgent.Wait() })
+	env := []string{"MARKS=" + marks, "SSH_AUTH_SOCK=" + sock}
+	eventually(t, "ssh-agent listens", func() bool { return exists(sock) })
+	if r := run(t, dir, env, "ssh-add", "-q", key); r.code != 0 {
+		t.Fatalf("ssh-add: %s", r.stderr)
+	}
+	data, err := os.ReadFile(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key+".plain", data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, dir, "ssh-keygen", "-q", "-p", "-N", "correct horse", "-f", key)
+	// The first commit in the main tree - a tick: a parallel run's merges
+	// are written without hooks - takes the key away before it is signed.
+	hook := filepath.Join(dir, ".git", "hooks", "pre-commit")
+	writeFile(t, hook, `#!/bin/sh
+if [ "$(git rev-parse --show-toplevel)" = "`+dir+`" ] && [ ! -e "$MARKS/key-gone" ]; then
+  ssh-add -q -D 2>/dev/null; touch "$MARKS/key-gone"
+fi
+exit 0
+`)
+	if err := os.Chmod(hook, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	head := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD"))
+	args := []string{"run", "--plan", "plan.md", "--agent-cmd", "sh " + agent, "--retries", "0", "--workers", "2"}
+	r := wiggum(t, dir, env, args...)
+	if r.code != 1 || !regexp.MustCompile(`US-[12] landed \([0-9a-f]{12}\), but git would not commit its tick in plan.md: signing failed \(commit.gpgSign\)`).MatchString(r.stderr) {
+		t.Fatalf("exit %d, want 1: a landed story's tick could not be signed\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if !exists(filepath.Join(marks, "key-gone")) {
+		t.Fatal("the pre-commit hook never ran in the main tree")
+	}
+	if st := mustRun(t, dir, "git", "status", "--porcelain"); st != " M plan.md\n" {
+		t.Errorf("the tree after the stop:\n%s", st)
+	}
+	// Before, this run was refused, exit 2: the plan's ticks were the
+	// person's uncommitted change.
+	if r := wiggum(t, dir, env, args...); r.code != 1 || !strings.Contains(r.stderr, "signing failed") {
+		t.Fatalf("run again with the key still gone: exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := run(t, dir, env, "ssh-add", "-q", key+".plain"); r.code != 0 {
+		t.Fatalf("ssh-add: %s", r.stderr)
+	}
+	r = wiggum(t, dir, env, args...)
+	if r.code != 0 {
+		t.Fatalf("the run after the key came back: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := invocations(t, marks); n["US-1"] != 1 || n["US-2"] != 1 {
+		t.Errorf("the agent ran %v times, want once for each story", n)
+	}
+	if st := mustRun(t, dir, "git", "status", "--porcelain"); st != "" {
+		t.Errorf("the tree after the resume:\n%s", st)
+	}
+	if plan := mustRun(t, dir, "git", "show", "main:plan.md"); strings.Count(plan, "- [x]") != 2 {
+		t.Errorf("the committed plan:\n%s", plan)
+	}
+	for _, f := range []string{"work-US-1.txt", "work-US-2.txt"} {
+		mustRun(t, dir, "git", "cat-file", "-e", "main:"+f)
+	}
+	verifySigned(t, dir, allowed, head+"..main")
 }

@@ -23,6 +23,9 @@ type landing struct {
 	// (SigningError): the worktree is left as it is, its lease let go,
 	// for the next run's resume to commit and land (finishedThere).
 	leave bool
+	// untickedErr: it landed, and git would not commit its tick
+	// (TickError); said after the landing.
+	untickedErr error
 }
 
 // landings is the merge coordinator's queue. Worktree creations in this

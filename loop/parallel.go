@@ -456,7 +456,8 @@ func (p *parallel) mergeLocked(ctx context.Context, j *landing) *worktree.Merged
 	if !j.done {
 		return nil
 	}
-	m := p.merge(ctx, j.w, j.story)
+	m, unticked := p.merge(ctx, j.w, j.story)
+	j.untickedErr = unticked
 	if m != nil {
 		j.w.Landed(m.Tip)
 	}
@@ -502,6 +503,9 @@ func (p *parallel) releaseLocked(ctx context.Context, j *landing, m *worktree.Me
 	}
 	p.r.event("merged", fields)
 	p.r.disp.printf("⇢ %s merged into %s (%s)", story.ID, strings.TrimPrefix(p.target, "refs/heads/"), how)
+	if j.untickedErr != nil {
+		p.r.disp.printf("✘ %s: git would not commit its tick in %s (%s); the tick is left in the plan, uncommitted, and the run stops", story.ID, p.r.planRel, oneLine(signingWords(j.untickedErr), 300))
+	}
 }
 
 // tickMerged ticks story, whose branch merged into the target at commit,
@@ -516,7 +520,10 @@ func (r *run) tickMerged(ctx context.Context, story *plan.Story, branch, commit 
 	// Another git holding the index for a moment is waited out by each
 	// of the commit's git commands.
 	if _, err := r.commitTick(ctx, story); err != nil {
-		return fmt.Errorf("run: commit the plan with %s done: %w", story.ID, err)
+		// The landing stands: the journal says so, for the resume to
+		// tick the story again and commit it, never to do it again.
+		_ = r.led.record(journalRec{T: "merge", Story: story.ID, Branch: branch, Commit: commit}, true)
+		return r.tickRefused(ctx, story, commit, err)
 	}
 	killpoint.At("land-ticked")
 	_ = r.led.record(journalRec{T: "merge", Story: story.ID, Branch: branch, Commit: commit}, false)
@@ -542,7 +549,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // merge merges w's branch and ticks story in the plan; nil when the branch
 // could not land.
-func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.Story) *worktree.Merged {
+func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.Story) (*worktree.Merged, error) {
 	msg := fmt.Sprintf("Merge %s\n\nwiggum merged %s (branch %s).\n", p.r.msg.story(story), story.ID, strings.TrimPrefix(w.Branch, "refs/heads/"))
 	sp := p.r.storySpan(story).Start(telemetry.SpanMerge, telemetry.Attrs{telemetry.AttrStory: story.ID, "wiggum.branch": w.Branch})
 	m, err := worktree.Merge(ctx, p.r.st.Repo, p.target, w.Branch, msg)
@@ -569,19 +576,20 @@ func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.St
 		if err := p.markKept(ctx, w.Branch, story); err != nil {
 			p.r.disp.printf("  %s: %v", strings.TrimPrefix(w.Branch, "refs/heads/"), err)
 		}
-		return nil
+		return nil, nil
 	case err != nil:
 		p.halt(fmt.Errorf("run: merge %s: %w", story.ID, err))
-		return nil
+		return nil, nil
 	}
 	if err := p.r.tickMerged(ctx, story, w.Branch, m.Commit); err != nil {
+		// Landed all the same: said as a landing, and the run stops.
 		p.halt(err)
-		return nil
+		return m, err
 	}
 	p.mu.Lock()
 	p.stalled = 0
 	p.mu.Unlock()
-	return m
+	return m, nil
 }
 
 func (p *parallel) result(ctx context.Context) error {

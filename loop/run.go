@@ -152,7 +152,7 @@ func (r *run) setup(ctx context.Context) error {
 		}
 	}
 	if err := r.recover(ctx); err != nil {
-		if refusedHere(err) {
+		if refusedHere(err) || stoppedUncommitted(err) != nil {
 			// Still open; wiggum status says why it stopped.
 			_ = r.led.record(journalRec{T: "stuck", Note: err.Error()}, true)
 		}
@@ -371,6 +371,9 @@ func (r *run) recover(ctx context.Context) error {
 			}
 		}
 	}
+	if err := r.tickLanded(ctx, inPlan); err != nil {
+		return err
+	}
 	target, _ := r.st.Repo.Branch(ctx)
 	var recl []worktree.Reclaimed
 	// A branch the killed run merged before it ticked the story: tick it
@@ -537,8 +540,37 @@ func (r *run) untick(ctx context.Context) (bool, error) {
 	if _, err := r.st.Repo.Run(ctx, "checkout", "HEAD", "--", r.planRel); err != nil {
 		return false, fmt.Errorf("run: restore the plan a killed run ticked without committing: %w", err)
 	}
-	r.disp.printf("the plan had ticks a killed run never committed; restored it (stories whose branch was merged are ticked again)")
+	r.disp.printf("the plan had ticks the last run never committed; restored it (stories whose branch was merged are ticked again)")
 	return true, nil
+}
+
+// tickLanded ticks and commits each story whose landing the journal
+// records and the plan does not have done: the run that landed it stopped
+// when git would not commit its tick (TickError), or was killed before it
+// could. Nothing is done again; a commit git still refuses stops this run
+// the same way.
+func (r *run) tickLanded(ctx context.Context, inPlan map[string]*plan.Story) error {
+	r.led.mu.Lock()
+	landed := make([]journalRec, 0, len(r.led.merged))
+	for id, commit := range r.led.merged {
+		if s := inPlan[id]; s != nil && !s.Done {
+			landed = append(landed, journalRec{Story: id, Commit: commit})
+		}
+	}
+	r.led.mu.Unlock()
+	slices.SortFunc(landed, func(a, b journalRec) int { return strings.Compare(a.Story, b.Story) })
+	for _, l := range landed {
+		s := inPlan[l.Story]
+		if err := r.opts.Plan.MarkDone(s.ID); err != nil {
+			return fmt.Errorf("run: tick %s, which the last run landed: %w", s.ID, err)
+		}
+		if _, err := r.commitTick(ctx, s); err != nil {
+			return r.tickRefused(ctx, s, l.Commit, err)
+		}
+		s.Done = true
+		r.disp.printf("%s: landed by the last run, which could not commit its tick; ticked it now", s.ID)
+	}
+	return nil
 }
 
 // interruptedAttempt records a killed attempt: not a failure of the agent,

@@ -1,11 +1,13 @@
 package loop
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/plan"
 )
 
 // passedWork is an attempt that passed and whose commit git would not
@@ -94,4 +96,51 @@ func signingWords(err error) string {
 		return strings.TrimSpace(msg)
 	}
 	return strings.Join(keep, " ")
+}
+
+// TickError is a story that landed - its branch merged into the target -
+// and whose tick git would not commit: a pre-commit hook that refuses the
+// plan (a markdown linter), signing that stopped working between the
+// merge and the tick. The run stops with the tick left in the plan,
+// uncommitted, and the landing in the journal; the next run - once that
+// is mended, or the plan committed by hand - commits the tick and goes
+// on, and no agent does the story again. Before, the run ended, and the
+// next one refused the ticked plan as the person's uncommitted change
+// (exit 2), whose "commit or stash them" lost the tick to a stash and
+// had the landed story done again.
+type TickError struct {
+	passedWork
+	// Commit is the landing's commit on the target; Plan the plan's path.
+	Commit, Plan string
+	// Signing: git signs commits and cannot now.
+	Signing bool
+	Err     error
+}
+
+func (e *TickError) Error() string {
+	why := "git said: " + oneLine(signingWords(e.Err), 1000)
+	if e.Signing {
+		why = "signing failed (commit.gpgSign): " + signingWords(e.Err) + "; load the key into its agent, or turn signing off for the run"
+	}
+	landed := "landed"
+	if len(e.Commit) >= 12 {
+		landed += " (" + e.Commit[:12] + ")"
+	}
+	return fmt.Sprintf("run: %s %s, but git would not commit its tick in %s: %s. The plan is left ticked, uncommitted, and the landing is in the run journal. "+
+		"Once that is mended (or the plan committed by you), run again: the run resumes, commits the tick - no agent does %s again - and goes on", e.Story, landed, e.Plan, why, e.Story)
+}
+
+func (e *TickError) Unwrap() error { return e.Err }
+
+// tickRefused is the TickError of story, landed at commit, whose tick's
+// commit failed with err.
+func (r *run) tickRefused(ctx context.Context, story *plan.Story, commit string, err error) error {
+	e := &TickError{passedWork: passedWork{Story: story.ID}, Commit: commit, Plan: r.planRel, Err: err}
+	if r.st.Repo.Sign {
+		bctx, cancel := r.bounded(context.WithoutCancel(ctx))
+		e.Signing = r.st.Repo.SignProbe(bctx) != nil
+		cancel()
+	}
+	r.event("tick_uncommitted", map[string]any{"story": story.ID, "commit": commit, "error": signingWords(err)})
+	return e
 }

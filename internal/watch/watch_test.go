@@ -438,6 +438,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		ev(t, 16, "nested_repo", map[string]any{"story": "US-10", "paths": []string{"vendor/lib"}, "url": "https://example.com/lib.git"}),
 		ev(t, 17, "nested_repo", map[string]any{"story": "US-11", "paths": []string{"gen"}, "aside": "/r/.git/wiggum-nested/2-gen.git", "backup": "refs/wiggum/backup/g"}),
 		ev(t, 18, "worktree_made", map[string]any{"story": "US-12", "paths": []string{"../wt"}, "branch": "feature", "commits": 2}),
+		ev(t, 19, "tick_uncommitted", map[string]any{"story": "US-13", "commit": "0123456789abcdef0123", "error": "markdownlint: plan.md:1 MD004"}),
 	} {
 		s.Apply(e)
 	}
@@ -460,6 +461,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		"git US-10 vendor/lib/ is a clone of https://example.com/lib.git: left out of the commit",
 		"rollback US-11 gen/, a git repository of its own the attempt made, removed: its files saved in refs/wiggum/backup/g, its .git kept in /r/.git/wiggum-nested/2-gen.git",
 		"git US-12 the agent made a worktree of its own, ../wt (feature), holding 2 commit(s) the attempt's branch does not have; left as it is",
+		"stopped US-13 landed (0123456789ab), but git would not commit its tick in the plan: markdownlint: plan.md:1 MD004; the tick is left in the plan for the next run to commit",
 	}
 	if len(s.Notices) != len(want) {
 		t.Fatalf("notices %+v", s.Notices)
