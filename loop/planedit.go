@@ -47,6 +47,11 @@ type planEdit struct {
 	// agent marking its story done, as snarktank's prompt asks): the
 	// loop's to make, and nothing to keep or to tell.
 	ownTick bool
+	// tickedAndAdded: the lines of a markdown plan's new stories, when
+	// the agent's other change is its own story ticked - a ralph
+	// prompt's "mark your story done, add what you found" - so that a
+	// worker's landing carries them (addedLines).
+	tickedAndAdded []string
 }
 
 // editSince reads the plan now and says what changed since start; nil when
@@ -109,14 +114,59 @@ func (s *planAtStart) editSince(p plan.Plan, story string) *planEdit {
 			e.changed = append(e.changed, st.ID+" (removed)")
 		}
 	}
-	if len(e.added) == 0 && len(e.changed) == 1 && e.changed[0] == story {
+	if len(e.changed) == 1 && e.changed[0] == story {
 		// The agent's own tick only when the plan is, byte for byte,
 		// the start's ticked by the plan's own MarkDone (a note it
 		// added besides is work to keep).
 		ticked, err := markedDone(start, copyPath, story)
-		e.ownTick = err == nil && bytes.Equal(ticked, now)
+		switch {
+		case err != nil:
+		case len(e.added) == 0:
+			e.ownTick = bytes.Equal(ticked, now)
+		case p.Kind() == "markdown":
+			e.tickedAndAdded = storyLines(dir, newLines(ticked, now), e.added)
+		}
 	}
 	return e
+}
+
+// newLines are the lines of now that base does not have, in order.
+func newLines(base, now []byte) []string {
+	had := map[string]int{}
+	for _, l := range strings.Split(string(base), "\n") {
+		had[l]++
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(string(now), "\n"), "\n") {
+		if had[l] > 0 {
+			had[l]--
+			continue
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// storyLines is lines when, read as a markdown plan (in a file in dir),
+// they hold the stories ids and no other: nil when they hold another -
+// the agent's tick of its own story written otherwise than the loop's
+// MarkDone would, which appended to the run's plan would list the story
+// twice.
+func storyLines(dir string, lines, ids []string) []string {
+	path := filepath.Join(dir, "added.md")
+	if len(lines) == 0 || os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600) != nil {
+		return nil
+	}
+	got, err := (&plan.Markdown{File: path}).Stories()
+	if err != nil || len(got) != len(ids) {
+		return nil
+	}
+	for _, st := range got {
+		if !slices.Contains(ids, st.ID) {
+			return nil
+		}
+	}
+	return lines
 }
 
 // markedDone ticks story in the plan p (at path) and returns the file.
@@ -201,21 +251,13 @@ func (s *planAtStart) addedLines(e *planEdit, kind string) *addedStories {
 	if e == nil || len(e.added) == 0 {
 		return nil
 	}
+	if e.tickedAndAdded != nil {
+		return &addedStories{IDs: e.added, Lines: e.tickedAndAdded}
+	}
 	if kind != "markdown" || len(e.changed) > 0 {
 		return &addedStories{IDs: e.added} // said, not carried
 	}
-	had := map[string]int{}
-	for _, l := range strings.Split(string(s.data), "\n") {
-		had[l]++
-	}
-	var lines []string
-	for _, l := range strings.Split(strings.TrimRight(string(e.now), "\n"), "\n") {
-		if had[l] > 0 {
-			had[l]--
-			continue
-		}
-		lines = append(lines, l)
-	}
+	lines := newLines(s.data, e.now)
 	if len(lines) == 0 {
 		return nil
 	}
