@@ -1353,6 +1353,38 @@ func TestGeneratedRepositoryAndOwnWorktree(t *testing.T) {
 	})
 }
 
+// A real client's shell in a parallel run's worker makes a worktree of its
+// own inside the worker's worktree (where skills put theirs:
+// .worktrees/NAME) and commits there. The worker's worktree goes with the
+// landing, and took the agent's along; the loop now names it as the
+// agent's and moves it whole to the same place in the main tree. Codex is
+// left out: its sandbox keeps .git read-only, and git worktree add writes
+// there.
+func TestWorkersOwnWorktreeIsMovedOut(t *testing.T) {
+	forClients(t, []string{"claude", "gemini"}, func(t *testing.T, c client) {
+		add := `git worktree add -q .worktrees/side -b side && echo side > .worktrees/side/s.txt && git -C .worktrees/side add s.txt && git -C .worktrees/side -c user.name=g -c user.email=g@g commit -q -m side && echo wip > .worktrees/side/wip.txt && echo main > main.txt`
+		w := newWorld(t, c, fakemodel.Turn{Shell: add}, fakemodel.Turn{Text: "done"})
+		out := w.run(0, "--workers", "2")
+		if !strings.Contains(out, "the agent made a worktree of its own, .worktrees/side (branch side), holding 1 commit(s)") || !strings.Contains(out, "moved to .worktrees/side in the main tree") {
+			t.Fatalf("the run does not say it moved the agent's worktree out:\n%s", out)
+		}
+		for f, want := range map[string]string{"s.txt": "side\n", "wip.txt": "wip\n"} {
+			if data, err := os.ReadFile(filepath.Join(w.dir, ".worktrees", "side", f)); err != nil || string(data) != want {
+				t.Fatalf("%s in the moved worktree: %q %v\n%s", f, data, err, out)
+			}
+		}
+		if got := w.git("log", "-1", "--format=%s", "side"); got != "side\n" {
+			t.Fatalf("the agent's branch: %q", got)
+		}
+		if list := w.git("worktree", "list", "--porcelain"); !strings.Contains(list, "/.worktrees/side\n") || strings.Contains(list, "prunable") {
+			t.Fatalf("git's worktrees:\n%s", list)
+		}
+		if got := w.git("show", "HEAD:main.txt"); got != "main\n" {
+			t.Fatalf("the story's work is not on main: %q", got)
+		}
+	})
+}
+
 // A forge's command line and a registry publish with no git push for a
 // pre-push hook to stop: `gh pr merge` merges on the server, `npm publish`
 // takes a version for good. The guard denies them in the session, and a

@@ -524,9 +524,18 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	}
 	// Said with the outcome: a passed attempt leaves them to the person,
 	// a failed one's rollback removes them (removeMade).
-	e.made = e.worktreesMade(ctx)
-	for _, m := range e.made {
-		e.event("worktree_made", map[string]any{"story": story.ID, "paths": []string{m.Path}, "branch": m.Branch, "commits": m.Ahead})
+	e.made = nil
+	for _, m := range e.worktreesMade(ctx) {
+		fields := map[string]any{"story": story.ID, "paths": []string{m.Path}, "branch": m.Branch, "commits": m.Ahead}
+		if m.Stray {
+			// Perhaps another worker's: named now, whatever the
+			// outcome, and never rolled back.
+			fields["stray"] = true
+			e.disp.printf("  %s", m.say())
+		} else {
+			e.made = append(e.made, m)
+		}
+		e.event("worktree_made", fields)
 	}
 	if e.worktree != "" {
 		// A worker's plan is the loop's to tick, in the main tree: the
@@ -609,8 +618,17 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	killpoint.At("attempt-passed")
 	empty := e.changedNothing(e.head(cctx))
 	sha, err := e.commitWork(cctx, story)
-	for _, m := range e.made {
-		e.disp.printf("  %s", m.say())
+	for i := range e.made {
+		m := &e.made[i]
+		moved := ""
+		if e.worktree != "" && err == nil {
+			moved = e.moveOut(cctx, m)
+		}
+		if moved != "" {
+			e.disp.printf("  %s; %s", m.say(), moved)
+		} else {
+			e.disp.printf("  %s", m.say())
+		}
 	}
 	for _, n := range e.commit.repos {
 		e.disp.printf("  %s", n.say(e.worktree != ""))
@@ -634,6 +652,9 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		e.run.event("file_left_out", map[string]any{"story": story.ID, "paths": []string{f.Path}, "bytes": f.Size, "worker": e.worker})
 	}
 	for _, p := range e.commit.nested {
+		if slices.ContainsFunc(e.made, func(m madeWorktree) bool { return m.Dir != m.Made && relPath(e.st.Repo.Root, m.Made) == p }) {
+			continue // moved out of the worker's worktree: said above
+		}
 		e.disp.printf("  %s/ is a worktree of this repository (a subagent's?): not committed - a gitlink would hold none of its work; it stays where it is", p)
 	}
 	if err != nil {
@@ -1065,6 +1086,13 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 		e.run.addBackup(r.Backup)
 		e.run.event("nested_repo", map[string]any{"story": story.ID, "paths": []string{r.Path}, "aside": r.Aside, "backup": r.Backup, "worker": e.worker})
 	}
+	// The agent's worktrees the rollback left are removeMade's to save
+	// and remove, and to say.
+	res.Repositories = slices.DeleteFunc(res.Repositories, func(dir string) bool {
+		return slices.ContainsFunc(e.made, func(m madeWorktree) bool {
+			return relPath(e.st.Repo.Root, m.Made) == strings.TrimSuffix(dir, "/")
+		})
+	})
 	for _, n := range res.Notes() {
 		e.disp.printf("  %s", n)
 	}

@@ -69,8 +69,12 @@ type run struct {
 	// in its worktree, which the story's landing adds to the run's plan.
 	addedMu sync.Mutex
 	added   map[string]*addedStories
-	last    string // the last attempt's outcome, for run.json
-	trace   spans
+	// strays: the linked worktrees, not wiggum's, that an attempt named
+	// as made by a worker's agent, its own or another's (worktreesMade),
+	// under addedMu.
+	strays map[string]bool
+	last   string // the last attempt's outcome, for run.json
+	trace  spans
 	// noDispatch: a usage limit stops the run (no --wait-on-limit); no
 	// worker starts another attempt.
 	noDispatch atomic.Bool
@@ -446,6 +450,10 @@ func (r *run) recover(ctx context.Context) error {
 		attempted[o.Story] = true
 	}
 	for _, rc := range recl {
+		if rc.Foreign != nil {
+			r.disp.printf("%s is not a worktree of wiggum's: %s; left as it is", relPath(r.st.Repo.Root, rc.Foreign.Path), rc.Foreign.ForeignNote())
+			continue
+		}
 		if rc.Live {
 			continue
 		}
@@ -900,14 +908,15 @@ func (r *run) preflight(ctx context.Context) error {
 		r.disp.printf("leaving %d pre-existing change(s) out of every commit: %s", len(ts.paths), summarize(ts.paths, 5))
 	}
 	if len(left) > 0 {
-		r.disp.printf("leaving in the tree, out of every commit, what no commit of the loop's takes (a clone, a new file over --max-file-size, as an earlier run left them): %s", summarize(left, 5))
+		r.disp.printf("leaving in the tree, out of every commit, what no commit of the loop's takes (a clone, a worktree of this repository, a new file over --max-file-size, as an earlier run left them): %s", summarize(left, 5))
 	}
 	return nil
 }
 
 // neverCommitted lists the untracked paths in now that the loop's commits
 // leave out whoever made them: a clone (a repository of its own with a
-// remote, which git would record as a gitlink) and a new file over
+// remote, which git would record as a gitlink), a linked worktree of this
+// repository (an agent's .worktrees/NAME) and a new file over
 // --max-file-size. A run leaves them in the tree, saying so; they are no
 // reason for the next run to refuse the tree as dirty.
 func (r *run) neverCommitted(ctx context.Context, now *git.Status) []string {
@@ -917,7 +926,11 @@ func (r *run) neverCommitted(ctx context.Context, now *git.Status) []string {
 		full := filepath.Join(root, filepath.FromSlash(strings.TrimSuffix(p, "/")))
 		if strings.HasSuffix(p, "/") {
 			gitDir := filepath.Join(full, ".git")
-			if fi, err := os.Lstat(gitDir); err == nil && fi.IsDir() && cloneOf(ctx, r.st.Repo, gitDir) != "" {
+			fi, err := os.Lstat(gitDir)
+			switch {
+			case err != nil:
+			case fi.IsDir() && cloneOf(ctx, r.st.Repo, gitDir) != "",
+				fi.Mode().IsRegular() && git.InRepository(full, r.st.Repo.CommonDir):
 				left = append(left, p)
 			}
 			continue

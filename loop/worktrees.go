@@ -10,7 +10,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/git"
-	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/worktree"
 )
 
 // An agent may make a git worktree of its own for the story (a skill that
@@ -42,20 +42,24 @@ func worktreeNames(commonDir string) map[string]bool {
 // madeWorktree is a linked worktree an attempt's agent made.
 type madeWorktree struct {
 	Dir    string // its directory
-	Path   string // as the run shows it: relative to the tree when it can be
+	Made   string // where the agent made it (Dir, unless moveOut moved it)
+	Path   string // as the run shows it: relative to the main tree when it can be
 	Branch string // checked out there; "" when detached
 	Ahead  int    // commits there that the attempt's branch (HEAD) does not have
+	// Stray: a worker's agent, this one or another's, made it outside
+	// every worker's worktree (git worktree add ../NAME): which one
+	// cannot be told, so it is named and never rolled back.
+	Stray bool
 }
 
-// worktreesMade lists the worktrees made during a serial attempt, but
-// wiggum's own: beside the tree (../feature) or inside it, where skills
-// put theirs in an ignored directory (.worktrees/feature) that no commit
-// sees. In parallel mode other workers' agents make theirs at the same
-// time, so none is named there.
+// worktreesMade lists the worktrees made during an attempt, but wiggum's
+// own: beside the tree (../feature) or inside it, where skills put theirs
+// in an ignored directory (.worktrees/feature) that no commit sees. A
+// worker's are those inside its worktree (.worktrees/feature there, or
+// Claude Code's .claude/worktrees/NAME); one outside every worker's - a
+// git worktree add ../NAME from a worker lands in wiggum's worktree
+// directory - may be any worker's, and is a Stray, named once in the run.
 func (e *executor) worktreesMade(ctx context.Context) []madeWorktree {
-	if e.worktree != "" {
-		return nil
-	}
 	repo := e.st.Repo
 	now := worktreeNames(repo.CommonDir)
 	var out []madeWorktree
@@ -68,15 +72,21 @@ func (e *executor) worktreesMade(ctx context.Context) []madeWorktree {
 	slices.Sort(names)
 	for _, n := range names {
 		admin := filepath.Join(repo.CommonDir, "worktrees", n)
+		if worktree.Wiggums(admin) {
+			continue
+		}
 		gitFile, err := os.ReadFile(filepath.Join(admin, "gitdir"))
 		if err != nil {
 			continue
 		}
 		dir := filepath.Dir(strings.TrimSpace(string(gitFile)))
-		if rel, err := filepath.Rel(filepath.Join(repo.Root, filepath.FromSlash(layout.WorktreesDir)), dir); err == nil && filepath.IsLocal(rel) {
-			continue // wiggum's own
+		m := madeWorktree{Dir: dir, Made: dir, Path: relPath(e.run.st.Repo.Root, dir)}
+		if e.worktree != "" && !within(repo.Root, dir) {
+			if e.run.inAWorker(dir) || !e.run.strayOnce(n) {
+				continue // that worker's to name; or named already
+			}
+			m.Stray = true
 		}
-		m := madeWorktree{Dir: dir, Path: relPath(repo.Root, dir)}
 		head, _ := os.ReadFile(filepath.Join(admin, "HEAD"))
 		tip := strings.TrimSpace(string(head))
 		if ref, ok := strings.CutPrefix(tip, "ref: "); ok {
@@ -89,6 +99,66 @@ func (e *executor) worktreesMade(ctx context.Context) []madeWorktree {
 		out = append(out, m)
 	}
 	return out
+}
+
+// within reports whether dir is root or inside it, symbolic links
+// resolved.
+func within(root, dir string) bool {
+	r, errR := filepath.EvalSymlinks(root)
+	d, errD := filepath.EvalSymlinks(dir)
+	if errR != nil || errD != nil {
+		r, d = root, dir
+	}
+	rel, err := filepath.Rel(r, d)
+	return err == nil && filepath.IsLocal(rel)
+}
+
+// inAWorker reports whether dir is inside one of the run's worktrees
+// (wiggum's worktree directory's NAME/...), not beside them.
+func (r *run) inAWorker(dir string) bool {
+	rel, err := filepath.Rel(filepath.Join(r.st.Repo.Root, filepath.FromSlash(worktree.Dir)), dir)
+	return err == nil && filepath.IsLocal(rel) && strings.ContainsRune(rel, filepath.Separator)
+}
+
+// strayOnce reports whether the linked worktree name is one no attempt of
+// the run has named yet, and marks it named.
+func (r *run) strayOnce(name string) bool {
+	r.addedMu.Lock()
+	defer r.addedMu.Unlock()
+	if r.strays[name] {
+		return false
+	}
+	if r.strays == nil {
+		r.strays = map[string]bool{}
+	}
+	r.strays[name] = true
+	return true
+}
+
+// moveOut moves a passed worker's worktree m, made inside the worker's
+// worktree, out to the same place in the main tree - where it would be
+// had the story run there - before the worker's worktree goes with its
+// landing and takes it along; its branch, commits and files move whole
+// (git worktree move). Left where it is, with the reason, when that place
+// is taken or git cannot move it.
+func (e *executor) moveOut(ctx context.Context, m *madeWorktree) string {
+	rel, err := filepath.Rel(e.st.Repo.Root, m.Dir)
+	if err != nil || !filepath.IsLocal(rel) {
+		return ""
+	}
+	to := filepath.Join(e.run.st.Repo.Root, rel)
+	if _, err := os.Lstat(to); err == nil {
+		return fmt.Sprintf("it stays in the worker's worktree, whose removal with the landing saves its files (its branch keeps its commits): %s is taken in the main tree", relPath(e.run.st.Repo.Root, to))
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return "it could not be moved to the main tree: " + err.Error()
+	}
+	if _, err := e.run.st.Repo.Run(context.WithoutCancel(ctx), "worktree", "move", m.Dir, to); err != nil {
+		return "it could not be moved to the main tree: " + err.Error()
+	}
+	was := relPath(e.run.st.Repo.Root, m.Dir)
+	m.Dir, m.Path = to, relPath(e.run.st.Repo.Root, to)
+	return fmt.Sprintf("it was made in the worker's worktree (%s), which goes with the landing: moved to %s in the main tree, branch, commits and files whole", was, m.Path)
 }
 
 // sameDir reports whether a and b name one directory, symbolic links
@@ -117,6 +187,9 @@ func (m madeWorktree) say() string {
 	merge := ""
 	if m.Branch != "" && m.Ahead > 0 {
 		merge = "merge it (git merge " + m.Branch + ") or "
+	}
+	if m.Stray {
+		return fmt.Sprintf("a worktree not wiggum's appeared while this story ran - its agent's or another worker's: %s (%s), holding %s; left as it is - %sremove it (%s)", m.Path, what, work, merge, undo)
 	}
 	return fmt.Sprintf("the agent made a worktree of its own, %s (%s), holding %s; left as it is - %sremove it (%s)", m.Path, what, work, merge, undo)
 }

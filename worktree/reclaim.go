@@ -34,6 +34,9 @@ type Reclaimed struct {
 	// reset its work away, when the kill came).
 	Also string `json:"also,omitempty"`
 	Live bool   `json:"live"` // its lease is held: left alone
+	// Foreign describes a directory there that is not a worktree of
+	// wiggum's (Info.Foreign): left alone.
+	Foreign *Info `json:"foreign,omitempty"`
 	// Submodules: work in submodules checked out in the worktree,
 	// saved before it was removed.
 	Submodules []SubmoduleBackup `json:"submodules,omitempty"`
@@ -154,6 +157,16 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 		return nil, err
 	}
 	defer mu.Unlock()
+	// Under the mutex no worktree of wiggum's is half made: one that is
+	// not wiggum's is told before its lease would write into it.
+	reg, err := registered(ctx, main)
+	if err != nil {
+		return nil, err
+	}
+	if foreign(reg, path) {
+		in := describe(ctx, main, reg, path)
+		return &Reclaimed{Foreign: &in}, nil
+	}
 	lf, err := layout.At(path).TakeLease()
 	switch {
 	case errors.Is(err, layout.ErrTreeGone):
@@ -168,10 +181,6 @@ func reclaimOne(ctx context.Context, main *git.Repo, path, target string, opts R
 			lf.Close()
 		}
 	}()
-	reg, err := registered(ctx, main)
-	if err != nil {
-		return nil, err
-	}
 	in := describe(ctx, main, reg, path)
 	var m Meta
 	_ = statefile.ReadJSON(filepath.Join(path, filepath.FromSlash(MetaFile)), &m, nil)

@@ -275,3 +275,68 @@ func TestCreateTakenDirectoryLeavesNoBranch(t *testing.T) {
 		t.Errorf("branches:\n%swant:\n%s", out, want)
 	}
 }
+
+// What is not wiggum's in its worktree directory - an agent's worktree
+// (git worktree add ../feature run in a worker's worktree puts it there)
+// or a clone - is left by Reclaim and Prune, and named: before, the next
+// run saved and removed it as "the killed run's worktree" of no story,
+// and deleted the agent's branch with it.
+func TestReclaimLeavesWhatIsNotWiggums(t *testing.T) {
+	for _, how := range []string{"reclaim", "prune"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := context.Background()
+			repo := newRepo(t)
+			agents := filepath.Join(repo.Root, Dir, "feature")
+			gitT(t, repo.Root, "worktree", "add", "-q", "-b", "feature", agents, "main")
+			write(t, agents, "f.txt", "the agent's\n")
+			gitT(t, agents, "add", "f.txt")
+			gitT(t, agents, "commit", "-q", "-m", "feature")
+			write(t, agents, "wip.txt", "uncommitted\n")
+			clone := filepath.Join(repo.Root, Dir, "lib")
+			gitT(t, repo.Root, "clone", "-q", repo.Root, clone)
+			var foreign []Info
+			switch how {
+			case "reclaim":
+				got, err := Reclaim(ctx, repo, "refs/heads/main", ReclaimOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, rc := range got {
+					if rc.Foreign == nil || rc.Backup != "" {
+						t.Fatalf("reclaimed: %+v", rc)
+					}
+					foreign = append(foreign, *rc.Foreign)
+				}
+			case "prune":
+				got, err := Prune(ctx, repo, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range got {
+					if r.Action != "not wiggum's" || !r.Foreign {
+						t.Fatalf("pruned: %+v", r)
+					}
+					foreign = append(foreign, r.Info)
+				}
+			}
+			if len(foreign) != 2 || foreign[0].Name != "feature" || foreign[0].Branch != "refs/heads/feature" || foreign[0].Merged || foreign[1].Name != "lib" || foreign[1].Registered {
+				t.Fatalf("named: %+v", foreign)
+			}
+			if !strings.Contains(foreign[0].ForeignNote(), "branch feature with commits HEAD does not have") {
+				t.Errorf("note: %s", foreign[0].ForeignNote())
+			}
+			for _, f := range []string{filepath.Join(agents, "f.txt"), filepath.Join(agents, "wip.txt"), filepath.Join(clone, ".git", "HEAD")} {
+				if !exists(f) {
+					t.Errorf("%s is gone", f)
+				}
+			}
+			if out := gitT(t, repo.Root, "log", "-1", "--format=%s", "feature"); out != "feature\n" {
+				t.Errorf("the agent's branch: %q", out)
+			}
+			infos, err := List(ctx, repo)
+			if err != nil || len(infos) != 2 || !infos[0].Foreign || !infos[1].Foreign {
+				t.Fatalf("list: %+v %v", infos, err)
+			}
+		})
+	}
+}

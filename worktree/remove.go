@@ -22,7 +22,7 @@ import (
 // Removal says what removing one worktree did.
 type Removal struct {
 	Info
-	Action string `json:"action"` // removed, live, gone, would remove
+	Action string `json:"action"` // removed, live, gone, would remove, not wiggum's (left as it is)
 	Backup string `json:"backup,omitempty"`
 	// BranchKept: the branch holds work its target does not have, so it
 	// stays; the worktree goes.
@@ -108,7 +108,10 @@ func Prune(ctx context.Context, main *git.Repo, dryRun bool) ([]Removal, error) 
 		var out []Removal
 		for _, in := range infos {
 			r := Removal{Info: in, Action: "would remove", BranchKept: in.Branch != "" && !in.Merged}
-			if in.Held {
+			switch {
+			case in.Foreign:
+				r.Action, r.BranchKept = "not wiggum's", false
+			case in.Held:
 				r.Action = "live"
 			}
 			out = append(out, r)
@@ -139,24 +142,23 @@ func pruneOne(ctx context.Context, main *git.Repo, path string) (*Removal, error
 	}
 	defer mu.Unlock()
 	ctx = context.WithoutCancel(ctx)
+	reg, err := registered(ctx, main)
+	if err != nil {
+		return nil, err
+	}
+	if foreign(reg, path) {
+		return &Removal{Info: describe(ctx, main, reg, path), Action: "not wiggum's"}, nil
+	}
 	lf, err := layout.At(path).TakeLease()
 	switch {
 	case errors.Is(err, layout.ErrTreeGone):
 		return &Removal{Info: Info{Name: filepath.Base(path), Path: path}, Action: "gone"}, nil
 	case errors.Is(err, layout.ErrLeaseHeld):
-		reg, rerr := registered(ctx, main)
-		if rerr != nil {
-			return nil, rerr
-		}
 		return &Removal{Info: describe(ctx, main, reg, path), Action: "live"}, nil
 	case err != nil:
 		return nil, err
 	}
 	defer lf.Close()
-	reg, err := registered(ctx, main)
-	if err != nil {
-		return nil, err
-	}
 	return removeLeased(ctx, main, describe(ctx, main, reg, path))
 }
 

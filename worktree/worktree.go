@@ -561,6 +561,12 @@ type Info struct {
 	Registered bool   `json:"registered"`    // git knows the worktree
 	Merged     bool   `json:"merged"`        // the branch is contained in its target
 	Dirty      bool   `json:"dirty"`
+	// Foreign: not wiggum's - a worktree an agent made beside its
+	// worker's (git worktree add ../name, run in a worker's worktree,
+	// puts it here), or a repository cloned here. Left as it is by
+	// every reclaim and prune: its work is nobody's to save and remove
+	// but the person's.
+	Foreign bool `json:"foreign,omitempty"`
 
 	tip string // the branch's tip, when the caller knows it
 	// base is the commit the worktree started from, when known; repos
@@ -619,6 +625,13 @@ func describe(ctx context.Context, main *git.Repo, reg map[string]registration, 
 	in := Info{Name: filepath.Base(path), Path: path}
 	e, ok := reg[path]
 	in.Registered, in.Branch = ok, e.branch
+	if foreign(reg, path) {
+		in.Foreign = true
+		if in.Branch != "" {
+			in.Merged, _ = main.OK(ctx, "merge-base", "--is-ancestor", in.Branch, "HEAD")
+		}
+		return in
+	}
 	var m Meta
 	if err := statefile.ReadJSON(filepath.Join(path, filepath.FromSlash(MetaFile)), &m, nil); err == nil {
 		in.Story, in.Target, in.base = m.Story, m.Target, m.Base
@@ -696,6 +709,55 @@ type registration struct {
 	reason string // why it is locked; "" when it is not
 }
 
+// ForeignNote says what a directory under Dir that is not wiggum's
+// (Foreign) is, and how to take it out.
+func (in Info) ForeignNote() string {
+	if !in.Registered {
+		return "a directory of an agent's or a person's, no worktree of wiggum's (move it or remove it yourself)"
+	}
+	what := "a worktree of an agent's or a person's (git worktree add ../NAME run in a worker's worktree puts it here)"
+	undo := "git worktree remove " + in.Path
+	if b := strings.TrimPrefix(in.Branch, "refs/heads/"); b != "" {
+		what += ", branch " + b
+		if !in.Merged {
+			what += " with commits HEAD does not have"
+		}
+		undo += " && git branch -D " + b
+	}
+	return what + " (take it out with " + undo + ")"
+}
+
+// foreign reports whether the directory path under Dir is not one of
+// wiggum's worktrees. wiggum's are locked from their creation to their
+// removal with a reason that names their story (lockReason), record their
+// MetaFile once leased, and have their branches under BranchPrefix; one
+// whose creation was killed part way has no HEAD yet (or git's null id),
+// or is not registered at all. A registered worktree with none of these
+// is another's - an agent's git worktree add ../NAME, run in its worker's
+// worktree - and so is an unregistered directory holding a repository of
+// its own (a clone). Anything else there stays wiggum's to save and
+// remove.
+func foreign(reg map[string]registration, path string) bool {
+	if _, err := os.Lstat(filepath.Join(path, filepath.FromSlash(MetaFile))); err == nil {
+		return false
+	}
+	e, ok := reg[path]
+	if !ok {
+		fi, err := os.Lstat(filepath.Join(path, ".git"))
+		return err == nil && fi.IsDir()
+	}
+	if storyOfReason(e.reason) != "" || strings.HasPrefix(e.branch, BranchPrefix) {
+		return false
+	}
+	admin, _ := git.Dirs(path)
+	head, err := os.ReadFile(filepath.Join(admin, "HEAD"))
+	h := strings.TrimSpace(string(head))
+	if admin == "" || err != nil || strings.Trim(h, "0") == "" || strings.HasPrefix(h, "ref: "+BranchPrefix) {
+		return false
+	}
+	return true
+}
+
 // registered maps each worktree path git knows to what git records of it.
 // git worktree list reads every worktree's entry, and one being added or
 // removed meanwhile (under the repository mutex, which a lister does not
@@ -757,6 +819,14 @@ func halfWritten(stderr string) bool {
 // its MetaFile written.
 func lockReason(story string) string {
 	return "wiggum worker (pid " + strconv.Itoa(os.Getpid()) + ") for story " + strconv.Quote(story)
+}
+
+// Wiggums reports whether the linked worktree whose administrative
+// directory (.git/worktrees/NAME) is admin is one of wiggum's: locked from
+// its creation to its removal with a reason that names its story.
+func Wiggums(admin string) bool {
+	reason, err := os.ReadFile(filepath.Join(admin, "locked"))
+	return err == nil && storyOfReason(strings.TrimRight(string(reason), "\n")) != ""
 }
 
 // storyOfReason is the story a lockReason names, or "".

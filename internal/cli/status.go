@@ -303,15 +303,21 @@ func printStatus(g *Globals, r *StatusReport) {
 		fmt.Fprintf(w, "\n            resume it with: %s (attempts, failures and spending carry over)\n", rs.Resume)
 	}
 	if len(r.Worktrees) > 0 {
-		var live []string
+		var live, others []string
 		for _, wt := range r.Worktrees {
-			if wt.Held {
+			switch {
+			case wt.Foreign:
+				others = append(others, wt.Name)
+			case wt.Held:
 				live = append(live, wt.Story)
 			}
 		}
-		fmt.Fprintf(w, "worktrees:  %d, %d live", len(r.Worktrees), len(live))
+		fmt.Fprintf(w, "worktrees:  %d, %d live", len(r.Worktrees)-len(others), len(live))
 		if len(live) > 0 {
 			fmt.Fprintf(w, " (%s)", strings.Join(live, ", "))
+		}
+		if len(others) > 0 {
+			fmt.Fprintf(w, "; and %d not wiggum's, an agent's or a person's (%s), left as they are", len(others), strings.Join(others, ", "))
 		}
 		fmt.Fprintln(w, "; wiggum worktree list shows them")
 	}

@@ -68,7 +68,12 @@ func (c *WorktreeListCmd) Run(ctx context.Context, g *Globals) error {
 			}
 		}
 		var notes []string
-		if !in.Registered {
+		switch {
+		case in.Foreign && in.Registered:
+			notes = append(notes, "not wiggum's: a worktree of an agent's or a person's, left as it is")
+		case in.Foreign:
+			notes = append(notes, "not wiggum's: a directory of an agent's or a person's, left as it is")
+		case !in.Registered:
 			notes = append(notes, "unknown to git")
 		}
 		if in.Merged {
@@ -104,7 +109,9 @@ so a live worker keeps its worktree. A git a killed run started that is still
 running two seconds on is killed first, and a git lock file that no running
 git holds is removed, each said. Uncommitted work is saved under
 refs/wiggum/backup/ first (wiggum recover); a branch is deleted only when the
-branch it merges into contains it, and kept otherwise.`
+branch it merges into contains it, and kept otherwise. A worktree there that is
+not wiggum's - an agent's git worktree add ../NAME run in a worker's worktree
+puts it there - is named and left as it is.`
 }
 
 // Run prunes.
@@ -138,6 +145,8 @@ func (c *WorktreePruneCmd) Run(ctx context.Context, g *Globals) error {
 		switch {
 		case r.Action == "live":
 			line += fmt.Sprintf(" (lease held%s), kept", pidNote(r.PID))
+		case r.Foreign:
+			line += ": " + r.Info.ForeignNote() + "; left as it is"
 		case r.BranchKept && r.Target == "":
 			line += fmt.Sprintf("; branch %s kept: not known to be merged", strings.TrimPrefix(r.Branch, "refs/heads/"))
 		case r.BranchKept:
