@@ -651,6 +651,13 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		e.disp.printf("  %s (%s) is a new file over --max-file-size %s: not committed - a commit would keep it in the history for good, and git hosts refuse large files (GitHub: over 100 MB); %s. Commit it with git lfs, or raise --max-file-size", f.Path, megabytes(f.Size), megabytes(e.commit.maxNew), where)
 		e.run.event("file_left_out", map[string]any{"story": story.ID, "paths": []string{f.Path}, "bytes": f.Size, "worker": e.worker})
 	}
+	for _, d := range e.commit.deps {
+		e.disp.printf("  %s", d.say())
+		e.run.event("dir_left_out", map[string]any{"story": story.ID, "paths": []string{d.Path}, "what": d.What, "rule": d.Rule, "worker": e.worker})
+	}
+	if e.commit.depsErr != nil {
+		e.disp.printf("  .git/info/exclude could not get the rules for them (%v): each later commit leaves them out again", e.commit.depsErr)
+	}
 	for _, p := range e.commit.nested {
 		if slices.ContainsFunc(e.made, func(m madeWorktree) bool { return m.Dir != m.Made && relPath(e.st.Repo.Root, m.Made) == p }) {
 			continue // moved out of the worker's worktree: said above

@@ -76,6 +76,10 @@ type committer struct {
 	// the last commit left out, with their sizes.
 	maxNew int64
 	large  []largeFile
+	// deps: the directories of installed packages and caches the last
+	// commit left out (depDirsOf), for the caller to say and exclude.
+	deps    []depDir
+	depsErr error // why .git/info/exclude could not get their rules
 	// plan: the plan's path from the root (the main tree's committer);
 	// staged counts the paths other than it the last add staged or
 	// removed, for changedNothing.
@@ -241,6 +245,7 @@ func (c *committer) stageExcept(ctx context.Context, ts *treeState) error {
 // staged as this repository's; a clone is left out and stays where it is.
 // c.repos says which.
 func (c *committer) addAll(ctx context.Context, spec string) error {
+	c.deps, c.depsErr = nil, nil
 	for p := range c.leftRepos {
 		spec += ":(top,literal,exclude)" + p + "\x00"
 	}
@@ -395,7 +400,21 @@ func withoutUserInfo(raw string) string {
 func (c *committer) unstageState(ctx context.Context, out string) (again bool, err error) {
 	var spec strings.Builder
 	c.large, c.nested = nil, nil
-	for _, line := range strings.Split(out, "\n") {
+	lines := strings.Split(out, "\n")
+	var added []string
+	for _, line := range lines {
+		if p, ok := strings.CutPrefix(line, "add '"); ok {
+			added = append(added, strings.TrimSuffix(p, "'"))
+		}
+	}
+	deps := c.newDepDirs(ctx, depDirsOf(c.repo.Root, added))
+	if len(deps) > 0 {
+		// Excluded now: a set-aside's next add, and every later
+		// commit, stage none of it again.
+		c.deps = append(c.deps, deps...)
+		c.depsErr = excludeDeps(c.repo.CommonDir, deps)
+	}
+	for _, line := range lines {
 		if p, ok := strings.CutPrefix(line, "remove '"); ok && strings.TrimSuffix(p, "'") != c.plan {
 			c.staged++
 		}
@@ -406,6 +425,9 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 		}
 		staged := path != c.plan
 		switch {
+		case under(deps, path) != nil:
+			spec.WriteString(":(top,literal)" + path + "\x00")
+			staged = false
 		case git.IsState(path), c.tooLarge(ctx, path):
 			spec.WriteString(":(top,literal)" + path + "\x00")
 			staged = false

@@ -143,6 +143,11 @@ type Event struct {
 	// out of the commit, a clone of URL (or Reason).
 	Aside string `json:"aside,omitempty"`
 	URL   string `json:"url,omitempty"`
+	// dir_left_out: a directory of installed packages or a cache left
+	// out of the commit (Paths): what it is, and its .git/info/exclude
+	// rule.
+	What string `json:"what,omitempty"`
+	Rule string `json:"rule,omitempty"`
 	// run_start: stories already done; agent-stop, story-incomplete: 1
 	// when the story was ticked (true in the log)
 	Done Count `json:"done,omitempty"`

@@ -1,0 +1,161 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/google/renameio/v2"
+)
+
+// An agent that sets a project up - npm install, python -m venv .venv,
+// cargo build, a test run that leaves __pycache__ - in a tree whose
+// .gitignore does not (yet) name what that makes had it all committed:
+// the run's first story committed a virtual environment of 1,500 files,
+// node_modules, Cargo's target/. Every clone then carries them, the
+// history keeps them for good, and a host refuses the push once one file
+// is over its limit. Such a directory, new, is left out of the commit and
+// out of every later one (.git/info/exclude, the repository's own ignore
+// file, which no commit carries), and the run says so. One that HEAD
+// already tracks files in is the project's choice, and committed.
+
+// depDir is a directory of installed packages or of a tool's cache that a
+// commit left out.
+type depDir struct {
+	Path string // from the root, without a trailing slash
+	What string // what it is, for a person
+	// Rule is the line .git/info/exclude gets: this one path
+	// (/node_modules/), or a name in any directory (__pycache__/).
+	Rule string
+}
+
+// cacheDirSignature opens every CACHEDIR.TAG (the Cache Directory Tagging
+// Specification, which Cargo, pytest, ruff and mypy follow).
+var cacheDirSignature = []byte("Signature: 8a477f597d28d172789f06886806bc55")
+
+// depDirsOf finds, among the paths git add just staged (as it names them,
+// from the root), the directories of installed packages and caches they
+// are in: node_modules/ and __pycache__/ anywhere, a directory holding
+// pyvenv.cfg (a Python virtual environment) or a CACHEDIR.TAG. Only the
+// outermost of nested ones, in path order.
+func depDirsOf(root string, paths []string) []depDir {
+	found := map[string]depDir{}
+	for _, p := range paths {
+		parts := strings.Split(p, "/")
+		for i, part := range parts[:len(parts)-1] {
+			if part == "node_modules" || part == "__pycache__" {
+				dir := strings.Join(parts[:i+1], "/")
+				// Python's bytecode is nobody's to commit, anywhere;
+				// a node_modules elsewhere may be vendored on purpose.
+				d := depDir{Path: dir, What: "installed packages (npm, yarn, pnpm)", Rule: "/" + dir + "/"}
+				if part == "__pycache__" {
+					d.What, d.Rule = "Python's compiled bytecode", "__pycache__/"
+				}
+				found[dir] = d
+				break
+			}
+		}
+		dir, base := path.Split(p)
+		dir = strings.TrimSuffix(dir, "/")
+		if dir == "" {
+			continue
+		}
+		switch base {
+		case "pyvenv.cfg":
+			found[dir] = depDir{Path: dir, What: "a Python virtual environment (pyvenv.cfg)", Rule: "/" + dir + "/"}
+		case "CACHEDIR.TAG":
+			if tagged(filepath.Join(root, filepath.FromSlash(p))) {
+				found[dir] = depDir{Path: dir, What: "a build or tool cache (CACHEDIR.TAG)", Rule: "/" + dir + "/"}
+			}
+		}
+	}
+	dirs := make([]string, 0, len(found))
+	for d := range found {
+		dirs = append(dirs, d)
+	}
+	slices.Sort(dirs)
+	var out []depDir
+	for _, d := range dirs {
+		if slices.ContainsFunc(out, func(o depDir) bool { return strings.HasPrefix(d, o.Path+"/") }) {
+			continue
+		}
+		out = append(out, found[d])
+	}
+	return out
+}
+
+// tagged reports whether the file at p opens with the CACHEDIR.TAG
+// signature.
+func tagged(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, len(cacheDirSignature))
+	n, _ := f.Read(head)
+	return bytes.Equal(head[:n], cacheDirSignature)
+}
+
+// under returns the dir of dirs that p is in, or nil.
+func under(dirs []depDir, p string) *depDir {
+	for i := range dirs {
+		if strings.HasPrefix(p, dirs[i].Path+"/") {
+			return &dirs[i]
+		}
+	}
+	return nil
+}
+
+// newDepDirs keeps, of dirs, the ones HEAD tracks nothing in.
+func (c *committer) newDepDirs(ctx context.Context, dirs []depDir) []depDir {
+	return slices.DeleteFunc(dirs, func(d depDir) bool {
+		ok, _ := c.repo.OK(ctx, "cat-file", "-e", "HEAD:"+d.Path)
+		return ok
+	})
+}
+
+// excludeDeps adds the rules of dirs to the repository's
+// .git/info/exclude (shared by its worktrees), unless there already.
+func excludeDeps(commonDir string, dirs []depDir) error {
+	p := filepath.Join(commonDir, "info", "exclude")
+	data, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	have := map[string]bool{}
+	for _, l := range strings.Split(string(data), "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	var add []string
+	for _, d := range dirs {
+		if !have[d.Rule] {
+			have[d.Rule] = true
+			add = append(add, d.Rule)
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	out := string(data)
+	if out != "" && !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	out += "# wiggum: packages and caches an agent made, never committed\n" + strings.Join(add, "\n") + "\n"
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return renameio.WriteFile(p, []byte(out), 0o644)
+}
+
+// say is what the run prints of d.
+func (d depDir) say() string {
+	return fmt.Sprintf("%s/ is %s: not committed, now or later (%s is in .git/info/exclude; put it in .gitignore to share the rule, or take it out of the exclude file to commit it)", d.Path, d.What, d.Rule)
+}

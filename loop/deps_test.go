@@ -1,0 +1,56 @@
+package loop
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// depDirsOf names the outermost directory of installed packages or of a
+// cache that staged paths are in, from their names and their marker
+// files, and nothing else.
+func TestDepDirsOf(t *testing.T) {
+	root := t.TempDir()
+	for p, data := range map[string]string{
+		"target/CACHEDIR.TAG":    "Signature: 8a477f597d28d172789f06886806bc55\n",
+		"fake/CACHEDIR.TAG":      "Signature: 0000\n",
+		"short/CACHEDIR.TAG":     "Sig",
+		"tools/.venv/pyvenv.cfg": "home = /usr/bin\n",
+	} {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := depDirsOf(root, []string{
+		"app.js", "node_modules/a/index.js", "node_modules/a/node_modules/b/index.js",
+		"packages/web/node_modules/c/x.js", "src/pkg/__pycache__/m.pyc", "src/node_modules.js",
+		"target/CACHEDIR.TAG", "target/debug/app", "fake/CACHEDIR.TAG", "short/CACHEDIR.TAG",
+		"tools/.venv/bin/python", "tools/.venv/pyvenv.cfg", "tools/.venv/lib/site-packages/x/__pycache__/y.pyc",
+		"pyvenv.cfg", "CACHEDIR.TAG",
+	})
+	want := []depDir{
+		{Path: "node_modules", Rule: "/node_modules/"},
+		{Path: "packages/web/node_modules", Rule: "/packages/web/node_modules/"},
+		{Path: "src/pkg/__pycache__", Rule: "__pycache__/"},
+		{Path: "target", Rule: "/target/"},
+		{Path: "tools/.venv", Rule: "/tools/.venv/"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i := range want {
+		if got[i].Path != want[i].Path || got[i].Rule != want[i].Rule || got[i].What == "" {
+			t.Errorf("%d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if d := under(got, "node_modules/a/index.js"); d == nil || d.Path != "node_modules" {
+		t.Errorf("under: %+v", d)
+	}
+	if d := under(got, "src/node_modules.js"); d != nil {
+		t.Errorf("under: %+v", d)
+	}
+}
