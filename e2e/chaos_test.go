@@ -17,7 +17,8 @@ import (
 // before its attempt (and then a failure), tags, a switch away and back, an
 // entry appended to progress.txt, a .gitignore rule, a background process,
 // the lock files of a git killed mid-command, an rm -rf .ralph, a
-// generator's git init in a directory of its own, a failure.
+// generator's git init in a directory of its own (staged by the agent's
+// git add -A, or not), a failure.
 const chaosAgent = `cat > /dev/null
 s=$WIGGUM_STORY
 r=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
@@ -40,7 +41,8 @@ case $((r % 18)) in
 14) git add -A; git commit -q --amend -m "agent $s amended, then failed" 2>/dev/null; exit 1 ;;
 15) g=$(git rev-parse --git-dir); printf 'DIRC half' > "$g/index.lock"; git rev-parse HEAD > "$g/HEAD.lock"; [ $((r % 2)) = 0 ] || exit 1 ;;
 16) rm -rf .ralph; exit 1 ;;
-17) mkdir -p "gen-$s" && (cd "gen-$s" && git init -q && echo "$s" > g && git add g && git -c user.name=g -c user.email=g@g commit -q -m gen) ;;
+17) mkdir -p "gen-$s" && (cd "gen-$s" && git init -q && echo "$s" > g && git add g && git -c user.name=g -c user.email=g@g commit -q -m gen)
+  [ $((r / 18 % 2)) = 0 ] || git add -A 2>/dev/null ;;
 esac
 exit 0
 `

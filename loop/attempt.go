@@ -617,6 +617,10 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	}
 	killpoint.At("attempt-passed")
 	empty := e.changedNothing(e.head(cctx))
+	// The agent's git add or commit changed the index: it may hold a
+	// gitlink that the commit's own add would not name.
+	e.commit.mayBeStaged = e.indexAtStart == (indexStat{}) || indexStamp(e.st.Repo) != e.indexAtStart
+	e.commit.linkBase = e.attemptHead
 	sha, err := e.commitWork(cctx, story)
 	for i := range e.made {
 		m := &e.made[i]

@@ -78,8 +78,21 @@ type committer struct {
 	large  []largeFile
 	// deps: the directories of installed packages and caches the last
 	// commit left out (depDirsOf), for the caller to say and exclude.
-	deps    []depDir
-	depsErr error // why .git/info/exclude could not get their rules
+	// staged: the index may hold what was staged before the commit's own
+	// git add (an agent's git add -A, a kill between an add and the
+	// reset after it), which that add does not name again: a repository
+	// of its own staged as a gitlink is looked for there too
+	// (stagedGitlinks). The executor clears it when the index is as its
+	// attempt found it.
+	mayBeStaged bool
+	// linkBase: the commit the attempt started from, when the committer
+	// is an attempt's: a gitlink the agent's own commits added since is
+	// taken in the same way (the loop's commit makes it files); "" is
+	// HEAD. committedLinks: those, which HEAD has.
+	linkBase       string
+	committedLinks map[string]bool
+	deps           []depDir
+	depsErr        error // why .git/info/exclude could not get their rules
 	// plan: the plan's path from the root (the main tree's committer);
 	// staged counts the paths other than it the last add staged or
 	// removed, for changedNothing.
@@ -96,7 +109,7 @@ type largeFile struct {
 // newCommitter is a committer of repo for the run: its commits' hooks get
 // the run's --timeout.
 func (r *run) newCommitter(repo *git.Repo, env []string, keep []string) *committer {
-	c := &committer{repo: repo, env: env, keep: keep, keepM: map[string]bool{}, leftRepos: map[string]bool{}, timeout: r.opts.Timeout, maxNew: r.opts.MaxFileSize, plan: r.planRel}
+	c := &committer{repo: repo, env: env, keep: keep, keepM: map[string]bool{}, leftRepos: map[string]bool{}, timeout: r.opts.Timeout, maxNew: r.opts.MaxFileSize, plan: r.planRel, mayBeStaged: true}
 	for _, p := range keep {
 		c.keepM[p] = true
 	}
@@ -245,7 +258,7 @@ func (c *committer) stageExcept(ctx context.Context, ts *treeState) error {
 // staged as this repository's; a clone is left out and stays where it is.
 // c.repos says which.
 func (c *committer) addAll(ctx context.Context, spec string) error {
-	c.deps, c.depsErr = nil, nil
+	c.deps, c.depsErr, c.committedLinks = nil, nil, nil
 	for p := range c.leftRepos {
 		spec += ":(top,literal,exclude)" + p + "\x00"
 	}
@@ -255,6 +268,15 @@ func (c *committer) addAll(ctx context.Context, spec string) error {
 		}
 		out, err := c.git(ctx, []byte(spec), "add", "-A", "-v", "--pathspec-from-file=-", "--pathspec-file-nul")
 		var ge *git.Error
+		if err == nil && tries == 0 && c.mayBeStaged {
+			var links []string
+			if links, err = c.stagedGitlinks(ctx); err == nil {
+				for _, p := range links {
+					// As git add names a repository it stages.
+					out += "\nadd '" + p + "/'"
+				}
+			}
+		}
 		if err == nil {
 			again, err := c.unstageState(ctx, out)
 			if err != nil || !again {
@@ -341,7 +363,7 @@ func (c *committer) takeNested(ctx context.Context, path string, unborn bool) (n
 		return n, true
 	}
 	if !unborn {
-		if ok, _ := c.repo.OK(ctx, "cat-file", "-e", "HEAD:"+path); ok {
+		if ok, _ := c.repo.OK(ctx, "cat-file", "-e", "HEAD:"+path); ok && !c.committedLinks[path] {
 			return n, false
 		}
 		if c.registered(ctx, path) {
@@ -358,6 +380,41 @@ func (c *committer) takeNested(ctx context.Context, path string, unborn bool) (n
 	}
 	n.Aside = aside
 	return n, true
+}
+
+// stagedGitlinks lists the gitlinks the index holds that HEAD does not: a
+// repository of its own (or a worktree of this one) staged before the
+// commit's own git add - by an agent's git add -A, which records an
+// agent's git init as a gitlink - and which that add, finding it staged
+// already, does not name. One process.
+func (c *committer) stagedGitlinks(ctx context.Context) ([]string, error) {
+	base := c.linkBase
+	if base == "" {
+		base = "HEAD"
+	}
+	out, err := c.git(ctx, nil, "diff", "--cached", "--raw", "-z", "--no-renames", "--diff-filter=AT", base)
+	if err != nil {
+		return nil, err
+	}
+	var links []string
+	fields := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		meta := strings.Fields(fields[i])
+		if len(meta) < 2 || meta[1] != "160000" {
+			continue
+		}
+		p := fields[i+1]
+		links = append(links, p)
+		if c.linkBase != "" {
+			// The agent's commit may have it: HEAD's having it is
+			// no reason to leave it a gitlink.
+			if c.committedLinks == nil {
+				c.committedLinks = map[string]bool{}
+			}
+			c.committedLinks[p] = true
+		}
+	}
+	return links, nil
 }
 
 // registered reports whether .gitmodules names path as a submodule's.
@@ -399,6 +456,7 @@ func withoutUserInfo(raw string) string {
 // .git set aside, and its files are to be staged.
 func (c *committer) unstageState(ctx context.Context, out string) (again bool, err error) {
 	var spec strings.Builder
+	var unlink []string
 	c.large, c.nested = nil, nil
 	lines := strings.Split(out, "\n")
 	var added []string
@@ -440,7 +498,14 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 		case strings.HasSuffix(path, "/"):
 			path = strings.TrimSuffix(path, "/")
 			if n, ok := c.takeNested(ctx, path, false); ok {
-				spec.WriteString(":(top,literal)" + path + "\x00")
+				if c.committedLinks[path] {
+					// A gitlink the agent staged or committed: taken
+					// out of the index (a reset would give back the
+					// one its commit put in HEAD).
+					unlink = append(unlink, ":(top,literal)"+path)
+				} else {
+					spec.WriteString(":(top,literal)" + path + "\x00")
+				}
 				c.repos = append(c.repos, n)
 				again = again || n.Aside != ""
 				if n.Aside == "" {
@@ -451,6 +516,11 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 		}
 		if staged {
 			c.staged++
+		}
+	}
+	if len(unlink) > 0 {
+		if _, err := c.git(ctx, nil, append([]string{"rm", "--cached", "-f", "-q", "--ignore-unmatch", "--"}, unlink...)...); err != nil {
+			return again, err
 		}
 	}
 	if spec.Len() == 0 {
