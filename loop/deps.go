@@ -43,13 +43,19 @@ var cacheDirSignature = []byte("Signature: 8a477f597d28d172789f06886806bc55")
 // depDirsOf finds, among the paths git add just staged (as it names them,
 // from the root), the directories of installed packages and caches they
 // are in: node_modules/ and __pycache__/ anywhere, a directory holding
-// pyvenv.cfg (a Python virtual environment) or a CACHEDIR.TAG. Only the
-// outermost of nested ones, in path order.
+// pyvenv.cfg (a Python virtual environment) or a CACHEDIR.TAG, and the
+// directories only tools name so (builtBy: .next, .gradle, .tox...). Only
+// the outermost of nested ones, in path order.
 func depDirsOf(root string, paths []string) []depDir {
 	found := map[string]depDir{}
 	for _, p := range paths {
 		parts := strings.Split(p, "/")
 		for i, part := range parts[:len(parts)-1] {
+			if what := builtBy(part); what != "" {
+				dir := strings.Join(parts[:i+1], "/")
+				found[dir] = depDir{Path: dir, What: what, Rule: "/" + dir + "/"}
+				break
+			}
 			if part == "node_modules" || part == "__pycache__" {
 				dir := strings.Join(parts[:i+1], "/")
 				// Python's bytecode is nobody's to commit, anywhere;
@@ -89,6 +95,21 @@ func depDirsOf(root string, paths []string) []depDir {
 		out = append(out, found[d])
 	}
 	return out
+}
+
+// builtBy says what a directory named name is when only a tool makes
+// directories of that name - its build output or cache, never a
+// project's source - or "".
+func builtBy(name string) string {
+	switch name {
+	case ".next", ".nuxt", ".svelte-kit":
+		return "a web framework's build output (" + name + ")"
+	case ".turbo", ".parcel-cache", ".gradle":
+		return "a build tool's cache (" + name + ")"
+	case ".tox", ".nox":
+		return "a Python test runner's environments (" + name + ")"
+	}
+	return ""
 }
 
 // tagged reports whether the file at p opens with the CACHEDIR.TAG

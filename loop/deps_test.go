@@ -30,7 +30,7 @@ func TestDepDirsOf(t *testing.T) {
 		"packages/web/node_modules/c/x.js", "src/pkg/__pycache__/m.pyc", "src/node_modules.js",
 		"target/CACHEDIR.TAG", "target/debug/app", "fake/CACHEDIR.TAG", "short/CACHEDIR.TAG",
 		"tools/.venv/bin/python", "tools/.venv/pyvenv.cfg", "tools/.venv/lib/site-packages/x/__pycache__/y.pyc",
-		"pyvenv.cfg", "CACHEDIR.TAG",
+		"pyvenv.cfg", "CACHEDIR.TAG", "web/.next/server/app.js", "web/.next/cache/x", "docs/next/page.md",
 	})
 	want := []depDir{
 		{Path: "node_modules", Rule: "/node_modules/"},
@@ -38,6 +38,7 @@ func TestDepDirsOf(t *testing.T) {
 		{Path: "src/pkg/__pycache__", Rule: "__pycache__/"},
 		{Path: "target", Rule: "/target/"},
 		{Path: "tools/.venv", Rule: "/tools/.venv/"},
+		{Path: "web/.next", Rule: "/web/.next/"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v", got)
