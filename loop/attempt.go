@@ -1065,6 +1065,10 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 		sp.End(telemetry.Attrs{"wiggum.backup": backup}, msg)
 	}()
 	edit := e.planStart.editSince(e.plan(), story.ID)
+	for _, d := range e.keepDeps(context.WithoutCancel(ctx)) {
+		e.disp.printf("  %s/ is %s: no work to save or roll back, left in the tree, and out of every commit (%s is in .git/info/exclude)", d.Path, d.What, d.Rule)
+		e.run.event("dir_left_out", map[string]any{"story": story.ID, "paths": []string{d.Path}, "what": d.What, "rule": d.Rule, "worker": e.worker})
+	}
 	res, err := e.st.Rollback(context.WithoutCancel(ctx), checkpoint.RollbackOptions{
 		Session:       e.session,
 		Reason:        fmt.Sprintf("%s attempt %d: %s", story.ID, attempt, out.detail),

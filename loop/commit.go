@@ -465,7 +465,7 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 			added = append(added, strings.TrimSuffix(p, "'"))
 		}
 	}
-	deps := c.newDepDirs(ctx, depDirsOf(c.repo.Root, added))
+	deps := newDepDirs(ctx, c.repo, depDirsOf(c.repo.Root, added))
 	if len(deps) > 0 {
 		// Excluded now: a set-aside's next add, and every later
 		// commit, stage none of it again.

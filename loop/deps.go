@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/google/renameio/v2"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
 // An agent that sets a project up - npm install, python -m venv .venv,
@@ -136,11 +138,31 @@ func under(dirs []depDir, p string) *depDir {
 }
 
 // newDepDirs keeps, of dirs, the ones HEAD tracks nothing in.
-func (c *committer) newDepDirs(ctx context.Context, dirs []depDir) []depDir {
+func newDepDirs(ctx context.Context, repo *git.Repo, dirs []depDir) []depDir {
 	return slices.DeleteFunc(dirs, func(d depDir) bool {
-		ok, _ := c.repo.OK(ctx, "cat-file", "-e", "HEAD:"+d.Path)
+		ok, _ := repo.OK(ctx, "cat-file", "-e", "HEAD:"+d.Path)
 		return ok
 	})
+}
+
+// keepDeps excludes, before a failed attempt's rollback, the directories
+// of installed packages and caches among the tree's untracked files, so
+// that the rollback leaves them: before, it saved a node_modules or a
+// virtual environment the attempt installed - tens of thousands of files
+// - in its backup, growing the repository by their size at every failed
+// attempt, and removed it, for the retry to install again. One git
+// process, on a failure only.
+func (e *executor) keepDeps(ctx context.Context) []depDir {
+	repo := e.st.Repo
+	out, err := repo.Run(ctx, "ls-files", "--others", "--exclude-standard", "-z")
+	if err != nil || out == "" {
+		return nil
+	}
+	deps := newDepDirs(ctx, repo, depDirsOf(repo.Root, strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")))
+	if len(deps) == 0 || excludeDeps(repo.CommonDir, deps) != nil {
+		return nil
+	}
+	return deps
 }
 
 // excludeDeps adds the rules of dirs to the repository's
