@@ -269,12 +269,13 @@ func (c *committer) addAll(ctx context.Context, spec string) error {
 		out, err := c.git(ctx, []byte(spec), "add", "-A", "-v", "--pathspec-from-file=-", "--pathspec-file-nul")
 		var ge *git.Error
 		if err == nil && tries == 0 && c.mayBeStaged {
-			var links []string
-			if links, err = c.stagedGitlinks(ctx); err == nil {
+			var links, added []string
+			if links, added, err = c.stagedSince(ctx); err == nil {
 				for _, p := range links {
 					// As git add names a repository it stages.
 					out += "\nadd '" + p + "/'"
 				}
+				err = c.unstageDeps(ctx, added)
 			}
 		}
 		if err == nil {
@@ -382,25 +383,26 @@ func (c *committer) takeNested(ctx context.Context, path string, unborn bool) (n
 	return n, true
 }
 
-// stagedGitlinks lists the gitlinks the index holds that HEAD does not: a
-// repository of its own (or a worktree of this one) staged before the
-// commit's own git add - by an agent's git add -A, which records an
-// agent's git init as a gitlink - and which that add, finding it staged
-// already, does not name. One process.
-func (c *committer) stagedGitlinks(ctx context.Context) ([]string, error) {
+// stagedSince lists the gitlinks the index holds that the attempt's start
+// (linkBase, or HEAD) did not: a repository of its own (or a worktree of
+// this one) staged before the commit's own git add - by an agent's git
+// add -A, which records an agent's git init as a gitlink - or committed
+// by the agent, which that add, finding it staged already, does not name.
+// added is every other path added since. One process.
+func (c *committer) stagedSince(ctx context.Context) (links, added []string, err error) {
 	base := c.linkBase
 	if base == "" {
 		base = "HEAD"
 	}
 	out, err := c.git(ctx, nil, "diff", "--cached", "--raw", "-z", "--no-renames", "--diff-filter=AT", base)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var links []string
 	fields := strings.Split(out, "\x00")
 	for i := 0; i+1 < len(fields); i += 2 {
 		meta := strings.Fields(fields[i])
 		if len(meta) < 2 || meta[1] != "160000" {
+			added = append(added, fields[i+1])
 			continue
 		}
 		p := fields[i+1]
@@ -414,7 +416,40 @@ func (c *committer) stagedGitlinks(ctx context.Context) ([]string, error) {
 			c.committedLinks[p] = true
 		}
 	}
-	return links, nil
+	return links, added, nil
+}
+
+// unstageDeps takes out of the index the directories of installed packages
+// and caches among added (staged since the attempt's start, or committed
+// by the agent: its git add -A, its commit) that the attempt's start did
+// not track, and excludes them (depDirsOf): the loop's own add left only
+// the ones it staged itself out. One the agent committed is taken out of
+// the tree by the story's commit; its history keeps it.
+func (c *committer) unstageDeps(ctx context.Context, added []string) error {
+	base := c.linkBase
+	if base == "" {
+		base = "HEAD"
+	}
+	dirs := slices.DeleteFunc(depDirsOf(c.repo.Root, added), func(d depDir) bool {
+		ok, _ := c.repo.OK(ctx, "cat-file", "-e", base+":"+d.Path)
+		return ok
+	})
+	if len(dirs) == 0 {
+		return nil
+	}
+	args := []string{"rm", "-r", "--cached", "-f", "-q", "--ignore-unmatch", "--"}
+	for i := range dirs {
+		args = append(args, ":(top,literal)"+dirs[i].Path)
+		if ok, _ := c.repo.OK(ctx, "cat-file", "-e", "HEAD:"+dirs[i].Path); ok {
+			dirs[i].Committed = true
+		}
+	}
+	if _, err := c.git(ctx, nil, args...); err != nil {
+		return fmt.Errorf("take %s out of the index: %w", dirs[0].Path, err)
+	}
+	c.deps = append(c.deps, dirs...)
+	c.depsErr = excludeDeps(c.repo.CommonDir, dirs)
+	return nil
 }
 
 // registered reports whether .gitmodules names path as a submodule's.
@@ -469,7 +504,11 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 	if len(deps) > 0 {
 		// Excluded now: a set-aside's next add, and every later
 		// commit, stage none of it again.
-		c.deps = append(c.deps, deps...)
+		for _, d := range deps {
+			if !slices.ContainsFunc(c.deps, func(o depDir) bool { return o.Path == d.Path }) {
+				c.deps = append(c.deps, d)
+			}
+		}
 		c.depsErr = excludeDeps(c.repo.CommonDir, deps)
 	}
 	for _, line := range lines {

@@ -36,6 +36,9 @@ type depDir struct {
 	// Rule is the line .git/info/exclude gets: this one path
 	// (/node_modules/), or a name in any directory (__pycache__/).
 	Rule string
+	// Committed: the agent's own commit took it in; the story's commit
+	// takes it out of the tree, and the history keeps it.
+	Committed bool
 }
 
 // cacheDirSignature opens every CACHEDIR.TAG (the Cache Directory Tagging
@@ -200,5 +203,8 @@ func excludeDeps(commonDir string, dirs []depDir) error {
 
 // say is what the run prints of d.
 func (d depDir) say() string {
+	if d.Committed {
+		return fmt.Sprintf("%s/ is %s: the agent committed it, and the story's commit takes it out of the tree again - out of every later commit too (%s is in .git/info/exclude); the agent's commit keeps its files in the history (git log --stat -- %s)", d.Path, d.What, d.Rule, d.Path)
+	}
 	return fmt.Sprintf("%s/ is %s: not committed, now or later (%s is in .git/info/exclude; put it in .gitignore to share the rule, or take it out of the exclude file to commit it)", d.Path, d.What, d.Rule)
 }
