@@ -40,6 +40,12 @@ type landings struct {
 	queue    []landing
 	creating int
 	closed   bool
+	// pending counts the landings put and not finished yet; reopened
+	// counts those that gave the workers more to do (a story its worker's
+	// agent added to the plan): a worker that finds nothing to pick
+	// waits for the landings under way before it goes (waitIdle).
+	pending  int
+	reopened int
 }
 
 func newLandings() *landings {
@@ -51,8 +57,48 @@ func newLandings() *landings {
 func (l *landings) put(j landing) {
 	l.mu.Lock()
 	l.queue = append(l.queue, j)
+	l.pending++
 	l.mu.Unlock()
 	l.cond.Broadcast()
+}
+
+// finish marks a landing the coordinator popped as over.
+func (l *landings) finish() {
+	l.mu.Lock()
+	l.pending--
+	l.mu.Unlock()
+	l.cond.Broadcast()
+}
+
+// reopen says a landing gave the workers more to do.
+func (l *landings) reopen() {
+	l.mu.Lock()
+	l.reopened++
+	l.mu.Unlock()
+	l.cond.Broadcast()
+}
+
+// generation is the count of reopening landings so far, for waitIdle.
+func (l *landings) generation() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reopened
+}
+
+// waitIdle waits, for a worker that found no story to pick, until no
+// landing is queued or under way (or ctx is done), and reports whether
+// one reopened since generation gen: then the worker picks again. Before,
+// the workers had all gone by then, and a story added at the last
+// landings waited for the next run.
+func (l *landings) waitIdle(ctx context.Context, gen int) bool {
+	stop := context.AfterFunc(ctx, l.cond.Broadcast)
+	defer stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.pending > 0 && l.reopened == gen && ctx.Err() == nil {
+		l.cond.Wait()
+	}
+	return l.reopened != gen && ctx.Err() == nil
 }
 
 // close tells the coordinator no landing will be added; it lands the queued
@@ -148,6 +194,7 @@ func (p *parallel) coordinate(ctx context.Context) {
 			for j := p.lq.pop(true); j != nil; j = p.lq.pop(true) {
 				_ = j.w.Lease.Release()
 				p.landed(j)
+				p.lq.finish()
 			}
 			p.halt(err)
 			continue
@@ -171,6 +218,7 @@ func (p *parallel) coordinate(ctx context.Context) {
 				}
 				p.releaseLocked(ctx, j, m, began)
 				p.landed(j)
+				p.lq.finish()
 			}()
 			removing = done
 		}

@@ -64,6 +64,7 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 	// preflight read it, and refused a detached HEAD.
 	target := r.branch
 	p := &parallel{r: r, target: target, out: out, inflight: map[string]bool{}, skip: map[string]bool{}, lq: newLandings(), cr: newCreations()}
+	r.reopen = p.lq.reopen
 	if opts.Coordinator != nil {
 		p.share(ctx, opts.Coordinator)
 	}
@@ -99,10 +100,16 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 					p.lq.end()
 					next = false
 				}
+				gen := p.lq.generation()
 				s, w, err := p.take(ctx)
 				if s == nil {
 					if next {
 						p.lq.end()
+						next = false
+					}
+					// A landing still under way may give it more.
+					if p.lq.waitIdle(ctx, gen) {
+						continue
 					}
 					return
 				}

@@ -306,4 +306,7 @@ func (r *run) addStoriesOf(story string) {
 		return
 	}
 	r.disp.printf("  %s: its agent added %s to the plan in its worktree: added to the run's plan, with its landing", story, strings.Join(a.IDs, ", "))
+	if r.reopen != nil {
+		r.reopen()
+	}
 }

@@ -73,6 +73,9 @@ type run struct {
 	// as made by a worker's agent, its own or another's (worktreesMade),
 	// under addedMu.
 	strays map[string]bool
+	// reopen, in a parallel run, tells the workers a landing gave them
+	// more to do (landings.reopen).
+	reopen func()
 	last   string // the last attempt's outcome, for run.json
 	trace  spans
 	// noDispatch: a usage limit stops the run (no --wait-on-limit); no
