@@ -37,6 +37,13 @@ func (s *State) backupCommit(ctx context.Context, head, tree, message string) (s
 	return strings.TrimSpace(out), nil
 }
 
+// BackupCommit saves commit as it is - a branch's tip, say, before the
+// branch is deleted - under a new, unique ref under BackupPrefix, which it
+// returns.
+func (s *State) BackupCommit(ctx context.Context, commit string) (string, error) {
+	return s.createBackupRef(ctx, commit)
+}
+
 // createBackupRef points a new, unique ref under BackupPrefix at commit.
 func (s *State) createBackupRef(ctx context.Context, commit string) (string, error) {
 	stamp := time.Now().UTC().Format("20060102T150405Z")

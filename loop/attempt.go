@@ -1263,7 +1263,10 @@ func (e *executor) prompt(iter int, story *plan.Story) (string, error) {
 		}
 	}
 	failCtx := ""
-	if n := len(fails); n > 0 {
+	if n := len(fails); n > 0 && fails[n-1].Source == "merge" {
+		// Its work was finished and could not land (retryConflict).
+		failCtx = "## The previous attempt at this story could not land\n\n" + fails[n-1].Output
+	} else if n > 0 {
 		f := fails[n-1]
 		var b strings.Builder
 		fmt.Fprintf(&b, "## The previous attempt at this story failed\n\n")

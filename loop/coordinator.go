@@ -95,7 +95,9 @@ func (l *landings) waitIdle(ctx context.Context, gen int) bool {
 	defer stop()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for l.pending > 0 && l.reopened == gen && ctx.Err() == nil {
+	// Every landing over, not only the reopening one: that one's story
+	// is in flight until its landing ends.
+	for l.pending > 0 && ctx.Err() == nil {
 		l.cond.Wait()
 	}
 	return l.reopened != gen && ctx.Err() == nil

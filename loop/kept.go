@@ -65,6 +65,9 @@ func (r *run) landKept(ctx context.Context) error {
 			var conflict *worktree.ConflictError
 			var blocked *worktree.BlockedError
 			switch {
+			case errors.As(err, &conflict) && r.mayRetryConflict(s.ID):
+				// --retry-conflicts: its agent merges the branch in.
+				r.conflictRetry(s, k.Ref, conflict)
 			case errors.As(err, &conflict), errors.As(err, &blocked):
 				problem := fmt.Sprintf("does not merge into %s (%s)", target, strings.TrimPrefix(err.Error(), "merge: "))
 				if conflict != nil {

@@ -134,6 +134,13 @@ func (l *ledger) replay(r journalRec) {
 	case "merge":
 		l.merged[r.Story] = r.Commit
 		delete(l.finished, r.Story)
+	case "unmerged":
+		// Its finished branch conflicted at landing, and the story goes
+		// on (--retry-conflicts): a failed attempt, the story not done.
+		b := l.book(r.Story)
+		b.failed++
+		b.done = false
+		delete(l.finished, r.Story)
 	case "drop":
 		delete(l.stories, r.Story)
 		delete(l.open, r.Story)

@@ -58,6 +58,12 @@ type Options struct {
 	Grace       time.Duration
 	AllowDirty  bool
 	WaitOnLimit bool
+	// RetryConflicts: in a parallel run, a story whose finished branch
+	// conflicts with what landed meanwhile gets another attempt (when it
+	// has one left) from the target as it is then, its agent told to
+	// merge the kept branch in; otherwise the branch is kept and the
+	// story left open for the person.
+	RetryConflicts bool
 	// Branch is the branch the run commits to: it switches there first,
 	// making it from HEAD when no branch of that name exists (see
 	// switchBranch). "" keeps the branch checked out. BranchFrom says

@@ -16,6 +16,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/internal/session"
 	"github.com/wiggum-dev/wiggum/internal/telemetry"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
@@ -568,6 +569,8 @@ func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.St
 	var conflict *worktree.ConflictError
 	var blocked *worktree.BlockedError
 	switch {
+	case errors.As(err, &conflict) && p.retryConflict(ctx, w.Branch, story, conflict):
+		return nil, nil
 	case errors.As(err, &conflict), errors.As(err, &blocked):
 		p.mu.Lock()
 		p.skip[story.ID] = true
@@ -588,6 +591,7 @@ func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.St
 		p.halt(fmt.Errorf("run: merge %s: %w", story.ID, err))
 		return nil, nil
 	}
+	p.settleRetried(ctx, story)
 	if err := p.r.tickMerged(ctx, story, w.Branch, m.Commit); err != nil {
 		// Landed all the same: said as a landing, and the run stops.
 		p.halt(err)
@@ -698,4 +702,94 @@ func (p *parallel) markKept(ctx context.Context, branch string, story *plan.Stor
 	}
 	_, err = repo.Run(ctx, "update-ref", "-m", "wiggum: mark the kept branch with its story's message", branch, marker, tip)
 	return err
+}
+
+// retryConflict gives story another attempt when its finished branch
+// conflicts with what landed on the target meanwhile (--retry-conflicts)
+// and --retries leaves it one: the branch is kept, as always, and marked
+// with the story's message (conflictRetry says the rest). It reports
+// false - the branch kept, the story left open for the person -
+// otherwise. (Not in a run shared with other machines.)
+func (p *parallel) retryConflict(ctx context.Context, branch string, story *plan.Story, c *worktree.ConflictError) bool {
+	r := p.r
+	if !r.mayRetryConflict(story.ID) || p.coord != nil {
+		return false
+	}
+	if err := p.markKept(ctx, branch, story); err != nil {
+		return false
+	}
+	r.conflictRetry(story, branch, c)
+	r.reopen()
+	return true
+}
+
+// mayRetryConflict reports whether a conflict at story's landing gives it
+// another attempt: --retry-conflicts, a parallel run, an attempt left.
+func (r *run) mayRetryConflict(id string) bool {
+	return r.opts.RetryConflicts && r.opts.Workers > 1 && r.led.failed(id) < r.opts.Retries
+}
+
+// conflictRetry records that story's finished branch, kept, conflicts
+// with the target, and that the story goes on: the conflict counts as a
+// failed attempt, and the next attempt's prompt says which branch to
+// merge in and where it conflicts; the branch is settled when the story
+// lands (settleRetried).
+func (r *run) conflictRetry(story *plan.Story, branch string, c *worktree.ConflictError) {
+	short := strings.TrimPrefix(branch, "refs/heads/")
+	target := strings.TrimPrefix(r.branch, "refs/heads/")
+	where := strings.Join(c.Paths, ", ")
+	_ = r.led.record(journalRec{T: "unmerged", Story: story.ID, Branch: branch, Note: "conflicts with " + target + " in " + where}, true)
+	_ = session.AppendFailure(r.st, session.Failure{Time: time.Now().UTC(), Story: story.ID, Source: "merge", Command: "git merge " + short,
+		Output: fmt.Sprintf("The previous attempt finished this story, and its work is on the branch %s, but it could not land: it conflicts with work that landed on %s meanwhile, in %s. "+
+			"Bring that work in - run `git merge %s`, resolve the conflicts so that both changes do what they meant to, and commit - then finish and check the story as usual; or redo it on the code as it is now.", short, target, where, short)})
+	r.addedMu.Lock()
+	if r.retried == nil {
+		r.retried = map[string][]string{}
+	}
+	r.retried[story.ID] = append(r.retried[story.ID], branch)
+	r.addedMu.Unlock()
+	// Not done after all: counted when its next attempt is.
+	r.sumMu.Lock()
+	if i := slices.Index(r.sum.Completed, story.ID); i >= 0 {
+		r.sum.Completed = slices.Delete(r.sum.Completed, i, i+1)
+	}
+	r.sumMu.Unlock()
+	r.event("merge_failed", map[string]any{"story": story.ID, "branch": branch, "error": c.Error(), "paths": c.Paths, "retry": true})
+	r.disp.printf("✘ %s: %s conflicts with %s in %s; the branch is kept, and %s gets another attempt on %s as it is now, told to merge it in (--retry-conflicts)", story.ID, short, target, where, story.ID, target)
+}
+
+// settleRetried, as story lands, deletes the kept branches of its earlier
+// attempts that conflicted (retryConflict): one the landing holds - its
+// agent merged it in - is deleted; one it does not is saved under
+// refs/wiggum/backup/ first. Left as branches, the next run would land
+// them again as the story's work.
+func (p *parallel) settleRetried(ctx context.Context, story *plan.Story) {
+	p.r.addedMu.Lock()
+	kept := p.r.retried[story.ID]
+	delete(p.r.retried, story.ID)
+	p.r.addedMu.Unlock()
+	repo := p.r.st.Repo
+	for _, b := range kept {
+		short := strings.TrimPrefix(b, "refs/heads/")
+		tip, err := repo.Line(ctx, "rev-parse", "--verify", "-q", b+"^{commit}")
+		if err != nil {
+			continue
+		}
+		saved := ""
+		if in, _ := repo.OK(ctx, "merge-base", "--is-ancestor", tip, p.target); !in {
+			if saved, err = p.r.st.BackupCommit(ctx, tip); err != nil {
+				p.r.disp.printf("  %s: %s, its earlier attempt's branch, is kept: it could not be saved (%v)", story.ID, short, err)
+				continue
+			}
+		}
+		if _, err := repo.Run(ctx, "update-ref", "-d", b, tip); err != nil {
+			p.r.disp.printf("  %s: %s, its earlier attempt's branch, could not be deleted: %v", story.ID, short, err)
+			continue
+		}
+		if saved == "" {
+			p.r.disp.printf("  %s: %s, its earlier attempt's branch, is in %s now (its agent merged it): deleted", story.ID, short, strings.TrimPrefix(p.target, "refs/heads/"))
+		} else {
+			p.r.disp.printf("  %s: %s, its earlier attempt's branch, was redone rather than merged in: saved in %s and deleted", story.ID, short, saved)
+		}
+	}
 }

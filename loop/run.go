@@ -76,8 +76,12 @@ type run struct {
 	// reopen, in a parallel run, tells the workers a landing gave them
 	// more to do (landings.reopen).
 	reopen func()
-	last   string // the last attempt's outcome, for run.json
-	trace  spans
+	// retried: per story, the kept branches of its earlier attempts that
+	// conflicted and gave it another (conflictRetry), for its landing to
+	// settle (settleRetried); under addedMu.
+	retried map[string][]string
+	last    string // the last attempt's outcome, for run.json
+	trace   spans
 	// noDispatch: a usage limit stops the run (no --wait-on-limit); no
 	// worker starts another attempt.
 	noDispatch atomic.Bool

@@ -46,21 +46,22 @@ type RunCmd struct {
 	MaxFileSize   int    `name:"max-file-size" default:"50" placeholder:"MB" help:"Leave a new file larger than this many MB out of the loop's commits, in the tree (git hosts refuse such files, and a commit keeps one in the history for good); a file git LFS stores is committed. 0: no limit."`
 	CommitMessage string `name:"commit-message" placeholder:"TEMPLATE" help:"Message of each story's commit: {{STORY_ID}}, {{STORY_TITLE}}, {{story_title}} (first letter in lower case), e.g. 'feat: {{story_title}}' for conventional commits. Default: git config wiggum.commitMessage, else '{{STORY_ID}}: {{STORY_TITLE}}'."`
 
-	Retries      int           `default:"2" help:"Attempts after the first before a story is skipped."`
-	MaxIter      int           `name:"max-iterations" default:"0" help:"Stop (exit 5) after this many iterations; 0 (the default) allows each open story its attempts (stories x (--retries + 1))."`
-	MaxCost      float64       `name:"max-cost" placeholder:"USD" help:"Stop dispatching (exit 5) once the agents report this much spent in the run (kept across a resume)."`
-	MaxStoryCost float64       `name:"max-story-cost" placeholder:"USD" help:"Give up on a story (exit 5 at the end) once its attempts cost this much."`
-	Fresh        bool          `name:"fresh" help:"Start a new run even though an interrupted run of another plan is recorded (what it left is still saved first)."`
-	NoProgress   int           `name:"no-progress" default:"5" help:"Stop (exit 5) after this many iterations in a row without a completed story."`
-	Timeout      time.Duration `default:"1h" help:"Stop an agent, --test-cmd, or the git hooks of a commit that run longer than this (0: no limit)."`
-	IdleTimeout  time.Duration `name:"idle-timeout" default:"0s" help:"Stop an agent that prints nothing for this long (0: no limit)."`
-	Grace        time.Duration `default:"10s" help:"Time between SIGTERM and SIGKILL when stopping an agent."`
-	WaitOnLimit  bool          `name:"wait-on-limit" help:"When the agent hits its usage limit, wait for the reset (with a countdown) instead of stopping; when the model service is down, back off and try again."`
-	AllowDirty   bool          `name:"allow-dirty" help:"Start on a dirty tree; pre-existing changes are left out of every commit."`
-	HookPolicy   string        `name:"hook-policy" enum:"rollback,record" default:"rollback" help:"What wiggum's agent hooks do when they see a test run fail mid-iteration: rollback (to the iteration's checkpoint, saving the attempt first; refused when unsafe) or record (only log it and tell the agent)."`
-	DryRun       bool          `name:"dry-run" help:"Show the stories and the prompts the run would use; change nothing."`
-	Quiet        bool          `short:"q" help:"Do not echo the agent's output, only the loop's progress."`
-	Workers      int           `default:"1" placeholder:"N" help:"Run up to N stories at once, each in its own worktree and branch, merged back one at a time (at most 32)."`
+	Retries        int           `default:"2" help:"Attempts after the first before a story is skipped."`
+	MaxIter        int           `name:"max-iterations" default:"0" help:"Stop (exit 5) after this many iterations; 0 (the default) allows each open story its attempts (stories x (--retries + 1))."`
+	MaxCost        float64       `name:"max-cost" placeholder:"USD" help:"Stop dispatching (exit 5) once the agents report this much spent in the run (kept across a resume)."`
+	MaxStoryCost   float64       `name:"max-story-cost" placeholder:"USD" help:"Give up on a story (exit 5 at the end) once its attempts cost this much."`
+	Fresh          bool          `name:"fresh" help:"Start a new run even though an interrupted run of another plan is recorded (what it left is still saved first)."`
+	NoProgress     int           `name:"no-progress" default:"5" help:"Stop (exit 5) after this many iterations in a row without a completed story."`
+	Timeout        time.Duration `default:"1h" help:"Stop an agent, --test-cmd, or the git hooks of a commit that run longer than this (0: no limit)."`
+	IdleTimeout    time.Duration `name:"idle-timeout" default:"0s" help:"Stop an agent that prints nothing for this long (0: no limit)."`
+	Grace          time.Duration `default:"10s" help:"Time between SIGTERM and SIGKILL when stopping an agent."`
+	WaitOnLimit    bool          `name:"wait-on-limit" help:"When the agent hits its usage limit, wait for the reset (with a countdown) instead of stopping; when the model service is down, back off and try again."`
+	AllowDirty     bool          `name:"allow-dirty" help:"Start on a dirty tree; pre-existing changes are left out of every commit."`
+	RetryConflicts bool          `name:"retry-conflicts" help:"With --workers: a story whose finished branch conflicts with what landed meanwhile gets another attempt (if --retries leaves it one) from the branch as it is then, its agent told to merge its kept branch in and resolve the conflict. Without it the branch is kept and the story left open for you."`
+	HookPolicy     string        `name:"hook-policy" enum:"rollback,record" default:"rollback" help:"What wiggum's agent hooks do when they see a test run fail mid-iteration: rollback (to the iteration's checkpoint, saving the attempt first; refused when unsafe) or record (only log it and tell the agent)."`
+	DryRun         bool          `name:"dry-run" help:"Show the stories and the prompts the run would use; change nothing."`
+	Quiet          bool          `short:"q" help:"Do not echo the agent's output, only the loop's progress."`
+	Workers        int           `default:"1" placeholder:"N" help:"Run up to N stories at once, each in its own worktree and branch, merged back one at a time (at most 32)."`
 
 	Notify      []string `placeholder:"URL" sep:"none" help:"Send notifications to URL (repeatable): an http(s) JSON webhook, ntfy://HOST/TOPIC, a Slack webhook (https://hooks.slack.com/... or slack://HOST/PATH), or desktop (notify-send). Added to the config file's."`
 	NotifyStuck string   `name:"notify-stuck" placeholder:"DURATION" help:"Notify when no attempt has ended for this long (default 30m, or notify-stuck in the config file; 0 never)."`
@@ -443,7 +444,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		Plan: p, Agent: prof, Prompt: tmpl, TestCmd: c.TestCmd, CommitMessage: c.CommitMessage,
 		Retries: c.Retries, MaxIter: c.MaxIter, NoProgress: c.NoProgress,
 		Timeout: c.Timeout, IdleTimeout: c.IdleTimeout, Grace: c.Grace,
-		AllowDirty: c.AllowDirty, WaitOnLimit: c.WaitOnLimit, Policy: policy,
+		AllowDirty: c.AllowDirty, WaitOnLimit: c.WaitOnLimit, Policy: policy, RetryConflicts: c.RetryConflicts,
 		MaxCost: c.MaxCost, MaxStoryCost: c.MaxStoryCost, Fresh: c.Fresh,
 		Out: g.stdout, Live: isTerminal(g.stdout), Width: termWidth(g.stdout), Quiet: c.Quiet, Command: notify.RedactArgs(os.Args),
 		Workers: c.Workers, VerifyHooks: verifyHooks,
