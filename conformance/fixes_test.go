@@ -1385,6 +1385,50 @@ func TestWorkersOwnWorktreeIsMovedOut(t *testing.T) {
 	})
 }
 
+// --retry-conflicts with real clients: two stories change the same line at
+// once; the second to land conflicts, and its next attempt's prompt - as
+// the client sends it to the model - says which kept branch holds its
+// finished work and where it conflicts; the client's shell merges it in
+// and resolves it, the story lands, and the kept branch is deleted.
+// (Codex's sandbox keeps .git read-only: it cannot merge.)
+func TestRetriedConflictReachesTheModel(t *testing.T) {
+	forClients(t, []string{"claude", "gemini"}, func(t *testing.T, c client) {
+		w := newWorld(t, c)
+		w.srv.Converse(fakemodel.Turn{Shell: "sh story.sh"}, fakemodel.Turn{Text: "done"})
+		writeFile(t, filepath.Join(w.dir, "plan.md"), "- [ ] US-1: first\n- [ ] US-2: second\n")
+		writeFile(t, filepath.Join(w.dir, "shared.txt"), "base\n")
+		writeFile(t, filepath.Join(w.dir, "story.sh"), `s=$(basename "$PWD")
+case $s in US-*-*) s=${s%-*} ;; esac
+b=wiggum/$s
+if [ "$(git branch --show-current)" != "$b" ] && git rev-parse -q --verify "refs/heads/$b" > /dev/null; then
+  git merge -q "$b" > /dev/null 2>&1 || { { git show HEAD:shared.txt; echo "$s"; } > shared.txt; git add shared.txt; git commit -qm "merge $b"; }
+else
+  sed -i "s/^base\$/$s/" shared.txt
+  sleep 1
+fi
+`)
+		w.git("add", "-A")
+		w.git("commit", "-q", "-m", "two stories on one line")
+		out := w.run(0, "--workers", "2", "--retry-conflicts", "--retries", "1")
+		if !strings.Contains(out, "gets another attempt on main as it is now, told to merge it in") || !strings.Contains(out, "its earlier attempt's branch, is in main now (its agent merged it): deleted") {
+			t.Fatalf("the run does not retry the conflicting story:\n%s", out)
+		}
+		told := false
+		for _, r := range w.srv.Requests() {
+			told = told || hasText(r.Body, "could not land") && hasText(r.Body, "run `git merge wiggum/US-")
+		}
+		if !told {
+			t.Fatalf("no request to the model says which branch to merge in:\n%s", w.requestLog())
+		}
+		if got := w.git("show", "HEAD:shared.txt"); !strings.Contains(got, "US-1\n") || !strings.Contains(got, "US-2\n") || strings.Contains(got, "base") {
+			t.Fatalf("shared.txt: %q\n%s", got, out)
+		}
+		if b := w.git("for-each-ref", "refs/heads/wiggum/"); b != "" {
+			t.Fatalf("branches left: %s", b)
+		}
+	})
+}
+
 // A forge's command line and a registry publish with no git push for a
 // pre-push hook to stop: `gh pr merge` merges on the server, `npm publish`
 // takes a version for good. The guard denies them in the session, and a
