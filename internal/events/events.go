@@ -148,6 +148,8 @@ type Event struct {
 	// rule.
 	What string `json:"what,omitempty"`
 	Rule string `json:"rule,omitempty"`
+	// merge_failed: the story gets another attempt (--retry-conflicts)
+	Retry bool `json:"retry,omitempty"`
 	// run_start: stories already done; agent-stop, story-incomplete: 1
 	// when the story was ticked (true in the log)
 	Done Count `json:"done,omitempty"`

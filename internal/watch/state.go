@@ -162,6 +162,9 @@ func describe(e Event) (kind, text string) {
 	case "budget_reached":
 		return "stopped", "budget reached: " + e.Reason
 	case "merge_failed":
+		if e.Retry {
+			return "conflict", "merge conflict in " + strings.Join(e.Paths, ", ") + "; branch " + strings.TrimPrefix(e.Branch, "refs/heads/") + " kept, and the story gets another attempt to merge it in"
+		}
 		if len(e.Paths) > 0 {
 			return "conflict", "merge conflict in " + strings.Join(e.Paths, ", ") + "; branch " + strings.TrimPrefix(e.Branch, "refs/heads/") + " kept"
 		}

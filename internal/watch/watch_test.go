@@ -439,6 +439,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		ev(t, 17, "nested_repo", map[string]any{"story": "US-11", "paths": []string{"gen"}, "aside": "/r/.git/wiggum-nested/2-gen.git", "backup": "refs/wiggum/backup/g"}),
 		ev(t, 18, "worktree_made", map[string]any{"story": "US-12", "paths": []string{"../wt"}, "branch": "feature", "commits": 2}),
 		ev(t, 19, "tick_uncommitted", map[string]any{"story": "US-13", "commit": "0123456789abcdef0123", "error": "markdownlint: plan.md:1 MD004"}),
+		ev(t, 21, "merge_failed", map[string]any{"story": "US-15", "branch": "refs/heads/wiggum/US-15", "paths": []string{"a.go"}, "retry": true}),
 		ev(t, 20, "dir_left_out", map[string]any{"story": "US-14", "paths": []string{"node_modules"}, "what": "installed packages (npm, yarn, pnpm)", "rule": "/node_modules/"}),
 	} {
 		s.Apply(e)
@@ -463,6 +464,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		"rollback US-11 gen/, a git repository of its own the attempt made, removed: its files saved in refs/wiggum/backup/g, its .git kept in /r/.git/wiggum-nested/2-gen.git",
 		"git US-12 the agent made a worktree of its own, ../wt (feature), holding 2 commit(s) the attempt's branch does not have; left as it is",
 		"stopped US-13 landed (0123456789ab), but git would not commit its tick in the plan: markdownlint: plan.md:1 MD004; the tick is left in the plan for the next run to commit",
+		"conflict US-15 merge conflict in a.go; branch wiggum/US-15 kept, and the story gets another attempt to merge it in",
 		"git US-14 node_modules/ is installed packages (npm, yarn, pnpm): left out of every commit (/node_modules/ in .git/info/exclude)",
 	}
 	if len(s.Notices) != len(want) {
