@@ -164,28 +164,7 @@ if [ "$WIGGUM_STORY" = US-1 ]; then ssh-add -q -D 2>/dev/null; touch "$MARKS/key
 i=0
 while [ ! -e "$MARKS/key-gone" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
 `)
-	key, allowed := sshSigning(t, dir, "")
-	sock := filepath.Join(t.TempDir(), "agent.sock")
-	sshAgent := exec.Command("ssh-agent", "-D", "-a", sock)
-	if err := sshAgent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sshAgent.Process.Kill(); _ = sshAgent.Wait() })
-	env := []string{"MARKS=" + marks, "SSH_AUTH_SOCK=" + sock}
-	eventually(t, "ssh-agent listens", func() bool { return exists(sock) })
-	if r := run(t, dir, env, "ssh-add", "-q", key); r.code != 0 {
-		t.Fatalf("ssh-add: %s", r.stderr)
-	}
-	// A copy without a passphrase, to load again later; from now on the
-	// key file asks a passphrase: only the agent signs.
-	data, err := os.ReadFile(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(key+".plain", data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	mustRun(t, dir, "ssh-keygen", "-q", "-p", "-N", "correct horse", "-f", key)
+	key, allowed, env := signingAgent(t, dir, marks)
 	head := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "HEAD"))
 	args := []string{"run", "--plan", "plan.md", "--agent-cmd", "sh " + agent, "--retries", "1", "--workers", workers}
 	r := wiggum(t, dir, env, args...)
@@ -237,6 +216,37 @@ while [ ! -e "$MARKS/key-gone" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1));
 	if plan := mustRun(t, dir, "git", "show", "main:plan.md"); strings.Count(plan, "- [x]") != 2 {
 		t.Errorf("the committed plan:\n%s", plan)
 	}
+}
+
+// signingAgent makes dir's git sign with a new ssh key held by an
+// ssh-agent of its own, and returns the key, the allowed-signers file and
+// the environment that reaches the agent (with MARKS=marks). From then on
+// the key file asks a passphrase: only the agent signs; key+".plain" is a
+// copy without one, to load into the agent again (ssh-add) once a test
+// has taken it away.
+func signingAgent(t *testing.T, dir, marks string) (key, allowed string, env []string) {
+	t.Helper()
+	key, allowed = sshSigning(t, dir, "")
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	sshAgent := exec.Command("ssh-agent", "-D", "-a", sock)
+	if err := sshAgent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sshAgent.Process.Kill(); _ = sshAgent.Wait() })
+	env = []string{"MARKS=" + marks, "SSH_AUTH_SOCK=" + sock}
+	eventually(t, "ssh-agent listens", func() bool { return exists(sock) })
+	if r := run(t, dir, env, "ssh-add", "-q", key); r.code != 0 {
+		t.Fatalf("ssh-add: %s", r.stderr)
+	}
+	data, err := os.ReadFile(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key+".plain", data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, dir, "ssh-keygen", "-q", "-p", "-N", "correct horse", "-f", key)
+	return key, allowed, env
 }
 
 // verifySigned checks that every commit in revs has a good signature.
@@ -363,26 +373,7 @@ func TestSigningLostBeforeTickKeepsTheLanding(t *testing.T) {
 echo "$WIGGUM_STORY" >> "$MARKS/invocations"
 echo "work of $WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
 `)
-	key, allowed := sshSigning(t, dir, "")
-	sock := filepath.Join(t.TempDir(), "agent.sock")
-	sshAgent := exec.Command("ssh-agent", "-D", "-a", sock)
-	if err := sshAgent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sshAgent.Process.Kill(); _ = sshAgent.Wait() })
-	env := []string{"MARKS=" + marks, "SSH_AUTH_SOCK=" + sock}
-	eventually(t, "ssh-agent listens", func() bool { return exists(sock) })
-	if r := run(t, dir, env, "ssh-add", "-q", key); r.code != 0 {
-		t.Fatalf("ssh-add: %s", r.stderr)
-	}
-	data, err := os.ReadFile(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(key+".plain", data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	mustRun(t, dir, "ssh-keygen", "-q", "-p", "-N", "correct horse", "-f", key)
+	key, allowed, env := signingAgent(t, dir, marks)
 	// The first commit in the main tree - a tick: a parallel run's merges
 	// are written without hooks - takes the key away before it is signed.
 	hook := filepath.Join(dir, ".git", "hooks", "pre-commit")

@@ -3,18 +3,15 @@ package loop
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/google/renameio/v2"
-
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // An agent that sets a project up - npm install, python -m venv .venv,
@@ -171,34 +168,11 @@ func (e *executor) keepDeps(ctx context.Context) []depDir {
 // excludeDeps adds the rules of dirs to the repository's
 // .git/info/exclude (shared by its worktrees), unless there already.
 func excludeDeps(commonDir string, dirs []depDir) error {
-	p := filepath.Join(commonDir, "info", "exclude")
-	data, err := os.ReadFile(p)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	rules := make([]string, len(dirs))
+	for i, d := range dirs {
+		rules[i] = d.Rule
 	}
-	have := map[string]bool{}
-	for _, l := range strings.Split(string(data), "\n") {
-		have[strings.TrimSpace(l)] = true
-	}
-	var add []string
-	for _, d := range dirs {
-		if !have[d.Rule] {
-			have[d.Rule] = true
-			add = append(add, d.Rule)
-		}
-	}
-	if len(add) == 0 {
-		return nil
-	}
-	out := string(data)
-	if out != "" && !strings.HasSuffix(out, "\n") {
-		out += "\n"
-	}
-	out += "# wiggum: packages and caches an agent made, never committed\n" + strings.Join(add, "\n") + "\n"
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	return renameio.WriteFile(p, []byte(out), 0o644)
+	return layout.Exclude(filepath.Join(commonDir, "info"), "wiggum: packages and caches an agent made, never committed", rules)
 }
 
 // say is what the run prints of d.

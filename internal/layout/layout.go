@@ -112,6 +112,12 @@ func (t Tree) Runtime(name string) (string, error) {
 // EnsureExcluded adds the runtime state to infoDir/exclude unless every line
 // is there already.
 func EnsureExcluded(infoDir string) error {
+	return Exclude(infoDir, "wiggum runtime state", excludeLines)
+}
+
+// Exclude adds to infoDir/exclude, under the comment header, the lines of
+// rules it does not have yet.
+func Exclude(infoDir, header string, rules []string) error {
 	path := filepath.Join(infoDir, "exclude")
 	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -122,8 +128,9 @@ func EnsureExcluded(infoDir string) error {
 		have[strings.TrimSpace(l)] = true
 	}
 	var missing []string
-	for _, l := range excludeLines {
+	for _, l := range rules {
 		if !have[l] {
+			have[l] = true
 			missing = append(missing, l)
 		}
 	}
@@ -134,7 +141,7 @@ func EnsureExcluded(infoDir string) error {
 	if out != "" && !strings.HasSuffix(out, "\n") {
 		out += "\n"
 	}
-	out += "# wiggum runtime state\n" + strings.Join(missing, "\n") + "\n"
+	out += "# " + header + "\n" + strings.Join(missing, "\n") + "\n"
 	if err := os.MkdirAll(infoDir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", infoDir, err)
 	}
