@@ -198,16 +198,7 @@ while [ ! -e "$MARKS/key-gone" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1));
 		t.Fatalf("US-1's work is gone after the second stop: %q %v\n%s\n%s", data, err, r.stdout, r.stderr)
 	}
 	// The key is back in its agent.
-	if r := run(t, dir, env, "ssh-add", "-q", key+".plain"); r.code != 0 {
-		t.Fatalf("ssh-add: %s", r.stderr)
-	}
-	r = wiggum(t, dir, env, args...)
-	if r.code != 0 {
-		t.Fatalf("the run after the key came back: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	if n := invocations(t, marks); n["US-1"] != 1 || n["US-2"] != 1 {
-		t.Errorf("the agent ran %v times, want once for each story", n)
-	}
+	keyBackRunsOnce(t, dir, marks, key, env, args)
 	subjects := mustRun(t, dir, "git", "log", "--format=%s", head+"..main")
 	if workers == "1" && subjects != "US-2: story 2\nUS-1: story 1\n" || !strings.Contains(subjects, "US-1: story 1\n") || !strings.Contains(subjects, "US-2: story 2\n") {
 		t.Errorf("the run's commits:\n%s", subjects)
@@ -247,6 +238,22 @@ func signingAgent(t *testing.T, dir, marks string) (key, allowed string, env []s
 	}
 	mustRun(t, dir, "ssh-keygen", "-q", "-p", "-N", "correct horse", "-f", key)
 	return key, allowed, env
+}
+
+// keyBackRunsOnce loads the signing key into its agent again and runs
+// wiggum with args: the run ends well, and each story's agent ran once in
+// all.
+func keyBackRunsOnce(t *testing.T, dir, marks, key string, env, args []string) {
+	t.Helper()
+	if r := run(t, dir, env, "ssh-add", "-q", key+".plain"); r.code != 0 {
+		t.Fatalf("ssh-add: %s", r.stderr)
+	}
+	if r := wiggum(t, dir, env, args...); r.code != 0 {
+		t.Fatalf("the run after the key came back: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := invocations(t, marks); n["US-1"] != 1 || n["US-2"] != 1 {
+		t.Errorf("the agent ran %v times, want once for each story", n)
+	}
 }
 
 // verifySigned checks that every commit in revs has a good signature.
@@ -403,16 +410,7 @@ exit 0
 	if r := wiggum(t, dir, env, args...); r.code != 1 || !strings.Contains(r.stderr, "signing failed") {
 		t.Fatalf("run again with the key still gone: exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	if r := run(t, dir, env, "ssh-add", "-q", key+".plain"); r.code != 0 {
-		t.Fatalf("ssh-add: %s", r.stderr)
-	}
-	r = wiggum(t, dir, env, args...)
-	if r.code != 0 {
-		t.Fatalf("the run after the key came back: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	if n := invocations(t, marks); n["US-1"] != 1 || n["US-2"] != 1 {
-		t.Errorf("the agent ran %v times, want once for each story", n)
-	}
+	keyBackRunsOnce(t, dir, marks, key, env, args)
 	if st := mustRun(t, dir, "git", "status", "--porcelain"); st != "" {
 		t.Errorf("the tree after the resume:\n%s", st)
 	}
