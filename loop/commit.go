@@ -76,23 +76,25 @@ type committer struct {
 	// the last commit left out, with their sizes.
 	maxNew int64
 	large  []largeFile
-	// deps: the directories of installed packages and caches the last
-	// commit left out (depDirsOf), for the caller to say and exclude.
-	// staged: the index may hold what was staged before the commit's own
-	// git add (an agent's git add -A, a kill between an add and the
-	// reset after it), which that add does not name again: a repository
-	// of its own staged as a gitlink is looked for there too
-	// (stagedGitlinks). The executor clears it when the index is as its
-	// attempt found it.
+	// mayBeStaged: the index may hold what was staged before the
+	// commit's own git add (an agent's git add -A, a kill between an add
+	// and the reset after it), which that add does not name again: a
+	// repository of its own staged as a gitlink, and packages, are looked
+	// for there too (stagedSince). The executor clears it when the index
+	// is as its attempt found it.
 	mayBeStaged bool
 	// linkBase: the commit the attempt started from, when the committer
 	// is an attempt's: a gitlink the agent's own commits added since is
 	// taken in the same way (the loop's commit makes it files); "" is
-	// HEAD. committedLinks: those, which HEAD has.
+	// HEAD. committedLinks: the gitlinks found so, taken out of the
+	// index rather than reset to HEAD's.
 	linkBase       string
 	committedLinks map[string]bool
-	deps           []depDir
-	depsErr        error // why .git/info/exclude could not get their rules
+	// deps: the directories of installed packages and caches the last
+	// commit left out (depDirsOf), for the caller to say; depsErr: why
+	// .git/info/exclude could not get their rules.
+	deps    []depDir
+	depsErr error
 	// plan: the plan's path from the root (the main tree's committer);
 	// staged counts the paths other than it the last add staged or
 	// removed, for changedNothing.

@@ -50,6 +50,7 @@ type madeWorktree struct {
 	// every worker's worktree (git worktree add ../NAME): which one
 	// cannot be told, so it is named and never rolled back.
 	Stray bool
+	name  string // its entry in git's worktrees directory
 }
 
 // worktreesMade lists the worktrees made during an attempt, but wiggum's
@@ -72,23 +73,28 @@ func (e *executor) worktreesMade(ctx context.Context) []madeWorktree {
 	slices.Sort(names)
 	for _, n := range names {
 		admin := filepath.Join(repo.CommonDir, "worktrees", n)
-		if worktree.Wiggums(admin) {
-			continue
-		}
 		gitFile, err := os.ReadFile(filepath.Join(admin, "gitdir"))
 		if err != nil {
 			continue
 		}
 		dir := filepath.Dir(strings.TrimSpace(string(gitFile)))
-		m := madeWorktree{Dir: dir, Made: dir, Path: relPath(e.run.st.Repo.Root, dir)}
+		if worktree.Wiggums(admin, dir) {
+			continue
+		}
+		m := madeWorktree{Dir: dir, Made: dir, Path: relPath(e.run.st.Repo.Root, dir), name: n}
+		head, _ := os.ReadFile(filepath.Join(admin, "HEAD"))
+		tip := strings.TrimSpace(string(head))
 		if e.worktree != "" && !within(repo.Root, dir) {
+			if strings.Trim(tip, "0") == "" {
+				// Another worker's git worktree add, half way: the
+				// attempt that sees it whole names it.
+				continue
+			}
 			if e.run.inAWorker(dir) || !e.run.strayOnce(n) {
 				continue // that worker's to name; or named already
 			}
 			m.Stray = true
 		}
-		head, _ := os.ReadFile(filepath.Join(admin, "HEAD"))
-		tip := strings.TrimSpace(string(head))
 		if ref, ok := strings.CutPrefix(tip, "ref: "); ok {
 			m.Branch = strings.TrimPrefix(ref, "refs/heads/")
 			tip = ref
@@ -153,6 +159,9 @@ func (e *executor) moveOut(ctx context.Context, m *madeWorktree) string {
 	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 		return "it could not be moved to the main tree: " + err.Error()
 	}
+	// Named, as this story's: once outside every worker's worktree,
+	// another worker's attempt must not name it again as a stray.
+	e.run.strayOnce(m.name)
 	if _, err := e.run.st.Repo.Run(context.WithoutCancel(ctx), "worktree", "move", m.Dir, to); err != nil {
 		return "it could not be moved to the main tree: " + err.Error()
 	}

@@ -822,11 +822,19 @@ func lockReason(story string) string {
 }
 
 // Wiggums reports whether the linked worktree whose administrative
-// directory (.git/worktrees/NAME) is admin is one of wiggum's: locked from
-// its creation to its removal with a reason that names its story.
-func Wiggums(admin string) bool {
-	reason, err := os.ReadFile(filepath.Join(admin, "locked"))
-	return err == nil && storyOfReason(strings.TrimRight(string(reason), "\n")) != ""
+// directory (.git/worktrees/NAME) is admin, checked out at dir, is one of
+// wiggum's: locked from its creation to its removal with a reason that
+// names its story, its MetaFile recorded once leased, its branch under
+// BranchPrefix (which its removal, unlocked, still has).
+func Wiggums(admin, dir string) bool {
+	if reason, err := os.ReadFile(filepath.Join(admin, "locked")); err == nil && storyOfReason(strings.TrimRight(string(reason), "\n")) != "" {
+		return true
+	}
+	if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(MetaFile))); err == nil {
+		return true
+	}
+	head, _ := os.ReadFile(filepath.Join(admin, "HEAD"))
+	return strings.HasPrefix(string(head), "ref: "+BranchPrefix)
 }
 
 // storyOfReason is the story a lockReason names, or "".
