@@ -16,6 +16,8 @@ func (w *walk) files(base string, rest []string) {
 				w.g.verdict(Deny, "mv %s: %s", printable(p), why)
 			} else if w.g.isGitDir(p) {
 				w.g.verdict(Deny, "mv %s moves the repository's .git directory away", printable(p))
+			} else if why := w.g.gitData(p); why != "" {
+				w.g.verdict(Deny, "mv %s: %s", printable(p), why)
 			}
 		}
 	case "cp", "install", "ln", "rsync":
@@ -77,6 +79,10 @@ func (w *walk) rm(base string, rest []string) {
 		}
 		if w.g.isGitDir(p) {
 			w.g.verdict(Deny, "%s %s deletes the repository's .git directory, with its history and wiggum's backups under %s", base, printable(p), w.g.p.RefNamespace)
+			continue
+		}
+		if why := w.g.gitData(p); why != "" {
+			w.g.verdict(Deny, "%s %s: %s", base, printable(p), why)
 			continue
 		}
 		if recursive {

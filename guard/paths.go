@@ -84,6 +84,39 @@ func (g *guard) isGitDir(p string) bool {
 	return g.p.Root != "" && filepath.Clean(p) == filepath.Join(g.p.Root, ".git")
 }
 
+// inGitDir returns what p names inside the working tree's .git (refs,
+// objects/ab, HEAD), or "" when p is not inside it.
+func (g *guard) inGitDir(p string) string {
+	slash := filepath.ToSlash(p)
+	if g.p.Root != "" && filepath.IsAbs(p) {
+		if rel, err := filepath.Rel(g.p.Root, p); err == nil && filepath.IsLocal(rel) {
+			slash = filepath.ToSlash(rel)
+		}
+	}
+	slash = strings.TrimPrefix(slash, "./")
+	top, rest, ok := strings.Cut(slash, "/")
+	if !ok || strings.Trim(rest, "/") == "" || filepath.IsAbs(top) || strings.HasPrefix(top, "~") || !g.isGitDir(top) {
+		return ""
+	}
+	return strings.Trim(rest, "/")
+}
+
+// gitData explains why deleting or moving p - inside .git - destroys the
+// repository's history, or returns "". A lock file (a git killed
+// mid-command leaves one), a hook that is not wiggum's (protectedState
+// judges those) and info/ (its exclude and attributes) are the agent's
+// to delete.
+func (g *guard) gitData(p string) string {
+	in := g.inGitDir(p)
+	if in == "" || strings.HasSuffix(in, ".lock") {
+		return ""
+	}
+	if top, _, _ := strings.Cut(in, "/"); top == "hooks" || top == "info" {
+		return ""
+	}
+	return "that is git's own data inside .git (its history, refs or index); use git commands instead"
+}
+
 // CheckEdit decides whether a file tool (an agent's Edit or Write) may
 // write file, absolute or relative to p.Cwd: protected state and anything
 // inside .git are denied, as the shell rules deny them to rm, mv and >.
