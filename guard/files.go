@@ -16,8 +16,6 @@ func (w *walk) files(base string, rest []string) {
 				w.g.verdict(Deny, "mv %s: %s", printable(p), why)
 			} else if w.g.isGitDir(p) {
 				w.g.verdict(Deny, "mv %s moves the repository's .git directory away", printable(p))
-			} else if why := w.g.gitData(p); why != "" {
-				w.g.verdict(Deny, "mv %s: %s", printable(p), why)
 			}
 		}
 	case "cp", "install", "ln", "rsync":
@@ -79,10 +77,6 @@ func (w *walk) rm(base string, rest []string) {
 		}
 		if w.g.isGitDir(p) {
 			w.g.verdict(Deny, "%s %s deletes the repository's .git directory, with its history and wiggum's backups under %s", base, printable(p), w.g.p.RefNamespace)
-			continue
-		}
-		if why := w.g.gitData(p); why != "" {
-			w.g.verdict(Deny, "%s %s: %s", base, printable(p), why)
 			continue
 		}
 		if recursive {
@@ -159,7 +153,10 @@ func (w *walk) chmod(base string, rest []string) {
 // resolved against the directories the script changes into, so
 // "cd .git/hooks && rm pre-push" is caught.
 func (w *walk) protected(p string) string {
-	if why := w.g.protectedState(p); why != "" || p == "" || w.g.p.Root == "" {
+	if why := w.g.protectedState(p); why != "" || p == "" {
+		return why
+	}
+	if why := w.g.gitData(p); why != "" || w.g.p.Root == "" {
 		return why
 	}
 	for _, d := range w.dirs {
@@ -169,6 +166,9 @@ func (w *walk) protected(p string) string {
 		}
 		if rel, err := filepath.Rel(w.g.p.Root, abs); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
 			if why := w.g.protectedState(rel); why != "" {
+				return why
+			}
+			if why := w.g.gitData(rel); why != "" {
 				return why
 			}
 		}
