@@ -65,7 +65,7 @@ func (r *run) landKept(ctx context.Context) error {
 			var conflict *worktree.ConflictError
 			var blocked *worktree.BlockedError
 			switch {
-			case errors.As(err, &conflict) && r.mayRetryConflict(s.ID):
+			case errors.As(err, &conflict) && r.mayRetryConflict(s.ID, k.Ref):
 				// --retry-conflicts: its agent merges the branch in.
 				r.conflictRetry(s, k.Ref, conflict)
 			case errors.As(err, &conflict), errors.As(err, &blocked):

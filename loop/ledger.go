@@ -46,6 +46,10 @@ type ledger struct {
 	// held: stories this run leaves alone, and why (a branch of theirs an
 	// earlier run kept still conflicts: landKept).
 	held map[string]string
+	// unmerged: per story, the kept branch whose conflict gave it another
+	// attempt (conflictRetry), so that a resume finding it conflicting
+	// again does not count it twice.
+	unmerged map[string]string
 	// keep: the paths the last run left out of every commit.
 	keep []string
 }
@@ -141,6 +145,10 @@ func (l *ledger) replay(r journalRec) {
 		b.failed++
 		b.done = false
 		delete(l.finished, r.Story)
+		if l.unmerged == nil {
+			l.unmerged = map[string]string{}
+		}
+		l.unmerged[r.Story] = r.Branch
 	case "drop":
 		delete(l.stories, r.Story)
 		delete(l.open, r.Story)
@@ -150,6 +158,14 @@ func (l *ledger) replay(r journalRec) {
 		delete(l.reported, r.Story)
 		delete(l.failing, r.Story)
 	}
+}
+
+// counted reports whether the conflict of story's kept branch gave it
+// another attempt already.
+func (l *ledger) counted(story, branch string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.unmerged[story] == branch
 }
 
 // record appends r to the journal and applies it.

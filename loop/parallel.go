@@ -712,7 +712,7 @@ func (p *parallel) markKept(ctx context.Context, branch string, story *plan.Stor
 // otherwise. (Not in a run shared with other machines.)
 func (p *parallel) retryConflict(ctx context.Context, branch string, story *plan.Story, c *worktree.ConflictError) bool {
 	r := p.r
-	if !r.mayRetryConflict(story.ID) || p.coord != nil {
+	if !r.mayRetryConflict(story.ID, branch) || p.coord != nil {
 		return false
 	}
 	if err := p.markKept(ctx, branch, story); err != nil {
@@ -723,10 +723,18 @@ func (p *parallel) retryConflict(ctx context.Context, branch string, story *plan
 	return true
 }
 
-// mayRetryConflict reports whether a conflict at story's landing gives it
-// another attempt: --retry-conflicts, a parallel run, an attempt left.
-func (r *run) mayRetryConflict(id string) bool {
-	return r.opts.RetryConflicts && r.opts.Workers > 1 && r.led.failed(id) < r.opts.Retries
+// mayRetryConflict reports whether the conflict of story id's finished
+// branch gives it another attempt: --retry-conflicts, a parallel run, an
+// attempt left - the one it counted already, when a resume finds the
+// branch it kept conflicting still.
+func (r *run) mayRetryConflict(id, branch string) bool {
+	if !r.opts.RetryConflicts || r.opts.Workers <= 1 {
+		return false
+	}
+	if r.led.counted(id, branch) {
+		return r.led.failed(id) <= r.opts.Retries
+	}
+	return r.led.failed(id) < r.opts.Retries
 }
 
 // conflictRetry records that story's finished branch, kept, conflicts
@@ -738,10 +746,11 @@ func (r *run) conflictRetry(story *plan.Story, branch string, c *worktree.Confli
 	short := strings.TrimPrefix(branch, "refs/heads/")
 	target := strings.TrimPrefix(r.branch, "refs/heads/")
 	where := strings.Join(c.Paths, ", ")
-	_ = r.led.record(journalRec{T: "unmerged", Story: story.ID, Branch: branch, Note: "conflicts with " + target + " in " + where}, true)
-	_ = session.AppendFailure(r.st, session.Failure{Time: time.Now().UTC(), Story: story.ID, Source: "merge", Command: "git merge " + short,
-		Output: fmt.Sprintf("The previous attempt finished this story, and its work is on the branch %s, but it could not land: it conflicts with work that landed on %s meanwhile, in %s. "+
-			"Bring that work in - run `git merge %s`, resolve the conflicts so that both changes do what they meant to, and commit - then finish and check the story as usual; or redo it on the code as it is now.", short, target, where, short)})
+	if !r.led.counted(story.ID, branch) {
+		// Once a branch: a resume finding it conflicting again has the
+		// record and the prompt's failure already.
+		r.conflictCounted(story, branch, short, target, where)
+	}
 	r.addedMu.Lock()
 	if r.retried == nil {
 		r.retried = map[string][]string{}
@@ -756,6 +765,16 @@ func (r *run) conflictRetry(story *plan.Story, branch string, c *worktree.Confli
 	r.sumMu.Unlock()
 	r.event("merge_failed", map[string]any{"story": story.ID, "branch": branch, "error": c.Error(), "paths": c.Paths, "retry": true})
 	r.disp.printf("✘ %s: %s conflicts with %s in %s; the branch is kept, and %s gets another attempt on %s as it is now, told to merge it in (--retry-conflicts)", story.ID, short, target, where, story.ID, target)
+}
+
+// conflictCounted records, once for the kept branch, that its conflict
+// counts as a failed attempt of story, and the failure the next attempt's
+// prompt gives its agent.
+func (r *run) conflictCounted(story *plan.Story, branch, short, target, where string) {
+	_ = r.led.record(journalRec{T: "unmerged", Story: story.ID, Branch: branch, Note: "conflicts with " + target + " in " + where}, true)
+	_ = session.AppendFailure(r.st, session.Failure{Time: time.Now().UTC(), Story: story.ID, Source: "merge", Command: "git merge " + short,
+		Output: fmt.Sprintf("The previous attempt finished this story, and its work is on the branch %s, but it could not land: it conflicts with work that landed on %s meanwhile, in %s. "+
+			"Bring that work in - run `git merge %s`, resolve the conflicts so that both changes do what they meant to, and commit - then finish and check the story as usual; or redo it on the code as it is now.", short, target, where, short)})
 }
 
 // settleRetried, as story lands, deletes the kept branches of its earlier
