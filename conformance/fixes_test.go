@@ -1429,6 +1429,23 @@ fi
 	})
 }
 
+// A real client's shell deleting git's own data inside .git - the refs,
+// every branch with them - was let through (only .git itself was
+// guarded). The guard denies it in the session, the reason reaches the
+// model, and the branches are there after the run.
+func TestGitDataInsideDotGitIsGuarded(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "rm -rf .git/refs/heads"}, fakemodel.Turn{Text: "done"})
+		w.run(0)
+		if body := w.turnRequest(1).Body; !hasText(body, "git's own data inside .git") {
+			t.Fatalf("the guard's deny did not reach the model:\n%.3000s", body)
+		}
+		if got := w.git("rev-parse", "--verify", "-q", "refs/heads/main"); strings.TrimSpace(got) == "" {
+			t.Fatal("main is gone")
+		}
+	})
+}
+
 // A forge's command line and a registry publish with no git push for a
 // pre-push hook to stop: `gh pr merge` merges on the server, `npm publish`
 // takes a version for good. The guard denies them in the session, and a
