@@ -50,6 +50,8 @@ func (w *walk) git(args []string) {
 		w.gitStash(rest)
 	case "rm":
 		w.gitRm(rest)
+	case "remote":
+		w.gitRemote(rest)
 	case "config":
 		w.gitConfig(rest)
 	case "submodule":

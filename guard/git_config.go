@@ -45,9 +45,50 @@ func (w *walk) gitConfig(rest []string) {
 		if strings.HasPrefix(strings.ToLower(a), "alias.") && i+1 < len(rest) {
 			w.gitAlias(rest[i+1])
 		}
+		if k := strings.ToLower(a); remoteKey(k) && (i+1 < len(rest) || slices.Contains(rest, "--unset") || slices.Contains(rest, "--unset-all")) ||
+			(k == "--remove-section" || k == "--rename-section") && i+1 < len(rest) && remoteSection(strings.ToLower(rest[i+1])) {
+			w.g.verdict(Deny, "git config %s changes where the repository's remotes point (a later push or fetch of the person's would go there); not allowed during a wiggum session", printable(strings.Join(rest, " ")))
+		}
 		if expiryKey(strings.ToLower(a)) && i+1 < len(rest) && pruneNow(rest[i+1]) {
 			w.g.verdict(Deny, "git config %s %s makes git delete unreachable objects or reflogs at once; not allowed during a wiggum session", a, rest[i+1])
 		}
+	}
+}
+
+// remoteKey names the settings that say where a remote is, or rewrite
+// every URL git fetches from or pushes to: remote.NAME.url, .pushurl,
+// url.BASE.insteadOf, .pushInsteadOf.
+func remoteKey(key string) bool {
+	switch {
+	case strings.HasPrefix(key, "remote."):
+		return strings.HasSuffix(key, ".url") || strings.HasSuffix(key, ".pushurl")
+	case strings.HasPrefix(key, "url."):
+		return strings.HasSuffix(key, ".insteadof") || strings.HasSuffix(key, ".pushinsteadof")
+	}
+	return false
+}
+
+// remoteSection reports whether a config section names a remote or a URL
+// rewrite (remote.origin, url.https://x/).
+func remoteSection(sec string) bool {
+	return strings.HasPrefix(sec, "remote.") || strings.HasPrefix(sec, "url.")
+}
+
+// gitRemote denies changing where an existing remote points - set-url,
+// remove, rename - during a session: a later push or fetch of the
+// person's would go to the agent's URL, or find no remote. Adding a
+// remote of its own (to fetch a reference) and reading them are the
+// agent's.
+func (w *walk) gitRemote(rest []string) {
+	for i, a := range rest {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		switch a {
+		case "set-url", "remove", "rm", "rename":
+			w.g.verdict(Deny, "git remote %s changes where the repository's remotes point (a later push or fetch of the person's would go elsewhere); not allowed during a wiggum session", printable(strings.Join(rest[i:], " ")))
+		}
+		return
 	}
 }
 
