@@ -626,13 +626,13 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		m := &e.made[i]
 		moved := ""
 		if e.worktree != "" && err == nil {
-			moved = e.moveOut(cctx, m)
+			moved = e.moveOut(cctx, m) // before say: it names where m is now
 		}
+		line := m.say()
 		if moved != "" {
-			e.disp.printf("  %s; %s", m.say(), moved)
-		} else {
-			e.disp.printf("  %s", m.say())
+			line += "; " + moved
 		}
+		e.disp.printf("  %s", line)
 	}
 	for _, n := range e.commit.repos {
 		e.disp.printf("  %s", n.say(e.worktree != ""))
@@ -656,14 +656,13 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		e.run.event("file_left_out", map[string]any{"story": story.ID, "paths": []string{f.Path}, "bytes": f.Size, "worker": e.worker})
 	}
 	for _, d := range e.commit.deps {
-		e.disp.printf("  %s", d.say())
-		e.run.event("dir_left_out", map[string]any{"story": story.ID, "paths": []string{d.Path}, "what": d.What, "rule": d.Rule, "worker": e.worker})
+		e.sayLeftOut(story, d, d.say())
 	}
 	if e.commit.depsErr != nil {
 		e.disp.printf("  .git/info/exclude could not get the rules for them (%v): each later commit leaves them out again", e.commit.depsErr)
 	}
 	for _, p := range e.commit.nested {
-		if slices.ContainsFunc(e.made, func(m madeWorktree) bool { return m.Dir != m.Made && relPath(e.st.Repo.Root, m.Made) == p }) {
+		if m := e.madeAt(p); m != nil && m.Dir != m.Made {
 			continue // moved out of the worker's worktree: said above
 		}
 		e.disp.printf("  %s/ is a worktree of this repository (a subagent's?): not committed - a gitlink would hold none of its work; it stays where it is", p)
@@ -1066,8 +1065,7 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 	}()
 	edit := e.planStart.editSince(e.plan(), story.ID)
 	for _, d := range e.keepDeps(context.WithoutCancel(ctx)) {
-		e.disp.printf("  %s/ is %s: no work to save or roll back, left in the tree, and out of every commit (%s is in .git/info/exclude)", d.Path, d.What, d.Rule)
-		e.run.event("dir_left_out", map[string]any{"story": story.ID, "paths": []string{d.Path}, "what": d.What, "rule": d.Rule, "worker": e.worker})
+		e.sayLeftOut(story, d, fmt.Sprintf("%s/ is %s: no work to save or roll back, left in the tree, and out of every commit (%s is in .git/info/exclude)", d.Path, d.What, d.Rule))
 	}
 	res, err := e.st.Rollback(context.WithoutCancel(ctx), checkpoint.RollbackOptions{
 		Session:       e.session,
@@ -1104,9 +1102,7 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 	// The agent's worktrees the rollback left are removeMade's to save
 	// and remove, and to say.
 	res.Repositories = slices.DeleteFunc(res.Repositories, func(dir string) bool {
-		return slices.ContainsFunc(e.made, func(m madeWorktree) bool {
-			return relPath(e.st.Repo.Root, m.Made) == strings.TrimSuffix(dir, "/")
-		})
+		return e.madeAt(strings.TrimSuffix(dir, "/")) != nil
 	})
 	for _, n := range res.Notes() {
 		e.disp.printf("  %s", n)

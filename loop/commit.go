@@ -502,15 +502,15 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 			added = append(added, strings.TrimSuffix(p, "'"))
 		}
 	}
-	deps := newDepDirs(ctx, c.repo, depDirsOf(c.repo.Root, added))
-	if len(deps) > 0 {
+	// The ones unstageDeps took out of the index already are not asked
+	// about again.
+	found := slices.DeleteFunc(depDirsOf(c.repo.Root, added), func(d depDir) bool {
+		return slices.ContainsFunc(c.deps, func(o depDir) bool { return o.Path == d.Path })
+	})
+	if deps := newDepDirs(ctx, c.repo, found); len(deps) > 0 {
 		// Excluded now: a set-aside's next add, and every later
 		// commit, stage none of it again.
-		for _, d := range deps {
-			if !slices.ContainsFunc(c.deps, func(o depDir) bool { return o.Path == d.Path }) {
-				c.deps = append(c.deps, d)
-			}
-		}
+		c.deps = append(c.deps, deps...)
 		c.depsErr = excludeDeps(c.repo.CommonDir, deps)
 	}
 	for _, line := range lines {
@@ -524,7 +524,7 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 		}
 		staged := path != c.plan
 		switch {
-		case under(deps, path) != nil:
+		case leftOut(c.deps, path):
 			spec.WriteString(":(top,literal)" + path + "\x00")
 			staged = false
 		case git.IsState(path), c.tooLarge(ctx, path):

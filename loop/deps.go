@@ -12,6 +12,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/internal/plan"
 )
 
 // An agent that sets a project up - npm install, python -m venv .venv,
@@ -137,6 +138,15 @@ func under(dirs []depDir, p string) *depDir {
 	return nil
 }
 
+// leftOut reports whether p, just staged, is in one of dirs that the
+// commit leaves out and HEAD does not have: reset out of the index. (One
+// the agent's commit put in HEAD is out of the index already, and a
+// reset would put HEAD's files back.)
+func leftOut(dirs []depDir, p string) bool {
+	d := under(dirs, p)
+	return d != nil && !d.Committed
+}
+
 // newDepDirs keeps, of dirs, the ones HEAD tracks nothing in.
 func newDepDirs(ctx context.Context, repo *git.Repo, dirs []depDir) []depDir {
 	return slices.DeleteFunc(dirs, func(d depDir) bool {
@@ -181,4 +191,11 @@ func (d depDir) say() string {
 		return fmt.Sprintf("%s/ is %s: the agent committed it, and the story's commit takes it out of the tree again - out of every later commit too (%s is in .git/info/exclude); the agent's commit keeps its files in the history (git log --stat -- %s)", d.Path, d.What, d.Rule, d.Path)
 	}
 	return fmt.Sprintf("%s/ is %s: not committed, now or later (%s is in .git/info/exclude; put it in .gitignore to share the rule, or take it out of the exclude file to commit it)", d.Path, d.What, d.Rule)
+}
+
+// sayLeftOut says line of d, a directory of packages or a cache story's
+// attempt leaves out of every commit, and records it (dir_left_out).
+func (e *executor) sayLeftOut(story *plan.Story, d depDir, line string) {
+	e.disp.printf("  %s", line)
+	e.run.event("dir_left_out", map[string]any{"story": story.ID, "paths": []string{d.Path}, "what": d.What, "rule": d.Rule, "worker": e.worker})
 }

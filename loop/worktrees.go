@@ -107,6 +107,17 @@ func (e *executor) worktreesMade(ctx context.Context) []madeWorktree {
 	return out
 }
 
+// madeAt is the worktree the attempt's agent made at p (relative to the
+// executor's tree, where the agent made it), or nil.
+func (e *executor) madeAt(p string) *madeWorktree {
+	for i := range e.made {
+		if relPath(e.st.Repo.Root, e.made[i].Made) == p {
+			return &e.made[i]
+		}
+	}
+	return nil
+}
+
 // within reports whether dir is root or inside it, symbolic links
 // resolved.
 func within(root, dir string) bool {

@@ -242,19 +242,9 @@ func saveSubmodule(ctx context.Context, main, sub *git.Repo, mainCopy, rel, stor
 	return b, nil
 }
 
-// submodulePaths lists the paths .gitmodules in dir gives its submodules,
-// leaving out any that would reach outside dir (a hostile .gitmodules).
-func submodulePaths(ctx context.Context, dir string) ([]string, error) {
-	mods, err := submodules(ctx, dir)
-	paths := make([]string, len(mods))
-	for i, m := range mods {
-		paths[i] = m.path
-	}
-	return paths, err
-}
-
-// SubmodulePaths lists the paths of the submodules the .gitmodules in dir
-// registers; none when it has none.
+// SubmodulePaths lists the paths .gitmodules in dir gives its submodules,
+// leaving out any that would reach outside dir (a hostile .gitmodules);
+// none when it has none.
 func SubmodulePaths(ctx context.Context, dir string) ([]string, error) {
 	mods, err := submodules(ctx, dir)
 	paths := make([]string, len(mods))
@@ -376,7 +366,7 @@ func checkedOutSubmodules(ctx context.Context, dir string) ([]string, error) {
 	if _, err := os.Lstat(filepath.Join(dir, ".gitmodules")); err != nil {
 		return nil, nil
 	}
-	paths, err := submodulePaths(ctx, dir)
+	paths, err := SubmodulePaths(ctx, dir)
 	if err != nil {
 		return nil, err
 	}

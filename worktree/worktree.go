@@ -728,34 +728,23 @@ func (in Info) ForeignNote() string {
 }
 
 // foreign reports whether the directory path under Dir is not one of
-// wiggum's worktrees. wiggum's are locked from their creation to their
-// removal with a reason that names their story (lockReason), record their
-// MetaFile once leased, and have their branches under BranchPrefix; one
-// whose creation was killed part way has no HEAD yet (or git's null id),
-// or is not registered at all. A registered worktree with none of these
-// is another's - an agent's git worktree add ../NAME, run in its worker's
-// worktree - and so is an unregistered directory holding a repository of
-// its own (a clone). Anything else there stays wiggum's to save and
-// remove.
+// wiggum's worktrees (Wiggums), nor one whose creation was killed part way
+// (git's null HEAD, or none yet, or no registration at all). A registered
+// worktree that is neither is another's - an agent's git worktree add
+// ../NAME, run in its worker's worktree - and so is an unregistered
+// directory holding a repository of its own (a clone). Anything else there
+// stays wiggum's to save and remove.
 func foreign(reg map[string]registration, path string) bool {
-	if _, err := os.Lstat(filepath.Join(path, filepath.FromSlash(MetaFile))); err == nil {
-		return false
-	}
-	e, ok := reg[path]
-	if !ok {
+	if _, ok := reg[path]; !ok {
 		fi, err := os.Lstat(filepath.Join(path, ".git"))
 		return err == nil && fi.IsDir()
 	}
-	if storyOfReason(e.reason) != "" || strings.HasPrefix(e.branch, BranchPrefix) {
-		return false
-	}
 	admin, _ := git.Dirs(path)
-	head, err := os.ReadFile(filepath.Join(admin, "HEAD"))
-	h := strings.TrimSpace(string(head))
-	if admin == "" || err != nil || strings.Trim(h, "0") == "" || strings.HasPrefix(h, "ref: "+BranchPrefix) {
+	if admin == "" || Wiggums(admin, path) {
 		return false
 	}
-	return true
+	head, err := os.ReadFile(filepath.Join(admin, "HEAD"))
+	return err == nil && strings.Trim(strings.TrimSpace(string(head)), "0") != ""
 }
 
 // registered maps each worktree path git knows to what git records of it.
