@@ -1489,3 +1489,45 @@ func TestForgeRegistryAndWorkspaceScriptsAreGuarded(t *testing.T) {
 		}
 	})
 }
+
+// A real client's shell sets the project up and commits its work, as
+// ralph prompts ask: its git add -A took the node_modules it installed and
+// a 2 MB build output. The agent's commit is made again without them
+// before the story lands - serial and in a worker's worktree - so no
+// commit of the branch holds them, the agent's commit is there with its
+// message, and its commit as it made it is saved. (Codex's sandbox keeps
+// .git read-only: its commit fails, and the loop's own commit leaves them
+// out.)
+func TestAgentsCommittedPackagesLeaveTheHistory(t *testing.T) {
+	forClients(t, []string{"claude", "codex", "gemini"}, func(t *testing.T, c client) {
+		for _, workers := range []string{"1", "2"} {
+			setup := `mkdir -p node_modules/left-pad && echo 'module.exports = 1' > node_modules/left-pad/index.js && head -c 2000000 /dev/zero > app.bin && echo work > "work-$$.txt" && git add -A && git -c user.name=agent -c user.email=agent@example.com commit -q -m "feat: set the project up"`
+			w := newWorld(t, c)
+			w.srv.Converse(fakemodel.Turn{Shell: setup}, fakemodel.Turn{Text: "done"})
+			if workers == "2" {
+				writeFile(t, filepath.Join(w.dir, "plan.md"), "- [ ] US-1: first\n- [ ] US-2: second\n")
+				w.git("add", "-A")
+				w.git("commit", "-q", "-m", "two stories")
+			}
+			out := w.run(0, "--workers", workers, "--max-file-size", "1")
+			if c.name != "codex" {
+				if !strings.Contains(out, "the agent's commits put node_modules/, app.bin (2 MB) in the history") || !strings.Contains(out, "made its 1 commit(s) again without them") {
+					t.Fatalf("workers %s: the run does not say it took them out of the agent's commit:\n%s", workers, out)
+				}
+				if n := strings.Count(w.git("log", "--format=%s"), "feat: set the project up"); n != 1 && workers == "1" || n != 2 && workers == "2" {
+					t.Fatalf("workers %s: the agent's commits on main: %d\n%s", workers, n, w.git("log", "--oneline"))
+				}
+				saved := false
+				for _, b := range w.backups() {
+					saved = saved || strings.Contains(w.git("ls-tree", "-r", "--name-only", b), "node_modules/left-pad/index.js")
+				}
+				if !saved {
+					t.Fatalf("workers %s: no backup holds the agent's commit as it made it: %v", workers, w.backups())
+				}
+			}
+			if files := w.git("log", "--format=", "--name-only", "HEAD"); strings.Contains(files, "node_modules") || strings.Contains(files, "app.bin") || !strings.Contains(files, "work-") {
+				t.Fatalf("workers %s: the branch's history:\n%s\n%s", workers, files, out)
+			}
+		}
+	})
+}

@@ -612,6 +612,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		}
 		return outcome{source: "git", detail: left, output: left, res: res}
 	}
+	e.cleanAgentCommits(cctx)
 	if err := e.passed(cctx, iter, story, res); err != nil {
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
 	}
@@ -647,12 +648,17 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	if len(e.commit.hookFixed) > 0 {
 		e.disp.printf("  the pre-commit hook changed %s and failed the commit, as formatters do: staged its changes and committed again", summarize(e.commit.hookFixed, 5))
 	}
-	for _, f := range e.commit.large {
+	large := e.commit.leftLarge()
+	for _, f := range large {
 		where := "it stays in the tree"
 		if e.worktree != "" {
 			where = "its worktree's backup keeps it (wiggum recover)"
 		}
-		e.disp.printf("  %s (%s) is a new file over --max-file-size %s: not committed - a commit would keep it in the history for good, and git hosts refuse large files (GitHub: over 100 MB); %s. Commit it with git lfs, or raise --max-file-size", f.Path, megabytes(f.Size), megabytes(e.commit.maxNew), where)
+		what := "not committed - a commit would keep it in the history for good, and git hosts refuse large files (GitHub: over 100 MB)"
+		if f.Committed {
+			what = "the agent committed it, and the story's commit takes it out of the tree again; the agent's commit keeps it in the history (git log --stat -- " + f.Path + ")"
+		}
+		e.disp.printf("  %s (%s) is a new file over --max-file-size %s: %s; %s. Commit it with git lfs, or raise --max-file-size", f.Path, megabytes(f.Size), megabytes(e.commit.maxNew), what, where)
 		e.run.event("file_left_out", map[string]any{"story": story.ID, "paths": []string{f.Path}, "bytes": f.Size, "worker": e.worker})
 	}
 	for _, d := range e.commit.deps {
@@ -680,7 +686,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	}
 	// What the commit left out (a clone, a large file) is a change too,
 	// and so is a worktree the agent made.
-	empty = empty && e.commit.staged == 0 && len(e.commit.repos)+len(e.commit.large)+len(e.commit.nested)+len(e.made) == 0
+	empty = empty && e.commit.staged == 0 && len(e.commit.repos)+len(large)+len(e.commit.nested)+len(e.made) == 0
 	return outcome{ok: true, commit: sha, res: res, empty: empty}
 }
 

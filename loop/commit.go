@@ -76,6 +76,9 @@ type committer struct {
 	// the last commit left out, with their sizes.
 	maxNew int64
 	large  []largeFile
+	// stagedLarge: the ones the agent staged or committed itself, which
+	// the commit took out of the index (unstageLarge).
+	stagedLarge []largeFile
 	// mayBeStaged: the index may hold what was staged before the
 	// commit's own git add (an agent's git add -A, a kill between an add
 	// and the reset after it), which that add does not name again: a
@@ -106,6 +109,9 @@ type committer struct {
 type largeFile struct {
 	Path string
 	Size int64
+	// Committed: the agent's own commit took it in (cleanHistory made
+	// its commits again without it, or could not).
+	Committed bool
 }
 
 // newCommitter is a committer of repo for the run: its commits' hooks get
@@ -159,7 +165,7 @@ func (c *committer) changes(ctx context.Context) (*treeState, error) {
 func (c *committer) commitAll(ctx context.Context, message string) (string, error) {
 	// What the adds below find is said of this commit as a whole: a
 	// formatter hook's second add must not forget the first's.
-	c.hookFixed, c.staged, c.repos = nil, 0, nil
+	c.hookFixed, c.staged, c.repos, c.stagedLarge = nil, 0, nil, nil
 	if len(c.keep) == 0 {
 		// Nothing to leave out: git add -A and commit say themselves
 		// whether anything changed (commit's "nothing to commit" is
@@ -278,6 +284,9 @@ func (c *committer) addAll(ctx context.Context, spec string) error {
 					out += "\nadd '" + p + "/'"
 				}
 				err = c.unstageDeps(ctx, added)
+			}
+			if err == nil {
+				err = c.unstageLarge(ctx, added)
 			}
 		}
 		if err == nil {
@@ -452,6 +461,59 @@ func (c *committer) unstageDeps(ctx context.Context, added []string) error {
 	c.deps = append(c.deps, dirs...)
 	c.depsErr = excludeDeps(c.repo.CommonDir, dirs)
 	return nil
+}
+
+// unstageLarge takes out of the index the new files over --max-file-size
+// among added (staged since the attempt's start by the agent's own git
+// add, or committed by it): the commit's own add leaves out only the ones
+// it stages itself (tooLarge), and one the agent staged was committed
+// with the story. Only a file whose size on disk is over the limit costs
+// git processes.
+func (c *committer) unstageLarge(ctx context.Context, added []string) error {
+	if c.maxNew <= 0 {
+		return nil
+	}
+	base := c.linkBase
+	if base == "" {
+		base = "HEAD"
+	}
+	var large []largeFile
+	for _, p := range added {
+		if under(c.deps, p) != nil || git.IsState(p) {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(c.repo.Root, filepath.FromSlash(p)))
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() <= c.maxNew {
+			continue
+		}
+		size, err := c.repo.Line(ctx, "cat-file", "-s", ":"+p)
+		if n, perr := strconv.ParseInt(size, 10, 64); err != nil || perr != nil || n <= c.maxNew {
+			continue // git LFS stages a small pointer
+		}
+		if ok, _ := c.repo.OK(ctx, "cat-file", "-e", base+":"+p); ok {
+			continue // a tracked file that grew: the project's
+		}
+		f := largeFile{Path: p, Size: fi.Size()}
+		f.Committed, _ = c.repo.OK(ctx, "cat-file", "-e", "HEAD:"+p)
+		large = append(large, f)
+	}
+	if len(large) == 0 {
+		return nil
+	}
+	args := []string{"rm", "--cached", "-f", "-q", "--ignore-unmatch", "--"}
+	for _, f := range large {
+		args = append(args, ":(top,literal)"+f.Path)
+	}
+	if _, err := c.git(ctx, nil, args...); err != nil {
+		return fmt.Errorf("take %s out of the index: %w", large[0].Path, err)
+	}
+	c.stagedLarge = append(c.stagedLarge, large...)
+	return nil
+}
+
+// leftLarge is every new file over --max-file-size the commit left out.
+func (c *committer) leftLarge() []largeFile {
+	return append(slices.Clip(c.stagedLarge), c.large...)
 }
 
 // registered reports whether .gitmodules names path as a submodule's.

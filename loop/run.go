@@ -1023,7 +1023,7 @@ func (r *run) finish(err error) {
 		fmt.Fprintf(&b, "; %s", r.led.budgetNote())
 	}
 	if len(r.sum.Backups) > 0 {
-		fmt.Fprintf(&b, "; rolled-back attempts saved in %s (wiggum recover)", strings.Join(r.sum.Backups, ", "))
+		fmt.Fprintf(&b, "; work rolled back or rewritten is saved in %s (wiggum recover)", strings.Join(r.sum.Backups, ", "))
 	}
 	var stuck *StuckError
 	unsigned := stoppedUncommitted(err)

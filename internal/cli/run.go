@@ -43,7 +43,7 @@ type RunCmd struct {
 	TestCmd  string   `name:"test-cmd" placeholder:"CMD" help:"Gate run after the agent; the story counts as done only if it exits 0."`
 
 	Branch        string `placeholder:"NAME" help:"The branch the run commits to: it switches there first, making it from HEAD when no branch (local, or on one remote) has that name. Default: the prd.json's branchName, else the branch checked out."`
-	MaxFileSize   int    `name:"max-file-size" default:"50" placeholder:"MB" help:"Leave a new file larger than this many MB out of the loop's commits, in the tree (git hosts refuse such files, and a commit keeps one in the history for good); a file git LFS stores is committed. 0: no limit."`
+	MaxFileSize   int    `name:"max-file-size" default:"50" placeholder:"MB" help:"Leave a new file larger than this many MB out of the loop's commits, in the tree, and take it out of the agent's own commits of the attempt (git hosts refuse such files, and a commit keeps one in the history for good); a file git LFS stores is committed. 0: no limit."`
 	CommitMessage string `name:"commit-message" placeholder:"TEMPLATE" help:"Message of each story's commit: {{STORY_ID}}, {{STORY_TITLE}}, {{story_title}} (first letter in lower case), e.g. 'feat: {{story_title}}' for conventional commits. Default: git config wiggum.commitMessage, else '{{STORY_ID}}: {{STORY_TITLE}}'."`
 
 	Retries        int           `default:"2" help:"Attempts after the first before a story is skipped."`

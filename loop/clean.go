@@ -1,0 +1,400 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
+)
+
+// An agent that commits its own work - ralph prompts ask it to - commits
+// what its git add -A finds: the node_modules or the virtual environment
+// it installed, a build's 200 MB binary. The story's commit took them out
+// of the tree again, but the agent's commit kept them in the history for
+// good: every clone downloads them, and a git host refuses the push of a
+// file over its limit (GitHub: 100 MB), so that none of the night's
+// commits can be pushed until somebody rewrites them by hand.
+//
+// The agent's own commits are nobody else's yet: made during the attempt,
+// on the run's branch, held by no other ref (the session refuses pushes).
+// So before the attempt's pass is recorded they are made again without
+// what no commit should hold - message, author and dates kept, as git
+// filter-repo does; a commit left with no change of its own is dropped -
+// and the commits as the agent made them are saved under
+// refs/wiggum/backup/ first. Commits that are not only the attempt's (a
+// merge among them, another ref holding them) are left as they are, and
+// the run says why.
+
+// agentCommit is one commit the agent made during its attempt, with the
+// paths it added.
+type agentCommit struct {
+	sha     string
+	parents []string
+	adds    []agentAdd
+}
+
+// agentAdd is a file an agent's commit added.
+type agentAdd struct {
+	path, blob string
+	link       bool // a gitlink (mode 160000): no blob, no size
+}
+
+// cleaned is what cleanHistory found in the agent's commits and did.
+type cleaned struct {
+	dirs  []depDir
+	large []largeFile
+	// rewritten and dropped: how many of the agent's commits were made
+	// again, and how many of those were left with no change and dropped.
+	rewritten, dropped int
+	backup             string // the agent's commits as it made them
+	why                string // why they were left as they are, or ""
+}
+
+// agentCommits lists the commits base..head, oldest first, with the paths
+// each added. One git process.
+func agentCommits(ctx context.Context, repo *git.Repo, base, head string) ([]agentCommit, error) {
+	// Not --diff-filter=A: it leaves out the commits that add nothing
+	// (and merges), and every commit is wanted here.
+	out, err := repo.Run(ctx, "log", "--raw", "--no-abbrev", "-z", "--no-renames", "--format=%H %P", base+".."+head)
+	if err != nil {
+		return nil, err
+	}
+	var commits []agentCommit
+	fields := strings.Split(out, "\x00")
+	for i := 0; i < len(fields); i++ {
+		f := strings.TrimLeft(fields[i], "\n")
+		if f == "" {
+			continue
+		}
+		if meta, ok := strings.CutPrefix(f, ":"); ok {
+			if len(commits) == 0 || i+1 >= len(fields) {
+				return nil, fmt.Errorf("git log: unexpected output %q", f)
+			}
+			// :MODE MODE SHA SHA STATUS
+			m := strings.Fields(meta)
+			i++
+			if len(m) < 5 {
+				return nil, fmt.Errorf("git log: unexpected output %q", f)
+			}
+			if m[4] == "A" {
+				c := &commits[len(commits)-1]
+				c.adds = append(c.adds, agentAdd{path: fields[i], blob: m[3], link: m[1] == "160000"})
+			}
+			continue
+		}
+		ids := strings.Fields(f)
+		commits = append(commits, agentCommit{sha: ids[0], parents: ids[1:]})
+	}
+	slices.Reverse(commits)
+	return commits, nil
+}
+
+// cleanHistory finds, in the commits the agent made during its attempt,
+// the directories of installed packages and caches (depDirsOf) and the
+// new files over --max-file-size that the attempt's start did not have,
+// and makes those commits again without them. It costs nothing when the
+// agent made no commit (the branch's ref file says so), and one git log,
+// plus one cat-file for the added files' sizes, when it did.
+func cleanHistory(ctx context.Context, st *checkpoint.State, base, branch string, maxNew int64) (cleaned, error) {
+	repo := st.Repo
+	ref := branch
+	if ref == "" {
+		ref = "HEAD"
+	}
+	if base == "" {
+		return cleaned{}, nil
+	}
+	if v, ok := repo.RefValue(ref); ok && v == base {
+		return cleaned{}, nil
+	}
+	head, err := repo.Head(ctx)
+	if err != nil || head == "" || head == base {
+		return cleaned{}, err
+	}
+	commits, err := agentCommits(ctx, repo, base, head)
+	if err != nil || len(commits) == 0 {
+		return cleaned{}, err
+	}
+	var cl cleaned
+	if cl.dirs, cl.large, err = unwanted(ctx, repo, base, commits, maxNew); err != nil || len(cl.dirs)+len(cl.large) == 0 {
+		return cleaned{}, err
+	}
+	if cl.why, err = notOnlyTheAgents(ctx, repo, commits, ref); err != nil || cl.why != "" {
+		return cl, err
+	}
+	drop := cl.paths()
+	newHead, err := rewriteWithout(ctx, repo, base, commits, drop, &cl)
+	if err != nil {
+		return cl, err
+	}
+	if cl.backup, err = st.BackupCommit(ctx, head); err != nil {
+		return cl, fmt.Errorf("save the agent's commits: %w", err)
+	}
+	killpoint.At("history-saved")
+	args := []string{"update-ref", "-m", "wiggum: " + strings.Join(drop, ", ") + " taken out of the agent's commits"}
+	if branch == "" {
+		args = append(args, "--no-deref")
+	}
+	if _, err := repo.Run(ctx, append(args, ref, newHead, head)...); err != nil {
+		return cl, fmt.Errorf("move %s to the rewritten commits: %w", checkpoint.BranchName(branch), err)
+	}
+	killpoint.At("history-cleaned")
+	return cl, nil
+}
+
+// paths are what cl takes out of the commits, directories first.
+func (cl cleaned) paths() []string {
+	var out []string
+	for _, d := range cl.dirs {
+		out = append(out, d.Path+"/")
+	}
+	for _, f := range cl.large {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+// unwanted picks, among what commits added, the directories of packages
+// and caches and the files over maxNew that base did not track.
+func unwanted(ctx context.Context, repo *git.Repo, base string, commits []agentCommit, maxNew int64) ([]depDir, []largeFile, error) {
+	var paths []string
+	for _, c := range commits {
+		for _, a := range c.adds {
+			paths = append(paths, a.path)
+		}
+	}
+	dirs := slices.DeleteFunc(depDirsOf(repo.Root, paths), func(d depDir) bool {
+		ok, _ := repo.OK(ctx, "cat-file", "-e", base+":"+d.Path)
+		return ok
+	})
+	if maxNew <= 0 {
+		return dirs, nil, nil
+	}
+	var blobs []agentAdd
+	for _, c := range commits {
+		for _, a := range c.adds {
+			if !a.link && under(dirs, a.path) == nil {
+				blobs = append(blobs, a)
+			}
+		}
+	}
+	if len(blobs) == 0 {
+		return dirs, nil, nil
+	}
+	var in strings.Builder
+	for _, a := range blobs {
+		in.WriteString(a.blob + "\n")
+	}
+	out, err := repo.RunEnv(ctx, nil, []byte(in.String()), "cat-file", "--batch-check=%(objectsize)")
+	if err != nil {
+		return nil, nil, err
+	}
+	sizes := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(sizes) != len(blobs) {
+		return nil, nil, fmt.Errorf("git cat-file: %d sizes for %d files", len(sizes), len(blobs))
+	}
+	var large []largeFile
+	for i, a := range blobs {
+		n, err := strconv.ParseInt(sizes[i], 10, 64)
+		if err != nil || n <= maxNew || slices.ContainsFunc(large, func(f largeFile) bool { return f.Path == a.path }) {
+			continue
+		}
+		if ok, _ := repo.OK(ctx, "cat-file", "-e", base+":"+a.path); ok {
+			continue // the project's file, deleted and added again
+		}
+		large = append(large, largeFile{Path: a.path, Size: n, Committed: true})
+	}
+	return dirs, large, nil
+}
+
+// notOnlyTheAgents says why commits are not the agent's alone to rewrite,
+// or "": a merge among them brings in commits made elsewhere, and a ref
+// other than ref (the run's branch) holding the oldest of them - a branch
+// or tag the agent made, a remote-tracking ref - would keep them as they
+// are (refs/wiggum/, wiggum's own saves, do not count). One git process.
+func notOnlyTheAgents(ctx context.Context, repo *git.Repo, commits []agentCommit, ref string) (string, error) {
+	for _, c := range commits {
+		if len(c.parents) != 1 {
+			return fmt.Sprintf("%s is a merge, which brings in commits made elsewhere", c.sha[:shortID]), nil
+		}
+	}
+	out, err := repo.Run(ctx, "for-each-ref", "--contains", commits[0].sha, "--format=%(refname)")
+	if err != nil {
+		return "", err
+	}
+	var others []string
+	for _, r := range strings.Fields(out) {
+		// wiggum's own saves (backups, checkpoints) keep what they
+		// hold whatever the branch does.
+		if r != ref && !strings.HasPrefix(r, "refs/wiggum/") {
+			others = append(others, r)
+		}
+	}
+	if len(others) > 0 {
+		verb := "holds"
+		if len(others) > 1 {
+			verb = "hold"
+		}
+		return fmt.Sprintf("%s %s them too", summarize(others, 3), verb), nil
+	}
+	return "", nil
+}
+
+// rewriteWithout makes commits again on base without drop (paths from the
+// root; a directory's ends in a slash), through an index of its own, and
+// returns the new tip. A commit before the first that added any of drop
+// is kept as it is; one left with nothing of its own is dropped.
+func rewriteWithout(ctx context.Context, repo *git.Repo, base string, commits []agentCommit, drop []string, cl *cleaned) (string, error) {
+	tmp, err := os.MkdirTemp("", "wiggum-clean-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	rm := []string{"rm", "-r", "--cached", "-f", "-q", "--ignore-unmatch", "--"}
+	for _, p := range drop {
+		rm = append(rm, ":(top,literal)"+strings.TrimSuffix(p, "/"))
+	}
+	// git commit-tree signs only when told to, whatever commit.gpgSign
+	// says.
+	sign := ""
+	if v, _ := repo.ConfigValue(ctx, "commit.gpgsign", "--bool"); v == "true" {
+		sign = "-S"
+	}
+	parent, parentTree := base, ""
+	started := false
+	for _, c := range commits {
+		if !started && !slices.ContainsFunc(c.adds, func(a agentAdd) bool { return dropped(drop, a.path) }) {
+			parent = c.sha
+			continue
+		}
+		if !started {
+			started = true
+			if parentTree, err = repo.Line(ctx, "rev-parse", parent+"^{tree}"); err != nil {
+				return "", err
+			}
+		}
+		if _, err := repo.RunEnv(ctx, env, nil, "read-tree", c.sha); err != nil {
+			return "", err
+		}
+		if _, err := repo.RunEnv(ctx, env, nil, rm...); err != nil {
+			return "", err
+		}
+		tree, err := repo.RunEnv(ctx, env, nil, "write-tree")
+		if err != nil {
+			return "", err
+		}
+		tree = strings.TrimSpace(tree)
+		cl.rewritten++
+		if tree == parentTree {
+			cl.dropped++
+			continue
+		}
+		if parent, err = recommit(ctx, repo, c.sha, tree, parent, sign); err != nil {
+			return "", err
+		}
+		parentTree = tree
+	}
+	return parent, nil
+}
+
+// dropped reports whether p is one of drop, or in one of its directories.
+func dropped(drop []string, p string) bool {
+	for _, d := range drop {
+		if p == d || strings.HasSuffix(d, "/") && strings.HasPrefix(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// recommit makes commit again with tree on parent: its message, author
+// and committer (names, emails and dates) as they were. The old
+// signature cannot sign a new tree: with sign ("-S", commit.gpgSign on)
+// git makes a new one with the repository's key.
+func recommit(ctx context.Context, repo *git.Repo, commit, tree, parent, sign string) (string, error) {
+	raw, err := repo.Run(ctx, "cat-file", "commit", commit)
+	if err != nil {
+		return "", err
+	}
+	header, message, _ := strings.Cut(raw, "\n\n")
+	var env []string
+	args := []string{"commit-tree", tree, "-p", parent, "-F", "-"}
+	if sign != "" {
+		args = append(args, sign)
+	}
+	for _, line := range strings.Split(header, "\n") {
+		key, rest, _ := strings.Cut(line, " ")
+		switch key {
+		case "author", "committer":
+			who := strings.ToUpper(key)
+			lt, gt := strings.LastIndex(rest, " <"), strings.LastIndex(rest, "> ")
+			if lt < 0 || gt < lt {
+				return "", fmt.Errorf("commit %s: cannot read its %s %q", commit[:shortID], key, rest)
+			}
+			env = append(env, "GIT_"+who+"_NAME="+rest[:lt], "GIT_"+who+"_EMAIL="+rest[lt+2:gt], "GIT_"+who+"_DATE=@"+rest[gt+2:])
+		case "encoding":
+			args = append([]string{"-c", "i18n.commitEncoding=" + rest}, args...)
+		}
+	}
+	out, err := repo.RunUnattended(ctx, env, []byte(message), args...)
+	if err != nil {
+		var ge *git.Error
+		if errors.As(err, &ge) && strings.Contains(ge.Stderr, "sign") {
+			return "", fmt.Errorf("git could not sign the rewritten commit (%s)", strings.TrimSpace(ge.Stderr))
+		}
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// cleanAgentCommits is cleanHistory for an attempt that passed, before its
+// pass is recorded (a resume finds the pass's HEAD rewritten already),
+// saying what it did. What it cannot rewrite stays as the agent committed
+// it; the story's commit still takes it out of the tree.
+func (e *executor) cleanAgentCommits(ctx context.Context) {
+	cl, err := cleanHistory(ctx, e.st, e.attemptHead, e.attemptBranch, e.commit.maxNew)
+	if len(cl.dirs)+len(cl.large) == 0 && err == nil {
+		return
+	}
+	var what []string
+	for _, d := range cl.dirs {
+		what = append(what, d.Path+"/")
+	}
+	for _, f := range cl.large {
+		what = append(what, f.Path+" ("+megabytes(f.Size)+")")
+	}
+	if len(what) == 0 {
+		// Not even what they hold could be read: the commits stay.
+		e.disp.printf("  the agent's commits could not be read for packages and large files (%v): they stay as it made them", err)
+		return
+	}
+	fields := map[string]any{"paths": cl.paths()}
+	switch {
+	case err != nil || cl.why != "":
+		why := cl.why
+		if err != nil {
+			why = "wiggum could not rewrite them: " + err.Error()
+		}
+		e.disp.printf("  the agent's commits put %s in the history, and they stay as it made them: %s. The story's commit takes them out of the tree; rewriting those commits is left to you (git filter-repo)", strings.Join(what, ", "), why)
+		fields["reason"] = why
+		e.event("history_kept", fields)
+	default:
+		e.run.addBackup(cl.backup)
+		how := fmt.Sprintf("made its %d commit(s) again without them, message, author and dates kept", cl.rewritten)
+		if cl.dropped > 0 {
+			how += fmt.Sprintf(" (%d of them held nothing else and are gone)", cl.dropped)
+		}
+		e.disp.printf("  the agent's commits put %s in the history, where every clone would carry it and git hosts refuse large files: %s; the commits as it made them are saved in %s", strings.Join(what, ", "), how, cl.backup)
+		fields["commits"], fields["dropped"], fields["backup"] = cl.rewritten, cl.dropped, cl.backup
+		e.event("history_cleaned", fields)
+	}
+}
