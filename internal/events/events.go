@@ -133,6 +133,10 @@ type Event struct {
 	// rewrote, and whether what replaced them was all its own
 	Commits int  `json:"commits,omitempty"`
 	Own     bool `json:"own,omitempty"`
+	// history_cleaned: the agent's commits made again without packages
+	// and large files (Paths; Commits of them, Dropped of those left
+	// empty); history_kept: why they were not (Reason)
+	Dropped int `json:"dropped,omitempty"`
 	// refs_restored: the tags and branches taken back
 	Refs []string `json:"refs,omitempty"`
 	// git_config_restored: the git settings put back, each with what the

@@ -226,6 +226,14 @@ func describe(e Event) (kind, text string) {
 			return "git", fmt.Sprintf("the agent rewrote %d commit(s) of %s made before its attempt; put back, its rewrite saved in %s", e.Commits, e.Branch, e.Backup)
 		}
 		return "git", fmt.Sprintf("the agent rewrote %d commit(s) of %s made before its attempt onto others' commits; the attempt fails", e.Commits, e.Branch)
+	case "history_cleaned":
+		how := fmt.Sprintf("made its %d commit(s) again without them", e.Commits)
+		if e.Dropped > 0 {
+			how += fmt.Sprintf(", %d left empty and dropped", e.Dropped)
+		}
+		return "git", "the agent's commits put " + strings.Join(e.Paths, ", ") + " in the history: " + how + "; as it made them, saved in " + e.Backup
+	case "history_kept":
+		return "git", "the agent's commits put " + strings.Join(e.Paths, ", ") + " in the history, and stay as it made them: " + e.Reason
 	case "refs_restored":
 		names := make([]string, len(e.Refs))
 		for i, r := range e.Refs {
