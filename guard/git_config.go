@@ -113,9 +113,31 @@ func (w *walk) assigns(as []*syntax.Assign) {
 }
 
 // gitEnv denies setting core.hooksPath through git's configuration
-// variables (GIT_CONFIG_KEY_n, GIT_CONFIG_PARAMETERS).
+// variables (GIT_CONFIG_KEY_n, GIT_CONFIG_PARAMETERS), and the variables
+// the hook managers read to skip the repository's hooks - what an agent
+// whose commit a hook refused reaches for when --no-verify is denied.
 func (w *walk) gitEnv(name, value string) {
 	if strings.HasPrefix(name, "GIT_CONFIG") && strings.Contains(strings.ToLower(value), "core.hookspath") {
 		w.g.verdict(Deny, "%s=%s sets core.hooksPath, which bypasses wiggum's git hooks (the commit journal and push guard)", name, printable(value))
 	}
+	if by := hookSkipper(name, value); by != "" {
+		w.g.verdict(Deny, "%s=%s skips the repository's git hooks (%s), as git commit --no-verify does; fix what the hooks report and commit normally", name, printable(value), by)
+	}
+}
+
+// hookSkipper names the hook manager that the variable name set to value
+// tells to skip the repository's hooks, or "".
+func hookSkipper(name, value string) string {
+	off := value == "0" || strings.EqualFold(value, "false")
+	switch {
+	case name == "HUSKY" && off, name == "HUSKY_SKIP_HOOKS" && value != "":
+		return "husky"
+	case name == "LEFTHOOK" && off:
+		return "lefthook"
+	case name == "SKIP" && value != "":
+		return "the pre-commit framework's SKIP"
+	case name == "OVERCOMMIT_DISABLE" && value != "" && !off:
+		return "overcommit"
+	}
+	return ""
 }
