@@ -383,6 +383,10 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if c.Workers < 1 || c.Workers > loop.MaxWorkers {
 		return badinput.Errorf("run: --workers must be between 1 and %d, got %d", loop.MaxWorkers, c.Workers)
 	}
+	if c.RetryConflicts && c.Remote != "" {
+		// Not silently ignored: the person counts on the retries.
+		return badinput.Errorf("run: --retry-conflicts is not for a run shared through --remote: a story whose branch conflicts there is marked conflicted on the server for a person to resolve (wiggum status --remote), so that no two machines retry it at once; drop one of the two")
+	}
 	if c.Workers == 1 {
 		// A serial run's own code does one thing at a time and otherwise
 		// waits for its children: one P spares the runtime's hand-offs
