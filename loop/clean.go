@@ -361,9 +361,25 @@ func recommit(ctx context.Context, repo *git.Repo, commit, tree, parent, sign st
 // saying what it did. What it cannot rewrite stays as the agent committed
 // it; the story's commit still takes it out of the tree.
 func (e *executor) cleanAgentCommits(ctx context.Context) {
-	cl, err := cleanHistory(ctx, e.st, e.attemptHead, e.attemptBranch, e.commit.maxNew)
+	e.run.cleanAgentCommits(ctx, e.st, e.attemptHead, e.attemptBranch, map[string]any{"story": e.storyID, "worker": e.worker})
+}
+
+// cleanAgentCommits is cleanHistory of the commits made on branch since
+// base, said; fields name the story (and worker) in its event.
+func (r *run) cleanAgentCommits(ctx context.Context, st *checkpoint.State, base, branch string, fields map[string]any) {
+	if t := r.opts.Timeout; t > 0 {
+		// A signing program that waits for a person (a hardware key's
+		// touch) is stopped, as the loop's own commits' are.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	cl, err := cleanHistory(ctx, st, base, branch, r.opts.MaxFileSize)
 	if len(cl.dirs)+len(cl.large) == 0 && err == nil {
 		return
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("it ran longer than --timeout %s (signing the new commits?) and was stopped", r.opts.Timeout)
 	}
 	var what []string
 	for _, d := range cl.dirs {
@@ -374,27 +390,30 @@ func (e *executor) cleanAgentCommits(ctx context.Context) {
 	}
 	if len(what) == 0 {
 		// Not even what they hold could be read: the commits stay.
-		e.disp.printf("  the agent's commits could not be read for packages and large files (%v): they stay as it made them", err)
+		r.disp.printf("  the agent's commits could not be read for packages and large files (%v): they stay as it made them", err)
 		return
 	}
-	fields := map[string]any{"paths": cl.paths()}
+	if w, ok := fields["worker"].(int); ok && w == 0 {
+		delete(fields, "worker")
+	}
+	fields["paths"] = cl.paths()
 	switch {
 	case err != nil || cl.why != "":
 		why := cl.why
 		if err != nil {
 			why = "wiggum could not rewrite them: " + err.Error()
 		}
-		e.disp.printf("  the agent's commits put %s in the history, and they stay as it made them: %s. The story's commit takes them out of the tree; rewriting those commits is left to you (git filter-repo)", strings.Join(what, ", "), why)
+		r.disp.printf("  the agent's commits put %s in the history, and they stay as it made them: %s. The story's commit takes them out of the tree; rewriting those commits is left to you (git filter-repo)", strings.Join(what, ", "), why)
 		fields["reason"] = why
-		e.event("history_kept", fields)
+		r.event("history_kept", fields)
 	default:
-		e.run.addBackup(cl.backup)
+		r.addBackup(cl.backup)
 		how := fmt.Sprintf("made its %d commit(s) again without them, message, author and dates kept", cl.rewritten)
 		if cl.dropped > 0 {
 			how += fmt.Sprintf(" (%d of them held nothing else and are gone)", cl.dropped)
 		}
-		e.disp.printf("  the agent's commits put %s in the history, where every clone would carry it and git hosts refuse large files: %s; the commits as it made them are saved in %s", strings.Join(what, ", "), how, cl.backup)
+		r.disp.printf("  the agent's commits put %s in the history, where every clone would carry it and git hosts refuse large files: %s; the commits as it made them are saved in %s", strings.Join(what, ", "), how, cl.backup)
 		fields["commits"], fields["dropped"], fields["backup"] = cl.rewritten, cl.dropped, cl.backup
-		e.event("history_cleaned", fields)
+		r.event("history_cleaned", fields)
 	}
 }

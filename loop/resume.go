@@ -230,6 +230,9 @@ func (r *run) finishPassed(ctx context.Context, cp *checkpoint.Checkpoint, pass 
 	if why, err := r.onPassedHead(ctx, pass, s); why != "" || err != nil {
 		return why, err
 	}
+	// What the kill (or a signing program that failed) kept the attempt
+	// from taking out of the agent's commits.
+	r.cleanAgentCommits(ctx, r.st, cp.Head, cp.Branch, map[string]any{"story": s.ID})
 	r.commit = r.newCommitter(repo, []string{layout.SessionEnv + "=" + r.session}, r.led.keepPaths())
 	defer func() { r.commit = nil }()
 	if r.planIgnored, err = repo.OK(ctx, "check-ignore", "-q", "--", r.planRel); err != nil {
