@@ -56,6 +56,10 @@ type cleaned struct {
 	rewritten, dropped int
 	backup             string // the agent's commits as it made them
 	why                string // why they were left as they are, or ""
+	// pulled: what only commits a remote holds added - the attempt
+	// pulled what others pushed, which is theirs to keep, in the history
+	// and the tree - as said; pulledPaths: their paths.
+	pulled, pulledPaths []string
 }
 
 // agentCommits lists the commits base..head, oldest first, with the paths
@@ -127,11 +131,29 @@ func cleanHistory(ctx context.Context, st *checkpoint.State, base, branch string
 	if cl.dirs, cl.large, err = unwanted(ctx, repo, base, commits, maxNew); err != nil || len(cl.dirs)+len(cl.large) == 0 {
 		return cleaned{}, err
 	}
-	if cl.why, err = notOnlyTheAgents(ctx, repo, commits, ref); err != nil || cl.why != "" {
+	// What came in with commits a remote holds - the agent pulled what
+	// others pushed - is theirs: not rewritten, and left in the tree.
+	own, err := repo.Run(ctx, "rev-list", head, "--not", base, "--remotes")
+	if err != nil {
+		return cleaned{}, err
+	}
+	others := map[string]bool{}
+	for _, c := range commits {
+		others[c.sha] = true
+	}
+	for _, sha := range strings.Fields(own) {
+		delete(others, sha)
+	}
+	cl.split(commits, others)
+	if len(cl.dirs)+len(cl.large) == 0 {
+		return cl, nil
+	}
+	chain, fork := ownTip(commits, others, head)
+	if cl.why, err = notOnlyTheAgents(ctx, repo, commits, chain, &cl, ref); err != nil || cl.why != "" {
 		return cl, err
 	}
 	drop := cl.paths()
-	newHead, err := rewriteWithout(ctx, repo, base, commits, drop, &cl)
+	newHead, err := rewriteWithout(ctx, repo, fork, chain, drop, &cl)
 	if err != nil {
 		return cl, err
 	}
@@ -215,18 +237,84 @@ func unwanted(ctx context.Context, repo *git.Repo, base string, commits []agentC
 	return dirs, large, nil
 }
 
-// notOnlyTheAgents says why commits are not the agent's alone to rewrite,
-// or "": a merge among them brings in commits made elsewhere, and a ref
-// other than ref (the run's branch) holding the oldest of them - a branch
-// or tag the agent made, a remote-tracking ref - would keep them as they
-// are (refs/wiggum/, wiggum's own saves, do not count). One git process.
-func notOnlyTheAgents(ctx context.Context, repo *git.Repo, commits []agentCommit, ref string) (string, error) {
-	for _, c := range commits {
-		if len(c.parents) != 1 {
-			return fmt.Sprintf("%s is a merge, which brings in commits made elsewhere", c.sha[:shortID]), nil
+// split moves, out of cl's directories and files, those that only
+// commits of others (a remote holds them) added, into cl.pulled.
+func (cl *cleaned) split(commits []agentCommit, others map[string]bool) {
+	if len(others) == 0 {
+		return
+	}
+	ownAdds := func(match func(string) bool) bool {
+		for _, c := range commits {
+			if !others[c.sha] && slices.ContainsFunc(c.adds, func(a agentAdd) bool { return match(a.path) }) {
+				return true
+			}
+		}
+		return false
+	}
+	cl.dirs = slices.DeleteFunc(cl.dirs, func(d depDir) bool {
+		if ownAdds(func(p string) bool { return strings.HasPrefix(p, d.Path+"/") }) {
+			return false
+		}
+		cl.pulled = append(cl.pulled, d.Path+"/")
+		return true
+	})
+	cl.large = slices.DeleteFunc(cl.large, func(f largeFile) bool {
+		if ownAdds(func(p string) bool { return p == f.Path }) {
+			return false
+		}
+		cl.pulled = append(cl.pulled, f.Path+" ("+megabytes(f.Size)+")")
+		cl.pulledPaths = append(cl.pulledPaths, f.Path)
+		return true
+	})
+	for _, p := range cl.pulled {
+		if d, ok := strings.CutSuffix(p, "/"); ok {
+			cl.pulledPaths = append(cl.pulledPaths, d)
 		}
 	}
-	out, err := repo.Run(ctx, "for-each-ref", "--contains", commits[0].sha, "--format=%(refname)")
+}
+
+// ownTip is the commits at the tip of head that are the attempt's own (no
+// remote holds them) and each have one parent, oldest first, and the
+// commit they were made on (fork).
+func ownTip(commits []agentCommit, others map[string]bool, head string) (chain []agentCommit, fork string) {
+	by := make(map[string]agentCommit, len(commits))
+	for _, c := range commits {
+		by[c.sha] = c
+	}
+	fork = head
+	for {
+		c, ok := by[fork]
+		if !ok || others[fork] || len(c.parents) != 1 {
+			break
+		}
+		chain = append(chain, c)
+		fork = c.parents[0]
+	}
+	slices.Reverse(chain)
+	return chain, fork
+}
+
+// notOnlyTheAgents says why the commits that added cl's directories and
+// files are not the agent's alone to rewrite, or "": one of them is not
+// in chain, the attempt's own commits at the tip - a merge came after it
+// - or a ref other than ref (the run's branch) holds the oldest of chain
+// - a branch or tag the agent made - and would keep them as they are
+// (refs/wiggum/, wiggum's own saves, do not count). One git process.
+func notOnlyTheAgents(ctx context.Context, repo *git.Repo, commits, chain []agentCommit, cl *cleaned, ref string) (string, error) {
+	drop := cl.paths()
+	for _, c := range commits {
+		if slices.ContainsFunc(chain, func(o agentCommit) bool { return o.sha == c.sha }) ||
+			!slices.ContainsFunc(c.adds, func(a agentAdd) bool { return dropped(drop, a.path) }) {
+			continue
+		}
+		for _, m := range commits {
+			if len(m.parents) > 1 {
+				return fmt.Sprintf("%s is a merge, which brings in commits made elsewhere", m.sha[:shortID]), nil
+			}
+		}
+		return fmt.Sprintf("%s is not at the tip of the branch", c.sha[:shortID]), nil
+	}
+	out, err := repo.Run(ctx, "for-each-ref", "--contains", chain[0].sha, "--format=%(refname)")
 	if err != nil {
 		return "", err
 	}
@@ -361,12 +449,14 @@ func recommit(ctx context.Context, repo *git.Repo, commit, tree, parent, sign st
 // saying what it did. What it cannot rewrite stays as the agent committed
 // it; the story's commit still takes it out of the tree.
 func (e *executor) cleanAgentCommits(ctx context.Context) {
-	e.run.cleanAgentCommits(ctx, e.st, e.attemptHead, e.attemptBranch, map[string]any{"story": e.storyID, "worker": e.worker})
+	e.commit.pulled = e.run.cleanAgentCommits(ctx, e.st, e.attemptHead, e.attemptBranch, map[string]any{"story": e.storyID, "worker": e.worker})
 }
 
 // cleanAgentCommits is cleanHistory of the commits made on branch since
-// base, said; fields name the story (and worker) in its event.
-func (r *run) cleanAgentCommits(ctx context.Context, st *checkpoint.State, base, branch string, fields map[string]any) {
+// base, said; fields name the story (and worker) in its event. pulled:
+// the paths that came with commits pulled from a remote, for the
+// story's commit to leave (cleaned.pulled).
+func (r *run) cleanAgentCommits(ctx context.Context, st *checkpoint.State, base, branch string, fields map[string]any) (pulled []string) {
 	if t := r.opts.Timeout; t > 0 {
 		// A signing program that waits for a person (a hardware key's
 		// touch) is stopped, as the loop's own commits' are.
@@ -375,8 +465,11 @@ func (r *run) cleanAgentCommits(ctx context.Context, st *checkpoint.State, base,
 		defer cancel()
 	}
 	cl, err := cleanHistory(ctx, st, base, branch, r.opts.MaxFileSize)
+	if len(cl.pulled) > 0 {
+		r.disp.printf("  %s came with the commits the attempt pulled from a remote: others' work, left in the history and the tree", strings.Join(cl.pulled, ", "))
+	}
 	if len(cl.dirs)+len(cl.large) == 0 && err == nil {
-		return
+		return cl.pulledPaths
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("it ran longer than --timeout %s (signing the new commits?) and was stopped", r.opts.Timeout)
@@ -391,7 +484,7 @@ func (r *run) cleanAgentCommits(ctx context.Context, st *checkpoint.State, base,
 	if len(what) == 0 {
 		// Not even what they hold could be read: the commits stay.
 		r.disp.printf("  the agent's commits could not be read for packages and large files (%v): they stay as it made them", err)
-		return
+		return nil
 	}
 	if w, ok := fields["worker"].(int); ok && w == 0 {
 		delete(fields, "worker")
@@ -403,7 +496,7 @@ func (r *run) cleanAgentCommits(ctx context.Context, st *checkpoint.State, base,
 		if err != nil {
 			why = "wiggum could not rewrite them: " + err.Error()
 		}
-		r.disp.printf("  the agent's commits put %s in the history, and they stay as it made them: %s. The story's commit takes them out of the tree; rewriting those commits is left to you (git filter-repo)", strings.Join(what, ", "), why)
+		r.disp.printf("  the commits made during the attempt put %s in the history, and they stay as they are: %s. The story's commit takes them out of the tree; rewriting those commits is left to you (git filter-repo)", strings.Join(what, ", "), why)
 		fields["reason"] = why
 		r.event("history_kept", fields)
 	default:
@@ -416,4 +509,5 @@ func (r *run) cleanAgentCommits(ctx context.Context, st *checkpoint.State, base,
 		fields["commits"], fields["dropped"], fields["backup"] = cl.rewritten, cl.dropped, cl.backup
 		r.event("history_cleaned", fields)
 	}
+	return cl.pulledPaths
 }

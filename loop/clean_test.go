@@ -82,6 +82,47 @@ func TestCleanHistory(t *testing.T) {
 			t.Fatalf("again: %+v %v", cl, err)
 		}
 	})
+	t.Run("after a pull", func(t *testing.T) {
+		st, _ := newRepo(t, 1)
+		dir := st.Repo.Root
+		branch := strings.TrimSpace(gitT(t, dir, "branch", "--show-current"))
+		base := strings.TrimSpace(gitT(t, dir, "rev-parse", "HEAD"))
+		// What others pushed: a remote-tracking ref holds it.
+		gitT(t, dir, "checkout", "-q", "-b", "up", base)
+		write(t, dir, "web/node_modules/u.js", 1)
+		write(t, dir, "up.bin", 2000)
+		commit(t, dir, "upstream")
+		gitT(t, dir, "update-ref", "refs/remotes/origin/main", "up")
+		gitT(t, dir, "checkout", "-q", branch)
+		gitT(t, dir, "branch", "-q", "-D", "up")
+		write(t, dir, "a.txt", 1)
+		commit(t, dir, "agent: a")
+		gitT(t, dir, "merge", "-q", "--no-edit", "origin/main")
+		merge := strings.TrimSpace(gitT(t, dir, "rev-parse", "HEAD"))
+		write(t, dir, "node_modules/x.js", 1)
+		write(t, dir, "mine.bin", 2000)
+		write(t, dir, "c.txt", 1)
+		commit(t, dir, "agent: c")
+		cl, err := cleanHistory(ctx, st, base, "refs/heads/"+branch, 1000)
+		if err != nil || cl.why != "" || cl.backup == "" {
+			t.Fatalf("%+v %v", cl, err)
+		}
+		if got := strings.Join(cl.paths(), " "); got != "node_modules/ mine.bin" {
+			t.Fatalf("took out %q", got)
+		}
+		if got := strings.Join(cl.pulledPaths, " "); got != "up.bin web/node_modules" {
+			t.Fatalf("pulled %q (%v)", got, cl.pulled)
+		}
+		if got := strings.TrimSpace(gitT(t, dir, "rev-parse", "HEAD~1")); got != merge || cl.rewritten != 1 {
+			t.Fatalf("made again on %s, %d commit(s); want on the merge %s", got, cl.rewritten, merge)
+		}
+		files := gitT(t, dir, "ls-tree", "-r", "--name-only", "HEAD")
+		for p, want := range map[string]bool{"web/node_modules/u.js": true, "up.bin": true, "c.txt": true, "a.txt": true, "node_modules/x.js": false, "mine.bin": false} {
+			if strings.Contains(files, p+"\n") != want {
+				t.Errorf("%s in HEAD: %v, want %v\n%s", p, !want, want, files)
+			}
+		}
+	})
 	t.Run("not only the agent's", func(t *testing.T) {
 		for _, c := range []struct{ name, want string }{{"merge", "is a merge"}, {"tag", "refs/tags/v1 holds them too"}} {
 			st, _ := newRepo(t, 1)

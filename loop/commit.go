@@ -79,6 +79,10 @@ type committer struct {
 	// stagedLarge: the ones the agent staged or committed itself, which
 	// the commit took out of the index (unstageLarge).
 	stagedLarge []largeFile
+	// pulled: the directories of packages and the large files that
+	// came with commits the attempt pulled from a remote: others', they
+	// stay in the tree (cleanAgentCommits).
+	pulled []string
 	// mayBeStaged: the index may hold what was staged before the
 	// commit's own git add (an agent's git add -A, a kill between an add
 	// and the reset after it), which that add does not name again: a
@@ -445,15 +449,17 @@ func (c *committer) unstageDeps(ctx context.Context, added []string) error {
 		ok, _ := c.repo.OK(ctx, "cat-file", "-e", base+":"+d.Path)
 		return ok
 	})
+	for i := range dirs {
+		dirs[i].Committed, _ = c.repo.OK(ctx, "cat-file", "-e", "HEAD:"+dirs[i].Path)
+	}
+	// Pulled from a remote: others', in the tree as they pushed it.
+	dirs = slices.DeleteFunc(dirs, func(d depDir) bool { return d.Committed && slices.Contains(c.pulled, d.Path) })
 	if len(dirs) == 0 {
 		return nil
 	}
 	args := []string{"rm", "-r", "--cached", "-f", "-q", "--ignore-unmatch", "--"}
 	for i := range dirs {
 		args = append(args, ":(top,literal)"+dirs[i].Path)
-		if ok, _ := c.repo.OK(ctx, "cat-file", "-e", "HEAD:"+dirs[i].Path); ok {
-			dirs[i].Committed = true
-		}
 	}
 	if _, err := c.git(ctx, nil, args...); err != nil {
 		return fmt.Errorf("take %s out of the index: %w", dirs[0].Path, err)
@@ -495,6 +501,9 @@ func (c *committer) unstageLarge(ctx context.Context, added []string) error {
 		}
 		f := largeFile{Path: p, Size: fi.Size()}
 		f.Committed, _ = c.repo.OK(ctx, "cat-file", "-e", "HEAD:"+p)
+		if f.Committed && slices.Contains(c.pulled, p) {
+			continue
+		}
 		large = append(large, f)
 	}
 	if len(large) == 0 {

@@ -232,8 +232,9 @@ func (r *run) finishPassed(ctx context.Context, cp *checkpoint.Checkpoint, pass 
 	}
 	// What the kill (or a signing program that failed) kept the attempt
 	// from taking out of the agent's commits.
-	r.cleanAgentCommits(ctx, r.st, cp.Head, cp.Branch, map[string]any{"story": s.ID})
+	pulled := r.cleanAgentCommits(ctx, r.st, cp.Head, cp.Branch, map[string]any{"story": s.ID})
 	r.commit = r.newCommitter(repo, []string{layout.SessionEnv + "=" + r.session}, r.led.keepPaths())
+	r.commit.pulled = pulled
 	defer func() { r.commit = nil }()
 	if r.planIgnored, err = repo.OK(ctx, "check-ignore", "-q", "--", r.planRel); err != nil {
 		return "", fmt.Errorf("run: %w", err)

@@ -233,7 +233,7 @@ func describe(e Event) (kind, text string) {
 		}
 		return "git", "the agent's commits put " + strings.Join(e.Paths, ", ") + " in the history: " + how + "; as it made them, saved in " + e.Backup
 	case "history_kept":
-		return "git", "the agent's commits put " + strings.Join(e.Paths, ", ") + " in the history, and stay as it made them: " + e.Reason
+		return "git", "the commits made during the attempt put " + strings.Join(e.Paths, ", ") + " in the history, and stay as they are: " + e.Reason
 	case "refs_restored":
 		names := make([]string, len(e.Refs))
 		for i, r := range e.Refs {

@@ -469,7 +469,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		"conflict US-15 merge conflict in a.go; branch wiggum/US-15 kept, and the story gets another attempt to merge it in",
 		"git US-14 node_modules/ is installed packages (npm, yarn, pnpm): left out of every commit (/node_modules/ in .git/info/exclude)",
 		"git US-16 the agent's commits put node_modules/, app.bin in the history: made its 2 commit(s) again without them, 1 left empty and dropped; as it made them, saved in refs/wiggum/backup/h",
-		"git US-16 the agent's commits put .venv/ in the history, and stay as it made them: refs/tags/v1 holds them too",
+		"git US-16 the commits made during the attempt put .venv/ in the history, and stay as they are: refs/tags/v1 holds them too",
 	}
 	if len(s.Notices) != len(want) {
 		t.Fatalf("notices %+v", s.Notices)
