@@ -1071,7 +1071,7 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 	}()
 	edit := e.planStart.editSince(e.plan(), story.ID)
 	for _, d := range e.keepDeps(context.WithoutCancel(ctx)) {
-		e.sayLeftOut(story, d, fmt.Sprintf("%s/ is %s: no work to save or roll back, left in the tree, and out of every commit (%s is in .git/info/exclude)", d.Path, d.What, d.Rule))
+		e.sayLeftOut(story, d, fmt.Sprintf("%s is %s: no work to save or roll back, left in the tree, and out of every commit (%s is in .git/info/exclude)", d.name(), d.What, d.Rule))
 	}
 	res, err := e.st.Rollback(context.WithoutCancel(ctx), checkpoint.RollbackOptions{
 		Session:       e.session,

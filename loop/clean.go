@@ -176,7 +176,7 @@ func cleanHistory(ctx context.Context, st *checkpoint.State, base, branch string
 func (cl cleaned) paths() []string {
 	var out []string
 	for _, d := range cl.dirs {
-		out = append(out, d.Path+"/")
+		out = append(out, d.name())
 	}
 	for _, f := range cl.large {
 		out = append(out, f.Path)
@@ -252,10 +252,11 @@ func (cl *cleaned) split(commits []agentCommit, others map[string]bool) {
 		return false
 	}
 	cl.dirs = slices.DeleteFunc(cl.dirs, func(d depDir) bool {
-		if ownAdds(func(p string) bool { return strings.HasPrefix(p, d.Path+"/") }) {
+		if ownAdds(d.holds) {
 			return false
 		}
-		cl.pulled = append(cl.pulled, d.Path+"/")
+		cl.pulled = append(cl.pulled, d.name())
+		cl.pulledPaths = append(cl.pulledPaths, d.Path)
 		return true
 	})
 	cl.large = slices.DeleteFunc(cl.large, func(f largeFile) bool {
@@ -266,11 +267,6 @@ func (cl *cleaned) split(commits []agentCommit, others map[string]bool) {
 		cl.pulledPaths = append(cl.pulledPaths, f.Path)
 		return true
 	})
-	for _, p := range cl.pulled {
-		if d, ok := strings.CutSuffix(p, "/"); ok {
-			cl.pulledPaths = append(cl.pulledPaths, d)
-		}
-	}
 }
 
 // ownTip is the commits at the tip of head that are the attempt's own (no
@@ -476,7 +472,7 @@ func (r *run) cleanAgentCommits(ctx context.Context, st *checkpoint.State, base,
 	}
 	var what []string
 	for _, d := range cl.dirs {
-		what = append(what, d.Path+"/")
+		what = append(what, d.name())
 	}
 	for _, f := range cl.large {
 		what = append(what, f.Path+" ("+megabytes(f.Size)+")")

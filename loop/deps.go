@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -27,16 +28,34 @@ import (
 // already tracks files in is the project's choice, and committed.
 
 // depDir is a directory of installed packages or of a tool's cache that a
-// commit left out.
+// commit left out - or a file of secrets (File): an environment file, a
+// private key.
 type depDir struct {
 	Path string // from the root, without a trailing slash
 	What string // what it is, for a person
 	// Rule is the line .git/info/exclude gets: this one path
-	// (/node_modules/), or a name in any directory (__pycache__/).
+	// (/node_modules/, /.env), or a name in any directory (__pycache__/).
 	Rule string
 	// Committed: the agent's own commit took it in; the story's commit
 	// takes it out of the tree, and the history keeps it.
 	Committed bool
+	File      bool
+}
+
+// name is d's path as the run says it: a directory's with a slash.
+func (d depDir) name() string {
+	if d.File {
+		return d.Path
+	}
+	return d.Path + "/"
+}
+
+// holds reports whether p, a file's path from the root, is d or in it.
+func (d depDir) holds(p string) bool {
+	if d.File {
+		return p == d.Path
+	}
+	return strings.HasPrefix(p, d.Path+"/")
 }
 
 // cacheDirSignature opens every CACHEDIR.TAG (the Cache Directory Tagging
@@ -73,6 +92,10 @@ func depDirsOf(root string, paths []string) []depDir {
 		}
 		dir, base := path.Split(p)
 		dir = strings.TrimSuffix(dir, "/")
+		if what := secretFile(root, p, base); what != "" {
+			found[p] = depDir{Path: p, What: what, Rule: "/" + p, File: true}
+			continue
+		}
 		if dir == "" {
 			continue
 		}
@@ -115,23 +138,58 @@ func builtBy(name string) string {
 	return ""
 }
 
-// tagged reports whether the file at p opens with the CACHEDIR.TAG
-// signature.
-func tagged(p string) bool {
+// secretFile says what the file p (from the root; base is its name) is
+// when it holds secrets nobody commits - an agent that sets a project up
+// writes its .env with the keys it found, and git add -A takes it, to be
+// pushed - or "": an environment file (.env, .env.local, .env.production;
+// not .env.example, .env.sample, .env.template, .env.dist, .env.defaults
+// and the like, made to be committed), direnv's .envrc, an SSH private
+// key (id_rsa, id_ed25519 ...), and a .pem or .key file that holds a
+// private key (its first bytes are read, only for those names).
+func secretFile(root, p, base string) string {
+	switch {
+	case base == ".env" || base == ".envrc":
+		return "an environment file, where secrets live (" + base + ")"
+	case strings.HasPrefix(base, ".env."):
+		for _, w := range []string{"example", "sample", "template", "dist", "default", "schema", "tpl", "tmpl"} {
+			if strings.Contains(strings.ToLower(base), w) {
+				return ""
+			}
+		}
+		return "an environment file, where secrets live (" + base + ")"
+	case base == "id_rsa" || base == "id_dsa" || base == "id_ecdsa" || base == "id_ed25519" || base == "id_ecdsa_sk" || base == "id_ed25519_sk":
+		return "an SSH private key (" + base + ")"
+	case strings.HasSuffix(base, ".pem") || strings.HasSuffix(base, ".key"):
+		if opens(filepath.Join(root, filepath.FromSlash(p)), 8192, func(head []byte) bool { return bytes.Contains(head, []byte("PRIVATE KEY-----")) }) {
+			return "a private key (" + base + ")"
+		}
+	}
+	return ""
+}
+
+// opens reports whether the first n bytes of the file at p satisfy ok.
+func opens(p string, n int, ok func(head []byte) bool) bool {
 	f, err := os.Open(p)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	head := make([]byte, len(cacheDirSignature))
-	n, _ := f.Read(head)
-	return bytes.Equal(head[:n], cacheDirSignature)
+	head := make([]byte, n)
+	k, _ := io.ReadFull(f, head)
+	return ok(head[:k])
 }
 
-// under returns the dir of dirs that p is in, or nil.
+// tagged reports whether the file at p opens with the CACHEDIR.TAG
+// signature.
+func tagged(p string) bool {
+	return opens(p, len(cacheDirSignature), func(head []byte) bool { return bytes.Equal(head, cacheDirSignature) })
+}
+
+// under returns the dir of dirs that p is in (or the file of dirs that p
+// is), or nil.
 func under(dirs []depDir, p string) *depDir {
 	for i := range dirs {
-		if strings.HasPrefix(p, dirs[i].Path+"/") {
+		if dirs[i].holds(p) {
 			return &dirs[i]
 		}
 	}
@@ -182,20 +240,27 @@ func excludeDeps(commonDir string, dirs []depDir) error {
 	for i, d := range dirs {
 		rules[i] = d.Rule
 	}
-	return layout.Exclude(filepath.Join(commonDir, "info"), "wiggum: packages and caches an agent made, never committed", rules)
+	return layout.Exclude(filepath.Join(commonDir, "info"), "wiggum: packages, caches and secrets an agent made, never committed", rules)
 }
 
 // say is what the run prints of d.
 func (d depDir) say() string {
 	if d.Committed {
-		return fmt.Sprintf("%s/ is %s: the agent committed it, and the story's commit takes it out of the tree again - out of every later commit too (%s is in .git/info/exclude); the agent's commit keeps its files in the history (git log --stat -- %s)", d.Path, d.What, d.Rule, d.Path)
+		return fmt.Sprintf("%s is %s: the agent committed it, and the story's commit takes it out of the tree again - out of every later commit too (%s is in .git/info/exclude); the agent's commit keeps its files in the history (git log --stat -- %s)", d.name(), d.What, d.Rule, d.Path)
 	}
-	return fmt.Sprintf("%s/ is %s: not committed, now or later (%s is in .git/info/exclude; put it in .gitignore to share the rule, or take it out of the exclude file to commit it)", d.Path, d.What, d.Rule)
+	if d.File {
+		return fmt.Sprintf("%s is %s: not committed, now or later (%s is in .git/info/exclude; if it holds no secrets, commit it yourself: git add -f %s)", d.name(), d.What, d.Rule, d.Path)
+	}
+	return fmt.Sprintf("%s is %s: not committed, now or later (%s is in .git/info/exclude; put it in .gitignore to share the rule, or take it out of the exclude file to commit it)", d.name(), d.What, d.Rule)
 }
 
 // sayLeftOut says line of d, a directory of packages or a cache story's
 // attempt leaves out of every commit, and records it (dir_left_out).
 func (e *executor) sayLeftOut(story *plan.Story, d depDir, line string) {
 	e.disp.printf("  %s", line)
-	e.run.event("dir_left_out", map[string]any{"story": story.ID, "paths": []string{d.Path}, "what": d.What, "rule": d.Rule, "worker": e.worker})
+	fields := map[string]any{"story": story.ID, "paths": []string{d.Path}, "what": d.What, "rule": d.Rule, "worker": e.worker}
+	if d.File {
+		fields["file"] = true
+	}
+	e.run.event("dir_left_out", fields)
 }

@@ -16,6 +16,9 @@ func TestDepDirsOf(t *testing.T) {
 		"fake/CACHEDIR.TAG":      "Signature: 0000\n",
 		"short/CACHEDIR.TAG":     "Sig",
 		"tools/.venv/pyvenv.cfg": "home = /usr/bin\n",
+		"certs/server.key":       "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n",
+		"certs/cert.pem":         "-----BEGIN CERTIFICATE-----\nMIIE\n",
+		"certs/ca.key":           "not a key\n",
 	} {
 		full := filepath.Join(root, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -31,8 +34,16 @@ func TestDepDirsOf(t *testing.T) {
 		"target/CACHEDIR.TAG", "target/debug/app", "fake/CACHEDIR.TAG", "short/CACHEDIR.TAG",
 		"tools/.venv/bin/python", "tools/.venv/pyvenv.cfg", "tools/.venv/lib/site-packages/x/__pycache__/y.pyc",
 		"pyvenv.cfg", "CACHEDIR.TAG", "web/.next/server/app.js", "web/.next/cache/x", "docs/next/page.md",
+		".env", ".env.local", ".env.example", "apps/api/.env.production", "apps/api/.env.Sample", ".envrc", ".environment",
+		"id_ed25519", "id_ed25519.pub", "certs/server.key", "certs/cert.pem", "certs/ca.key", "node_modules/a/.env",
 	})
 	want := []depDir{
+		{Path: ".env", Rule: "/.env", File: true},
+		{Path: ".env.local", Rule: "/.env.local", File: true},
+		{Path: ".envrc", Rule: "/.envrc", File: true},
+		{Path: "apps/api/.env.production", Rule: "/apps/api/.env.production", File: true},
+		{Path: "certs/server.key", Rule: "/certs/server.key", File: true},
+		{Path: "id_ed25519", Rule: "/id_ed25519", File: true},
 		{Path: "node_modules", Rule: "/node_modules/"},
 		{Path: "packages/web/node_modules", Rule: "/packages/web/node_modules/"},
 		{Path: "src/pkg/__pycache__", Rule: "__pycache__/"},
@@ -44,7 +55,7 @@ func TestDepDirsOf(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 	for i := range want {
-		if got[i].Path != want[i].Path || got[i].Rule != want[i].Rule || got[i].What == "" {
+		if got[i].Path != want[i].Path || got[i].Rule != want[i].Rule || got[i].File != want[i].File || got[i].What == "" {
 			t.Errorf("%d: got %+v, want %+v", i, got[i], want[i])
 		}
 	}
@@ -52,6 +63,12 @@ func TestDepDirsOf(t *testing.T) {
 		t.Errorf("under: %+v", d)
 	}
 	if d := under(got, "src/node_modules.js"); d != nil {
+		t.Errorf("under: %+v", d)
+	}
+	if d := under(got, ".env"); d == nil || d.Path != ".env" {
+		t.Errorf("under: %+v", d)
+	}
+	if d := under(got, ".env/x"); d != nil {
 		t.Errorf("under: %+v", d)
 	}
 }

@@ -152,6 +152,8 @@ type Event struct {
 	// rule.
 	What string `json:"what,omitempty"`
 	Rule string `json:"rule,omitempty"`
+	// dir_left_out: a file (of secrets), not a directory
+	File bool `json:"file,omitempty"`
 	// merge_failed: the story gets another attempt (--retry-conflicts)
 	Retry bool `json:"retry,omitempty"`
 	// run_start: stories already done; agent-stop, story-incomplete: 1

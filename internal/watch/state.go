@@ -214,7 +214,11 @@ func describe(e Event) (kind, text string) {
 	case "commit_unsigned":
 		return "stopped", "passed, but git could not sign its commit: " + e.Error + "; its work is left uncommitted for the next run"
 	case "dir_left_out":
-		return "git", strings.Join(e.Paths, ", ") + "/ is " + e.What + ": left out of every commit (" + e.Rule + " in .git/info/exclude)"
+		name := strings.Join(e.Paths, ", ") + "/"
+		if e.File {
+			name = strings.TrimSuffix(name, "/")
+		}
+		return "git", name + " is " + e.What + ": left out of every commit (" + e.Rule + " in .git/info/exclude)"
 	case "tick_uncommitted":
 		return "stopped", "landed (" + short(e.Commit) + "), but git would not commit its tick in the plan: " + e.Error + "; the tick is left in the plan for the next run to commit"
 	case "branch_left":

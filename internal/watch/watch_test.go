@@ -441,6 +441,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		ev(t, 19, "tick_uncommitted", map[string]any{"story": "US-13", "commit": "0123456789abcdef0123", "error": "markdownlint: plan.md:1 MD004"}),
 		ev(t, 21, "merge_failed", map[string]any{"story": "US-15", "branch": "refs/heads/wiggum/US-15", "paths": []string{"a.go"}, "retry": true}),
 		ev(t, 20, "dir_left_out", map[string]any{"story": "US-14", "paths": []string{"node_modules"}, "what": "installed packages (npm, yarn, pnpm)", "rule": "/node_modules/"}),
+		ev(t, 21, "dir_left_out", map[string]any{"story": "US-14", "paths": []string{".env"}, "what": "an environment file, where secrets live (.env)", "rule": "/.env", "file": true}),
 		ev(t, 22, "history_cleaned", map[string]any{"story": "US-16", "paths": []string{"node_modules/", "app.bin"}, "commits": 2, "dropped": 1, "backup": "refs/wiggum/backup/h"}),
 		ev(t, 23, "history_kept", map[string]any{"story": "US-16", "paths": []string{".venv/"}, "reason": "refs/tags/v1 holds them too"}),
 	} {
@@ -468,6 +469,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		"stopped US-13 landed (0123456789ab), but git would not commit its tick in the plan: markdownlint: plan.md:1 MD004; the tick is left in the plan for the next run to commit",
 		"conflict US-15 merge conflict in a.go; branch wiggum/US-15 kept, and the story gets another attempt to merge it in",
 		"git US-14 node_modules/ is installed packages (npm, yarn, pnpm): left out of every commit (/node_modules/ in .git/info/exclude)",
+		"git US-14 .env is an environment file, where secrets live (.env): left out of every commit (/.env in .git/info/exclude)",
 		"git US-16 the agent's commits put node_modules/, app.bin in the history: made its 2 commit(s) again without them, 1 left empty and dropped; as it made them, saved in refs/wiggum/backup/h",
 		"git US-16 the commits made during the attempt put .venv/ in the history, and stay as they are: refs/tags/v1 holds them too",
 	}
