@@ -18,12 +18,13 @@ import (
 // entry appended to progress.txt, a .gitignore rule, a background process,
 // the lock files of a git killed mid-command, an rm -rf .ralph, a
 // generator's git init in a directory of its own (staged by the agent's
-// git add -A, or not), a failure.
+// git add -A, or not), installed packages and a .env committed by the
+// agent itself, a failure.
 const chaosAgent = `cat > /dev/null
 s=$WIGGUM_STORY
 r=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
 echo "$s $r" >> "work-$s.txt"
-case $((r % 18)) in
+case $((r % 19)) in
 0) git checkout -q -b "tmp-$s-$r" && git add -A && git commit -q -m "agent $s on its own branch" ;;
 1) git add -A && git commit -q -m "agent $s commit" ;;
 2) echo stash > "stash-$s.txt"; git stash -q -u && git stash pop -q ;;
@@ -43,6 +44,7 @@ case $((r % 18)) in
 16) rm -rf .ralph; exit 1 ;;
 17) mkdir -p "gen-$s" && (cd "gen-$s" && git init -q && echo "$s" > g && git add g && git -c user.name=g -c user.email=g@g commit -q -m gen)
   [ $((r / 18 % 2)) = 0 ] || git add -A 2>/dev/null ;;
+18) mkdir -p "node_modules/m-$s" && echo x > "node_modules/m-$s/i.js" && echo "KEY=$s" > ".env.$s.local" && git add -A && git commit -q -m "agent $s set up" ;;
 esac
 exit 0
 `
@@ -120,6 +122,11 @@ func chaosRun(t *testing.T, workers string) {
 	}
 	if tree := mustRun(t, dir, "git", "ls-tree", "-r", "HEAD"); strings.Contains(tree, "160000 commit ") {
 		t.Errorf("a gitlink committed (an agent's git init), which every clone gets as an empty directory:\n%s", tree)
+	}
+	// No commit of the branch holds what an agent installed or its
+	// secrets: the agent's own commits were made again without them.
+	if files := mustRun(t, dir, "git", "log", "--format=", "--name-only", "HEAD"); regexp.MustCompile(`(?m)^(node_modules/|\.env\.)`).MatchString(files) {
+		t.Errorf("packages or a .env in the branch's history:\n%s", mustRun(t, dir, "git", "log", "--format=%h %s", "--name-only", "HEAD"))
 	}
 	if out := run(t, dir, nil, "git", "grep", "-l", "-e", "^<<<<<<< ", "HEAD"); out.code == 0 {
 		t.Errorf("conflict markers committed:\n%s", out.stdout)

@@ -28,8 +28,10 @@ func (c *ReportCmd) Help() string {
 	return `Tells what the latest run did (during the run, as far as it has got), story
 by story: attempts with their worker, times and outcome; time, tokens and cost
 with retries included; the backups of rolled-back attempts to look at
-(refs/wiggum/backup/...) and the branches kept because they could not merge.
-A run that resumed a killed one includes what the killed run did. It reads
+(refs/wiggum/backup/...) and the branches kept because they could not merge;
+what wiggum did about what the agents left in git (packages, secrets and large
+files left out, their own commits made again without them, repositories of
+their own, branches they left). A run that resumed a killed one includes what the killed run did. It reads
 only .ralph/wiggum/events.jsonl: it takes no lock and changes nothing.
 
 --html draws the run as a timeline (a bar per attempt on its worker's lane,
@@ -47,7 +49,8 @@ start, end, outcome, commit, backup, input_tokens, output_tokens, cost_usd}],
 seconds, input_tokens, output_tokens, cost_usd, backups, kept_branch,
 conflict_paths, merge_error, merged, commit, skip_reason}], limit_waits
 [{start, end, message}], guard_denials [{time, story, decision, command,
-reason}], test_failures_seen, log_lines_skipped.
+reason}], git_notes [{time, story, text}], test_failures_seen,
+log_lines_skipped.
 
 Exit: 0 reported; 1 no run recorded yet, or the log cannot be read.
 

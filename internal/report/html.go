@@ -190,6 +190,10 @@ footer { color: var(--muted); font-size: 12px; }
 <h2>Waits: usage limits and model-service outages</h2>
 <ul>{{range .WaitRows}}<li>{{index . 0}} · {{index . 1}} · {{index . 2}}</li>{{end}}</ul>
 </section>{{end}}
+{{if .R.GitNotes}}<section>
+<h2>What wiggum did about what the agents left in git</h2>
+<ul>{{range .R.GitNotes}}{{if .Time.IsZero}}<li>{{.Text}}</li>{{else}}<li>{{clock .Time}} {{.Story}} {{.Text}}</li>{{end}}{{end}}</ul>
+</section>{{end}}
 {{if .R.Denials}}<section>
 <h2>Guard denials</h2>
 <ul>{{range .R.Denials}}{{if eq .Decision "more"}}<li>{{.Reason}}</li>{{else}}<li>{{clock .Time}} {{.Story}} <code>{{.Command}}</code> {{.Reason}}</li>{{end}}{{end}}</ul>

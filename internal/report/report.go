@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/events"
+	"github.com/wiggum-dev/wiggum/internal/watch"
 )
 
 // Outcomes of a story.
@@ -51,8 +52,13 @@ type Report struct {
 	Totals      Totals   `json:"totals"`
 	Waits       []Wait   `json:"limit_waits"`
 	Denials     []Denial `json:"guard_denials"`
-	Skipped     int      `json:"log_lines_skipped,omitempty"` // lines of the log that could not be read
-	TestFail    int      `json:"test_failures_seen"`          // failing test runs the hooks saw mid-attempt
+	// GitNotes: what wiggum did about what the agents left in git - a
+	// package directory or a .env left out, their own commits made
+	// again, a repository of their own, a branch they left - one line
+	// each, as wiggum watch shows them.
+	GitNotes []Note `json:"git_notes"`
+	Skipped  int    `json:"log_lines_skipped,omitempty"` // lines of the log that could not be read
+	TestFail int    `json:"test_failures_seen"`          // failing test runs the hooks saw mid-attempt
 
 	now time.Time // "now" for a run in progress
 }
@@ -124,6 +130,13 @@ type Denial struct {
 	Reason   string    `json:"reason"`
 }
 
+// Note is one thing wiggum did about what an agent left in git.
+type Note struct {
+	Time  time.Time `json:"time"`
+	Story string    `json:"story,omitempty"`
+	Text  string    `json:"text"`
+}
+
 // ErrNoRun is an event log that records no run.
 var ErrNoRun = errors.New("the event log records no run yet; start one with wiggum run")
 
@@ -136,8 +149,9 @@ type Options struct {
 	Now time.Time
 }
 
-// maxDenials bounds the denials kept; the count goes on.
-const maxDenials = 200
+// maxDenials bounds the denials kept, and maxNotes the git notes; the
+// counts go on.
+const maxDenials, maxNotes = 200, 200
 
 // Build reads the event log at path and reports its latest run - and,
 // when that run resumed a killed one, what the killed run did too.
@@ -164,6 +178,7 @@ type builder struct {
 	running   map[int]*Attempt
 	completed map[string]bool
 	denials   int
+	notes     int
 }
 
 func (b *builder) story(id, title string) *Story {
@@ -182,8 +197,8 @@ func (b *builder) story(id, title string) *Story {
 func (b *builder) add(ev events.Event) error {
 	if ev.Name == events.RunStart {
 		if b.r == nil || !ev.Resumed {
-			b.r = &Report{Started: ev.Time, Stories: []*Story{}, Waits: []Wait{}, Denials: []Denial{}}
-			b.stories, b.running, b.completed, b.denials = map[string]*Story{}, map[int]*Attempt{}, map[string]bool{}, 0
+			b.r = &Report{Started: ev.Time, Stories: []*Story{}, Waits: []Wait{}, Denials: []Denial{}, GitNotes: []Note{}}
+			b.stories, b.running, b.completed, b.denials, b.notes = map[string]*Story{}, map[int]*Attempt{}, map[string]bool{}, 0, 0
 		}
 		b.r.Plan, b.r.Workers, b.pid = ev.Plan, max(ev.Workers, 1), ev.PID
 		b.r.PlanStories = ev.Stories
@@ -199,6 +214,12 @@ func (b *builder) add(ev events.Event) error {
 	}
 	if b.r == nil {
 		return nil // events before any run (hooks outside a run)
+	}
+	if kind, text := watch.Describe(ev); kind == "git" {
+		b.notes++
+		if len(b.r.GitNotes) < maxNotes {
+			b.r.GitNotes = append(b.r.GitNotes, Note{Time: ev.Time, Story: ev.Story, Text: text})
+		}
 	}
 	switch ev.Name {
 	case events.IterationStart:
@@ -375,6 +396,9 @@ func (b *builder) finish() {
 	})
 	if b.denials > len(r.Denials) {
 		r.Denials = append(r.Denials, Denial{Decision: "more", Reason: fmt.Sprintf("%d more not listed", b.denials-len(r.Denials))})
+	}
+	if b.notes > len(r.GitNotes) {
+		r.GitNotes = append(r.GitNotes, Note{Text: fmt.Sprintf("%d more not listed", b.notes-len(r.GitNotes))})
 	}
 }
 

@@ -222,7 +222,7 @@ func TestJSONKeys(t *testing.T) {
 			t.Errorf("%s keys:\n got %s\nwant %s", what, got, want)
 		}
 	}
-	check("report", m, "agent ended error guard_denials limit_waits outcome plan plan_stories started stories test_failures_seen totals workers")
+	check("report", m, "agent ended error git_notes guard_denials limit_waits outcome plan plan_stories started stories test_failures_seen totals workers")
 	check("totals", m["totals"], "attempts cost_usd done failed failed_attempts input_tokens not_merged open output_tokens seconds stories")
 	stories := m["stories"].([]any)
 	byID := map[string]any{}
@@ -234,6 +234,7 @@ func TestJSONKeys(t *testing.T) {
 	check("attempt", byID["US-2"].(map[string]any)["attempts"].([]any)[0], "backup cost_usd end input_tokens iteration number outcome output_tokens start worker")
 	check("limit wait", m["limit_waits"].([]any)[0], "end message start")
 	check("denial", m["guard_denials"].([]any)[0], "command decision reason story time")
+	check("git note", m["git_notes"].([]any)[0], "story text time")
 }
 
 // The page is well-formed XML (so the SVG inside is too), holds no script
@@ -244,6 +245,9 @@ func TestHTMLWellFormedAndSelfContained(t *testing.T) {
 	var b bytes.Buffer
 	if err := WriteHTML(&b, r, generated); err != nil {
 		t.Fatal(err)
+	}
+	if !bytes.Contains(b.Bytes(), []byte("<h2>What wiggum did about what the agents left in git</h2>")) || !bytes.Contains(b.Bytes(), []byte("US-1 .env is an environment file")) {
+		t.Error("the page does not say what wiggum did about what the agents left in git")
 	}
 	dec := xml.NewDecoder(bytes.NewReader(b.Bytes()))
 	dec.Strict = true

@@ -104,6 +104,16 @@ func WriteText(w io.Writer, r *Report) error {
 			ew.printf("  %s  %s  %s\n", wt.Start.UTC().Format("15:04:05"), d, clean(wt.Message))
 		}
 	}
+	if len(r.GitNotes) > 0 {
+		ew.printf("\nwhat wiggum did about what the agents left in git:\n")
+		for _, n := range r.GitNotes {
+			if n.Time.IsZero() {
+				ew.printf("  (%s)\n", clean(n.Text))
+				continue
+			}
+			ew.printf("  %s  %s  %s\n", n.Time.UTC().Format("15:04:05"), clean(n.Story), clean(n.Text))
+		}
+	}
 	if len(r.Denials) > 0 {
 		ew.printf("\nguard denials:\n")
 		for _, d := range r.Denials {

@@ -66,7 +66,7 @@ func Line(e Event) string {
 	default:
 		// The notice's text where it has one, else the event's name
 		// and the fields people look for.
-		if _, text := describe(e); text != "" {
+		if _, text := Describe(e); text != "" {
 			b.WriteString(text)
 		} else {
 			b.WriteString(e.Name)

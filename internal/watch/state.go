@@ -123,7 +123,7 @@ func (s *State) Apply(e Event) {
 			w.Busy = false
 		}
 	}
-	if kind, text := describe(e); kind != "" {
+	if kind, text := Describe(e); kind != "" {
 		s.Notices = append(s.Notices, Notice{Time: e.Time, Kind: kind, Story: e.Story, Text: text})
 		if len(s.Notices) > maxNotices {
 			s.Notices = append(s.Notices[:0], s.Notices[len(s.Notices)-maxNotices:]...)
@@ -131,9 +131,9 @@ func (s *State) Apply(e Event) {
 	}
 }
 
-// describe says what an event worth a notice was: its kind and one line
+// Describe says what an event worth a notice was: its kind and one line
 // of text; "" for the rest.
-func describe(e Event) (kind, text string) {
+func Describe(e Event) (kind, text string) {
 	switch e.Name {
 	case "iteration_end":
 		switch {

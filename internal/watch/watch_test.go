@@ -405,7 +405,7 @@ func TestDescribeOutagesAndAgentTicks(t *testing.T) {
 		{Event{Name: "ticked_by_agent", Story: "US-1", Ticked: []string{"US-3", "US-4"}}, "done", "the agent also ticked US-3, US-4 in the plan"},
 		{Event{Name: "iteration_end", Story: "US-2", Attempt: 1, Outcome: "done", Commit: "abc1234", Empty: true}, "done", "attempt 1 done in 0s, commit abc1234; the agent changed nothing"},
 	} {
-		kind, text := describe(tc.e)
+		kind, text := Describe(tc.e)
 		if kind != tc.kind || !strings.Contains(text, tc.has) {
 			t.Errorf("%s: %q %q, want %q containing %q", tc.e.Name, kind, text, tc.kind, tc.has)
 		}
