@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -1528,6 +1530,39 @@ func TestAgentsCommittedPackagesLeaveTheHistory(t *testing.T) {
 			if files := w.git("log", "--format=", "--name-only", "HEAD"); strings.Contains(files, "node_modules") || strings.Contains(files, "app.bin") || !strings.Contains(files, "work-") {
 				t.Fatalf("workers %s: the branch's history:\n%s\n%s", workers, files, out)
 			}
+		}
+	})
+}
+
+// Codex's workspace-write sandbox keeps the network off: a story that
+// installs packages cannot reach a registry under `wiggum run --agent
+// codex` as it is, and reaches it with the setting wiggum run --help
+// names, passed through --agent-arg. (Here the "registry" is an HTTP
+// server on 127.0.0.1, which the sandbox shuts out all the same.)
+func TestCodexNetworkIsOffUntilTheRunTurnsItOn(t *testing.T) {
+	forClients(t, []string{"codex"}, func(t *testing.T, c client) {
+		hits := make(chan struct{}, 10)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits <- struct{}{}
+			fmt.Fprintln(w, "package")
+		}))
+		defer srv.Close()
+		fetch := `node -e "require('http').get('` + srv.URL + `/pkg', r => require('fs').writeFileSync('fetched.txt', 'yes ' + r.statusCode)).on('error', e => require('fs').writeFileSync('fetched.txt', 'no ' + e.code))"`
+		for _, on := range []bool{false, true} {
+			w := newWorld(t, c)
+			w.srv.Converse(fakemodel.Turn{Shell: fetch}, fakemodel.Turn{Text: "done"})
+			var extra []string
+			if on {
+				extra = []string{"--agent-arg=-c", "--agent-arg=sandbox_workspace_write.network_access=true"}
+			}
+			out := w.run(0, extra...)
+			got := strings.TrimSpace(w.git("show", "HEAD:fetched.txt"))
+			if on != strings.HasPrefix(got, "yes 200") || !on && !strings.HasPrefix(got, "no ") {
+				t.Fatalf("network_access=%v: the agent's fetch: %q\n%s", on, got, out)
+			}
+		}
+		if len(hits) != 1 {
+			t.Fatalf("the server was reached %d time(s), want once (with the network on)", len(hits))
 		}
 	})
 }

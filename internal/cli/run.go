@@ -277,7 +277,9 @@ rails), and with what each needs for wiggum's hooks to run:
           (write_stdin) reaches no hook, so a shell left open there would
           run commands the guard never sees. Its commands run in no login
           shell, whose profile would set PATH afresh and drop wiggum's git
-          shim (below).
+          shim (below). Its sandbox keeps the network off, so a story that
+          installs packages fails there; turn it on for the run with
+          --agent-arg=-c --agent-arg=sandbox_workspace_write.network_access=true
   gemini  GEMINI_CLI_TRUST_WORKSPACE=true gemini --approval-mode=yolo
           --output-format stream-json. Headless gemini exits 55 in a
           folder it was never told to trust, and ignores the folder's
