@@ -133,7 +133,10 @@ func cleanHistory(ctx context.Context, st *checkpoint.State, base, branch string
 	}
 	// What came in with commits a remote holds - the agent pulled what
 	// others pushed - is theirs: not rewritten, and left in the tree.
-	own, err := repo.Run(ctx, "rev-list", head, "--not", base, "--remotes")
+	// (A story's own branch on the server, refs/heads/wiggum/..., that
+	// a shared run's claim published and a fetch brought back, holds
+	// the attempt's commits: not others'.)
+	own, err := repo.Run(ctx, "rev-list", head, "--not", base, "--exclude=*/wiggum/*", "--remotes")
 	if err != nil {
 		return cleaned{}, err
 	}
@@ -317,8 +320,9 @@ func notOnlyTheAgents(ctx context.Context, repo *git.Repo, commits, chain []agen
 	var others []string
 	for _, r := range strings.Fields(out) {
 		// wiggum's own saves (backups, checkpoints) keep what they
-		// hold whatever the branch does.
-		if r != ref && !strings.HasPrefix(r, "refs/wiggum/") {
+		// hold whatever the branch does; a story's branch on the
+		// server is the attempt's, republished by its claim.
+		if r != ref && !strings.HasPrefix(r, "refs/wiggum/") && !storyBranchOnServer(r) {
 			others = append(others, r)
 		}
 	}
@@ -330,6 +334,14 @@ func notOnlyTheAgents(ctx context.Context, repo *git.Repo, commits, chain []agen
 		return fmt.Sprintf("%s %s them too", summarize(others, 3), verb), nil
 	}
 	return "", nil
+}
+
+// storyBranchOnServer reports whether ref is a remote-tracking ref of a
+// story's branch (refs/remotes/NAME/wiggum/...).
+func storyBranchOnServer(ref string) bool {
+	rest, ok := strings.CutPrefix(ref, "refs/remotes/")
+	_, branch, found := strings.Cut(rest, "/")
+	return ok && found && strings.HasPrefix(branch, "wiggum/")
 }
 
 // rewriteWithout makes commits again on base without drop (paths from the

@@ -103,6 +103,9 @@ func TestCleanHistory(t *testing.T) {
 		write(t, dir, "mine.bin", 2000)
 		write(t, dir, "c.txt", 1)
 		commit(t, dir, "agent: c")
+		// The story's branch as a shared run's claim published it, and
+		// a fetch brought back: the attempt's own all the same.
+		gitT(t, dir, "update-ref", "refs/remotes/origin/wiggum/US-1", "HEAD")
 		cl, err := cleanHistory(ctx, st, base, "refs/heads/"+branch, 1000)
 		if err != nil || cl.why != "" || cl.backup == "" {
 			t.Fatalf("%+v %v", cl, err)
