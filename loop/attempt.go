@@ -584,7 +584,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		e.disp.printf("  gate: %s", r.opts.TestCmd)
 		sp := e.span.Start(telemetry.SpanGate, telemetry.Attrs{"process.command_line": r.opts.TestCmd})
 		gate, err := agent.Run(ctx, agent.Profile{Name: "gate", Argv: []string{"sh", "-c", r.opts.TestCmd}}, agent.Options{
-			Dir: e.st.Repo.Root, Env: env, Timeout: r.opts.Timeout, Grace: r.opts.Grace,
+			Dir: e.st.Repo.Root, Env: gateEnv(env), Timeout: r.opts.Timeout, Grace: r.opts.Grace,
 			Line: obs.line, Pool: r.pool,
 		})
 		endProcess(sp, gate, err)
@@ -688,6 +688,21 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	// and so is a worktree the agent made.
 	empty = empty && e.commit.staged == 0 && len(e.commit.repos)+len(large)+len(e.commit.nested)+len(e.made) == 0
 	return outcome{ok: true, commit: sha, res: res, empty: empty}
+}
+
+// gateEnv is env for --test-cmd: with CI=true unless the person set CI
+// (to something: an empty CI is no setting to tools). Test runners read it as "nobody is watching": Create React App's npm
+// test, and Jest's --watch it adds, otherwise watch the files for ever -
+// every attempt's gate ran until --timeout (an hour by default) and
+// failed - and package managers and build tools stop asking questions
+// and drawing spinners.
+func gateEnv(env []string) []string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "CI=") && kv != "CI=" {
+			return env
+		}
+	}
+	return append(env[:len(env):len(env)], "CI=true")
 }
 
 // changedNothing reports, before the commit of an attempt that passed,

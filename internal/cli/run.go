@@ -40,7 +40,7 @@ type RunCmd struct {
 	AgentArg []string `name:"agent-arg" placeholder:"ARG" sep:"none" help:"Add ARG to the built-in agent's command line (repeatable): --agent-arg=--max-turns --agent-arg=30. The flags wiggum sets to run it headless and read its output are refused."`
 	AgentCmd string   `name:"agent-cmd" placeholder:"CMD" help:"Any other agent: a shell command that reads the prompt on stdin. It runs in the repository's top directory (with --workers, in each worker's own worktree, which holds committed files only: give scripts outside it by absolute path)."`
 	Prompt   string   `placeholder:"FILE" type:"existingfile" help:"Prompt template replacing the built-in one."`
-	TestCmd  string   `name:"test-cmd" placeholder:"CMD" help:"Gate run after the agent; the story counts as done only if it exits 0."`
+	TestCmd  string   `name:"test-cmd" placeholder:"CMD" help:"Gate run after the agent; the story counts as done only if it exits 0. It runs with CI=true unless CI is set, so that test runners run once instead of watching (Create React App's npm test) and tools ask nothing."`
 
 	Branch        string `placeholder:"NAME" help:"The branch the run commits to: it switches there first, making it from HEAD when no branch (local, or on one remote) has that name. Default: the prd.json's branchName, else the branch checked out."`
 	MaxFileSize   int    `name:"max-file-size" default:"50" placeholder:"MB" help:"Leave a new file larger than this many MB out of the loop's commits, in the tree, and take it out of the agent's own commits of the attempt (git hosts refuse such files, and a commit keeps one in the history for good); a file git LFS stores is committed. 0: no limit."`
