@@ -70,13 +70,20 @@ var cacheDirSignature = []byte("Signature: 8a477f597d28d172789f06886806bc55")
 // the outermost of nested ones, in path order.
 func depDirsOf(root string, paths []string) []depDir {
 	found := map[string]depDir{}
+	// Directories first, by their names and marker files; then the files
+	// outside them, whose content a few checks read.
+	var files []string
+next:
 	for _, p := range paths {
+		if git.IsState(p) {
+			continue // wiggum's own (its git shim is a program), never committed
+		}
 		parts := strings.Split(p, "/")
 		for i, part := range parts[:len(parts)-1] {
 			if what := builtBy(part); what != "" {
 				dir := strings.Join(parts[:i+1], "/")
 				found[dir] = depDir{Path: dir, What: what, Rule: "/" + dir + "/"}
-				break
+				continue next
 			}
 			if part == "node_modules" || part == "__pycache__" {
 				dir := strings.Join(parts[:i+1], "/")
@@ -87,25 +94,35 @@ func depDirsOf(root string, paths []string) []depDir {
 					d.What, d.Rule = "Python's compiled bytecode", "__pycache__/"
 				}
 				found[dir] = d
-				break
+				continue next
 			}
 		}
 		dir, base := path.Split(p)
 		dir = strings.TrimSuffix(dir, "/")
-		if what := secretFile(root, p, base); what != "" {
-			found[p] = depDir{Path: p, What: what, Rule: "/" + p, File: true}
-			continue
-		}
-		if dir == "" {
-			continue
-		}
-		switch base {
-		case "pyvenv.cfg":
+		switch {
+		case dir != "" && base == "pyvenv.cfg":
 			found[dir] = depDir{Path: dir, What: "a Python virtual environment (pyvenv.cfg)", Rule: "/" + dir + "/"}
-		case "CACHEDIR.TAG":
-			if tagged(filepath.Join(root, filepath.FromSlash(p))) {
-				found[dir] = depDir{Path: dir, What: "a build or tool cache (CACHEDIR.TAG)", Rule: "/" + dir + "/"}
+		case dir != "" && base == "CACHEDIR.TAG" && tagged(filepath.Join(root, filepath.FromSlash(p))):
+			found[dir] = depDir{Path: dir, What: "a build or tool cache (CACHEDIR.TAG)", Rule: "/" + dir + "/"}
+		default:
+			files = append(files, p)
+		}
+	}
+	for _, p := range files {
+		inDir := false
+		for d := range found {
+			if strings.HasPrefix(p, d+"/") {
+				inDir = true
+				break
 			}
+		}
+		if inDir {
+			continue
+		}
+		if what := secretFile(root, p, path.Base(p)); what != "" {
+			found[p] = depDir{Path: p, What: what, Rule: "/" + p, File: true}
+		} else if what := builtProgram(filepath.Join(root, filepath.FromSlash(p))); what != "" {
+			found[p] = depDir{Path: p, What: what, Rule: "/" + p, File: true}
 		}
 	}
 	dirs := make([]string, 0, len(found))
@@ -121,6 +138,37 @@ func depDirsOf(root string, paths []string) []depDir {
 		out = append(out, found[d])
 	}
 	return out
+}
+
+// builtProgram says what the file at p is when it is a program or an
+// object a compiler made - go build's binary, a.out, a .o or .so, a
+// Windows .exe, a Java .class - which a project commits no more than its
+// packages: rebuilt at every story, each version of it stays in the
+// history (a 10 MB binary committed by each of 100 stories is a gigabyte
+// every clone downloads). It reads the file's first bytes; "" for
+// anything else, and for what is not a regular file (a symlink to a
+// system program is no build).
+func builtProgram(p string) string {
+	var what string
+	opens(p, 512, func(h []byte) bool {
+		switch {
+		case bytes.HasPrefix(h, []byte("\x7fELF")):
+			what = "a compiled program or library (ELF), a build's output"
+		case len(h) >= 4 && (bytes.Equal(h[:4], []byte{0xfe, 0xed, 0xfa, 0xce}) || bytes.Equal(h[:4], []byte{0xfe, 0xed, 0xfa, 0xcf}) ||
+			bytes.Equal(h[:4], []byte{0xce, 0xfa, 0xed, 0xfe}) || bytes.Equal(h[:4], []byte{0xcf, 0xfa, 0xed, 0xfe})):
+			what = "a compiled program or library (Mach-O), a build's output"
+		case bytes.HasPrefix(h, []byte{0xca, 0xfe, 0xba, 0xbe}):
+			what = "a compiled Java class or a Mach-O universal binary, a build's output"
+		case len(h) >= 0x40 && h[0] == 'M' && h[1] == 'Z':
+			// A PE file: its header's offset, at 0x3C, points at "PE\0\0".
+			off := int(h[0x3c]) | int(h[0x3d])<<8
+			if off+4 <= len(h) && bytes.Equal(h[off:off+4], []byte("PE\x00\x00")) {
+				what = "a compiled Windows program or library (PE), a build's output"
+			}
+		}
+		return what != ""
+	})
+	return what
 }
 
 // builtBy says what a directory named name is when only a tool makes
@@ -167,8 +215,12 @@ func secretFile(root, p, base string) string {
 	return ""
 }
 
-// opens reports whether the first n bytes of the file at p satisfy ok.
+// opens reports whether the first n bytes of the file at p, a regular
+// file, satisfy ok.
 func opens(p string, n int, ok func(head []byte) bool) bool {
+	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return false
@@ -249,7 +301,7 @@ func (d depDir) say() string {
 		return fmt.Sprintf("%s is %s: the agent committed it, and the story's commit takes it out of the tree again - out of every later commit too (%s is in .git/info/exclude); the agent's commit keeps its files in the history (git log --stat -- %s)", d.name(), d.What, d.Rule, d.Path)
 	}
 	if d.File {
-		return fmt.Sprintf("%s is %s: not committed, now or later (%s is in .git/info/exclude; if it holds no secrets, commit it yourself: git add -f %s)", d.name(), d.What, d.Rule, d.Path)
+		return fmt.Sprintf("%s is %s: not committed, now or later (%s is in .git/info/exclude; if it belongs in the repository after all, commit it yourself: git add -f %s)", d.name(), d.What, d.Rule, d.Path)
 	}
 	return fmt.Sprintf("%s is %s: not committed, now or later (%s is in .git/info/exclude; put it in .gitignore to share the rule, or take it out of the exclude file to commit it)", d.name(), d.What, d.Rule)
 }

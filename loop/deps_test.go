@@ -3,6 +3,7 @@ package loop
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -11,6 +12,10 @@ import (
 // files, and nothing else.
 func TestDepDirsOf(t *testing.T) {
 	root := t.TempDir()
+	// A symlink to a system program is no build.
+	if err := os.Symlink("/bin/sh", filepath.Join(root, "python")); err != nil {
+		t.Fatal(err)
+	}
 	for p, data := range map[string]string{
 		"target/CACHEDIR.TAG":    "Signature: 8a477f597d28d172789f06886806bc55\n",
 		"fake/CACHEDIR.TAG":      "Signature: 0000\n",
@@ -19,6 +24,14 @@ func TestDepDirsOf(t *testing.T) {
 		"certs/server.key":       "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n",
 		"certs/cert.pem":         "-----BEGIN CERTIFICATE-----\nMIIE\n",
 		"certs/ca.key":           "not a key\n",
+		"myapp":                  "\x7fELF\x02\x01\x01\x00",
+		"build/main.o":           "\x7fELF\x02\x01\x01\x01",
+		"bin/tool.exe":           "MZ" + strings.Repeat("\x00", 0x3a) + "\x40\x00\x00\x00PE\x00\x00",
+		"docs/MZ.txt":            "MZ is how this starts" + strings.Repeat(" ", 60),
+		"out/App.class":          "\xca\xfe\xba\xbe\x00\x00\x00\x41",
+		"mac/app":                "\xcf\xfa\xed\xfe\x07\x00\x00\x01",
+		"node_modules/a/b.node":  "\x7fELF",
+		"run.sh":                 "#!/bin/sh\necho\n",
 	} {
 		full := filepath.Join(root, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -36,15 +49,21 @@ func TestDepDirsOf(t *testing.T) {
 		"pyvenv.cfg", "CACHEDIR.TAG", "web/.next/server/app.js", "web/.next/cache/x", "docs/next/page.md",
 		".env", ".env.local", ".env.example", "apps/api/.env.production", "apps/api/.env.Sample", ".envrc", ".environment",
 		"id_ed25519", "id_ed25519.pub", "certs/server.key", "certs/cert.pem", "certs/ca.key", "node_modules/a/.env",
+		"myapp", "build/main.o", "bin/tool.exe", "docs/MZ.txt", "out/App.class", "mac/app", "node_modules/a/b.node", "run.sh", "python",
 	})
 	want := []depDir{
 		{Path: ".env", Rule: "/.env", File: true},
 		{Path: ".env.local", Rule: "/.env.local", File: true},
 		{Path: ".envrc", Rule: "/.envrc", File: true},
 		{Path: "apps/api/.env.production", Rule: "/apps/api/.env.production", File: true},
+		{Path: "bin/tool.exe", Rule: "/bin/tool.exe", File: true},
+		{Path: "build/main.o", Rule: "/build/main.o", File: true},
 		{Path: "certs/server.key", Rule: "/certs/server.key", File: true},
 		{Path: "id_ed25519", Rule: "/id_ed25519", File: true},
+		{Path: "mac/app", Rule: "/mac/app", File: true},
+		{Path: "myapp", Rule: "/myapp", File: true},
 		{Path: "node_modules", Rule: "/node_modules/"},
+		{Path: "out/App.class", Rule: "/out/App.class", File: true},
 		{Path: "packages/web/node_modules", Rule: "/packages/web/node_modules/"},
 		{Path: "src/pkg/__pycache__", Rule: "__pycache__/"},
 		{Path: "target", Rule: "/target/"},
