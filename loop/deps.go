@@ -104,6 +104,11 @@ next:
 			found[dir] = depDir{Path: dir, What: "a Python virtual environment (pyvenv.cfg)", Rule: "/" + dir + "/"}
 		case dir != "" && base == "CACHEDIR.TAG" && tagged(filepath.Join(root, filepath.FromSlash(p))):
 			found[dir] = depDir{Path: dir, What: "a build or tool cache (CACHEDIR.TAG)", Rule: "/" + dir + "/"}
+		case coverageReport(dir, base):
+			found[dir] = depDir{Path: dir, What: "a test coverage report (" + base + ")", Rule: "/" + dir + "/"}
+		case base == ".coverage" || strings.HasPrefix(base, ".coverage."):
+			// coverage.py's data file (and a parallel run's parts).
+			found[p] = depDir{Path: p, What: "coverage.py's data file", Rule: "/" + p, File: true}
 		default:
 			files = append(files, p)
 		}
@@ -182,8 +187,29 @@ func builtBy(name string) string {
 		return "a build tool's cache (" + name + ")"
 	case ".tox", ".nox":
 		return "a Python test runner's environments (" + name + ")"
+	case ".nyc_output", "htmlcov":
+		return "a test coverage report (" + name + ")"
+	}
+	if strings.HasSuffix(name, ".egg-info") && len(name) > len(".egg-info") {
+		return "Python packaging metadata (pip install -e, setup.py: " + name + ")"
 	}
 	return ""
+}
+
+// coverageReport reports whether base, a file's name, marks the directory
+// it is in as a test coverage report when that directory is named
+// coverage (Jest's, Vitest's, nyc's; istanbul writes these files): made
+// anew at every test run, each version committed would stay in the
+// history. A coverage directory without them may be source.
+func coverageReport(dir, base string) bool {
+	if path.Base(dir) != "coverage" {
+		return false
+	}
+	switch base {
+	case "lcov.info", "coverage-final.json", "clover.xml", "coverage-summary.json":
+		return true
+	}
+	return false
 }
 
 // secretFile says what the file p (from the root; base is its name) is

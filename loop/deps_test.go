@@ -50,8 +50,12 @@ func TestDepDirsOf(t *testing.T) {
 		".env", ".env.local", ".env.example", "apps/api/.env.production", "apps/api/.env.Sample", ".envrc", ".environment",
 		"id_ed25519", "id_ed25519.pub", "certs/server.key", "certs/cert.pem", "certs/ca.key", "node_modules/a/.env",
 		"myapp", "build/main.o", "bin/tool.exe", "docs/MZ.txt", "out/App.class", "mac/app", "node_modules/a/b.node", "run.sh", "python",
+		"coverage/lcov.info", "coverage/lcov-report/index.html", "src/coverage/report.go", "web/.nyc_output/x.json", "htmlcov/index.html",
+		"src/app.egg-info/PKG-INFO", "x.egg-info.md", ".coverage", ".coverage.host.1234", ".coveragerc",
 	})
 	want := []depDir{
+		{Path: ".coverage", Rule: "/.coverage", File: true},
+		{Path: ".coverage.host.1234", Rule: "/.coverage.host.1234", File: true},
 		{Path: ".env", Rule: "/.env", File: true},
 		{Path: ".env.local", Rule: "/.env.local", File: true},
 		{Path: ".envrc", Rule: "/.envrc", File: true},
@@ -59,16 +63,20 @@ func TestDepDirsOf(t *testing.T) {
 		{Path: "bin/tool.exe", Rule: "/bin/tool.exe", File: true},
 		{Path: "build/main.o", Rule: "/build/main.o", File: true},
 		{Path: "certs/server.key", Rule: "/certs/server.key", File: true},
+		{Path: "coverage", Rule: "/coverage/"},
+		{Path: "htmlcov", Rule: "/htmlcov/"},
 		{Path: "id_ed25519", Rule: "/id_ed25519", File: true},
 		{Path: "mac/app", Rule: "/mac/app", File: true},
 		{Path: "myapp", Rule: "/myapp", File: true},
 		{Path: "node_modules", Rule: "/node_modules/"},
 		{Path: "out/App.class", Rule: "/out/App.class", File: true},
 		{Path: "packages/web/node_modules", Rule: "/packages/web/node_modules/"},
+		{Path: "src/app.egg-info", Rule: "/src/app.egg-info/"},
 		{Path: "src/pkg/__pycache__", Rule: "__pycache__/"},
 		{Path: "target", Rule: "/target/"},
 		{Path: "tools/.venv", Rule: "/tools/.venv/"},
 		{Path: "web/.next", Rule: "/web/.next/"},
+		{Path: "web/.nyc_output", Rule: "/web/.nyc_output/"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v", got)
