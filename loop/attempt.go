@@ -664,6 +664,13 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	for _, d := range e.commit.deps {
 		e.sayLeftOut(story, d, d.say())
 	}
+	if t := e.commit.deletedTests; len(t) > 0 && err == nil {
+		// Not a failure - a story may remove a feature and its tests -
+		// but the commonest way an agent makes a test run pass without
+		// doing the work, and the person should look.
+		e.disp.printf("  the attempt deleted %d test file(s): %s - a story done by taking its tests away is not done; look at what it changed (git diff --stat %.*s HEAD)", len(t), summarize(t, 5), shortID, e.attemptHead)
+		e.event("tests_deleted", map[string]any{"story": story.ID, "paths": t, "commit": sha})
+	}
 	if e.commit.depsErr != nil {
 		e.disp.printf("  .git/info/exclude could not get the rules for them (%v): each later commit leaves them out again", e.commit.depsErr)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -79,6 +80,11 @@ type committer struct {
 	// stagedLarge: the ones the agent staged or committed itself, which
 	// the commit took out of the index (unstageLarge).
 	stagedLarge []largeFile
+	// deletedTests: the test files the last commitAll's changes delete
+	// (the agent removed them, or staged or committed their removal),
+	// for the caller to say: a story done by taking its tests away is
+	// not done. Read from what git add and stagedSince print anyway.
+	deletedTests []string
 	// pulled: the directories of packages and the large files that
 	// came with commits the attempt pulled from a remote: others', they
 	// stay in the tree (cleanAgentCommits).
@@ -169,7 +175,7 @@ func (c *committer) changes(ctx context.Context) (*treeState, error) {
 func (c *committer) commitAll(ctx context.Context, message string) (string, error) {
 	// What the adds below find is said of this commit as a whole: a
 	// formatter hook's second add must not forget the first's.
-	c.hookFixed, c.staged, c.repos, c.stagedLarge = nil, 0, nil, nil
+	c.hookFixed, c.staged, c.repos, c.stagedLarge, c.deletedTests = nil, 0, nil, nil, nil
 	if len(c.keep) == 0 {
 		// Nothing to leave out: git add -A and commit say themselves
 		// whether anything changed (commit's "nothing to commit" is
@@ -409,13 +415,17 @@ func (c *committer) stagedSince(ctx context.Context) (links, added []string, err
 	if base == "" {
 		base = "HEAD"
 	}
-	out, err := c.git(ctx, nil, "diff", "--cached", "--raw", "-z", "--no-renames", "--diff-filter=AT", base)
+	out, err := c.git(ctx, nil, "diff", "--cached", "--raw", "-z", "--no-renames", "--diff-filter=ATD", base)
 	if err != nil {
 		return nil, nil, err
 	}
 	fields := strings.Split(out, "\x00")
 	for i := 0; i+1 < len(fields); i += 2 {
 		meta := strings.Fields(fields[i])
+		if len(meta) >= 5 && meta[4] == "D" {
+			c.deletedTest(fields[i+1])
+			continue
+		}
 		if len(meta) < 2 || meta[1] != "160000" {
 			added = append(added, fields[i+1])
 			continue
@@ -432,6 +442,42 @@ func (c *committer) stagedSince(ctx context.Context) (links, added []string, err
 		}
 	}
 	return links, added, nil
+}
+
+// deletedTest records p, a path whose deletion the commit takes in, when
+// it is a test file (isTestFile), once.
+func (c *committer) deletedTest(p string) {
+	if isTestFile(p) && !slices.Contains(c.deletedTests, p) {
+		c.deletedTests = append(c.deletedTests, p)
+	}
+}
+
+// isTestFile reports whether p, from the root, is a test by its name or
+// its directory: Go's _test.go, Python's test_*.py and *_test.py, the
+// JavaScript and TypeScript .test. and .spec. files, Ruby's _spec.rb,
+// Java's and Kotlin's *Test and *Tests classes, and whatever is in a
+// test, tests, spec, specs or __tests__ directory.
+func isTestFile(p string) bool {
+	dir, base := path.Split(p)
+	for _, part := range strings.Split(strings.TrimSuffix(dir, "/"), "/") {
+		switch part {
+		case "test", "tests", "spec", "specs", "__tests__":
+			return true
+		}
+	}
+	name, ext, _ := strings.Cut(base, ".")
+	ext = "." + ext
+	switch {
+	case strings.HasSuffix(base, "_test.go"), strings.HasSuffix(base, "_test.py"), strings.HasSuffix(base, "_spec.rb"):
+		return true
+	case strings.HasPrefix(base, "test_") && strings.HasSuffix(base, ".py"):
+		return true
+	case strings.Contains(ext, ".test.") || strings.Contains(ext, ".spec."):
+		return true
+	case (ext == ".java" || ext == ".kt") && (strings.HasSuffix(name, "Test") || strings.HasSuffix(name, "Tests")):
+		return true
+	}
+	return false
 }
 
 // unstageDeps takes out of the index the directories of installed packages
@@ -587,6 +633,7 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 	for _, line := range lines {
 		if p, ok := strings.CutPrefix(line, "remove '"); ok && strings.TrimSuffix(p, "'") != c.plan {
 			c.staged++
+			c.deletedTest(strings.TrimSuffix(p, "'"))
 		}
 		path, ok := strings.CutPrefix(line, "add '")
 		path, found := strings.CutSuffix(path, "'")

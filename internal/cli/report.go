@@ -29,9 +29,10 @@ func (c *ReportCmd) Help() string {
 by story: attempts with their worker, times and outcome; time, tokens and cost
 with retries included; the backups of rolled-back attempts to look at
 (refs/wiggum/backup/...) and the branches kept because they could not merge;
-what wiggum did about what the agents left in git (packages, secrets and large
-files left out, their own commits made again without them, repositories of
-their own, branches they left). A run that resumed a killed one includes what the killed run did. It reads
+what the agents left in git and what wiggum did about it (packages, secrets
+and large files left out, their own commits made again without them,
+repositories of their own, branches they left, test files a story's changes
+delete). A run that resumed a killed one includes what the killed run did. It reads
 only .ralph/wiggum/events.jsonl: it takes no lock and changes nothing.
 
 --html draws the run as a timeline (a bar per attempt on its worker's lane,

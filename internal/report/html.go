@@ -191,7 +191,7 @@ footer { color: var(--muted); font-size: 12px; }
 <ul>{{range .WaitRows}}<li>{{index . 0}} · {{index . 1}} · {{index . 2}}</li>{{end}}</ul>
 </section>{{end}}
 {{if .R.GitNotes}}<section>
-<h2>What wiggum did about what the agents left in git</h2>
+<h2>What the agents left in git, and what wiggum did about it</h2>
 <ul>{{range .R.GitNotes}}{{if .Time.IsZero}}<li>{{.Text}}</li>{{else}}<li>{{clock .Time}} {{.Story}} {{.Text}}</li>{{end}}{{end}}</ul>
 </section>{{end}}
 {{if .R.Denials}}<section>

@@ -52,10 +52,11 @@ type Report struct {
 	Totals      Totals   `json:"totals"`
 	Waits       []Wait   `json:"limit_waits"`
 	Denials     []Denial `json:"guard_denials"`
-	// GitNotes: what wiggum did about what the agents left in git - a
-	// package directory or a .env left out, their own commits made
-	// again, a repository of their own, a branch they left - one line
-	// each, as wiggum watch shows them.
+	// GitNotes: what the agents left in git and what wiggum did about
+	// it - a package directory or a .env left out, their own commits
+	// made again, a repository of their own, a branch they left, test
+	// files a story's commit deletes - one line each, as wiggum watch
+	// shows them.
 	GitNotes []Note `json:"git_notes"`
 	Skipped  int    `json:"log_lines_skipped,omitempty"` // lines of the log that could not be read
 	TestFail int    `json:"test_failures_seen"`          // failing test runs the hooks saw mid-attempt
@@ -215,7 +216,7 @@ func (b *builder) add(ev events.Event) error {
 	if b.r == nil {
 		return nil // events before any run (hooks outside a run)
 	}
-	if kind, text := watch.Describe(ev); kind == "git" {
+	if kind, text := watch.Describe(ev); kind == "git" || kind == "tests" {
 		b.notes++
 		if len(b.r.GitNotes) < maxNotes {
 			b.r.GitNotes = append(b.r.GitNotes, Note{Time: ev.Time, Story: ev.Story, Text: text})

@@ -246,7 +246,7 @@ func TestHTMLWellFormedAndSelfContained(t *testing.T) {
 	if err := WriteHTML(&b, r, generated); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(b.Bytes(), []byte("<h2>What wiggum did about what the agents left in git</h2>")) || !bytes.Contains(b.Bytes(), []byte("US-1 .env is an environment file")) {
+	if !bytes.Contains(b.Bytes(), []byte("<h2>What the agents left in git, and what wiggum did about it</h2>")) || !bytes.Contains(b.Bytes(), []byte("US-1 .env is an environment file")) {
 		t.Error("the page does not say what wiggum did about what the agents left in git")
 	}
 	dec := xml.NewDecoder(bytes.NewReader(b.Bytes()))

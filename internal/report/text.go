@@ -105,7 +105,7 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 	}
 	if len(r.GitNotes) > 0 {
-		ew.printf("\nwhat wiggum did about what the agents left in git:\n")
+		ew.printf("\nwhat the agents left in git, and what wiggum did about it:\n")
 		for _, n := range r.GitNotes {
 			if n.Time.IsZero() {
 				ew.printf("  (%s)\n", clean(n.Text))

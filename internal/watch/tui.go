@@ -171,9 +171,10 @@ var (
 		"merged":   lipgloss.NewStyle().Foreground(lipgloss.Color("2")),
 		"done":     lipgloss.NewStyle().Foreground(lipgloss.Color("2")),
 		"git":      lipgloss.NewStyle().Foreground(lipgloss.Color("6")),
+		"tests":    lipgloss.NewStyle().Foreground(lipgloss.Color("1")),
 	}
 	kindMarks = map[string]string{"rollback": "↺", "failed": "✘", "denied": "⛔", "conflict": "⚠", "refused": "⚠",
-		"limit": "⏸", "merged": "⇢", "done": "✔", "skipped": "⤼", "stopped": "■", "end": "■", "git": "⎇"}
+		"limit": "⏸", "merged": "⇢", "done": "✔", "skipped": "⤼", "stopped": "■", "end": "■", "git": "⎇", "tests": "⚠"}
 )
 
 // View draws the screen.

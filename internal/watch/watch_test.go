@@ -443,6 +443,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		ev(t, 20, "dir_left_out", map[string]any{"story": "US-14", "paths": []string{"node_modules"}, "what": "installed packages (npm, yarn, pnpm)", "rule": "/node_modules/"}),
 		ev(t, 21, "dir_left_out", map[string]any{"story": "US-14", "paths": []string{".env"}, "what": "an environment file, where secrets live (.env)", "rule": "/.env", "file": true}),
 		ev(t, 22, "history_cleaned", map[string]any{"story": "US-16", "paths": []string{"node_modules/", "app.bin"}, "commits": 2, "dropped": 1, "backup": "refs/wiggum/backup/h"}),
+		ev(t, 24, "tests_deleted", map[string]any{"story": "US-17", "paths": []string{"calc_test.go"}, "commit": "0123456789abcdef"}),
 		ev(t, 23, "history_kept", map[string]any{"story": "US-16", "paths": []string{".venv/"}, "reason": "refs/tags/v1 holds them too"}),
 	} {
 		s.Apply(e)
@@ -471,6 +472,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		"git US-14 node_modules/ is installed packages (npm, yarn, pnpm): left out of every commit (/node_modules/ in .git/info/exclude)",
 		"git US-14 .env is an environment file, where secrets live (.env): left out of every commit (/.env in .git/info/exclude)",
 		"git US-16 the agent's commits put node_modules/, app.bin in the history: made its 2 commit(s) again without them, 1 left empty and dropped; as it made them, saved in refs/wiggum/backup/h",
+		"tests US-17 its commit 0123456789ab deletes 1 test file(s): calc_test.go - look at it",
 		"git US-16 the commits made during the attempt put .venv/ in the history, and stay as they are: refs/tags/v1 holds them too",
 	}
 	if len(s.Notices) != len(want) {
