@@ -602,6 +602,11 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 			return outcome{source: "gate", command: r.opts.TestCmd, output: gate.Output, detail: detail, res: res}
 		}
 	}
+	if r.opts.KeepTests {
+		if o, failed := e.keptTests(ctx, res); failed {
+			return o
+		}
+	}
 	// From here on the iteration completes even if a signal arrives: a
 	// half-made commit helps nobody.
 	cctx := context.WithoutCancel(ctx)
@@ -695,6 +700,32 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	// and so is a worktree the agent made.
 	empty = empty && e.commit.staged == 0 && len(e.commit.repos)+len(large)+len(e.commit.nested)+len(e.made) == 0
 	return outcome{ok: true, commit: sha, res: res, empty: empty}
+}
+
+// keptTests fails the attempt (--keep-tests) when its changes - in the
+// tree, staged, or in the agent's own commits - delete a test file: one
+// git diff against the attempt's start, whose renames are no deletion.
+func (e *executor) keptTests(ctx context.Context, res *agent.Result) (outcome, bool) {
+	if e.attemptHead == "" {
+		return outcome{}, false
+	}
+	out, err := e.st.Repo.Run(ctx, "diff", "--name-only", "-z", "-M", "--diff-filter=D", e.attemptHead)
+	if err != nil {
+		return outcome{source: "tests", detail: "--keep-tests could not read what it deleted: " + err.Error(), output: err.Error(), res: res}, true
+	}
+	var gone []string
+	for _, p := range strings.Split(strings.TrimSuffix(out, "\x00"), "\x00") {
+		if p != "" && isTestFile(p) {
+			gone = append(gone, p)
+		}
+	}
+	if len(gone) == 0 {
+		return outcome{}, false
+	}
+	e.event("tests_deleted", map[string]any{"paths": gone, "refused": true})
+	detail := fmt.Sprintf("it deleted %d test file(s) (%s), which --keep-tests keeps", len(gone), summarize(gone, 5))
+	return outcome{source: "tests", command: "git diff --diff-filter=D", detail: detail, res: res,
+		output: fmt.Sprintf("The previous attempt deleted these test files: %s. They stay: bring them back (git checkout %.*s -- FILE) and make them pass by doing the story's work; change a test only where the story asks for it.", strings.Join(gone, ", "), shortID, e.attemptHead)}, true
 }
 
 // gateEnv is env for --test-cmd: with CI=true unless the person set CI

@@ -420,11 +420,16 @@ func (c *committer) stagedSince(ctx context.Context) (links, added []string, err
 		return nil, nil, err
 	}
 	fields := strings.Split(out, "\x00")
+	var gone [][2]string // path, blob
+	blobs := map[string]bool{}
 	for i := 0; i+1 < len(fields); i += 2 {
 		meta := strings.Fields(fields[i])
 		if len(meta) >= 5 && meta[4] == "D" {
-			c.deletedTest(fields[i+1])
+			gone = append(gone, [2]string{fields[i+1], meta[2]})
 			continue
+		}
+		if len(meta) >= 4 {
+			blobs[meta[3]] = true
 		}
 		if len(meta) < 2 || meta[1] != "160000" {
 			added = append(added, fields[i+1])
@@ -439,6 +444,11 @@ func (c *committer) stagedSince(ctx context.Context) (links, added []string, err
 				c.committedLinks = map[string]bool{}
 			}
 			c.committedLinks[p] = true
+		}
+	}
+	for _, g := range gone {
+		if !blobs[g[1]] { // the same content added elsewhere: moved
+			c.deletedTest(g[0])
 		}
 	}
 	return links, added, nil
@@ -630,10 +640,11 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 		c.deps = append(c.deps, deps...)
 		c.depsErr = excludeDeps(c.repo.CommonDir, deps)
 	}
+	var removed []string
 	for _, line := range lines {
 		if p, ok := strings.CutPrefix(line, "remove '"); ok && strings.TrimSuffix(p, "'") != c.plan {
 			c.staged++
-			c.deletedTest(strings.TrimSuffix(p, "'"))
+			removed = append(removed, strings.TrimSuffix(p, "'"))
 		}
 		path, ok := strings.CutPrefix(line, "add '")
 		path, found := strings.CutSuffix(path, "'")
@@ -675,6 +686,14 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 		}
 		if staged {
 			c.staged++
+		}
+	}
+	for _, p := range removed {
+		// A test moved by hand (mv, then git add -A) is removed and
+		// added under the same name elsewhere: no deletion.
+		moved := slices.ContainsFunc(added, func(a string) bool { return path.Base(a) == path.Base(p) })
+		if !moved {
+			c.deletedTest(p)
 		}
 	}
 	if len(unlink) > 0 {

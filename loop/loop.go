@@ -64,6 +64,10 @@ type Options struct {
 	// merge the kept branch in; otherwise the branch is kept and the
 	// story left open for the person.
 	RetryConflicts bool
+	// KeepTests: an attempt whose changes delete a test file (isTestFile)
+	// fails, its agent told to keep them; without it the run only says
+	// so.
+	KeepTests bool
 	// Branch is the branch the run commits to: it switches there first,
 	// making it from HEAD when no branch of that name exists (see
 	// switchBranch). "" keeps the branch checked out. BranchFrom says

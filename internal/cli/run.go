@@ -57,6 +57,7 @@ type RunCmd struct {
 	Grace          time.Duration `default:"10s" help:"Time between SIGTERM and SIGKILL when stopping an agent."`
 	WaitOnLimit    bool          `name:"wait-on-limit" help:"When the agent hits its usage limit, wait for the reset (with a countdown) instead of stopping; when the model service is down, back off and try again."`
 	AllowDirty     bool          `name:"allow-dirty" help:"Start on a dirty tree; pre-existing changes are left out of every commit."`
+	KeepTests      bool          `name:"keep-tests" help:"An attempt whose changes delete a test file (_test.go, test_*.py, *.test.ts, *.spec.js, FooTest.java, anything in a tests/ or __tests__/ directory) fails: rolled back, saved, and retried with its agent told to keep them. Without it the run says so and goes on (a story may remove a feature and its tests)."`
 	RetryConflicts bool          `name:"retry-conflicts" help:"With --workers: a story whose finished branch conflicts with what landed meanwhile gets another attempt (if --retries leaves it one) from the branch as it is then, its agent told to merge its kept branch in and resolve the conflict. Without it the branch is kept and the story left open for you."`
 	HookPolicy     string        `name:"hook-policy" enum:"rollback,record" default:"rollback" help:"What wiggum's agent hooks do when they see a test run fail mid-iteration: rollback (to the iteration's checkpoint, saving the attempt first; refused when unsafe) or record (only log it and tell the agent)."`
 	DryRun         bool          `name:"dry-run" help:"Show the stories and the prompts the run would use; change nothing."`
@@ -450,7 +451,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		Plan: p, Agent: prof, Prompt: tmpl, TestCmd: c.TestCmd, CommitMessage: c.CommitMessage,
 		Retries: c.Retries, MaxIter: c.MaxIter, NoProgress: c.NoProgress,
 		Timeout: c.Timeout, IdleTimeout: c.IdleTimeout, Grace: c.Grace,
-		AllowDirty: c.AllowDirty, WaitOnLimit: c.WaitOnLimit, Policy: policy, RetryConflicts: c.RetryConflicts,
+		AllowDirty: c.AllowDirty, WaitOnLimit: c.WaitOnLimit, Policy: policy, RetryConflicts: c.RetryConflicts, KeepTests: c.KeepTests,
 		MaxCost: c.MaxCost, MaxStoryCost: c.MaxStoryCost, Fresh: c.Fresh,
 		Out: g.stdout, Live: isTerminal(g.stdout), Width: termWidth(g.stdout), Quiet: c.Quiet, Command: notify.RedactArgs(os.Args),
 		Workers: c.Workers, VerifyHooks: verifyHooks,

@@ -154,6 +154,8 @@ type Event struct {
 	Rule string `json:"rule,omitempty"`
 	// dir_left_out: a file (of secrets), not a directory
 	File bool `json:"file,omitempty"`
+	// tests_deleted: the attempt failed for it (--keep-tests)
+	Refused bool `json:"refused,omitempty"`
 	// merge_failed: the story gets another attempt (--retry-conflicts)
 	Retry bool `json:"retry,omitempty"`
 	// run_start: stories already done; agent-stop, story-incomplete: 1

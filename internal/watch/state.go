@@ -231,6 +231,9 @@ func Describe(e Event) (kind, text string) {
 		}
 		return "git", fmt.Sprintf("the agent rewrote %d commit(s) of %s made before its attempt onto others' commits; the attempt fails", e.Commits, e.Branch)
 	case "tests_deleted":
+		if e.Refused {
+			return "tests", fmt.Sprintf("the attempt deleted %d test file(s): %s - failed (--keep-tests)", len(e.Paths), strings.Join(e.Paths, ", "))
+		}
 		return "tests", fmt.Sprintf("its commit %s deletes %d test file(s): %s - look at it", short(e.Commit), len(e.Paths), strings.Join(e.Paths, ", "))
 	case "history_cleaned":
 		how := fmt.Sprintf("made its %d commit(s) again without them", e.Commits)
