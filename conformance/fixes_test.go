@@ -1566,3 +1566,27 @@ func TestCodexNetworkIsOffUntilTheRunTurnsItOn(t *testing.T) {
 		}
 	})
 }
+
+// --keep-tests with the real clients: the model's first attempt deletes
+// the failing test instead of fixing the code; the attempt fails, its
+// deletion is rolled back, and the next attempt's request to the model
+// carries which test to keep.
+func TestKeepTestsReachesTheModel(t *testing.T) {
+	forClients(t, []string{"claude", "codex", "gemini"}, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "rm app.test.js"}, fakemodel.Turn{Text: "done"}, fakemodel.Turn{Text: "done"})
+		out := w.run(0, "--keep-tests", "--retries", "1")
+		if !strings.Contains(out, "it deleted 1 test file(s) (app.test.js), which --keep-tests keeps; rolled back") {
+			t.Fatalf("the attempt that deleted the test did not fail for it:\n%s", out)
+		}
+		told := false
+		for _, r := range w.srv.Requests() {
+			told = told || hasText(r.Body, "The previous attempt deleted these test files: app.test.js. They stay")
+		}
+		if !told {
+			t.Fatalf("no request to the model says which test to keep:\n%s", w.requestLog())
+		}
+		if files := w.git("ls-files"); !strings.Contains(files, "app.test.js\n") {
+			t.Fatalf("the test is gone from the tree:\n%s", files)
+		}
+	})
+}
