@@ -1,9 +1,11 @@
 package loop
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -97,5 +99,31 @@ func TestDepDirsOf(t *testing.T) {
 	}
 	if d := under(got, ".env/x"); d != nil {
 		t.Errorf("under: %+v", d)
+	}
+}
+
+// Workers commit at once, and each may exclude directories of its own:
+// every rule reaches .git/info/exclude, none lost to another's write.
+func TestExcludeDepsConcurrent(t *testing.T) {
+	common := t.TempDir()
+	const n = 24
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			d := depDir{Path: fmt.Sprintf("w%d/node_modules", i), Rule: fmt.Sprintf("/w%d/node_modules/", i)}
+			if err := excludeDeps(common, []depDir{d}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	data, err := os.ReadFile(filepath.Join(common, "info", "exclude"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if rule := fmt.Sprintf("/w%d/node_modules/\n", i); !strings.Contains(string(data), rule) {
+			t.Errorf("%q lost:\n%s", rule, data)
+		}
 	}
 }

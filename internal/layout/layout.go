@@ -145,8 +145,9 @@ func Exclude(infoDir, header string, rules []string) error {
 	if err := os.MkdirAll(infoDir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", infoDir, err)
 	}
-	// Two wiggums may add the same lines at once; both write the same
-	// content through a rename, so the race is harmless.
+	// Written through a rename: a reader sees the old file or the new.
+	// Two writers at once would lose one's lines: callers that can run
+	// at once (parallel workers) hold a lock around it.
 	if err := renameio.WriteFile(path, []byte(out), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
