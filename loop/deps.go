@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gofrs/flock"
-
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
@@ -314,25 +312,14 @@ func (e *executor) keepDeps(ctx context.Context) []depDir {
 }
 
 // excludeDeps adds the rules of dirs to the repository's
-// .git/info/exclude (shared by its worktrees), unless there already.
-// Workers commit at once: the file is read and written under a lock of
-// its own (info/.wiggum-exclude.lock), or one worker's rules were lost
-// to another's write.
+// .git/info/exclude (shared by its worktrees), unless there already:
+// under its lock, as workers commit at once (layout.Exclude).
 func excludeDeps(commonDir string, dirs []depDir) error {
 	rules := make([]string, len(dirs))
 	for i, d := range dirs {
 		rules[i] = d.Rule
 	}
-	info := filepath.Join(commonDir, "info")
-	if err := os.MkdirAll(info, 0o755); err != nil {
-		return err
-	}
-	lock := flock.New(filepath.Join(info, ".wiggum-exclude.lock"))
-	if err := lock.Lock(); err != nil {
-		return fmt.Errorf("lock %s: %w", lock.Path(), err)
-	}
-	defer lock.Unlock()
-	return layout.Exclude(info, "wiggum: packages, caches and secrets an agent made, never committed", rules)
+	return layout.Exclude(filepath.Join(commonDir, "info"), "wiggum: packages, caches and secrets an agent made, never committed", rules)
 }
 
 // say is what the run prints of d.

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gofrs/flock"
 	"github.com/google/renameio/v2"
 )
 
@@ -116,40 +117,55 @@ func EnsureExcluded(infoDir string) error {
 }
 
 // Exclude adds to infoDir/exclude, under the comment header, the lines of
-// rules it does not have yet.
+// rules it does not have yet. When some are missing it reads and writes
+// the file again under a lock of its own (infoDir/.wiggum-exclude.lock):
+// parallel workers, hooks and runs add rules at once, and one's write
+// lost another's lines. Reading costs no lock when every rule is there.
 func Exclude(infoDir, header string, rules []string) error {
 	path := filepath.Join(infoDir, "exclude")
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("read %s: %w", path, err)
+	_, missing, err := missingRules(path, rules)
+	if err != nil || len(missing) == 0 {
+		return err
 	}
-	have := map[string]bool{}
-	for _, l := range strings.Split(string(data), "\n") {
-		have[strings.TrimSpace(l)] = true
+	if err := os.MkdirAll(infoDir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", infoDir, err)
 	}
-	var missing []string
-	for _, l := range rules {
-		if !have[l] {
-			have[l] = true
-			missing = append(missing, l)
-		}
+	lock := flock.New(filepath.Join(infoDir, ".wiggum-exclude.lock"))
+	if err := lock.Lock(); err != nil {
+		return fmt.Errorf("lock %s: %w", lock.Path(), err)
 	}
-	if len(missing) == 0 {
-		return nil
+	defer lock.Unlock()
+	data, missing, err := missingRules(path, rules)
+	if err != nil || len(missing) == 0 {
+		return err
 	}
 	out := string(data)
 	if out != "" && !strings.HasSuffix(out, "\n") {
 		out += "\n"
 	}
 	out += "# " + header + "\n" + strings.Join(missing, "\n") + "\n"
-	if err := os.MkdirAll(infoDir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", infoDir, err)
-	}
-	// Written through a rename: a reader sees the old file or the new.
-	// Two writers at once would lose one's lines: callers that can run
-	// at once (parallel workers) hold a lock around it.
 	if err := renameio.WriteFile(path, []byte(out), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// missingRules reads the exclude file at path ("" when there is none) and
+// lists the rules it lacks.
+func missingRules(path string, rules []string) (data []byte, missing []string, err error) {
+	data, err = os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	have := map[string]bool{}
+	for _, l := range strings.Split(string(data), "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	for _, l := range rules {
+		if !have[l] {
+			have[l] = true
+			missing = append(missing, l)
+		}
+	}
+	return data, missing, nil
 }
