@@ -7,12 +7,14 @@
 package layout
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gofrs/flock"
 	"github.com/google/renameio/v2"
@@ -116,6 +118,9 @@ func EnsureExcluded(infoDir string) error {
 	return Exclude(infoDir, "wiggum runtime state", excludeLines)
 }
 
+// excludeLockWait bounds the wait for another writer of the exclude file.
+var excludeLockWait = 5 * time.Second
+
 // Exclude adds to infoDir/exclude, under the comment header, the lines of
 // rules it does not have yet. When some are missing it reads and writes
 // the file again under a lock of its own (infoDir/.wiggum-exclude.lock):
@@ -130,11 +135,17 @@ func Exclude(infoDir, header string, rules []string) error {
 	if err := os.MkdirAll(infoDir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", infoDir, err)
 	}
+	// Held for a read and a write; a holder that stopped (SIGSTOP, a
+	// frozen machine) is waited for a few seconds, then written without:
+	// a lost line is written again by the next commit that needs it, a
+	// hang would stop a hook or a run.
 	lock := flock.New(filepath.Join(infoDir, ".wiggum-exclude.lock"))
-	if err := lock.Lock(); err != nil {
-		return fmt.Errorf("lock %s: %w", lock.Path(), err)
+	ctx, cancel := context.WithTimeout(context.Background(), excludeLockWait)
+	locked, _ := lock.TryLockContext(ctx, 5*time.Millisecond)
+	cancel()
+	if locked {
+		defer lock.Unlock()
 	}
-	defer lock.Unlock()
 	data, missing, err := missingRules(path, rules)
 	if err != nil || len(missing) == 0 {
 		return err
