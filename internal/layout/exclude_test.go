@@ -50,7 +50,7 @@ func TestExcludeConcurrentWriters(t *testing.T) {
 // hang the writer: it waits a while, then writes.
 func TestExcludeDoesNotWaitForEver(t *testing.T) {
 	info := t.TempDir()
-	held := flock.New(filepath.Join(info, ".wiggum-exclude.lock"))
+	held := flock.New(filepath.Join(info, "wiggum-exclude.lock"))
 	if err := held.Lock(); err != nil {
 		t.Fatal(err)
 	}

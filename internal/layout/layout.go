@@ -123,7 +123,7 @@ var excludeLockWait = 5 * time.Second
 
 // Exclude adds to infoDir/exclude, under the comment header, the lines of
 // rules it does not have yet. When some are missing it reads and writes
-// the file again under a lock of its own (infoDir/.wiggum-exclude.lock):
+// the file again under a lock of its own (infoDir/wiggum-exclude.lock):
 // parallel workers, hooks and runs add rules at once, and one's write
 // lost another's lines. Reading costs no lock when every rule is there.
 func Exclude(infoDir, header string, rules []string) error {
@@ -139,7 +139,7 @@ func Exclude(infoDir, header string, rules []string) error {
 	// frozen machine) is waited for a few seconds, then written without:
 	// a lost line is written again by the next commit that needs it, a
 	// hang would stop a hook or a run.
-	lock := flock.New(filepath.Join(infoDir, ".wiggum-exclude.lock"))
+	lock := flock.New(filepath.Join(infoDir, "wiggum-exclude.lock"))
 	ctx, cancel := context.WithTimeout(context.Background(), excludeLockWait)
 	locked, _ := lock.TryLockContext(ctx, 5*time.Millisecond)
 	cancel()
