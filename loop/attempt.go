@@ -669,6 +669,10 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	for _, d := range e.commit.deps {
 		e.sayLeftOut(story, d, d.say())
 	}
+	if h := e.commit.hiddenBy(cctx, e.attemptHead, e.attemptStarted); len(h) > 0 && err == nil {
+		e.disp.printf("  the attempt's .gitignore change hides %d path(s) it made from git, so they are not in the story's commit: %s - if they are the story's work, narrow the rule (git check-ignore -v %s says which)", len(h), summarize(h, 5), h[0])
+		e.event("work_ignored", map[string]any{"story": story.ID, "paths": h, "commit": sha})
+	}
 	if t := e.commit.deletedTests; len(t) > 0 && err == nil {
 		// Not a failure - a story may remove a feature and its tests -
 		// but the commonest way an agent makes a test run pass without

@@ -80,6 +80,9 @@ type committer struct {
 	// stagedLarge: the ones the agent staged or committed itself, which
 	// the commit took out of the index (unstageLarge).
 	stagedLarge []largeFile
+	// ignoreChanged: the last commitAll took in a change to a
+	// .gitignore (hiddenBy says what it hides).
+	ignoreChanged bool
 	// deletedTests: the test files the last commitAll's changes delete
 	// (the agent removed them, or staged or committed their removal),
 	// for the caller to say: a story done by taking its tests away is
@@ -175,7 +178,7 @@ func (c *committer) changes(ctx context.Context) (*treeState, error) {
 func (c *committer) commitAll(ctx context.Context, message string) (string, error) {
 	// What the adds below find is said of this commit as a whole: a
 	// formatter hook's second add must not forget the first's.
-	c.hookFixed, c.staged, c.repos, c.stagedLarge, c.deletedTests = nil, 0, nil, nil, nil
+	c.hookFixed, c.staged, c.repos, c.stagedLarge, c.deletedTests, c.ignoreChanged = nil, 0, nil, nil, nil, false
 	if len(c.keep) == 0 {
 		// Nothing to leave out: git add -A and commit say themselves
 		// whether anything changed (commit's "nothing to commit" is
@@ -415,7 +418,7 @@ func (c *committer) stagedSince(ctx context.Context) (links, added []string, err
 	if base == "" {
 		base = "HEAD"
 	}
-	out, err := c.git(ctx, nil, "diff", "--cached", "--raw", "-z", "--no-renames", "--diff-filter=ATD", base)
+	out, err := c.git(ctx, nil, "diff", "--cached", "--raw", "-z", "--no-renames", "--diff-filter=ATDM", base)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -426,6 +429,10 @@ func (c *committer) stagedSince(ctx context.Context) (links, added []string, err
 		meta := strings.Fields(fields[i])
 		if len(meta) >= 5 && meta[4] == "D" {
 			gone = append(gone, [2]string{fields[i+1], meta[2]})
+			continue
+		}
+		if len(meta) >= 5 && meta[4] == "M" {
+			c.ignoreChanged = c.ignoreChanged || path.Base(fields[i+1]) == ".gitignore"
 			continue
 		}
 		if len(meta) >= 4 {
@@ -451,7 +458,75 @@ func (c *committer) stagedSince(ctx context.Context) (links, added []string, err
 			c.deletedTest(g[0])
 		}
 	}
+	for _, p := range added {
+		c.ignoreChanged = c.ignoreChanged || path.Base(p) == ".gitignore"
+	}
 	return links, added, nil
+}
+
+// hiddenBy lists what a .gitignore change of the attempt's hides from git
+// that the attempt made (modified since started) and that is not a
+// package, cache, secret or build output (depDirsOf): the agent's own
+// work, which an ignore rule too wide (*.js for one file) kept out of
+// the story's commit, the story ticked all the same. Only paths whose
+// rule (git check-ignore -v) is a line of a .gitignore that the
+// attempt's start (base) did not have: what older rules hide is the
+// person's choice. A few git processes, only when the commit took in a
+// .gitignore change. Directories git names whole (ls-files --directory)
+// are one path each.
+func (c *committer) hiddenBy(ctx context.Context, base string, started time.Time) []string {
+	if !c.ignoreChanged || started.IsZero() || base == "" {
+		return nil
+	}
+	out, err := c.repo.Run(ctx, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory")
+	if err != nil || out == "" {
+		return nil
+	}
+	var made []string
+	for _, p := range strings.Split(strings.TrimSuffix(out, "\x00"), "\x00") {
+		q := strings.TrimSuffix(p, "/")
+		if q == "" || git.IsState(q) || git.IsState(p) {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(c.repo.Root, filepath.FromSlash(q))); err != nil || fi.ModTime().Before(started) {
+			continue
+		}
+		probe := q
+		if strings.HasSuffix(p, "/") {
+			probe = q + "/x" // a directory: judged by its name
+		}
+		if len(depDirsOf(c.repo.Root, []string{probe})) > 0 {
+			continue
+		}
+		made = append(made, p)
+	}
+	if len(made) == 0 {
+		return nil
+	}
+	// Which rule hides each: source, line, pattern, path per record.
+	why, err := c.repo.RunEnv(ctx, nil, []byte(strings.Join(made, "\x00")+"\x00"), "check-ignore", "-v", "-z", "--stdin")
+	if err != nil && why == "" {
+		return nil
+	}
+	f := strings.Split(why, "\x00")
+	old := map[string][]string{} // a .gitignore's lines at base
+	var hidden []string
+	for i := 0; i+3 < len(f); i += 4 {
+		source, pattern, p := f[i], f[i+2], f[i+3]
+		if path.Base(source) != ".gitignore" || filepath.IsAbs(source) {
+			continue // info/exclude, a global file: not the attempt's
+		}
+		lines, ok := old[source]
+		if !ok {
+			data, _ := c.repo.Run(ctx, "show", base+":"+source)
+			lines = strings.Split(data, "\n")
+			old[source] = lines
+		}
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.TrimSpace(l) == pattern }) {
+			hidden = append(hidden, p)
+		}
+	}
+	return hidden
 }
 
 // deletedTest records p, a path whose deletion the commit takes in, when
@@ -628,6 +703,9 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 		if p, ok := strings.CutPrefix(line, "add '"); ok {
 			added = append(added, strings.TrimSuffix(p, "'"))
 		}
+	}
+	for _, p := range added {
+		c.ignoreChanged = c.ignoreChanged || path.Base(p) == ".gitignore"
 	}
 	// The ones unstageDeps took out of the index already are not asked
 	// about again.

@@ -230,6 +230,8 @@ func Describe(e Event) (kind, text string) {
 			return "git", fmt.Sprintf("the agent rewrote %d commit(s) of %s made before its attempt; put back, its rewrite saved in %s", e.Commits, e.Branch, e.Backup)
 		}
 		return "git", fmt.Sprintf("the agent rewrote %d commit(s) of %s made before its attempt onto others' commits; the attempt fails", e.Commits, e.Branch)
+	case "work_ignored":
+		return "git", fmt.Sprintf("a .gitignore change of the attempt's hides %d path(s) it made from git, not committed: %s", len(e.Paths), strings.Join(e.Paths, ", "))
 	case "tests_deleted":
 		if e.Refused {
 			return "tests", fmt.Sprintf("the attempt deleted %d test file(s): %s - failed (--keep-tests)", len(e.Paths), strings.Join(e.Paths, ", "))
