@@ -319,7 +319,34 @@ func excludeDeps(commonDir string, dirs []depDir) error {
 	for i, d := range dirs {
 		rules[i] = d.Rule
 	}
-	return layout.Exclude(filepath.Join(commonDir, "info"), "wiggum: packages, caches and secrets an agent made, never committed", rules)
+	return layout.Exclude(filepath.Join(commonDir, "info"), leftOutHeader, rules)
+}
+
+// leftOutHeader heads the rules excludeDeps writes; the first words are
+// those of every version's (LeftOutRules reads them).
+const leftOutHeader = "wiggum: packages, caches and secrets an agent made, never committed"
+
+// LeftOutRules lists the rules runs wrote to the repository's
+// .git/info/exclude for what agents made and no commit takes - packages,
+// caches, secrets, builds - for wiggum status to show why git does not
+// see them.
+func LeftOutRules(commonDir string) []string {
+	data, err := os.ReadFile(filepath.Join(commonDir, "info", "exclude"))
+	if err != nil {
+		return nil
+	}
+	var rules []string
+	ours := false
+	for _, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "#"):
+			ours = strings.HasPrefix(l, "# wiggum: packages")
+		case ours && l != "":
+			rules = append(rules, l)
+		}
+	}
+	return rules
 }
 
 // say is what the run prints of d.

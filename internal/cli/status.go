@@ -41,6 +41,9 @@ branches of finished stories a parallel run could not merge.
   backups:    count of refs under refs/wiggum/backup/
   nested_repositories: the .git directories of repositories agents made
               in the tree, set aside in .git/wiggum-nested/ (absent: none)
+  left_out:   the .git/info/exclude rules runs wrote for what agents made
+              that no commit takes: packages, caches, secrets, builds
+              (absent: none)
   run:        null or {story, story_title, iteration, policy, started, last_outcome}
   resume:     null, or the last run when it did not end by itself: {open,
               interrupted (no live run holds the lock), plan, kind, workers,
@@ -83,7 +86,10 @@ type StatusReport struct {
 	Backups    int              `json:"backups"`
 	// Nested: the .git directories of repositories agents made in the
 	// tree, set aside in the git directory (their history, kept).
-	Nested     []string         `json:"nested_repositories,omitempty"`
+	Nested []string `json:"nested_repositories,omitempty"`
+	// LeftOut: the rules runs put in .git/info/exclude for what agents
+	// made that no commit takes (packages, caches, secrets, builds).
+	LeftOut    []string         `json:"left_out,omitempty"`
 	Run        *session.Run     `json:"run"`
 	Resume     *loop.RunState   `json:"resume"`                  // null, or the last run when it did not end by itself
 	LastRun    *loop.RunState   `json:"last_run,omitempty"`      // the last run, when it ended by itself
@@ -184,6 +190,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 			r.Nested = append(r.Nested, filepath.Join(st.Repo.CommonDir, checkpoint.NestedAside, e.Name()))
 		}
 	}
+	r.LeftOut = loop.LeftOutRules(st.Repo.CommonDir)
 	if run, err := session.ReadRun(st); err != nil {
 		r.Errors = append(r.Errors, err.Error())
 	} else if run != nil && held {
@@ -267,6 +274,9 @@ func printStatus(g *Globals, r *StatusReport) {
 		fmt.Fprintln(w, "journal:    off (wiggum install --git turns it on)")
 	}
 	fmt.Fprintf(w, "backups:    %d (wiggum recover lists them)\n", r.Backups)
+	if len(r.LeftOut) > 0 {
+		fmt.Fprintf(w, "left out:   %s - what agents made that no commit takes (packages, caches, secrets, builds), in .git/info/exclude; take a line out to commit it\n", strings.Join(r.LeftOut, ", "))
+	}
 	if n := len(r.Nested); n > 0 {
 		fmt.Fprintf(w, "nested:     %d repositories agents made in the tree, their files committed, their .git kept in %s (git --git-dir=DIR log)\n", n, filepath.Dir(r.Nested[0]))
 	}
