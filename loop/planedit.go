@@ -2,6 +2,7 @@ package loop
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,6 +53,10 @@ type planEdit struct {
 	// prompt's "mark your story done, add what you found" - so that a
 	// worker's landing carries them (addedLines).
 	tickedAndAdded []string
+	// addedObjects: a prd.json's new stories as its userStories hold
+	// them, when its only other change is its own story's passes set
+	// true (or none), for a worker's landing to carry.
+	addedObjects []json.RawMessage
 }
 
 // editSince reads the plan now and says what changed since start; nil when
@@ -93,6 +98,7 @@ func (s *planAtStart) editSince(p plan.Plan, story string) *planEdit {
 		return e
 	}
 	seen := map[string]bool{}
+	onlyPasses := false // the one change to story is its passes set true
 	for _, st := range stories {
 		seen[st.ID] = true
 		w, ok := was[st.ID]
@@ -107,6 +113,9 @@ func (s *planAtStart) editSince(p plan.Plan, story string) *planEdit {
 			e.added = append(e.added, st.ID)
 		case w != st:
 			e.changed = append(e.changed, st.ID)
+			ticked := w
+			ticked.Done = true
+			onlyPasses = st.ID == story && ticked == st
 		}
 	}
 	for _, st := range before {
@@ -126,6 +135,9 @@ func (s *planAtStart) editSince(p plan.Plan, story string) *planEdit {
 		case p.Kind() == "markdown":
 			e.tickedAndAdded = storyLines(dir, newLines(ticked, now), e.added)
 		}
+	}
+	if p.Kind() == "prd.json" && len(e.added) > 0 && (len(e.changed) == 0 || len(e.changed) == 1 && onlyPasses) {
+		e.addedObjects, _ = plan.StoriesIn(now, e.added)
 	}
 	return e
 }
@@ -240,6 +252,8 @@ func (e *executor) readPlan() *planAtStart {
 type addedStories struct {
 	IDs   []string
 	Lines []string
+	// Objects: a prd.json's new stories, as its userStories hold them.
+	Objects []json.RawMessage
 }
 
 // addedLines says what the agent added to a markdown plan during the
@@ -253,6 +267,9 @@ func (s *planAtStart) addedLines(e *planEdit, kind string) *addedStories {
 	}
 	if e.tickedAndAdded != nil {
 		return &addedStories{IDs: e.added, Lines: e.tickedAndAdded}
+	}
+	if len(e.addedObjects) == len(e.added) {
+		return &addedStories{IDs: e.added, Objects: e.addedObjects}
 	}
 	if kind != "markdown" || len(e.changed) > 0 {
 		return &addedStories{IDs: e.added} // said, not carried
@@ -278,8 +295,8 @@ func (r *run) addStoriesOf(story string) {
 	if a == nil {
 		return
 	}
-	if a.Lines == nil {
-		r.disp.printf("  %s: its agent added %s to the plan in its worktree, beside other changes to it or in a %s: not added to the run's plan; its copy is saved with the worktree (below)", story, strings.Join(a.IDs, ", "), r.opts.Plan.Kind())
+	if a.Lines == nil && a.Objects == nil {
+		r.disp.printf("  %s: its agent added %s to the plan in its worktree, beside other changes to it: not added to the run's plan; its copy is saved with the worktree (below)", story, strings.Join(a.IDs, ", "))
 		return
 	}
 	stories, err := r.opts.Plan.Stories()
@@ -292,6 +309,12 @@ func (r *run) addStoriesOf(story string) {
 			return
 		}
 	}
+	if a.Objects != nil {
+		if pj, ok := r.opts.Plan.(*plan.PRDJSON); ok {
+			r.appended(story, a.IDs, pj.Append(a.Objects))
+		}
+		return
+	}
 	path := r.opts.Plan.Path()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -301,11 +324,17 @@ func (r *run) addStoriesOf(story string) {
 		data = append(data, '\n')
 	}
 	data = append(data, []byte(strings.Join(a.Lines, "\n")+"\n")...)
-	if err := renameio.WriteFile(path, data, 0o644); err != nil {
-		r.disp.printf("  %s: its agent added %s to the plan in its worktree, which could not be added to the run's plan: %v", story, strings.Join(a.IDs, ", "), err)
+	r.appended(story, a.IDs, renameio.WriteFile(path, data, 0o644))
+}
+
+// appended says that the stories ids story's worker's agent added were
+// added to the run's plan (err nil, and the workers see them), or why not.
+func (r *run) appended(story string, ids []string, err error) {
+	if err != nil {
+		r.disp.printf("  %s: its agent added %s to the plan in its worktree, which could not be added to the run's plan: %v", story, strings.Join(ids, ", "), err)
 		return
 	}
-	r.disp.printf("  %s: its agent added %s to the plan in its worktree: added to the run's plan, with its landing", story, strings.Join(a.IDs, ", "))
+	r.disp.printf("  %s: its agent added %s to the plan in its worktree: added to the run's plan, with its landing", story, strings.Join(ids, ", "))
 	if r.reopen != nil {
 		r.reopen()
 	}

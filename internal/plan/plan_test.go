@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -402,5 +403,39 @@ func TestPRDJSONBranchName(t *testing.T) {
 	write(t, md, "- [ ] US-1: x\n")
 	if got, err := Branch(&Markdown{File: md}); got != "" || err != nil {
 		t.Errorf("markdown plan: %q, %v", got, err)
+	}
+}
+
+// Append adds stories at the end of userStories, as given, keeping the
+// rest; a story the plan has, or one without an id, changes nothing.
+func TestPRDJSONAppend(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prd.json")
+	if err := os.WriteFile(path, []byte("\ufeff"+`{"project": "x", "userStories": [{"id": "US-1", "title": "one", "priority": 1, "passes": false}], "branchName": "b"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &PRDJSON{File: path}
+	before, _ := os.ReadFile(path)
+	for _, bad := range []string{`{"id": "US-1", "title": "again"}`, `{"title": "no id"}`, `[1]`} {
+		if err := p.Append([]json.RawMessage{json.RawMessage(bad)}); err == nil {
+			t.Errorf("Append(%s) took it", bad)
+		}
+		if now, _ := os.ReadFile(path); string(now) != string(before) {
+			t.Fatalf("a refused Append changed the plan:\n%s", now)
+		}
+	}
+	if err := p.Append([]json.RawMessage{json.RawMessage(`{"id": "US-9", "title": "nine", "priority": 9, "passes": false, "notes": "n"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	stories, err := p.Stories()
+	if err != nil || len(stories) != 2 || stories[1].ID != "US-9" || stories[1].Title != "nine" {
+		t.Fatalf("%+v %v", stories, err)
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(data), "\ufeff{\n  \"project\": \"x\",\n  \"userStories\": [") || !strings.Contains(string(data), `"notes": "n"`) || !strings.Contains(string(data), `"branchName": "b"`) {
+		t.Fatalf("the plan lost its order, a field or its byte order mark:\n%s", data)
+	}
+	got, err := StoriesIn(data, []string{"US-9"})
+	if err != nil || len(got) != 1 || !strings.Contains(string(got[0]), `"notes":"n"`) && !strings.Contains(string(got[0]), `"notes": "n"`) {
+		t.Fatalf("StoriesIn: %s %v", got, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -152,6 +153,12 @@ func (p *PRDJSON) MarkDone(id string) error {
 	if !found {
 		return &NotFoundError{ID: id, Path: p.File}
 	}
+	return p.write(doc, raws, bom)
+}
+
+// write puts doc back in the plan's file with raws as its userStories,
+// indented as MarkDone writes it, its byte order mark kept.
+func (p *PRDJSON) write(doc *object, raws []json.RawMessage, bom bool) error {
 	list, err := json.Marshal(raws)
 	if err != nil {
 		return err
@@ -170,6 +177,66 @@ func (p *PRDJSON) MarkDone(id string) error {
 	}
 	out.WriteByte('\n')
 	return writeAtomic(p.File, out.Bytes())
+}
+
+// Append adds stories, each a userStories object as another copy of the
+// plan holds it (a worker's agent added it there), at the end of
+// userStories, keeping every other field and the key order. A story
+// without an id, with one the plan has, or listed twice is refused, and
+// the plan is left as it was.
+func (p *PRDJSON) Append(stories []json.RawMessage) error {
+	have, err := p.Stories()
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, s := range have {
+		seen[s.ID] = true
+	}
+	for i, r := range stories {
+		var s prdStory
+		if err := json.Unmarshal(r, &s); err != nil {
+			return badInput("plan: the story to add #%d: %v", i+1, err)
+		}
+		if strings.TrimSpace(s.ID) == "" || !validID(s.ID) {
+			return badInput("plan: the story to add #%d has no usable id", i+1)
+		}
+		if seen[s.ID] {
+			return badInput("plan: %s has story %s already", p.File, s.ID)
+		}
+		seen[s.ID] = true
+	}
+	doc, raws, bom, err := p.loadBOM()
+	if err != nil {
+		return err
+	}
+	return p.write(doc, append(raws, stories...), bom)
+}
+
+// StoriesIn returns the userStories objects of a prd.json document (data)
+// whose ids are among ids, as the document holds them.
+func StoriesIn(data []byte, ids []string) ([]json.RawMessage, error) {
+	data, _ = bytes.CutPrefix(data, []byte(utf8BOM))
+	var doc object
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	raw, ok := doc.get("userStories")
+	if !ok {
+		return nil, errors.New("no userStories")
+	}
+	var stories []json.RawMessage
+	if err := json.Unmarshal(raw, &stories); err != nil {
+		return nil, err
+	}
+	var out []json.RawMessage
+	for _, r := range stories {
+		var s prdStory
+		if json.Unmarshal(r, &s) == nil && slices.Contains(ids, s.ID) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // object is a JSON object that remembers its key order, so rewriting a
