@@ -50,6 +50,13 @@ type Policy struct {
 	// separators: never written, moved or deleted, nor any directory
 	// holding them.
 	StatePaths []string
+	// Allow are the person's exceptions: a simple command whose words,
+	// joined by single spaces (wrappers like env and timeout taken off,
+	// each hop judged), match one of these patterns - * any run of
+	// characters within a word, ** any run at all, ? one character - is
+	// allowed, whatever a rule says of it ("git push origin feature/*",
+	// "npm publish --dry-run", "make deploy-staging **").
+	Allow []string
 	// HookFiles are the git hook files the caller installed, relative to
 	// Root (".git/hooks/pre-push"): never removed, disabled or overwritten.
 	HookFiles []string
@@ -140,4 +147,49 @@ func (g *guard) script(src string, depth int) {
 	g.outer = append(slices.Clip(saved), w.dirs...)
 	syntax.Walk(f, w.visit)
 	g.outer = saved
+}
+
+// allowed reports whether args, a simple command's words, match one of the
+// person's exceptions (Policy.Allow).
+func (g *guard) allowed(args []string) bool {
+	if len(g.p.Allow) == 0 {
+		return false
+	}
+	line := strings.Join(args, " ")
+	for _, pat := range g.p.Allow {
+		if globMatch(pat, line) {
+			return true
+		}
+	}
+	return false
+}
+
+// globMatch reports whether s matches pattern, where ** is any run of
+// characters, * any run within one word (no space), and ? one character
+// other than a space. Dynamic programming over the pattern: linear in s
+// for each of its characters, whatever the command holds.
+func globMatch(pattern, s string) bool {
+	// ok[j]: the pattern so far matches s[:j].
+	ok := make([]bool, len(s)+1)
+	ok[0] = true
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		switch {
+		case c == '*' && i+1 < len(pattern) && pattern[i+1] == '*':
+			i++
+			for j := 1; j <= len(s); j++ {
+				ok[j] = ok[j] || ok[j-1]
+			}
+		case c == '*':
+			for j := 1; j <= len(s); j++ {
+				ok[j] = ok[j] || ok[j-1] && s[j-1] != ' '
+			}
+		default:
+			for j := len(s); j >= 1; j-- {
+				ok[j] = ok[j-1] && (c == s[j-1] || c == '?' && s[j-1] != ' ')
+			}
+			ok[0] = false
+		}
+	}
+	return ok[len(s)]
 }

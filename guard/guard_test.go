@@ -232,3 +232,49 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// The person's exceptions: a simple command whose words match a pattern
+// is allowed, wherever it sits in the script and whatever wraps it; the
+// rest of the script is judged as before.
+func TestAllowPatterns(t *testing.T) {
+	p := testPolicy("feature")
+	p.Allow = []string{"git push origin feature/*", "npm publish --dry-run", "git reset --hard HEAD?1"}
+	for cmd, want := range map[string]Action{
+		"git push origin feature/login":                           Allow,
+		"cd src && git push origin feature/a/b":                   Allow,
+		"env GIT_TRACE=0 git push origin feature/x":               Allow,
+		"bash -c 'git push origin feature/x'":                     Allow,
+		"npm publish --dry-run":                                   Allow,
+		"git reset --hard HEAD~1":                                 Allow,
+		"git push origin main":                                    Deny,
+		"git push origin feature/x; git push --force origin main": Deny,
+		"git push origin feature/x --force":                       Deny,
+		"npm publish":                                             Deny,
+		"git reset --hard HEAD~10":                                Deny,
+	} {
+		if d := Check(cmd, p); d.Action != want {
+			t.Errorf("%q: %s (%s), want %s", cmd, d.Action, d.Reason, want)
+		}
+	}
+	p.Allow = nil
+	if d := Check("git push origin feature/login", p); d.Action != Deny {
+		t.Errorf("without exceptions: %s", d.Action)
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	for _, c := range []struct {
+		pat, s string
+		want   bool
+	}{
+		{"*", "", true}, {"*", "a/c", true}, {"*", "a b", false}, {"**", "a b/c", true}, {"a*c", "abc", true}, {"a*c", "ac", true},
+		{"a*c", "ab", false}, {"a?c", "abc", true}, {"a?c", "a c", false}, {"a?c", "ac", false},
+		{"git push *", "git push origin", true}, {"git push *", "git push origin x", false}, {"git push **", "git push origin x", true},
+		{"git push *", "git pushx", false}, {"**main", "git push origin main", true}, {"**main", "git push origin mainline", false},
+		{"a***b", "a x b", true}, {"", "", true}, {"", "a", false}, {"a", "", false},
+	} {
+		if got := globMatch(c.pat, c.s); got != c.want {
+			t.Errorf("globMatch(%q, %q) = %v", c.pat, c.s, got)
+		}
+	}
+}

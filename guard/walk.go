@@ -175,7 +175,7 @@ func (w *walk) code(rest []string, i, hop int) string {
 // stripped and their command checked; shells and eval have their code
 // parsed; git and file commands go to their rules.
 func (w *walk) command(c *syntax.CallExpr, args []string, hop int) {
-	if len(args) == 0 {
+	if len(args) == 0 || w.g.allowed(args) {
 		return
 	}
 	if hop > maxHops {

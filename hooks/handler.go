@@ -34,7 +34,9 @@ const (
 type Options struct {
 	Guard       string // GuardSession (default), GuardAlways or GuardOff
 	RequireRead bool   // deny editing a file not read first in this conversation
-	Verbose     io.Writer
+	// Allow: the person's exceptions to the command guard (guard.Policy.Allow).
+	Allow   []string
+	Verbose io.Writer
 }
 
 // MaxPayload caps what a hook reads from stdin; a larger payload is not
@@ -296,6 +298,7 @@ func guardCommand(ev Event, root string, opts Options) Response {
 		}
 	}
 	p := guardPolicy(cwd, root)
+	p.Allow = opts.Allow
 	p.Home, _ = os.UserHomeDir()
 	if sess.Active {
 		p.Preexisting = changedBefore(sess.Started)

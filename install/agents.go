@@ -89,6 +89,9 @@ type AgentOptions struct {
 	Guard       string // "session" (default) or "always"
 	RequireRead bool
 	Migrate     bool // also remove the bash loop's .agents/ralph/hooks/*.sh entries
+	// Allow: the guard's exceptions (wiggum hook --allow), each written
+	// shell-quoted: every client runs the hook command through a shell.
+	Allow []string
 }
 
 // Command is the hook command line wiggum registers for an agent.
@@ -99,6 +102,9 @@ func (a *Agent) Command(opts AgentOptions) string {
 	}
 	if opts.RequireRead {
 		cmd += " --require-read"
+	}
+	for _, pat := range opts.Allow {
+		cmd += " --allow " + shellQuote(pat)
 	}
 	return cmd
 }

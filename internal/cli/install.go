@@ -50,10 +50,11 @@ func (t *installTargets) settingsPath(g *Globals, repo *git.Repo, a *install.Age
 // InstallCmd is `wiggum install`.
 type InstallCmd struct {
 	installTargets
-	Guard       string `enum:"session,always" default:"session" help:"When the command guard is on: session (while a wiggum session holds the lock) or always."`
-	RequireRead bool   `name:"require-read" help:"Deny editing an existing file the agent has not read in this conversation."`
-	Force       bool   `help:"Install git hooks even where core.hooksPath points (existing hooks are chained)."`
-	Migrate     bool   `help:"Replace the bash ralph loop's .agents/ralph/hooks/*.sh entries with wiggum's."`
+	Guard       string   `enum:"session,always" default:"session" help:"When the command guard is on: session (while a wiggum session holds the lock) or always."`
+	RequireRead bool     `name:"require-read" help:"Deny editing an existing file the agent has not read in this conversation."`
+	GuardAllow  []string `name:"guard-allow" sep:"none" placeholder:"PATTERN" help:"Let the agent run a command the guard would deny when its words match PATTERN (* any characters within a word, ** any at all, ? one), e.g. 'git push origin feature/*'. Repeatable. (A push also needs WIGGUM_ALLOW_PUSH=1 for the run: the session's git refuses it too.)"`
+	Force       bool     `help:"Install git hooks even where core.hooksPath points (existing hooks are chained)."`
+	Migrate     bool     `help:"Replace the bash ralph loop's .agents/ralph/hooks/*.sh entries with wiggum's."`
 }
 
 // Help is shown by `wiggum install --help`.
@@ -84,7 +85,7 @@ func (c *InstallCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	opts := install.AgentOptions{Guard: c.Guard, RequireRead: c.RequireRead, Migrate: c.Migrate}
+	opts := install.AgentOptions{Guard: c.Guard, RequireRead: c.RequireRead, Migrate: c.Migrate, Allow: c.GuardAllow}
 	changed := false
 	agents := c.agents()
 	if len(agents) > 0 {

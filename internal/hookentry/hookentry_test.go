@@ -41,3 +41,11 @@ func TestParseAgentHook(t *testing.T) {
 		}
 	}
 }
+
+// --allow takes a pattern, as one word or after =, and repeats.
+func TestParseAllow(t *testing.T) {
+	h, ok := Parse([]string{"hook", "claude", "--allow", "git push origin feature/*", "--guard=always", "--allow=npm publish --dry-run"})
+	if !ok || strings.Join(h.Opts.Allow, "|") != "git push origin feature/*|npm publish --dry-run" || h.Opts.Guard != hooks.GuardAlways || len(h.Warnings) != 0 {
+		t.Fatalf("%+v %v", h, ok)
+	}
+}
