@@ -1590,3 +1590,34 @@ func TestKeepTestsReachesTheModel(t *testing.T) {
 		}
 	})
 }
+
+// The person's exception to the guard, written by wiggum install
+// --guard-allow into each client's hook command and run by the client's
+// own shell: the push it names goes through (the run allows pushes), the
+// one it does not name is denied before it runs. (Codex's sandbox keeps
+// the remote, outside the workspace, out of reach.)
+func TestGuardAllowThroughTheClientsHookCommand(t *testing.T) {
+	forClients(t, []string{"claude", "gemini"}, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "git push -q origin HEAD:refs/heads/feature/login"},
+			fakemodel.Turn{Shell: "git push -q origin HEAD:refs/heads/release"}, fakemodel.Turn{Text: "done"})
+		w.wiggum(0, "install", "--"+c.name, "--guard-allow", "git push -q origin HEAD:refs/heads/feature/*")
+		w.git("add", "-A")
+		w.git("commit", "-q", "-m", "an exception to the guard")
+		w.env = append(w.env, "WIGGUM_ALLOW_PUSH=1")
+		w.run(0)
+		refs := w.remoteRefs()
+		if !strings.Contains(refs, "refs/heads/feature/login") {
+			t.Fatalf("the push the exception names did not reach the remote:\n%s\n%s", refs, w.requestLog())
+		}
+		if strings.Contains(refs, "refs/heads/release") {
+			t.Fatalf("a push the exception does not name reached the remote:\n%s", refs)
+		}
+		denied := false
+		for _, r := range w.srv.Requests() {
+			denied = denied || hasText(r.Body, "git push is not allowed during a wiggum session")
+		}
+		if !denied {
+			t.Fatalf("the model was not told the other push was denied:\n%s", w.requestLog())
+		}
+	})
+}
