@@ -541,12 +541,14 @@ func (c *committer) deletedTest(p string) {
 // its directory: Go's _test.go, Python's test_*.py and *_test.py, the
 // JavaScript and TypeScript .test. and .spec. files, Ruby's _spec.rb,
 // Java's and Kotlin's *Test and *Tests classes, and whatever is in a
-// test, tests, spec, specs or __tests__ directory.
+// test, tests, spec, specs or __tests__ directory, or is a test's data
+// (Go's testdata/, Jest's __snapshots__/: a deleted snapshot is
+// rewritten to whatever the code now prints).
 func isTestFile(p string) bool {
 	dir, base := path.Split(p)
 	for _, part := range strings.Split(strings.TrimSuffix(dir, "/"), "/") {
 		switch part {
-		case "test", "tests", "spec", "specs", "__tests__":
+		case "test", "tests", "spec", "specs", "__tests__", "__snapshots__", "testdata":
 			return true
 		}
 	}

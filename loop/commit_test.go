@@ -62,8 +62,8 @@ func TestIsTestFile(t *testing.T) {
 		"calc_test.go": true, "pkg/x/calc_test.go": true, "test_api.py": true, "api_test.py": true,
 		"app.test.js": true, "src/App.spec.tsx": true, "user_spec.rb": true, "src/main/java/FooTest.java": true,
 		"FooTests.kt": true, "tests/helpers.rs": true, "web/__tests__/a.js": true, "src/test/resources/x.json": true,
-		"spec/support/h.rb": true,
-		"calc.go":           false, "test.py": false, "latest.js": false, "contest_entry.py": false, "docs/testing.md": false,
+		"spec/support/h.rb": true, "src/__snapshots__/App.test.js.snap": true, "pkg/testdata/golden.txt": true,
+		"calc.go": false, "test.py": false, "latest.js": false, "contest_entry.py": false, "docs/testing.md": false,
 		"Testimony.java": false, "attest/x.go": false, "spectrum.ts": false, "README.test": false,
 	} {
 		if got := isTestFile(p); got != want {
