@@ -29,10 +29,17 @@ func (w *walk) gitInlineConfig(value string) {
 	}
 }
 
-// gitConfig denies setting core.hooksPath, or expiry dates of now.
+// gitConfig denies setting core.hooksPath, or expiry dates of now, and
+// any change to the person's own settings (--global, --system).
 func (w *walk) gitConfig(rest []string) {
 	if len(rest) < 2 || slices.Contains(rest, "--get") || slices.Contains(rest, "--list") || slices.Contains(rest, "-l") {
 		return
+	}
+	// (safe.directory lets git work in a tree another user owns - a
+	// container's mount - and weakens nothing of the person's.)
+	if (slices.Contains(rest, "--global") || slices.Contains(rest, "--system")) && configWrites(rest) &&
+		!slices.ContainsFunc(rest, func(a string) bool { return strings.EqualFold(a, "safe.directory") }) {
+		w.g.verdict(Deny, "git config %s changes the person's git settings for every repository on the machine (an identity set there signs every later commit of theirs); set it for this repository only, without --global", printable(strings.Join(rest, " ")))
 	}
 	for i, a := range rest {
 		if strings.EqualFold(a, "core.hooksPath") {
@@ -140,4 +147,32 @@ func hookSkipper(name, value string) string {
 		return "overcommit"
 	}
 	return ""
+}
+
+// configWrites reports whether git config's arguments write: a key and a
+// value, an option that changes (--unset, --add, --replace-all, a
+// section's removal or rename, --edit), or git 2.46's subcommands that do.
+func configWrites(rest []string) bool {
+	var words []string
+	for i := 0; i < len(rest); i++ {
+		switch a := rest[i]; {
+		case a == "--unset", a == "--unset-all", a == "--add", a == "--replace-all", a == "--remove-section", a == "--rename-section",
+			a == "-e", a == "--edit":
+			return true
+		case a == "-f" || a == "--file" || a == "--blob" || a == "--type" || a == "--default" || a == "--comment":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			words = append(words, a)
+		}
+	}
+	if len(words) > 0 {
+		switch words[0] {
+		case "set", "unset", "rename-section", "remove-section", "edit":
+			return true
+		case "get", "list":
+			return false
+		}
+	}
+	return len(words) >= 2
 }
