@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"path"
 	"slices"
 	"strings"
 
@@ -37,7 +38,7 @@ func (w *walk) gitConfig(rest []string) {
 	}
 	// (safe.directory lets git work in a tree another user owns - a
 	// container's mount - and weakens nothing of the person's.)
-	if (slices.Contains(rest, "--global") || slices.Contains(rest, "--system")) && configWrites(rest) &&
+	if (slices.Contains(rest, "--global") || slices.Contains(rest, "--system") || w.personsConfigFile(rest)) && configWrites(rest) &&
 		!slices.ContainsFunc(rest, func(a string) bool { return strings.EqualFold(a, "safe.directory") }) {
 		w.g.verdict(Deny, "git config %s changes the person's git settings for every repository on the machine (an identity set there signs every later commit of theirs); set it for this repository only, without --global", printable(strings.Join(rest, " ")))
 	}
@@ -175,4 +176,27 @@ func configWrites(rest []string) bool {
 		}
 	}
 	return len(words) >= 2
+}
+
+// personsConfigFile reports whether git config's --file (-f) names the
+// person's own settings: ~/.gitconfig or ~/.config/git/config.
+func (w *walk) personsConfigFile(rest []string) bool {
+	for i, a := range rest {
+		var f string
+		switch {
+		case (a == "-f" || a == "--file") && i+1 < len(rest):
+			f = rest[i+1]
+		case strings.HasPrefix(a, "--file="):
+			f = strings.TrimPrefix(a, "--file=")
+		default:
+			continue
+		}
+		if rel, ok := strings.CutPrefix(f, "~/"); ok && w.g.p.Home != "" {
+			f = path.Join(w.g.p.Home, rel)
+		}
+		if w.g.p.Home != "" && (path.Clean(f) == path.Join(w.g.p.Home, ".gitconfig") || path.Clean(f) == path.Join(w.g.p.Home, ".config/git/config")) {
+			return true
+		}
+	}
+	return false
 }
