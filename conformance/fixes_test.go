@@ -1415,11 +1415,7 @@ fi
 		if !strings.Contains(out, "gets another attempt on main as it is now, told to merge it in") || !strings.Contains(out, "its earlier attempt's branch, is in main now (its agent merged it): deleted") {
 			t.Fatalf("the run does not retry the conflicting story:\n%s", out)
 		}
-		told := false
-		for _, r := range w.srv.Requests() {
-			told = told || hasText(r.Body, "could not land") && hasText(r.Body, "run `git merge wiggum/US-")
-		}
-		if !told {
+		if !w.toldModel("could not land", "run `git merge wiggum/US-") {
 			t.Fatalf("no request to the model says which branch to merge in:\n%s", w.requestLog())
 		}
 		if got := w.git("show", "HEAD:shared.txt"); !strings.Contains(got, "US-1\n") || !strings.Contains(got, "US-2\n") || strings.Contains(got, "base") {
@@ -1578,11 +1574,7 @@ func TestKeepTestsReachesTheModel(t *testing.T) {
 		if !strings.Contains(out, "it deleted 1 test file(s) (app.test.js), which --keep-tests keeps; rolled back") {
 			t.Fatalf("the attempt that deleted the test did not fail for it:\n%s", out)
 		}
-		told := false
-		for _, r := range w.srv.Requests() {
-			told = told || hasText(r.Body, "The previous attempt deleted these test files: app.test.js. They stay")
-		}
-		if !told {
+		if !w.toldModel("The previous attempt deleted these test files: app.test.js. They stay") {
 			t.Fatalf("no request to the model says which test to keep:\n%s", w.requestLog())
 		}
 		if files := w.git("ls-files"); !strings.Contains(files, "app.test.js\n") {
@@ -1612,11 +1604,7 @@ func TestGuardAllowThroughTheClientsHookCommand(t *testing.T) {
 		if strings.Contains(refs, "refs/heads/release") {
 			t.Fatalf("a push the exception does not name reached the remote:\n%s", refs)
 		}
-		denied := false
-		for _, r := range w.srv.Requests() {
-			denied = denied || hasText(r.Body, "git push is not allowed during a wiggum session")
-		}
-		if !denied {
+		if !w.toldModel("git push is not allowed during a wiggum session") {
 			t.Fatalf("the model was not told the other push was denied:\n%s", w.requestLog())
 		}
 	})

@@ -238,6 +238,17 @@ func (w *world) turnRequest(i int) fakemodel.Request {
 	return s[i]
 }
 
+// toldModel reports whether any request the client sent to the model
+// holds every one of texts.
+func (w *world) toldModel(texts ...string) bool {
+	for _, r := range w.srv.Requests() {
+		if !slices.ContainsFunc(texts, func(s string) bool { return !hasText(r.Body, s) }) {
+			return true
+		}
+	}
+	return false
+}
+
 func (w *world) requestLog() string {
 	var b strings.Builder
 	for _, r := range w.srv.Requests() {
