@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -726,6 +727,19 @@ func (e *executor) keptTests(ctx context.Context, res *agent.Result) (outcome, b
 	if len(gone) == 0 {
 		return outcome{}, false
 	}
+	// A test moved by hand (mv, no git add yet) is a deletion to git's
+	// diff of the tracked files: the same name among the new untracked
+	// files is a move. One process more, only when a test looks deleted.
+	if untracked, err := e.st.Repo.Run(ctx, "ls-files", "--others", "--exclude-standard", "-z"); err == nil {
+		names := map[string]bool{}
+		for _, p := range strings.Split(strings.TrimSuffix(untracked, "\x00"), "\x00") {
+			names[path.Base(p)] = true
+		}
+		gone = slices.DeleteFunc(gone, func(p string) bool { return names[path.Base(p)] })
+		if len(gone) == 0 {
+			return outcome{}, false
+		}
+	}
 	e.event("tests_deleted", map[string]any{"paths": gone, "refused": true})
 	detail := fmt.Sprintf("it deleted %d test file(s) (%s), which --keep-tests keeps", len(gone), summarize(gone, 5))
 	return outcome{source: "tests", command: "git diff --diff-filter=D", detail: detail, res: res,
@@ -733,8 +747,9 @@ func (e *executor) keptTests(ctx context.Context, res *agent.Result) (outcome, b
 }
 
 // gateEnv is env for --test-cmd: with CI=true unless the person set CI
-// (to something: an empty CI is no setting to tools). Test runners read it as "nobody is watching": Create React App's npm
-// test, and Jest's --watch it adds, otherwise watch the files for ever -
+// (to something: an empty CI is no setting to tools). Test runners read
+// it as "nobody is watching": Create React App's npm test, and Jest's
+// --watch it adds, otherwise watch the files for ever -
 // every attempt's gate ran until --timeout (an hour by default) and
 // failed - and package managers and build tools stop asking questions
 // and drawing spinners.
