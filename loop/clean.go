@@ -196,10 +196,7 @@ func unwanted(ctx context.Context, repo *git.Repo, base string, commits []agentC
 			paths = append(paths, a.path)
 		}
 	}
-	dirs := slices.DeleteFunc(depDirsOf(repo.Root, paths), func(d depDir) bool {
-		ok, _ := repo.OK(ctx, "cat-file", "-e", base+":"+d.Path)
-		return ok
-	})
+	dirs := newDepDirs(ctx, repo, base, depDirsOf(repo.Root, paths))
 	if maxNew <= 0 {
 		return dirs, nil, nil
 	}

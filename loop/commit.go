@@ -431,8 +431,10 @@ func (c *committer) stagedSince(ctx context.Context) (links, added []string, err
 			gone = append(gone, [2]string{fields[i+1], meta[2]})
 			continue
 		}
+		// Added, its type changed, or modified: a .gitignore so is a
+		// change of the rules (hiddenBy).
+		c.ignoreChanged = c.ignoreChanged || path.Base(fields[i+1]) == ".gitignore"
 		if len(meta) >= 5 && meta[4] == "M" {
-			c.ignoreChanged = c.ignoreChanged || path.Base(fields[i+1]) == ".gitignore"
 			continue
 		}
 		if len(meta) >= 4 {
@@ -457,9 +459,6 @@ func (c *committer) stagedSince(ctx context.Context) (links, added []string, err
 		if !blobs[g[1]] { // the same content added elsewhere: moved
 			c.deletedTest(g[0])
 		}
-	}
-	for _, p := range added {
-		c.ignoreChanged = c.ignoreChanged || path.Base(p) == ".gitignore"
 	}
 	return links, added, nil
 }
@@ -578,10 +577,7 @@ func (c *committer) unstageDeps(ctx context.Context, added []string) error {
 	if base == "" {
 		base = "HEAD"
 	}
-	dirs := slices.DeleteFunc(depDirsOf(c.repo.Root, added), func(d depDir) bool {
-		ok, _ := c.repo.OK(ctx, "cat-file", "-e", base+":"+d.Path)
-		return ok
-	})
+	dirs := newDepDirs(ctx, c.repo, base, depDirsOf(c.repo.Root, added))
 	for i := range dirs {
 		dirs[i].Committed, _ = c.repo.OK(ctx, "cat-file", "-e", "HEAD:"+dirs[i].Path)
 	}
@@ -621,18 +617,11 @@ func (c *committer) unstageLarge(ctx context.Context, added []string) error {
 		if under(c.deps, p) != nil || git.IsState(p) {
 			continue
 		}
-		fi, err := os.Lstat(filepath.Join(c.repo.Root, filepath.FromSlash(p)))
-		if err != nil || !fi.Mode().IsRegular() || fi.Size() <= c.maxNew {
+		size, ok := c.newLarge(ctx, p, base)
+		if !ok {
 			continue
 		}
-		size, err := c.repo.Line(ctx, "cat-file", "-s", ":"+p)
-		if n, perr := strconv.ParseInt(size, 10, 64); err != nil || perr != nil || n <= c.maxNew {
-			continue // git LFS stages a small pointer
-		}
-		if ok, _ := c.repo.OK(ctx, "cat-file", "-e", base+":"+p); ok {
-			continue // a tracked file that grew: the project's
-		}
-		f := largeFile{Path: p, Size: fi.Size()}
+		f := largeFile{Path: p, Size: size}
 		f.Committed, _ = c.repo.OK(ctx, "cat-file", "-e", "HEAD:"+p)
 		if f.Committed && slices.Contains(c.pulled, p) {
 			continue
@@ -714,7 +703,7 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 	found := slices.DeleteFunc(depDirsOf(c.repo.Root, added), func(d depDir) bool {
 		return slices.ContainsFunc(c.deps, func(o depDir) bool { return o.Path == d.Path })
 	})
-	if deps := newDepDirs(ctx, c.repo, found); len(deps) > 0 {
+	if deps := newDepDirs(ctx, c.repo, "HEAD", found); len(deps) > 0 {
 		// Excluded now: a set-aside's next add, and every later
 		// commit, stage none of it again.
 		c.deps = append(c.deps, deps...)
@@ -791,28 +780,40 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 // tooLarge reports whether path, just staged, is a new file larger than
 // maxNew - an agent's download, a build's binary, a dump - and records it
 // in c.large. Committed, it would stay in the history for good, and git
-// hosts refuse a push that holds it (GitHub: 100 MB a file). Only the
-// file's size on disk is read for every path; git is asked only about a
-// large one: its staged size (git LFS stages a small pointer, which is
-// committed) and whether HEAD has it (a tracked file that grew is the
-// person's, and committed).
+// hosts refuse a push that holds it (GitHub: 100 MB a file).
 func (c *committer) tooLarge(ctx context.Context, path string) bool {
-	if c.maxNew <= 0 || strings.HasSuffix(path, "/") {
+	if strings.HasSuffix(path, "/") {
 		return false
+	}
+	size, ok := c.newLarge(ctx, path, "HEAD")
+	if ok {
+		c.large = append(c.large, largeFile{Path: path, Size: size})
+	}
+	return ok
+}
+
+// newLarge reports whether path, staged, is a file larger than maxNew
+// that base (a commit, or HEAD) does not have, with its size on disk.
+// Only the file's size on disk is read for every path; git is asked
+// only about a large one: its staged size (git LFS stages a small
+// pointer, which is committed) and whether base has it (a tracked file
+// that grew is the person's, and committed).
+func (c *committer) newLarge(ctx context.Context, path, base string) (int64, bool) {
+	if c.maxNew <= 0 {
+		return 0, false
 	}
 	fi, err := os.Lstat(filepath.Join(c.repo.Root, filepath.FromSlash(path)))
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() <= c.maxNew {
-		return false
+		return 0, false
 	}
 	size, err := c.repo.Line(ctx, "cat-file", "-s", ":"+path)
 	if n, perr := strconv.ParseInt(size, 10, 64); err != nil || perr != nil || n <= c.maxNew {
-		return false
+		return 0, false
 	}
-	if ok, _ := c.repo.OK(ctx, "cat-file", "-e", "HEAD:"+path); ok {
-		return false
+	if ok, _ := c.repo.OK(ctx, "cat-file", "-e", base+":"+path); ok {
+		return 0, false
 	}
-	c.large = append(c.large, largeFile{Path: path, Size: fi.Size()})
-	return true
+	return fi.Size(), true
 }
 
 // ownWorktree reports whether path, just staged, is a linked worktree of

@@ -283,10 +283,11 @@ func leftOut(dirs []depDir, p string) bool {
 	return d != nil && !d.Committed
 }
 
-// newDepDirs keeps, of dirs, the ones HEAD tracks nothing in.
-func newDepDirs(ctx context.Context, repo *git.Repo, dirs []depDir) []depDir {
+// newDepDirs keeps, of dirs, the ones base (a commit, or HEAD) tracks
+// nothing in.
+func newDepDirs(ctx context.Context, repo *git.Repo, base string, dirs []depDir) []depDir {
 	return slices.DeleteFunc(dirs, func(d depDir) bool {
-		ok, _ := repo.OK(ctx, "cat-file", "-e", "HEAD:"+d.Path)
+		ok, _ := repo.OK(ctx, "cat-file", "-e", base+":"+d.Path)
 		return ok
 	})
 }
@@ -304,7 +305,7 @@ func (e *executor) keepDeps(ctx context.Context) []depDir {
 	if err != nil || out == "" {
 		return nil
 	}
-	deps := newDepDirs(ctx, repo, depDirsOf(repo.Root, strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")))
+	deps := newDepDirs(ctx, repo, "HEAD", depDirsOf(repo.Root, strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")))
 	if len(deps) == 0 || excludeDeps(repo.CommonDir, deps) != nil {
 		return nil
 	}
