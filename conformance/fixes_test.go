@@ -1583,6 +1583,37 @@ func TestKeepTestsReachesTheModel(t *testing.T) {
 	})
 }
 
+// --keep-tests with the real clients, the other way round: the model's
+// first attempt keeps the test file and switches its test off
+// (test.skip), which makes node --test pass; the attempt fails, the skip is
+// rolled back, and the next request to the model says what it switched
+// off. Without --keep-tests the run says so and ticks the story.
+func TestSkippedTestsReachTheModel(t *testing.T) {
+	skip := fakemodel.Turn{Shell: "sed -i 's/^test(/test.skip(/' app.test.js"}
+	forClients(t, []string{"claude", "codex", "gemini"}, func(t *testing.T, c client) {
+		w := newWorld(t, c, skip, fakemodel.Turn{Text: "done"}, fakemodel.Turn{Text: "done"})
+		out := w.run(0, "--keep-tests", "--retries", "1")
+		if !strings.Contains(out, "it switched tests off - app.test.js (test.skip added) - which --keep-tests keeps on; rolled back") {
+			t.Fatalf("the attempt that skipped the test did not fail for it:\n%s\n%s", out, w.requestLog())
+		}
+		if !w.toldModel("The previous attempt switched tests off: app.test.js (test.skip added). They stay on") {
+			t.Fatalf("no request to the model says which test to switch on again:\n%s", w.requestLog())
+		}
+		if got := w.git("show", "HEAD:app.test.js"); strings.Contains(got, "skip") {
+			t.Fatalf("the skip was committed:\n%s", got)
+		}
+	})
+	t.Run("warned", func(t *testing.T) {
+		forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+			w := newWorld(t, c, skip, fakemodel.Turn{Text: "done"})
+			out := w.run(0)
+			if !strings.Contains(out, "the attempt switched tests off: app.test.js (test.skip added)") {
+				t.Fatalf("the run did not say the attempt skipped the test:\n%s", out)
+			}
+		})
+	})
+}
+
 // The person's exception to the guard, written by wiggum install
 // --guard-allow into each client's hook command and run by the client's
 // own shell: the push it names goes through (the run allows pushes), the

@@ -623,7 +623,8 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
 	}
 	killpoint.At("attempt-passed")
-	empty := e.changedNothing(e.head(cctx))
+	agentHead := e.head(cctx)
+	empty := e.changedNothing(agentHead)
 	// The agent's git add or commit changed the index: it may hold a
 	// gitlink that the commit's own add would not name.
 	e.commit.mayBeStaged = e.indexAtStart == (indexStat{}) || indexStamp(e.st.Repo) != e.indexAtStart
@@ -681,6 +682,19 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		e.disp.printf("  the attempt deleted %d test file(s): %s - a story done by taking its tests away is not done; look at what it changed (git diff --stat %.*s HEAD)", len(t), summarize(t, 5), shortID, e.attemptHead)
 		e.event("tests_deleted", map[string]any{"story": story.ID, "paths": t, "commit": sha})
 	}
+	if err == nil && (len(e.commit.touchedTests) > 0 || agentHead != e.attemptHead) && e.attemptHead != "" {
+		// Read only when the commit names a test file or the agent
+		// committed: one git diff of those files.
+		var only []string
+		if agentHead == e.attemptHead {
+			only = e.commit.touchedTests
+		}
+		if off, oerr := switchedOffSince(cctx, e.st.Repo, e.attemptHead, "HEAD", only); oerr == nil && len(off) > 0 {
+			paths, what := describeSwitchedOff(off)
+			e.disp.printf("  the attempt switched tests off: %s - a story made to pass by skipping its tests is not done; look at what it changed (git diff %.*s HEAD -- %s)", what, shortID, e.attemptHead, paths[0])
+			e.event("tests_skipped", map[string]any{"story": story.ID, "paths": paths, "reason": what, "commit": sha})
+		}
+	}
 	if e.commit.depsErr != nil {
 		e.disp.printf("  .git/info/exclude could not get the rules for them (%v): each later commit leaves them out again", e.commit.depsErr)
 	}
@@ -708,15 +722,42 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 }
 
 // keptTests fails the attempt (--keep-tests) when its changes - in the
-// tree, staged, or in the agent's own commits - delete a test file: one
-// git diff against the attempt's start, whose renames are no deletion.
+// tree, staged, or in the agent's own commits - delete a test file (one
+// git diff against the attempt's start, whose renames are no deletion) or
+// switch tests off in one (testsSwitchedOff: one git diff more).
 func (e *executor) keptTests(ctx context.Context, res *agent.Result) (outcome, bool) {
 	if e.attemptHead == "" {
 		return outcome{}, false
 	}
-	out, err := e.st.Repo.Run(ctx, "diff", "--name-only", "-z", "-M", "--diff-filter=D", e.attemptHead)
+	gone, err := e.deletedTests(ctx)
 	if err != nil {
 		return outcome{source: "tests", detail: "--keep-tests could not read what it deleted: " + err.Error(), output: err.Error(), res: res}, true
+	}
+	if len(gone) > 0 {
+		e.event("tests_deleted", map[string]any{"paths": gone, "refused": true})
+		detail := fmt.Sprintf("it deleted %d test file(s) (%s), which --keep-tests keeps", len(gone), summarize(gone, 5))
+		return outcome{source: "tests", command: "git diff --diff-filter=D", detail: detail, res: res,
+			output: fmt.Sprintf("The previous attempt deleted these test files: %s. They stay: bring them back (git checkout %.*s -- FILE) and make them pass by doing the story's work; change a test only where the story asks for it.", strings.Join(gone, ", "), shortID, e.attemptHead)}, true
+	}
+	off, err := switchedOffSince(ctx, e.st.Repo, e.attemptHead, "", nil)
+	if err != nil {
+		return outcome{source: "tests", detail: "--keep-tests could not read what it changed in the tests: " + err.Error(), output: err.Error(), res: res}, true
+	}
+	if len(off) == 0 {
+		return outcome{}, false
+	}
+	paths, what := describeSwitchedOff(off)
+	e.event("tests_skipped", map[string]any{"paths": paths, "reason": what, "refused": true})
+	return outcome{source: "tests", command: "git diff -U0", detail: "it switched tests off - " + what + " - which --keep-tests keeps on", res: res,
+		output: fmt.Sprintf("The previous attempt switched tests off: %s. They stay on: take the skip out, put back the tests it removed (git diff %.*s -- FILE shows what changed) and make them pass by doing the story's work; change a test only where the story asks for it.", what, shortID, e.attemptHead)}, true
+}
+
+// deletedTests lists the test files the attempt's changes delete (for
+// keptTests): renames are no deletion, nor is a test moved by hand.
+func (e *executor) deletedTests(ctx context.Context) ([]string, error) {
+	out, err := e.st.Repo.Run(ctx, "diff", "--name-only", "-z", "-M", "--diff-filter=D", e.attemptHead)
+	if err != nil {
+		return nil, err
 	}
 	var gone []string
 	for _, p := range strings.Split(strings.TrimSuffix(out, "\x00"), "\x00") {
@@ -725,7 +766,7 @@ func (e *executor) keptTests(ctx context.Context, res *agent.Result) (outcome, b
 		}
 	}
 	if len(gone) == 0 {
-		return outcome{}, false
+		return nil, nil
 	}
 	// A test moved by hand (mv, no git add yet) is a deletion to git's
 	// diff of the tracked files: the same name among the new untracked
@@ -736,14 +777,8 @@ func (e *executor) keptTests(ctx context.Context, res *agent.Result) (outcome, b
 			names[path.Base(p)] = true
 		}
 		gone = slices.DeleteFunc(gone, func(p string) bool { return names[path.Base(p)] })
-		if len(gone) == 0 {
-			return outcome{}, false
-		}
 	}
-	e.event("tests_deleted", map[string]any{"paths": gone, "refused": true})
-	detail := fmt.Sprintf("it deleted %d test file(s) (%s), which --keep-tests keeps", len(gone), summarize(gone, 5))
-	return outcome{source: "tests", command: "git diff --diff-filter=D", detail: detail, res: res,
-		output: fmt.Sprintf("The previous attempt deleted these test files: %s. They stay: bring them back (git checkout %.*s -- FILE) and make them pass by doing the story's work; change a test only where the story asks for it.", strings.Join(gone, ", "), shortID, e.attemptHead)}, true
+	return gone, nil
 }
 
 // gateEnv is env for --test-cmd: with CI=true unless the person set CI

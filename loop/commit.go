@@ -88,6 +88,9 @@ type committer struct {
 	// for the caller to say: a story done by taking its tests away is
 	// not done. Read from what git add and stagedSince print anyway.
 	deletedTests []string
+	// touchedTests: the test files (isTestFile) the last commitAll's
+	// changes add or modify, for testsSwitchedOff to read
+	touchedTests []string
 	// pulled: the directories of packages and the large files that
 	// came with commits the attempt pulled from a remote: others', they
 	// stay in the tree (cleanAgentCommits).
@@ -178,7 +181,7 @@ func (c *committer) changes(ctx context.Context) (*treeState, error) {
 func (c *committer) commitAll(ctx context.Context, message string) (string, error) {
 	// What the adds below find is said of this commit as a whole: a
 	// formatter hook's second add must not forget the first's.
-	c.hookFixed, c.staged, c.repos, c.stagedLarge, c.deletedTests, c.ignoreChanged = nil, 0, nil, nil, nil, false
+	c.hookFixed, c.staged, c.repos, c.stagedLarge, c.deletedTests, c.touchedTests, c.ignoreChanged = nil, 0, nil, nil, nil, nil, false
 	if len(c.keep) == 0 {
 		// Nothing to leave out: git add -A and commit say themselves
 		// whether anything changed (commit's "nothing to commit" is
@@ -434,6 +437,7 @@ func (c *committer) stagedSince(ctx context.Context) (links, added []string, err
 		// Added, its type changed, or modified: a .gitignore so is a
 		// change of the rules (hiddenBy).
 		c.ignoreChanged = c.ignoreChanged || path.Base(fields[i+1]) == ".gitignore"
+		c.touchedTest(fields[i+1])
 		if len(meta) >= 5 && meta[4] == "M" {
 			continue
 		}
@@ -533,6 +537,14 @@ func (c *committer) hiddenBy(ctx context.Context, base string, started time.Time
 func (c *committer) deletedTest(p string) {
 	if isTestFile(p) && !slices.Contains(c.deletedTests, p) {
 		c.deletedTests = append(c.deletedTests, p)
+	}
+}
+
+// touchedTest records p, a path the commit adds or modifies, when it is
+// a test file (isTestFile), once.
+func (c *committer) touchedTest(p string) {
+	if isTestFile(p) && !slices.Contains(c.touchedTests, p) {
+		c.touchedTests = append(c.touchedTests, p)
 	}
 }
 
@@ -697,6 +709,7 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 	}
 	for _, p := range added {
 		c.ignoreChanged = c.ignoreChanged || path.Base(p) == ".gitignore"
+		c.touchedTest(p)
 	}
 	// The ones unstageDeps took out of the index already are not asked
 	// about again.

@@ -65,8 +65,8 @@ type Options struct {
 	// story left open for the person.
 	RetryConflicts bool
 	// KeepTests: an attempt whose changes delete a test file (isTestFile)
-	// fails, its agent told to keep them; without it the run only says
-	// so.
+	// or switch tests off in one (testsSwitchedOff) fails, its agent told
+	// to keep them; without it the run only says so.
 	KeepTests bool
 	// Branch is the branch the run commits to: it switches there first,
 	// making it from HEAD when no branch of that name exists (see

@@ -135,7 +135,8 @@ type Event struct {
 	Own     bool `json:"own,omitempty"`
 	// history_cleaned: the agent's commits made again without packages
 	// and large files (Paths; Commits of them, Dropped of those left
-	// empty); history_kept: why they were not (Reason)
+	// empty); history_kept: why they were not (Reason); tests_skipped:
+	// which tests were switched off, and how (Reason)
 	Dropped int `json:"dropped,omitempty"`
 	// refs_restored: the tags and branches taken back
 	Refs []string `json:"refs,omitempty"`
@@ -154,7 +155,8 @@ type Event struct {
 	Rule string `json:"rule,omitempty"`
 	// dir_left_out: a file (of secrets), not a directory
 	File bool `json:"file,omitempty"`
-	// tests_deleted: the attempt failed for it (--keep-tests)
+	// tests_deleted, tests_skipped: the attempt failed for it
+	// (--keep-tests). tests_skipped says what it switched off in Reason.
 	Refused bool `json:"refused,omitempty"`
 	// merge_failed: the story gets another attempt (--retry-conflicts)
 	Retry bool `json:"retry,omitempty"`

@@ -237,6 +237,11 @@ func Describe(e Event) (kind, text string) {
 			return "tests", fmt.Sprintf("the attempt deleted %d test file(s): %s - failed (--keep-tests)", len(e.Paths), strings.Join(e.Paths, ", "))
 		}
 		return "tests", fmt.Sprintf("its commit %s deletes %d test file(s): %s - look at it", short(e.Commit), len(e.Paths), strings.Join(e.Paths, ", "))
+	case "tests_skipped":
+		if e.Refused {
+			return "tests", "the attempt switched tests off: " + e.Reason + " - failed (--keep-tests)"
+		}
+		return "tests", "its commit " + short(e.Commit) + " switches tests off: " + e.Reason + " - look at it"
 	case "history_cleaned":
 		how := fmt.Sprintf("made its %d commit(s) again without them", e.Commits)
 		if e.Dropped > 0 {

@@ -445,6 +445,8 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		ev(t, 22, "history_cleaned", map[string]any{"story": "US-16", "paths": []string{"node_modules/", "app.bin"}, "commits": 2, "dropped": 1, "backup": "refs/wiggum/backup/h"}),
 		ev(t, 24, "tests_deleted", map[string]any{"story": "US-17", "paths": []string{"calc_test.go"}, "commit": "0123456789abcdef"}),
 		ev(t, 23, "history_kept", map[string]any{"story": "US-16", "paths": []string{".venv/"}, "reason": "refs/tags/v1 holds them too"}),
+		ev(t, 25, "tests_skipped", map[string]any{"story": "US-18", "paths": []string{"calc_test.go"}, "reason": "calc_test.go (t.Skip added)", "commit": "0123456789abcdef"}),
+		ev(t, 26, "tests_skipped", map[string]any{"story": "US-18", "paths": []string{"a.test.js"}, "reason": "a.test.js (2 tests fewer)", "refused": true}),
 	} {
 		s.Apply(e)
 	}
@@ -474,6 +476,8 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		"git US-16 the agent's commits put node_modules/, app.bin in the history: made its 2 commit(s) again without them, 1 left empty and dropped; as it made them, saved in refs/wiggum/backup/h",
 		"tests US-17 its commit 0123456789ab deletes 1 test file(s): calc_test.go - look at it",
 		"git US-16 the commits made during the attempt put .venv/ in the history, and stay as they are: refs/tags/v1 holds them too",
+		"tests US-18 its commit 0123456789ab switches tests off: calc_test.go (t.Skip added) - look at it",
+		"tests US-18 the attempt switched tests off: a.test.js (2 tests fewer) - failed (--keep-tests)",
 	}
 	if len(s.Notices) != len(want) {
 		t.Fatalf("notices %+v", s.Notices)

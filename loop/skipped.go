@@ -1,0 +1,242 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/git"
+)
+
+// switchedOff is a test file whose changes switch tests off without
+// deleting the file (deletedTest finds those): a skip added (t.Skip,
+// @pytest.mark.skip, it.skip, @Disabled, #[ignore]), a focus that stops the
+// file's other tests (it.only), or test definitions taken out.
+type switchedOff struct {
+	Path  string
+	Skips []string // the markers added, as written ("t.Skip")
+	Fewer int      // test definitions removed, less those added
+}
+
+func (s switchedOff) String() string {
+	var what []string
+	for _, m := range s.Skips {
+		if strings.HasSuffix(m, ".only") || m == "fit" || m == "fdescribe" {
+			what = append(what, m+" added: the file's other tests stop running")
+			continue
+		}
+		what = append(what, m+" added")
+	}
+	if s.Fewer == 1 {
+		what = append(what, "1 test fewer")
+	} else if s.Fewer > 1 {
+		what = append(what, fmt.Sprintf("%d tests fewer", s.Fewer))
+	}
+	return s.Path + " (" + strings.Join(what, "; ") + ")"
+}
+
+func describeSwitchedOff(s []switchedOff) (paths []string, what string) {
+	var parts []string
+	for _, f := range s {
+		paths = append(paths, f.Path)
+		parts = append(parts, f.String())
+	}
+	return paths, strings.Join(parts, ", ")
+}
+
+// testMarks is how one language's tests are switched off (skip: a line
+// holding one) and defined (def: a line beginning with one), both as
+// written in the source after leading space.
+type testMarks struct {
+	skip, lead []string // skip: anywhere in the line; lead: at its start
+	def        []string
+}
+
+var (
+	goMarks = testMarks{skip: []string{"t.Skip(", "t.Skipf(", "t.SkipNow(", "b.Skip(", "b.Skipf(", "b.SkipNow("},
+		def: []string{"func Test", "func Fuzz"}}
+	pyMarks = testMarks{skip: []string{"@pytest.mark.skip", "@unittest.skip", "pytest.skip(", ".skipTest(", "@pytest.mark.xfail", "@unittest.expectedFailure"},
+		def: []string{"def test", "async def test"}}
+	jsMarks = testMarks{skip: []string{"it.skip(", "test.skip(", "describe.skip(", "it.only(", "test.only(", "describe.only(", "test.fixme("},
+		lead: []string{"xit(", "xtest(", "xdescribe(", "fit(", "fdescribe("},
+		// A test switched off or focused is defined still.
+		def: []string{"it(", "test(", "it.each", "test.each", "it.skip(", "test.skip(", "it.only(", "test.only(", "xit(", "xtest(", "fit(", "test.fixme("}}
+	jvmMarks  = testMarks{skip: []string{"@Disabled", "@Ignore"}, def: []string{"@Test"}}
+	rubyMarks = testMarks{lead: []string{"skip", "pending", "xit", "xdescribe"},
+		def: []string{"it \"", "it '", "it(", "xit ", "xit(", "def test_"}}
+	rustMarks = testMarks{skip: []string{"#[ignore"}, def: []string{"#[test]"}}
+)
+
+// marksFor is the marks of a test file's language, by its extension; nil
+// for a file no test runner's marks are known of (a snapshot, test data).
+func marksFor(p string) *testMarks {
+	switch path.Ext(p) {
+	case ".go":
+		return &goMarks
+	case ".py":
+		return &pyMarks
+	case ".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".mts", ".cts":
+		return &jsMarks
+	case ".java", ".kt":
+		return &jvmMarks
+	case ".rb":
+		return &rubyMarks
+	case ".rs":
+		return &rustMarks
+	}
+	return nil
+}
+
+// marker returns the skip marker line holds, as it is to be said, or "".
+func (m *testMarks) marker(line string) string {
+	t := strings.TrimSpace(line)
+	if comment(t) {
+		return ""
+	}
+	for _, s := range m.skip {
+		if strings.Contains(t, s) {
+			return strings.TrimRight(s, "(")
+		}
+	}
+	for _, s := range m.lead {
+		rest, ok := strings.CutPrefix(t, s)
+		if !ok {
+			continue
+		}
+		// A call of its own - skip "why", skip(), xit 'x' - not
+		// skipped = 1 or skip = false.
+		word := strings.HasSuffix(s, "(") || rest == "" || rest[0] == '(' ||
+			rest[0] == ' ' && !strings.HasPrefix(strings.TrimSpace(rest), "=")
+		if !word {
+			continue
+		}
+		return strings.TrimRight(s, "(")
+	}
+	return ""
+}
+
+// comment reports whether t, a trimmed line, is a comment (//, /*, a
+// block comment's *, #, but not Rust's #[attribute]).
+func comment(t string) bool {
+	return strings.HasPrefix(t, "//") || strings.HasPrefix(t, "/*") || strings.HasPrefix(t, "*") ||
+		strings.HasPrefix(t, "#") && !strings.HasPrefix(t, "#[")
+}
+
+func (m *testMarks) defines(line string) bool {
+	t := strings.TrimSpace(line)
+	for _, d := range m.def {
+		if strings.HasPrefix(t, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// testsSwitchedOff reads a unified diff (git diff -U0) and lists its test
+// files (isTestFile, in a language marksFor knows) whose changes add a
+// skip or take test definitions out. A marker or definition both removed
+// and added in a file (a line moved, reindented) counts for nothing, and
+// so does a skip a hunk adds with as many new tests (a new test, skipped
+// from the start, switches nothing off); a deleted file (deletedTest's)
+// and a new one are not looked at.
+func testsSwitchedOff(diff string) []switchedOff {
+	var out []switchedOff
+	var cur *testMarks
+	var file string
+	skips, hunk := map[string]int{}, map[string]int{}
+	var order []string
+	fewer, newDefs := 0, 0
+	endHunk := func() {
+		for _, m := range order {
+			if n := min(max(hunk[m], 0), max(newDefs, 0)); n > 0 {
+				hunk[m] -= n
+				newDefs -= n
+			}
+			skips[m] += hunk[m]
+		}
+		clear(hunk)
+		newDefs = 0
+	}
+	flush := func() {
+		endHunk()
+		if cur != nil {
+			s := switchedOff{Path: file, Fewer: max(fewer, 0)}
+			for _, m := range order {
+				if skips[m] > 0 {
+					s.Skips = append(s.Skips, m)
+				}
+			}
+			if len(s.Skips) > 0 || s.Fewer > 0 {
+				out = append(out, s)
+			}
+		}
+		cur, file, fewer, order = nil, "", 0, nil
+		clear(skips)
+	}
+	inHunk, created := false, false // created: a new file, none of whose tests were on
+	for _, line := range strings.Split(diff, "\n") {
+		switch {
+		case strings.HasPrefix(line, "diff --git "):
+			flush()
+			inHunk, created = false, false
+		case !inHunk && line == "--- /dev/null":
+			created = true
+		case !inHunk && strings.HasPrefix(line, "+++ ") && !created:
+			// git ends a name holding a space with a tab, and quotes
+			// one holding a tab, a quote or a newline.
+			p := strings.TrimSuffix(strings.TrimPrefix(line, "+++ "), "\t")
+			if strings.HasPrefix(p, `"`) {
+				if u, err := strconv.Unquote(p); err == nil {
+					p = u
+				}
+			}
+			p, ok := strings.CutPrefix(p, "b/")
+			if ok && isTestFile(p) {
+				file, cur = p, marksFor(p)
+			}
+		case strings.HasPrefix(line, "@@"):
+			endHunk()
+			inHunk = true
+		case inHunk && cur != nil && (strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-")):
+			n := 1
+			if line[0] == '-' {
+				n = -1
+			}
+			body := line[1:]
+			if m := cur.marker(body); m != "" {
+				if !slices.Contains(order, m) {
+					order = append(order, m)
+				}
+				hunk[m] += n
+			}
+			if cur.defines(body) {
+				newDefs += n
+				fewer -= n
+			}
+		}
+	}
+	flush()
+	return out
+}
+
+// switchedOffSince lists the test files whose changes from base to to (a
+// commit; "" for the working tree) switch tests off. paths, when given,
+// limits the diff to them. One git process.
+func switchedOffSince(ctx context.Context, repo *git.Repo, base, to string, paths []string) ([]switchedOff, error) {
+	args := []string{"-c", "core.quotePath=false", "diff", "-U0", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base}
+	if to != "" {
+		args = append(args, to)
+	}
+	args = append(args, "--")
+	for _, p := range paths {
+		args = append(args, ":(top,literal)"+p)
+	}
+	out, err := repo.Run(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	return testsSwitchedOff(out), nil
+}
