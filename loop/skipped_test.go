@@ -120,3 +120,22 @@ func TestTestsSwitchedOffOddNames(t *testing.T) {
 		t.Fatalf("got %q, want %q", paths, names)
 	}
 }
+
+// Whatever the diff - an agent's file can hold any bytes, a name can be
+// quoted oddly - reading it never panics, and what it names is a test
+// file the diff changed.
+func FuzzTestsSwitchedOff(f *testing.F) {
+	f.Add("diff --git a/a_test.go b/a_test.go\n--- a/a_test.go\n+++ b/a_test.go\n@@ -1 +1,2 @@\n-func TestA(t *testing.T) {\n+\tt.Skip()\n")
+	f.Add("diff --git a/x b/x\n+++ \"b/tests/\\303\\274.py\"\t\n@@\n+@pytest.mark.skip\n-def test_a():\n")
+	f.Add("+++ b/spec/a_spec.rb\n@@\n+skip\n+  skip = 1\n-it 'x' do\n@@\n+xit 'y'\n")
+	f.Fuzz(func(t *testing.T, diff string) {
+		for _, s := range testsSwitchedOff(diff) {
+			if !isTestFile(s.Path) || !strings.Contains(diff, "+++ ") {
+				t.Fatalf("%q named from %q", s.Path, diff)
+			}
+			if len(s.Skips) == 0 && s.Fewer <= 0 {
+				t.Fatalf("%+v listed for nothing", s)
+			}
+		}
+	})
+}
