@@ -191,12 +191,18 @@ func (cl cleaned) paths() []string {
 // and caches and the files over maxNew that base did not track.
 func unwanted(ctx context.Context, repo *git.Repo, base string, commits []agentCommit, maxNew int64) ([]depDir, []largeFile, error) {
 	var paths []string
+	blobOf := map[string]string{}
 	for _, c := range commits {
 		for _, a := range c.adds {
 			paths = append(paths, a.path)
+			if !a.link {
+				blobOf[a.path] = a.blob
+			}
 		}
 	}
-	dirs := newDepDirs(ctx, repo, base, depDirsOf(repo.Root, paths))
+	head, closeHeads := historyHeads(ctx, repo, blobOf)
+	dirs := newDepDirs(ctx, repo, base, depDirsIn(head, paths))
+	closeHeads()
 	if maxNew <= 0 {
 		return dirs, nil, nil
 	}
@@ -235,6 +241,46 @@ func unwanted(ctx context.Context, repo *git.Repo, base string, commits []agentC
 		large = append(large, largeFile{Path: a.path, Size: n, Committed: true})
 	}
 	return dirs, large, nil
+}
+
+// historyHeads reads a file's first bytes from the tree, or - when a
+// later commit of the agent's deleted it, and the tree has no file there -
+// from the blob blobOf says a commit added (a program built, committed,
+// then removed is in the history all the same). Blobs over 64 MiB are not
+// read (one over --max-file-size is taken out for its size). One git
+// process, started at the first such file; close it.
+func historyHeads(ctx context.Context, repo *git.Repo, blobOf map[string]string) (heads, func()) {
+	tree := treeHeads(repo.Root)
+	var cat *git.Cat
+	read := func(p string, n int) ([]byte, bool) {
+		if h, ok := tree(p, n); ok {
+			return h, true
+		}
+		blob, ok := blobOf[p]
+		if !ok {
+			return nil, false
+		}
+		if _, err := os.Lstat(filepath.Join(repo.Root, filepath.FromSlash(p))); err == nil {
+			return nil, false // there, and no regular file
+		}
+		if cat == nil {
+			cat = repo.Cat(ctx)
+		}
+		if sizes, ok, err := cat.Sizes(blob); err != nil || ok && (len(sizes) != 1 || sizes[0] > 64<<20) {
+			return nil, false
+		}
+		objs, err := cat.Read(blob)
+		if err != nil || len(objs) != 1 || objs[0].ID == "" {
+			return nil, false
+		}
+		c := objs[0].Data
+		return c[:min(n, len(c))], true
+	}
+	return read, func() {
+		if cat != nil {
+			cat.Close()
+		}
+	}
 }
 
 // split moves, out of cl's directories and files, those that only

@@ -69,6 +69,12 @@ var cacheDirSignature = []byte("Signature: 8a477f597d28d172789f06886806bc55")
 // directories only tools name so (builtBy: .next, .gradle, .tox...). Only
 // the outermost of nested ones, in path order.
 func depDirsOf(root string, paths []string) []depDir {
+	return depDirsIn(treeHeads(root), paths)
+}
+
+// depDirsIn is depDirsOf with the files' content read by head: the
+// tree's, or a commit's (unwanted).
+func depDirsIn(head heads, paths []string) []depDir {
 	found := map[string]depDir{}
 	// Directories first, by their names and marker files; then the files
 	// outside them, whose content a few checks read.
@@ -102,7 +108,7 @@ next:
 		switch {
 		case dir != "" && base == "pyvenv.cfg":
 			found[dir] = depDir{Path: dir, What: "a Python virtual environment (pyvenv.cfg)", Rule: "/" + dir + "/"}
-		case dir != "" && base == "CACHEDIR.TAG" && tagged(filepath.Join(root, filepath.FromSlash(p))):
+		case dir != "" && base == "CACHEDIR.TAG" && tagged(head, p):
 			found[dir] = depDir{Path: dir, What: "a build or tool cache (CACHEDIR.TAG)", Rule: "/" + dir + "/"}
 		case coverageReport(dir, base):
 			found[dir] = depDir{Path: dir, What: "a test coverage report (" + base + ")", Rule: "/" + dir + "/"}
@@ -124,9 +130,9 @@ next:
 		if inDir {
 			continue
 		}
-		if what := secretFile(root, p, path.Base(p)); what != "" {
+		if what := secretFile(head, p, path.Base(p)); what != "" {
 			found[p] = depDir{Path: p, What: what, Rule: "/" + p, File: true}
-		} else if what := builtProgram(filepath.Join(root, filepath.FromSlash(p))); what != "" {
+		} else if what := builtProgram(head, p); what != "" {
 			found[p] = depDir{Path: p, What: what, Rule: "/" + p, File: true}
 		}
 	}
@@ -153,9 +159,9 @@ next:
 // every clone downloads). It reads the file's first bytes; "" for
 // anything else, and for what is not a regular file (a symlink to a
 // system program is no build).
-func builtProgram(p string) string {
+func builtProgram(head heads, p string) string {
 	var what string
-	opens(p, 512, func(h []byte) bool {
+	head.opens(p, 512, func(h []byte) bool {
 		switch {
 		case bytes.HasPrefix(h, []byte("\x7fELF")):
 			what = "a compiled program or library (ELF), a build's output"
@@ -220,7 +226,7 @@ func coverageReport(dir, base string) bool {
 // and the like, made to be committed), direnv's .envrc, an SSH private
 // key (id_rsa, id_ed25519 ...), and a .pem or .key file that holds a
 // private key (its first bytes are read, only for those names).
-func secretFile(root, p, base string) string {
+func secretFile(head heads, p, base string) string {
 	switch {
 	case base == ".env" || base == ".envrc":
 		return "an environment file, where secrets live (" + base + ")"
@@ -234,33 +240,46 @@ func secretFile(root, p, base string) string {
 	case base == "id_rsa" || base == "id_dsa" || base == "id_ecdsa" || base == "id_ed25519" || base == "id_ecdsa_sk" || base == "id_ed25519_sk":
 		return "an SSH private key (" + base + ")"
 	case strings.HasSuffix(base, ".pem") || strings.HasSuffix(base, ".key"):
-		if opens(filepath.Join(root, filepath.FromSlash(p)), 8192, func(head []byte) bool { return bytes.Contains(head, []byte("PRIVATE KEY-----")) }) {
+		if head.opens(p, 8192, func(h []byte) bool { return bytes.Contains(h, []byte("PRIVATE KEY-----")) }) {
 			return "a private key (" + base + ")"
 		}
 	}
 	return ""
 }
 
+// heads reads the first n bytes (at most) of the file at p, from the
+// root: false when there is no regular file there.
+type heads func(p string, n int) ([]byte, bool)
+
+// treeHeads reads the working tree's files, under root.
+func treeHeads(root string) heads {
+	return func(p string, n int) ([]byte, bool) {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if fi, err := os.Lstat(full); err != nil || !fi.Mode().IsRegular() {
+			return nil, false
+		}
+		f, err := os.Open(full)
+		if err != nil {
+			return nil, false
+		}
+		defer f.Close()
+		h := make([]byte, n)
+		k, _ := io.ReadFull(f, h)
+		return h[:k], true
+	}
+}
+
 // opens reports whether the first n bytes of the file at p, a regular
 // file, satisfy ok.
-func opens(p string, n int, ok func(head []byte) bool) bool {
-	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
-		return false
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	head := make([]byte, n)
-	k, _ := io.ReadFull(f, head)
-	return ok(head[:k])
+func (head heads) opens(p string, n int, ok func(h []byte) bool) bool {
+	h, found := head(p, n)
+	return found && ok(h)
 }
 
 // tagged reports whether the file at p opens with the CACHEDIR.TAG
 // signature.
-func tagged(p string) bool {
-	return opens(p, len(cacheDirSignature), func(head []byte) bool { return bytes.Equal(head, cacheDirSignature) })
+func tagged(head heads, p string) bool {
+	return head.opens(p, len(cacheDirSignature), func(h []byte) bool { return bytes.Equal(h, cacheDirSignature) })
 }
 
 // under returns the dir of dirs that p is in (or the file of dirs that p
