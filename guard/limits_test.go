@@ -115,7 +115,9 @@ func TestLexLiterals(t *testing.T) {
 	}
 }
 
-// CheckEdit protects the policy's state and hooks, and nothing else.
+// CheckEdit protects the policy's state and hooks and git's data, and
+// nothing else: the exclude file and a hook of the project's are the
+// agent's to write, as they are to the shell's >.
 func TestCheckEdit(t *testing.T) {
 	p := testPolicy("main")
 	for file, want := range map[string]Action{
@@ -123,6 +125,13 @@ func TestCheckEdit(t *testing.T) {
 		"/work/repo/.ralph/.agent-lock":           Deny,
 		".git/hooks/pre-push":                     Deny,
 		".git/config":                             Deny,
+		"/work/repo/.git/HEAD":                    Deny,
+		".git/refs/heads/main":                    Deny,
+		".git/index.lock":                         Deny,
+		".git":                                    Deny,
+		".git/info/exclude":                       Allow,
+		"/work/repo/.git/info/exclude":            Allow,
+		".git/hooks/pre-commit":                   Allow,
 		".ralph/prd.json":                         Allow,
 		"main.go":                                 Allow,
 		"/tmp/other/.git/hooks/pre-push.old":      Allow,

@@ -118,7 +118,7 @@ func (g *guard) gitData(p string) string {
 }
 
 // CheckEdit decides whether a file tool (an agent's Edit or Write) may
-// write file, absolute or relative to p.Cwd: protected state and anything
+// write file, absolute or relative to p.Cwd: protected state and git's data
 // inside .git are denied, as the shell rules deny them to rm, mv and >.
 func CheckEdit(file string, p Policy) Decision {
 	g := &guard{p: p}
@@ -135,8 +135,19 @@ func CheckEdit(file string, p Policy) Decision {
 		return Decision{Deny, fmt.Sprintf("writing %s is not allowed during a wiggum session: %s", file, why)}
 	}
 
-	if g.isGitDir(strings.SplitN(filepath.ToSlash(target), "/", 2)[0]) {
-		return Decision{Deny, fmt.Sprintf("%s is inside .git; use git commands instead", file)}
+	// As the shell's rules judge a redirection: git's data is denied,
+	// its hooks that are not wiggum's and info/ (the exclude file, which
+	// no git command writes) are the agent's, as the shell's > has them.
+	// A lock file written would stop every git command after it.
+	if in := g.inGitDir(target); in != "" {
+		if why := g.gitData(target); why != "" {
+			return Decision{Deny, fmt.Sprintf("writing %s is not allowed: %s", file, why)}
+		}
+		if strings.HasSuffix(in, ".lock") {
+			return Decision{Deny, fmt.Sprintf("writing %s is not allowed: a lock file there stops every git command until it is removed", file)}
+		}
+	} else if g.isGitDir(strings.TrimRight(filepath.ToSlash(target), "/")) {
+		return Decision{Deny, fmt.Sprintf("%s is the repository's .git; use git commands instead", file)}
 	}
 	return Decision{Action: Allow}
 }

@@ -625,11 +625,15 @@ func TestEditToolsCannotTouchState(t *testing.T) {
 			t.Errorf("Write %s allowed: %s", path, out.Bytes())
 		}
 	}
-	in := `{"session_id":"s","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Edit","tool_input":{"file_path":"main.go"}}`
-	var out bytes.Buffer
-	Run(context.Background(), "claude", strings.NewReader(in), &out, Options{})
-	if out.Len() != 0 {
-		t.Errorf("editing main.go: %s", out.Bytes())
+	// What the shell's > may write, an edit tool may: the exclude file
+	// (no git command writes it), a hook of the project's.
+	for _, path := range []string{"main.go", ".git/info/exclude", ".git/hooks/pre-commit"} {
+		in := `{"session_id":"s","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Edit","tool_input":{"file_path":"` + filepath.Join(dir, path) + `"}}`
+		var out bytes.Buffer
+		Run(context.Background(), "claude", strings.NewReader(in), &out, Options{})
+		if out.Len() != 0 {
+			t.Errorf("editing %s: %s", path, out.Bytes())
+		}
 	}
 }
 
