@@ -158,17 +158,15 @@ func pruneAgentLogs(dir string) {
 }
 
 // planCounts adds the plan's size to the run_start event's fields, so a
-// watcher can show progress without reading the plan, and returns the
-// stories done at the start.
+// watcher can show progress without reading the plan, and returns its
+// stories at the start, each with whether it is done.
 func planCounts(p plan.Plan, fields map[string]any) (map[string]any, map[string]bool) {
-	done := map[string]bool{}
+	all := map[string]bool{}
 	if stories, err := p.Stories(); err == nil {
 		fields["stories"], fields["done"] = len(stories), len(stories)-plan.Open(stories)
 		for _, s := range stories {
-			if s.Done {
-				done[s.ID] = true
-			}
+			all[s.ID] = s.Done
 		}
 	}
-	return fields, done
+	return fields, all
 }

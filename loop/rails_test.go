@@ -151,6 +151,31 @@ if [ "$WIGGUM_STORY" = US-1 ] && [ ! -e "`+marker+`" ]; then touch "`+marker+`";
 	leftovers(t, st)
 }
 
+// An agent that takes open stories out of the plan - a sed gone wrong, a
+// plan rewritten without them - has them not run: the run says which, and
+// how to find them, where before they vanished without a word ("2 done, 0
+// open" of a plan of 4). A story done and then removed is nothing to say.
+func TestAgentRemovingStoriesIsNamed(t *testing.T) {
+	st, p := newRepo(t, 5)
+	o := opts(p, `cat >/dev/null; echo x > "f-$WIGGUM_STORY"
+[ "$WIGGUM_STORY" = US-2 ] && sed -i '/US-1:/d; /US-4:/d; /US-5:/d' plan.md; true`)
+	var out bytes.Buffer
+	o.Out = &out
+	sum, err := Run(context.Background(), st, o)
+	if err != nil || len(sum.Completed) != 3 {
+		t.Fatalf("%v %+v\n%s", err, sum, out.String())
+	}
+	if !strings.Contains(out.String(), "the agent of US-2 took US-4, US-5, open, out of the plan: they will not run - put them back to have them done (git log -p -- plan.md shows what it took out)") {
+		t.Errorf("the stories taken out were not named:\n%s", out.String())
+	}
+	evs := readEvents(t, st)
+	if !slices.ContainsFunc(evs, func(e events.Event) bool {
+		return e.Name == events.RemovedByAgent && e.Story == "US-2" && slices.Equal(e.Removed, []string{"US-4", "US-5"})
+	}) {
+		t.Errorf("no removed_by_agent event for US-4, US-5:\n%+v", evs)
+	}
+}
+
 // An agent that ticks other stories in the plan makes the run take them as
 // done - the plan is the record - but the run says so, naming them, so
 // that a story done without an attempt of its own does not pass unseen.

@@ -85,8 +85,9 @@ type run struct {
 	// noDispatch: a usage limit stops the run (no --wait-on-limit); no
 	// worker starts another attempt.
 	noDispatch atomic.Bool
-	// doneAtStart: the stories the plan had done when the run began.
-	doneAtStart map[string]bool
+	// atStart: the stories the plan had when the run began, each with
+	// whether it was done.
+	atStart map[string]bool
 	// outages counts the model-service outages in a row, for the back-off
 	// (outageWait); any attempt the service answered resets it.
 	outages atomic.Int32
@@ -997,7 +998,7 @@ func (r *run) begin(workers int) {
 	if workers > 1 {
 		fields["workers"] = workers
 	}
-	fields, r.doneAtStart = planCounts(r.opts.Plan, fields)
+	fields, r.atStart = planCounts(r.opts.Plan, fields)
 	r.event("run_start", fields)
 	r.traceStart(workers)
 }

@@ -29,7 +29,7 @@ func runSerial(ctx context.Context, st *checkpoint.State, opts Options) (*Summar
 func (r *run) serial(ctx context.Context, ex *executor) error {
 	stalled := 0
 	skip := map[string]bool{}
-	ticked := agentTicks{r: r, doneSeen: r.doneAtStart}
+	ticked := agentTicks{r: r, seen: r.atStart}
 	for iter := 1; ; iter++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -105,14 +105,16 @@ func (r *run) serial(ctx context.Context, ex *executor) error {
 // agentTicks notices stories an agent ticked in the plan itself: the
 // attempt of one story was done, and the plan then had more than that one
 // story fewer open. They are taken as done (the plan is the record), but
-// they had no attempt of their own, which the run says, naming them. The
-// plan's stories are listed only then (the run's start lists them once
+// they had no attempt of their own, which the run says, naming them. So
+// are open stories the agent took out of the plan: they will not run, and
+// the person is to know (a sed gone wrong, a plan rewritten without them).
+// The plan's stories are listed only then (the run's start lists them once
 // anyway): the loop's iterations cost the same in a plan of any size.
 type agentTicks struct {
-	r        *run
-	story    string // the story whose attempt was done last
-	left     int    // stories open before its attempt
-	doneSeen map[string]bool
+	r     *run
+	story string // the story whose attempt was done last
+	left  int    // stories open before its attempt
+	seen  map[string]bool
 }
 
 func (t *agentTicks) after(story string, leftBefore int) {
@@ -128,33 +130,50 @@ func (t *agentTicks) check(left int) {
 	if before-left <= 1 {
 		return
 	}
-	var extra []string
-	for id := range t.doneNow() {
-		if id != story && !t.doneSeen[id] && !slices.Contains(t.r.sum.Completed, id) {
-			extra = append(extra, id)
-		}
-		t.doneSeen[id] = true
-	}
-	if len(extra) == 0 {
+	now := t.storiesNow()
+	if now == nil {
 		return
 	}
-	slices.Sort(extra)
-	t.r.disp.printf("  the agent of %s also ticked %s in the plan: taken as done, with no attempt of their own (untick them to have them run)", story, strings.Join(extra, ", "))
-	t.r.event("ticked_by_agent", map[string]any{"story": story, "ticked": extra})
-}
-
-func (t *agentTicks) doneNow() map[string]bool {
-	done := map[string]bool{}
-	stories, err := t.r.opts.Plan.Stories()
-	if err != nil {
-		return done
-	}
-	for _, s := range stories {
-		if s.Done {
-			done[s.ID] = true
+	var extra, removed []string
+	for id, done := range now {
+		if done && id != story && !t.seen[id] && !slices.Contains(t.r.sum.Completed, id) {
+			extra = append(extra, id)
 		}
 	}
-	return done
+	for id, done := range t.seen {
+		if _, ok := now[id]; !ok && !done && id != story && !slices.Contains(t.r.sum.Completed, id) {
+			removed = append(removed, id)
+		}
+	}
+	t.seen = now
+	if len(extra) > 0 {
+		slices.Sort(extra)
+		t.r.disp.printf("  the agent of %s also ticked %s in the plan: taken as done, with no attempt of their own (untick them to have them run)", story, strings.Join(extra, ", "))
+		t.r.event("ticked_by_agent", map[string]any{"story": story, "ticked": extra})
+	}
+	if len(removed) > 0 {
+		slices.Sort(removed)
+		they := "they will not run - put them back to have them done"
+		if len(removed) == 1 {
+			they = "it will not run - put it back to have it done"
+		}
+		t.r.disp.printf("  the agent of %s took %s, open, out of the plan: %s (git log -p -- %s shows what it took out)", story, strings.Join(removed, ", "), they, t.r.planRel)
+		t.r.event("removed_by_agent", map[string]any{"story": story, "removed": removed})
+	}
+}
+
+// storiesNow lists the plan's stories, each with whether it is done; nil
+// when the plan cannot be read.
+func (t *agentTicks) storiesNow() map[string]bool {
+	stories, err := t.r.opts.Plan.Stories()
+	if err != nil {
+		return nil
+	}
+	now := make(map[string]bool, len(stories))
+	for _, s := range stories {
+		now[s.ID] = s.Done
+	}
+	return now
 }
 
 // budgetStop is the exit-5 stop of a reached budget, saying what was spent

@@ -37,6 +37,7 @@ const (
 	StoryIncomplete = "story-incomplete" // hook: the agent stopped with its story open
 	GuardDenied     = "guard_denied"     // hook: agent, decision, command, reason, story
 	TickedByAgent   = "ticked_by_agent"  // story, ticked: stories the agent of story ticked in the plan itself
+	RemovedByAgent  = "removed_by_agent" // story, removed: open stories the agent of story took out of the plan
 )
 
 // Outcomes of an iteration_end. A failure is "failed (SOURCE)" with SOURCE
@@ -121,6 +122,8 @@ type Event struct {
 	Rollback string `json:"rollback,omitempty"`
 	// ticked_by_agent: the stories the agent ticked itself
 	Ticked []string `json:"ticked,omitempty"`
+	// removed_by_agent: the open stories the agent took out of the plan
+	Removed []string `json:"removed,omitempty"`
 	// guard_denied
 	Decision string `json:"decision,omitempty"`
 	Command  string `json:"command,omitempty"`

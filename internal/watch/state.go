@@ -185,6 +185,8 @@ func Describe(e Event) (kind, text string) {
 		return "limit", "usage limit over; going on"
 	case "ticked_by_agent":
 		return "done", "the agent also ticked " + strings.Join(e.Ticked, ", ") + " in the plan (no attempt of their own)"
+	case "removed_by_agent":
+		return "git", "the agent took " + strings.Join(e.Removed, ", ") + ", open, out of the plan: not run"
 	case "story_skipped":
 		return "skipped", fmt.Sprintf("skipped after %d failed attempts", e.Attempts)
 	case "rollback_refused":

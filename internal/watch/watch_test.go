@@ -447,6 +447,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		ev(t, 23, "history_kept", map[string]any{"story": "US-16", "paths": []string{".venv/"}, "reason": "refs/tags/v1 holds them too"}),
 		ev(t, 25, "tests_skipped", map[string]any{"story": "US-18", "paths": []string{"calc_test.go"}, "reason": "calc_test.go (t.Skip added)", "commit": "0123456789abcdef"}),
 		ev(t, 26, "tests_skipped", map[string]any{"story": "US-18", "paths": []string{"a.test.js"}, "reason": "a.test.js (2 tests fewer)", "refused": true}),
+		ev(t, 27, "removed_by_agent", map[string]any{"story": "US-19", "removed": []string{"US-20", "US-21"}}),
 	} {
 		s.Apply(e)
 	}
@@ -478,6 +479,7 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		"git US-16 the commits made during the attempt put .venv/ in the history, and stay as they are: refs/tags/v1 holds them too",
 		"tests US-18 its commit 0123456789ab switches tests off: calc_test.go (t.Skip added) - look at it",
 		"tests US-18 the attempt switched tests off: a.test.js (2 tests fewer) - failed (--keep-tests)",
+		"git US-19 the agent took US-20, US-21, open, out of the plan: not run",
 	}
 	if len(s.Notices) != len(want) {
 		t.Fatalf("notices %+v", s.Notices)
