@@ -64,3 +64,44 @@ func FuzzMarkDone(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPRDJSONMarkDone: whatever the prd.json, ticking one of its stories
+// leaves it done and every other story as it was; where the story had a
+// passes field, no byte but its value's changed.
+func FuzzPRDJSONMarkDone(f *testing.F) {
+	f.Add(`{"userStories": [{"id": "US-1", "passes": false}, {"id": "US-2", "passes": false}]}`, 0)
+	f.Add("{\n    \"userStories\": [\n        {\"id\": \"a\", \"x\": {\"passes\": 1}, \"passes\": null},\n        {\"id\": \"b\"}\n    ]\n}\n", 1)
+	f.Add(`{"userStories": [{"id": "x\u0026", "passes": 0, "passes": false}], "userStories2": []}`, 0)
+	f.Fuzz(func(t *testing.T, text string, pick int) {
+		path := filepath.Join(t.TempDir(), "prd.json")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := &PRDJSON{File: path}
+		before, err := p.Stories()
+		if err != nil || len(before) == 0 {
+			return
+		}
+		id := before[max(pick, -pick)%len(before)].ID
+		if err := p.MarkDone(id); err != nil {
+			t.Fatal(err)
+		}
+		after, err := p.Stories()
+		if err != nil || len(after) != len(before) {
+			t.Fatalf("%v: %d stories, then %d", err, len(before), len(after))
+		}
+		for i := range after {
+			want := before[i]
+			want.Done = want.Done || want.ID == id
+			if after[i] != want {
+				t.Fatalf("story %d: %+v, want %+v", i, after[i], want)
+			}
+		}
+		data, _ := os.ReadFile(path)
+		if start, end, found, ok := passesSpan([]byte(text), id); ok && found && start >= 0 {
+			if want := text[:start] + "true" + text[end:]; string(data) != want {
+				t.Fatalf("bytes beyond the passes value changed:\n got %q\nwant %q", data, want)
+			}
+		}
+	})
+}

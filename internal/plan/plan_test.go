@@ -439,3 +439,64 @@ func TestPRDJSONAppend(t *testing.T) {
 		t.Fatalf("StoriesIn: %s %v", got, err)
 	}
 }
+
+// A prd.json's tick changes the story's passes value and no other byte:
+// the person's indentation (four spaces, a tab, one object a line), line
+// endings, byte order mark and text - "R&D <b>" is not written back as
+// "R\u0026D \u003cb\u003e" - stay as written. A passes nested in another
+// field is not the story's; a story already passing changes nothing; one
+// with no passes field gets one, the file written again in its own
+// indentation.
+func TestPRDJSONMarkDoneKeepsTheFile(t *testing.T) {
+	write := func(t *testing.T, text string) *PRDJSON {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), "prd.json")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return &PRDJSON{File: path}
+	}
+	read := func(t *testing.T, p *PRDJSON) string {
+		t.Helper()
+		data, err := os.ReadFile(p.File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	text := "\ufeff{\r\n    \"project\": \"R&D <b> site\",\r\n    \"userStories\": [\r\n" +
+		"        {\"id\": \"US-1\", \"title\": \"a & b\", \"meta\": {\"passes\": false}, \"passes\" :\tfalse, \"notes\": \"é ü <i>\"},\r\n" +
+		"        {\"id\": \"US-2\", \"title\": \"two\", \"passes\": false}\r\n    ]\r\n}\r\n"
+	p := write(t, text)
+	if err := p.MarkDone("US-1"); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(text, "\"passes\" :\tfalse", "\"passes\" :\ttrue", 1)
+	if got := read(t, p); got != want {
+		t.Fatalf("the tick changed more than the passes value:\n got %q\nwant %q", got, want)
+	}
+	if err := p.MarkDone("US-1"); err != nil || read(t, p) != want {
+		t.Fatalf("ticking a passing story again changed the file (%v):\n%q", err, read(t, p))
+	}
+	if err := p.MarkDone("US-9"); err == nil || read(t, p) != want {
+		t.Fatalf("a story the plan does not have: %v\n%q", err, read(t, p))
+	}
+	stories, err := p.Stories()
+	if err != nil || !stories[0].Done || stories[1].Done {
+		t.Fatalf("%+v %v", stories, err)
+	}
+
+	tabbed := write(t, "{\n\t\"userStories\": [\n\t\t{\n\t\t\t\"id\": \"US-1\",\n\t\t\t\"title\": \"R&D <b>\"\n\t\t}\n\t]\n}\n")
+	if err := tabbed.MarkDone("US-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, tabbed); got != "{\n\t\"userStories\": [\n\t\t{\n\t\t\t\"id\": \"US-1\",\n\t\t\t\"title\": \"R&D <b>\",\n\t\t\t\"passes\": true\n\t\t}\n\t]\n}\n" {
+		t.Fatalf("a story without passes, in a tab-indented plan:\n%s", got)
+	}
+	if err := tabbed.Append([]json.RawMessage{json.RawMessage(`{"id": "US-2", "title": "x < y"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, tabbed); !strings.Contains(got, "\n\t\t{\n\t\t\t\"id\": \"US-2\",\n\t\t\t\"title\": \"x < y\"\n\t\t}\n") {
+		t.Fatalf("Append wrote the story in another indentation or escaped it:\n%s", got)
+	}
+}

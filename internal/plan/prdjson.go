@@ -123,11 +123,35 @@ func (s prdStory) details() string {
 }
 
 // MarkDone sets passes: true on the story with exactly id, keeping every
-// other field and the key order.
+// other field and the key order. Where the story has a passes field, only
+// its value's bytes change: the file keeps its indentation, its layout and
+// its text as written (a title's "R&D <b>" stays so). A story with no
+// passes field gets one, and the file is written again (write).
 func (p *PRDJSON) MarkDone(id string) error {
 	// A plan that does not read cleanly is never rewritten.
 	if _, err := p.Stories(); err != nil {
 		return err
+	}
+	data, err := os.ReadFile(p.File)
+	if err != nil {
+		return fmt.Errorf("plan: read %s: %w", p.File, err)
+	}
+	body, bom := bytes.CutPrefix(data, []byte(utf8BOM))
+	if start, end, found, ok := passesSpan(body, id); ok {
+		if !found {
+			return &NotFoundError{ID: id, Path: p.File}
+		}
+		if start >= 0 {
+			if string(body[start:end]) == "true" {
+				return nil
+			}
+			out := make([]byte, 0, len(data)+4)
+			if bom {
+				out = append(out, utf8BOM...)
+			}
+			out = append(append(append(out, body[:start]...), "true"...), body[end:]...)
+			return writeAtomic(p.File, out)
+		}
 	}
 	doc, raws, bom, err := p.loadBOM()
 	if err != nil {
@@ -146,25 +170,142 @@ func (p *PRDJSON) MarkDone(id string) error {
 		}
 		found = true
 		s.set("passes", json.RawMessage("true"))
-		if raws[i], err = json.Marshal(&s); err != nil {
+		if raws[i], err = marshal(&s); err != nil {
 			return err
 		}
 	}
 	if !found {
 		return &NotFoundError{ID: id, Path: p.File}
 	}
-	return p.write(doc, raws, bom)
+	return p.write(doc, raws, bom, indentOf(body))
+}
+
+// passesSpan finds, in a prd.json document, the story whose id is id and
+// the bytes of its passes value: start is -1 when the story has no passes
+// field; found is false when no story has that id. ok is false when the
+// document does not read as a prd.json (write's path then says why).
+func passesSpan(data []byte, id string) (start, end int, found, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	delim := func(want json.Delim) bool {
+		t, err := dec.Token()
+		d, is := t.(json.Delim)
+		return err == nil && is && d == want
+	}
+	key := func() (string, bool) {
+		t, err := dec.Token()
+		k, is := t.(string)
+		return k, err == nil && is
+	}
+	skip := func() bool {
+		var v json.RawMessage
+		return dec.Decode(&v) == nil
+	}
+	if !delim('{') {
+		return 0, 0, false, false
+	}
+	lists := 0
+	for dec.More() {
+		k, good := key()
+		if !good {
+			return 0, 0, false, false
+		}
+		if k != "userStories" {
+			if !skip() {
+				return 0, 0, false, false
+			}
+			continue
+		}
+		// The last userStories holds, as for load.
+		lists++
+		start, end, found = -1, -1, false
+		if !delim('[') {
+			return 0, 0, false, false
+		}
+		for dec.More() {
+			if !delim('{') {
+				return 0, 0, false, false
+			}
+			sid, s, e := "", -1, -1
+			for dec.More() {
+				k, good := key()
+				if !good {
+					return 0, 0, false, false
+				}
+				// As encoding/json matches the fields Stories reads:
+				// whatever the case, the last one holding.
+				switch strings.ToLower(k) {
+				case "id":
+					var v json.RawMessage
+					if dec.Decode(&v) != nil {
+						return 0, 0, false, false
+					}
+					sid = ""
+					_ = json.Unmarshal(v, &sid)
+				case "passes":
+					// The value begins after the key's colon and
+					// the space around it.
+					at := int(dec.InputOffset())
+					for at < len(data) && (data[at] == ':' || data[at] == ' ' || data[at] == '\t' || data[at] == '\n' || data[at] == '\r') {
+						at++
+					}
+					if !skip() {
+						return 0, 0, false, false
+					}
+					s, e = at, int(dec.InputOffset())
+				default:
+					if !skip() {
+						return 0, 0, false, false
+					}
+				}
+			}
+			if !delim('}') {
+				return 0, 0, false, false
+			}
+			if sid == id && !found {
+				start, end, found = s, e, true
+			}
+		}
+		if !delim(']') {
+			return 0, 0, false, false
+		}
+	}
+	return start, end, found, lists > 0 && delim('}')
+}
+
+// indentOf is the unit of indentation of a JSON document as written: the
+// leading space of its first indented line ("  ", "    ", a tab); two
+// spaces for a document on one line (snarktank's prd.json, as agents
+// write it).
+func indentOf(data []byte) string {
+	for _, line := range bytes.Split(data, []byte("\n"))[1:] {
+		if n := len(line) - len(bytes.TrimLeft(line, " \t")); n > 0 && n < len(line) {
+			return string(line[:n])
+		}
+	}
+	return "  "
+}
+
+// marshal is json.Marshal without its HTML escaping: a plan's "R&D <b>"
+// stays so, not "R\u0026D \u003cb\u003e".
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // write puts doc back in the plan's file with raws as its userStories,
-// indented as MarkDone writes it, its byte order mark kept.
-func (p *PRDJSON) write(doc *object, raws []json.RawMessage, bom bool) error {
-	list, err := json.Marshal(raws)
+// indented by indent, its byte order mark kept.
+func (p *PRDJSON) write(doc *object, raws []json.RawMessage, bom bool, indent string) error {
+	list, err := marshal(raws)
 	if err != nil {
 		return err
 	}
 	doc.set("userStories", list)
-	flat, err := json.Marshal(doc)
+	flat, err := marshal(doc)
 	if err != nil {
 		return err
 	}
@@ -172,7 +313,7 @@ func (p *PRDJSON) write(doc *object, raws []json.RawMessage, bom bool) error {
 	if bom {
 		out.WriteString(utf8BOM)
 	}
-	if err := json.Indent(&out, flat, "", "  "); err != nil {
+	if err := json.Indent(&out, flat, "", indent); err != nil {
 		return err
 	}
 	out.WriteByte('\n')
@@ -206,11 +347,15 @@ func (p *PRDJSON) Append(stories []json.RawMessage) error {
 		}
 		seen[s.ID] = true
 	}
+	data, err := os.ReadFile(p.File)
+	if err != nil {
+		return fmt.Errorf("plan: read %s: %w", p.File, err)
+	}
 	doc, raws, bom, err := p.loadBOM()
 	if err != nil {
 		return err
 	}
-	return p.write(doc, append(raws, stories...), bom)
+	return p.write(doc, append(raws, stories...), bom, indentOf(bytes.TrimPrefix(data, []byte(utf8BOM))))
 }
 
 // StoriesIn returns the userStories objects of a prd.json document (data)
@@ -291,7 +436,7 @@ func (o *object) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		kb, err := json.Marshal(k)
+		kb, err := marshal(k)
 		if err != nil {
 			return nil, err
 		}
