@@ -2,6 +2,7 @@ package guard
 
 import (
 	"bufio"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -276,5 +277,36 @@ func TestGlobMatch(t *testing.T) {
 		if got := globMatch(c.pat, c.s); got != c.want {
 			t.Errorf("globMatch(%q, %q) = %v", c.pat, c.s, got)
 		}
+	}
+}
+
+// The README's guard figures are the corpora's own counts: a case added
+// without the figures moved fails here, not in a reader's trust.
+func TestREADMEFiguresAreTheCorpus(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(file, prefix string) int {
+		data, err := os.ReadFile(filepath.Join("testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, prefix) {
+				n++
+			}
+		}
+		return n
+	}
+	deny, ask, allow := count("corpus.txt", "== deny"), count("corpus.txt", "== ask"), count("corpus.txt", "== allow")
+	text := strings.Join(strings.Fields(string(readme)), " ")
+	want := fmt.Sprintf("holds %d cases - %d deny, %d ask, %d allow,", deny+ask+allow, deny, ask, allow)
+	if !strings.Contains(text, want) {
+		t.Errorf("README.md does not say %q", want)
+	}
+	if want := fmt.Sprintf("of %d harmless commands", count("data.txt", "== allow")); !strings.Contains(text, want) {
+		t.Errorf("README.md does not say %q", want)
 	}
 }
