@@ -14,11 +14,13 @@ import (
 // switchedOff is a test file whose changes switch tests off without
 // deleting the file (deletedTest finds those): a skip added (t.Skip,
 // @pytest.mark.skip, it.skip, @Disabled, #[ignore]), a focus that stops the
-// file's other tests (it.only), or test definitions taken out.
+// file's other tests (it.only), test definitions taken out, or - the tests
+// kept, their bodies emptied - assertions taken out and none written.
 type switchedOff struct {
-	Path  string
-	Skips []string // the markers added, as written ("t.Skip")
-	Fewer int      // test definitions removed, less those added
+	Path      string
+	Skips     []string // the markers added, as written ("t.Skip")
+	Fewer     int      // test definitions removed, less those added
+	Unchecked int      // assertions removed, with none added and no test fewer
 }
 
 func (s switchedOff) String() string {
@@ -35,6 +37,11 @@ func (s switchedOff) String() string {
 	} else if s.Fewer > 1 {
 		what = append(what, fmt.Sprintf("%d tests fewer", s.Fewer))
 	}
+	if s.Unchecked == 1 {
+		what = append(what, "1 assertion taken out")
+	} else if s.Unchecked > 1 {
+		what = append(what, fmt.Sprintf("%d assertions taken out", s.Unchecked))
+	}
 	return s.Path + " (" + strings.Join(what, "; ") + ")"
 }
 
@@ -48,26 +55,32 @@ func describeSwitchedOff(s []switchedOff) (paths []string, what string) {
 }
 
 // testMarks is how one language's tests are switched off (skip: a line
-// holding one) and defined (def: a line beginning with one), both as
+// holding one), defined (def: a line beginning with one) and check what
+// they test (check: a line holding one, checkLead: beginning with one), as
 // written in the source after leading space.
 type testMarks struct {
-	skip, lead []string // skip: anywhere in the line; lead: at its start
-	def        []string
+	skip, lead       []string // skip: anywhere in the line; lead: at its start
+	def              []string
+	check, checkLead []string
 }
 
 var (
 	goMarks = testMarks{skip: []string{"t.Skip(", "t.Skipf(", "t.SkipNow(", "b.Skip(", "b.Skipf(", "b.SkipNow("},
-		def: []string{"func Test", "func Fuzz"}}
+		def:   []string{"func Test", "func Fuzz"},
+		check: []string{"t.Error", "t.Fatal", "t.Fail(", "assert.", "require."}}
 	pyMarks = testMarks{skip: []string{"@pytest.mark.skip", "@unittest.skip", "pytest.skip(", ".skipTest(", "@pytest.mark.xfail", "@unittest.expectedFailure"},
-		def: []string{"def test", "async def test"}}
+		def:   []string{"def test", "async def test"},
+		check: []string{"self.assert", "pytest.raises("}, checkLead: []string{"assert ", "assert("}}
 	jsMarks = testMarks{skip: []string{"it.skip(", "test.skip(", "describe.skip(", "it.only(", "test.only(", "describe.only(", "test.fixme("},
 		lead: []string{"xit(", "xtest(", "xdescribe(", "fit(", "fdescribe("},
 		// A test switched off or focused is defined still.
-		def: []string{"it(", "test(", "it.each", "test.each", "it.skip(", "test.skip(", "it.only(", "test.only(", "xit(", "xtest(", "fit(", "test.fixme("}}
-	jvmMarks  = testMarks{skip: []string{"@Disabled", "@Ignore"}, def: []string{"@Test"}}
+		def:   []string{"it(", "test(", "it.each", "test.each", "it.skip(", "test.skip(", "it.only(", "test.only(", "xit(", "xtest(", "fit(", "test.fixme("},
+		check: []string{"expect(", "assert(", "assert."}}
+	jvmMarks  = testMarks{skip: []string{"@Disabled", "@Ignore"}, def: []string{"@Test"}, check: []string{"assert", "verify("}}
 	rubyMarks = testMarks{lead: []string{"skip", "pending", "xit", "xdescribe"},
-		def: []string{"it \"", "it '", "it(", "xit ", "xit(", "def test_"}}
-	rustMarks = testMarks{skip: []string{"#[ignore"}, def: []string{"#[test]"}}
+		def:   []string{"it \"", "it '", "it(", "xit ", "xit(", "def test_"},
+		check: []string{"expect(", "expect {", "assert", ".should"}}
+	rustMarks = testMarks{skip: []string{"#[ignore"}, def: []string{"#[test]"}, check: []string{"assert"}}
 )
 
 // marksFor is the marks of a test file's language, by its extension; nil
@@ -125,6 +138,25 @@ func comment(t string) bool {
 		strings.HasPrefix(t, "#") && !strings.HasPrefix(t, "#[")
 }
 
+// checks reports whether line, not a comment, asserts something.
+func (m *testMarks) checks(line string) bool {
+	t := strings.TrimSpace(line)
+	if comment(t) {
+		return false
+	}
+	for _, c := range m.check {
+		if strings.Contains(t, c) {
+			return true
+		}
+	}
+	for _, c := range m.checkLead {
+		if strings.HasPrefix(t, c) {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *testMarks) defines(line string) bool {
 	t := strings.TrimSpace(line)
 	for _, d := range m.def {
@@ -137,7 +169,8 @@ func (m *testMarks) defines(line string) bool {
 
 // testsSwitchedOff reads a unified diff (git diff -U0) and lists its test
 // files (isTestFile, in a language marksFor knows) whose changes add a
-// skip or take test definitions out. A marker or definition both removed
+// skip, take test definitions out, or take assertions out without writing
+// any (a changed assertion is one removed and one added: nothing to say). A marker or definition both removed
 // and added in a file (a line moved, reindented) counts for nothing, and
 // so does a skip a hunk adds with as many new tests (a new test, skipped
 // from the start, switches nothing off); a deleted file (deletedTest's)
@@ -149,6 +182,7 @@ func testsSwitchedOff(diff string) []switchedOff {
 	skips, hunk := map[string]int{}, map[string]int{}
 	var order []string
 	fewer, newDefs := 0, 0
+	checksGone, checksNew := 0, 0
 	endHunk := func() {
 		for _, m := range order {
 			if n := min(max(hunk[m], 0), max(newDefs, 0)); n > 0 {
@@ -164,16 +198,19 @@ func testsSwitchedOff(diff string) []switchedOff {
 		endHunk()
 		if cur != nil {
 			s := switchedOff{Path: file, Fewer: max(fewer, 0)}
+			if checksNew == 0 && fewer <= 0 {
+				s.Unchecked = checksGone
+			}
 			for _, m := range order {
 				if skips[m] > 0 {
 					s.Skips = append(s.Skips, m)
 				}
 			}
-			if len(s.Skips) > 0 || s.Fewer > 0 {
+			if len(s.Skips) > 0 || s.Fewer > 0 || s.Unchecked > 0 {
 				out = append(out, s)
 			}
 		}
-		cur, file, fewer, order = nil, "", 0, nil
+		cur, file, fewer, order, checksGone, checksNew = nil, "", 0, nil, 0, 0
 		clear(skips)
 	}
 	inHunk, created := false, false // created: a new file, none of whose tests were on
@@ -215,6 +252,13 @@ func testsSwitchedOff(diff string) []switchedOff {
 			if cur.defines(body) {
 				newDefs += n
 				fewer -= n
+			}
+			if cur.checks(body) {
+				if n > 0 {
+					checksNew++
+				} else {
+					checksGone++
+				}
 			}
 		}
 	}
