@@ -267,16 +267,32 @@ func testsSwitchedOff(diff string) []switchedOff {
 }
 
 // switchedOffSince lists the test files whose changes from base to to (a
-// commit; "" for the working tree) switch tests off. paths, when given,
-// limits the diff to them. One git process.
+// commit; "" for the working tree) switch tests off. It reads the diff of
+// the modified test files in a language marksFor knows - paths, or, when
+// paths is nil, those a git diff --name-only finds (one process more) - so
+// that a story's other changes, a regenerated snapshot, are never read.
 func switchedOffSince(ctx context.Context, repo *git.Repo, base, to string, paths []string) ([]switchedOff, error) {
-	args := []string{"-c", "core.quotePath=false", "diff", "-U0", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base}
+	tail := []string{base}
 	if to != "" {
-		args = append(args, to)
+		tail = append(tail, to)
 	}
+	if paths == nil {
+		out, err := repo.Run(ctx, append([]string{"diff", "--name-only", "-z", "--no-renames", "--diff-filter=M"}, tail...)...)
+		if err != nil {
+			return nil, err
+		}
+		paths = git.SplitZ(out)
+	}
+	args := append([]string{"-c", "core.quotePath=false", "diff", "-U0", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv"}, tail...)
 	args = append(args, "--")
+	n := len(args)
 	for _, p := range paths {
-		args = append(args, ":(top,literal)"+p)
+		if isTestFile(p) && marksFor(p) != nil {
+			args = append(args, ":(top,literal)"+p)
+		}
+	}
+	if len(args) == n {
+		return nil, nil
 	}
 	out, err := repo.Run(ctx, args...)
 	if err != nil {
