@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -102,6 +104,40 @@ func FuzzPRDJSONMarkDone(f *testing.F) {
 			if want := text[:start] + "true" + text[end:]; string(data) != want {
 				t.Fatalf("bytes beyond the passes value changed:\n got %q\nwant %q", data, want)
 			}
+		}
+	})
+}
+
+// FuzzPRDJSONAppend: whatever the prd.json, a story appended is there
+// after it, and every story it had is as it was.
+func FuzzPRDJSONAppend(f *testing.F) {
+	f.Add(`{"userStories": [{"id": "US-1", "passes": false}, {"id": "US-2", "passes": true}]}`)
+	f.Add("{\n\t\"userStories\": [\n\t\t{\"id\": \"a\"}\n\t],\n\t\"userStories\": [ {\"id\": \"b\"} ]\n}\n")
+	f.Add(`{"userStories": []}`)
+	f.Fuzz(func(t *testing.T, text string) {
+		path := filepath.Join(t.TempDir(), "prd.json")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := &PRDJSON{File: path}
+		before, err := p.Stories()
+		if err != nil {
+			return
+		}
+		if err := p.Append([]json.RawMessage{json.RawMessage(`{"id": "NEW-fuzz", "title": "a < b"}`)}); err != nil {
+			return // an id the plan has
+		}
+		after, err := p.Stories()
+		if err != nil || len(after) != len(before)+1 {
+			t.Fatalf("%v: %d stories, then %d", err, len(before), len(after))
+		}
+		i := slices.IndexFunc(after, func(s Story) bool { return s.ID == "NEW-fuzz" })
+		if i < 0 || after[i].Title != "a < b" {
+			t.Fatalf("the story appended is not there: %+v", after)
+		}
+		rest := slices.Delete(slices.Clone(after), i, i+1)
+		if !slices.Equal(rest, before) {
+			t.Fatalf("the plan's stories changed:\n%+v\n%+v", before, rest)
 		}
 	})
 }

@@ -431,8 +431,8 @@ func TestPRDJSONAppend(t *testing.T) {
 		t.Fatalf("%+v %v", stories, err)
 	}
 	data, _ := os.ReadFile(path)
-	if !strings.HasPrefix(string(data), "\ufeff{\n  \"project\": \"x\",\n  \"userStories\": [") || !strings.Contains(string(data), `"notes": "n"`) || !strings.Contains(string(data), `"branchName": "b"`) {
-		t.Fatalf("the plan lost its order, a field or its byte order mark:\n%s", data)
+	if want := "\ufeff" + `{"project": "x", "userStories": [{"id": "US-1", "title": "one", "priority": 1, "passes": false}, {"id": "US-9", "title": "nine", "priority": 9, "passes": false, "notes": "n"}], "branchName": "b"}`; string(data) != want {
+		t.Fatalf("the plan changed beyond the story appended:\n got %q\nwant %q", data, want)
 	}
 	got, err := StoriesIn(data, []string{"US-9"})
 	if err != nil || len(got) != 1 || !strings.Contains(string(got[0]), `"notes":"n"`) && !strings.Contains(string(got[0]), `"notes": "n"`) {
@@ -496,7 +496,23 @@ func TestPRDJSONMarkDoneKeepsTheFile(t *testing.T) {
 	if err := tabbed.Append([]json.RawMessage{json.RawMessage(`{"id": "US-2", "title": "x < y"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if got := read(t, tabbed); !strings.Contains(got, "\n\t\t{\n\t\t\t\"id\": \"US-2\",\n\t\t\t\"title\": \"x < y\"\n\t\t}\n") {
-		t.Fatalf("Append wrote the story in another indentation or escaped it:\n%s", got)
+	if got := read(t, tabbed); got != "{\n\t\"userStories\": [\n\t\t{\n\t\t\t\"id\": \"US-1\",\n\t\t\t\"title\": \"R&D <b>\",\n\t\t\t\"passes\": true\n\t\t},\n\t\t{\"id\": \"US-2\", \"title\": \"x < y\"}\n\t]\n}\n" {
+		t.Fatalf("Append changed the plan beyond the story it wrote at the list's end, after the list's own separator:\n%q", got)
+	}
+	// Two stories: the separator is the one between them.
+	two := write(t, "{\"userStories\": [\n    {\"id\": \"A\"},\n    {\"id\": \"B\"}\n  ],\n  \"x\": 1}")
+	if err := two.Append([]json.RawMessage{json.RawMessage(`{"id": "C"}`), json.RawMessage(`{"id": "D"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, two); got != "{\"userStories\": [\n    {\"id\": \"A\"},\n    {\"id\": \"B\"},\n    {\"id\": \"C\"},\n    {\"id\": \"D\"}\n  ],\n  \"x\": 1}" {
+		t.Fatalf("appended to a list of two:\n%q", got)
+	}
+	// An empty list: written again, in the file's indentation.
+	none := write(t, "{\n   \"userStories\": []\n}\n")
+	if err := none.Append([]json.RawMessage{json.RawMessage(`{"id": "A"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, none); got != "{\n   \"userStories\": [\n      {\n         \"id\": \"A\"\n      }\n   ]\n}\n" {
+		t.Fatalf("appended to an empty list:\n%q", got)
 	}
 }

@@ -351,11 +351,102 @@ func (p *PRDJSON) Append(stories []json.RawMessage) error {
 	if err != nil {
 		return fmt.Errorf("plan: read %s: %w", p.File, err)
 	}
+	body, bom := bytes.CutPrefix(data, []byte(utf8BOM))
+	if at, sep, ok := appendSpan(body); ok {
+		// Written where the list ends, each story as the other copy
+		// holds it, after the separator the list's own stories have:
+		// the rest of the file keeps its bytes.
+		var out bytes.Buffer
+		out.Write(body[:at])
+		for _, st := range stories {
+			out.Write(sep)
+			out.Write(bytes.TrimSpace(st))
+		}
+		out.Write(body[at:])
+		if json.Valid(out.Bytes()) {
+			if bom {
+				return writeAtomic(p.File, append([]byte(utf8BOM), out.Bytes()...))
+			}
+			return writeAtomic(p.File, out.Bytes())
+		}
+	}
 	doc, raws, bom, err := p.loadBOM()
 	if err != nil {
 		return err
 	}
-	return p.write(doc, append(raws, stories...), bom, indentOf(bytes.TrimPrefix(data, []byte(utf8BOM))))
+	return p.write(doc, append(raws, stories...), bom, indentOf(body))
+}
+
+// appendSpan finds where a story appended to a prd.json document's
+// userStories (the last such key, as for load) goes - at, just after its
+// last story - and the bytes to put before it: those between its last two
+// stories, or a comma and those between the list's bracket and its one
+// story. ok is false for an empty list or a document that does not read.
+func appendSpan(data []byte) (at int, sep []byte, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok := func() (json.Token, bool) {
+		t, err := dec.Token()
+		return t, err == nil
+	}
+	skip := func() bool {
+		var v json.RawMessage
+		return dec.Decode(&v) == nil
+	}
+	// start is where the next value begins: past the space and the
+	// comma after the last token.
+	start := func() int {
+		i := int(dec.InputOffset())
+		for i < len(data) && (data[i] == ',' || data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+			i++
+		}
+		return i
+	}
+	if t, good := tok(); !good || t != json.Delim('{') {
+		return 0, nil, false
+	}
+	found := false
+	for dec.More() {
+		k, good := tok()
+		if !good {
+			return 0, nil, false
+		}
+		if k != "userStories" {
+			if !skip() {
+				return 0, nil, false
+			}
+			continue
+		}
+		t, good := tok()
+		if !good || t != json.Delim('[') {
+			return 0, nil, false
+		}
+		open := int(dec.InputOffset())
+		var starts, ends []int
+		for dec.More() {
+			starts = append(starts, start())
+			if !skip() {
+				return 0, nil, false
+			}
+			ends = append(ends, int(dec.InputOffset()))
+		}
+		if t, good := tok(); !good || t != json.Delim(']') {
+			return 0, nil, false
+		}
+		switch n := len(ends); {
+		case n == 0:
+			found = false
+		case n == 1 && starts[0] == open:
+			at, sep, found = ends[0], []byte(", "), true // [{...}]
+		case n == 1:
+			at, sep, found = ends[0], append([]byte(","), data[open:starts[0]]...), true
+		default:
+			at, sep, found = ends[n-1], data[ends[n-2]:starts[n-1]], true
+		}
+	}
+	if t, good := tok(); !good || t != json.Delim('}') {
+		return 0, nil, false
+	}
+	return at, sep, found
 }
 
 // StoriesIn returns the userStories objects of a prd.json document (data)
