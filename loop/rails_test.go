@@ -12,6 +12,7 @@ import (
 	"github.com/wiggum-dev/wiggum/install"
 	"github.com/wiggum-dev/wiggum/internal/events"
 	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/internal/plan"
 )
 
 // An attempt that breaks wiggum's hooks - deletes a git hook shim, rewrites
@@ -173,6 +174,45 @@ func TestAgentRemovingStoriesIsNamed(t *testing.T) {
 		return e.Name == events.RemovedByAgent && e.Story == "US-2" && slices.Equal(e.Removed, []string{"US-4", "US-5"})
 	}) {
 		t.Errorf("no removed_by_agent event for US-4, US-5:\n%+v", evs)
+	}
+}
+
+// An agent that deletes the plan, or leaves it unreadable, fails its
+// attempt with that said - to the person and to the next attempt's agent
+// - where before it read "mark US-1 done: plan: read ...: no such file or
+// directory"; the rollback puts the plan back and the next attempt ticks.
+func TestAgentBreakingThePlanIsTold(t *testing.T) {
+	for _, tc := range []struct{ name, planFile, breakIt, want, told string }{
+		{"deleted", "plan.md", "rm plan.md", "the agent deleted the plan plan.md, the run's record of what is done, so US-1 cannot be ticked and the attempt fails", "leave the plan where it is"},
+		{"unreadable", "prd.json", `printf '{"userStories": [' > prd.json`, "the agent's changes left the plan prd.json unreadable (plan: ", "keep the plan well formed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, p := newRepo(t, 2)
+			if tc.planFile == "prd.json" {
+				prd := `{"userStories": [{"id": "US-1", "title": "a", "passes": false}, {"id": "US-2", "title": "b", "passes": false}]}`
+				if err := os.WriteFile(filepath.Join(st.Repo.Root, "prd.json"), []byte(prd), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				gitT(t, st.Repo.Root, "add", "-A")
+				gitT(t, st.Repo.Root, "commit", "-q", "-m", "prd")
+				var err error
+				if p, err = plan.Resolve(st.Repo.Root, st.Repo.Root, plan.Source{File: "prd.json"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o := opts(p, `prompt=$(cat); echo x > "f-$WIGGUM_STORY"
+case "$prompt" in *"`+tc.told+`"*) exit 0 ;; esac
+[ "$WIGGUM_STORY" = US-1 ] && `+tc.breakIt+`; true`)
+			var out bytes.Buffer
+			o.Out = &out
+			sum, err := Run(context.Background(), st, o)
+			if err != nil || len(sum.Completed) != 2 {
+				t.Fatalf("%v %+v\n%s", err, sum, out.String())
+			}
+			if !strings.Contains(out.String(), tc.want) {
+				t.Errorf("the broken plan was not said:\n%s", out.String())
+			}
+		})
 	}
 }
 

@@ -195,6 +195,15 @@ func (r *run) commitStory(ctx context.Context, story *plan.Story) (string, error
 		if errors.As(err, &gone) {
 			return "", fmt.Errorf("the agent removed %s from the plan %s; a story is done when it is ticked, not removed, so the attempt fails (to drop a story, the person removes it)", story.ID, r.planRel)
 		}
+		var bad *plan.BadInputError
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return "", fmt.Errorf("the agent deleted the plan %s, the run's record of what is done, so %s cannot be ticked and the attempt fails; leave the plan where it is", r.planRel, story.ID)
+		case errors.As(err, &bad):
+			// The plan read at the attempt's start: the agent's
+			// changes broke it.
+			return "", fmt.Errorf("the agent's changes left the plan %s unreadable (%w), so %s cannot be ticked and the attempt fails; keep the plan well formed", r.planRel, err, story.ID)
+		}
 		return "", fmt.Errorf("mark %s done: %w", story.ID, err)
 	}
 	killpoint.At("serial-ticked")
