@@ -211,7 +211,8 @@ what is left.
 Notifications (--notify, or notify lines in the config file) tell you when
 the run ends, a story fails for good, the run is stuck (--notify-stuck), a
 usage limit starts and ends, the guard denies the agent a command, a
-merge conflicts or a shared run keeps a branch it could not land, or the budget (--max-cost) is reached. They are sent in the background: a slow or failing
+merge conflicts or a shared run keeps a branch it could not land, the budget (--max-cost) is reached,
+a story's commit deletes test files or switches tests off, or an agent takes open stories out of the plan. They are sent in the background: a slow or failing
 endpoint never delays the loop (10s per request, 3 retries with back-off,
 a bounded queue; what is dropped is counted and logged), and at the end
 the run waits at most 5s for the last ones. Secrets in a URL (user info,

@@ -38,6 +38,8 @@ const (
 	GuardDenied     = "guard_denied"     // hook: agent, decision, command, reason, story
 	TickedByAgent   = "ticked_by_agent"  // story, ticked: stories the agent of story ticked in the plan itself
 	RemovedByAgent  = "removed_by_agent" // story, removed: open stories the agent of story took out of the plan
+	TestsDeleted    = "tests_deleted"    // story, paths, commit (or refused): test files the attempt's changes delete
+	TestsSkipped    = "tests_skipped"    // story, paths, reason, commit (or refused): tests the attempt's changes switch off
 )
 
 // Outcomes of an iteration_end. A failure is "failed (SOURCE)" with SOURCE

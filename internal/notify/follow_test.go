@@ -243,11 +243,22 @@ func TestMoreMessages(t *testing.T) {
 			KindRollbackRefused, "wiggum: a rollback was refused; the run stops", "US-9: HEAD moved"},
 		{events.Event{Name: events.RunEnd, Iterations: 3, Completed: []string{"A", "B"}, CostUSD: 4.5},
 			KindRunEnd, "wiggum: run finished", "3 iteration(s): 2 story(ies) done, 0 skipped, 0 open, $4.50 spent"},
+		{events.Event{Name: events.TestsDeleted, Story: "US-7", Paths: []string{"a_test.go", "tests/test_b.py"}, Commit: "0123abc"},
+			KindTestsWeakened, "wiggum: US-7's commit deletes tests", "Test files deleted: a_test.go, tests/test_b.py. Look at commit 0123abc (--keep-tests fails such an attempt)."},
+		{events.Event{Name: events.TestsSkipped, Story: "US-8", Paths: []string{"a_test.go"}, Reason: "a_test.go (t.Skip added)", Commit: "0123abd"},
+			KindTestsWeakened, "wiggum: US-8's commit switches tests off", "a_test.go (t.Skip added). Look at commit 0123abd (--keep-tests fails such an attempt)."},
+		{events.Event{Name: events.RemovedByAgent, Story: "US-1", Removed: []string{"US-4", "US-5"}},
+			KindStoriesRemoved, "wiggum: the agent of US-1 took stories out of the plan", "US-4, US-5, open, will not run; put them back in the plan to have them done."},
 	} {
 		m, ok := tr.message(c.ev)
 		if !ok || m.Kind != c.kind || m.Title != c.title || m.Text != c.text || m.Event == nil {
 			t.Errorf("%s: %+v, %v", c.ev.Name, m, ok)
 		}
+	}
+	// An attempt failed for it under --keep-tests is retried: nobody
+	// needs to hear of it.
+	if m, ok := tr.message(events.Event{Name: events.TestsSkipped, Story: "US-8", Refused: true}); ok {
+		t.Errorf("a refused attempt's tests_skipped was sent: %+v", m)
 	}
 	long := strings.Repeat("é", 400)
 	m, _ := tr.message(events.Event{Name: events.RollbackRefused, Story: "S", Reason: long})

@@ -21,6 +21,8 @@ const (
 	KindMergeConflict   = "merge_conflict"   // a finished story's branch could not merge or land, or its claim was lost; it is kept
 	KindRollbackRefused = "rollback_refused" // a rollback was unsafe; the run stops
 	KindBudget          = "budget_reached"   // --max-cost was reached; the run stops
+	KindTestsWeakened   = "tests_weakened"   // a story's commit deletes test files or switches tests off
+	KindStoriesRemoved  = "stories_removed"  // an agent took open stories out of the plan; they will not run
 )
 
 // Severities.
@@ -151,6 +153,22 @@ func (t *tracker) message(ev events.Event) (Message, bool) {
 		m.Kind, m.Severity = KindBudget, SeverityWarning
 		m.Title = "wiggum: budget reached; no new attempts start"
 		m.Text = clip(ev.Reason)
+	case events.TestsDeleted, events.TestsSkipped:
+		if ev.Refused {
+			return m, false // the attempt failed for it (--keep-tests) and is retried
+		}
+		m.Kind, m.Severity = KindTestsWeakened, SeverityWarning
+		m.Title = "wiggum: " + clip(ev.Story) + "'s commit deletes tests"
+		m.Text = "Test files deleted: " + clip(strings.Join(ev.Paths, ", "))
+		if ev.Name == events.TestsSkipped {
+			m.Title = "wiggum: " + clip(ev.Story) + "'s commit switches tests off"
+			m.Text = clip(ev.Reason)
+		}
+		m.Text += ". Look at commit " + clip(ev.Commit) + " (--keep-tests fails such an attempt)."
+	case events.RemovedByAgent:
+		m.Kind, m.Severity = KindStoriesRemoved, SeverityWarning
+		m.Title = "wiggum: the agent of " + clip(ev.Story) + " took stories out of the plan"
+		m.Text = clip(strings.Join(ev.Removed, ", ")) + ", open, will not run; put them back in the plan to have them done."
 	case events.RollbackRefused:
 		m.Kind, m.Severity = KindRollbackRefused, SeverityError
 		m.Title = "wiggum: a rollback was refused; the run stops"
