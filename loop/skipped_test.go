@@ -61,6 +61,8 @@ func TestTestsSwitchedOff(t *testing.T) {
 			"test('sum', () => {\n  sum(1, 2)\n})\n", "src/sum.test.js (2 assertions taken out)"},
 		{"pytest assert removed", "tests/test_calc.py", "def test_add():\n    assert add(1, 2) == 3\n",
 			"def test_add():\n    add(1, 2)\n", "tests/test_calc.py (1 assertion taken out)"},
+		{"an unused import of an assertion taken out", "src/test/java/CalcTest.java", "import static org.junit.jupiter.api.Assertions.assertEquals;\nimport static org.junit.jupiter.api.Assertions.assertTrue;\nclass CalcTest {\n  @Test\n  void add() { assertEquals(3, add(1, 2)); }\n}\n",
+			"import static org.junit.jupiter.api.Assertions.assertEquals;\nclass CalcTest {\n  @Test\n  void add() { assertEquals(3, add(1, 2)); }\n}\n", ""},
 		{"new test file", "new_test.go", "", "package x\n\nfunc TestA(t *testing.T) { t.Skip() }\n", ""},
 	}
 	ctx := context.Background()
