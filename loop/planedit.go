@@ -202,7 +202,20 @@ func (s *planAtStart) settleWorkerPlan(p plan.Plan, story string) *addedStories 
 		_ = renameio.WriteFile(s.path, s.data, 0o644)
 		return nil
 	}
-	return s.addedLines(e, p.Kind())
+	a := s.addedLines(e, p.Kind())
+	if e != nil {
+		// Stories there at the start that the agent ticked, took out
+		// or rewrote: the run's plan is the main tree's, so they are
+		// not taken, and the landing says so.
+		other := slices.DeleteFunc(slices.Clone(e.changed), func(c string) bool { return c == story })
+		if len(other) > 0 {
+			if a == nil {
+				a = &addedStories{}
+			}
+			a.Changed = other
+		}
+	}
+	return a
 }
 
 // keep writes the plan back as it was before the rollback when the change
@@ -254,6 +267,9 @@ type addedStories struct {
 	Lines []string
 	// Objects: a prd.json's new stories, as its userStories hold them.
 	Objects []json.RawMessage
+	// Changed: the stories there at the start that the agent changed
+	// (ticked, took out, rewrote), which are not taken.
+	Changed []string
 }
 
 // addedLines says what the agent added to a markdown plan during the
@@ -293,6 +309,12 @@ func (r *run) addStoriesOf(story string) {
 	delete(r.added, story)
 	r.addedMu.Unlock()
 	if a == nil {
+		return
+	}
+	if len(a.Changed) > 0 {
+		r.disp.printf("  %s: its agent also changed %s in its worktree's copy of the plan: not taken - the run's plan is the main tree's, where each story is done by an attempt of its own; the copy is saved with the worktree (below)", story, strings.Join(a.Changed, ", "))
+	}
+	if len(a.IDs) == 0 {
 		return
 	}
 	if a.Lines == nil && a.Objects == nil {

@@ -238,3 +238,26 @@ func TestStoryRemovedByItsAgentFailsAndIsNamed(t *testing.T) {
 		t.Fatalf("the plan was not rolled back:\n%s", data)
 	}
 }
+
+// A worker's agent that ticks or takes out other stories in its worktree's
+// copy of the plan: not taken - they run in their own attempts from the
+// main tree's plan - and the landing says so, where before the change
+// went with the worktree as "uncommitted work" without a word of what it
+// was.
+func TestWorkerPlanChangesAreNamed(t *testing.T) {
+	st, o, out := parallelOpts(t, 4, `cat >/dev/null; echo x > "f-$WIGGUM_STORY"
+[ "$WIGGUM_STORY" = US-1 ] && sed -i 's/- \[ \] US-3:/- [x] US-3:/; /US-4:/d' plan.md; true`)
+	o.Workers = 2
+	sum, err := Run(context.Background(), st, o)
+	if err != nil || len(sum.Completed) != 4 {
+		t.Fatalf("%v %+v\n%s", err, sum, out.String())
+	}
+	if !strings.Contains(out.String(), "US-1: its agent also changed US-3, US-4 (removed) in its worktree's copy of the plan: not taken - the run's plan is the main tree's") {
+		t.Errorf("the worker's plan changes were not named:\n%s", out.String())
+	}
+	for _, f := range []string{"f-US-3", "f-US-4"} {
+		if _, err := os.Stat(filepath.Join(st.Repo.Root, f)); err != nil {
+			t.Errorf("%s: the story did not run: %v\n%s", f, err, out.String())
+		}
+	}
+}
