@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -384,6 +385,9 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
+	if err := noStories(repo.Root, p); err != nil {
+		return err
+	}
 	if c.Workers < 1 || c.Workers > loop.MaxWorkers {
 		return badinput.Errorf("run: --workers must be between 1 and %d, got %d", loop.MaxWorkers, c.Workers)
 	}
@@ -761,4 +765,30 @@ func checkScript(ctx context.Context, p agent.Profile, repo *git.Repo, workers i
 		return &agent.UnusableError{Agent: "custom", Reason: fmt.Sprintf("with --workers each agent runs in a worktree of its own, which holds the committed files only: there %s names nothing; give its absolute path (%s)%s", script, path, or)}
 	}
 	return nil
+}
+
+// noStories refuses a plan in which no story can be read - a markdown plan
+// written without checkboxes, one saved as UTF-16 by a Windows editor, an
+// empty userStories - before anything runs: such a run did nothing and
+// said "0 story(ies) done, 0 open", exit 0, as if the work were finished.
+// A plan that does not read at all is left to the run, which says why.
+func noStories(root string, p plan.Plan) error {
+	stories, err := p.Stories()
+	if err != nil || len(stories) > 0 {
+		return nil
+	}
+	name := p.Path()
+	if rel, err := filepath.Rel(root, name); err == nil && !strings.HasPrefix(rel, "..") {
+		name = filepath.ToSlash(rel)
+	}
+	switch p.Kind() {
+	case "issues":
+		return badinput.Errorf("run: %s holds no issue files (.md, named like P1-BUG-2-crash.md) - nothing to run", name)
+	case "prd.json":
+		return badinput.Errorf("run: %s has no stories: its userStories list is empty - nothing to run", name)
+	}
+	if data, err := os.ReadFile(p.Path()); err == nil && (bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) || bytes.IndexByte(data, 0) >= 0) {
+		return badinput.Errorf("run: %s is not UTF-8 text (UTF-16, as a Windows editor saves \"Unicode\"?): save it as UTF-8", name)
+	}
+	return badinput.Errorf("run: %s has no stories wiggum can read: a story is a checkbox line such as \"- [ ] US-1: the title\" (its id, a colon, its title) - nothing to run", name)
 }
