@@ -185,91 +185,51 @@ func (p *PRDJSON) MarkDone(id string) error {
 // field; found is false when no story has that id. ok is false when the
 // document does not read as a prd.json (write's path then says why).
 func passesSpan(data []byte, id string) (start, end int, found, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	delim := func(want json.Delim) bool {
-		t, err := dec.Token()
-		d, is := t.(json.Delim)
-		return err == nil && is && d == want
-	}
-	key := func() (string, bool) {
-		t, err := dec.Token()
-		k, is := t.(string)
-		return k, err == nil && is
-	}
-	skip := func() bool {
-		var v json.RawMessage
-		return dec.Decode(&v) == nil
-	}
-	if !delim('{') {
-		return 0, 0, false, false
-	}
-	lists := 0
-	for dec.More() {
-		k, good := key()
-		if !good {
-			return 0, 0, false, false
-		}
-		if k != "userStories" {
-			if !skip() {
-				return 0, 0, false, false
-			}
-			continue
-		}
-		// The last userStories holds, as for load.
-		lists++
+	sc := newStoryScan(data)
+	ok = sc.storyLists(func(int) bool {
 		start, end, found = -1, -1, false
-		if !delim('[') {
-			return 0, 0, false, false
-		}
-		for dec.More() {
-			if !delim('{') {
-				return 0, 0, false, false
+		for sc.dec.More() {
+			if !sc.delim('{') {
+				return false
 			}
 			sid, s, e := "", -1, -1
-			for dec.More() {
-				k, good := key()
+			for sc.dec.More() {
+				k, good := sc.key()
 				if !good {
-					return 0, 0, false, false
+					return false
 				}
 				// As encoding/json matches the fields Stories reads:
 				// whatever the case, the last one holding.
 				switch strings.ToLower(k) {
 				case "id":
 					var v json.RawMessage
-					if dec.Decode(&v) != nil {
-						return 0, 0, false, false
+					if sc.dec.Decode(&v) != nil {
+						return false
 					}
 					sid = ""
 					_ = json.Unmarshal(v, &sid)
 				case "passes":
-					// The value begins after the key's colon and
-					// the space around it.
-					at := int(dec.InputOffset())
-					for at < len(data) && (data[at] == ':' || data[at] == ' ' || data[at] == '\t' || data[at] == '\n' || data[at] == '\r') {
-						at++
+					at := sc.next()
+					if !sc.skip() {
+						return false
 					}
-					if !skip() {
-						return 0, 0, false, false
-					}
-					s, e = at, int(dec.InputOffset())
+					s, e = at, sc.offset()
 				default:
-					if !skip() {
-						return 0, 0, false, false
+					if !sc.skip() {
+						return false
 					}
 				}
 			}
-			if !delim('}') {
-				return 0, 0, false, false
+			if !sc.delim('}') {
+				return false
 			}
 			if sid == id && !found {
 				start, end, found = s, e, true
 			}
 		}
-		if !delim(']') {
-			return 0, 0, false, false
-		}
-	}
-	return start, end, found, lists > 0 && delim('}')
+		return true
+	})
+	return start, end, found, ok
 }
 
 // indentOf is the unit of indentation of a JSON document as written: the
@@ -383,54 +343,16 @@ func (p *PRDJSON) Append(stories []json.RawMessage) error {
 // stories, or a comma and those between the list's bracket and its one
 // story. ok is false for an empty list or a document that does not read.
 func appendSpan(data []byte) (at int, sep []byte, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok := func() (json.Token, bool) {
-		t, err := dec.Token()
-		return t, err == nil
-	}
-	skip := func() bool {
-		var v json.RawMessage
-		return dec.Decode(&v) == nil
-	}
-	// start is where the next value begins: past the space and the
-	// comma after the last token.
-	start := func() int {
-		i := int(dec.InputOffset())
-		for i < len(data) && (data[i] == ',' || data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-			i++
-		}
-		return i
-	}
-	if t, good := tok(); !good || t != json.Delim('{') {
-		return 0, nil, false
-	}
+	sc := newStoryScan(data)
 	found := false
-	for dec.More() {
-		k, good := tok()
-		if !good {
-			return 0, nil, false
-		}
-		if k != "userStories" {
-			if !skip() {
-				return 0, nil, false
-			}
-			continue
-		}
-		t, good := tok()
-		if !good || t != json.Delim('[') {
-			return 0, nil, false
-		}
-		open := int(dec.InputOffset())
+	ok = sc.storyLists(func(open int) bool {
 		var starts, ends []int
-		for dec.More() {
-			starts = append(starts, start())
-			if !skip() {
-				return 0, nil, false
+		for sc.dec.More() {
+			starts = append(starts, sc.next())
+			if !sc.skip() {
+				return false
 			}
-			ends = append(ends, int(dec.InputOffset()))
-		}
-		if t, good := tok(); !good || t != json.Delim(']') {
-			return 0, nil, false
+			ends = append(ends, sc.offset())
 		}
 		switch n := len(ends); {
 		case n == 0:
@@ -442,11 +364,82 @@ func appendSpan(data []byte) (at int, sep []byte, ok bool) {
 		default:
 			at, sep, found = ends[n-1], data[ends[n-2]:starts[n-1]], true
 		}
+		return true
+	})
+	return at, sep, ok && found
+}
+
+// storyScan walks a prd.json document token by token, knowing where in
+// its bytes each value lies, for the edits that change only the bytes
+// they must (passesSpan, appendSpan).
+type storyScan struct {
+	data []byte
+	dec  *json.Decoder
+}
+
+func newStoryScan(data []byte) *storyScan {
+	return &storyScan{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+}
+
+// delim reads the next token, which must be want.
+func (sc *storyScan) delim(want json.Delim) bool {
+	t, err := sc.dec.Token()
+	d, is := t.(json.Delim)
+	return err == nil && is && d == want
+}
+
+// key reads an object's next key.
+func (sc *storyScan) key() (string, bool) {
+	t, err := sc.dec.Token()
+	k, is := t.(string)
+	return k, err == nil && is
+}
+
+// skip reads the next value whole.
+func (sc *storyScan) skip() bool {
+	var v json.RawMessage
+	return sc.dec.Decode(&v) == nil
+}
+
+// offset is where the last token or value read ends.
+func (sc *storyScan) offset() int { return int(sc.dec.InputOffset()) }
+
+// next is where the next value begins: past the space, the colon and the
+// comma after the last token.
+func (sc *storyScan) next() int {
+	i := sc.offset()
+	for i < len(sc.data) && strings.IndexByte(" \t\r\n:,", sc.data[i]) >= 0 {
+		i++
 	}
-	if t, good := tok(); !good || t != json.Delim('}') {
-		return 0, nil, false
+	return i
+}
+
+// storyLists walks the document's top-level object and calls each for
+// every userStories list, just inside its bracket (open: the offset
+// there); each reads the list's values. ok is false when the document is
+// no object holding such a list, or each says so.
+func (sc *storyScan) storyLists(each func(open int) bool) (ok bool) {
+	if !sc.delim('{') {
+		return false
 	}
-	return at, sep, found
+	lists := 0
+	for sc.dec.More() {
+		k, good := sc.key()
+		if !good {
+			return false
+		}
+		if k != "userStories" {
+			if !sc.skip() {
+				return false
+			}
+			continue
+		}
+		lists++
+		if !sc.delim('[') || !each(sc.offset()) || !sc.delim(']') {
+			return false
+		}
+	}
+	return lists > 0 && sc.delim('}')
 }
 
 // StoriesIn returns the userStories objects of a prd.json document (data)
