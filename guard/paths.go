@@ -111,10 +111,32 @@ func (g *guard) gitData(p string) string {
 	if in == "" || strings.HasSuffix(in, ".lock") {
 		return ""
 	}
-	if top, _, _ := strings.Cut(in, "/"); top == "hooks" || top == "info" {
+	if top, name, _ := strings.Cut(in, "/"); top == "hooks" || top == "info" {
+		if top == "hooks" {
+			return g.projectHook(name)
+		}
 		return ""
 	}
 	return "that is git's own data inside .git (its history, refs or index); use git commands instead"
+}
+
+// projectHook explains why the repository's git hook name (in .git/hooks)
+// must not be removed, disabled or rewritten - it was there before the
+// agent's session began (Policy.Preexisting): the person's, or the
+// project's hook manager's - or returns "". Doing so skips the checks the
+// hook makes, as --no-verify and HUSKY=0 would, and for every later
+// commit of the person's too, unseen (nothing under .git is in a diff).
+// A hook the agent made during its session, a sample, and a name only
+// known at run time are the agent's.
+func (g *guard) projectHook(name string) string {
+	if name == "" || strings.Contains(name, "/") || strings.HasSuffix(name, ".sample") || strings.ContainsAny(name, "*?[") ||
+		strings.Contains(name, dynamic) || g.p.Preexisting == nil || g.p.Root == "" {
+		return ""
+	}
+	if !g.p.Preexisting(filepath.Join(g.p.Root, ".git", "hooks", name)) {
+		return ""
+	}
+	return "that is this repository's own " + name + " git hook, there before the session: removing, disabling or rewriting it skips the checks it makes on every commit, as --no-verify would - it is the person's to change"
 }
 
 // CheckEdit decides whether a file tool (an agent's Edit or Write) may

@@ -54,3 +54,44 @@ func TestPreexistingScripts(t *testing.T) {
 		}
 	}
 }
+
+// The repository's own git hooks - there before the session - are the
+// person's checks: removing, disabling or rewriting one skips them as
+// --no-verify would, for the person's later commits too, and unseen. A
+// hook the agent made in its session, a sample, reading one and making
+// one executable stay allowed; so does everything when it cannot be
+// told what predates the session.
+func TestProjectHooksPredatingTheSession(t *testing.T) {
+	p := testPolicy("main")
+	p.HookFiles = nil // none of wiggum's, so that only the project's count
+	p.Preexisting = func(name string) bool { return name == "/work/repo/.git/hooks/pre-commit" }
+	for cmd, want := range map[string]Action{
+		"rm .git/hooks/pre-commit":                           Deny,
+		"rm -f /work/repo/.git/hooks/pre-commit":             Deny,
+		"chmod -x .git/hooks/pre-commit":                     Deny,
+		"echo 'exit 0' > .git/hooks/pre-commit":              Deny,
+		"mv .git/hooks/pre-commit .git/hooks/pre-commit.off": Deny,
+		"sed -i 's/ruff/true/' .git/hooks/pre-commit":        Deny,
+		"truncate -s 0 .git/hooks/pre-commit":                Deny,
+		"cd .git/hooks && rm pre-commit":                     Deny,
+		"rm .git/hooks/commit-msg":                           Allow, // the agent's own, made in its session
+		"echo 'npx lint-staged' > .git/hooks/commit-msg":     Allow,
+		"rm .git/hooks/pre-commit.sample":                    Allow,
+		"chmod +x .git/hooks/pre-commit":                     Allow,
+		"cat .git/hooks/pre-commit":                          Allow,
+	} {
+		if d := Check(cmd, p); d.Action != want {
+			t.Errorf("%s: got %s (%s), want %s", cmd, d.Action, d.Reason, want)
+		}
+	}
+	if d := CheckEdit(".git/hooks/pre-commit", p); d.Action != Deny || !strings.Contains(d.Reason, "as --no-verify would") {
+		t.Errorf("editing the project's hook: %+v", d)
+	}
+	if d := CheckEdit("/work/repo/.git/hooks/commit-msg", p); d.Action != Allow {
+		t.Errorf("editing a hook the agent made: %+v", d)
+	}
+	p.Preexisting = nil
+	if d := Check("rm .git/hooks/pre-commit", p); d.Action != Allow {
+		t.Errorf("with nothing known of what predates the session: %+v", d)
+	}
+}

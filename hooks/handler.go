@@ -473,10 +473,15 @@ func guardSession(root string, opts Options) (layout.SessionInfo, bool) {
 // guardEdit denies file tools writing into wiggum's state, the same rule
 // the shell guard applies to rm, mv and redirections.
 func guardEdit(ev Event, root string, opts Options) Response {
-	if !guardOn(root, opts) {
+	sess, on := guardSession(root, opts)
+	if !on {
 		return Response{}
 	}
-	d := guard.CheckEdit(ev.FilePath, guardPolicy(ev.Cwd, root))
+	p := guardPolicy(ev.Cwd, root)
+	if sess.Active {
+		p.Preexisting = changedBefore(sess.Started)
+	}
+	d := guard.CheckEdit(ev.FilePath, p)
 	if d.Action == guard.Allow {
 		return Response{}
 	}

@@ -911,3 +911,46 @@ func TestSkillCommandsAreGuarded(t *testing.T) {
 		}
 	}
 }
+
+// The repository's own pre-commit hook, there before the session, is
+// protected from the agent's shell and its edit tools alike; one the
+// agent makes in its session is its own.
+func TestProjectHookPredatingTheSession(t *testing.T) {
+	dir := repo(t)
+	own := filepath.Join(dir, ".git", "hooks", "pre-commit")
+	if err := os.WriteFile(own, []byte("#!/bin/sh\nexec ruff check\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // its change time before the session's start
+	inSession(t, dir)
+	// The kernel stamps a change with its coarse clock, a tick behind
+	// the one the session's start is read from.
+	time.Sleep(20 * time.Millisecond)
+	made := filepath.Join(dir, ".git", "hooks", "commit-msg")
+	if err := os.WriteFile(made, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ tool, input string }{
+		{"Bash", `{"command":"rm .git/hooks/pre-commit"}`},
+		{"Bash", `{"command":"echo 'exit 0' > .git/hooks/pre-commit"}`},
+		{"Write", `{"file_path":"` + own + `","content":"exit 0"}`},
+	} {
+		in := `{"session_id":"s","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"` + c.tool + `","tool_input":` + c.input + `}`
+		var out bytes.Buffer
+		Run(context.Background(), "claude", strings.NewReader(in), &out, Options{})
+		if !bytes.Contains(out.Bytes(), []byte(`"deny"`)) || !bytes.Contains(out.Bytes(), []byte("as --no-verify would")) {
+			t.Errorf("%s %s: %s", c.tool, c.input, out.Bytes())
+		}
+	}
+	for _, c := range []struct{ tool, input string }{
+		{"Bash", `{"command":"rm .git/hooks/commit-msg"}`},
+		{"Edit", `{"file_path":"` + made + `"}`},
+	} {
+		in := `{"session_id":"s","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"` + c.tool + `","tool_input":` + c.input + `}`
+		var out bytes.Buffer
+		Run(context.Background(), "claude", strings.NewReader(in), &out, Options{})
+		if out.Len() != 0 {
+			t.Errorf("%s %s, a hook the agent made: %s", c.tool, c.input, out.Bytes())
+		}
+	}
+}
