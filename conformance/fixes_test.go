@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wiggum-dev/wiggum/conformance/fakemodel"
 )
@@ -1611,6 +1612,29 @@ func TestSkippedTestsReachTheModel(t *testing.T) {
 				t.Fatalf("the run did not say the attempt skipped the test:\n%s", out)
 			}
 		})
+	})
+}
+
+// The repository's own pre-commit hook, there before the run: the real
+// client's shell removing it is denied before it runs, the hook is still
+// there, and the model is told why (it skips the checks, as --no-verify
+// would).
+func TestProjectHookKeptFromTheClientsShell(t *testing.T) {
+	forClients(t, []string{"claude", "codex", "gemini"}, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "rm -f .git/hooks/pre-commit"}, fakemodel.Turn{Text: "done"})
+		hook := filepath.Join(w.dir, ".git", "hooks", "pre-commit")
+		writeFile(t, hook, "#!/bin/sh\nexit 0\n")
+		if err := os.Chmod(hook, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // changed before the session begins
+		w.run(0)
+		if _, err := os.Stat(hook); err != nil {
+			t.Fatalf("the project's hook is gone: %v\n%s", err, w.requestLog())
+		}
+		if !w.toldModel("as --no-verify would") {
+			t.Fatalf("the model was not told why:\n%s", w.requestLog())
+		}
 	})
 }
 
