@@ -126,18 +126,39 @@ func (g *guard) gitData(p string) string {
 // project's hook manager's - or returns "". Doing so skips the checks the
 // hook makes, as --no-verify and HUSKY=0 would, and for every later
 // commit of the person's too, unseen (nothing under .git is in a diff).
-// A hook the agent made during its session, a sample, and a name only
-// known at run time are the agent's.
+// name "" (the hooks directory) or a glob stands for every hook git runs
+// that it covers. A hook the agent made during its session, a sample, and
+// a name only known at run time are the agent's.
 func (g *guard) projectHook(name string) string {
-	if name == "" || strings.Contains(name, "/") || strings.HasSuffix(name, ".sample") || strings.ContainsAny(name, "*?[") ||
-		strings.Contains(name, dynamic) || g.p.Preexisting == nil || g.p.Root == "" {
+	if strings.Contains(name, "/") || strings.HasSuffix(name, ".sample") || strings.Contains(name, dynamic) || g.p.Preexisting == nil || g.p.Root == "" {
 		return ""
 	}
-	if !g.p.Preexisting(filepath.Join(g.p.Root, ".git", "hooks", name)) {
-		return ""
+	names := []string{name}
+	if name == "" || strings.ContainsAny(name, "*?[") {
+		names = nil
+		for _, h := range gitHookNames {
+			if ok, _ := path.Match(name, h); ok || name == "" {
+				names = append(names, h)
+			}
+		}
 	}
-	return "that is this repository's own " + name + " git hook, there before the session: removing, disabling or rewriting it skips the checks it makes on every commit, as --no-verify would - it is the person's to change"
+	for _, h := range names {
+		if g.p.Preexisting(filepath.Join(g.p.Root, ".git", "hooks", h)) {
+			what := "that is"
+			if h != name {
+				what = "that holds"
+			}
+			return what + " this repository's own " + h + " git hook, there before the session: removing, disabling or rewriting it skips the checks it makes on every commit, as --no-verify would - it is the person's to change"
+		}
+	}
+	return ""
 }
+
+// gitHookNames are the hooks git runs (githooks(5)).
+var gitHookNames = []string{"applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
+	"prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge", "pre-push",
+	"pre-receive", "update", "proc-receive", "post-receive", "post-update", "reference-transaction", "push-to-checkout",
+	"pre-auto-gc", "post-rewrite", "sendemail-validate", "fsmonitor-watchman", "post-index-change"}
 
 // CheckEdit decides whether a file tool (an agent's Edit or Write) may
 // write file, absolute or relative to p.Cwd: protected state and git's data
