@@ -681,6 +681,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		// doing the work, and the person should look.
 		e.disp.printf("  the attempt deleted %d test file(s): %s - a story done by taking its tests away is not done; look at what it changed (git diff --stat %.*s HEAD)", len(t), summarize(t, 5), shortID, e.attemptHead)
 		e.event("tests_deleted", map[string]any{"story": story.ID, "paths": t, "commit": sha})
+		e.run.toLookAt(story.ID, "deleted tests ("+summarize(t, 3)+")")
 	}
 	if err == nil && (len(e.commit.touchedTests) > 0 || agentHead != e.attemptHead) && e.attemptHead != "" {
 		// Read only when the commit names a test file or the agent
@@ -693,6 +694,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 			paths, what := describeSwitchedOff(off)
 			e.disp.printf("  the attempt switched tests off: %s - a story made to pass by skipping its tests is not done; look at what it changed (git diff %.*s HEAD -- %s)", what, shortID, e.attemptHead, paths[0])
 			e.event("tests_skipped", map[string]any{"story": story.ID, "paths": paths, "reason": what, "commit": sha})
+			e.run.toLookAt(story.ID, "switched tests off ("+summarize(paths, 3)+")")
 		}
 	}
 	if e.commit.depsErr != nil {

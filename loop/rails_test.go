@@ -169,6 +169,9 @@ func TestAgentRemovingStoriesIsNamed(t *testing.T) {
 	if !strings.Contains(out.String(), "the agent of US-2 took US-4, US-5, open, out of the plan: they will not run - put them back to have them done (git log -p -- plan.md shows what it took out)") {
 		t.Errorf("the stories taken out were not named:\n%s", out.String())
 	}
+	if !strings.Contains(out.String(), "\nto look at: US-2 took US-4, US-5 out of the plan (wiggum report lists them)\n") {
+		t.Errorf("the run's end does not name them:\n%s", out.String())
+	}
 	evs := readEvents(t, st)
 	if !slices.ContainsFunc(evs, func(e events.Event) bool {
 		return e.Name == events.RemovedByAgent && e.Story == "US-2" && slices.Equal(e.Removed, []string{"US-4", "US-5"})

@@ -88,6 +88,12 @@ type run struct {
 	// atStart: the stories the plan had when the run began, each with
 	// whether it was done.
 	atStart map[string]bool
+	// lookAt: what the run's end names for the person to look at - a
+	// story's commit that deleted or switched off tests, stories an agent
+	// took out of the plan - said as it happened, but long scrolled away
+	// by the end of an unattended run; under lookMu.
+	lookAt []string
+	lookMu sync.Mutex
 	// outages counts the model-service outages in a row, for the back-off
 	// (outageWait); any attempt the service answered resets it.
 	outages atomic.Int32
@@ -1033,6 +1039,11 @@ func (r *run) finish(err error) {
 		fmt.Fprintf(&b, "; resume with: %s", resumeCommand(r.opts.Plan.Kind(), r.planRel, r.opts.Workers))
 	}
 	r.disp.printf("%s", b.String())
+	r.lookMu.Lock()
+	if len(r.lookAt) > 0 {
+		r.disp.printf("to look at: %s (wiggum report lists them)", strings.Join(r.lookAt, "; "))
+	}
+	r.lookMu.Unlock()
 	fields := map[string]any{"iterations": r.sum.Iterations, "completed": r.sum.Completed, "skipped": r.sum.Skipped, "open": r.sum.Left, "cost_usd": spent}
 	if err != nil {
 		fields["error"] = err.Error()
@@ -1053,6 +1064,13 @@ func (r *run) finish(err error) {
 		_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
 	}
 	_ = session.ClearRun(r.st)
+}
+
+// toLookAt adds what, about story, to what the run's end names (lookAt).
+func (r *run) toLookAt(story, what string) {
+	r.lookMu.Lock()
+	defer r.lookMu.Unlock()
+	r.lookAt = append(r.lookAt, story+" "+what)
 }
 
 func closeNote(err error) string {

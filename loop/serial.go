@@ -159,6 +159,7 @@ func (t *agentTicks) check(left int) {
 		}
 		t.r.disp.printf("  the agent of %s took %s, open, out of the plan: %s (git log -p -- %s shows what it took out)", story, strings.Join(removed, ", "), they, t.r.planRel)
 		t.r.event("removed_by_agent", map[string]any{"story": story, "removed": removed})
+		t.r.toLookAt(story, "took "+strings.Join(removed, ", ")+" out of the plan")
 	}
 }
 
