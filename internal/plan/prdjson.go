@@ -31,42 +31,56 @@ type prdStory struct {
 	Passes             bool     `json:"passes"`
 }
 
-// load returns the document with its key order kept, and the stories.
-func (p *PRDJSON) load() (*object, []json.RawMessage, error) {
-	doc, stories, _, err := p.loadBOM()
-	return doc, stories, err
+// prdFile is a prd.json as read: its bytes after any byte order mark
+// (body), whether it had one (kept when the plan is written), the
+// document with its key order kept, and its stories as written.
+type prdFile struct {
+	body []byte
+	bom  bool
+	doc  *object
+	raws []json.RawMessage
 }
 
-// loadBOM is load, and whether the file began with a byte order mark
-// (kept when the plan is written).
-func (p *PRDJSON) loadBOM() (*object, []json.RawMessage, bool, error) {
+// read reads and parses the plan's file.
+func (p *PRDJSON) read() (*prdFile, error) {
 	data, err := os.ReadFile(p.File)
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("plan: read %s: %w", p.File, err)
+		return nil, fmt.Errorf("plan: read %s: %w", p.File, err)
 	}
+	return parsePRD(p.File, data)
+}
+
+// parsePRD parses a prd.json document, name saying in errors what it is.
+func parsePRD(name string, data []byte) (*prdFile, error) {
 	// A byte order mark (Windows editors write one) is no JSON.
-	data, bom := bytes.CutPrefix(data, []byte(utf8BOM))
+	body, bom := bytes.CutPrefix(data, []byte(utf8BOM))
 	var doc object
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, nil, false, badInput("plan: %s is not a prd.json object: %v", p.File, err)
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, badInput("plan: %s is not a prd.json object: %v", name, err)
 	}
 	raw, ok := doc.get("userStories")
 	if !ok {
-		return nil, nil, false, badInput("plan: %s has no userStories array", p.File)
+		return nil, badInput("plan: %s has no userStories array", name)
 	}
-	var stories []json.RawMessage
-	if err := json.Unmarshal(raw, &stories); err != nil {
-		return nil, nil, false, badInput("plan: %s: userStories is not an array: %v", p.File, err)
+	var raws []json.RawMessage
+	if err := json.Unmarshal(raw, &raws); err != nil {
+		return nil, badInput("plan: %s: userStories is not an array: %v", name, err)
 	}
-	return &doc, stories, bom, nil
+	return &prdFile{body: body, bom: bom, doc: &doc, raws: raws}, nil
 }
 
 // Stories implements Plan.
 func (p *PRDJSON) Stories() ([]Story, error) {
-	_, raws, err := p.load()
+	f, err := p.read()
 	if err != nil {
 		return nil, err
 	}
+	return p.stories(f.raws)
+}
+
+// stories reads raws, the file's userStories, as Stories says them: an
+// error for a story without a usable id, or an id twice.
+func (p *PRDJSON) stories(raws []json.RawMessage) ([]Story, error) {
 	out := make([]Story, 0, len(raws))
 	seen := map[string]bool{}
 	for i, r := range raws {
@@ -129,14 +143,14 @@ func (s prdStory) details() string {
 // passes field gets one, and the file is written again (write).
 func (p *PRDJSON) MarkDone(id string) error {
 	// A plan that does not read cleanly is never rewritten.
-	if _, err := p.Stories(); err != nil {
+	f, err := p.read()
+	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(p.File)
-	if err != nil {
-		return fmt.Errorf("plan: read %s: %w", p.File, err)
+	if _, err := p.stories(f.raws); err != nil {
+		return err
 	}
-	body, bom := bytes.CutPrefix(data, []byte(utf8BOM))
+	body := f.body
 	if start, end, found, ok := passesSpan(body, id); ok {
 		if !found {
 			return &NotFoundError{ID: id, Path: p.File}
@@ -145,18 +159,15 @@ func (p *PRDJSON) MarkDone(id string) error {
 			if string(body[start:end]) == "true" {
 				return nil
 			}
-			out := make([]byte, 0, len(data)+4)
-			if bom {
+			out := make([]byte, 0, len(utf8BOM)+len(body)+4)
+			if f.bom {
 				out = append(out, utf8BOM...)
 			}
 			out = append(append(append(out, body[:start]...), "true"...), body[end:]...)
 			return writeAtomic(p.File, out)
 		}
 	}
-	doc, raws, bom, err := p.loadBOM()
-	if err != nil {
-		return err
-	}
+	raws := f.raws
 	found := false
 	for i, r := range raws {
 		var s object
@@ -177,7 +188,7 @@ func (p *PRDJSON) MarkDone(id string) error {
 	if !found {
 		return &NotFoundError{ID: id, Path: p.File}
 	}
-	return p.write(doc, raws, bom, indentOf(body))
+	return p.write(f.doc, raws, f.bom, indentOf(body))
 }
 
 // passesSpan finds, in a prd.json document, the story whose id is id and
@@ -286,7 +297,11 @@ func (p *PRDJSON) write(doc *object, raws []json.RawMessage, bom bool, indent st
 // without an id, with one the plan has, or listed twice is refused, and
 // the plan is left as it was.
 func (p *PRDJSON) Append(stories []json.RawMessage) error {
-	have, err := p.Stories()
+	f, err := p.read()
+	if err != nil {
+		return err
+	}
+	have, err := p.stories(f.raws)
 	if err != nil {
 		return err
 	}
@@ -307,11 +322,7 @@ func (p *PRDJSON) Append(stories []json.RawMessage) error {
 		}
 		seen[s.ID] = true
 	}
-	data, err := os.ReadFile(p.File)
-	if err != nil {
-		return fmt.Errorf("plan: read %s: %w", p.File, err)
-	}
-	body, bom := bytes.CutPrefix(data, []byte(utf8BOM))
+	body := f.body
 	if at, sep, ok := appendSpan(body); ok {
 		// Written where the list ends, each story as the other copy
 		// holds it, after the separator the list's own stories have:
@@ -324,17 +335,13 @@ func (p *PRDJSON) Append(stories []json.RawMessage) error {
 		}
 		out.Write(body[at:])
 		if json.Valid(out.Bytes()) {
-			if bom {
+			if f.bom {
 				return writeAtomic(p.File, append([]byte(utf8BOM), out.Bytes()...))
 			}
 			return writeAtomic(p.File, out.Bytes())
 		}
 	}
-	doc, raws, bom, err := p.loadBOM()
-	if err != nil {
-		return err
-	}
-	return p.write(doc, append(raws, stories...), bom, indentOf(body))
+	return p.write(f.doc, append(f.raws, stories...), f.bom, indentOf(body))
 }
 
 // appendSpan finds where a story appended to a prd.json document's
@@ -445,21 +452,12 @@ func (sc *storyScan) storyLists(each func(open int) bool) (ok bool) {
 // StoriesIn returns the userStories objects of a prd.json document (data)
 // whose ids are among ids, as the document holds them.
 func StoriesIn(data []byte, ids []string) ([]json.RawMessage, error) {
-	data, _ = bytes.CutPrefix(data, []byte(utf8BOM))
-	var doc object
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, err
-	}
-	raw, ok := doc.get("userStories")
-	if !ok {
-		return nil, errors.New("no userStories")
-	}
-	var stories []json.RawMessage
-	if err := json.Unmarshal(raw, &stories); err != nil {
+	f, err := parsePRD("the prd.json given", data)
+	if err != nil {
 		return nil, err
 	}
 	var out []json.RawMessage
-	for _, r := range stories {
+	for _, r := range f.raws {
 		var s prdStory
 		if json.Unmarshal(r, &s) == nil && slices.Contains(ids, s.ID) {
 			out = append(out, r)
@@ -535,11 +533,11 @@ func (o *object) MarshalJSON() ([]byte, error) {
 // BranchName is the prd.json's branchName, "" when it has none: the
 // branch snarktank/ralph's prompt has the agent work on.
 func (p *PRDJSON) BranchName() (string, error) {
-	doc, _, err := p.load()
+	f, err := p.read()
 	if err != nil {
 		return "", err
 	}
-	raw, ok := doc.get("branchName")
+	raw, ok := f.doc.get("branchName")
 	if !ok || string(raw) == "null" {
 		return "", nil
 	}
