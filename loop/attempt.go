@@ -762,8 +762,8 @@ func (e *executor) deletedTests(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var gone []string
-	for _, p := range strings.Split(strings.TrimSuffix(out, "\x00"), "\x00") {
-		if p != "" && isTestFile(p) {
+	for _, p := range git.SplitZ(out) {
+		if isTestFile(p) {
 			gone = append(gone, p)
 		}
 	}
@@ -775,7 +775,7 @@ func (e *executor) deletedTests(ctx context.Context) ([]string, error) {
 	// files is a move. One process more, only when a test looks deleted.
 	if untracked, err := e.st.Repo.Run(ctx, "ls-files", "--others", "--exclude-standard", "-z"); err == nil {
 		names := map[string]bool{}
-		for _, p := range strings.Split(strings.TrimSuffix(untracked, "\x00"), "\x00") {
+		for _, p := range git.SplitZ(untracked) {
 			names[path.Base(p)] = true
 		}
 		gone = slices.DeleteFunc(gone, func(p string) bool { return names[path.Base(p)] })

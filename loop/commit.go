@@ -486,7 +486,7 @@ func (c *committer) hiddenBy(ctx context.Context, base string, started time.Time
 		return nil
 	}
 	var made []string
-	for _, p := range strings.Split(strings.TrimSuffix(out, "\x00"), "\x00") {
+	for _, p := range git.SplitZ(out) {
 		q := strings.TrimSuffix(p, "/")
 		if q == "" || git.IsState(q) || git.IsState(p) {
 			continue

@@ -324,7 +324,7 @@ func (e *executor) keepDeps(ctx context.Context) []depDir {
 	if err != nil || out == "" {
 		return nil
 	}
-	deps := newDepDirs(ctx, repo, "HEAD", depDirsOf(repo.Root, strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")))
+	deps := newDepDirs(ctx, repo, "HEAD", depDirsOf(repo.Root, git.SplitZ(out)))
 	if len(deps) == 0 || excludeDeps(repo.CommonDir, deps) != nil {
 		return nil
 	}
@@ -342,9 +342,12 @@ func excludeDeps(commonDir string, dirs []depDir) error {
 	return layout.Exclude(filepath.Join(commonDir, "info"), leftOutHeader, rules)
 }
 
-// leftOutHeader heads the rules excludeDeps writes; the first words are
-// those of every version's (LeftOutRules reads them).
-const leftOutHeader = "wiggum: packages, caches and secrets an agent made, never committed"
+// leftOutHeader heads the rules excludeDeps writes; leftOutMark, its
+// first words, are those of every version's (LeftOutRules reads them).
+const (
+	leftOutMark   = "wiggum: packages"
+	leftOutHeader = leftOutMark + ", caches and secrets an agent made, never committed"
+)
 
 // LeftOutRules lists the rules runs wrote to the repository's
 // .git/info/exclude for what agents made and no commit takes - packages,
@@ -361,7 +364,7 @@ func LeftOutRules(commonDir string) []string {
 		l = strings.TrimSpace(l)
 		switch {
 		case strings.HasPrefix(l, "#"):
-			ours = strings.HasPrefix(l, "# wiggum: packages")
+			ours = strings.HasPrefix(l, "# "+leftOutMark)
 		case ours && l != "":
 			rules = append(rules, l)
 		}

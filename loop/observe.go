@@ -161,12 +161,19 @@ func pruneAgentLogs(dir string) {
 // watcher can show progress without reading the plan, and returns its
 // stories at the start, each with whether it is done.
 func planCounts(p plan.Plan, fields map[string]any) (map[string]any, map[string]bool) {
-	all := map[string]bool{}
-	if stories, err := p.Stories(); err == nil {
-		fields["stories"], fields["done"] = len(stories), len(stories)-plan.Open(stories)
-		for _, s := range stories {
-			all[s.ID] = s.Done
-		}
+	stories, err := p.Stories()
+	if err != nil {
+		return fields, map[string]bool{}
 	}
-	return fields, all
+	fields["stories"], fields["done"] = len(stories), len(stories)-plan.Open(stories)
+	return fields, doneByID(stories)
+}
+
+// doneByID maps each story's id to whether it is done.
+func doneByID(stories []plan.Story) map[string]bool {
+	m := make(map[string]bool, len(stories))
+	for _, s := range stories {
+		m[s.ID] = s.Done
+	}
+	return m
 }

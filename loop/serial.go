@@ -170,11 +170,7 @@ func (t *agentTicks) storiesNow() map[string]bool {
 	if err != nil {
 		return nil
 	}
-	now := make(map[string]bool, len(stories))
-	for _, s := range stories {
-		now[s.ID] = s.Done
-	}
-	return now
+	return doneByID(stories)
 }
 
 // budgetStop is the exit-5 stop of a reached budget, saying what was spent
