@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/guard"
 	"github.com/wiggum-dev/wiggum/internal/layout"
@@ -166,14 +168,13 @@ func readPayload(r io.Reader) ([]byte, error) {
 }
 
 // readBounded reads r to its end (at most MaxPayload+1 bytes) within
-// stdinWait. Agents hand hooks their payload on a pipe: that is read
-// through the runtime's poller with a deadline, on the hook's own thread.
-// Anything else (a terminal, a socket, a Go reader in tests) is read by a
-// goroutine raced against a timer, which costs a blocked thread and the
-// wake-ups between them on every call.
+// stdinWait. Agents hand hooks their payload on a pipe, and any file
+// descriptor is read by readFile on the hook's own thread. Anything else (a
+// Go reader in tests) is read by a goroutine raced against a timer, which
+// costs a blocked thread and the wake-ups between them.
 func readBounded(r io.Reader) ([]byte, error) {
 	if f, ok := r.(*os.File); ok {
-		if data, err, ok := readPipe(f); ok {
+		if data, err, ok := readFile(f); ok {
 			return data, err
 		}
 	}
@@ -197,43 +198,69 @@ func readBounded(r io.Reader) ([]byte, error) {
 	}
 }
 
-// readPipe reads f with a deadline when f is a pipe, reporting ok=false
-// when it is not one (or cannot be made pollable), having read nothing.
-// The pipe is switched to non-blocking mode for the read - the only way
-// the runtime's poller takes it - and switched back before returning, so
-// whoever shares the pipe sees it as it was.
-func readPipe(f *os.File) (data []byte, err error, ok bool) {
-	fd := int(f.Fd())
-	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+// readFile reads f (a pipe, a file, a terminal, a socket) to its end within
+// stdinWait, reporting ok=false when its descriptor cannot be had, having
+// read nothing. poll(2) says when the descriptor has something to read (or
+// is at its end), so a read never blocks past the wait, and the hook needs
+// neither the runtime's network poller (an epoll instance, an eventfd and a
+// thread parked in epoll_wait, set up on every call) nor a timer nor a
+// second thread - the start-up a hook pays on each tool call. The
+// descriptor is not changed: its blocking mode is whatever the agent gave
+// it (a non-blocking one's EAGAIN is polled again).
+func readFile(f *os.File) (data []byte, err error, ok bool) {
+	rc, cerr := f.SyscallConn()
+	if cerr != nil {
 		return nil, nil, false
 	}
-	// A duplicate descriptor, made non-blocking, is what the poller
-	// registers; it is ours to close. The flag lives on the pipe itself,
-	// shared with f, so it is put back before returning.
-	dup, err := syscall.Dup(fd)
-	if err != nil {
+	cerr = rc.Control(func(fd uintptr) {
+		pr := pollReader{int(fd), time.Now().Add(stdinWait)}
+		data, err = io.ReadAll(io.LimitReader(pr, MaxPayload+1))
+	})
+	switch {
+	case cerr != nil:
 		return nil, nil, false
-	}
-	syscall.CloseOnExec(dup)
-	if syscall.SetNonblock(dup, true) != nil {
-		syscall.Close(dup)
-		return nil, nil, false
-	}
-	defer func() { _ = syscall.SetNonblock(fd, false) }()
-	pf := os.NewFile(uintptr(dup), f.Name())
-	defer pf.Close()
-	if pf.SetReadDeadline(time.Now().Add(stdinWait)) != nil {
-		return nil, nil, false
-	}
-	data, err = io.ReadAll(io.LimitReader(pf, MaxPayload+1))
-	if errors.Is(err, os.ErrDeadlineExceeded) {
+	case errors.Is(err, errNoPayload):
 		return nil, fmt.Errorf("no payload on stdin after %s", stdinWait), true
-	}
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("read stdin: %w", err), true
 	}
 	return data, nil, true
+}
+
+// pollReader reads a descriptor once poll(2) says it has something to
+// read, giving up at the deadline with errNoPayload.
+type pollReader struct {
+	fd       int
+	deadline time.Time
+}
+
+var errNoPayload = errors.New("no payload")
+
+func (p pollReader) Read(b []byte) (int, error) {
+	for {
+		wait := time.Until(p.deadline)
+		if wait <= 0 {
+			return 0, errNoPayload
+		}
+		pfd := unix.PollFd{Fd: int32(p.fd), Events: unix.POLLIN}
+		e := pollWait(&pfd, wait)
+		if e == unix.EINTR || (e == 0 && pfd.Revents == 0) {
+			continue // interrupted, or the time is up: checked above
+		}
+		if e != 0 {
+			return 0, e
+		}
+		n, err := unix.Read(p.fd, b)
+		switch {
+		case err == unix.EINTR || err == unix.EAGAIN:
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
 }
 
 // handle is the agent-independent core.

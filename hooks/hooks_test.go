@@ -588,6 +588,66 @@ func TestStdinPipe(t *testing.T) {
 	}
 }
 
+// TestStdinOtherDescriptors: a pipe the agent made non-blocking is read
+// whole, arriving in pieces (each EAGAIN waited out, not taken for the
+// end), and left non-blocking; a file, /dev/null (an empty payload) and a
+// descriptor already closed are answered at once.
+func TestStdinOtherDescriptors(t *testing.T) {
+	old := stdinWait
+	stdinWait = 5 * time.Second
+	defer func() { stdinWait = old }()
+
+	r, w := blockingPipe(t)
+	if err := syscall.SetNonblock(int(r.Fd()), true); err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Repeat([]byte("x"), 300<<10)
+	go func() {
+		for off := 0; off < len(want); off += 30 << 10 {
+			time.Sleep(5 * time.Millisecond)
+			_, _ = w.Write(want[off : off+30<<10])
+		}
+		w.Close()
+	}()
+	got, err := readBounded(r)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("non-blocking pipe: read %d bytes (want %d), err %v", len(got), len(want), err)
+	}
+	if flags, err := fcntlFlags(r); err != nil || flags&syscall.O_NONBLOCK == 0 {
+		t.Fatalf("the non-blocking pipe was made blocking (flags %#x, %v)", flags, err)
+	}
+	r.Close()
+
+	path := filepath.Join(t.TempDir(), "payload.json")
+	if err := os.WriteFile(path, []byte(`{"hook_event_name":"PreToolUse"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if got, err := readBounded(f); err != nil || string(got) != `{"hook_event_name":"PreToolUse"}` {
+		t.Fatalf("file: %q, %v", got, err)
+	}
+
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if _, err := readPayload(null); err == nil || !strings.Contains(err.Error(), "empty payload") {
+		t.Fatalf("/dev/null: %v", err)
+	}
+
+	gone, _ := blockingPipe(t)
+	fd := gone.Fd()
+	_ = syscall.Close(int(fd))
+	if _, err := readBounded(gone); err == nil || !strings.Contains(err.Error(), "read stdin") {
+		t.Fatalf("a closed descriptor: %v (want a read error, not a wait)", err)
+	}
+}
+
 // blockingPipe is a pipe as an agent hands it to a hook: blocking, not
 // registered with this process's poller (os.Pipe's ends are both).
 func blockingPipe(t *testing.T) (r, w *os.File) {
