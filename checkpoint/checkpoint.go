@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +54,12 @@ type Checkpoint struct {
 	// commits, changed or new files): a rollback leaves those as they
 	// are, since the checkpoint does not record their changes.
 	Submodules []string `json:"submodules,omitempty"`
+	// AssumeUnchanged and SkipWorktree list the files so flagged in the
+	// index whose changes the snapshot holds (see withHidden): a rollback
+	// flags them again if the flag is gone, so their content stays out of
+	// git status and out of the next commit, as the person had it.
+	AssumeUnchanged []string `json:"assume_unchanged,omitempty"`
+	SkipWorktree    []string `json:"skip_worktree,omitempty"`
 }
 
 var shaRE = lazyre.New(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
@@ -69,6 +76,11 @@ func (c *Checkpoint) check() error {
 	}
 	if c.Time.IsZero() {
 		return errors.New("no time")
+	}
+	for _, p := range append(slices.Clip(c.AssumeUnchanged), c.SkipWorktree...) {
+		if p == "" || filepath.IsAbs(p) || strings.ContainsRune(p, 0) || slices.Contains(strings.Split(p, "/"), "..") {
+			return fmt.Errorf("hidden file %q is not a path in the tree", p)
+		}
 	}
 	return nil
 }
@@ -132,6 +144,7 @@ func (p *Saving) Finish(session string, opts SaveOptions) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: read HEAD and status: %w", err)
 	}
+	now = s.withHidden(now)
 	head, branch := now.Head, now.Branch
 	if head == "" {
 		return nil, badinput.Errorf("checkpoint: the repository has no commits yet; commit something first")
@@ -151,6 +164,14 @@ func (p *Saving) Finish(session string, opts SaveOptions) (*Checkpoint, error) {
 		}
 		cp.Snapshot, cp.Untracked, recorded = snap, now.Untracked, snap
 		cp.Submodules = now.ChangedSubmodules()
+		for _, c := range now.Changes {
+			if c.AssumeUnchanged {
+				cp.AssumeUnchanged = append(cp.AssumeUnchanged, c.Path)
+			}
+			if c.SkipWorktree {
+				cp.SkipWorktree = append(cp.SkipWorktree, c.Path)
+			}
+		}
 	}
 	if err := s.record(ctx, cp, recorded, move); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)

@@ -102,39 +102,18 @@ func editIndexData(data []byte, stamp int64, changes []treeChange) ([]byte, erro
 		return nil, errIndexDecline // more entries than the file could hold
 	}
 	entries := make([]indexEntry, 0, count+len(changes))
-	off := 12
-	for range count {
-		if off+indexEntryFixed > len(body) {
-			return nil, errIndexDecline
-		}
-		flags := binary.BigEndian.Uint16(body[off+60:])
+	off, err := scanIndex(body, sum, func(raw, name []byte, flags uint16) error {
 		if flags&indexStageMask != 0 {
-			return nil, errIndexDecline // unmerged
+			return errIndexDecline // unmerged
 		}
-		nameAt := off + indexEntryFixed
-		if flags&indexExtended != 0 {
-			if version < 3 {
-				return nil, errIndexDecline
-			}
-			nameAt += 2
-		}
-		if nameAt > len(body) {
-			return nil, errIndexDecline
-		}
-		n := bytes.IndexByte(body[nameAt:], 0)
-		if n < 0 {
-			return nil, errIndexDecline
-		}
-		size := (nameAt - off + n + 8) &^ 7
-		if off+size > len(body) {
-			return nil, errIndexDecline
-		}
-		name := body[nameAt : nameAt+n]
 		if len(entries) > 0 && bytes.Compare(entries[len(entries)-1].name, name) >= 0 {
-			return nil, errIndexDecline // not in git's order: git says what is wrong
+			return errIndexDecline // not in git's order: git says what is wrong
 		}
-		entries = append(entries, indexEntry{name: name, raw: body[off : off+size]})
-		off += size
+		entries = append(entries, indexEntry{name: name, raw: raw})
+		return nil
+	})
+	if err != nil {
+		return nil, errIndexDecline
 	}
 	var tree *cacheTree
 	var reuc []byte
@@ -250,6 +229,96 @@ func editIndexData(data []byte, stamp int64, changes []treeChange) ([]byte, erro
 		b.Write(h[:])
 	}
 	return b.Bytes(), nil
+}
+
+// scanIndex walks the entries of an index's body (the file without its
+// trailing checksum) as git writes them in versions 2, 3 and 4, with
+// object ids of idLen bytes, and returns where its extensions start. fn
+// gets each entry's bytes (stat data, object id, flags, the extended flags
+// word where the flags say there is one; in versions 2 and 3 also the name
+// and its padding, so raw is the entry whole) and its name: a slice of
+// body in versions 2 and 3, in version 4 (names compressed against the
+// previous one) a buffer the next entry reuses. An error from fn stops the
+// walk and is returned; an index that is not what git writes is an error.
+func scanIndex(body []byte, idLen int, fn func(raw, name []byte, flags uint16) error) (int, error) {
+	bad := errors.New("index: malformed entry")
+	if len(body) < 12 || string(body[:4]) != "DIRC" {
+		return 0, bad
+	}
+	version := binary.BigEndian.Uint32(body[4:8])
+	if version < 2 || version > 4 {
+		return 0, fmt.Errorf("index: version %d", version)
+	}
+	count := int(binary.BigEndian.Uint32(body[8:12]))
+	fixed := 40 + idLen + 2 // stat data, object id, flags
+	var prev []byte         // version 4: the previous entry's name
+	off := 12
+	for range count {
+		if off+fixed > len(body) {
+			return 0, bad
+		}
+		flags := binary.BigEndian.Uint16(body[off+fixed-2:])
+		nameAt := off + fixed
+		if flags&indexExtended != 0 {
+			if version < 3 {
+				return 0, bad
+			}
+			nameAt += 2
+		}
+		if nameAt > len(body) {
+			return 0, bad
+		}
+		if version == 4 {
+			strip, n := indexVarint(body[nameAt:])
+			if n <= 0 || strip > uint64(len(prev)) {
+				return 0, bad
+			}
+			end := bytes.IndexByte(body[nameAt+n:], 0)
+			if end < 0 {
+				return 0, bad
+			}
+			prev = append(prev[:len(prev)-int(strip)], body[nameAt+n:nameAt+n+end]...)
+			next := nameAt + n + end + 1
+			if err := fn(body[off:nameAt], prev, flags); err != nil {
+				return 0, err
+			}
+			off = next
+			continue
+		}
+		n := bytes.IndexByte(body[nameAt:], 0)
+		if n < 0 {
+			return 0, bad
+		}
+		size := (nameAt - off + n + 8) &^ 7
+		if off+size > len(body) {
+			return 0, bad
+		}
+		if err := fn(body[off:off+size], body[nameAt:nameAt+n], flags); err != nil {
+			return 0, err
+		}
+		off += size
+	}
+	return off, nil
+}
+
+// indexVarint reads the number a version-4 index puts before each name
+// (git's varint: seven bits a byte, high bit "more", each continuation
+// adding one), returning it and its length in bytes, or n <= 0 when b does
+// not hold one.
+func indexVarint(b []byte) (v uint64, n int) {
+	for i, c := range b {
+		if i > 0 {
+			v++
+		}
+		if i == 9 {
+			return 0, -1
+		}
+		v = v<<7 | uint64(c&0x7f)
+		if c&0x80 == 0 {
+			return v, i + 1
+		}
+	}
+	return 0, 0
 }
 
 // newIndexEntry is the entry update-index --index-info writes for c: its

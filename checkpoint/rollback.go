@@ -256,7 +256,7 @@ func (s *State) rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		return nil, err
 	}
 	defer lk.release()
-	index := s.startIndex(ctx, idx, tracked, cp, changes, uncommitted)
+	index := s.startIndex(ctx, idx, tracked, cp, changes, uncommitted, now.Changes)
 	res.BackupRef, err = s.backupAndMove(ctx, current, cp, head, move)
 	move = nil
 	if err != nil {
@@ -350,6 +350,7 @@ func (s *State) rollbackFacts(ctx context.Context, cat *git.Cat, opts RollbackOp
 	if f.Now, err = status(); err != nil {
 		return nil, fmt.Errorf("read HEAD and status: %w", err)
 	}
+	f.Now = s.withHidden(f.Now)
 	// One object lookup answers every question about objects and refs.
 	objs := []string{cp.Head + "^{commit}", f.RecordRef, cp.Head + "^{tree}", f.Now.Head + "^{tree}"}
 	if cp.Snapshot != "" {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
@@ -58,6 +59,10 @@ func (s *State) worktreeIndex(ctx context.Context, now *git.Status) (*treeIndex,
 		}
 	case err != nil:
 		return nil, "", fmt.Errorf("copy the index: %w", err)
+	}
+	if err := s.unhideInIndex(ctx, t, now); err != nil {
+		t.remove()
+		return nil, "", err
 	}
 	if paths := now.Paths(); len(paths) > 0 {
 		in := strings.Join(paths, "\x00") + "\x00"
@@ -212,7 +217,15 @@ func (s *State) restoreTree(ctx context.Context, cat *git.Cat, lk *indexLock, in
 	if err := os.Rename(idx.index.path, lk.path); err != nil {
 		return fmt.Errorf("replace the index: %w", err)
 	}
-	return lk.commit()
+	if err := lk.commit(); err != nil {
+		return err
+	}
+	// The entries of hidden files the edit had to set lost their flags:
+	// they are hidden again, as the person had them.
+	if err := s.setHiding(ctx, nil, idx.rehide, "--assume-unchanged", "--skip-worktree"); err != nil {
+		return fmt.Errorf("flag %d file(s) assume-unchanged or skip-worktree again, as they were: %w", len(idx.rehide), err)
+	}
+	return nil
 }
 
 // writeChanges makes the working tree's files at changes what changes
@@ -255,6 +268,9 @@ func (s *State) writeChanges(ctx context.Context, cat *git.Cat, cp *Checkpoint, 
 type newIndex struct {
 	index *treeIndex
 	err   error
+	// rehide: hidden files (see withHidden) whose entries the edit set,
+	// which lost their flags with them.
+	rehide []git.Change
 }
 
 // startIndex makes, in the background, the index a rollback leaves: the
@@ -272,7 +288,12 @@ type newIndex struct {
 // git's update-index; either touches nothing but the private index, so it
 // runs while the refs move and the files are written; the index takes its
 // place only after both. The caller receives from the channel exactly once.
-func (s *State) startIndex(ctx context.Context, idx *treeIndex, tracked []treeChange, cp *Checkpoint, changes, uncommitted []treeChange) <-chan newIndex {
+//
+// A file the index hides from git status (hidden, see withHidden) keeps its
+// entry, flags and stat data, when the user's index is the start and its
+// entry already holds what the edit would set; otherwise it is set and
+// listed to be flagged again.
+func (s *State) startIndex(ctx context.Context, idx *treeIndex, tracked []treeChange, cp *Checkpoint, changes, uncommitted []treeChange, hidden []git.Change) <-chan newIndex {
 	// First every tracked path the user's index may have differently from
 	// the working tree at its working-tree state (the index route did
 	// that already), then the changed paths at the checkpoint's blobs,
@@ -303,6 +324,25 @@ func (s *State) startIndex(ctx context.Context, idx *treeIndex, tracked []treeCh
 	for _, c := range uncommitted {
 		set(c)
 	}
+	rehide := lostFlags(cp, &git.Status{Changes: hidden})
+	for _, h := range hidden {
+		if !h.AssumeUnchanged && !h.SkipWorktree {
+			continue
+		}
+		if idx != nil {
+			// The private index holds the file unflagged (unhideInIndex).
+			rehide = append(rehide, h)
+			continue
+		}
+		if i, ok := at[h.Path]; ok {
+			if c := final[i]; c.mode == h.HeadMode && c.oid == h.HeadOID {
+				final[i].path = "" // kept as it is
+			} else {
+				rehide = append(rehide, h)
+			}
+		}
+	}
+	final = slices.DeleteFunc(final, func(c treeChange) bool { return c.path == "" })
 	done := make(chan newIndex, 1)
 	go func() {
 		src := s.indexPath()
@@ -314,7 +354,7 @@ func (s *State) startIndex(ctx context.Context, idx *treeIndex, tracked []treeCh
 		// In this process when it can (see editIndex), else in git.
 		err := editIndex(src, idx.path, final, len(cp.Head))
 		if !errors.Is(err, errIndexDecline) {
-			done <- newIndex{index: idx, err: err}
+			done <- newIndex{index: idx, err: err, rehide: rehide}
 			return
 		}
 		if src != idx.path {
@@ -323,7 +363,7 @@ func (s *State) startIndex(ctx context.Context, idx *treeIndex, tracked []treeCh
 				return
 			}
 		}
-		done <- newIndex{index: idx, err: s.setEntries(ctx, idx, final, len(cp.Head))}
+		done <- newIndex{index: idx, err: s.setEntries(ctx, idx, final, len(cp.Head)), rehide: rehide}
 	}()
 	return done
 }

@@ -36,6 +36,12 @@ type Change struct {
 	// when absent there. HeadOID is its object in HEAD. Empty for an
 	// unmerged path.
 	HeadMode, WorktreeMode, HeadOID string
+	// AssumeUnchanged and SkipWorktree: the index flags the path so
+	// (`git update-index --assume-unchanged`, `--skip-worktree`) and git
+	// status does not look at its file. Set on the changes a checkpoint
+	// reads from such files itself, whose HeadMode and HeadOID are then
+	// the index entry's.
+	AssumeUnchanged, SkipWorktree bool
 }
 
 // Dirty reports whether anything is staged, changed or untracked.
