@@ -22,7 +22,9 @@ type CheckpointCmd struct {
 // Help is shown by `wiggum checkpoint --help`.
 func (c *CheckpointCmd) Help() string {
 	return `Records HEAD, the branch, the session and a snapshot of uncommitted files as the
-point 'wiggum rollback' returns to. Inside a session (WIGGUM_SESSION matches the lock
+point 'wiggum rollback' returns to: tracked and untracked files (not ignored ones),
+and tracked files hidden from git status with 'git update-index --skip-worktree' or
+'--assume-unchanged'. Inside a session (WIGGUM_SESSION matches the lock
 holder's) it acts as part of it; otherwise it takes the agent lock itself and exits 3
 if someone else holds it. Refuses (exit 2) on a repository with no commits, a
 detached HEAD (unless --allow-detached), or a merge/rebase in progress.
