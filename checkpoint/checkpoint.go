@@ -78,7 +78,7 @@ func (c *Checkpoint) check() error {
 		return errors.New("no time")
 	}
 	for _, p := range append(slices.Clip(c.AssumeUnchanged), c.SkipWorktree...) {
-		if p == "" || filepath.IsAbs(p) || strings.ContainsRune(p, 0) || slices.Contains(strings.Split(p, "/"), "..") {
+		if !git.TreePath(p) {
 			return fmt.Errorf("hidden file %q is not a path in the tree", p)
 		}
 	}

@@ -82,8 +82,8 @@ func (s *State) hiddenChange(path string, raw []byte, idLen int, skip bool) (git
 		return git.Change{}, false // a submodule or a mode git does not write
 	}
 	c := git.Change{Path: path, Unstaged: true, HeadMode: strconv.FormatUint(uint64(mode), 8), HeadOID: hex.EncodeToString(raw[40 : 40+idLen])}
-	if strings.ContainsAny(path, "\n\r") || strings.HasPrefix(path, "../") {
-		return git.Change{}, false
+	if strings.ContainsAny(path, "\n\r") || !git.TreePath(path) {
+		return git.Change{}, false // a name git would not check out
 	}
 	fi, err := os.Lstat(filepath.Join(s.Repo.Root, filepath.FromSlash(path)))
 	switch {

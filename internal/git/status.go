@@ -158,6 +158,10 @@ func ParseStatus(out string) (*Status, error) {
 			}
 		case strings.HasPrefix(e, "# "):
 		case strings.HasPrefix(e, "? "):
+			// A nested repository is named with a trailing slash.
+			if !TreePath(strings.TrimSuffix(e[2:], "/")) {
+				return nil, outsideTree(e[2:])
+			}
 			s.Untracked = append(s.Untracked, e[2:])
 		case strings.HasPrefix(e, "1 "), strings.HasPrefix(e, "2 "), strings.HasPrefix(e, "u "):
 			// 1 XY sub mH mI mW hH hI path
@@ -167,6 +171,9 @@ func ParseStatus(out string) (*Status, error) {
 			f := strings.SplitN(e, " ", fields+1)
 			if len(f) != fields+1 || len(f[1]) != 2 || f[fields] == "" {
 				return nil, fmt.Errorf("git status: unexpected record %q", e)
+			}
+			if !TreePath(f[fields]) {
+				return nil, outsideTree(f[fields])
 			}
 			c := Change{Path: f[fields], Unmerged: e[0] == 'u', Submodule: f[2][0] == 'S'}
 			if e[0] != 'u' {
@@ -181,6 +188,9 @@ func ParseStatus(out string) (*Status, error) {
 					return nil, fmt.Errorf("git status: rename of %q without its source", c.Path)
 				}
 				i++
+				if !TreePath(recs[i]) {
+					return nil, outsideTree(recs[i])
+				}
 				s.Changes = append(s.Changes, Change{Path: recs[i], Staged: true})
 			}
 		default:
@@ -188,4 +198,28 @@ func ParseStatus(out string) (*Status, error) {
 		}
 	}
 	return s, nil
+}
+
+// TreePath reports whether p names a file inside the working tree as git
+// checks files out: relative, no empty, "." or ".." part, nothing in a
+// .git directory. git refuses to put any other name in an index, but the
+// index is a file anyone in the repository can write: an entry named
+// sub/../../.bashrc or .git/hooks/pre-commit, made by hand, is read back
+// by git status as it is - and a checkpoint would read, and a rollback
+// write or remove, the file it names.
+func TreePath(p string) bool {
+	if p == "" || strings.ContainsRune(p, 0) {
+		return false
+	}
+	for part := range strings.SplitSeq(p, "/") {
+		if part == "" || part == "." || part == ".." || strings.EqualFold(part, ".git") {
+			return false
+		}
+	}
+	return true
+}
+
+// outsideTree is ParseStatus's error for a path TreePath refuses.
+func outsideTree(p string) error {
+	return fmt.Errorf("git status names %q, which is not a path in the working tree: git never writes such an entry, so the index was written by hand (by an agent?); nothing is read or written there - rebuild the index from HEAD with 'git read-tree HEAD' (it drops what is staged; the files are not touched)", p)
 }

@@ -137,10 +137,41 @@ func TestParseStatusRejectsWhatItDoesNotKnow(t *testing.T) {
 		"2 R. N... 1 2 3 a b R100 x\x00", // rename without its source
 		"u UU N... 1 2\x00",
 		"! ignored.log\x00",
+		// Names git never writes into an index: one made by hand.
+		"1 A. N... 000000 100644 100644 0000000000000000000000000000000000000000 e69de29bb2d1d6434b8b29ae775ad8c2e48c5391 sub/../../x\x00",
+		"1 .M N... 100644 100644 100644 e69de29bb2d1d6434b8b29ae775ad8c2e48c5391 e69de29bb2d1d6434b8b29ae775ad8c2e48c5391 .git/hooks/pre-commit\x00",
+		"1 .M N... 100644 100644 100644 e69de29bb2d1d6434b8b29ae775ad8c2e48c5391 e69de29bb2d1d6434b8b29ae775ad8c2e48c5391 /etc/passwd\x00",
+		"1 .M N... 100644 100644 100644 e69de29bb2d1d6434b8b29ae775ad8c2e48c5391 e69de29bb2d1d6434b8b29ae775ad8c2e48c5391 a/.GIT/config\x00",
+		"2 R. N... 100644 100644 100644 e69de29bb2d1d6434b8b29ae775ad8c2e48c5391 e69de29bb2d1d6434b8b29ae775ad8c2e48c5391 R100 new\x00../old\x00",
+		"? ./x\x00",
+		"? a//\x00",
 	} {
 		if st, err := ParseStatus(bad); err == nil {
 			t.Errorf("%q read as %+v", bad, st)
 		}
+	}
+}
+
+// Odd names git does write are paths: dots inside a name, a leading dot,
+// .gitignore, a name with spaces and non-ASCII.
+func TestTreePath(t *testing.T) {
+	for _, ok := range []string{"a", ".gitignore", "a/.github/x", "..a", "a..", "a b/ü", ".env", "x/.git-keep"} {
+		if !TreePath(ok) {
+			t.Errorf("%q refused", ok)
+		}
+	}
+	for _, bad := range []string{"", "/a", "a//b", "a/", "./a", "a/./b", "../a", "a/..", ".git", ".Git/x", "a/.git/b", "a\x00b"} {
+		if TreePath(bad) {
+			t.Errorf("%q taken for a path in the tree", bad)
+		}
+	}
+}
+
+// A nested repository is an untracked name with a trailing slash: a path.
+func TestParseStatusNestedRepository(t *testing.T) {
+	st, err := ParseStatus("? vendored/lib/\x00? notes.txt\x00")
+	if err != nil || len(st.Untracked) != 2 || st.Untracked[0] != "vendored/lib/" {
+		t.Fatalf("%+v, %v", st, err)
 	}
 }
 
