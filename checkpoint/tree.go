@@ -332,7 +332,14 @@ func parseTree(b []byte, idLen int, into map[string]treeEntry) error {
 		if sp < 0 || nul < sp || nul+1+idLen > len(b) {
 			return errors.New("malformed tree")
 		}
-		into[string(b[sp+1:nul])] = treeEntry{mode: string(b[:sp]), id: b[nul+1 : nul+1+idLen]}
+		name := string(b[sp+1 : nul])
+		if !git.TreePath(name) || strings.ContainsRune(name, '/') {
+			// git never writes such a tree; one made by hand (an agent's
+			// hash-object --literally) must not send a rollback writing or
+			// removing outside the tree, or inside .git.
+			return fmt.Errorf("it holds an entry named %q, which git never writes and a checkout refuses: the commit was made by hand (an agent's hash-object --literally?); nothing is written or removed by that name", name)
+		}
+		into[name] = treeEntry{mode: string(b[:sp]), id: b[nul+1 : nul+1+idLen]}
 		b = b[nul+1+idLen:]
 	}
 	return nil

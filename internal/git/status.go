@@ -221,5 +221,5 @@ func TreePath(p string) bool {
 
 // outsideTree is ParseStatus's error for a path TreePath refuses.
 func outsideTree(p string) error {
-	return fmt.Errorf("git status names %q, which is not a path in the working tree: git never writes such an entry, so the index was written by hand (by an agent?); nothing is read or written there - rebuild the index from HEAD with 'git read-tree HEAD' (it drops what is staged; the files are not touched)", p)
+	return fmt.Errorf("git status names %q, which is not a path in the working tree: git never writes such a name, so the index (or a commit) was written by hand - by an agent's program?; nothing is read or written there. If the index holds it, 'git read-tree HEAD' rebuilds the index from HEAD (what is staged is dropped; files are not touched)", p)
 }
