@@ -221,5 +221,5 @@ func TreePath(p string) bool {
 
 // outsideTree is ParseStatus's error for a path TreePath refuses.
 func outsideTree(p string) error {
-	return fmt.Errorf("git status names %q, which is not a path in the working tree: git never writes such a name, so the index (or a commit) was written by hand - by an agent's program?; nothing is read or written there. If the index holds it, 'git read-tree HEAD' rebuilds the index from HEAD (what is staged is dropped; files are not touched)", p)
+	return fmt.Errorf("git status names %q, which is not a path in the working tree: git never writes such a name, so a commit or the index was written by hand (by an agent's program?); nothing is read or written there. Find it with 'git log -1 --stat' and 'git ls-files --stage': a commit holding it is undone with 'git reset --soft HEAD~1', an index holding it is rebuilt from HEAD with 'git read-tree HEAD' (what is staged is dropped; no file is touched)", p)
 }
