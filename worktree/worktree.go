@@ -174,6 +174,9 @@ func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []s
 		}
 		seen[names[i]] = true
 	}
+	// The ignored files each worktree gets a copy of (IncludeFile),
+	// found once for the batch, before the mutex.
+	inc, incErr := includes(ctx, main)
 	mu, err := LockRepo(ctx, main)
 	if err != nil {
 		fail(err)
@@ -227,7 +230,7 @@ func CreateMany(ctx context.Context, main *git.Repo, reqs []Request, command []s
 			if err != nil {
 				return
 			}
-			if err := w.checkOut(ctx, main); err != nil {
+			if err := w.checkOut(ctx, main, inc, incErr); err != nil {
 				errs[i] = err
 				w.undo(ctx, main)
 				return
@@ -446,16 +449,21 @@ const nullID = "0000000000000000000000000000000000000000"
 
 // checkOut fills a leased worktree git registered without its files: the
 // checkout git worktree add runs itself (reset --hard into the new index),
-// the submodules the main tree has checked out (checkOutSubmodules), then
-// the repository's post-checkout hook, when there is one, as git worktree
+// the submodules the main tree has checked out (checkOutSubmodules), the
+// ignored files of the main tree that IncludeFile names (inc, from
+// includes), then the repository's post-checkout hook, when there is one, as git worktree
 // add runs it; then it records the worktree's MetaFile. On failure the
 // lease is still held.
-func (w *Worker) checkOut(ctx context.Context, main *git.Repo) error {
+func (w *Worker) checkOut(ctx context.Context, main *git.Repo, inc []string, incErr error) error {
 	repo := w.State.Repo
 	if _, err := repo.Run(ctx, "reset", "--hard", "--no-recurse-submodules", "--quiet"); err != nil {
 		return fmt.Errorf("worktree: check out %s: %w", w.Name, err)
 	}
 	w.Notes = checkOutSubmodules(ctx, w.Path, main.Root)
+	if incErr != nil {
+		w.Notes = append(w.Notes, "the files "+IncludeFile+" names were not copied: "+firstLine(incErr.Error()))
+	}
+	w.Notes = append(w.Notes, copyIncludes(ctx, main.Root, w.Path, inc)...)
 	hook := false
 	if _, err := os.Stat(filepath.Join(repo.HooksDir, "post-checkout")); err == nil {
 		hook = true

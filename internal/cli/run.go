@@ -162,7 +162,11 @@ both sides only appended lines to (a progress log) is no conflict: both
 additions are kept. The main tree follows each merge only where it has no local changes in the way;
 otherwise the branch is kept. Stories should be independent of each other.
 Each agent (and --test-cmd) runs in its worktree, so relative paths in
---agent-cmd are taken from there; use absolute ones. Every worktree shares
+--agent-cmd are taken from there; use absolute ones. A worktree holds
+committed files only; the ignored files a .worktreeinclude at the
+repository's root names (.gitignore syntax, as Claude Code and Codex read
+it: a .env, a local config) are copied into each new worktree, when git
+ignores them there too. Every worktree shares
 git's stash, so each agent's git (wiggum's, first on its PATH) works with
 the stash entries made on its own branch: pop, apply, drop and show take
 its newest, list and clear see only its own, and another's is refused.
