@@ -82,32 +82,63 @@ func ignoredOf(ctx context.Context, repo *git.Repo, paths []string) ([]string, e
 // A copy git does not ignore in the worktree (its .gitignore differs from
 // the checkout's) is removed again.
 func copyIncludes(ctx context.Context, from, to string, files []string) []string {
-	var notes, copied []string
+	var left leftOut
+	var copied []string
 	for _, rel := range files {
 		switch err := copyInto(from, to, rel); {
 		case err == nil:
 			copied = append(copied, rel)
 		case errors.Is(err, fs.ErrExist):
-			notes = append(notes, fmt.Sprintf("%s not copied from your checkout (%s): the worktree has a file there", rel, IncludeFile))
+			left.add("the worktree has a file there", rel)
 		default:
-			notes = append(notes, fmt.Sprintf("%s not copied from your checkout (%s): %v", rel, IncludeFile, err))
+			left.add(err.Error(), rel)
 		}
 	}
-	if len(copied) == 0 {
-		return notes
-	}
-	ignored, err := ignoredOf(ctx, &git.Repo{Root: to}, copied)
-	keep := map[string]bool{}
-	for _, p := range ignored {
-		keep[p] = true
-	}
-	for _, rel := range copied {
-		if err != nil || !keep[rel] {
-			_ = os.Remove(filepath.Join(to, filepath.FromSlash(rel)))
-			notes = append(notes, fmt.Sprintf("%s not copied from your checkout (%s): git does not ignore it in the worktree, and a commit would take it in", rel, IncludeFile))
+	if len(copied) > 0 {
+		ignored, err := ignoredOf(ctx, &git.Repo{Root: to}, copied)
+		keep := map[string]bool{}
+		for _, p := range ignored {
+			keep[p] = true
+		}
+		for _, rel := range copied {
+			if err != nil || !keep[rel] {
+				_ = os.Remove(filepath.Join(to, filepath.FromSlash(rel)))
+				left.add("git does not ignore it in the worktree, and a commit would take it in", rel)
+			}
 		}
 	}
-	return notes
+	return left.notes()
+}
+
+// leftOut gathers the files copyIncludes left out, by reason.
+type leftOut struct {
+	reasons []string
+	files   map[string][]string
+}
+
+func (l *leftOut) add(reason, rel string) {
+	if l.files == nil {
+		l.files = map[string][]string{}
+	}
+	if _, ok := l.files[reason]; !ok {
+		l.reasons = append(l.reasons, reason)
+	}
+	l.files[reason] = append(l.files[reason], rel)
+}
+
+// notes says, a line a reason, which files were not copied: the first
+// few by name (a node_modules listed in the file is not a page of notes).
+func (l *leftOut) notes() []string {
+	var out []string
+	for _, r := range l.reasons {
+		fs := l.files[r]
+		names := strings.Join(fs[:min(len(fs), 3)], ", ")
+		if len(fs) > 3 {
+			names += fmt.Sprintf(" and %d more", len(fs)-3)
+		}
+		out = append(out, fmt.Sprintf("not copied from your checkout (%s): %s - %s", IncludeFile, names, r))
+	}
+	return out
 }
 
 // copyInto copies the regular file rel of the tree at from to the same

@@ -76,7 +76,7 @@ func TestWorktreeIncludeCopiesIgnoredFiles(t *testing.T) {
 	if out := gitT(t, w.Path, "status", "--porcelain"); out != "" {
 		t.Errorf("the copies show in the worktree's git status:\n%s", out)
 	}
-	if notes := strings.Join(w.Notes, "\n"); len(w.Notes) != 2 || !strings.Contains(notes, "link.env not copied from your checkout (.worktreeinclude): a symbolic link in your checkout") || !strings.Contains(notes, "linked not copied") {
+	if notes := strings.Join(w.Notes, "\n"); len(w.Notes) != 1 || !strings.Contains(notes, "not copied from your checkout (.worktreeinclude): link.env, linked - a symbolic link in your checkout") {
 		t.Errorf("notes: %q", w.Notes)
 	}
 }
@@ -101,7 +101,25 @@ func TestWorktreeIncludeNotIgnoredThere(t *testing.T) {
 	if exists(filepath.Join(w.Path, ".env")) {
 		t.Fatal(".env copied into a worktree that does not ignore it")
 	}
-	if notes := strings.Join(w.Notes, "\n"); !strings.Contains(notes, ".env not copied") || !strings.Contains(notes, "does not ignore it") {
+	if notes := strings.Join(w.Notes, "\n"); !strings.Contains(notes, "(.worktreeinclude): .env - git does not ignore it in the worktree") {
 		t.Errorf("notes: %q", notes)
+	}
+}
+
+// Files left out for one reason are one note, the first few by name: a
+// node_modules named in the file is not a page of notes.
+func TestWorktreeIncludeNotesAreShort(t *testing.T) {
+	var l leftOut
+	for _, f := range []string{"a", "b", "c", "d", "e"} {
+		l.add("a symbolic link in your checkout", "node_modules/.bin/"+f)
+	}
+	l.add("the worktree has a file there", "x.env")
+	got := l.notes()
+	want := []string{
+		"not copied from your checkout (.worktreeinclude): node_modules/.bin/a, node_modules/.bin/b, node_modules/.bin/c and 2 more - a symbolic link in your checkout",
+		"not copied from your checkout (.worktreeinclude): x.env - the worktree has a file there",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
