@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -136,6 +137,9 @@ func (c Command) checkpoint(ctx context.Context, st *checkpoint.State, w io.Writ
 	extra := ""
 	if cp.Snapshot != "" {
 		extra = " (with uncommitted changes)"
+		if hidden := append(slices.Clip(cp.SkipWorktree), cp.AssumeUnchanged...); len(hidden) > 0 {
+			extra = fmt.Sprintf(" (with uncommitted changes, %s among them: hidden from git status by skip-worktree or assume-unchanged)", strings.Join(hidden, ", "))
+		}
 	}
 	fmt.Fprintf(w, "checkpoint %s on %s%s\n", cp.Head[:12], checkpoint.BranchName(cp.Branch), extra)
 	return nil
