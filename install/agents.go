@@ -350,7 +350,21 @@ func (a *Agent) remove(arr *node, match func(string) bool) bool {
 // edit applies fn to the JSON file at path and writes the result
 // atomically; it returns nil when nothing changed. A file left as {} is
 // removed, with its directory when that is empty.
+//
+// A settings file that is a symbolic link - a dotfiles manager's (stow,
+// chezmoi, home-manager) or a monorepo's shared settings - is edited where
+// it points: the link stays, and with it the person's management of the
+// file; one that would be left as {} is written so, not removed. A link to
+// nothing is refused, nothing changed.
 func edit(path string, fn func(root *node) error) (*Change, error) {
+	linked := false
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s is a symbolic link to a file that cannot be read (%v); create that file or remove the link, then run again", path, errors.Unwrap(err))
+		}
+		path, linked = target, true
+	}
 	before, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
@@ -374,7 +388,7 @@ func edit(path string, fn func(root *node) error) (*Change, error) {
 	if existed && bytes.Equal(before, after) {
 		return nil, nil
 	}
-	if root.kind == '{' && len(root.keys) == 0 {
+	if root.kind == '{' && len(root.keys) == 0 && !linked {
 		if !existed {
 			return nil, nil
 		}

@@ -132,6 +132,72 @@ func TestInstallCreatesAndUninstallRemovesFile(t *testing.T) {
 	}
 }
 
+// A settings file that is a symbolic link (a dotfiles manager's: stow,
+// chezmoi, home-manager) was replaced by a regular file: the person's link
+// to their dotfiles was gone, their later changes there no longer applied.
+// Now install and uninstall edit the file it points to and keep the link;
+// uninstall leaves {} there rather than removing it; a link to nothing is
+// refused with nothing changed.
+func TestSymlinkedSettingsStayLinked(t *testing.T) {
+	for _, name := range []string{"claude", "codex", "gemini", "cursor"} {
+		t.Run(name, func(t *testing.T) {
+			a := Agents[name]
+			dir := t.TempDir()
+			target := filepath.Join(dir, "dotfiles", name+".json")
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(target, []byte("{}\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			link := filepath.Join(dir, "home", "."+name, "settings.json")
+			if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("../../dotfiles/"+name+".json", link); err != nil {
+				t.Fatal(err)
+			}
+			isLink := func(when string) {
+				t.Helper()
+				if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+					t.Fatalf("%s: the link was replaced (%v, %v)", when, fi.Mode(), err)
+				}
+			}
+			if _, err := InstallAgent(a, link, AgentOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			isLink("after install")
+			if !bytes.Contains(read(t, target), []byte("wiggum")) {
+				t.Fatalf("the linked file holds no wiggum hook:\n%s", read(t, target))
+			}
+			if fi, err := os.Stat(target); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("the linked file's mode: %v, %v", fi.Mode(), err)
+			}
+			if _, err := UninstallAgent(a, link); err != nil {
+				t.Fatal(err)
+			}
+			isLink("after uninstall")
+			if got := bytes.TrimSpace(read(t, target)); string(got) != "{}" {
+				t.Fatalf("after uninstall the linked file holds %s", got)
+			}
+		})
+	}
+	dir := t.TempDir()
+	dangling := filepath.Join(dir, "settings.json")
+	if err := os.Symlink(filepath.Join(dir, "nowhere", "settings.json"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InstallAgent(Agents["claude"], dangling, AgentOptions{}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("a link to nothing: %v", err)
+	}
+	if fi, err := os.Lstat(dangling); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("the dangling link was replaced")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nowhere")); err == nil {
+		t.Fatal("a directory was made for the dangling link")
+	}
+}
+
 func TestOptionsChangeReplacesEntries(t *testing.T) {
 	path := copyFixture(t, "claude_settings.json")
 	a := Agents["claude"]
