@@ -38,7 +38,19 @@ func (s *State) JournalOn() bool {
 
 // RecordCommit appends HEAD and the committing session (WIGGUM_SESSION) to
 // the journal. It is what the post-commit hook runs.
+//
+// In a working tree where wiggum has never run (no .ralph directory: no
+// lock was ever taken, no checkpoint made there) it records nothing and
+// creates nothing: a rollback only discards commits made since a
+// checkpoint, which takes the lock first, so no commit made before is ever
+// asked about. Hooks installed into a core.hooksPath that every repository
+// on the machine shares (a global one, with install --force) would
+// otherwise leave a .ralph directory in each repository a commit is made
+// in.
 func (s *State) RecordCommit(ctx context.Context) error {
+	if _, err := os.Lstat(s.Path(layout.StateDir)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	head, err := s.Repo.Head(ctx)
 	if err != nil || head == "" {
 		return fmt.Errorf("journal: read HEAD: %v", err)

@@ -149,3 +149,25 @@ func TestJournalEntriesCountsWithoutDecodingAll(t *testing.T) {
 		t.Fatalf("torn last line: %v, want a *CorruptError", err)
 	}
 }
+
+// wiggum's post-commit hook in a working tree wiggum never ran in (hooks
+// installed into a core.hooksPath every repository shares) records
+// nothing and creates nothing; once a session has been there, every
+// commit is journaled.
+func TestJournalOnlyWhereWiggumRan(t *testing.T) {
+	r := newRepo(t)
+	r.installJournalHook()
+	r.commit("a", "a\n", "before wiggum")
+	if err := r.st.RecordCommit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r.exists(".ralph") {
+		t.Fatal("the post-commit hook made .ralph in a tree wiggum never ran in")
+	}
+	mustSave(t, r, "")
+	sha := r.sessionCommit("", "b", "b\n")
+	j, err := r.st.Journal()
+	if err != nil || len(j) != 1 || j[0].SHA != sha {
+		t.Fatalf("journal after the first checkpoint: %+v, %v", j, err)
+	}
+}

@@ -19,10 +19,43 @@ import (
 
 // ForeignHooksPathError is a core.hooksPath set by someone else (husky,
 // lefthook, a team policy). wiggum does not fight over it without --force.
-type ForeignHooksPathError struct{ Path string }
+// Scope is the configuration it comes from (git config --show-scope:
+// local, worktree, global, system, command).
+type ForeignHooksPathError struct{ Path, Scope string }
 
 func (e *ForeignHooksPathError) Error() string {
+	if e.Shared() {
+		return fmt.Sprintf("core.hooksPath is set to %q in your %s git configuration, so every repository on this machine runs the hooks in that directory; wiggum changed nothing. With --force wiggum's hooks go there, for all of those repositories (existing hooks there are chained, not deleted; a repository wiggum never ran in gets nothing written by them)", e.Path, e.Scope)
+	}
 	return fmt.Sprintf("core.hooksPath is set to %q, so another tool manages this repository's git hooks; wiggum changed nothing. Run again with --force to install wiggum's hooks into that directory (existing hooks there are chained, not deleted)", e.Path)
+}
+
+// Shared reports whether the setting is not this repository's own but
+// every repository's on the machine (or the user's).
+func (e *ForeignHooksPathError) Shared() bool { return e.Scope == "global" || e.Scope == "system" }
+
+// HooksPathShared returns the ForeignHooksPathError describing a
+// core.hooksPath that is global or system-wide, nil otherwise: what
+// install --force tells the person it did.
+func HooksPathShared(ctx context.Context, repo *git.Repo) *ForeignHooksPathError {
+	e := hooksPathOf(ctx, repo)
+	if e == nil || !e.Shared() {
+		return nil
+	}
+	return e
+}
+
+// hooksPathOf reads core.hooksPath and where it is set; nil when unset.
+func hooksPathOf(ctx context.Context, repo *git.Repo) *ForeignHooksPathError {
+	out, err := repo.Run(ctx, "config", "--show-scope", "--get", "core.hooksPath")
+	if err != nil {
+		return nil
+	}
+	scope, path, ok := strings.Cut(strings.TrimRight(out, "\n"), "\t")
+	if !ok || path == "" {
+		return nil
+	}
+	return &ForeignHooksPathError{Path: path, Scope: scope}
 }
 
 // shim is the git hook wiggum installs: a small POSIX sh script that runs
@@ -82,6 +115,9 @@ func hooksDir(ctx context.Context, repo *git.Repo, force bool) (string, error) {
 		return "", err
 	}
 	if hp != "" && !force {
+		if e := hooksPathOf(ctx, repo); e != nil {
+			return "", e
+		}
 		return "", &ForeignHooksPathError{Path: hp}
 	}
 	return repo.HooksDir, nil

@@ -351,6 +351,46 @@ func TestGitForeignHooksPath(t *testing.T) {
 	}
 }
 
+// A core.hooksPath in the person's global git configuration is every
+// repository's: the refusal says so, and so does what HooksPathShared
+// gives the install command to say after --force; a repository's own
+// setting is not called shared.
+func TestGitGlobalHooksPath(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	shared := filepath.Join(home, ".githooks")
+	run(t, home, "git", "config", "--global", "core.hooksPath", shared)
+	dir := gitRepo(t)
+	ctx := context.Background()
+	repo, err := git.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = InstallGit(ctx, repo, false)
+	var fe *ForeignHooksPathError
+	if !errors.As(err, &fe) || !fe.Shared() || !strings.Contains(err.Error(), "in your global git configuration, so every repository on this machine runs the hooks") {
+		t.Fatalf("want a refusal that says the setting is global, got %v", err)
+	}
+	if _, err := os.Stat(shared); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a refused install created files")
+	}
+	if _, err := InstallGit(ctx, repo, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(shared, "post-commit")); err != nil {
+		t.Fatalf("--force should install into the global hooks directory: %v", err)
+	}
+	if e := HooksPathShared(ctx, repo); e == nil || e.Scope != "global" || e.Path != shared {
+		t.Fatalf("HooksPathShared = %+v", e)
+	}
+	run(t, dir, "git", "config", "core.hooksPath", ".husky")
+	if e := HooksPathShared(ctx, repo); e != nil {
+		t.Fatalf("the repository's own setting called shared: %+v", e)
+	}
+}
+
 func TestShimIsPOSIX(t *testing.T) {
 	if _, err := exec.LookPath("dash"); err != nil {
 		t.Skip("dash not installed")

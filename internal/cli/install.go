@@ -118,6 +118,9 @@ func (c *InstallCmd) Run(ctx context.Context, g *Globals) error {
 		for i := range chs {
 			changed = report(g, &chs[i]) || changed
 		}
+		if e := install.HooksPathShared(ctx, repo); len(chs) > 0 && e != nil {
+			fmt.Fprintf(g.stdout, "note: core.hooksPath %s is set in your %s git configuration: every repository on this machine runs these hooks now (a repository wiggum never ran in gets nothing written; a push is refused only during a wiggum session there). 'wiggum uninstall --git' takes them out again\n", e.Path, e.Scope)
+		}
 		if err != nil {
 			return badinput.Wrap(fmt.Errorf("install git hooks: %w", err))
 		}
