@@ -66,7 +66,9 @@ if [ -n "${WIGGUM_HOOKBENCH_DEPS:-}" ]; then
 	reader html-template '^html/template$'
 fi
 git init -q "$tmp/repo"
-mkdir -p "$tmp/repo/src"
+# .ralph: a repository wiggum has run in, where a failure outside a session
+# is recorded (in one it never ran in, the hook only answers).
+mkdir -p "$tmp/repo/src" "$tmp/repo/.ralph"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 # shellcheck disable=SC2086
 "$tmp/hookbench" -wiggum "$tmp/wiggum" -baseline "$tmp/minimal" -linked "$tmp/linked" -hookonly "$tmp/hookonly" $extra -dir "$tmp/repo" -n "$1"

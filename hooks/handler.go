@@ -599,7 +599,8 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 // failedOutside records a failing test run seen outside any wiggum
 // session, where nothing is rolled back, at the cost of a hook that only
 // reads its payload: no git process, one appended line in the failure log
-// and one in the event log, no fsync, no temporary file.
+// and one in the event log, no fsync, no temporary file - where wiggum has
+// run before (a .ralph directory); elsewhere it only answers.
 //
 // elsewhere: the process is the session's, working in another worktree of
 // its repository (sessionAt), which holds no checkpoint of the session's.
@@ -609,9 +610,15 @@ func failedOutside(ev Event, root, runner string, elsewhere bool, opts Options) 
 		why = "this worktree is not the one the wiggum session checked out"
 		says = why + ", so nothing is rolled back here"
 	}
+	t := layout.At(root)
+	// A working tree wiggum never ran in (agent hooks installed for the
+	// user, in every project) gets no .ralph of wiggum's: nothing there
+	// would ever read the record.
+	if _, err := os.Lstat(t.Path(layout.StateDir)); errors.Is(err, os.ErrNotExist) {
+		return Response{Context: fmt.Sprintf("wiggum: tests failed (%s); %s.", runner, says)}
+	}
 	f := session.Failure{Source: "test-hook", Command: ev.Command, Output: Tail(ev.Output, 80, 8<<10),
 		Rollback: "not attempted: " + why}
-	t := layout.At(root)
 	// The runtime directory is made invisible to git before anything is
 	// created in it, as checkpoint.Open would, from the files alone.
 	if info := infoDir(root); info != "" {

@@ -335,6 +335,7 @@ func TestRollbackRefusalIsReported(t *testing.T) {
 
 func TestOutsideSessionRecordsOnly(t *testing.T) {
 	dir := repo(t)
+	wiggumRanHere(t, dir)
 	t.Setenv(layout.SessionEnv, "")
 	git(t, dir, "commit", "-q", "--allow-empty", "-m", "two")
 	head := git(t, dir, "rev-parse", "HEAD")
@@ -640,9 +641,12 @@ func TestStdinOtherDescriptors(t *testing.T) {
 		t.Fatalf("/dev/null: %v", err)
 	}
 
-	gone, _ := blockingPipe(t)
-	fd := gone.Fd()
-	_ = syscall.Close(int(fd))
+	// A descriptor number nothing has open (far above the open-file
+	// limit's reach), not one closed behind an *os.File's back: that
+	// File's finalizer would close the number again, after another
+	// file got it.
+	gone := os.NewFile(uintptr(1<<20-3), "gone")
+	defer gone.Close()
 	if _, err := readBounded(gone); err == nil || !strings.Contains(err.Error(), "read stdin") {
 		t.Fatalf("a closed descriptor: %v (want a read error, not a wait)", err)
 	}
@@ -746,6 +750,7 @@ func TestDenialIsRecordedInTheRunsEventLog(t *testing.T) {
 // file, old bytes untouched), and nothing written to the system temp dir.
 func TestOutsideSessionFailureIsCheap(t *testing.T) {
 	dir := repo(t)
+	wiggumRanHere(t, dir)
 	t.Setenv(layout.SessionEnv, "")
 	hook(t, "claude", "claude_posttoolusefailure.json", dir, Options{}) // creates the log
 	for range 30 {
@@ -1012,5 +1017,33 @@ func TestProjectHookPredatingTheSession(t *testing.T) {
 		if out.Len() != 0 {
 			t.Errorf("%s %s, a hook the agent made: %s", c.tool, c.input, out.Bytes())
 		}
+	}
+}
+
+// Agent hooks installed for the user run in every project: a failing test
+// run outside a session in a working tree wiggum never ran in is answered,
+// and nothing is written there - no .ralph, no exclude rule.
+func TestFailureOutsideWhereWiggumNeverRan(t *testing.T) {
+	dir := repo(t)
+	exclude := filepath.Join(dir, ".git", "info", "exclude")
+	before, _ := os.ReadFile(exclude)
+	out := hook(t, "claude", "claude_posttoolusefailure.json", dir, Options{})
+	if !bytes.Contains(out, []byte("tests failed")) || !bytes.Contains(out, []byte("outside a wiggum session nothing is rolled back")) {
+		t.Fatalf("answer: %s", out)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".ralph")); !os.IsNotExist(err) {
+		t.Fatalf("the hook made .ralph in a tree wiggum never ran in: %v", err)
+	}
+	if after, _ := os.ReadFile(exclude); !bytes.Equal(before, after) {
+		t.Fatalf("the hook changed .git/info/exclude:\n%s", after)
+	}
+}
+
+// wiggumRanHere gives dir the .ralph directory a wiggum session leaves:
+// outside a session, failures are recorded only where wiggum has run.
+func wiggumRanHere(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, ".ralph"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 }
