@@ -33,6 +33,14 @@ import (
 // files each worktree gets a copy of.
 const IncludeFile = ".worktreeinclude"
 
+// What one worktree gets copied at most: every worker's worktree gets its
+// own copy, and a pattern that names a whole build directory would fill
+// the disk with them.
+var (
+	includeMaxFiles       = 10000
+	includeMaxBytes int64 = 1 << 30
+)
+
 // includes lists the files of main's working tree that IncludeFile names
 // and git ignores there (relative, slash-separated); nil without the file.
 func includes(ctx context.Context, main *git.Repo) ([]string, error) {
@@ -84,7 +92,15 @@ func ignoredOf(ctx context.Context, repo *git.Repo, paths []string) ([]string, e
 func copyIncludes(ctx context.Context, from, to string, files []string) []string {
 	var left leftOut
 	var copied []string
-	for _, rel := range files {
+	var total int64
+	for i, rel := range files {
+		if fi, err := os.Lstat(filepath.Join(from, filepath.FromSlash(rel))); err == nil {
+			total += fi.Size()
+		}
+		if i >= includeMaxFiles || total > includeMaxBytes {
+			left.add(fmt.Sprintf("over the %d files or %d MiB a worktree gets copied (a .worktreeinclude naming a whole build or node_modules: a copy is not an install)", includeMaxFiles, includeMaxBytes>>20), rel)
+			continue
+		}
 		switch err := copyInto(from, to, rel); {
 		case err == nil:
 			copied = append(copied, rel)

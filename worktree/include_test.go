@@ -123,3 +123,32 @@ func TestWorktreeIncludeNotesAreShort(t *testing.T) {
 		t.Errorf("notes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A .worktreeinclude naming more than a worktree should get (a build
+// directory, node_modules) copies up to the bound and says what it left.
+func TestWorktreeIncludeBounded(t *testing.T) {
+	oldFiles, oldBytes := includeMaxFiles, includeMaxBytes
+	includeMaxFiles, includeMaxBytes = 3, 1<<20
+	defer func() { includeMaxFiles, includeMaxBytes = oldFiles, oldBytes }()
+	repo := newRepo(t)
+	ctx := context.Background()
+	root := repo.Root
+	write(t, root, ".gitignore", "build/\n")
+	gitT(t, root, "add", ".gitignore")
+	gitT(t, root, "commit", "-q", "-m", "ignore build")
+	for _, f := range []string{"a", "b", "c", "d", "e"} {
+		write(t, root, "build/"+f, f+"\n")
+	}
+	write(t, root, IncludeFile, "build/\n")
+	w, err := Create(ctx, repo, "US-1", "refs/heads/main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(w.Path, "build"))
+	if len(entries) != 3 {
+		t.Errorf("%d files copied, want the bound's 3", len(entries))
+	}
+	if notes := strings.Join(w.Notes, "\n"); !strings.Contains(notes, "build/d, build/e - over the 3 files or 1 MiB a worktree gets copied") {
+		t.Errorf("notes: %q", notes)
+	}
+}
