@@ -107,8 +107,20 @@ func fallbackBinary() string {
 	return exe
 }
 
+// HooksInTreeError is a hooks directory that is a symbolic link into the
+// working tree (.git/hooks -> ../tools/githooks: a team's hooks, tracked):
+// wiggum's hooks written there would be files of the tree - the team's
+// hook renamed, wiggum's in its place - and the next commit would take
+// them in.
+type HooksInTreeError struct{ Link, Target string }
+
+func (e *HooksInTreeError) Error() string {
+	return fmt.Sprintf("the hooks directory %s is a symbolic link to %s, a directory in your working tree: wiggum's hooks written there would show in git status and go into the next commit (your hooks there renamed, wiggum's in their place); wiggum changed nothing. Run again with --force to install there all the same", e.Link, e.Target)
+}
+
 // hooksDir returns where git runs hooks for the repository, refusing a
-// foreign core.hooksPath unless force is set.
+// foreign core.hooksPath, or a hooks directory linked into the working
+// tree, unless force is set.
 func hooksDir(ctx context.Context, repo *git.Repo, force bool) (string, error) {
 	hp, err := repo.ConfigValue(ctx, "core.hooksPath")
 	if err != nil {
@@ -120,7 +132,24 @@ func hooksDir(ctx context.Context, repo *git.Repo, force bool) (string, error) {
 		}
 		return "", &ForeignHooksPathError{Path: hp}
 	}
+	if hp == "" && !force {
+		if fi, err := os.Lstat(repo.HooksDir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			if target, err := filepath.EvalSymlinks(repo.HooksDir); err == nil && within(repo.Root, target) && !within(repo.GitDir, target) && !within(repo.CommonDir, target) {
+				return "", &HooksInTreeError{Link: repo.HooksDir, Target: target}
+			}
+		}
+	}
 	return repo.HooksDir, nil
+}
+
+// within reports whether path is dir or inside it (both cleaned, the
+// symbolic links of dir resolved as path's are).
+func within(dir, path string) bool {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // InstallGit writes wiggum's git hook shims into the repository's hooks

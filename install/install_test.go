@@ -555,3 +555,64 @@ func TestGitRailsRemoveAddedCommands(t *testing.T) {
 		t.Fatalf("the user's own setting went: %q", out)
 	}
 }
+
+// A .git/hooks that is a symbolic link to a tracked directory of the
+// working tree (a team's hooks): install refuses, nothing written - its
+// shims there would be files of the tree, in the next commit. With
+// --force it installs there; a link to a directory outside the tree, or
+// inside the git directory, is installed into as before.
+func TestGitHooksLinkedIntoTheTree(t *testing.T) {
+	dir := gitRepo(t)
+	if err := os.MkdirAll(filepath.Join(dir, "tools", "githooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	team := filepath.Join(dir, "tools", "githooks", "pre-push")
+	if err := os.WriteFile(team, []byte("#!/bin/sh\necho team check\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, "git", "add", "tools")
+	run(t, dir, "git", "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "-m", "team hooks")
+	hooksDir := filepath.Join(dir, ".git", "hooks")
+	if err := os.RemoveAll(hooksDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../tools/githooks", hooksDir); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	repo, err := git.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = InstallGit(ctx, repo, false)
+	var he *HooksInTreeError
+	if !errors.As(err, &he) || !strings.Contains(err.Error(), "go into the next commit") {
+		t.Fatalf("want a refusal, got %v", err)
+	}
+	if st := run(t, dir, "git", "status", "--porcelain"); st != "" {
+		t.Fatalf("a refused install changed the tree:\n%s", st)
+	}
+	if _, err := InstallGit(ctx, repo, true); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(team); !bytes.Contains(data, []byte(checkpoint.GitHookMarker)) {
+		t.Fatal("--force did not install")
+	}
+
+	// A link out of the tree is the person's shared directory: installed.
+	other := gitRepo(t)
+	shared := t.TempDir()
+	if err := os.RemoveAll(filepath.Join(other, ".git", "hooks")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(shared, filepath.Join(other, ".git", "hooks")); err != nil {
+		t.Fatal(err)
+	}
+	orepo, err := git.Open(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InstallGit(ctx, orepo, false); err != nil {
+		t.Fatalf("a hooks link out of the tree: %v", err)
+	}
+}

@@ -49,6 +49,7 @@ var cliErrors = exitcode.Extra{
 	Usage: []exitcode.Match{
 		exitcode.As[*plan.BadInputError](),
 		exitcode.As[*install.ForeignHooksPathError](),
+		exitcode.As[*install.HooksInTreeError](),
 	},
 }
 
