@@ -21,9 +21,17 @@ import (
 // lefthook, a team policy). wiggum does not fight over it without --force.
 // Scope is the configuration it comes from (git config --show-scope:
 // local, worktree, global, system, command).
-type ForeignHooksPathError struct{ Path, Scope string }
+type ForeignHooksPathError struct {
+	Path, Scope string
+	// InTree: the directory is in the working tree (a tracked .githooks),
+	// where hooks written would show in git status.
+	InTree bool
+}
 
 func (e *ForeignHooksPathError) Error() string {
+	if e.InTree {
+		return fmt.Sprintf("core.hooksPath is set to %q, a directory of your working tree, so another tool manages this repository's git hooks; wiggum changed nothing. With --force wiggum's hooks go there (existing hooks there are chained, not deleted) - and, unless git ignores them there, show in git status and go into the next commit", e.Path)
+	}
 	if e.Shared() {
 		return fmt.Sprintf("core.hooksPath is set to %q in your %s git configuration, so every repository on this machine runs the hooks in that directory; wiggum changed nothing. With --force wiggum's hooks go there, for all of those repositories (existing hooks there are chained, not deleted; a repository wiggum never ran in gets nothing written by them)", e.Path, e.Scope)
 	}
@@ -127,10 +135,19 @@ func hooksDir(ctx context.Context, repo *git.Repo, force bool) (string, error) {
 		return "", err
 	}
 	if hp != "" && !force {
-		if e := hooksPathOf(ctx, repo); e != nil {
-			return "", e
+		e := hooksPathOf(ctx, repo)
+		if e == nil {
+			e = &ForeignHooksPathError{Path: hp}
 		}
-		return "", &ForeignHooksPathError{Path: hp}
+		dir := hp
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(repo.Root, dir)
+		}
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		e.InTree = within(repo.Root, dir) && !within(repo.GitDir, dir) && !within(repo.CommonDir, dir)
+		return "", e
 	}
 	if hp == "" && !force {
 		if fi, err := os.Lstat(repo.HooksDir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {

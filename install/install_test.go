@@ -337,8 +337,8 @@ func TestGitForeignHooksPath(t *testing.T) {
 	}
 	_, err = InstallGit(ctx, repo, false)
 	var fe *ForeignHooksPathError
-	if !errors.As(err, &fe) {
-		t.Fatalf("want a refusal, got %v", err)
+	if !errors.As(err, &fe) || !fe.InTree || !strings.Contains(err.Error(), "a directory of your working tree") {
+		t.Fatalf("want a refusal that says the directory is in the tree, got %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".husky")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("a refused install created files")
