@@ -330,6 +330,17 @@ func TestGitLinkedWorktreeUsesCommonHooks(t *testing.T) {
 func TestGitForeignHooksPath(t *testing.T) {
 	dir := gitRepo(t)
 	run(t, dir, "git", "config", "core.hooksPath", ".husky")
+	fe := refusedThenForced(t, dir, "a directory of your working tree", filepath.Join(dir, ".husky"))
+	if !fe.InTree {
+		t.Errorf("%+v: not in the tree", fe)
+	}
+}
+
+// refusedThenForced installs git hooks in dir without --force, wants a
+// ForeignHooksPathError saying want and nothing made at hooks, then with
+// --force, wants the hooks there; it returns the refusal.
+func refusedThenForced(t *testing.T, dir, want, hooks string) *ForeignHooksPathError {
+	t.Helper()
 	ctx := context.Background()
 	repo, err := git.Open(ctx, dir)
 	if err != nil {
@@ -337,18 +348,19 @@ func TestGitForeignHooksPath(t *testing.T) {
 	}
 	_, err = InstallGit(ctx, repo, false)
 	var fe *ForeignHooksPathError
-	if !errors.As(err, &fe) || !fe.InTree || !strings.Contains(err.Error(), "a directory of your working tree") {
-		t.Fatalf("want a refusal that says the directory is in the tree, got %v", err)
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("want a refusal saying %q, got %v", want, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".husky")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(hooks); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("a refused install created files")
 	}
 	if _, err := InstallGit(ctx, repo, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".husky", "pre-push")); err != nil {
+	if _, err := os.Stat(filepath.Join(hooks, "pre-push")); err != nil {
 		t.Fatalf("--force should install into core.hooksPath: %v", err)
 	}
+	return fe
 }
 
 // A core.hooksPath in the person's global git configuration is every
@@ -363,24 +375,13 @@ func TestGitGlobalHooksPath(t *testing.T) {
 	shared := filepath.Join(home, ".githooks")
 	run(t, home, "git", "config", "--global", "core.hooksPath", shared)
 	dir := gitRepo(t)
+	if fe := refusedThenForced(t, dir, "in your global git configuration, so every repository on this machine runs the hooks", shared); !fe.Shared() || fe.InTree {
+		t.Errorf("%+v: not shared, or in the tree", fe)
+	}
 	ctx := context.Background()
 	repo, err := git.Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
-	}
-	_, err = InstallGit(ctx, repo, false)
-	var fe *ForeignHooksPathError
-	if !errors.As(err, &fe) || !fe.Shared() || !strings.Contains(err.Error(), "in your global git configuration, so every repository on this machine runs the hooks") {
-		t.Fatalf("want a refusal that says the setting is global, got %v", err)
-	}
-	if _, err := os.Stat(shared); !errors.Is(err, os.ErrNotExist) {
-		t.Fatal("a refused install created files")
-	}
-	if _, err := InstallGit(ctx, repo, true); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(shared, "post-commit")); err != nil {
-		t.Fatalf("--force should install into the global hooks directory: %v", err)
 	}
 	if e := HooksPathShared(ctx, repo); e == nil || e.Scope != "global" || e.Path != shared {
 		t.Fatalf("HooksPathShared = %+v", e)
