@@ -104,6 +104,26 @@ func TestHiddenFileUnflaggedByTheAttempt(t *testing.T) {
 	}
 }
 
+// An attempt that only takes the flag off, changing nothing: the rollback
+// has nothing to return but the flag, and puts it back.
+func TestHiddenFileOnlyUnflagged(t *testing.T) {
+	r := newRepo(t)
+	r.commit("config", "db=prod\n", "config")
+	r.git("update-index", "--skip-worktree", "config")
+	r.write("config", "db=local\n")
+	mustSave(t, r, "")
+	r.git("update-index", "--no-skip-worktree", "config")
+	if _, err := r.st.Rollback(ctx, RollbackOptions{Reason: "tests failed"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.git("ls-files", "-v", "config"); !strings.HasPrefix(got, "S ") {
+		t.Errorf("config is %q in the index: the flag was not put back", got)
+	}
+	if got := r.git("status", "--porcelain"); got != "" {
+		t.Errorf("git status shows the local settings:\n%s", got)
+	}
+}
+
 // What is not a change: a hidden file left as it was makes no snapshot;
 // a sparse checkout's files outside its cone (skip-worktree, absent) are
 // neither held as deleted nor written back by a rollback.

@@ -215,6 +215,11 @@ func (s *State) rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		// may still have changed.
 		res.Submodules, err = s.returnSubmodules(ctx, cp, subs, nil, reason, opts.DryRun)
 		res.NothingToDo = len(res.Submodules) == 0
+		if lost := lostFlags(cp, now); err == nil && !opts.DryRun && len(lost) > 0 {
+			// An attempt that only took a hidden file's flag off: the
+			// content is as it was, the flag is put back.
+			err = s.setHiding(ctx, nil, lost, "--assume-unchanged", "--skip-worktree")
+		}
 		return res, err
 	}
 	// One walk of the trees answers what the working tree must change and
