@@ -73,6 +73,21 @@ func (s *State) withHidden(now *git.Status) *git.Status {
 	return &out
 }
 
+// HiddenPaths lists the files the index hides from git status
+// (skip-worktree, assume-unchanged) whose content changed since their entry
+// was made: the person's local settings, which git add -A leaves alone -
+// until an agent takes the flag off. The loop leaves them out of its
+// commits, as it does the changes the tree had when the run began.
+func (s *State) HiddenPaths(now *git.Status) []string {
+	var paths []string
+	for _, c := range s.withHidden(now).Changes {
+		if c.AssumeUnchanged || c.SkipWorktree {
+			paths = append(paths, c.Path)
+		}
+	}
+	return paths
+}
+
 // hiddenChange is the change of the hidden file at path whose index entry
 // is raw, if its file changed since the entry's stat data was taken (as
 // git would judge it, had it looked).

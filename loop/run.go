@@ -904,8 +904,11 @@ func (r *run) preflight(ctx context.Context) error {
 			return badinput.Wrap(err)
 		}
 	}
+	// The person's local settings in files hidden from git status: out
+	// of every commit, even once an agent takes the flag off.
+	hidden := r.st.HiddenPaths(now)
 	env := []string{layout.SessionEnv + "=" + r.session}
-	r.commit = r.newCommitter(repo, env, append(slices.Clip(ts.paths), left...))
+	r.commit = r.newCommitter(repo, env, append(append(slices.Clip(ts.paths), left...), hidden...))
 	if r.planIgnored, err = ignored, ignoredErr; err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
@@ -923,6 +926,9 @@ func (r *run) preflight(ctx context.Context) error {
 	}
 	if len(left) > 0 {
 		r.disp.printf("leaving in the tree, out of every commit, what no commit of the loop's takes (a clone, a worktree of this repository, a new file over --max-file-size, as an earlier run left them): %s", summarize(left, 5))
+	}
+	if len(hidden) > 0 {
+		r.disp.printf("leaving out of every commit the local changes git status does not show (skip-worktree, assume-unchanged), even if an agent takes the flag off: %s", summarize(hidden, 5))
 	}
 	return nil
 }
