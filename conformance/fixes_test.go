@@ -1664,3 +1664,30 @@ func TestGuardAllowThroughTheClientsHookCommand(t *testing.T) {
 		}
 	})
 }
+
+// A parallel worker's worktree holds committed files only; the ignored
+// files a .worktreeinclude names (the convention Claude Code and Codex
+// read themselves) are copied in. The real client, in its worker's
+// worktree, reads the person's .env through its own shell - the model's
+// next request carries its value - and no commit takes the file in.
+func TestWorktreeIncludeReachesTheClientsShell(t *testing.T) {
+	const secret = "postgres://localhost/conformance-dev-db"
+	forEachClient(t, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "cat .env > seen.txt; cat .env"}, fakemodel.Turn{Text: "done"})
+		writeFile(t, filepath.Join(w.dir, ".gitignore"), ".env\n")
+		writeFile(t, filepath.Join(w.dir, ".worktreeinclude"), ".env\n")
+		w.git("add", ".gitignore", ".worktreeinclude")
+		w.git("commit", "-q", "-m", "local settings stay local")
+		writeFile(t, filepath.Join(w.dir, ".env"), "DATABASE_URL="+secret+"\n")
+		w.run(0, "--workers", "2")
+		if !hasText(w.turnRequest(1).Body, secret) {
+			t.Fatalf("the client's shell did not find the .env in its worktree: the model's next request lacks it:\n%.3000s", w.turnRequest(1).Body)
+		}
+		if files := w.git("log", "--all", "--name-only", "--format="); strings.Contains(files, ".env") {
+			t.Fatalf("a commit holds the .env:\n%s", files)
+		}
+		if seen := w.git("show", "HEAD:seen.txt"); !strings.Contains(seen, secret) {
+			t.Fatalf("the story's work: %q", seen)
+		}
+	})
+}

@@ -298,3 +298,39 @@ func TestToolEventRunningTokens(t *testing.T) {
 		t.Errorf("second tool usage = %+v, want 35 in / 10 out", got)
 	}
 }
+
+// Agents whose start writes shared state (codex: its home directory) are
+// started one at a time in a process: the next once the last printed its
+// first line. Three started at once by parallel workers log their starts
+// and first lines in turn - never two starts before a first line.
+func TestStartAloneStartsOneAtATime(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	prof := sh(t, `echo "start $WHO" >> `+log+`; sleep 0.3; echo "printed $WHO" >> `+log+`; echo '{"type":"started"}'; sleep 0.3`)
+	prof.Name, prof.StartAlone = "start-alone-test", true
+	done := make(chan error, 3)
+	for _, who := range []string{"a", "b", "c"} {
+		go func() {
+			_, err := Run(context.Background(), prof, Options{Dir: dir, Env: append(os.Environ(), "WHO="+who)})
+			done <- err
+		}()
+	}
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(strings.ReplaceAll(string(data), "\n", " "))
+	if len(lines) != 12 {
+		t.Fatalf("log:\n%s", data)
+	}
+	for i := 0; i < 12; i += 4 {
+		if lines[i] != "start" || lines[i+2] != "printed" || lines[i+1] != lines[i+3] {
+			t.Fatalf("an agent started before the last one's first line:\n%s", data)
+		}
+	}
+}

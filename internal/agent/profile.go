@@ -20,6 +20,11 @@ type Profile struct {
 	Events bool
 	// Env is added to the agent's environment.
 	Env []string
+	// StartAlone: this process starts one such agent at a time - the next
+	// once the last has printed its first line, exited, or had
+	// startAloneFor - because starting writes shared state in the user's
+	// home (see codex's profile).
+	StartAlone bool
 }
 
 // builtins are the non-interactive invocations of each agent, checked
@@ -46,7 +51,14 @@ var builtins = map[string]Profile{
 	// into. Its shell is no login shell (allow_login_shell): a login
 	// shell's /etc/profile sets PATH afresh, which drops wiggum's git
 	// shim (hooks.GitShim) from the front of it.
-	"codex": {Name: "codex", Events: true, Argv: []string{"codex", "exec", "--json", "--sandbox", "workspace-write",
+	// Starting, codex writes its home directory (~/.codex): --trust
+	// records the project in config.toml, and its state database and
+	// PATH-alias directory are set up under a lock; two started at once
+	// by a parallel run's workers raced there ("could not create PATH
+	// aliases: operation would block", "thread ... not found"), and one
+	// of them could be answered as if its conversation were further on -
+	// its story ticked with no work done. They start one at a time.
+	"codex": {Name: "codex", Events: true, StartAlone: true, Argv: []string{"codex", "exec", "--json", "--sandbox", "workspace-write",
 		"--trust", "--dangerously-bypass-hook-trust", "--disable", codexTTYFeature, "-c", codexLoginShell + "=false", "-"}},
 	// --execute with no message argument reads the message from stdin.
 	"amp": {Name: "amp", Argv: []string{"amp", "--execute", "--dangerously-allow-all"}},

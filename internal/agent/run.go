@@ -119,6 +119,17 @@ func Run(ctx context.Context, prof Profile, opts Options) (*Result, error) {
 		outW.Close()
 		return nil, fmt.Errorf("agent: input pipe: %w", err)
 	}
+	var started func()
+	if prof.StartAlone {
+		if started, err = startAlone(ctx, prof.Name); err != nil {
+			outR.Close()
+			outW.Close()
+			inR.Close()
+			inW.Close()
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		defer started()
+	}
 	p, err := proc.Start(ctx, prof.Argv, proc.Options{
 		Dir: opts.Dir, Env: append(append([]string(nil), opts.Env...), prof.Env...), Stdin: inR, Stdout: outW, Stderr: outW, Grace: opts.Grace, Hold: opts.Hold,
 		Pool: opts.Pool,
@@ -139,7 +150,13 @@ func Run(ctx context.Context, prof Profile, opts Options) (*Result, error) {
 	res := &Result{}
 	var last atomic.Int64
 	last.Store(time.Now().UnixNano())
-	r := &reader{opts: opts, parser: parser{now: time.Now}, last: &last}
+	r := &reader{opts: opts, parser: parser{now: time.Now}, last: &last, firstLine: started}
+	if started != nil {
+		// The next agent of the kind may start once this one has been
+		// at it a while, whatever it prints.
+		t := time.AfterFunc(startAloneFor, started)
+		defer t.Stop()
+	}
 	drained := make(chan struct{})
 	go func() {
 		r.read(outR)
@@ -222,6 +239,9 @@ type reader struct {
 	parser parser
 	last   *atomic.Int64
 	tail   tail
+	// firstLine, when set, is called at the agent's first line of
+	// output (StartAlone).
+	firstLine func()
 }
 
 func (r *reader) read(f io.Reader) {
@@ -257,6 +277,10 @@ func (r *reader) read(f io.Reader) {
 }
 
 func (r *reader) handle(line []byte) {
+	if r.firstLine != nil {
+		r.firstLine()
+		r.firstLine = nil
+	}
 	text := strings.TrimRight(string(line), "\r\n")
 	done := r.parser.shellsDone
 	if events, ok := r.parser.line([]byte(text)); ok {
@@ -292,4 +316,25 @@ func (t *tail) String() string {
 		return string(t.b[len(t.b)-tailBytes:])
 	}
 	return string(t.b)
+}
+
+// startAloneFor bounds how long a StartAlone agent that prints nothing
+// holds the next one back.
+var startAloneFor = 10 * time.Second
+
+// starting holds one token per agent name whose start is under way.
+var starting sync.Map // name -> chan struct{} (capacity 1)
+
+// startAlone waits until no other agent of the name is starting, and
+// returns what ends this one's start; calling it more than once is fine.
+func startAlone(ctx context.Context, name string) (func(), error) {
+	ch, _ := starting.LoadOrStore(name, make(chan struct{}, 1))
+	gate := ch.(chan struct{})
+	select {
+	case gate <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-gate }) }, nil
 }
