@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -53,11 +54,29 @@ func (s *State) withHidden(now *git.Status) *git.Status {
 		known[c.Path] = true
 	}
 	var hidden []git.Change
+	// A sparse checkout flags every file outside its cone skip-worktree:
+	// a directory found absent answers for all its files, so a sparse
+	// monorepo costs a stat a directory, not one a file.
+	absent := map[string]bool{}
+	dirGone := func(name string) bool {
+		dir := path.Dir(name)
+		if dir == "." {
+			return false
+		}
+		gone, ok := absent[dir]
+		if !ok {
+			gone = dirGoneUncached(s.Repo.Root, dir, absent)
+		}
+		return gone
+	}
 	_, _ = scanIndex(data, idLen, func(raw, name []byte, flags uint16) error {
 		assume := flags&indexAssumeValid != 0
 		skip := flags&indexExtended != 0 && binary.BigEndian.Uint16(raw[40+idLen+2:])&indexSkipWorktree != 0
 		if (!assume && !skip) || flags&indexStageMask != 0 || known[string(name)] {
 			return nil
+		}
+		if skip && !assume && dirGone(string(name)) {
+			return nil // sparse checkout's, not a change
 		}
 		if c, ok := s.hiddenChange(string(name), raw, idLen, skip); ok {
 			c.AssumeUnchanged, c.SkipWorktree = assume, skip
@@ -193,4 +212,25 @@ func lostFlags(cp *Checkpoint, now *git.Status) []git.Change {
 		}
 	}
 	return lost
+}
+
+// dirGoneUncached reports whether dir (slash-separated, under root) is not
+// a directory in the working tree, recording the answer for it - and, when
+// it is gone, its parent's answer first, so a deep absent tree is one stat
+// a level.
+func dirGoneUncached(root, dir string, absent map[string]bool) bool {
+	if parent := path.Dir(dir); parent != "." {
+		gone, ok := absent[parent]
+		if !ok {
+			gone = dirGoneUncached(root, parent, absent)
+		}
+		if gone {
+			absent[dir] = true
+			return true
+		}
+	}
+	fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir)))
+	gone := err != nil || !fi.IsDir()
+	absent[dir] = gone
+	return gone
 }
