@@ -62,6 +62,12 @@ type Checkpoint struct {
 	SkipWorktree    []string `json:"skip_worktree,omitempty"`
 }
 
+// Hidden lists the files the checkpoint holds that git status does not
+// show: its AssumeUnchanged and SkipWorktree files.
+func (c *Checkpoint) Hidden() []string {
+	return append(slices.Clip(c.AssumeUnchanged), c.SkipWorktree...)
+}
+
 var shaRE = lazyre.New(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
 
 func (c *Checkpoint) check() error {
@@ -77,7 +83,7 @@ func (c *Checkpoint) check() error {
 	if c.Time.IsZero() {
 		return errors.New("no time")
 	}
-	for _, p := range append(slices.Clip(c.AssumeUnchanged), c.SkipWorktree...) {
+	for _, p := range c.Hidden() {
 		if !git.TreePath(p) {
 			return fmt.Errorf("hidden file %q is not a path in the tree", p)
 		}

@@ -58,24 +58,13 @@ func (s *State) withHidden(now *git.Status) *git.Status {
 	// a directory found absent answers for all its files, so a sparse
 	// monorepo costs a stat a directory, not one a file.
 	absent := map[string]bool{}
-	dirGone := func(name string) bool {
-		dir := path.Dir(name)
-		if dir == "." {
-			return false
-		}
-		gone, ok := absent[dir]
-		if !ok {
-			gone = dirGoneUncached(s.Repo.Root, dir, absent)
-		}
-		return gone
-	}
 	_, _ = scanIndex(data, idLen, func(raw, name []byte, flags uint16) error {
 		assume := flags&indexAssumeValid != 0
 		skip := flags&indexExtended != 0 && binary.BigEndian.Uint16(raw[40+idLen+2:])&indexSkipWorktree != 0
 		if (!assume && !skip) || flags&indexStageMask != 0 || known[string(name)] {
 			return nil
 		}
-		if skip && !assume && dirGone(string(name)) {
+		if skip && !assume && dirGone(s.Repo.Root, path.Dir(string(name)), absent) {
 			return nil // sparse checkout's, not a change
 		}
 		if c, ok := s.hiddenChange(string(name), raw, idLen, skip); ok {
@@ -214,23 +203,22 @@ func lostFlags(cp *Checkpoint, now *git.Status) []git.Change {
 	return lost
 }
 
-// dirGoneUncached reports whether dir (slash-separated, under root) is not
-// a directory in the working tree, recording the answer for it - and, when
-// it is gone, its parent's answer first, so a deep absent tree is one stat
-// a level.
-func dirGoneUncached(root, dir string, absent map[string]bool) bool {
-	if parent := path.Dir(dir); parent != "." {
-		gone, ok := absent[parent]
-		if !ok {
-			gone = dirGoneUncached(root, parent, absent)
-		}
-		if gone {
-			absent[dir] = true
-			return true
-		}
+// dirGone reports whether dir (slash-separated, under root; "." is root)
+// is not a directory in the working tree. absent caches the answers, and a
+// directory under one that is gone is gone without a stat, so a deep
+// absent tree costs one stat a level.
+func dirGone(root, dir string, absent map[string]bool) bool {
+	if dir == "." {
+		return false
 	}
-	fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir)))
-	gone := err != nil || !fi.IsDir()
+	if gone, ok := absent[dir]; ok {
+		return gone
+	}
+	gone := dirGone(root, path.Dir(dir), absent)
+	if !gone {
+		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir)))
+		gone = err != nil || !fi.IsDir()
+	}
 	absent[dir] = gone
 	return gone
 }

@@ -48,7 +48,7 @@ func (s *State) JournalOn() bool {
 // otherwise leave a .ralph directory in each repository a commit is made
 // in.
 func (s *State) RecordCommit(ctx context.Context) error {
-	if _, err := os.Lstat(s.Path(layout.StateDir)); errors.Is(err, fs.ErrNotExist) {
+	if !s.Used() {
 		return nil
 	}
 	head, err := s.Repo.Head(ctx)

@@ -614,7 +614,7 @@ func failedOutside(ev Event, root, runner string, elsewhere bool, opts Options) 
 	// A working tree wiggum never ran in (agent hooks installed for the
 	// user, in every project) gets no .ralph of wiggum's: nothing there
 	// would ever read the record.
-	if _, err := os.Lstat(t.Path(layout.StateDir)); errors.Is(err, os.ErrNotExist) {
+	if !t.Used() {
 		return Response{Context: fmt.Sprintf("wiggum: tests failed (%s); %s.", runner, says)}
 	}
 	f := session.Failure{Source: "test-hook", Command: ev.Command, Output: Tail(ev.Output, 80, 8<<10),
@@ -783,7 +783,7 @@ func debugLog(root string, opts Options, format string, args ...any) {
 		return
 	}
 	dir := filepath.Join(root, filepath.FromSlash(layout.RuntimeDir))
-	if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(layout.StateDir))); err != nil {
+	if !layout.At(root).Used() {
 		return // never create state in a repository wiggum does not manage
 	}
 	if os.MkdirAll(dir, 0o755) != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/hooks"
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // ForeignHooksPathError is a core.hooksPath set by someone else (husky,
@@ -143,15 +144,12 @@ func hooksDir(ctx context.Context, repo *git.Repo, force bool) (string, error) {
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(repo.Root, dir)
 		}
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			dir = real
-		}
-		e.InTree = within(repo.Root, dir) && !within(repo.GitDir, dir) && !within(repo.CommonDir, dir)
+		e.InTree = inWorkTree(repo, dir)
 		return "", e
 	}
 	if hp == "" && !force {
 		if fi, err := os.Lstat(repo.HooksDir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			if target, err := filepath.EvalSymlinks(repo.HooksDir); err == nil && within(repo.Root, target) && !within(repo.GitDir, target) && !within(repo.CommonDir, target) {
+			if target, err := filepath.EvalSymlinks(repo.HooksDir); err == nil && inWorkTree(repo, target) {
 				return "", &HooksInTreeError{Link: repo.HooksDir, Target: target}
 			}
 		}
@@ -159,14 +157,10 @@ func hooksDir(ctx context.Context, repo *git.Repo, force bool) (string, error) {
 	return repo.HooksDir, nil
 }
 
-// within reports whether path is dir or inside it (both cleaned, the
-// symbolic links of dir resolved as path's are).
-func within(dir, path string) bool {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+// inWorkTree reports whether dir lies in repo's working tree and not in
+// its git directories: where files written show in git status.
+func inWorkTree(repo *git.Repo, dir string) bool {
+	return layout.Within(repo.Root, dir) && !layout.Within(repo.GitDir, dir) && !layout.Within(repo.CommonDir, dir)
 }
 
 // InstallGit writes wiggum's git hook shims into the repository's hooks

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
 
@@ -84,7 +85,7 @@ func (e *executor) worktreesMade(ctx context.Context) []madeWorktree {
 		m := madeWorktree{Dir: dir, Made: dir, Path: relPath(e.run.st.Repo.Root, dir), name: n}
 		head, _ := os.ReadFile(filepath.Join(admin, "HEAD"))
 		tip := strings.TrimSpace(string(head))
-		if e.worktree != "" && !within(repo.Root, dir) {
+		if e.worktree != "" && !layout.Within(repo.Root, dir) {
 			if strings.Trim(tip, "0") == "" {
 				// Another worker's git worktree add, half way: the
 				// attempt that sees it whole names it.
@@ -116,18 +117,6 @@ func (e *executor) madeAt(p string) *madeWorktree {
 		}
 	}
 	return nil
-}
-
-// within reports whether dir is root or inside it, symbolic links
-// resolved.
-func within(root, dir string) bool {
-	r, errR := filepath.EvalSymlinks(root)
-	d, errD := filepath.EvalSymlinks(dir)
-	if errR != nil || errD != nil {
-		r, d = root, dir
-	}
-	rel, err := filepath.Rel(r, d)
-	return err == nil && filepath.IsLocal(rel)
 }
 
 // inAWorker reports whether dir is inside one of the run's worktrees

@@ -17,7 +17,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -137,7 +136,7 @@ func (c Command) checkpoint(ctx context.Context, st *checkpoint.State, w io.Writ
 	extra := ""
 	if cp.Snapshot != "" {
 		extra = " (with uncommitted changes)"
-		if hidden := append(slices.Clip(cp.SkipWorktree), cp.AssumeUnchanged...); len(hidden) > 0 {
+		if hidden := cp.Hidden(); len(hidden) > 0 {
 			extra = fmt.Sprintf(" (with uncommitted changes, %s among them: hidden from git status by skip-worktree or assume-unchanged)", strings.Join(hidden, ", "))
 		}
 	}

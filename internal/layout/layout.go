@@ -99,6 +99,27 @@ func At(root string) Tree { return Tree{Root: root} }
 // Path joins a root-relative, slash-separated path onto the root.
 func (t Tree) Path(rel string) string { return filepath.Join(t.Root, filepath.FromSlash(rel)) }
 
+// Used reports whether wiggum has run in this working tree: its state
+// directory (.ralph) is there. Where it never ran, what runs in every
+// repository (agent hooks installed for the user, git hooks in a shared
+// core.hooksPath) creates nothing.
+func (t Tree) Used() bool {
+	_, err := os.Lstat(t.Path(StateDir))
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// Within reports whether dir is root or inside it, symbolic links
+// resolved.
+func Within(root, dir string) bool {
+	r, errR := filepath.EvalSymlinks(root)
+	d, errD := filepath.EvalSymlinks(dir)
+	if errR != nil || errD != nil {
+		r, d = root, dir
+	}
+	rel, err := filepath.Rel(r, d)
+	return err == nil && filepath.IsLocal(rel)
+}
+
 // RuntimePath is the path of a file in the runtime directory.
 func (t Tree) RuntimePath(name string) string { return t.Path(RuntimeDir + "/" + name) }
 
