@@ -1691,3 +1691,71 @@ func TestWorktreeIncludeReachesTheClientsShell(t *testing.T) {
 		}
 	})
 }
+
+// Claude Code runs a Bash command with run_in_background at once: its
+// PostToolUse carries no output and no exit status, and the command's end
+// reaches the model later, in a <task-notification> prompt of its own
+// (claude -p waits for it after the model's last answer). A test run
+// started so once failed unseen: nothing rolled back, the model told
+// nothing by wiggum. wiggum now notes the test command as it starts and
+// judges it at the notification, which runs the UserPromptSubmit hook -
+// its exit status, or (through a pipe, exit 0) its output file.
+func TestBackgroundTestRunRolledBack(t *testing.T) {
+	for _, how := range []struct{ name, cmd string }{
+		{"exit", "npm test"},
+		{"tee", "npm test 2>&1 | tee test.log"},
+	} {
+		t.Run(how.name, func(t *testing.T) {
+			forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+				w := newWorld(t, c,
+					fakemodel.Turn{Tool: "Bash", Input: map[string]any{"command": "echo attempt > attempt.txt && " + how.cmd,
+						"description": "run the tests", "run_in_background": true}},
+					fakemodel.Turn{Text: "the tests run in the background"},
+					fakemodel.Turn{Text: "done"})
+				w.run(0)
+				if _, err := os.Stat(filepath.Join(w.dir, "attempt.txt")); err == nil {
+					t.Fatalf("attempt.txt survived the failing background test run: nothing was rolled back\nrequests:\n%s", w.requestLog())
+				}
+				b := w.backups()
+				if len(b) == 0 {
+					t.Fatalf("no backup under refs/wiggum/backup/\nrequests:\n%s", w.requestLog())
+				}
+				if got := w.git("show", b[0]+":attempt.txt"); got != "attempt\n" {
+					t.Fatalf("the backup %s does not hold the attempt: %q", b[0], got)
+				}
+				body := w.turnRequest(2).Body
+				if !hasText(body, "task-notification") || !hasText(body, "wiggum: tests failed (npm test)") {
+					t.Fatalf("the notification's request does not carry wiggum's message: %s", lastSent(body))
+				}
+			})
+		})
+	}
+}
+
+// Settings an older wiggum wrote lack the UserPromptSubmit hook that
+// sees a background test run end: the run says so and how to mend it.
+func TestOlderClaudeHooksAreNamed(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "echo hello > story.txt"}, fakemodel.Turn{Text: "done"})
+		path := filepath.Join(w.dir, ".claude", "settings.json")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s map[string]any
+		if err := json.Unmarshal(data, &s); err != nil {
+			t.Fatal(err)
+		}
+		delete(s["hooks"].(map[string]any), "UserPromptSubmit")
+		data, _ = json.MarshalIndent(s, "", "  ")
+		writeFile(t, path, string(data))
+		w.git("commit", "-qam", "hooks of an older wiggum")
+		if out := w.run(0); !strings.Contains(out, "miss its UserPromptSubmit hook") || !strings.Contains(out, "run 'wiggum install --claude' again") {
+			t.Fatalf("the older hooks were not named:\n%s", out)
+		}
+		w.wiggum(0, "install", "--claude")
+		if data, _ := os.ReadFile(path); !strings.Contains(string(data), "UserPromptSubmit") {
+			t.Fatalf("install did not bring them up to date:\n%s", data)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package hooks
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/guard"
@@ -19,6 +20,7 @@ type claudeIn struct {
 	ToolResponse   any    // tool_response
 	Error          any    // error
 	StopHookActive bool   // stop_hook_active
+	Prompt         string // prompt
 }
 
 func decodeClaude(data []byte) (claudeIn, error) {
@@ -30,7 +32,7 @@ func decodeClaude(data []byte) (claudeIn, error) {
 	return claudeIn{
 		SessionID: str(m, "session_id"), Cwd: str(m, "cwd"), Event: str(m, "hook_event_name"),
 		ToolName: str(m, "tool_name"), ToolInput: m["tool_input"], ToolResponse: m["tool_response"],
-		Error: m["error"], StopHookActive: stop,
+		Error: m["error"], StopHookActive: stop, Prompt: str(m, "prompt"),
 	}, nil
 }
 
@@ -68,6 +70,9 @@ func (claude) Parse(data []byte) (Event, error) {
 			// PostToolUse fires only when the tool succeeded.
 			ev.ExitCode = 0
 		}
+		if r, ok := in.ToolResponse.(map[string]any); ok && ev.Shell {
+			ev.Background = str(r, "backgroundTaskId")
+		}
 	case "PostToolUseFailure":
 		ev.Kind = KindPostFailure
 		ev.Output = text(in.Error)
@@ -77,10 +82,67 @@ func (claude) Parse(data []byte) (Event, error) {
 		}
 	case "Stop", "SubagentStop":
 		ev.Kind = KindStop
-	case "SessionStart", "UserPromptSubmit":
+	case "UserPromptSubmit":
+		// Claude Code tells the model that a background command ended
+		// in a prompt of its own, which runs this hook.
+		if ev.Tasks = taskNotifications(in.Prompt); len(ev.Tasks) > 0 {
+			ev.Kind = KindTaskDone
+		} else {
+			ev.Kind = KindReset
+		}
+	case "SessionStart":
 		ev.Kind = KindReset
 	}
 	return ev, nil
+}
+
+// taskNotifications reads the <task-notification> blocks of a prompt
+// Claude Code sends when background commands end:
+//
+//	<task-notification>
+//	<task-id>b1ok62pfn</task-id>
+//	<output-file>/tmp/claude-0/.../tasks/b1ok62pfn.output</output-file>
+//	<status>failed</status>
+//	<summary>Background command "tests" failed with exit code 1</summary>
+//	</task-notification>
+func taskNotifications(prompt string) []Task {
+	const open, end = "<task-notification>", "</task-notification>"
+	var out []Task
+	for {
+		i := strings.Index(prompt, open)
+		if i < 0 {
+			return out
+		}
+		prompt = prompt[i+len(open):]
+		block := prompt
+		if j := strings.Index(block, end); j >= 0 {
+			block, prompt = block[:j], block[j+len(end):]
+		}
+		t := Task{ID: element(block, "task-id"), OutputFile: element(block, "output-file"), Status: element(block, "status"), ExitCode: -1}
+		// "Background command "tests" failed with exit code 1"
+		if _, code, ok := strings.Cut(element(block, "summary"), "with exit code "); ok {
+			if n, err := strconv.Atoi(strings.TrimRight(code, ". ")); err == nil {
+				t.ExitCode = n
+			}
+		}
+		if t.ID != "" {
+			out = append(out, t)
+		}
+	}
+}
+
+// element is the trimmed text of the first <name>...</name> in s.
+func element(s, name string) string {
+	i := strings.Index(s, "<"+name+">")
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(name)+2:]
+	j := strings.Index(s, "</"+name+">")
+	if j < 0 {
+		return ""
+	}
+	return strings.TrimSpace(s[:j])
 }
 
 func (claude) Render(ev Event, r Response) []byte {
@@ -103,7 +165,7 @@ func renderClaude(ev Event, r Response, canAsk bool) []byte {
 		return mustJSON(map[string]any{"hookSpecificOutput": map[string]any{
 			"hookEventName": ev.Name, "permissionDecision": decision, "permissionDecisionReason": reason,
 		}})
-	case KindPostTool, KindPostFailure:
+	case KindPostTool, KindPostFailure, KindTaskDone:
 		if r.Context == "" {
 			return nil
 		}

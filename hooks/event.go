@@ -21,6 +21,7 @@ const (
 	KindPostFailure      // after a tool failed
 	KindStop             // the agent wants to stop
 	KindReset            // a new conversation or prompt: forget what was read
+	KindTaskDone         // commands the agent ran in the background ended (Tasks)
 )
 
 // Event is one agent hook call, normalised across agents.
@@ -47,6 +48,19 @@ type Event struct {
 	// StopHookActive is set when the agent is already continuing because
 	// of a Stop hook: blocking again would trap it in a loop.
 	StopHookActive bool
+	// Background is the id the agent gave a shell command it started in
+	// the background (Claude Code's run_in_background): its output and
+	// exit status come later, in a KindTaskDone event's Tasks.
+	Background string
+	Tasks      []Task
+}
+
+// Task is a background command's end as the agent tells the model of it.
+type Task struct {
+	ID         string
+	OutputFile string // where the agent wrote the command's output
+	Status     string // "completed", "failed", "killed", ...
+	ExitCode   int    // -1 when not said
 }
 
 // Response is the core's answer, rendered by each agent's adapter.

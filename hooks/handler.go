@@ -296,8 +296,14 @@ func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 			noteRead(ev, root, opts)
 		}
 		if ev.Shell && ev.Command != "" {
+			if ev.Background != "" {
+				noteBackground(ev, root, opts)
+				return Response{}
+			}
 			return testRun(ctx, ev, root, opts)
 		}
+	case KindTaskDone:
+		return tasksDone(ctx, ev, root, opts)
 	case KindStop:
 		stop(ctx, ev, root, opts)
 	case KindReset:
@@ -718,16 +724,21 @@ func storyDone(root string, run *session.Run) (bool, error) {
 }
 
 func readLogPath(root, conversation string) string {
+	return filepath.Join(root, filepath.FromSlash(layout.RuntimeDir), "reads", fileName(conversation))
+}
+
+// fileName makes an agent's id (a conversation's, a task's) a file name.
+func fileName(id string) string {
 	name := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
 			return r
 		}
 		return '_'
-	}, conversation)
+	}, id)
 	if len(name) > 100 {
 		name = name[:100]
 	}
-	return filepath.Join(root, filepath.FromSlash(layout.RuntimeDir), "reads", name)
+	return name
 }
 
 func absPath(ev Event) string {

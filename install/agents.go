@@ -49,9 +49,13 @@ var Agents = map[string]*Agent{
 		if rr {
 			post += "|Read"
 		}
-		evs := []event{{"PreToolUse", pre, 10}, {"PostToolUse", post, 120}, {"PostToolUseFailure", shell, 120}, {"Stop", "", 30}}
+		// UserPromptSubmit: Claude Code tells the model that a command
+		// run in the background (a test run among them) ended in a prompt
+		// of its own; it also starts a new prompt's reads for
+		// --require-read.
+		evs := []event{{"PreToolUse", pre, 10}, {"PostToolUse", post, 120}, {"PostToolUseFailure", shell, 120}, {"Stop", "", 30}, {"UserPromptSubmit", "", 120}}
 		if rr {
-			evs = append(evs, event{"SessionStart", "", 10}, event{"UserPromptSubmit", "", 10})
+			evs = append(evs, event{"SessionStart", "", 10})
 		}
 		return evs
 	}},
@@ -92,6 +96,16 @@ type AgentOptions struct {
 	// Allow: the guard's exceptions (wiggum hook --allow), each written
 	// shell-quoted: every client runs the hook command through a shell.
 	Allow []string
+}
+
+// Events are the agent's events install registers wiggum's hooks for
+// (without --require-read's).
+func (a *Agent) Events() []string {
+	var out []string
+	for _, ev := range a.events(false) {
+		out = append(out, ev.name)
+	}
+	return out
 }
 
 // Command is the hook command line wiggum registers for an agent.

@@ -208,11 +208,11 @@ func TestOptionsChangeReplacesEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := read(t, path)
-	if bytes.Contains(data, []byte("--require-read")) || bytes.Contains(data, []byte("UserPromptSubmit")) {
+	if bytes.Contains(data, []byte("--require-read")) || bytes.Contains(data, []byte("SessionStart")) {
 		t.Fatalf("stale entries kept:\n%s", data)
 	}
-	if n := bytes.Count(data, []byte(`"wiggum hook claude"`)); n != 4 {
-		t.Fatalf("%d wiggum entries, want 4", n)
+	if n := bytes.Count(data, []byte(`"wiggum hook claude"`)); n != 5 {
+		t.Fatalf("%d wiggum entries, want 5", n)
 	}
 }
 

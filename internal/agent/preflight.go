@@ -148,6 +148,40 @@ func HooksMissing(p Profile, root, home string) string {
 	return fmt.Sprintf("wiggum's hooks are not installed for %s here, so the agent runs without the command guard and without the mid-iteration test rollback; run 'wiggum install --%s' to add them", p.Name, p.Name)
 }
 
+// HooksOutdated returns a warning when the agent's hook files register
+// wiggum's hooks, but not for each of the events want (install's): a file
+// an older wiggum wrote, which misses what a newer one does there.
+func HooksOutdated(p Profile, root, home string, want []string) string {
+	if !HasHooks(p.Name) {
+		return ""
+	}
+	have := map[string]bool{}
+	for _, path := range hookPaths(p.Name, root, home) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		for _, e := range wiggumEntries(p.Name, data) {
+			ev, _, _ := strings.Cut(e, "|")
+			have[ev] = true
+		}
+	}
+	if len(have) == 0 {
+		return ""
+	}
+	var missing []string
+	for _, ev := range want {
+		if !have[ev] {
+			missing = append(missing, ev)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("wiggum's hooks for %s here were written by an older wiggum and miss its %s hook (a test run the agent starts in the background goes unseen without UserPromptSubmit); run 'wiggum install --%s' again to bring them up to date",
+		p.Name, strings.Join(missing, ", "), p.Name)
+}
+
 // Hooks is where an agent's wiggum hooks are registered.
 type Hooks struct {
 	Agent string `json:"agent"`

@@ -181,3 +181,50 @@ func TestWithArgs(t *testing.T) {
 		t.Error("a custom agent took --model")
 	}
 }
+
+func TestHooksOutdated(t *testing.T) {
+	prof, err := Builtin("claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, home := t.TempDir(), t.TempDir()
+	want := []string{"PreToolUse", "Stop", "UserPromptSubmit"}
+	if w := HooksOutdated(prof, root, home, want); w != "" {
+		t.Errorf("warned with no hooks at all (HooksMissing's case): %q", w)
+	}
+	entry := func(ev string) string {
+		return `"` + ev + `":[{"hooks":[{"type":"command","command":"wiggum hook claude"}]}]`
+	}
+	write := func(events ...string) {
+		t.Helper()
+		var parts []string
+		for _, ev := range events {
+			parts = append(parts, entry(ev))
+		}
+		if err := os.MkdirAll(filepath.Join(root, ".claude"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, ".claude", "settings.json"), []byte(`{"hooks":{`+strings.Join(parts, ",")+`}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("PreToolUse", "Stop")
+	if w := HooksOutdated(prof, root, home, want); !strings.Contains(w, "miss its UserPromptSubmit hook") || !strings.Contains(w, "wiggum install --claude") {
+		t.Errorf("an older install: %q", w)
+	}
+	write("PreToolUse", "Stop", "UserPromptSubmit")
+	if w := HooksOutdated(prof, root, home, want); w != "" {
+		t.Errorf("an up-to-date install: %q", w)
+	}
+	// The user's settings may hold the rest.
+	write("PreToolUse", "Stop")
+	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte(`{"hooks":{`+entry("UserPromptSubmit")+`}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if w := HooksOutdated(prof, root, home, want); w != "" {
+		t.Errorf("the user's settings register the missing event: %q", w)
+	}
+}

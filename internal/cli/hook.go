@@ -38,6 +38,8 @@ problems go to .ralph/wiggum/hook-debug.log (and stderr with -v).
   PostToolUse / PostToolUseFailure: a failing test run is logged for the
     loop's retry prompt and, inside a session whose policy is rollback, rolled
     back to the checkpoint (only when safe); the agent is told what happened.
+  UserPromptSubmit: Claude Code's note that a command it ran in the
+    background ended; a test run started there is judged as above.
   Stop: recorded for the loop; never blocks.
 
   echo '{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push"},"cwd":"'$PWD'"}' \

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wiggum-dev/wiggum/install"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -422,6 +423,10 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		warn := agent.HooksMissing(prof, repo.Root, home)
 		if warn != "" {
 			g.Log().Warn(warn)
+		} else if a := install.Agents[prof.Name]; a != nil {
+			if old := agent.HooksOutdated(prof, repo.Root, home, a.Events()); old != "" {
+				g.Log().Warn(old)
+			}
 		}
 		verifyHooks = warn == "" && agent.HasHooks(prof.Name)
 		if verifyHooks {
