@@ -438,7 +438,12 @@ func (e *executor) commitRefused(ctx context.Context, iter int, story *plan.Stor
 // run1 runs the agent and the gate, and commits on success.
 func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt string) outcome {
 	r := e.run
-	env := append(os.Environ(),
+	// git variables wiggum was started with (git exports GIT_DIR to a
+	// "!" alias run in a linked worktree) would point the agent's git, and
+	// the gate's, at that repository and index instead of the tree the
+	// attempt runs in: a parallel worker's commits landed on the main
+	// tree's branch, from its index.
+	env := append(git.WithoutRepoEnv(os.Environ()),
 		layout.SessionEnv+"="+e.session,
 		layout.RootEnv+"="+e.st.Repo.Root,
 		"WIGGUM_STORY="+story.ID,

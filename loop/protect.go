@@ -78,7 +78,7 @@ func protectedBranch(ctx context.Context, repo *git.Repo, branch string) error {
 	}
 	cmd := exec.CommandContext(ctx, exe, "run", protectHook)
 	cmd.Dir = repo.Root
-	cmd.Env = git.UnattendedEnv(os.Environ())
+	cmd.Env = git.UnattendedEnv(git.WithoutRepoEnv(os.Environ()))
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if err == nil || !errors.As(err, &exit) || !bytes.Contains(out, []byte("hook id: "+protectHook)) {

@@ -299,17 +299,40 @@ func runCmd(cmd *exec.Cmd, stdin []byte, args []string) ([]byte, error) {
 // (lockWaits) instead of failing at once.
 func CleanEnv() []string {
 	var env []string
-	for _, kv := range os.Environ() {
+	for _, kv := range WithoutRepoEnv(os.Environ()) {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
-			"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "LANG", "LC_ALL", "LANGUAGE", OwnerEnv:
+		case "LANG", "LC_ALL", "LANGUAGE", OwnerEnv:
 			continue
 		}
 		env = append(env, kv)
 	}
 	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", OwnerEnv+"="+strconv.Itoa(os.Getpid()))
 	return WithConfig(env, lockWaits...)
+}
+
+// repoEnv are the variables that tell git which repository, work tree or
+// index to use, whatever its working directory. git sets them for what it
+// runs - a hook, a "!" alias run in a linked worktree, a submodule or a
+// --separate-git-dir checkout (git loop = !wiggum run ...) - and so does
+// direnv or a dotfiles manager.
+var repoEnv = map[string]bool{
+	"GIT_DIR": true, "GIT_WORK_TREE": true, "GIT_INDEX_FILE": true, "GIT_PREFIX": true, "GIT_COMMON_DIR": true,
+	"GIT_OBJECT_DIRECTORY": true, "GIT_ALTERNATE_OBJECT_DIRECTORIES": true, "GIT_NAMESPACE": true,
+}
+
+// WithoutRepoEnv is env less repoEnv: for a git wiggum runs, and for an
+// agent or a gate it starts in a tree of its choosing (a parallel
+// worker's worktree), whose git must find that tree's repository and
+// index, not the ones wiggum was started with.
+func WithoutRepoEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); !repoEnv[name] {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // OwnerEnv names, in the environment of every git wiggum starts, the pid
