@@ -428,3 +428,55 @@ touch checked.txt
 	}
 	checkResumed(t, dir, 1, []string{killed}, true)
 }
+
+// A person who finds the run killed queues a story in the plan, writes a
+// note and commits a fix, then resumes the run. The resume rolls back the
+// attempt the kill cut off, and everything made since its checkpoint went
+// back with it, saved in the backup but without a word: the queued story
+// vanished from the plan and never ran, the person's commit was taken off
+// main. The queued story is now kept, as a live rollback keeps one, and
+// the resume names the commits and files it took back.
+func TestResumeKeepsWhatThePersonQueued(t *testing.T) {
+	dir, marks, args := serialRepo(t, 2)
+	env := []string{"MARKS=" + marks}
+	p := startWiggum(t, dir, append(env, killpoint.Env+"=agent-exited"), args...)
+	if code := p.wait(t); code != 128+int(syscall.SIGKILL) {
+		t.Fatalf("run exited %d, never reaching agent-exited\n%s%s", code, p.stdout(), p.stderr())
+	}
+	// wiggum status tells what the resume will do first.
+	if st := mustRun(t, dir, wiggumBin, "status"); !strings.Contains(st, "cut off by the kill: the attempt at US-1 - the resumed run first rolls the tree back to its checkpoint") {
+		t.Errorf("status does not say the resume rolls US-1's attempt back:\n%s", st)
+	}
+	// The person, after the crash.
+	plan := filepath.Join(dir, "plan.md")
+	writeFile(t, plan, readFile(t, plan)+"- [ ] US-3: queued after the crash\n")
+	writeFile(t, filepath.Join(dir, "fix.txt"), "the person's fix\n")
+	mustRun(t, dir, "git", "add", "fix.txt")
+	mustRun(t, dir, "git", "commit", "-q", "-m", "person: hotfix after the crash")
+	fix := strings.TrimSpace(mustRun(t, dir, "git", "rev-parse", "--short", "HEAD"))
+	writeFile(t, filepath.Join(dir, "NOTES.md"), "todo: ask bob\n")
+
+	r := wiggum(t, dir, env, args...)
+	if r.code != 0 {
+		t.Fatalf("resumed run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		"plan.md gained US-3 during the attempt: kept",
+		"commit(s) made since the attempt's checkpoint went with it - its agent's, or anyone's since the crash: ",
+		fix + " person: hotfix after the crash",
+		"NOTES.md",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the resume did not say %q:\n%s", want, r.stdout)
+		}
+	}
+	if ran := invocations(t, marks); ran["US-3"] != 1 {
+		t.Errorf("the queued US-3 ran %d time(s), want 1\n%s", ran["US-3"], r.stdout)
+	}
+	if got := readFile(t, plan); !strings.Contains(got, "- [x] US-3: queued after the crash") {
+		t.Errorf("the queued story is not in the plan, done:\n%s", got)
+	}
+	if !inSomeBackup(t, dir, "fix.txt", "NOTES.md") {
+		t.Error("the person's fix and note are in no backup")
+	}
+}

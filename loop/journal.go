@@ -357,7 +357,11 @@ type RunState struct {
 	// the resumed run commits them with their tick, without the agent. (A
 	// worktree's such attempt is landed when its worktree is as the
 	// attempt left it, which only the resume judges.)
-	Finished     []string `json:"finished,omitempty"`
+	Finished []string `json:"finished,omitempty"`
+	// CutOff: stories whose attempt in the main tree the kill cut off
+	// before it finished; the resume rolls the tree back to that
+	// attempt's checkpoint first (saving everything in a backup).
+	CutOff       []string `json:"cut_off,omitempty"`
 	Failed       int      `json:"failed_attempts"`
 	Interrupts   int      `json:"interrupted_attempts"`
 	SpentUSD     float64  `json:"spent_usd"`
@@ -417,8 +421,14 @@ func ReadRunState(journalPath string) (*RunState, error) {
 			rs.Finished = append(rs.Finished, id)
 		}
 	}
+	for id, o := range l.open {
+		if _, passed := l.passed[id]; !passed && o.Worktree == "" && rs.Open {
+			rs.CutOff = append(rs.CutOff, id)
+		}
+	}
 	sort.Strings(rs.Done)
 	sort.Strings(rs.Finished)
+	sort.Strings(rs.CutOff)
 	// What open attempts' agents reported is spent too: a resume records
 	// it as their end.
 	pending, _, _ := l.pendingCost()

@@ -43,6 +43,9 @@ type run struct {
 	commit         *committer // the main tree's
 	branch         string     // the branch checked out in the main tree, from preflight
 	planRel        string
+	// planKept: the resume's rollback kept stories a person queued in
+	// the plan after the crash (recoverMain); the plan is not dirty work.
+	planKept bool
 	// msg: the commit message template of the run's stories.
 	msg commitTemplate
 	// planIgnored: git ignores the plan, so ticks are never committed.
@@ -746,6 +749,11 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 	} else if detail != "" {
 		r.disp.printf("%s: %s", open.Story, detail)
 	}
+	// What a person did between the crash and this resume is in the tree
+	// too, and goes back with the attempt: the stories they queued in the
+	// plan are kept, as a live rollback keeps them, and what else goes is
+	// said (saved in the backup first, like all of it).
+	edit := r.planAtCheckpoint(ctx, cp).editSince(r.opts.Plan, open.Story)
 	res, err := r.st.Rollback(ctx, checkpoint.RollbackOptions{Session: cp.Session, Reason: open.Story + " interrupted by a crash (attempt " + fmt.Sprint(open.Attempt) + ")", SetAsideRepos: true})
 	if err != nil {
 		var refused *checkpoint.RefusedError
@@ -754,14 +762,65 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 	}
 	switch {
 	case res.BackupRef != "":
+		r.addBackup(res.BackupRef)
 		r.disp.printf("%s: rolled back the attempt a crash interrupted (%s); its work is saved in %s", open.Story, unfinished, res.BackupRef)
 	case failed:
 		r.disp.printf("%s: its attempt had failed (%s) and was rolled back; counted as a failed attempt", open.Story, fail.Detail)
 	}
+	if n := len(res.Commits); n > 0 && res.BackupRef != "" {
+		r.disp.printf("  %d commit(s) made since the attempt's checkpoint went with it - its agent's, or anyone's since the crash: %s; saved in %s (wiggum recover restores it)",
+			n, r.describeCommits(ctx, res.Commits), res.BackupRef)
+	}
+	if files := slices.Compact(slices.Sorted(slices.Values(slices.Concat(res.Files, res.Removed)))); len(files) > 0 && res.BackupRef != "" {
+		r.disp.printf("  %d file(s) changed or made since then returned to the checkpoint (%s); saved there too", len(files), summarize(files, 5))
+	}
+	for _, n := range res.Notes() {
+		r.disp.printf("  %s", n)
+	}
+	note, err := edit.keep(r.opts.Plan.Path(), r.planRel, res.BackupRef)
+	if note != "" {
+		r.disp.printf("  %s", note)
+	}
+	if err != nil {
+		return err
+	}
+	r.planKept = edit != nil && len(edit.changed) == 0 && !edit.ownTick
 	if inPlan[open.Story] != nil {
 		r.interruptedAttempt(open.Story, res.BackupRef)
 	}
 	return nil
+}
+
+// planAtCheckpoint is the plan file as cp holds it (its snapshot's, or
+// its commit's when the tree was clean): what the attempt a crash cut off
+// found; nil when it cannot be read there.
+func (r *run) planAtCheckpoint(ctx context.Context, cp *checkpoint.Checkpoint) *planAtStart {
+	if r.opts.Plan == nil || r.opts.Plan.Kind() == "issues" || strings.HasPrefix(r.planRel, "../") {
+		return nil
+	}
+	rev := cp.Head
+	if cp.Snapshot != "" {
+		rev = cp.Snapshot
+	}
+	data, err := r.st.Repo.Run(ctx, "cat-file", "blob", rev+":"+r.planRel)
+	if err != nil {
+		return nil
+	}
+	return &planAtStart{path: r.opts.Plan.Path(), data: []byte(data)}
+}
+
+// describeCommits names commits by short id and subject, the first few.
+func (r *run) describeCommits(ctx context.Context, commits []string) string {
+	show := commits[:min(len(commits), 5)]
+	out, err := r.st.Repo.Run(ctx, append([]string{"log", "--no-walk=unsorted", "--format=%h %s"}, show...)...)
+	if err != nil {
+		return strings.Join(show, ", ")
+	}
+	s := strings.Join(strings.Split(strings.TrimSpace(out), "\n"), "; ")
+	if len(commits) > len(show) {
+		s += fmt.Sprintf("; and %d more", len(commits)-len(show))
+	}
+	return s
 }
 
 // bounded is ctx with the run's --timeout, for what runs the user's git
@@ -887,6 +946,12 @@ func (r *run) preflight(ctx context.Context) error {
 	left := r.neverCommitted(ctx, now)
 	if len(left) > 0 {
 		ts.paths = slices.DeleteFunc(ts.paths, func(p string) bool { return slices.Contains(left, p) })
+	}
+	if r.planKept {
+		// The stories a person queued in the plan after a crash, kept
+		// through the resume's rollback: the next tick commits them
+		// with the plan, as after a live rollback that keeps them.
+		ts.paths = slices.DeleteFunc(ts.paths, func(p string) bool { return p == r.planRel })
 	}
 	if len(ts.paths) > 0 && !r.opts.AllowDirty {
 		return badinput.Errorf("run: the working tree has uncommitted changes (%s); commit or stash them, or pass --allow-dirty to leave them out of every commit the loop makes", summarize(ts.paths, 5))

@@ -310,6 +310,9 @@ func printStatus(g *Globals, r *StatusReport) {
 		if len(rs.Finished) > 0 {
 			fmt.Fprintf(w, "\n            finished before the kill, committed by the resumed run without the agent: %s", strings.Join(rs.Finished, ", "))
 		}
+		if len(rs.CutOff) > 0 {
+			fmt.Fprintf(w, "\n            cut off by the kill: the attempt at %s - the resumed run first rolls the tree back to its checkpoint, saving everything in a backup: what was changed or committed since then goes with it (stories added to the plan stay)", strings.Join(rs.CutOff, ", "))
+		}
 		fmt.Fprintf(w, "\n            resume it with: %s (attempts, failures and spending carry over)\n", rs.Resume)
 	}
 	if len(r.Worktrees) > 0 {
