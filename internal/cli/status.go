@@ -35,6 +35,7 @@ the last run ended (or what an interrupted one left to resume), and the
 branches of finished stories a parallel run could not merge.
 
 --json prints one object with these keys (stable; new keys may be added):
+  root:       the repository's top directory
   lock:       {held, pid, pid_alive, host, started, session, command}
   checkpoint: null or {head, branch, time, age_seconds, ancestor, snapshot}
   journal:    {on, entries}
@@ -49,7 +50,9 @@ branches of finished stories a parallel run could not merge.
               interrupted (no live run holds the lock), plan, kind, workers,
               started, runs, done, finished (attempts that passed their
               checks and were killed before their commit: the resumed run
-              commits them, not the agent), failed_attempts,
+              commits them, not the agent), cut_off (attempts the kill cut
+              off before they finished: the resumed run rolls each back to
+              its checkpoint first), failed_attempts,
               interrupted_attempts, spent_usd, max_cost_usd,
               max_story_cost_usd, resume_command, waiting (the usage limit
               or outage its last attempt stopped on), stuck (why it stopped
@@ -65,7 +68,8 @@ branches of finished stories a parallel run could not merge.
               parallel worktrees get them; off: the agent's own setting
               that turns them off, when one does
   wiggum_on_path: {self, found, same}: what 'wiggum hook ...' finds on PATH
-  error:      present when a state file is corrupt
+  errors:     present when a state file is corrupt: a list of messages, each
+              naming the file
 
 With --remote NAME (after fetching the shared refs) --json prints instead:
   {remote, target, tip, machine,
