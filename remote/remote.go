@@ -140,6 +140,26 @@ func (r *Remote) Counts() (fetches, pushes int) {
 	return r.stats.Fetches, r.stats.Pushes
 }
 
+// urlShown reports whether s is a URL rather than a remote's name (a
+// scheme's "://", or scp's "host:path"), and s fit to print: what may be a
+// secret in it - a token or password before the host - masked.
+func urlShown(s string) (string, bool) {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		// scp-like user@host:path, or host:path: a remote name holds
+		// no colon (git refuses one in a remote's name).
+		return s, strings.Contains(s, ":") && !strings.ContainsAny(s, " \t\n")
+	}
+	host, path, _ := strings.Cut(rest, "/")
+	if at := strings.LastIndex(host, "@"); at >= 0 {
+		host = "***@" + host[at+1:]
+	}
+	if path != "" {
+		host += "/" + path
+	}
+	return scheme + "://" + host, true
+}
+
 // BadRemoteError is a remote name the clone does not have, or an option
 // out of range; nothing was changed.
 type BadRemoteError struct{ Msg string }
@@ -149,6 +169,9 @@ func (e *BadRemoteError) Error() string { return e.Msg }
 // Open checks that repo has a remote called name and reads this machine's
 // identity.
 func Open(ctx context.Context, repo *git.Repo, name string, opts Options) (*Remote, error) {
+	if shown, ok := urlShown(name); ok {
+		return nil, &BadRemoteError{Msg: fmt.Sprintf("remote: --remote takes the name of one of this clone's remotes, not a URL (%s): add it with git remote add NAME URL (git remote -v lists those there are), then pass --remote NAME", shown)}
+	}
 	if name == "" || strings.HasPrefix(name, "-") || strings.ContainsAny(name, " \t\n\x00") {
 		return nil, &BadRemoteError{Msg: fmt.Sprintf("remote: %q is not a remote name", name)}
 	}
