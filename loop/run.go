@@ -173,6 +173,9 @@ func (r *run) setup(ctx context.Context) error {
 		}
 	}
 	if err := r.recover(ctx); err != nil {
+		if !r.killed {
+			return refused(err) // a plan that does not read, say
+		}
 		if refusedHere(err) || stoppedUncommitted(err) != nil {
 			// Still open; wiggum status says why it stopped.
 			_ = r.led.record(journalRec{T: "stuck", Note: err.Error()}, true)

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -114,7 +115,7 @@ func TestMarkdownTickInPlace(t *testing.T) {
 // order, a story listed twice, skips, and an edit behind the plan's back.
 func TestNextOpenFollowsTicks(t *testing.T) {
 	path := t.TempDir() + "/plan.md"
-	if err := os.WriteFile(path, []byte("- [ ] A-1: a\n- [x] A-2: b\n- [ ] A-3: c\n- [ ] A-4: d\n- [ ] A-3: c again\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("- [ ] A-1: a\n- [x] A-2: b\n- [ ] A-3: c\n- [ ] A-4: d\n- [ ] A-3: c\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m := &Markdown{File: path}
@@ -152,5 +153,31 @@ func TestNextOpenFollowsTicks(t *testing.T) {
 	same(nil)
 	if s, open, _ := NextOpen(m, nil); s != nil || open != 0 {
 		t.Fatalf("all done: %+v, %d", s, open)
+	}
+}
+
+// Two different stories under one id (a copied line edited into a new
+// story): the second was ticked with the first and never run, the run
+// saying all was done. The plan is refused, naming both lines; the same
+// line twice is still one story.
+func TestSameIDForTwoStories(t *testing.T) {
+	path := t.TempDir() + "/plan.md"
+	if err := os.WriteFile(path, []byte("- [ ] US-1: add login page\n- [ ] US-2: add logout\n- [ ] US-1: add password reset\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := &Markdown{File: path}
+	_, err := m.Stories()
+	var bad *BadInputError
+	if !errors.As(err, &bad) || !strings.Contains(err.Error(), `lists two stories as US-1 (line 1: "add login page", line 3: "add password reset")`) {
+		t.Fatalf("Stories: %v", err)
+	}
+	if _, _, err := NextOpen(m, nil); !errors.As(err, &bad) {
+		t.Fatalf("NextOpen: %v", err)
+	}
+	if err := m.MarkDone("US-1"); err == nil {
+		t.Fatal("MarkDone ticked a plan with one id for two stories")
+	}
+	if data, _ := os.ReadFile(path); strings.Contains(string(data), "[x]") {
+		t.Fatalf("the plan was changed:\n%s", data)
 	}
 }

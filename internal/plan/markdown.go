@@ -78,6 +78,9 @@ func (m *Markdown) parse() (*mdParse, error) {
 		return nil, err
 	}
 	p := &mdParse{id: id, lines: lines, offs: make([]int64, len(lines)), parsed: parseMarkdown(lines)}
+	if err := m.sameIDTwice(p.parsed); err != nil {
+		return nil, err
+	}
 	var off int64
 	for i, l := range lines {
 		p.offs[i] = off
@@ -95,6 +98,26 @@ func (m *Markdown) parse() (*mdParse, error) {
 		m.cached = p
 	}
 	return p, nil
+}
+
+// sameIDTwice refuses a plan that gives two different stories one id (a
+// copied line edited into a new story, its id left as it was): the
+// second would be ticked with the first, never given to an agent. The
+// same line twice is one story, ticked in both places.
+func (m *Markdown) sameIDTwice(stories []mdStory) error {
+	first := make(map[string]int, len(stories))
+	for i, s := range stories {
+		j, seen := first[s.ID]
+		if !seen {
+			first[s.ID] = i
+			continue
+		}
+		if t := stories[j]; t.Title != s.Title {
+			return badInput("plan: %s lists two stories as %s (line %d: %q, line %d: %q): the second would be ticked with the first and never run; give each story its own id",
+				m.File, s.ID, t.line+1, t.Title, s.line+1, s.Title)
+		}
+	}
+	return nil
 }
 
 // Kind implements Plan.
