@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/google/renameio/v2"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -912,6 +913,53 @@ func (r *run) commitTemplate(ctx context.Context) error {
 	return nil
 }
 
+// stateIgnored lists, one a line, wiggum's state paths the repository's
+// ignore rules hide (git check-ignore, by the rules alone); "" when the
+// check fails.
+func (r *run) stateIgnored(ctx context.Context) string {
+	args := []string{"check-ignore", "--no-index", "--"}
+	for _, g := range layout.Gitignores {
+		args = append(args, g.Hides...)
+	}
+	out, _ := r.st.Repo.Run(ctx, args...)
+	return out
+}
+
+// hideState writes the .gitignore files of layout.Gitignores where the
+// repository's own .gitignore shows wiggum's state past
+// .git/info/exclude: the agent's `git add -A && git commit` took the lock
+// record, the checkpoint and the run journal into the history, and the
+// rollback of a later attempt then rewound the journal. ignored is what
+// stateIgnored found hidden.
+func (r *run) hideState(ignored string) error {
+	hidden := map[string]bool{}
+	for _, l := range strings.Split(ignored, "\n") {
+		hidden[strings.TrimSpace(l)] = true
+	}
+	for _, g := range layout.Gitignores {
+		if !slices.ContainsFunc(g.Hides, func(p string) bool { return !hidden[p] }) {
+			continue
+		}
+		file := r.st.Path(g.Path)
+		if _, err := os.Lstat(file); err == nil {
+			var rules []string
+			for _, p := range g.Hides {
+				rules = append(rules, "/"+strings.TrimPrefix(p, path.Dir(g.Path)+"/"))
+			}
+			r.disp.printf("the repository's .gitignore shows wiggum's %s to git, and %s is not wiggum's to change: add %s to it, or an agent's git add -A commits them",
+				strings.Join(g.Hides, ", "), g.Path, strings.Join(rules, " and "))
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+		if err := renameio.WriteFile(file, []byte(g.Content), 0o644); err != nil {
+			return fmt.Errorf("run: hide wiggum's state from the repository's .gitignore: %w", err)
+		}
+	}
+	return nil
+}
+
 // preflight refuses a tree the loop could not commit from safely, and
 // records what was dirty before the run so it is never committed.
 func (r *run) preflight(ctx context.Context) error {
@@ -921,9 +969,11 @@ func (r *run) preflight(ctx context.Context) error {
 	// waits for all of them. Their answers are judged in the order below.
 	var identErr, ignoredErr error
 	var ignored bool
+	var stateIgnored string
 	var reads sync.WaitGroup
 	reads.Go(func() { _, identErr = repo.Run(ctx, "var", "GIT_COMMITTER_IDENT") })
 	reads.Go(func() { ignored, ignoredErr = repo.OK(ctx, "check-ignore", "-q", "--", r.planRel) })
+	reads.Go(func() { stateIgnored = r.stateIgnored(ctx) })
 	defer reads.Wait()
 	// One git status answers HEAD, its branch and the tree's changes.
 	now, err := repo.Status(ctx)
@@ -945,6 +995,9 @@ func (r *run) preflight(ctx context.Context) error {
 		return badinput.Errorf("run: git does not know who commits here; set it with git config user.name and git config user.email")
 	}
 	r.branch = now.Branch
+	if err := r.hideState(stateIgnored); err != nil {
+		return err
+	}
 	ts := changesOf(now)
 	left := r.neverCommitted(ctx, now)
 	if len(left) > 0 {

@@ -139,6 +139,21 @@ func EnsureExcluded(infoDir string) error {
 	return Exclude(infoDir, "wiggum runtime state", excludeLines)
 }
 
+// Gitignores are the .gitignore files that hide wiggum's state where the
+// repository's own .gitignore would show it past .git/info/exclude (a
+// whitelist: "*", then "!*/", "!*.json" ...; a directory's .gitignore wins
+// over its parent's and over info/exclude): one in the runtime directory,
+// which is wiggum's, and one in .ralph for the lock files - written only
+// where .ralph has none of its own (the rest of .ralph is the person's).
+// Each ignores itself, so it is no change in anyone's tree.
+var Gitignores = []struct {
+	Path, Content string
+	Hides         []string // the state paths it hides
+}{
+	{RuntimeDir + "/.gitignore", "# wiggum's runtime state: never committed, whatever a .gitignore above says\n*\n", []string{RuntimeDir + "/run.json"}},
+	{StateDir + "/.gitignore", "# wiggum's agent lock (written by wiggum because a .gitignore above re-includes it)\n/.agent-lock\n/.agent-lock.json\n/.gitignore\n", []string{LockFile, HolderFile}},
+}
+
 // excludeLockWait bounds the wait for another writer of the exclude file.
 var excludeLockWait = 5 * time.Second
 
