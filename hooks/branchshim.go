@@ -38,7 +38,11 @@ func switchesTo(rest []string, cmd, target string) bool {
 			}
 			made = true
 			i++
-		case a == "-q" || a == "--quiet" || a == "--track" || a == "-t" || a == "--no-track" || a == "--guess" || a == "--no-guess" || a == "--progress" || a == "--no-progress":
+		case a == "-q" || a == "--quiet" || a == "--track" || a == "-t" || a == "--no-track" || a == "--guess" || a == "--no-guess" || a == "--progress" || a == "--no-progress" ||
+			a == "--ignore-other-worktrees":
+			// The last one makes git check target out here although the
+			// main tree has it: the agent's commits then moved the run's
+			// branch under the main tree's files.
 		case strings.HasPrefix(a, "-"):
 			return false
 		default:

@@ -86,8 +86,11 @@ type executor struct {
 	// refsAtStart is the branches and tags when the attempt started (nil
 	// when unknown), for unref.
 	refsAtStart map[string]string
-	span        *telemetry.Span // the current attempt's
-	source      string          // what failed it, for its span
+	// headLogAtStart is the size of the tree's HEAD reflog when the
+	// attempt started: what follows is the attempt's own (agentMoved).
+	headLogAtStart int64
+	span           *telemetry.Span // the current attempt's
+	source         string          // what failed it, for its span
 	// keep, when it says so, leaves an interrupted attempt as it is rather
 	// than rolling it back: a shared story lost to another machine keeps
 	// the agent's commits on its branch (the worktree's removal saves the
@@ -196,6 +199,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	e.stashAtStart = stashCommits(e.st.Repo)
 	e.worktreesAtStart, e.made, e.planAdded = worktreeNames(e.st.Repo.CommonDir), nil, nil
 	e.refsAtStart, _ = e.st.Repo.Refs(refPrefixes...)
+	e.headLogAtStart = e.st.Repo.HeadReflogSize()
 	// Informational until the agent has done something: a start lost to
 	// a power cut leaves an attempt that had nothing to roll back.
 	if err := r.led.record(journalRec{T: "start", Story: story.ID, Attempt: attempt, Iter: iter, Session: e.session,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/worktree"
 )
 
 // backToBranch keeps the attempt on the branch it started on (want, the
@@ -31,6 +34,16 @@ import (
 // attempt created is deleted (it is in the backup), and detail says why
 // the attempt fails. Reading HEAD's file costs no git process, so an
 // attempt that stayed on its branch pays nothing.
+//
+// A branch that is not the agent's to move - the run's branch, one checked
+// out in another worktree, a worker branch of wiggum's (guardedBranch) -
+// is never removed. A worker's agent can commit on the run's branch,
+// checked out in the main tree, with git switch --ignore-other-worktrees:
+// wiggum deleted it (the run had made it a moment before, and the reflog's
+// second said the attempt had), or left it moved under the main tree's
+// files and said "merged (nothing new)". When the agent moved such a
+// branch, the attempt fails: its state is saved, and the branch goes back
+// to where it was before the agent's first move (agentMoved).
 func (e *executor) backToBranch(ctx context.Context, want string) (detail string, err error) {
 	repo := e.st.Repo
 	if want == "" {
@@ -53,9 +66,18 @@ func (e *executor) backToBranch(ctx context.Context, want string) (detail string
 	if now != "" {
 		where = "branch " + checkpoint.BranchName(now)
 	}
-	continues, err := e.madeSince(ctx, tip, head)
-	if err != nil {
-		return "", err
+	guarded, old, unmoved := "", "", ""
+	if now != "" {
+		guarded = e.guardedBranch(now)
+	}
+	if guarded != "" {
+		old, unmoved = e.agentMoved(now, head)
+	}
+	continues := false
+	if old == "" && unmoved == "" {
+		if continues, err = e.madeSince(ctx, tip, head); err != nil {
+			return "", err
+		}
 	}
 	var saved string
 	if continues {
@@ -65,7 +87,11 @@ func (e *executor) backToBranch(ctx context.Context, want string) (detail string
 			}
 		}
 	} else {
-		saved, err = e.st.Backup(ctx, fmt.Sprintf("the agent switched from %s to %s, which does not continue it", checkpoint.BranchName(want), where))
+		why := fmt.Sprintf("the agent switched from %s to %s, which does not continue it", checkpoint.BranchName(want), where)
+		if old != "" || unmoved != "" {
+			why = fmt.Sprintf("the agent switched from %s to %s (%s) and moved it", checkpoint.BranchName(want), where, guarded)
+		}
+		saved, err = e.st.Backup(ctx, why)
 		if err != nil {
 			return "", err
 		}
@@ -74,15 +100,18 @@ func (e *executor) backToBranch(ctx context.Context, want string) (detail string
 	if _, err := repo.Run(ctx, "symbolic-ref", "-m", "wiggum: back to the run's branch from "+where, "HEAD", want); err != nil {
 		return "", err
 	}
+	if old != "" || unmoved != "" {
+		return e.putBack(ctx, want, now, guarded, head, old, unmoved, saved)
+	}
 	removed := ""
-	if now != "" {
-		if createdSince(repo, now, e.attemptStarted) {
-			if ok, _ := repo.OK(ctx, "update-ref", "-d", now, head); ok {
-				removed = "; " + checkpoint.BranchName(now) + ", which it created, is removed"
-			}
-		} else if !continues {
-			removed = "; whatever it committed on " + checkpoint.BranchName(now) + " (a branch it did not create) stays there"
+	switch {
+	case now == "" || guarded != "":
+	case e.madeByAttempt(now):
+		if ok, _ := repo.OK(ctx, "update-ref", "-d", now, head); ok {
+			removed = "; " + checkpoint.BranchName(now) + ", which it created, is removed"
 		}
+	case !continues:
+		removed = "; whatever it committed on " + checkpoint.BranchName(now) + " (a branch it did not create) stays there"
 	}
 	if continues {
 		e.disp.printf("  the agent switched to %s; its work goes on %s (fast-forward)%s", where, checkpoint.BranchName(want), removed)
@@ -91,6 +120,136 @@ func (e *executor) backToBranch(ctx context.Context, want string) (detail string
 	e.event("branch_left", map[string]any{"from": checkpoint.BranchName(want), "to": where, "backup": saved})
 	return fmt.Sprintf("the agent switched from %s to %s, which does not continue it, so its work cannot land; that state is saved in %s%s",
 		checkpoint.BranchName(want), where, saved, removed), nil
+}
+
+// putBack returns branch now, which the agent moved from old to head and
+// which is not its to move (guarded says why), to old - compared and
+// swapped, under the repository mutex in a worker, for the merge
+// coordinator moves the run's branch - once HEAD is back on want and the
+// agent's state saved in saved. unmoved, when not "", says why it cannot
+// be told where the branch was: it is left where it is. detail fails the
+// attempt.
+func (e *executor) putBack(ctx context.Context, want, now, guarded, head, old, unmoved, saved string) (string, error) {
+	repo := e.st.Repo
+	name := checkpoint.BranchName(now)
+	e.event("branch_left", map[string]any{"from": checkpoint.BranchName(want), "to": "branch " + name, "backup": saved, "moved": true})
+	in := "the main tree"
+	if e.worktree != "" {
+		in = "its worktree " + relPath(e.mainRoot(), repo.Root)
+	}
+	did := fmt.Sprintf("the agent checked out %s (%s) in %s and moved it; its work cannot land from there (it goes on %s), and that state is saved in %s",
+		name, guarded, in, checkpoint.BranchName(want), saved)
+	if unmoved != "" {
+		return fmt.Sprintf("%s; %s is left at %.12s: %s", did, name, head, unmoved), nil
+	}
+	if e.worktree != "" && e.run != nil {
+		mu, err := worktree.LockRepo(ctx, e.run.st.Repo)
+		if err != nil {
+			return "", err
+		}
+		defer mu.Unlock()
+	}
+	if _, err := repo.Run(ctx, "update-ref", "-m", "wiggum: back from the agent's commits in "+in, now, old, head); err != nil {
+		return fmt.Sprintf("%s; %s moved again meanwhile and is left where it is (%v)", did, name, oneLine(err.Error(), 200)), nil
+	}
+	return fmt.Sprintf("%s; %s is back at %.12s, where it was", did, name, old), nil
+}
+
+// mainRoot is the main tree's root, where paths are said from.
+func (e *executor) mainRoot() string {
+	if e.run != nil && e.run.st != nil {
+		return e.run.st.Repo.Root
+	}
+	return e.st.Repo.Root
+}
+
+// guardedBranch says why branch ref is not the attempt's agent's to remove
+// or leave moved - the run's branch, one checked out in another worktree,
+// a worker branch of wiggum's - or "" when it may be.
+func (e *executor) guardedBranch(ref string) string {
+	repo := e.st.Repo
+	if e.run != nil && e.run.branch != "" && ref == e.run.branch {
+		return "the run's branch"
+	}
+	if strings.HasPrefix(ref, worktree.BranchPrefix) {
+		return "a branch of wiggum's"
+	}
+	short := strings.TrimPrefix(ref, "refs/heads/")
+	own := filepath.Clean(repo.GitDir)
+	dirs := []string{repo.CommonDir}
+	if entries, err := os.ReadDir(filepath.Join(repo.CommonDir, "worktrees")); err == nil {
+		for _, d := range entries {
+			dirs = append(dirs, filepath.Join(repo.CommonDir, "worktrees", d.Name()))
+		}
+	}
+	for _, d := range dirs {
+		if filepath.Clean(d) == own {
+			continue
+		}
+		if b, _ := git.HeadBranch(d); b == short {
+			if d == repo.CommonDir {
+				return "checked out in the main tree"
+			}
+			return "checked out in the worktree " + filepath.Base(d)
+		}
+	}
+	return ""
+}
+
+// agentMoved tells where branch ref (at tip, with HEAD on it) was before
+// the attempt's agent moved it: the Old of the first of the entries that
+// end ref's reflog and that this tree's HEAD reflog gained during the
+// attempt too - git writes both, alike, for a commit, reset or merge made
+// with HEAD on the branch; the merge coordinator's landings, another
+// tree's commits, write only ref's. old is "" when the agent did not move
+// it; unmoved says why it cannot be told (someone else moved it after the
+// agent, or the reflogs cannot be read).
+func (e *executor) agentMoved(ref, tip string) (old, unmoved string) {
+	repo := e.st.Repo
+	heads, ok := repo.HeadReflogSince(e.headLogAtStart)
+	log, lok := repo.Reflog(ref)
+	if !ok || !lok {
+		if at, had := e.refsAtStart[ref]; had && at != tip {
+			return "", "its reflog cannot be read to tell where it was before the agent (refs in a reftable)"
+		}
+		return "", ""
+	}
+	agents := make(map[git.ReflogEntry]bool, len(heads))
+	for _, h := range heads {
+		agents[h] = true
+	}
+	i := len(log)
+	for i > 0 && agents[log[i-1]] {
+		i--
+	}
+	for _, l := range log[:i] {
+		if agents[l] {
+			return "", "it was moved by the agent and then by something else, which it would undo"
+		}
+	}
+	switch {
+	case i == len(log):
+		return "", ""
+	case log[len(log)-1].New != tip:
+		return "", "its reflog does not end at its tip"
+	case strings.Trim(log[i].Old, "0") == "":
+		return "", "" // the agent made it: never wiggum's or the run's
+	}
+	return log[i].Old, ""
+}
+
+// madeByAttempt reports whether branch ref was made during the attempt:
+// it was not there when the attempt started. Without that record (a
+// crashed run's attempt, refs in a reftable), its reflog must begin with
+// its creation in a second after the attempt's: a branch made in the same
+// second - by the run itself, a moment before - is not taken for the
+// agent's.
+func (e *executor) madeByAttempt(ref string) bool {
+	if e.refsAtStart != nil {
+		_, had := e.refsAtStart[ref]
+		return !had
+	}
+	return createdSince(e.st.Repo, ref, e.attemptStarted)
 }
 
 // madeSince reports whether head continues tip with commits made during
@@ -130,11 +289,12 @@ func allMadeSince(ctx context.Context, repo *git.Repo, revs string, since time.T
 }
 
 // createdSince reports whether the branch ref's reflog begins with its
-// creation at or after since: the attempt made it. Without a reflog
-// (core.logAllRefUpdates off) nothing says so, and it is left alone.
+// creation in a second after since's: the attempt made it. Without a
+// reflog (core.logAllRefUpdates off) nothing says so, and it is left
+// alone.
 func createdSince(repo *git.Repo, ref string, since time.Time) bool {
 	log, _ := repo.Reflog(ref)
-	return len(log) > 0 && strings.Trim(log[0].Old, "0") == "" && log[0].Time >= since.Truncate(time.Second).Unix()
+	return len(log) > 0 && strings.Trim(log[0].Old, "0") == "" && log[0].Time > since.Unix()
 }
 
 // abortCommands are the git commands that abort each operation

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // An agent that switches branches (git checkout -b, as snarktank's ralph
@@ -289,5 +290,25 @@ func TestWorkLeftInTheStashInParallel(t *testing.T) {
 	}
 	if list := gitT(t, dir, "stash", "list"); list != "" {
 		t.Errorf("the stash is not empty:\n%s", list)
+	}
+}
+
+// A branch whose reflog begins in the same second as the attempt - the
+// run's --branch NEW, made a moment before it - is not taken for one the
+// attempt made (git's reflog keeps whole seconds): a worker's agent that
+// committed on it had wiggum delete the run's branch.
+func TestCreatedSinceNotInTheSameSecond(t *testing.T) {
+	st, _ := newRepo(t, 1)
+	gitT(t, st.Repo.Root, "branch", "feature")
+	log, _ := st.Repo.Reflog("refs/heads/feature")
+	if len(log) == 0 {
+		t.Fatal("no reflog for the new branch")
+	}
+	made := log[0].Time
+	if createdSince(st.Repo, "refs/heads/feature", time.Unix(made, 900e6)) {
+		t.Error("a branch made in the attempt's second is taken for the attempt's")
+	}
+	if !createdSince(st.Repo, "refs/heads/feature", time.Unix(made-1, 0)) {
+		t.Error("a branch made a second after the attempt began is not taken for the attempt's")
 	}
 }

@@ -112,7 +112,10 @@ and the next run commits it without running the agent again.
 What the agent leaves in git is settled before the outcome is judged. A
 branch it switched to comes back: its commits go onto the attempt's branch
 (fast-forward) and a branch it made is removed; one that does not continue
-the attempt's branch fails the attempt, saved first. An attempt that
+the attempt's branch fails the attempt, saved first. The run's branch, a
+branch checked out in another worktree and wiggum's own are never removed:
+one the agent committed on (a worker's git switch --ignore-other-worktrees)
+goes back to where it was and fails the attempt, saved first. An attempt that
 passed having rewritten commits made before it (git commit --amend of the
 last story's, a squash, a git reset --hard HEAD~1) gets them back as they
 were, and what it changed - its difference from the commit it went back to -

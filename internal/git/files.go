@@ -315,6 +315,38 @@ func (r *Repo) Reflog(ref string) (entries []ReflogEntry, ok bool) {
 	if err != nil {
 		return nil, true
 	}
+	return parseReflog(data), true
+}
+
+// HeadReflogSize is the size of this worktree's HEAD reflog file (0 when
+// there is none), for HeadReflogSince.
+func (r *Repo) HeadReflogSize() int64 {
+	st, err := os.Stat(filepath.Join(r.GitDir, "logs", "HEAD"))
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// HeadReflogSince reads the entries this worktree's HEAD reflog gained
+// since it was size bytes long (HeadReflogSize): git only appends to it,
+// so they start there; all of it when the file is shorter now (expired
+// meanwhile). ok is false when refs are kept in a reftable.
+func (r *Repo) HeadReflogSince(size int64) (entries []ReflogEntry, ok bool) {
+	if reftableRefs(r.CommonDir) {
+		return nil, false
+	}
+	data, err := os.ReadFile(filepath.Join(r.GitDir, "logs", "HEAD"))
+	if err != nil {
+		return nil, true
+	}
+	if size > 0 && size <= int64(len(data)) && (size == int64(len(data)) || data[size-1] == '\n') {
+		data = data[size:]
+	}
+	return parseReflog(data), true
+}
+
+func parseReflog(data []byte) (entries []ReflogEntry) {
 	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
 		// "<old> <new> <name> <email> <unix time> <zone>\t<message>"
 		head, msg, _ := strings.Cut(line, "\t")
@@ -325,5 +357,5 @@ func (r *Repo) Reflog(ref string) (entries []ReflogEntry, ok bool) {
 		secs, _ := strconv.ParseInt(f[len(f)-2], 10, 64)
 		entries = append(entries, ReflogEntry{Old: f[0], New: f[1], Time: secs, Message: msg})
 	}
-	return entries, true
+	return entries
 }
