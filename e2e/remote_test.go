@@ -21,7 +21,7 @@ import (
 // commits partial work, signals, and hangs (to be SIGKILLed); pause
 // commits its work, signals, and sleeps a while (to be SIGSTOPped);
 // pushfirst commits a first part and works on long enough for a renewal
-// to push it.
+// to push it; wait signals and finishes when $SIGNAL_DIR/go appears.
 const fleetAgent = `set -e
 echo "$WIGGUM_STORY $MACHINE" >> "$FLEET_LOG"
 echo "$WIGGUM_STORY by $MACHINE" > "f-$WIGGUM_STORY.txt"
@@ -36,6 +36,10 @@ hang|pause)
 pushfirst)
   git commit -q --allow-empty -m "first part of $WIGGUM_STORY by $MACHINE"
   sleep 4
+  ;;
+wait)
+  : > "$SIGNAL_DIR/started-$WIGGUM_STORY"
+  while [ ! -e "$SIGNAL_DIR/go" ]; do sleep 0.05; done
   ;;
 esac
 `
@@ -495,5 +499,173 @@ func TestTornClaimRunsNoAgent(t *testing.T) {
 	}
 	if refs := f.git("for-each-ref", "refs/wiggum", "refs/heads/wiggum"); refs != "" {
 		t.Fatalf("left on the server:\n%s", refs)
+	}
+}
+
+// refuseLandings is a pre-receive hook refusing every push that moves
+// main, as a server whose landings are frozen does; the rest (claims)
+// goes through.
+const refuseLandings = `while read old new ref; do
+  if [ "$ref" = refs/heads/main ]; then
+    echo "main is frozen for the release"
+    exit 1
+  fi
+done
+exit 0
+`
+
+// hangLandings is a pre-receive hook that holds every push moving main
+// past the run's --net-timeout, then refuses it: a server that hangs at
+// the landing.
+const hangLandings = `while read old new ref; do
+  if [ "$ref" = refs/heads/main ]; then
+    sleep 6
+    exit 1
+  fi
+done
+exit 0
+`
+
+// A story whose attempt finished and whose landing the server did not
+// take - gone, hanging past --net-timeout, or refusing by a pre-receive
+// hook - is kept: the run ends saying which branch holds it and that the
+// next run lands it. The next run, the server back, lands it without
+// running its agent again; a refusal that stays is reported again, with
+// the server's words, and the work kept again - no agent runs on the story
+// twice. Before, the run closed its journal, the finished work stayed on a
+// local wiggum/US-1 never mentioned, and the next run gave the story to an
+// agent again from scratch.
+func TestUnlandedFinishedWorkLandsNextRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		code int // the first run's exit
+		said string
+	}{
+		{"server gone", 1, "connection refused"},
+		{"server hangs", 5, "did not finish in time"},
+		{"refused by a hook", 5, "main is frozen for the release"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFleet(t, "daemon", 1)
+			args := []string{"--lease", "1h", "--net-timeout", "3s"}
+			a := f.machine("a", []string{"AGENT_MODE=wait"}, args...)
+			startedStory(t, f.signal)
+			switch tc.name {
+			case "server gone":
+				f.srv.Stop()
+			case "server hangs":
+				gitserver.Hook(t, f.bare, "pre-receive", hangLandings)
+			default:
+				gitserver.Hook(t, f.bare, "pre-receive", refuseLandings)
+			}
+			if err := os.WriteFile(filepath.Join(f.signal, "go"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if code := waitLong(t, a, 2*time.Minute); code != tc.code {
+				t.Fatalf("the first run exited %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, a.stdout(), a.stderr())
+			}
+			clone := filepath.Join(f.dir, "a")
+			out := a.stdout()
+			if !strings.Contains(out, tc.said) || !strings.Contains(out, "US-1: its finished work is kept on wiggum/US-1") ||
+				!strings.Contains(out, "finished work not landed, kept for the next run: US-1 on wiggum/US-1") {
+				t.Fatalf("the first run does not say why US-1 did not land (%q), and that its work is kept on wiggum/US-1 for the next run:\n%s", tc.said, out)
+			}
+			if got := strings.TrimSpace(mustRun(t, clone, "git", "show", "wiggum/US-1:f-US-1.txt")); got != "US-1 by a" {
+				t.Fatalf("the finished work is not on the local wiggum/US-1: %q", got)
+			}
+			if n := f.landings()["US-1"]; n != 0 {
+				t.Fatalf("US-1 landed %d times in the first run", n)
+			}
+			switch tc.name {
+			case "server gone":
+				f.srv.Restart(t)
+			case "server hangs":
+				gitserver.RemoveHook(t, f.bare, "pre-receive")
+			default:
+				// The refusal stays: reported again, the work kept again,
+				// no agent run.
+				again := f.machine("a", nil, args...)
+				if code := waitLong(t, again, 2*time.Minute); code != 5 {
+					t.Fatalf("the run against the hook still refusing exited %d, want 5\nstdout: %s\nstderr: %s", code, again.stdout(), again.stderr())
+				}
+				if out := again.stdout(); !strings.Contains(out, tc.said) || !strings.Contains(out, "US-1: its finished work is kept on wiggum/US-1") {
+					t.Fatalf("the run against the hook still refusing does not report it and keep the work:\n%s", out)
+				}
+				if w := f.winners()["US-1"]; len(w) != 1 {
+					t.Fatalf("US-1's agent ran %d times (%v), want once", len(w), w)
+				}
+				gitserver.RemoveHook(t, f.bare, "pre-receive")
+			}
+			next := f.machine("a", nil, args...)
+			if code := waitLong(t, next, 2*time.Minute); code != 0 {
+				t.Fatalf("the next run exited %d\nstdout: %s\nstderr: %s", code, next.stdout(), next.stderr())
+			}
+			if w := f.winners()["US-1"]; len(w) != 1 {
+				t.Fatalf("US-1's agent ran %d times (%v), want once: the next run redid finished work\nstdout: %s", len(w), w, next.stdout())
+			}
+			if !strings.Contains(next.stdout(), "landing US-1: it finished in an earlier run, which could not land it (") {
+				t.Fatalf("the next run does not say it lands the work the earlier run kept:\n%s", next.stdout())
+			}
+			if n := f.landings()["US-1"]; n != 1 {
+				t.Fatalf("US-1 landed %d times, want once\nstdout: %s", n, next.stdout())
+			}
+			if got := f.git("show", "main:f-US-1.txt"); got != "US-1 by a" {
+				t.Fatalf("main does not have the finished work of US-1: %q", got)
+			}
+			if plan := f.git("show", "main:plan.md"); !strings.Contains(plan, "- [x] US-1") {
+				t.Fatalf("US-1 is not ticked on main:\n%s", plan)
+			}
+			if refs := f.git("for-each-ref", "refs/wiggum", "refs/heads/wiggum"); refs != "" {
+				t.Fatalf("left on the server:\n%s", refs)
+			}
+			if refs := strings.TrimSpace(mustRun(t, clone, "git", "for-each-ref", "refs/heads/wiggum", "refs/wiggum/backup")); refs != "" {
+				t.Fatalf("left in the clone after the landing:\n%s", refs)
+			}
+		})
+	}
+}
+
+// The finished work a run kept when the server was gone (above) is not
+// landed over another machine's: when another machine did the story
+// meanwhile (its claim released by an operator), the next run here says
+// the story landed since and keeps this work on its local branch for the
+// person - no agent runs here again, and nothing is lost.
+func TestUnlandedFinishedWorkLandedElsewhereIsKept(t *testing.T) {
+	f := newFleet(t, "daemon", 1)
+	args := []string{"--lease", "1h", "--net-timeout", "3s"}
+	a := f.machine("a", []string{"AGENT_MODE=wait"}, args...)
+	startedStory(t, f.signal)
+	f.srv.Stop()
+	if err := os.WriteFile(filepath.Join(f.signal, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitLong(t, a, 2*time.Minute); code != 1 {
+		t.Fatalf("the first run exited %d, want 1\nstdout: %s\nstderr: %s", code, a.stdout(), a.stderr())
+	}
+	f.srv.Restart(t)
+	gitserver.Clone(t, f.srv.URL("r.git"), filepath.Join(f.dir, "b"))
+	if r := wiggum(t, filepath.Join(f.dir, "b"), nil, "claims", "release", "US-1", "--remote", "origin", "--force"); r.code != 0 {
+		t.Fatalf("claims release exited %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	b := f.machine("b", nil, args...)
+	if code := waitLong(t, b, 2*time.Minute); code != 0 {
+		t.Fatalf("b exited %d\nstdout: %s\nstderr: %s", code, b.stdout(), b.stderr())
+	}
+	next := f.machine("a", nil, args...)
+	if code := waitLong(t, next, 2*time.Minute); code != 0 {
+		t.Fatalf("the next run on a exited %d\nstdout: %s\nstderr: %s", code, next.stdout(), next.stderr())
+	}
+	if w := f.winners()["US-1"]; strings.Join(w, ",") != "a,b" {
+		t.Fatalf("US-1's agent ran on %v, want once on a, once on b", w)
+	}
+	if n := f.landings()["US-1"]; n != 1 {
+		t.Fatalf("US-1 landed %d times, want once (b's)", n)
+	}
+	if out := next.stdout(); !strings.Contains(out, "US-1 finished in an earlier run and was landed since (by another machine)") ||
+		!strings.Contains(out, "stays on wiggum/US-1") {
+		t.Fatalf("the next run on a does not say US-1 landed elsewhere and its work stays on wiggum/US-1:\n%s", out)
+	}
+	if got := strings.TrimSpace(mustRun(t, filepath.Join(f.dir, "a"), "git", "show", "wiggum/US-1:f-US-1.txt")); got != "US-1 by a" {
+		t.Fatalf("a's finished work is not kept on wiggum/US-1: %q", got)
 	}
 }

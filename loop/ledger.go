@@ -58,6 +58,10 @@ type ledger struct {
 // at the commit the attempt ended at.
 type finishedAt struct {
 	Branch, Head string
+	// Unlanded: why the run that finished it could not land it (a --remote
+	// run whose server was gone or refused: keepToLand); "" when a kill
+	// kept it from landing.
+	Unlanded string
 }
 
 // storyBook is one story's account.
@@ -134,6 +138,11 @@ func (l *ledger) replay(r journalRec) {
 			b.failed++
 		default:
 			b.interrupted++
+		}
+	case "kept":
+		if f, ok := l.finished[r.Story]; ok {
+			f.Unlanded = r.Note
+			l.finished[r.Story] = f
 		}
 	case "merge":
 		l.merged[r.Story] = r.Commit

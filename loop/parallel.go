@@ -623,6 +623,11 @@ func (p *parallel) result(ctx context.Context) error {
 	if n := len(p.unmerged); n > 0 {
 		why = append(why, fmt.Sprintf("%d branch(es) could not be merged and are kept (%s)", n, strings.Join(p.kept, ", ")))
 	}
+	p.r.lookMu.Lock()
+	if n := len(p.r.toLand); n > 0 {
+		why = append(why, fmt.Sprintf("%d finished story(ies) not landed, kept for the next run to land (%s)", n, strings.Join(p.r.toLand, ", ")))
+	}
+	p.r.lookMu.Unlock()
 	if n := len(p.lost); n > 0 {
 		why = append(why, fmt.Sprintf("%d story(ies) whose worktree lost its .git (%s): their files are saved under refs/wiggum/backup/, and they stay open", n, strings.Join(p.lost, ", ")))
 	}

@@ -98,6 +98,11 @@ type run struct {
 	// by the end of an unattended run; under lookMu.
 	lookAt []string
 	lookMu sync.Mutex
+	// toLand: in a --remote run, the stories whose attempt finished and
+	// whose landing the server did not take (unreachable, hung, refused),
+	// each with where its work is kept: the run stays open for the next
+	// to land them (keepToLand); under lookMu.
+	toLand []string
 	// outages counts the model-service outages in a row, for the back-off
 	// (outageWait); any attempt the service answered resets it.
 	outages atomic.Int32
@@ -486,7 +491,11 @@ func (r *run) recover(ctx context.Context) error {
 		switch {
 		case rc.Worker != nil:
 			f, _ := r.led.finishedAt(rc.Story)
-			r.disp.printf("landing %s: it finished before the crash (%s at %.12s, the commit its attempt recorded); not redoing it", rc.Story, checkpoint.BranchName(rc.Branch), f.Head)
+			when := "before the crash"
+			if f.Unlanded != "" {
+				when = "in an earlier run, which could not land it (" + f.Unlanded + ")"
+			}
+			r.disp.printf("landing %s: it finished %s (%s at %.12s, the commit its attempt recorded); not redoing it", rc.Story, when, checkpoint.BranchName(rc.Branch), f.Head)
 		case rc.Merged && s != nil && s.Done && !ticked[rc.Story]:
 			r.disp.printf("%s: landed before the crash; removed the worktree it left", rc.Story)
 		case rc.Merged:
@@ -1139,7 +1148,8 @@ func (r *run) begin(workers int) {
 // finish reports the run's end and closes its journal when the run ended
 // by itself; a run stopped by a signal, a usage limit or an attempt it
 // could not roll back (StuckError, or a rollback the rules refused) stays
-// open, to be resumed.
+// open, to be resumed, and so does a --remote run that keeps finished
+// stories the server did not take (toLand): the next run lands them.
 func (r *run) finish(err error) {
 	spent, _, _ := r.led.spending()
 	r.sum.Spent = spent
@@ -1170,7 +1180,15 @@ func (r *run) finish(err error) {
 	if len(r.lookAt) > 0 {
 		r.disp.printf("to look at: %s (wiggum report lists them)", strings.Join(r.lookAt, "; "))
 	}
+	toLand := slices.Clone(r.toLand)
 	r.lookMu.Unlock()
+	kept := ""
+	if len(toLand) > 0 {
+		name := r.opts.Coordinator.Remote()
+		kept = fmt.Sprintf("finished work not landed, kept for the next run: %s; run again when %s is reachable and accepts the landing (%s --remote %s): it lands that work without running an agent on it again",
+			strings.Join(toLand, ", "), name, resumeCommand(r.opts.Plan.Kind(), r.planRel, r.opts.Workers), name)
+		r.disp.printf("%s", kept)
+	}
 	fields := map[string]any{"iterations": r.sum.Iterations, "completed": r.sum.Completed, "skipped": r.sum.Skipped, "open": r.sum.Left, "cost_usd": spent}
 	if err != nil {
 		fields["error"] = err.Error()
@@ -1187,10 +1205,23 @@ func (r *run) finish(err error) {
 	if refused {
 		_ = r.led.record(journalRec{T: "stuck", Note: err.Error()}, true)
 	}
-	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) && stuck == nil && unsigned == nil && !refused {
+	if kept != "" {
+		_ = r.led.record(journalRec{T: "stuck", Note: kept}, true)
+	}
+	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) && stuck == nil && unsigned == nil && !refused && kept == "" {
 		_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
 	}
 	_ = session.ClearRun(r.st)
+}
+
+// keepToLand records that story's finished work is kept on branch, in
+// the worktree dir, for the next run to land - its landing failed with
+// err - and notes it for the run's end.
+func (r *run) keepToLand(story, branch, dir string, err error) {
+	_ = r.led.record(journalRec{T: "kept", Story: story, Branch: branch, Note: err.Error()}, true)
+	r.lookMu.Lock()
+	defer r.lookMu.Unlock()
+	r.toLand = append(r.toLand, fmt.Sprintf("%s on %s (worktree %s)", story, branch, dir))
 }
 
 // toLookAt adds what, about story, to what the run's end names (lookAt).

@@ -36,6 +36,8 @@ type Coordinator interface {
 	// to it: the stories open there, those marked conflicted, and those
 	// another machine holds.
 	Final(ctx context.Context) (open, conflicted, held []string, err error)
+	// Remote is the name of the shared remote, for messages.
+	Remote() string
 }
 
 // Claimed is a story this process holds for the run.
@@ -175,6 +177,18 @@ func (p *parallel) storyContext(ctx context.Context, c Claimed, w *worktree.Work
 // and branch are gone and nothing is lost (remote.AlreadyLandedError).
 type landedElsewhere interface{ LandedElsewhere() bool }
 
+// landLater is a landing error that decided nothing about the story: the
+// server could not be reached or hung (remote.NetworkError), refused the
+// push by a rule of its own such as a pre-receive hook
+// (remote.ServerRejectedError), or others kept landing first
+// (remote.TooManyRacesError). The finished work can land as it is.
+type landLater interface{ LandLater() bool }
+
+func landsLater(err error) bool {
+	var later landLater
+	return errors.As(err, &later) && later.LandLater()
+}
+
 // giveBack releases a claim whose story is not going on here.
 func (p *parallel) giveBack(ctx context.Context, c Claimed) {
 	id := c.Story().ID
@@ -231,6 +245,10 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 			p.r.disp.printf("⇢ %s was landed by another machine meanwhile; this attempt added nothing to it, so nothing is kept", story.ID)
 			break
 		}
+		if landsLater(err) {
+			p.keepToLand(w, story, err)
+			return
+		}
 		if err != nil {
 			p.mu.Lock()
 			p.skip[story.ID] = true
@@ -278,6 +296,28 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 	for _, b := range rem.Submodules {
 		p.r.disp.printf("  %s: %s", story.ID, b)
 	}
+}
+
+// keepToLand keeps the finished work of story, whose landing failed for a
+// reason that decided nothing about it (landLater), for the next run to
+// land: its worktree w is left as its attempt left it, its lease let go,
+// and the run's journal stays open (finish). The next run resumes, finds
+// the worktree finished (finishedThere) and lands it, claiming the story
+// again, without running its agent (landResumedShared). Before, the
+// worktree went, the journal closed, and the next run had an agent do the
+// story again from scratch, the finished work left behind on its branch.
+// The claim is not given back: the next run here takes this process's
+// claim over at once, another machine only when its lease runs out.
+func (p *parallel) keepToLand(w *worktree.Worker, story *plan.Story, err error) {
+	_ = w.Lease.Release()
+	branch := checkpoint.BranchName(w.Branch)
+	p.mu.Lock()
+	p.skip[story.ID] = true
+	p.mu.Unlock()
+	p.r.keepToLand(story.ID, branch, relPath(p.r.st.Repo.Root, w.Path), err)
+	p.r.event("land_failed", map[string]any{"story": story.ID, "branch": w.Branch, "error": err.Error(), "kept_to_land": true})
+	p.r.disp.printf("✘ %s: %v", story.ID, err)
+	p.r.disp.printf("  %s: its finished work is kept on %s (its worktree %s is left as it is); the next run lands it, without running its agent again", story.ID, branch, relPath(p.r.st.Repo.Root, w.Path))
 }
 
 // sharedResult records the run's network calls, and makes a shared run
@@ -338,16 +378,24 @@ func (p *parallel) landResumedShared(ctx context.Context) {
 		u.w.Settle(ctx)
 		c, err := p.coord.ClaimFinished(ctx, id)
 		if c == nil {
+			branch := checkpoint.BranchName(u.w.Branch)
 			switch {
+			case landsLater(err):
+				// The server is gone again, or refuses: kept again.
+				p.keepToLand(u.w, u.story, err)
 			case err != nil:
 				p.mu.Lock()
 				p.skip[id] = true
 				p.mu.Unlock()
-				p.r.disp.printf("✘ %s finished before the crash and is not landed: %v; its work stays on %s", id, err, checkpoint.BranchName(u.w.Branch))
+				p.r.disp.printf("✘ %s finished in an earlier run and is not landed: %v; its work stays on %s", id, err, branch)
+				p.dropResumed(ctx, u.w)
 			default:
-				p.r.disp.printf("%s finished before the crash and was landed since; removed its worktree", id)
+				how := "removed its worktree"
+				if rem := p.dropResumed(ctx, u.w); rem != nil && rem.BranchKept {
+					how += "; its work, which that landing lacks, stays on " + branch
+				}
+				p.r.disp.printf("%s finished in an earlier run and was landed since (by another machine); %s", id, how)
 			}
-			p.dropResumed(ctx, u.w)
 			p.mu.Lock()
 			delete(p.inflight, id)
 			p.mu.Unlock()
@@ -370,16 +418,18 @@ func (p *parallel) landResumedShared(ctx context.Context) {
 }
 
 // dropResumed removes a kept worktree that is not landed here: its
-// branch stays unless the target has it.
-func (p *parallel) dropResumed(ctx context.Context, w *worktree.Worker) {
+// branch stays unless the target has it. nil when it could not.
+func (p *parallel) dropResumed(ctx context.Context, w *worktree.Worker) *worktree.Removal {
 	mu, err := worktree.LockRepo(context.WithoutCancel(ctx), p.r.st.Repo)
 	if err != nil {
 		_ = w.Lease.Release()
 		p.halt(err)
-		return
+		return nil
 	}
 	defer mu.Unlock()
-	if _, err := w.Release(context.WithoutCancel(ctx), p.r.st.Repo); err != nil {
+	rem, err := w.Release(context.WithoutCancel(ctx), p.r.st.Repo)
+	if err != nil {
 		p.halt(fmt.Errorf("run: remove the worktree of %s: %w", w.Story, err))
 	}
+	return rem
 }

@@ -88,6 +88,10 @@ func (e *TooManyRacesError) Error() string {
 	return fmt.Sprintf("%s: other machines landed first %d times in a row; gave up for now, the branch is kept", e.Story, e.Attempts)
 }
 
+// LandLater reports that the story's finished work can land as it is on
+// another try.
+func (e *TooManyRacesError) LandLater() bool { return true }
+
 // Land lands the story: fetches the target, merges the branch into it with
 // git merge-tree (no working tree involved), ticks the story in the plan
 // inside the same commit, and pushes in ONE atomic push the new target

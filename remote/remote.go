@@ -224,6 +224,10 @@ func (e *NetworkError) Error() string {
 	return fmt.Sprintf("remote %s: %s failed: %s", e.Remote, e.Op, e.Detail)
 }
 
+// LandLater reports that a landing that failed so decided nothing about
+// its story: the finished work can land as it is once the server answers.
+func (e *NetworkError) LandLater() bool { return true }
+
 // ServerRejectedError is a push the server refused for its own reasons (a
 // hook, a protected ref, a permission); nothing changed on the server.
 type ServerRejectedError struct {
@@ -240,6 +244,11 @@ func (e *ServerRejectedError) Error() string {
 	}
 	return msg + "; check that it allows refs under refs/wiggum/ and atomic pushes"
 }
+
+// LandLater reports that a landing the server refused so decided nothing
+// about its story: the finished work can land as it is once the server's
+// rule allows it.
+func (e *ServerRejectedError) LandLater() bool { return true }
 
 // IsNetwork reports whether err is a network failure or timeout.
 func IsNetwork(err error) bool {

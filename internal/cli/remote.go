@@ -78,6 +78,8 @@ func (s *sharedRun) Final(ctx context.Context) (open, conflicted, held []string,
 	return s.c.Final(ctx)
 }
 
+func (s *sharedRun) Remote() string { return s.c.R.Name }
+
 func (s *sharedRun) Stats() map[string]any {
 	f, p := s.c.R.Counts()
 	return map[string]any{"remote": s.c.R.Name, "machine": s.c.R.Me.String(), "fetches": f, "pushes": p}

@@ -265,7 +265,13 @@ machine landing first means fetch, re-merge and retry. A machine silent
 past its lease (as another machine sees it, on its own clock: machines'
 clocks need not agree) loses the story to another, which goes on from its
 pushed branch; its own late landing is refused. A conflict keeps the branch on the
-server and marks refs/wiggum/conflicts/<story>. Even with one worker, a
+server and marks refs/wiggum/conflicts/<story>. A finished story the server
+does not take - gone, hanging past --net-timeout, or refusing (a pre-receive
+hook; its message is shown) - is kept: its worktree and wiggum/<story> stay
+as the attempt left them, the run says so and stays open, and the next run
+lands it, claiming it again, without running its agent; if another machine
+landed or holds the story by then, that run says so and keeps the branch
+for you. Even with one worker, a
 shared story runs in its own worktree, as with --workers. See wiggum status
 --remote and wiggum claims, and Scaling out in the README for what the
 server must allow.

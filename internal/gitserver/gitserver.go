@@ -30,6 +30,7 @@ type Server struct {
 	Transport string
 	Root      string
 	base      string // URL prefix
+	port      int    // the git daemon's
 	stop      func()
 }
 
@@ -101,28 +102,69 @@ func startDaemon(t testing.TB, root string) *Server {
 	t.Helper()
 	for try := 0; try < 5; try++ {
 		port := freePort(t)
-		cmd := exec.Command("git", "daemon", "--reuseaddr", "--enable=receive-pack", "--export-all",
-			"--base-path="+root, "--listen=127.0.0.1", "--port="+strconv.Itoa(port), "--informative-errors", root)
-		cmd.SysProcAttr = daemonAttr()
-		stderr, _ := cmd.StderrPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("gitserver: start git daemon: %v", err)
-		}
-		go func() { _, _ = bufio.NewReader(stderr).WriteTo(discard{}) }()
-		kill := func() {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-		}
-		if waitPort(port, 5*time.Second) {
-			s := &Server{Transport: "daemon", Root: root, base: "git://127.0.0.1:" + strconv.Itoa(port)}
+		if kill := daemonAt(t, root, port); kill != nil {
+			s := &Server{Transport: "daemon", Root: root, base: "git://127.0.0.1:" + strconv.Itoa(port), port: port}
 			s.stop = kill
 			t.Cleanup(s.Stop)
 			return s
 		}
-		kill()
 	}
 	t.Fatalf("gitserver: git daemon did not start listening")
 	return nil
+}
+
+// Restart serves a git daemon stopped by Stop again, at the same address
+// (the server coming back).
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	if s.Transport != "daemon" || s.stop != nil {
+		t.Fatalf("gitserver: Restart is for a stopped git daemon")
+	}
+	for try := 0; try < 50; try++ {
+		if s.stop = daemonAt(t, s.Root, s.port); s.stop != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("gitserver: git daemon did not listen on port %d again", s.port)
+}
+
+// daemonAt starts a git daemon serving root on port; it returns the
+// function that stops it, nil when it did not start listening.
+func daemonAt(t testing.TB, root string, port int) func() {
+	t.Helper()
+	cmd := exec.Command("git", "daemon", "--reuseaddr", "--enable=receive-pack", "--export-all",
+		"--base-path="+root, "--listen=127.0.0.1", "--port="+strconv.Itoa(port), "--informative-errors", root)
+	cmd.SysProcAttr = daemonAttr()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("gitserver: start git daemon: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_, _ = bufio.NewReader(stderr).WriteTo(discard{})
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	kill := func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+	listening := false
+	for deadline := time.Now().Add(5 * time.Second); !listening && time.Now().Before(deadline); {
+		select {
+		case <-exited:
+			// Another process has the port (a restart too early).
+			return nil
+		default:
+		}
+		listening = waitPort(port, 200*time.Millisecond)
+	}
+	if !listening {
+		kill()
+		return nil
+	}
+	return kill
 }
 
 type discard struct{}
