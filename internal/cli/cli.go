@@ -85,6 +85,18 @@ func (g *Globals) State(ctx context.Context) (*checkpoint.State, error) {
 	return st, nil
 }
 
+// StateToRead opens the repository's wiggum state for a command that only
+// reads it (status): nothing is written - not even the exclude lines that
+// hide the state from git - so it works in a checkout its user cannot
+// write, and a look changes nothing.
+func (g *Globals) StateToRead(ctx context.Context) (*checkpoint.State, error) {
+	repo, err := git.Open(ctx, g.WorkDir())
+	if err != nil {
+		return nil, badinput.Wrap(err)
+	}
+	return checkpoint.FromRepo(repo), nil
+}
+
 // CLI is the whole command tree.
 type CLI struct {
 	Globals

@@ -146,7 +146,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 		printShared(g.stdout, rep, true)
 		return nil
 	}
-	st, err := g.State(ctx)
+	st, err := g.StateToRead(ctx)
 	if err != nil {
 		return err
 	}
