@@ -132,6 +132,8 @@ next:
 		}
 		if what := secretFile(head, p, path.Base(p)); what != "" {
 			found[p] = depDir{Path: p, What: what, Rule: "/" + p, File: true}
+		} else if what := editorFile(path.Base(p)); what != "" {
+			found[p] = depDir{Path: p, What: what, Rule: "/" + p, File: true}
 		} else if what := builtProgram(head, p); what != "" {
 			found[p] = depDir{Path: p, What: what, Rule: "/" + p, File: true}
 		}
@@ -243,6 +245,26 @@ func secretFile(head heads, p, base string) string {
 		if head.opens(p, 8192, func(h []byte) bool { return bytes.Contains(h, []byte("PRIVATE KEY-----")) }) {
 			return "a private key (" + base + ")"
 		}
+	}
+	return ""
+}
+
+// editorFile says what a file named base is when an editor keeps it
+// beside a file open in it - vim's swap file (.plan.md.swp, .swo ...),
+// a backup (plan.md~), emacs's lock (.#plan.md) and auto-save (#plan.md#),
+// kate's swap - or "". A person who opens the plan to queue a story while
+// the run goes has one in the tree: the story's git add -A committed it
+// (a binary file, deleted by the next story's commit), and a failed
+// attempt's rollback removed it under the open editor.
+func editorFile(base string) string {
+	vimSwap := len(base) > 4 && base[0] == '.' && base[len(base)-4:len(base)-1] == ".sw" && base[len(base)-1] >= 'a' && base[len(base)-1] <= 'p'
+	switch {
+	case vimSwap, strings.HasSuffix(base, ".kate-swp"):
+		return "an editor's swap file (" + base + ")"
+	case strings.HasPrefix(base, ".#"):
+		return "an editor's lock file (" + base + ")"
+	case len(base) > 1 && strings.HasSuffix(base, "~"), len(base) > 2 && base[0] == '#' && base[len(base)-1] == '#':
+		return "an editor's backup or auto-save file (" + base + ")"
 	}
 	return ""
 }
