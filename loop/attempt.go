@@ -147,6 +147,9 @@ type outcome struct {
 	passed bool
 	// empty: the attempt passed having changed nothing git tracks.
 	empty bool
+	// others: the attempt failed on git work the commit journal says is
+	// someone else's (othersWork): no hint to undo it.
+	others bool
 }
 
 // step is what one attempt came to.
@@ -528,7 +531,11 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	}
 	if left == "" {
 		left, berr = e.backToBranch(ctx, e.attemptBranch)
-		if berr != nil {
+		var others *othersWork
+		switch {
+		case errors.As(berr, &others):
+			left, o.others = others.Error(), true
+		case berr != nil:
 			left = "the agent switched branches and wiggum could not bring the attempt back to its branch: " + berr.Error()
 		}
 	}
@@ -621,11 +628,11 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	// half-made commit helps nobody.
 	cctx := context.WithoutCancel(ctx)
 	e.disp.phase("committing (git hooks run)")
-	if left, err := e.keepHistory(cctx); err != nil || left != "" {
+	if left, others, err := e.keepHistory(cctx); err != nil || left != "" {
 		if err != nil {
 			left = "the agent rewrote commits made before its attempt and wiggum could not put them back: " + err.Error()
 		}
-		return outcome{source: "git", detail: left, output: left, res: res}
+		return outcome{source: "git", detail: left, output: left, res: res, others: others}
 	}
 	e.cleanAgentCommits(cctx)
 	if err := e.passed(cctx, iter, story, res); err != nil {
@@ -1203,7 +1210,11 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 				return e.putAside(ctx, story, refused)
 			}
 			e.run.event("rollback_refused", map[string]any{"story": story.ID, "reason": refused.Reason})
-			return "", fmt.Errorf("run: %s failed (%s) and its rollback was refused, so the loop stops: %w%s%s", story.ID, out.detail, err, foreignHint(refused), rewriteHint(refused, e.attemptHead))
+			hint := foreignHint(refused) + rewriteHint(refused, e.attemptHead)
+			if out.others {
+				hint = ". The agent's own changes of this attempt are in the tree, uncommitted, beside that work: finish or put away that work, then run again"
+			}
+			return "", fmt.Errorf("run: %s failed (%s) and its rollback was refused, so the loop stops: %w%s", story.ID, out.detail, err, hint)
 		}
 		if e.worktree != "" {
 			if _, serr := os.Lstat(filepath.Join(e.st.Repo.Root, ".git")); errors.Is(serr, fs.ErrNotExist) {

@@ -66,6 +66,9 @@ func (e *executor) backToBranch(ctx context.Context, want string) (detail string
 	if now != "" {
 		where = "branch " + checkpoint.BranchName(now)
 	}
+	if err := e.othersCommits(ctx, where, tip, head); err != nil {
+		return "", err
+	}
 	guarded, old, unmoved := "", "", ""
 	if now != "" {
 		guarded = e.guardedBranch(now)
@@ -258,6 +261,58 @@ func (e *executor) madeByAttempt(ref string) bool {
 // resolution) - a branch the agent checked out that holds older work of
 // someone else's does not continue the run's branch, even when it grew
 // from it.
+// othersWork is HEAD found on a branch (or commit) whose commits the
+// commit journal says someone else made: a person who switched the tree
+// to a branch of theirs during the attempt and committed there. Nothing
+// of it is the agent's to carry or remove.
+type othersWork struct{ msg string }
+
+func (o *othersWork) Error() string { return o.msg }
+
+// othersCommits returns an *othersWork when the journal records a commit
+// of head's that want's tip lacks as made outside this attempt's session:
+// backToBranch took every such commit for the agent's - the person's
+// branch was fast-forwarded into the run's and deleted - because the
+// commits were made during the attempt.
+func (e *executor) othersCommits(ctx context.Context, where, tip, head string) error {
+	c, by := journaledElsewhere(ctx, e.st, e.session, head, "^"+tip)
+	if c == "" {
+		return nil
+	}
+	return &othersWork{msg: fmt.Sprintf("the tree was switched to %s during the attempt, and its commit %.12s was made %s (the commit journal says so), not by the agent: someone else's work, which wiggum leaves as it is - HEAD, branches and commits untouched", where, c, by)}
+}
+
+// journaledElsewhere returns the first commit of git rev-list revs that
+// the commit journal (when on) records as made outside session, and by
+// whom; "" when there is none, or no journal to say. A commit the journal
+// lacks (made with git's hooks off) proves nothing either way.
+func journaledElsewhere(ctx context.Context, st *checkpoint.State, session string, revs ...string) (commit, by string) {
+	if !st.JournalOn() {
+		return "", ""
+	}
+	out, err := st.Repo.Run(ctx, append([]string{"rev-list", "--max-count=1000"}, revs...)...)
+	if err != nil || out == "" {
+		return "", ""
+	}
+	entries, err := st.Journal()
+	if err != nil {
+		return "", ""
+	}
+	made := make(map[string]checkpoint.JournalEntry, len(entries))
+	for _, en := range entries {
+		made[en.SHA] = en
+	}
+	for _, c := range strings.Fields(out) {
+		if en, ok := made[c]; ok && en.Session != session {
+			if en.Session != "" {
+				return c, "by another wiggum session"
+			}
+			return c, "outside any wiggum session"
+		}
+	}
+	return "", ""
+}
+
 func (e *executor) madeSince(ctx context.Context, tip, head string) (bool, error) {
 	return madeSince(ctx, e.st.Repo, tip, head, e.attemptStarted)
 }

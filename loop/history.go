@@ -31,6 +31,10 @@ type rewrite struct {
 	// Conflicts: what the attempt changed does not apply on the commits
 	// it undid (these paths); nothing was moved.
 	Conflicts []string
+	// OthersCommit: a commit of the rewrite the commit journal says was
+	// made outside the attempt's session (OthersBy: by whom); nothing was
+	// moved.
+	OthersCommit, OthersBy string
 }
 
 // reason says what the attempt did.
@@ -47,7 +51,7 @@ func (w rewrite) reason() string {
 // not the attempt's is only reported (Own false, nothing saved or moved). Reading the branch's ref file costs no git process, so an
 // attempt that did not move the branch pays nothing; one that committed
 // on top of base pays one `git merge-base`.
-func restoreHistory(ctx context.Context, st *checkpoint.State, base, branch string, since time.Time) (rewrite, error) {
+func restoreHistory(ctx context.Context, st *checkpoint.State, base, branch, session string, since time.Time) (rewrite, error) {
 	if base == "" {
 		return rewrite{}, nil // an unborn branch: no history to keep
 	}
@@ -76,14 +80,21 @@ func restoreHistory(ctx context.Context, st *checkpoint.State, base, branch stri
 	// The attempt's own rewrite when every commit put in place of the
 	// dropped ones was made since it started (an amended root commit has
 	// no fork: then all of head's).
-	revs := head
+	revs, put := head, []string{head}
 	fork, ferr := repo.Line(ctx, "merge-base", base, head)
 	if ferr == nil {
-		revs = fork + ".." + head // fork is head's ancestor: no need to ask
+		revs, put = fork+".."+head, []string{head, "^" + fork} // fork is head's ancestor: no need to ask
 	}
 	w.Own, err = allMadeSince(ctx, repo, revs, since)
 	if err != nil || !w.Own {
 		return w, err // another's history: not the attempt's to put back
+	}
+	// Made during the attempt, but by someone else, the commit journal
+	// says: a person's git commit --amend in another terminal, which was
+	// undone and its change committed as the story's work.
+	if w.OthersCommit, w.OthersBy = journaledElsewhere(ctx, st, session, put...); w.OthersCommit != "" {
+		w.Own = false
+		return w, nil
 	}
 	if w.Saved, err = st.Backup(ctx, w.reason()); err != nil {
 		return rewrite{}, err
@@ -130,23 +141,27 @@ func restoreHistory(ctx context.Context, st *checkpoint.State, base, branch stri
 // the contract has it for a checkpoint that is no longer an ancestor of
 // HEAD. A failed attempt that rewrote history is left to that refusal too:
 // a rollback goes ahead only from a HEAD its checkpoint is an ancestor of.
-func (e *executor) keepHistory(ctx context.Context) (detail string, err error) {
-	w, err := restoreHistory(ctx, e.st, e.attemptHead, e.attemptBranch, e.attemptStarted)
+func (e *executor) keepHistory(ctx context.Context) (detail string, others bool, err error) {
+	w, err := restoreHistory(ctx, e.st, e.attemptHead, e.attemptBranch, e.session, e.attemptStarted)
 	if err != nil || w.Dropped == "" {
-		return "", err
+		return "", false, err
 	}
 	n, _ := strconv.Atoi(w.Dropped)
 	e.event("history_rewritten", map[string]any{"branch": w.Branch, "commits": n, "own": w.Own, "backup": w.Saved})
 	if w.Own {
 		e.run.addBackup(w.Saved)
 		e.disp.printf("  %s (git commit --amend, a rebase or a reset); they are back as they were, and what the agent changed is committed as this story's work (its commits are saved in %s)", w.reason(), w.Saved)
-		return "", nil
+		return "", false, nil
+	}
+	if w.OthersCommit != "" {
+		return fmt.Sprintf("the commits of %s made before the attempt were rewritten during it, not by the agent: commit %.12s, put in their place, was made %s (the commit journal says so); wiggum leaves that as it is",
+			w.Branch, w.OthersCommit, w.OthersBy), true, nil
 	}
 	if len(w.Conflicts) > 0 {
 		e.disp.printf("  %s; what it changed conflicts with them in %s, so its work cannot land (all of it is saved in %s)", w.reason(), strings.Join(w.Conflicts, ", "), w.Saved)
-		return w.reason() + " and what it changed conflicts with them in " + strings.Join(w.Conflicts, ", ") + ", so its work cannot land", nil
+		return w.reason() + " and what it changed conflicts with them in " + strings.Join(w.Conflicts, ", ") + ", so its work cannot land", false, nil
 	}
-	return w.reason() + " onto commits that are not its own (a rebase onto another branch?), so its work cannot land", nil
+	return w.reason() + " onto commits that are not its own (a rebase onto another branch?), so its work cannot land", false, nil
 }
 
 // rewriteHint is what to do next when a rollback was refused because the
