@@ -73,6 +73,9 @@ func TestFailingTestRunRolledBack(t *testing.T) {
 	for _, how := range []struct{ name, cmd string }{
 		{"exit", "npm test"},
 		{"tee", "npm test 2>&1 | tee test.log"},
+		// An option with a value before the subcommand (a monorepo's
+		// npm --prefix web test) once hid the test run.
+		{"prefix", "npm --prefix . test"},
 	} {
 		t.Run(how.name, func(t *testing.T) {
 			forEachClient(t, func(t *testing.T, c client) {

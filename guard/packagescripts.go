@@ -144,6 +144,15 @@ func selectPackages(base string, rest []string) pkgSelection {
 	return sel
 }
 
+// PackageCommand is the arguments of a package manager's command (base:
+// npm, pnpm, yarn or bun) without its workspace and directory options and
+// their values - npm --prefix web test, pnpm --filter app test, yarn
+// workspace app test are each "test" - for the test-run hook to find the
+// script it runs.
+func PackageCommand(base string, rest []string) []string {
+	return selectPackages(base, rest).args
+}
+
 // firstWord is the index of the first argument that is no option, -1.
 func firstWord(args []string) int {
 	for i, a := range args {

@@ -48,6 +48,50 @@ func TestRunner(command string) string {
 	return found
 }
 
+// valueOptions are the options a tool takes before its subcommand (or
+// its run's command) whose value is the next argument: go -C sub test,
+// cargo --manifest-path x/Cargo.toml test, uv run --directory sub pytest.
+// Read as the subcommand, the value hid the test run.
+var valueOptions = map[string]map[string]bool{
+	"go":     {"-C": true},
+	"cargo":  {"-C": true, "--manifest-path": true, "--config": true, "-Z": true, "--color": true},
+	"bun":    {"--cwd": true, "--config": true, "-c": true},
+	"npm":    {"--loglevel": true, "--userconfig": true, "--cache": true},
+	"pnpm":   {"--loglevel": true, "--reporter": true},
+	"poetry": {"-C": true, "--directory": true, "-P": true, "--project": true},
+	"uv": {"--directory": true, "--project": true, "-p": true, "--python": true, "--with": true, "--package": true,
+		"--config-file": true, "--env-file": true, "--index": true, "--extra": true, "--group": true},
+	"hatch":  {"-e": true, "--env": true},
+	"pdm":    {"-p": true, "--project": true},
+	"dotnet": {"--project": true},
+}
+
+// packageManagers read their workspace and directory options through
+// guard.PackageCommand.
+var packageManagers = map[string]bool{"npm": true, "pnpm": true, "yarn": true, "bun": true}
+
+// skipOptions drops the options that lead args (base's, after its name),
+// with the values of base's valueOptions, and a cargo +toolchain: what
+// is left starts with the subcommand.
+func skipOptions(base string, args []string) []string {
+	for len(args) > 0 {
+		a := args[0]
+		switch {
+		case a == "--":
+			return args[1:]
+		case base == "cargo" && strings.HasPrefix(a, "+"):
+			args = args[1:]
+		case !strings.HasPrefix(a, "-") || a == "-":
+			return args
+		case valueOptions[base][a] && len(args) > 1:
+			args = args[2:]
+		default:
+			args = args[1:]
+		}
+	}
+	return args
+}
+
 // runnerOf recognises a test runner in one argv, looking through wrappers.
 func runnerOf(args []string) string {
 	for len(args) > 0 {
@@ -61,12 +105,14 @@ func runnerOf(args []string) string {
 			args = args[i:]
 			continue
 		case "bundle", "poetry", "pipenv", "uv", "hatch", "pdm", "rye":
-			// bundle exec rspec, poetry run pytest, uv run pytest
-			if len(args) > 2 && (args[1] == "exec" || args[1] == "run") {
-				args = args[2:]
+			// bundle exec rspec, poetry run pytest, uv run pytest,
+			// poetry -C sub run pytest, uv run --directory sub pytest
+			rest := skipOptions(base, args[1:])
+			if len(rest) > 1 && (rest[0] == "exec" || rest[0] == "run") {
+				args = skipOptions(base, rest[1:])
 				continue
 			}
-			if base == "hatch" && len(args) > 1 && args[1] == "test" {
+			if base == "hatch" && len(rest) > 0 && rest[0] == "test" {
 				return "hatch test"
 			}
 			return ""
@@ -77,12 +123,13 @@ func runnerOf(args []string) string {
 		return ""
 	}
 	base := path.Base(args[0])
+	rest := args[1:]
+	if packageManagers[base] {
+		rest = guard.PackageCommand(base, rest)
+	}
 	sub := ""
-	for _, a := range args[1:] {
-		if !strings.HasPrefix(a, "-") {
-			sub = a
-			break
-		}
+	if r := skipOptions(base, rest); len(r) > 0 {
+		sub = r[0]
 	}
 	switch base {
 	case "pytest", "py.test", "jest", "vitest", "mocha", "rspec", "bats", "tox", "nox", "phpunit", "ctest", "gotestsum", "ava", "tap", "karma", "cucumber", "behave", "nosetests", "trial", "prove":
@@ -105,7 +152,7 @@ func runnerOf(args []string) string {
 			return base + " test"
 		}
 		if sub == "run" || sub == "run-script" {
-			for _, a := range args[2:] {
+			for _, a := range skipOptions(base, rest)[1:] {
 				if !strings.HasPrefix(a, "-") {
 					if strings.Contains(a, "test") || strings.Contains(a, "spec") {
 						return base + " run " + a
