@@ -1759,3 +1759,65 @@ func TestOlderClaudeHooksAreNamed(t *testing.T) {
 		}
 	})
 }
+
+// addSubmodule gives w's repository a submodule at vendor/lib, committed.
+func addSubmodule(t *testing.T, w *world) {
+	t.Helper()
+	lib := filepath.Join(t.TempDir(), "lib")
+	writeFile(t, filepath.Join(lib, "lib.txt"), "lib\n")
+	w.cmd(lib, "git", "init", "-q", "-b", "main")
+	w.cmd(lib, "git", "add", "lib.txt")
+	w.cmd(lib, "git", "commit", "-q", "-m", "lib")
+	w.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib")
+	w.git("commit", "-q", "-m", "add vendor/lib")
+}
+
+// Claude Code keeps its shell's directory from call to call: after one
+// cd into a submodule every hook named the submodule's tree, found no
+// session there, and the guard and the test rollback were off for the
+// rest of the attempt - a person's unmerged branch deleted with
+// git -C ../.. branch -D, a failing test run committed. A hook whose
+// directory is a repository nested in the session's tree acts in the
+// session's tree.
+func TestShellInANestedRepository(t *testing.T) {
+	t.Run("guard", func(t *testing.T) {
+		forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+			w := newWorld(t, c, fakemodel.Turn{Shell: "cd vendor/lib && pwd"},
+				fakemodel.Turn{Shell: "git -C ../.. branch -D feature"}, fakemodel.Turn{Text: "done"})
+			addSubmodule(t, w)
+			w.git("checkout", "-q", "-b", "feature")
+			writeFile(t, filepath.Join(w.dir, "person.txt"), "the person's unmerged work\n")
+			w.git("add", "person.txt")
+			w.git("commit", "-q", "-m", "person: unmerged work")
+			w.git("checkout", "-q", "main")
+			w.run(0)
+			if br := w.git("branch", "--list", "feature"); br == "" {
+				t.Fatal("the person's branch feature was deleted from inside the submodule")
+			}
+			if body := w.turnRequest(2).Body; !hasText(body, "wiggum: git branch -D deletes or moves a branch") {
+				t.Fatalf("the guard's deny did not reach the model: %s", lastSent(body))
+			}
+		})
+	})
+	t.Run("rollback", func(t *testing.T) {
+		forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+			w := newWorld(t, c, fakemodel.Turn{Shell: "cd vendor/lib && pwd"},
+				fakemodel.Turn{Shell: "echo attempt > ../../attempt.txt && echo sub > sub.txt && cd ../.. && npm test"},
+				fakemodel.Turn{Text: "done"})
+			addSubmodule(t, w)
+			w.run(0)
+			if _, err := os.Stat(filepath.Join(w.dir, "attempt.txt")); err == nil {
+				t.Fatalf("attempt.txt survived the failing test run: nothing was rolled back\nrequests:\n%s", w.requestLog())
+			}
+			if _, err := os.Stat(filepath.Join(w.dir, "vendor", "lib", "sub.txt")); err == nil {
+				t.Fatal("the submodule's sub.txt survived the rollback")
+			}
+			if len(w.backups()) == 0 {
+				t.Fatal("no backup under refs/wiggum/backup/")
+			}
+			if body := w.turnRequest(2).Body; !hasText(body, "wiggum: tests failed (npm test)") {
+				t.Fatalf("the model was not told: %s", lastSent(body))
+			}
+		})
+	})
+}

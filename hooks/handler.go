@@ -75,7 +75,7 @@ func Run(ctx context.Context, agent string, stdin io.Reader, stdout io.Writer, o
 		// asked about during a session.
 		debugLog("", opts, "%s hook: %v", agent, err)
 		ev = oversized(ad, data)
-		root = findRoot(ev.Cwd)
+		root = treeOf(ev.Cwd)
 		if ev.Kind == KindPreTool {
 			session.MarkGuardSeen() // it answers for the call
 			if guardOn(root, opts) {
@@ -97,7 +97,7 @@ func Run(ctx context.Context, agent string, stdin io.Reader, stdout io.Writer, o
 	if ev.Cwd == "" {
 		ev.Cwd, _ = os.Getwd()
 	}
-	root = findRoot(ev.Cwd)
+	root = treeOf(ev.Cwd)
 	resp = handle(ctx, ev, root, opts)
 }
 

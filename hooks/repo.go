@@ -20,6 +20,29 @@ import (
 // findRoot is the working tree containing dir, found without git.
 func findRoot(dir string) string { return gitfiles.FindRoot(dir) }
 
+// treeOf is the working tree a hook whose cwd is dir acts on: the one
+// containing dir, or - when that is a repository of its own nested in the
+// tree of the session that started this process (a submodule, a clone, a
+// generator's repository) with no session of its own - the session's
+// tree. Claude Code keeps its shell's directory from call to call: after
+// one cd vendor/lib every hook named the submodule, found no session
+// there, and the guard and the test rollback were off for the rest of
+// the attempt (a person's branch deleted with git -C ../.. branch -D,
+// failing tests committed). Another worktree of the session's repository
+// keeps its own tree (sessionAt). Only a hook in a session, away from its
+// tree, pays for the check.
+func treeOf(dir string) string {
+	root := findRoot(dir)
+	tok, held := os.Getenv(layout.SessionEnv), os.Getenv(layout.RootEnv)
+	if root == "" || tok == "" || held == "" || root == held || !layout.Within(held, root) {
+		return root
+	}
+	if gitfiles.SameRepository(root, held) || layout.At(root).Session().Active || !layout.At(held).Session().Mine {
+		return root
+	}
+	return held
+}
+
 // sessionAt is the session a hook at root acts in: the tree's own, else
 // the session that started this process, when the process works in
 // another worktree of that session's repository. Claude Code's subagents
