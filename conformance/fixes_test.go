@@ -1821,3 +1821,27 @@ func TestShellInANestedRepository(t *testing.T) {
 		})
 	})
 }
+
+// Gemini CLI's run_shell_command with is_background answers "moved to
+// background" at once, and nothing later tells how the command ended: a
+// failing npm test started so was never seen, and the attempt was
+// committed with it. The guard asks for the test run in the foreground;
+// run there, it fails and is rolled back.
+func TestGeminiBackgroundTestRunDenied(t *testing.T) {
+	forClients(t, []string{"gemini"}, func(t *testing.T, c client) {
+		w := newWorld(t, c,
+			fakemodel.Turn{Tool: "run_shell_command", Input: map[string]any{"command": "echo attempt > attempt.txt && npm test", "is_background": true, "description": "tests"}},
+			fakemodel.Turn{Shell: "echo attempt > attempt.txt && npm test"},
+			fakemodel.Turn{Text: "done"})
+		w.run(0)
+		if body := w.turnRequest(1).Body; !hasText(body, "wiggum: run the tests (npm test) in the foreground") {
+			t.Fatalf("the deny did not reach the model: %s", lastSent(body))
+		}
+		if _, err := os.Stat(filepath.Join(w.dir, "attempt.txt")); err == nil {
+			t.Fatalf("attempt.txt survived the failing test run: nothing was rolled back\nrequests:\n%s", w.requestLog())
+		}
+		if body := w.turnRequest(2).Body; !hasText(body, "wiggum: tests failed (npm test)") {
+			t.Fatalf("the foreground run's failure did not reach the model: %s", lastSent(body))
+		}
+	})
+}

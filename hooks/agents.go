@@ -227,6 +227,9 @@ func (gemini) Parse(data []byte) (Event, error) {
 	switch in.Event {
 	case "BeforeTool":
 		ev.Kind = KindPreTool
+		if m, ok := in.ToolInput.(map[string]any); ok && ev.Shell {
+			ev.InBackground, _ = m["is_background"].(bool)
+		}
 	case "AfterTool":
 		ev.Output, ev.ExitCode = toolOutput(in.ToolResponse)
 		ev.Kind = KindPostTool

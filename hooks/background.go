@@ -2,12 +2,14 @@ package hooks
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/guard"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
@@ -115,4 +117,21 @@ func taskOutput(t Task, root string, opts Options) string {
 	}
 	data, _ := io.ReadAll(io.LimitReader(f, taskOutputTail))
 	return string(data)
+}
+
+// backgroundTests denies, in a session, a test run the agent asks to
+// start in the background where nothing tells how it ends (Gemini CLI's
+// is_background answers "moved to background" at once, and no later
+// event carries the exit status or the output): a failing one went
+// unseen, and the attempt was committed with it. In the foreground it is
+// judged, and rolled back when it fails.
+func backgroundTests(ev Event, root string, opts Options) Response {
+	runner := TestRunner(ev.Command)
+	if runner == "" {
+		return Response{}
+	}
+	if _, on := guardSession(root, opts); !on {
+		return Response{}
+	}
+	return Response{Decision: guard.Deny, Reason: fmt.Sprintf("wiggum: run the tests (%s) in the foreground, not in the background: how a background command ends reaches no hook, so a failing run would go unseen; run it again without is_background", runner)}
 }

@@ -201,3 +201,31 @@ func TestBackgroundNoteOnlyWhereWiggumRan(t *testing.T) {
 		t.Fatalf("the hook made .ralph in a tree wiggum never ran in: %v", err)
 	}
 }
+
+func TestGeminiBackgroundTestsDenied(t *testing.T) {
+	dir := repo(t)
+	send := func(command string, background bool) []byte {
+		t.Helper()
+		data, _ := json.Marshal(map[string]any{"hook_event_name": "BeforeTool", "session_id": "s", "cwd": dir, "tool_name": "run_shell_command",
+			"tool_input": map[string]any{"command": command, "is_background": background}})
+		var out bytes.Buffer
+		Run(context.Background(), "gemini", bytes.NewReader(data), &out, Options{})
+		checkValidOutput(t, "gemini background", out.Bytes())
+		return out.Bytes()
+	}
+	if out := send("npm test", true); bytes.Contains(out, []byte("deny")) {
+		t.Fatalf("denied outside a session: %s", out)
+	}
+	inSession(t, dir)
+	if out := send("cd web && npm --prefix . test", true); !bytes.Contains(out, []byte(`"decision":"deny"`)) || !bytes.Contains(out, []byte("in the foreground")) {
+		t.Fatalf("a background test run in a session: %s", out)
+	}
+	for _, c := range []struct {
+		cmd string
+		bg  bool
+	}{{"npm test", false}, {"npm run dev", true}, {"python -m http.server", true}} {
+		if out := send(c.cmd, c.bg); bytes.Contains(out, []byte("deny")) {
+			t.Fatalf("%q (background %v) denied: %s", c.cmd, c.bg, out)
+		}
+	}
+}

@@ -53,6 +53,10 @@ type Event struct {
 	// exit status come later, in a KindTaskDone event's Tasks.
 	Background string
 	Tasks      []Task
+	// InBackground: the shell tool is asked to run Command in the
+	// background, where no later event tells how it ended (Gemini CLI's
+	// is_background).
+	InBackground bool
 }
 
 // Task is a background command's end as the agent tells the model of it.

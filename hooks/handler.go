@@ -272,6 +272,11 @@ func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 		}
 		if ev.Shell {
 			session.MarkGuardSeen()
+			if ev.InBackground && ev.Command != "" {
+				if r := backgroundTests(ev, root, opts); r.Decision != guard.Allow {
+					return r
+				}
+			}
 			if ev.Command != "" {
 				return guardCommand(ev, root, opts)
 			}

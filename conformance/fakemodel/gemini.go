@@ -60,6 +60,8 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, body []byte) {
 	if a := turn.Agent; a != nil {
 		part = map[string]any{"functionCall": map[string]any{"name": "invoke_agent",
 			"args": map[string]any{"agent_name": "generalist", "prompt": a.Prompt}}}
+	} else if turn.Tool != "" {
+		part = map[string]any{"functionCall": map[string]any{"name": turn.Tool, "args": turn.Input}}
 	} else if turn.Shell != "" {
 		part = map[string]any{"functionCall": map[string]any{"name": "run_shell_command",
 			"args": map[string]any{"command": turn.Shell, "description": "scripted turn"}}}
