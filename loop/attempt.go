@@ -937,6 +937,17 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 		putBack = append(putBack, journal)
 		e.disp.printf("  the run journal %s was deleted or replaced during the attempt: put back with every record", journal)
 	}
+	// The run's event log, which report and watch read (a worker's
+	// attempt works in its own worktree, away from it).
+	if e.worktree == "" {
+		if ok, err := e.run.keepEvents(); err != nil {
+			e.disp.printf("  could not put back the event log the attempt deleted: %v", err)
+		} else if ok {
+			events := layout.RuntimeDir + "/" + layout.EventFile
+			putBack = append(putBack, events)
+			e.disp.printf("  the event log %s was deleted or replaced during the attempt: put back with every record", events)
+		}
+	}
 	if len(putBack) > 0 {
 		e.event("state_put_back", map[string]any{"paths": putBack})
 	}

@@ -1142,6 +1142,7 @@ func (r *run) begin(workers int) {
 	}
 	fields, r.atStart = planCounts(r.opts.Plan, fields)
 	r.event("run_start", fields)
+	r.linkEvents()
 	r.traceStart(workers)
 }
 

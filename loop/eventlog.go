@@ -1,0 +1,73 @@
+package loop
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
+)
+
+// EventsLink is the event log's second name, in the main tree's git
+// directory, as JournalLink is the run journal's: an agent's rm -rf .ralph
+// took the log (the journal and the lock were put back, the log not, and
+// not said), and wiggum report then said the run had never happened.
+const EventsLink = "wiggum-events.jsonl"
+
+func eventsLink(st *checkpoint.State) string {
+	return filepath.Join(st.Repo.GitDir, EventsLink)
+}
+
+// linkEvents gives the run's event log its second name (at the run's
+// start, once the log has its first record).
+func (r *run) linkEvents() {
+	layout.LinkSecondName(r.st.RuntimePath(layout.EventFile), eventsLink(r.st))
+}
+
+// keepEvents puts the event log back under its name when an attempt
+// deleted or replaced it, with every record: those up to the deletion
+// (its second name's) and those written since (hooks', into a new file
+// there). It reports whether it did.
+func (r *run) keepEvents() (bool, error) {
+	path, link := r.st.RuntimePath(layout.EventFile), eventsLink(r.st)
+	held, err := os.Stat(link)
+	if err != nil {
+		return false, nil // no second name yet: nothing to put back from
+	}
+	if now, err := os.Stat(path); err == nil && os.SameFile(now, held) {
+		return false, nil
+	}
+	err = statefile.WithLock(path, func() error {
+		newer, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if len(newer) > 0 {
+			f, err := os.OpenFile(link, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				return err
+			}
+			_, werr := f.Write(newer)
+			if cerr := f.Close(); werr == nil {
+				werr = cerr
+			}
+			if werr != nil {
+				return werr
+			}
+		}
+		tmp := path + ".put-back"
+		_ = os.Remove(tmp)
+		if err := os.Link(link, tmp); err != nil {
+			return err
+		}
+		return os.Rename(tmp, path)
+	})
+	if err != nil {
+		return false, fmt.Errorf("event log %s: put back: %w", path, err)
+	}
+	return true, nil
+}
