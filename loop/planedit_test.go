@@ -228,7 +228,8 @@ func TestStoryRemovedByItsAgentFailsAndIsNamed(t *testing.T) {
 	_, _ = Run(context.Background(), st, o)
 	for _, want := range []string{
 		"plan.md changed during the attempt (US-1 (removed)): rolled back with it",
-		"US-1 failed: the agent removed US-1 from the plan plan.md; a story is done when it is ticked, not removed, so the attempt fails",
+		"US-1 failed: US-1 was removed from the plan plan.md during its own attempt - by the agent, or by you: wiggum cannot tell which; a story is done when it is ticked, not removed, so the attempt fails",
+		"To drop US-1, stop the run (Ctrl-C), take it out of the plan, and run again",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("not said (%q):\n%s", want, out.String())

@@ -193,7 +193,7 @@ func (r *run) commitStory(ctx context.Context, story *plan.Story) (string, error
 	if err := r.opts.Plan.MarkDone(story.ID); err != nil {
 		var gone *plan.NotFoundError
 		if errors.As(err, &gone) {
-			return "", fmt.Errorf("the agent removed %s from the plan %s; a story is done when it is ticked, not removed, so the attempt fails (to drop a story, the person removes it)", story.ID, r.planRel)
+			return "", fmt.Errorf("%s was removed from the plan %s during its own attempt - by the agent, or by you: wiggum cannot tell which; a story is done when it is ticked, not removed, so the attempt fails and its rollback puts the plan back (the attempt is saved). To drop %s, stop the run (Ctrl-C), take it out of the plan, and run again", story.ID, r.planRel, story.ID)
 		}
 		var bad *plan.BadInputError
 		switch {
