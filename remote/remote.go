@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/redact"
 )
 
 // Ref namespaces on the server.
@@ -144,20 +145,12 @@ func (r *Remote) Counts() (fetches, pushes int) {
 // scheme's "://", or scp's "host:path"), and s fit to print: what may be a
 // secret in it - a token or password before the host - masked.
 func urlShown(s string) (string, bool) {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
+	if !strings.Contains(s, "://") {
 		// scp-like user@host:path, or host:path: a remote name holds
 		// no colon (git refuses one in a remote's name).
 		return s, strings.Contains(s, ":") && !strings.ContainsAny(s, " \t\n")
 	}
-	host, path, _ := strings.Cut(rest, "/")
-	if at := strings.LastIndex(host, "@"); at >= 0 {
-		host = "***@" + host[at+1:]
-	}
-	if path != "" {
-		host += "/" + path
-	}
-	return scheme + "://" + host, true
+	return redact.Text(s), true
 }
 
 // BadRemoteError is a remote name the clone does not have, or an option

@@ -267,6 +267,28 @@ func TestMoreMessages(t *testing.T) {
 	}
 }
 
+// A token in a denied command is masked in the message and in the event
+// it carries, even in a log line wiggum's writer did not mask (one an
+// older wiggum wrote).
+func TestDeniedCommandTokenMasked(t *testing.T) {
+	ev := events.Event{Name: events.GuardDenied, Story: "US-1", Decision: "deny",
+		Command: "git push https://x-access-token:ghp_SECRETSECRET1234@github.com/o/r.git HEAD:main", Reason: "git push is not allowed"}
+	m, ok := newTracker().message(ev)
+	if !ok {
+		t.Fatal("a denial was not sent")
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "SECRET") {
+		t.Fatalf("the token is in the message: %s", b)
+	}
+	if want := "US-1: `git push https://***@github.com/o/r.git HEAD:main`: git push is not allowed"; m.Text != want {
+		t.Errorf("text %q, want %q", m.Text, want)
+	}
+}
+
 // desktop runs notify-send with the title and text as separate arguments
 // (no shell); without notify-send in PATH, desktop is refused up front.
 func TestDesktop(t *testing.T) {

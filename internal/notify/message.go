@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/events"
+	"github.com/wiggum-dev/wiggum/internal/redact"
 )
 
 // Kinds of message: the "kind" key of the JSON webhook's body.
@@ -65,6 +66,7 @@ func newTracker() *tracker {
 // message turns ev into a notification, or reports false for an event
 // nobody needs to hear about.
 func (t *tracker) message(ev events.Event) (Message, bool) {
+	ev = redacted(ev)
 	m := Message{Time: ev.Time, Story: ev.Story, Severity: SeverityInfo}
 	if m.Time.IsZero() {
 		m.Time = time.Now().UTC()
@@ -178,6 +180,16 @@ func (t *tracker) message(ev events.Event) (Message, bool) {
 	}
 	m.Event = &ev
 	return m, true
+}
+
+// redacted is ev with what may be a secret in its free text masked. The
+// log's writer masks it already (session.AppendEventAt); a line another
+// writer put there must not take a token to a third party either.
+func redacted(ev events.Event) events.Event {
+	for _, f := range []*string{&ev.Command, &ev.ToolCall, &ev.Reason, &ev.Error, &ev.Message, &ev.Title, &ev.Budget, &ev.URL} {
+		*f = redact.Text(*f)
+	}
+	return ev
 }
 
 // stuck is the message for a run in which no attempt ended since last.

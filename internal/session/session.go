@@ -18,6 +18,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/internal/redact"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
@@ -261,11 +262,21 @@ func runtimeFileFromEnv(env, name string) string {
 	return path
 }
 
-// AppendEventAt is AppendEvent to the event log at path.
+// AppendEventAt is AppendEvent to the event log at path. What may be a
+// secret in its text (a token in a command the guard denied, in an agent's
+// tool call or in an error) is masked (redact.Text): watch and report show
+// the log, and notifications send it on.
 func AppendEventAt(path, name string, fields map[string]any) error {
 	rec := map[string]any{}
 	for k, v := range fields {
-		rec[k] = v
+		switch v := v.(type) {
+		case string:
+			rec[k] = redact.Text(v)
+		case []string:
+			rec[k] = redact.Strings(v)
+		default:
+			rec[k] = v
+		}
 	}
 	rec["time"] = time.Now().UTC().Format(time.RFC3339Nano)
 	rec["event"] = name

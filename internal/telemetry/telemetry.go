@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/internal/redact"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -84,7 +85,7 @@ func (a Attrs) kv() []attribute.KeyValue {
 	for k, v := range a {
 		switch v := v.(type) {
 		case string:
-			out = append(out, attribute.String(k, v))
+			out = append(out, attribute.String(k, redact.Text(v)))
 		case bool:
 			out = append(out, attribute.Bool(k, v))
 		case int:
@@ -94,7 +95,7 @@ func (a Attrs) kv() []attribute.KeyValue {
 		case float64:
 			out = append(out, attribute.Float64(k, v))
 		case []string:
-			out = append(out, attribute.StringSlice(k, v))
+			out = append(out, attribute.StringSlice(k, redact.Strings(v)))
 		default:
 			out = append(out, attribute.String(k, fmt.Sprint(v)))
 		}
@@ -157,7 +158,7 @@ func (s *Span) End(attrs Attrs, failure string) {
 	s.mu.Unlock()
 	s.s.SetAttributes(attrs.kv()...)
 	if failure != "" {
-		s.s.SetStatus(codes.Error, failure)
+		s.s.SetStatus(codes.Error, redact.Text(failure))
 	}
 	s.s.End()
 }
