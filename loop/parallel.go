@@ -14,6 +14,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/events"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
@@ -22,7 +23,8 @@ import (
 )
 
 // MaxWorkers bounds --workers: each worker is an agent and a worktree.
-const MaxWorkers = 32
+// Readers of the event log refuse a worker number past it.
+const MaxWorkers = events.MaxWorkers
 
 // parallel is the parallel driver: up to Options.Workers stories at once,
 // each in its own worktree, branch, lease and agent, run by the shared

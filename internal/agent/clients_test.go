@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -220,6 +221,29 @@ func TestClaudeResultCarriesCost(t *testing.T) {
 	want := Usage{CostUSD: 0.25, InputTokens: 10, OutputTokens: 5, Turns: 3}
 	if len(evs) != 1 || evs[0].Kind != "result" || evs[0].Usage != want || p.usage != want {
 		t.Fatalf("events %+v, usage %+v; want one result carrying %+v", evs, p.usage, want)
+	}
+}
+
+// A cost no agent run could have (1e308 is valid JSON) is bounded where it
+// is read: two of them summed made the run's spending +Inf, and its
+// run_end unwritable. A negative one counts nothing.
+func TestAbsurdCostBounded(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want float64
+	}{
+		{`{"type":"result","subtype":"success","total_cost_usd":1e308}`, MaxCostUSD},
+		{`{"type":"result","subtype":"success","cost_usd":1.7976931348623157e308}`, MaxCostUSD},
+		{`{"type":"result","subtype":"success","total_cost_usd":-5}`, 0},
+		{`{"type":"result","subtype":"success","total_cost_usd":12.5}`, 12.5},
+	} {
+		p, _ := parseAll(t, c.line)
+		if p.usage.CostUSD != c.want {
+			t.Errorf("%s: cost %v, want %v", c.line, p.usage.CostUSD, c.want)
+		}
+		if sum := p.usage.CostUSD + p.usage.CostUSD; math.IsInf(sum, 0) {
+			t.Errorf("%s: two such costs sum to %v", c.line, sum)
+		}
 	}
 }
 

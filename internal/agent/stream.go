@@ -41,6 +41,23 @@ type Limit struct {
 	Outage  bool
 }
 
+// MaxCostUSD bounds the cost wiggum takes from one agent run's report. A
+// higher one (1e308 is valid JSON) is no real cost: taken as it is, two of
+// them made the run's spending +Inf, which no event can record.
+const MaxCostUSD = 1e6
+
+// boundCost is a reported cost as wiggum counts it: at most MaxCostUSD
+// (a run with --max-cost stops on it), never negative.
+func boundCost(usd float64) float64 {
+	switch {
+	case usd > MaxCostUSD:
+		return MaxCostUSD
+	case usd >= 0:
+		return usd
+	}
+	return 0 // negative or NaN
+}
+
 // streamLine is the part of a JSON-lines event wiggum reads: claude's
 // stream-json, codex exec --json and gemini's stream-json share one decoder
 // (their type names do not collide).
@@ -305,9 +322,9 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 		_ = json.Unmarshal(l.Result, &text)
 		switch {
 		case l.TotalCostUSD != nil:
-			p.usage.CostUSD = *l.TotalCostUSD
+			p.usage.CostUSD = boundCost(*l.TotalCostUSD)
 		case l.CostUSD != nil:
-			p.usage.CostUSD = *l.CostUSD
+			p.usage.CostUSD = boundCost(*l.CostUSD)
 		}
 		switch {
 		case len(l.ModelUsage) > 0:

@@ -14,6 +14,30 @@ import (
 // reported. The loop's lines are well under 4 KiB.
 const MaxLine = 1 << 20
 
+// MaxWorkers is the most workers a parallel run has (wiggum run
+// --workers).
+const MaxWorkers = 32
+
+// maxCostUSD bounds a cost a line can record: agents' reports are bounded
+// when read (agent.MaxCostUSD), so no sum of wiggum's own costs comes near
+// it, and no sum of lines within it overflows.
+const maxCostUSD = 1e15
+
+// inRange checks the numbers readers of the log size or sum by: a worker
+// number past MaxWorkers (a crafted "worker":300000000 made watch and
+// report allocate one entry per worker) or a cost no run could have.
+func (e *Event) inRange() error {
+	switch {
+	case e.Worker < 0 || e.Worker > MaxWorkers:
+		return fmt.Errorf("worker %d out of range (0 to %d)", e.Worker, MaxWorkers)
+	case e.Workers < 0 || e.Workers > MaxWorkers:
+		return fmt.Errorf("workers %d out of range (0 to %d)", e.Workers, MaxWorkers)
+	case !(e.CostUSD >= 0 && e.CostUSD <= maxCostUSD):
+		return fmt.Errorf("cost_usd %g out of range", e.CostUSD)
+	}
+	return nil
+}
+
 // LineError is a line that could not be decoded; the reader has skipped
 // it and goes on with the next.
 type LineError struct {
@@ -116,6 +140,9 @@ func (r *Reader) Next() (Event, error) {
 			}
 			if ev.Name == "" {
 				return Event{}, &LineError{Path: r.path, Line: r.line, Offset: lineOff, Err: errors.New(`no "event" field`)}
+			}
+			if err := ev.inRange(); err != nil {
+				return Event{}, &LineError{Path: r.path, Line: r.line, Offset: lineOff, Err: err}
 			}
 			return ev, nil
 		}

@@ -163,3 +163,29 @@ func TestDoneIsACountOrABoolean(t *testing.T) {
 		t.Fatalf("done %v, bad %+v, %v", got, bad, err)
 	}
 }
+
+// Numbers readers size or sum by are checked: a worker past MaxWorkers
+// (a crafted "worker":300000000 made watch and report allocate one entry
+// per worker) and a cost no run could have are bad lines, skipped.
+func TestOutOfRangeLinesSkipped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	appendTo(t, path, `{"time":"2026-11-29T14:00:00Z","event":"run_start","plan":"p.md","workers":100000000,"pid":1}
+{"time":"2026-11-29T14:00:01Z","event":"iteration_start","story":"US-1","worker":300000000,"iteration":1}
+{"time":"2026-11-29T14:00:01Z","event":"iteration_start","story":"US-1","worker":-1,"iteration":1}
+{"time":"2026-11-29T14:00:02Z","event":"iteration_end","story":"US-1","outcome":"done","cost_usd":1e308}
+{"time":"2026-11-29T14:00:02Z","event":"iteration_end","story":"US-1","outcome":"done","cost_usd":-1}
+{"time":"2026-11-29T14:00:03Z","event":"run_start","plan":"p.md","workers":32}
+{"time":"2026-11-29T14:00:04Z","event":"iteration_end","story":"US-1","worker":32,"outcome":"done","cost_usd":2.5}
+`)
+	var evs []Event
+	bad, err := Scan(path, func(e Event) error { evs = append(evs, e); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad.Lines != 5 || len(evs) != 2 || evs[0].Workers != 32 || evs[1].Worker != 32 || evs[1].CostUSD != 2.5 {
+		t.Fatalf("events %+v, bad %+v", evs, bad)
+	}
+	if msg := bad.First[0].Error(); !strings.Contains(msg, "workers 100000000 out of range") {
+		t.Errorf("first bad line: %s", msg)
+	}
+}

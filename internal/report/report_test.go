@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/events"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -357,5 +359,39 @@ func TestSharedRunLandings(t *testing.T) {
 	}
 	if us4 := r.Stories[3]; !strings.Contains(us4.MergeError, "took the story over") {
 		t.Errorf("US-4's reason: %q", us4.MergeError)
+	}
+}
+
+// Crafted numbers in a log (one copied from another machine): a worker
+// number or worker count past the most a run has, and costs that sum to
+// +Inf. The lines are skipped, the run still reports as JSON and HTML,
+// and the timeline has no lane per claimed worker.
+func TestCraftedNumbersAreBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	os.WriteFile(path, []byte(`{"time":"2026-11-29T14:00:00Z","event":"run_start","plan":"p.md","workers":2,"pid":1}
+{"time":"2026-11-29T14:00:00Z","event":"run_start","plan":"p.md","workers":100000000,"pid":1}
+{"time":"2026-11-29T14:00:01Z","event":"iteration_start","story":"US-1","worker":300000000,"iteration":1,"attempt":1,"attempts":3}
+{"time":"2026-11-29T14:00:02Z","event":"iteration_end","story":"US-1","worker":300000000,"iteration":1,"attempt":1,"outcome":"done","duration_ms":1000}
+{"time":"2026-11-29T14:00:01Z","event":"iteration_start","story":"US-2","worker":1,"iteration":2,"attempt":1,"attempts":3}
+{"time":"2026-11-29T14:00:02Z","event":"iteration_end","story":"US-2","worker":1,"iteration":2,"attempt":1,"outcome":"done","duration_ms":1000,"cost_usd":1e308}
+{"time":"2026-11-29T14:00:03Z","event":"iteration_start","story":"US-3","worker":2,"iteration":3,"attempt":1,"attempts":3}
+{"time":"2026-11-29T14:00:04Z","event":"iteration_end","story":"US-3","worker":2,"iteration":3,"attempt":1,"outcome":"done","duration_ms":1000,"cost_usd":1e308}
+{"time":"2026-11-29T14:00:05Z","event":"run_end","iterations":3,"completed":["US-2","US-3"],"cost_usd":1.5}
+`), 0o644)
+	r := build(t, path, Options{})
+	if r.Workers != 2 || r.Skipped != 5 {
+		t.Errorf("workers %d, skipped %d lines; want 2 and 5", r.Workers, r.Skipped)
+	}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatalf("report --json: %v", err)
+	}
+	b.Reset()
+	if err := WriteHTML(&b, r, generated); err != nil {
+		t.Fatal(err)
+	}
+	// A report built some other way: its timeline is still bounded.
+	if lanes := laneList(&Report{Workers: 1_000_000}); len(lanes) > events.MaxWorkers {
+		t.Errorf("%d timeline lanes for a claimed 1000000 workers", len(lanes))
 	}
 }

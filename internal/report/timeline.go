@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wiggum-dev/wiggum/internal/events"
 	"github.com/wiggum-dev/wiggum/internal/report/svg"
 )
 
@@ -253,7 +254,7 @@ func fitLabel(label string, width float64) string {
 func laneList(r *Report) []int {
 	var lanes []int
 	if r.Workers > 1 {
-		for w := 1; w <= r.Workers; w++ {
+		for w := 1; w <= min(r.Workers, events.MaxWorkers); w++ {
 			lanes = append(lanes, w)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -265,7 +266,8 @@ func runtimeFileFromEnv(env, name string) string {
 // AppendEventAt is AppendEvent to the event log at path. What may be a
 // secret in its text (a token in a command the guard denied, in an agent's
 // tool call or in an error) is masked (redact.Text): watch and report show
-// the log, and notifications send it on.
+// the log, and notifications send it on. A number JSON cannot hold (Inf,
+// NaN) is left out rather than the line.
 func AppendEventAt(path, name string, fields map[string]any) error {
 	rec := map[string]any{}
 	for k, v := range fields {
@@ -274,6 +276,11 @@ func AppendEventAt(path, name string, fields map[string]any) error {
 			rec[k] = redact.Text(v)
 		case []string:
 			rec[k] = redact.Strings(v)
+		case float64:
+			// JSON has no Inf or NaN: the line would not be written.
+			if !math.IsInf(v, 0) && !math.IsNaN(v) {
+				rec[k] = v
+			}
 		default:
 			rec[k] = v
 		}

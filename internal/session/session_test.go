@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -120,5 +121,28 @@ func TestAppendFailureSetsAsideACorruptLog(t *testing.T) {
 	all, err := Failures(st, "")
 	if err != nil || len(all) != 1 {
 		t.Fatalf("got %v, %v", all, err)
+	}
+}
+
+// An event line is written whatever its fields hold: a number JSON cannot
+// hold (a run's spending summed to +Inf) is left out, not the line - the
+// run's run_end was silently dropped, and report called the run
+// unfinished. What may be a secret in its text is masked.
+func TestAppendEventAtWritesEveryLine(t *testing.T) {
+	path := t.TempDir() + "/events.jsonl"
+	if err := AppendEventAt(path, "run_end", map[string]any{"iterations": 2, "cost_usd": math.Inf(1), "error": "push https://u:SECRET@host/r failed"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := AppendEventAt(path, "iteration_end", map[string]any{"cost_usd": math.NaN(), "paths": []string{"GITHUB_TOKEN=SECRET"}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"event":"run_end"`) || !strings.Contains(lines[0], `"iterations":2`) ||
+		strings.Contains(string(b), "cost_usd") || strings.Contains(string(b), "SECRET") || !strings.Contains(lines[0], "https://***@host/r") {
+		t.Fatalf("log:\n%s", b)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/events"
 )
 
 // maxNotices bounds the recent-events list.
@@ -300,9 +302,9 @@ func (s *State) markDone(story string) {
 
 // slot returns worker n's record, creating it (a serial run's is 1).
 func (s *State) slot(n int) *Worker {
-	if n < 1 {
-		n = 1
-	}
+	// The reader refuses a worker past MaxWorkers; an Event from
+	// elsewhere must not size Slots either.
+	n = min(max(n, 1), events.MaxWorkers)
 	for len(s.Slots) < n {
 		s.Slots = append(s.Slots, &Worker{N: len(s.Slots) + 1})
 	}

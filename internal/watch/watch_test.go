@@ -10,6 +10,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/wiggum-dev/wiggum/internal/events"
 )
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -488,5 +489,18 @@ func TestGitInterventionsAreNotices(t *testing.T) {
 		if got := n.Kind + " " + n.Story + " " + n.Text; got != want[i] {
 			t.Errorf("notice %d:\n got %s\nwant %s", i, got, want[i])
 		}
+	}
+}
+
+// A worker number past the most a run has (a crafted or corrupt line)
+// sizes nothing: the reader refuses such a line, and an Event that comes
+// some other way still gives at most MaxWorkers slots.
+func TestHugeWorkerNumberAllocatesNothing(t *testing.T) {
+	var s State
+	s.Apply(ev(t, 0, "run_start", map[string]any{"plan": "plan.md", "workers": 2}))
+	s.Apply(ev(t, 1, "iteration_start", map[string]any{"iteration": 1, "story": "US-1", "worker": 1_000_000}))
+	s.Apply(ev(t, 2, "tool", map[string]any{"story": "US-1", "iteration": 1, "worker": 1_000_000, "tool": "Read: a"}))
+	if len(s.Slots) > events.MaxWorkers {
+		t.Fatalf("%d worker slots for one crafted worker number", len(s.Slots))
 	}
 }
