@@ -180,12 +180,12 @@ func (n *Notifier) sendWithRetries(d *dest, m Message) error {
 	for try := 0; ; try++ {
 		var retry bool
 		retry, err = n.sendOnce(d.sink, m)
-		if err == nil || !retry || try >= n.opts.Retries {
+		if err == nil || !retry || try >= n.opts.Retries || errors.Is(err, errCutOff) {
 			return err
 		}
 		select {
 		case <-n.ctx.Done():
-			return fmt.Errorf("%w (cut off at exit)", err)
+			return fmt.Errorf("%w (%w)", err, errCutOff)
 		case <-time.After(wait):
 		}
 		wait *= 2
@@ -236,6 +236,10 @@ func (n *Notifier) sendOnce(s *Sink, m Message) (retry bool, err error) {
 	}
 }
 
+// errCutOff is a delivery the end of the run stopped, in flight or
+// waiting to retry.
+var errCutOff = errors.New("cut off at exit")
+
 // scrub turns a client error into one that cannot hold the URL: a
 // *url.Error's message repeats the whole URL, secrets included.
 func scrub(err error, ctx context.Context) error {
@@ -243,7 +247,7 @@ func scrub(err error, ctx context.Context) error {
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded:
 		return errors.New("no answer within the timeout")
 	case errors.Is(err, context.Canceled):
-		return errors.New("cut off at exit")
+		return errCutOff
 	}
 	var ue *url.Error
 	if !errors.As(err, &ue) {

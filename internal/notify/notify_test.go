@@ -215,6 +215,20 @@ func TestHangingEndpointDropsAndCounts(t *testing.T) {
 	n.Send(msg("after close")) // dropped silently, never panics
 }
 
+// A request cut off by the run's end is said to be once: the log read
+// "not delivered: cut off at exit (cut off at exit)".
+func TestCutOffAtExitSaidOnce(t *testing.T) {
+	h := newHanger(t)
+	var l logs
+	n := New([]*Sink{mustParse(t, h.srv.URL)}, fast(&l))
+	n.Send(msg(KindRunEnd))
+	<-h.entered
+	n.Close(0)
+	if log := l.String(); !strings.Contains(log, `"run_end" not delivered: cut off at exit`) || strings.Count(log, "cut off at exit") != 1 {
+		t.Errorf("log:\n%s", log)
+	}
+}
+
 // The formats: ntfy gets its JSON publish with a bearer token, Slack its
 // {"text"} with mrkdwn escaped, the webhook basic auth from userinfo.
 func TestFormats(t *testing.T) {
