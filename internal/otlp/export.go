@@ -183,22 +183,37 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 }
 
 // parseHeaders reads "key1=value1,key2=value2" (values URL-encoded), as the
-// specification writes OTEL_EXPORTER_OTLP_HEADERS.
+// specification writes OTEL_EXPORTER_OTLP_HEADERS. An error names a bad
+// pair by its place and header name, never by its text: a header's value
+// is what holds the API key, and CI logs keep stderr.
 func parseHeaders(s string) (map[string]string, error) {
 	h := map[string]string{}
-	for _, pair := range strings.Split(s, ",") {
+	pairs := strings.Split(s, ",")
+	for i, pair := range pairs {
 		k, v, ok := strings.Cut(pair, "=")
 		k = strings.TrimSpace(k)
-		if !ok || k == "" || strings.ContainsAny(k, " \t\r\n:\"(),/;<=>?@[\\]{}") {
-			return nil, &ConfigError{fmt.Sprintf("OTEL_EXPORTER_OTLP_HEADERS: %q is not key=value", pair)}
+		if !ok || !headerName(k) {
+			which := fmt.Sprintf("pair %d of %d", i+1, len(pairs))
+			// "name: value" is the mistake people make: the name
+			// says which header without its value.
+			if name, _, colon := strings.Cut(pair, ":"); colon && headerName(strings.TrimSpace(name)) {
+				name = strings.TrimSpace(name)
+				return nil, &ConfigError{fmt.Sprintf("OTEL_EXPORTER_OTLP_HEADERS: %s (header %s) is not key=value; write it %s=VALUE (its value is not shown)", which, name, name)}
+			}
+			return nil, &ConfigError{fmt.Sprintf("OTEL_EXPORTER_OTLP_HEADERS: %s is not key=value (not shown: it may hold a secret)", which)}
 		}
 		val, err := url.PathUnescape(v)
 		if err != nil {
-			return nil, &ConfigError{fmt.Sprintf("OTEL_EXPORTER_OTLP_HEADERS: the value of %s: %v", k, err)}
+			return nil, &ConfigError{fmt.Sprintf("OTEL_EXPORTER_OTLP_HEADERS: the value of %s is not URL-encoded: a %% not followed by two hex digits (the value is not shown)", k)}
 		}
 		h[k] = strings.TrimSpace(val)
 	}
 	return h, nil
+}
+
+// headerName reports whether k can be an HTTP header's name.
+func headerName(k string) bool {
+	return k != "" && !strings.ContainsAny(k, " \t\r\n:\"(),/;<=>?@[\\]{}")
 }
 
 // Exporter is an sdktrace.SpanExporter that sends OTLP.

@@ -81,6 +81,24 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 }
 
+// A malformed OTEL_EXPORTER_OTLP_HEADERS is named by its place and header
+// name, never its text: "x-honeycomb-team: KEY" printed the API key.
+func TestBadHeadersHideTheirValues(t *testing.T) {
+	for _, c := range []struct{ headers, want string }{
+		{"x-honeycomb-team: hcaik_SECRETKEY123", "pair 1 of 1 (header x-honeycomb-team) is not key=value; write it x-honeycomb-team=VALUE"},
+		{"a=1,Authorization: Bearer SECRET=x", "pair 2 of 2 (header Authorization) is not key=value"},
+		{"hcaik_SECRETKEY123", "pair 1 of 1 is not key=value (not shown"},
+		{"a b SECRET=1", "pair 1 of 1 is not key=value (not shown"},
+		{"k=SECRET%zz", "the value of k is not URL-encoded"},
+	} {
+		_, err := ConfigFromEnv(env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:1", "OTEL_EXPORTER_OTLP_HEADERS": c.headers}))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "%zz") {
+			t.Errorf("%q: %v, want a ConfigError with %q and no secret", c.headers, err, c.want)
+		}
+	}
+}
+
 // receiver keeps what an OTLP receiver decoded with the official types.
 type receiver struct {
 	mu       sync.Mutex
