@@ -273,13 +273,7 @@ func TestGuardReadsWrittenScript(t *testing.T) {
 func TestFailingTestRunRollsBackSubmodule(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c client) {
 		w := newWorld(t, c, fakemodel.Turn{Shell: "echo broken >> vendor/lib/lib.txt && npm test"}, fakemodel.Turn{Text: "done"})
-		lib := filepath.Join(t.TempDir(), "lib")
-		writeFile(t, filepath.Join(lib, "lib.txt"), "lib\n")
-		w.cmd(lib, "git", "init", "-q", "-b", "main")
-		w.cmd(lib, "git", "add", "lib.txt")
-		w.cmd(lib, "git", "commit", "-q", "-m", "lib")
-		w.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib")
-		w.git("commit", "-q", "-m", "add vendor/lib")
+		addSubmodule(t, w)
 		w.run(0)
 		got, err := os.ReadFile(filepath.Join(w.dir, "vendor/lib/lib.txt"))
 		if err != nil || string(got) != "lib\n" {

@@ -1,36 +1,12 @@
 package e2e
 
 import (
-	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
-
-// treeState is every path under dir with its size and modification time.
-func treeState(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		out[path] = fmt.Sprint(fi.ModTime().Format(time.RFC3339Nano), " ", fi.Mode(), " ", fi.Size())
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // wiggum status only reads: it wrote .git/info/exclude (wiggum's lines)
 // and its lock beside it, and in a checkout its user cannot write - a
@@ -38,20 +14,12 @@ func treeState(t *testing.T, dir string) map[string]string {
 // denied", where watch and report worked.
 func TestStatusWritesNothing(t *testing.T) {
 	dir := newRepo(t)
-	before := treeState(t, dir)
+	before := snapshot(t, dir)
 	if r := wiggum(t, dir, nil, "status"); r.code != 0 || !strings.Contains(r.stdout, "lock:") {
 		t.Fatalf("status: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	after := treeState(t, dir)
-	for path, was := range before {
-		if after[path] != was {
-			t.Errorf("status changed %s", path)
-		}
-	}
-	for path := range after {
-		if _, ok := before[path]; !ok {
-			t.Errorf("status made %s", path)
-		}
+	if after := snapshot(t, dir); after != before {
+		t.Errorf("status changed the repository:\n%s", diffLines(before, after))
 	}
 
 	// A checkout this user cannot write.
