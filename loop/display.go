@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/agent"
+	"github.com/wiggum-dev/wiggum/internal/termtext"
 )
 
 // display is what a person watching the loop sees: on a terminal, a status
@@ -34,12 +35,15 @@ func newDisplay(w io.Writer, live, quiet bool, width int) *display {
 	return &display{w: w, live: live, quiet: quiet, width: width}
 }
 
-// printf prints a line above the status line.
+// printf prints a line above the status line. What it holds from an agent,
+// a plan or git (titles, tool calls, output, errors) is only ever shown on
+// the terminal, never interpreted: this and draw are where the run's text
+// is written, and they clean it.
 func (d *display) printf(format string, args ...any) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.clear()
-	fmt.Fprintf(d.w, format+"\n", args...)
+	fmt.Fprint(d.w, termtext.Lines(fmt.Sprintf(format, args...))+"\n")
 	d.draw()
 }
 
@@ -132,7 +136,7 @@ func (d *display) draw() {
 	}
 	el := time.Since(d.since).Truncate(time.Second)
 	line := fmt.Sprintf("⏵ %s · %s · %s", d.status, el, d.activity)
-	fmt.Fprint(d.w, clipRunes(line, d.width-1))
+	fmt.Fprint(d.w, clipRunes(termtext.Clean(line), d.width-1))
 	d.drawn = true
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
 	"github.com/wiggum-dev/wiggum/internal/telemetry"
+	"github.com/wiggum-dev/wiggum/internal/termtext"
 )
 
 // MaxIterationsLimit is the hard upper bound on --max-iterations, a safety
@@ -228,7 +229,7 @@ func DryRun(root string, opts Options) error {
 		if s.Done {
 			mark = "x"
 		}
-		fmt.Fprintf(w, "  [%s] %s: %s\n", mark, s.ID, s.Title)
+		fmt.Fprintf(w, "  [%s] %s\n", mark, termtext.Clean(s.ID+": "+s.Title))
 	}
 	fmt.Fprintf(w, "agent: %s\n", strings.Join(opts.Agent.Argv, " "))
 	if opts.TestCmd != "" {
@@ -248,11 +249,11 @@ func DryRun(root string, opts Options) error {
 			fmt.Fprintf(w, "\n(--max-iterations %d reached; later stories would wait for another run)\n", opts.MaxIter)
 			break
 		}
-		fmt.Fprintf(w, "\n===== iteration %d: %s =====\n", iter, s.ID)
-		fmt.Fprint(w, Render(opts.Prompt, Vars{
+		fmt.Fprintf(w, "\n===== iteration %d: %s =====\n", iter, termtext.Clean(s.ID))
+		fmt.Fprint(w, termtext.Lines(Render(opts.Prompt, Vars{
 			StoryID: s.ID, StoryTitle: s.Title, Story: storyText(s),
 			PlanPath: planRel, ProgressPath: progress, Iteration: iter,
-		}))
+		})))
 	}
 	return nil
 }

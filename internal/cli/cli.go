@@ -23,6 +23,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/hookentry"
 	"github.com/wiggum-dev/wiggum/internal/proc"
 	"github.com/wiggum-dev/wiggum/internal/signals"
+	"github.com/wiggum-dev/wiggum/internal/termtext"
 )
 
 // Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
@@ -194,7 +195,8 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	code = exitCode(err)
 	var silent Silent
 	if err != nil && !errors.As(err, &silent) {
-		fmt.Fprintf(stderr, "wiggum: %v\n", err)
+		// An error can quote a plan's title or an agent's words.
+		fmt.Fprintf(stderr, "wiggum: %s\n", termtext.Lines(err.Error()))
 	}
 	if code == exitOK {
 		if sig := signals.Caught(ctx); sig != 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/internal/termtext"
 	"github.com/wiggum-dev/wiggum/loop"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
@@ -286,7 +287,7 @@ func printStatus(g *Globals, r *StatusReport) {
 	}
 	printHooks(w, r)
 	if run := r.Run; run != nil {
-		fmt.Fprintf(w, "run:        iteration %d, story %s %s", run.Iteration, run.Story, run.StoryTitle)
+		fmt.Fprintf(w, "run:        iteration %d, story %s", run.Iteration, termtext.Clean(run.Story+" "+run.StoryTitle))
 		if run.LastOutcome != "" {
 			fmt.Fprintf(w, ", last outcome: %s", run.LastOutcome)
 		}
@@ -339,7 +340,7 @@ func printStatus(g *Globals, r *StatusReport) {
 		fmt.Fprintln(w, "; wiggum worktree list shows them")
 	}
 	for _, e := range r.Errors {
-		fmt.Fprintf(w, "error:      %s\n", e)
+		fmt.Fprintf(w, "error:      %s\n", termtext.Lines(e))
 	}
 }
 

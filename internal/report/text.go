@@ -7,7 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
+
+	"github.com/wiggum-dev/wiggum/internal/termtext"
 )
 
 // WriteJSON writes r as indented JSON.
@@ -23,7 +24,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 func WriteText(w io.Writer, r *Report) error {
 	ew := &errWriter{w: w}
 	start, end := r.Span()
-	head := fmt.Sprintf("run of %s · started %s · %s", clean(r.Plan), start.UTC().Format("2006-01-02 15:04:05 UTC"), Dur(end.Sub(start).Seconds()))
+	head := fmt.Sprintf("run of %s · started %s · %s", termtext.Clean(r.Plan), start.UTC().Format("2006-01-02 15:04:05 UTC"), Dur(end.Sub(start).Seconds()))
 	if r.Workers > 1 {
 		head += fmt.Sprintf(" · %d workers", r.Workers)
 	}
@@ -36,7 +37,7 @@ func WriteText(w io.Writer, r *Report) error {
 	case r.Outcome == RunInterrupted:
 		status += " (by a signal)"
 	case r.Error != "":
-		status += ": " + clean(r.Error)
+		status += ": " + termtext.Clean(r.Error)
 	}
 	ew.printf("%s\n", status)
 	t := r.Totals
@@ -50,13 +51,13 @@ func WriteText(w io.Writer, r *Report) error {
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "STORY\tOUTCOME\tATTEMPTS\tTIME\tTOKENS IN\tTOKENS OUT\tCOST\n")
 		for _, s := range r.Stories {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", clean(s.ID), s.Outcome, len(s.Attempts), Dur(s.Seconds), Tokens(s.InputTokens), Tokens(s.OutputTokens), USD(s.CostUSD))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", termtext.Clean(s.ID), s.Outcome, len(s.Attempts), Dur(s.Seconds), Tokens(s.InputTokens), Tokens(s.OutputTokens), USD(s.CostUSD))
 		}
 		fmt.Fprintf(tw, "total\t\t%d\t%s\t%s\t%s\t%s\n", t.Attempts, Dur(t.Seconds), Tokens(t.InputTokens), Tokens(t.OutputTokens), USD(t.CostUSD))
 		tw.Flush()
 	}
 	for _, s := range r.Stories {
-		ew.printf("\n%s: %s (%s)\n", clean(s.ID), clean(s.Title), s.Outcome)
+		ew.printf("\n%s: %s (%s)\n", termtext.Clean(s.ID), termtext.Clean(s.Title), s.Outcome)
 		for _, a := range s.Attempts {
 			line := fmt.Sprintf("  attempt %d  iteration %d", a.Number, a.Iteration)
 			if a.Worker > 0 {
@@ -71,27 +72,27 @@ func WriteText(w io.Writer, r *Report) error {
 				line += fmt.Sprintf("  %s, %s tokens", USD(a.CostUSD), Tokens(a.InputTokens+a.OutputTokens))
 			}
 			if a.Commit != "" {
-				line += "  commit " + clean(a.Commit)
+				line += "  commit " + termtext.Clean(a.Commit)
 			}
 			if a.Backup != "" {
-				line += "  saved in " + clean(a.Backup)
+				line += "  saved in " + termtext.Clean(a.Backup)
 			}
 			ew.printf("%s\n", line)
 		}
 		if s.SkipReason != "" && s.Outcome == StoryFailed {
-			ew.printf("  skipped: %s\n", clean(s.SkipReason))
+			ew.printf("  skipped: %s\n", termtext.Clean(s.SkipReason))
 		}
 		if s.Branch != "" {
-			ew.printf("  branch %s kept: %s\n", clean(s.Branch), clean(firstLine(s.MergeError)))
+			ew.printf("  branch %s kept: %s\n", termtext.Clean(s.Branch), termtext.Clean(firstLine(s.MergeError)))
 			if len(s.Conflicts) > 0 {
-				ew.printf("  conflicts in: %s\n", clean(strings.Join(s.Conflicts, ", ")))
+				ew.printf("  conflicts in: %s\n", termtext.Clean(strings.Join(s.Conflicts, ", ")))
 			}
 		}
 	}
 	if look := lookAt(r); len(look) > 0 {
 		ew.printf("\nto look at:\n")
 		for _, l := range look {
-			ew.printf("  %-60s # %s\n", clean(l.Cmd), clean(l.Why))
+			ew.printf("  %-60s # %s\n", termtext.Clean(l.Cmd), termtext.Clean(l.Why))
 		}
 	}
 	if len(r.Waits) > 0 {
@@ -101,17 +102,17 @@ func WriteText(w io.Writer, r *Report) error {
 			if !wt.End.IsZero() {
 				d = Dur(wt.End.Sub(wt.Start).Seconds())
 			}
-			ew.printf("  %s  %s  %s\n", wt.Start.UTC().Format("15:04:05"), d, clean(wt.Message))
+			ew.printf("  %s  %s  %s\n", wt.Start.UTC().Format("15:04:05"), d, termtext.Clean(wt.Message))
 		}
 	}
 	if len(r.GitNotes) > 0 {
 		ew.printf("\nwhat the agents left in git, and what wiggum did about it:\n")
 		for _, n := range r.GitNotes {
 			if n.Time.IsZero() {
-				ew.printf("  (%s)\n", clean(n.Text))
+				ew.printf("  (%s)\n", termtext.Clean(n.Text))
 				continue
 			}
-			ew.printf("  %s  %s  %s\n", n.Time.UTC().Format("15:04:05"), clean(n.Story), clean(n.Text))
+			ew.printf("  %s  %s  %s\n", n.Time.UTC().Format("15:04:05"), termtext.Clean(n.Story), termtext.Clean(n.Text))
 		}
 	}
 	if len(r.Denials) > 0 {
@@ -121,7 +122,7 @@ func WriteText(w io.Writer, r *Report) error {
 				ew.printf("  (%s)\n", d.Reason)
 				continue
 			}
-			ew.printf("  %s  %s  %s: %s\n", d.Time.UTC().Format("15:04:05"), clean(d.Story), clean(d.Command), clean(d.Reason))
+			ew.printf("  %s  %s  %s: %s\n", d.Time.UTC().Format("15:04:05"), termtext.Clean(d.Story), termtext.Clean(d.Command), termtext.Clean(d.Reason))
 		}
 	}
 	if r.TestFail > 0 {
@@ -168,17 +169,6 @@ func (e *errWriter) Write(b []byte) (int, error) {
 
 func (e *errWriter) printf(format string, args ...any) {
 	fmt.Fprintf(e, format, args...)
-}
-
-// clean replaces control characters (escape sequences included) so text
-// from the log can only be read, never interpreted by a terminal.
-func clean(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r) {
-			return '�'
-		}
-		return r
-	}, s)
 }
 
 func firstLine(s string) string {

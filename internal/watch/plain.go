@@ -8,9 +8,13 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/termtext"
 )
 
-// Line renders one event as one plain line, for a log file or a pipe.
+// Line renders one event as one plain line, for a log file, a pipe or a
+// terminal: what the event holds from an agent or a plan (titles, tool
+// calls, errors) is only ever shown, never interpreted (termtext.Clean).
 func Line(e Event) string {
 	var b strings.Builder
 	b.WriteString(e.Time.Local().Format("15:04:05"))
@@ -78,7 +82,7 @@ func Line(e Event) string {
 			}
 		}
 	}
-	return strings.ReplaceAll(b.String(), "\n", " ")
+	return termtext.Clean(b.String())
 }
 
 // Tokens renders a token count compactly: 12.3k in / 1.2k out.

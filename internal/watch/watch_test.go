@@ -312,6 +312,11 @@ func TestLine(t *testing.T) {
 		{ev(t, 0, "iteration_start", map[string]any{"story": "US-1", "worker": 3, "iteration": 4, "attempt": 2, "attempts": 3, "title": "a\nb"}), "[w3] US-1 iteration 4, attempt 2/3: a b"},
 		{ev(t, 0, "merge_failed", map[string]any{"story": "US-4", "branch": "refs/heads/wiggum/US-4", "paths": []string{"x"}}), "US-4 merge conflict in x; branch wiggum/US-4 kept"},
 		{ev(t, 0, "something_new", map[string]any{"message": "hello"}), "something_new: hello"},
+		// What an agent or a plan put in the log is shown, never
+		// interpreted by the terminal.
+		{ev(t, 0, "tool", map[string]any{"story": "US-1", "tool": "Bash: echo \x1b]0;PWNED\x07\x1b]52;c;eA==\x07\x1b[2J\x1b[31mred\u009b2J\tx\ry"}), "US-1 tool Bash: echo red x�y"},
+		{ev(t, 0, "iteration_start", map[string]any{"story": "US-1", "iteration": 1, "attempt": 1, "attempts": 1, "title": "first \x1b]8;;http://evil/\x1b\\story\u009d0;T\u009c"}), "US-1 iteration 1, attempt 1/1: first story"},
+		{ev(t, 0, "run_end", map[string]any{"error": "boom \x1b]0;T\x07\x1bc"}), "run ended: 0 done, 0 open: boom "},
 	} {
 		if got := Line(c.e); !strings.HasSuffix(got, c.want) {
 			t.Errorf("Line = %q, want suffix %q", got, c.want)
