@@ -63,10 +63,16 @@ type tmuxSession struct {
 
 func newTmux(t *testing.T, dir string, command string) *tmuxSession {
 	t.Helper()
+	return newTmuxSized(t, dir, 120, 40, command)
+}
+
+// newTmuxSized is newTmux with a pane of cols x rows.
+func newTmuxSized(t *testing.T, dir string, cols, rows int, command string) *tmuxSession {
+	t.Helper()
 	needTool(t, "tmux", "tmux")
 	s := &tmuxSession{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock")}
 	// The pane's shell runs the command and then reports how it exited.
-	s.run("new-session", "-d", "-x", "120", "-y", "40", "-c", dir, "sh", "-c", command+`; echo "watch exited $?"; sleep 600`)
+	s.run("new-session", "-d", "-x", fmt.Sprint(cols), "-y", fmt.Sprint(rows), "-c", dir, "sh", "-c", command+`; echo "watch exited $?"; sleep 600`)
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", s.socket, "kill-server").Run() })
 	return s
 }

@@ -17,7 +17,7 @@ import (
 type display struct {
 	mu       sync.Mutex
 	w        io.Writer
-	width    int // terminal columns: a status line that wraps cannot be redrawn in place
+	width    func() int // the terminal's columns now (0: unknown): a status line that wraps cannot be redrawn in place
 	live     bool
 	quiet    bool
 	status   string // current story, for the status line
@@ -28,10 +28,7 @@ type display struct {
 	done     chan struct{}
 }
 
-func newDisplay(w io.Writer, live, quiet bool, width int) *display {
-	if width < 20 {
-		width = 80
-	}
+func newDisplay(w io.Writer, live, quiet bool, width func() int) *display {
 	return &display{w: w, live: live, quiet: quiet, width: width}
 }
 
@@ -135,9 +132,25 @@ func (d *display) draw() {
 		return
 	}
 	el := time.Since(d.since).Truncate(time.Second)
-	line := fmt.Sprintf("⏵ %s · %s · %s", d.status, el, d.activity)
-	fmt.Fprint(d.w, clipRunes(termtext.Clean(line), d.width-1))
+	cols := 0
+	if d.width != nil {
+		cols = d.width() // each time: the window may have been narrowed
+	}
+	fmt.Fprint(d.w, statusLine(fmt.Sprintf("⏵ %s · %s · %s", d.status, el, d.activity), cols))
 	d.drawn = true
+}
+
+// statusLine is s as one line that fits in cols terminal columns (80 when
+// unknown) without wrapping: clear can only take back the row the cursor
+// is on, and a wrapped line would leave a copy of itself at every redraw.
+// It is measured in cells (a CJK character or an emoji takes two), its
+// tabs and newlines are spaces, and the last column stays free (a line
+// that fills it wraps the cursor on some terminals).
+func statusLine(s string, cols int) string {
+	if cols <= 0 {
+		cols = 80
+	}
+	return termtext.Clip(termtext.Clean(s), max(cols-1, 1))
 }
 
 func firstLineOf(s string) string {
@@ -145,12 +158,4 @@ func firstLineOf(s string) string {
 		return s[:i] + " …"
 	}
 	return s
-}
-
-func clipRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

@@ -87,9 +87,9 @@ type Options struct {
 	GitShim string
 	Policy  string // what hooks do with failing tests mid-iteration (session.Policy*)
 	Out     io.Writer
-	Live    bool // a terminal: redraw a status line
-	Width   int  // the terminal's columns, when Live
-	Quiet   bool // do not echo the agent's output
+	Live    bool       // a terminal: redraw a status line
+	Width   func() int // the terminal's columns now, when Live: asked at each redraw
+	Quiet   bool       // do not echo the agent's output
 	Command []string
 	// Coordinator, when set, shares the run with other machines through a
 	// git server (wiggum run --remote): stories are claimed there before

@@ -17,6 +17,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/proc"
+	"github.com/wiggum-dev/wiggum/internal/termtext"
 )
 
 // TestMain lets the test binary act as wiggum's supervisor.
@@ -161,32 +162,69 @@ func TestStopErrorWhenWorkLeft(t *testing.T) {
 
 func TestDisplayLive(t *testing.T) {
 	var b bytes.Buffer
-	d := newDisplay(&b, true, false, 40)
+	width := 40
+	d := newDisplay(&b, true, false, func() int { return width })
 	d.begin("US-1 (iteration 1)")
 	d.line("hello")
 	d.event(agent.Event{Kind: "tool", Text: "Bash: go test"})
+	d.line("ok  \tgithub.com/wiggum-dev/wiggum/internal/report\t0.456s")
+	d.line("✅ 已完成：添加了报告测试，所有测试都通过了，并且更新了文档")
+	width = 24 // the window is narrowed mid-attempt
+	d.event(agent.Event{Kind: "text", Text: "narrowed: plain ASCII that would wrap a 24-column window"})
 	d.end()
 	out := b.String()
-	for _, want := range []string{"  │ hello\n", "  ▸ tool: Bash: go test\n", "⏵ US-1 (iteration 1)", "\r\x1b[K"} {
+	for _, want := range []string{"  │ hello\n", "  ▸ tool: Bash: go test\n", "⏵ US-1 (iteration 1)", "\r\x1b[K", "  │ ok  \tgithub.com/"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("live output lacks %q:\n%q", want, out)
 		}
 	}
+	cols := 40
 	for _, seg := range strings.Split(out, "\r\x1b[K") {
 		lines := strings.Split(seg, "\n")
 		// The status line is the text after the last newline of a segment.
-		if n := len([]rune(lines[len(lines)-1])); n >= 40 {
-			t.Errorf("a status line of %d runes would wrap a 40-column terminal: %q", n, lines[len(lines)-1])
+		status := lines[len(lines)-1]
+		if strings.Contains(status, "narrowed") {
+			cols = 24
+		}
+		if strings.Contains(status, "\t") || termtext.Width(status) >= cols {
+			t.Errorf("a status line of %d cells would wrap a %d-column terminal: %q", termtext.Width(status), cols, status)
 		}
 	}
 	b.Reset()
-	d = newDisplay(&b, false, true, 0)
+	d = newDisplay(&b, false, true, nil)
 	d.begin("US-2")
 	d.line("hidden")
 	d.printf("shown")
 	d.end()
 	if b.String() != "shown\n" {
 		t.Errorf("plain quiet output = %q", b.String())
+	}
+}
+
+// The status line is cut by terminal cells, not runes: a tab (every go
+// test result line), CJK text or an emoji takes more than one, and a line
+// that wraps leaves a copy of itself at each redraw.
+func TestStatusLine(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		cols int
+		want string
+	}{
+		{"⏵ US-1 · 3s · ok  \tpkg\t0.4s", 80, "⏵ US-1 · 3s · ok   pkg 0.4s"},
+		{"⏵ US-1 · 3s · 已完成：添加了报告测试", 20, "⏵ US-1 · 3s · 已完…"},
+		{"⏵ US-1 · 3s · ✅✅✅✅✅✅", 20, "⏵ US-1 · 3s · ✅✅…"},
+		{"⏵ US-1 · 3s · text: two\nlines", 80, "⏵ US-1 · 3s · text: two lines"},
+		{"⏵ US-1 · 3s · \x1b]0;PWNED\x07\x1b[2Jhi", 80, "⏵ US-1 · 3s · hi"},
+		{strings.Repeat("x", 100), 0, strings.Repeat("x", 78) + "…"},
+		{"⏵ US-1", 1, "…"},
+	} {
+		got := statusLine(c.in, c.cols)
+		if got != c.want {
+			t.Errorf("statusLine(%q, %d) = %q, want %q", c.in, c.cols, got, c.want)
+		}
+		if cols := max(c.cols, 2); c.cols != 0 && termtext.Width(got) >= cols {
+			t.Errorf("statusLine(%q, %d) takes %d cells: it wraps", c.in, c.cols, termtext.Width(got))
+		}
 	}
 }
 

@@ -88,7 +88,7 @@ func TestAgentLogsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e := &executor{run: &run{st: st}, disp: newDisplay(&bytes.Buffer{}, false, true, 0)}
+	e := &executor{run: &run{st: st}, disp: newDisplay(&bytes.Buffer{}, false, true, nil)}
 	// Pruning comes with the first attempt and every pruneEvery after.
 	iter := (keepAgentLogs/pruneEvery+1)*pruneEvery + 1
 	o := e.observe(iter, "US-1")

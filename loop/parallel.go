@@ -59,7 +59,7 @@ type parallel struct {
 
 func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summary, error) {
 	out := &syncWriter{w: opts.Out}
-	r, err := open(ctx, st, opts, newDisplay(out, false, opts.Quiet, 0))
+	r, err := open(ctx, st, opts, newDisplay(out, false, opts.Quiet, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -443,7 +443,7 @@ func (p *parallel) executor(w *worktree.Worker, story *plan.Story) *executor {
 	env := []string{layout.SessionEnv + "=" + w.Lease.Holder.Session}
 	ex := &executor{
 		run: p.r, st: w.State, lock: w.Lease, session: w.Lease.Holder.Session,
-		disp: newDisplay(prefix, false, p.r.opts.Quiet, 0),
+		disp: newDisplay(prefix, false, p.r.opts.Quiet, nil),
 		// The plan is the coordinator's: an agent's edit to the
 		// worktree's copy must not reach the branch and conflict.
 		commit:   p.r.newCommitter(w.State.Repo, env, []string{p.r.planRel}),

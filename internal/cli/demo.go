@@ -67,7 +67,7 @@ func (c *DemoCmd) Run(ctx context.Context, g *Globals) error {
 		Agent:   agent.Profile{Name: "demo", Argv: []string{self, "demo-agent"}},
 		TestCmd: gate, Retries: 2, MaxIter: 10, NoProgress: 5,
 		Timeout: time.Minute, Grace: 2 * time.Second, Policy: session.PolicyRecord,
-		Out: out, Live: isTerminal(out), Width: termWidth(out), Command: []string{"wiggum", "demo"},
+		Out: out, Live: isTerminal(out), Width: func() int { return termWidth(out) }, Command: []string{"wiggum", "demo"},
 	})
 	if ierr := Interrupted(ctx); ierr != nil {
 		return ierr

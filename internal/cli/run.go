@@ -476,7 +476,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 		Timeout: c.Timeout, IdleTimeout: c.IdleTimeout, Grace: c.Grace,
 		AllowDirty: c.AllowDirty, WaitOnLimit: c.WaitOnLimit, Policy: policy, RetryConflicts: c.RetryConflicts, KeepTests: c.KeepTests,
 		MaxCost: c.MaxCost, MaxStoryCost: c.MaxStoryCost, Fresh: c.Fresh,
-		Out: g.stdout, Live: isTerminal(g.stdout), Width: termWidth(g.stdout), Quiet: c.Quiet, Command: notify.RedactArgs(os.Args),
+		Out: g.stdout, Live: isTerminal(g.stdout), Width: func() int { return termWidth(g.stdout) }, Quiet: c.Quiet, Command: notify.RedactArgs(os.Args),
 		Workers: c.Workers, VerifyHooks: verifyHooks,
 	}
 	if c.DryRun {
