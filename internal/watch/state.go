@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/events"
+	"github.com/wiggum-dev/wiggum/internal/termtext"
 )
 
 // maxNotices bounds the recent-events list.
@@ -367,13 +368,5 @@ func quote(s string) string {
 	if s == "" {
 		return "a command"
 	}
-	return fmt.Sprintf("%q", clip(s, 80))
-}
-
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
+	return fmt.Sprintf("%q", termtext.Clip(s, 80))
 }

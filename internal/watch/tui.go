@@ -10,6 +10,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+
+	"github.com/wiggum-dev/wiggum/internal/termtext"
 )
 
 // Model is the full-screen view: a bubbletea model over a Source.
@@ -190,7 +192,7 @@ func (m *Model) Render() string {
 	w := max(m.width, 40)
 	var b strings.Builder
 	line := func(s string, style ...lipgloss.Style) {
-		s = clip(s, w)
+		s = termtext.Clip(termtext.Clean(s), w)
 		if len(style) > 0 {
 			s = style[0].Render(s)
 		}
@@ -301,7 +303,7 @@ func (m *Model) header() string {
 		end = m.st.EndTime
 		s += " · ended"
 		if m.st.EndError != "" {
-			s += " (" + clip(m.st.EndError, 60) + ")"
+			s += " (" + termtext.Clip(m.st.EndError, 60) + ")"
 		}
 	case m.alive != nil && !m.st.Live(m.alive):
 		end = m.st.Last
@@ -353,6 +355,13 @@ func (m *Model) workerRow(wk *Worker) string {
 	case wk.Story == "":
 		tool = "idle"
 	}
-	return fmt.Sprintf("%-2d %-22s %-7s %-8s %-22s %-9s %s", wk.N, clip(story, 22), attempt, elapsed,
+	return fmt.Sprintf("%-2d %s %-7s %-8s %-22s %-9s %s", wk.N, column(story, 22), attempt, elapsed,
 		Tokens(wk.InTokens, wk.OutTokens), Dollars(wk.Cost), tool)
+}
+
+// column is s in exactly n cells, cut or padded: fmt's %-22s counts runes,
+// and a CJK title would push the columns after it off the screen.
+func column(s string, n int) string {
+	s = termtext.Clip(termtext.Clean(s), n)
+	return s + strings.Repeat(" ", max(n-termtext.Width(s), 0))
 }

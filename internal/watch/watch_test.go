@@ -11,6 +11,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/wiggum-dev/wiggum/internal/events"
+	"github.com/wiggum-dev/wiggum/internal/termtext"
 )
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -320,6 +321,42 @@ func TestLine(t *testing.T) {
 	} {
 		if got := Line(c.e); !strings.HasSuffix(got, c.want) {
 			t.Errorf("Line = %q, want suffix %q", got, c.want)
+		}
+	}
+}
+
+// A story title in CJK takes two cells a character: its column is cut
+// and padded by cells, so the columns after it stay under their headings.
+func TestModelWideTitle(t *testing.T) {
+	m := newTestModel([]Event{
+		ev(t, 0, "run_start", map[string]any{"plan": "plan.md", "pid": 4242, "workers": 2, "stories": 2}),
+		ev(t, 1, "iteration_start", map[string]any{"iteration": 1, "story": "US-1", "title": "添加报告测试并更新所有文档", "attempt": 1, "attempts": 3, "worker": 1}),
+		ev(t, 1, "iteration_start", map[string]any{"iteration": 2, "story": "US-2", "title": "短", "attempt": 1, "attempts": 3, "worker": 2}),
+		ev(t, 2, "tool", map[string]any{"story": "US-1", "iteration": 1, "worker": 1, "tool": "Bash: go test ./...", "input_tokens": 12300, "output_tokens": 450}),
+	})
+	cells := func(s string) int { return termtext.Width(s) }
+	var head string
+	var rows []string
+	for _, l := range strings.Split(m.Render(), "\n") {
+		switch {
+		case strings.Contains(l, "LAST TOOL CALL"):
+			head = l
+		case strings.Contains(l, "US-1 ") || strings.Contains(l, "US-2 "):
+			if strings.Contains(l, "1/3") {
+				rows = append(rows, l)
+			}
+		}
+	}
+	if head == "" || len(rows) != 2 {
+		t.Fatalf("no header or worker rows:\n%s", m.Render())
+	}
+	want := cells(head[:strings.Index(head, "ATTEMPT")])
+	for _, r := range rows {
+		if got := cells(r[:strings.Index(r, "1/3")]); got != want {
+			t.Errorf("the ATTEMPT column is at cell %d, its heading at %d:\n%s\n%s", got, want, head, r)
+		}
+		if !strings.Contains(r, "Bash: go test") && strings.Contains(r, "US-1") {
+			t.Errorf("the last tool call is pushed off the row: %q", r)
 		}
 	}
 }
