@@ -286,13 +286,12 @@ func (a *Agent) entry(ev event, opts AgentOptions) *node {
 
 // hasExactly reports whether arr already holds entry as wiggum's only entry.
 func (a *Agent) hasExactly(arr, entry *node) bool {
-	want := format(entry, "  ")
 	found := 0
 	exact := false
 	for _, it := range arr.items {
 		if a.owns(it) {
 			found++
-			exact = exact || bytes.Equal(format(it, "  "), want)
+			exact = exact || equal(it, entry)
 		}
 	}
 	return found == 1 && exact
@@ -362,8 +361,11 @@ func (a *Agent) remove(arr *node, match func(string) bool) bool {
 }
 
 // edit applies fn to the JSON file at path and writes the result
-// atomically; it returns nil when nothing changed. A file left as {} is
-// removed, with its directory when that is empty.
+// atomically; it returns nil when nothing changed. The file is printed
+// back from its own bytes (document.bytes): only what fn changed changes,
+// in the file's indentation and line endings. A file left as {} is
+// removed, with its directory when that is empty, only when install
+// created it (created.go); one the person had stays, even {}.
 //
 // A settings file that is a symbolic link - a dotfiles manager's (stow,
 // chezmoi, home-manager) or a monorepo's shared settings - is edited where
@@ -379,48 +381,64 @@ func edit(path string, fn func(root *node) error) (*Change, error) {
 		}
 		path, linked = target, true
 	}
+	key, err := filepath.Abs(path) // the record's name for the file
+	if err != nil {
+		key = path
+	}
 	before, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	existed := err == nil
-	root := object()
-	indent := "  "
+	doc := &document{root: object(), post: "\n", style: style{indent: "  ", nl: "\n", colon: ": "}}
 	if existed && len(bytes.TrimSpace(before)) > 0 {
-		if root, err = parseJSON(before); err != nil {
+		if doc, err = parseJSON(before); err != nil {
 			return nil, fmt.Errorf("%s: %w; fix or move it, then run again", path, err)
 		}
-		indent = detectIndent(before)
 	}
+	root := doc.root
 	if err := fn(root); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	after := format(root, indent)
-	if existed && !bytes.HasSuffix(before, []byte("\n")) {
-		after = bytes.TrimSuffix(after, []byte("\n"))
-	}
+	after := doc.bytes()
 	if existed && bytes.Equal(before, after) {
 		return nil, nil
+	}
+	var made *createdFile
+	if existed {
+		made = created(key, before)
 	}
 	if root.kind == '{' && len(root.keys) == 0 && !linked {
 		if !existed {
 			return nil, nil
 		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove %s: %w", path, err)
+		if made != nil {
+			if err := os.Remove(path); err != nil {
+				return nil, fmt.Errorf("remove %s: %w", path, err)
+			}
+			if made.Dir {
+				_ = os.Remove(filepath.Dir(path)) // only succeeds when empty
+			}
+			recordCreated(key, nil, nil)
+			return &Change{Path: path, Before: before}, nil
 		}
-		_ = os.Remove(filepath.Dir(path)) // only succeeds when empty
-		return &Change{Path: path, Before: before}, nil
 	}
 	mode := fs.FileMode(0o644)
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
+	}
+	if !existed && !linked {
+		_, err := os.Stat(filepath.Dir(path))
+		made = &createdFile{Dir: errors.Is(err, fs.ErrNotExist)}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
 	if err := renameio.WriteFile(path, after, mode); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	if made != nil {
+		recordCreated(key, made, after)
 	}
 	c := &Change{Path: path, After: after}
 	if existed {

@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
 // node is a JSON value that keeps object keys in file order and scalars as
-// their original bytes, so a settings file wiggum edits changes only where
-// wiggum's entries go, and uninstall can give back the same bytes.
+// their original bytes. A container read from a file also keeps the bytes
+// around its members (whitespace, commas, each key with its colon), so a
+// settings file wiggum edits is printed back from its own bytes: only
+// where wiggum's entries go changes, and uninstall gives back the same
+// bytes.
 type node struct {
 	kind  byte // '{', '[', or 0 for a scalar
 	keys  []string
@@ -20,6 +24,19 @@ type node struct {
 	// pruned marks a list wiggum removed entries from, so it may drop
 	// the list once it is empty (a list the user left empty stays).
 	pruned bool
+	// read: the container came from a file; the fields below describe it
+	// as it was read. orig are its members (vals or items) in file order;
+	// lead[i] is the text before orig[i] (the whitespace after the opening
+	// bracket, or the comma and whitespace after the member before);
+	// key[i] an object member's key and colon as written; tail the
+	// whitespace before the closing bracket; line the indentation of the
+	// line the container opens on.
+	read bool
+	orig []*node
+	lead []string
+	key  []string
+	tail string
+	line string
 }
 
 func (n *node) get(key string) *node {
@@ -52,6 +69,14 @@ func (n *node) del(key string) {
 	}
 }
 
+// members are a container's values in order: vals or items.
+func (n *node) members() []*node {
+	if n.kind == '{' {
+		return n.vals
+	}
+	return n.items
+}
+
 // str returns a scalar's string value, or "" when it is not a string.
 func (n *node) str() string {
 	if n == nil || n.kind != 0 {
@@ -77,23 +102,54 @@ func scalar(v any) *node {
 	return &node{raw: bytes.TrimRight(b.Bytes(), "\n")}
 }
 
+// document is a JSON file as read: its top-level value, the whitespace
+// around it, and the style new text written into it follows.
+type document struct {
+	root      *node
+	pre, post string
+	style     style
+}
+
 // parseJSON reads one JSON document. Comments are not JSON and are refused
 // rather than silently dropped.
-func parseJSON(data []byte) (*node, error) {
+func parseJSON(data []byte) (*document, error) {
 	if !json.Valid(data) {
 		var v any
 		err := json.Unmarshal(data, &v)
 		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	p := &parser{data: data}
-	n := p.value()
-	return n, p.err
+	p.ws()
+	d := &document{pre: string(data[:p.pos])}
+	d.root = p.value()
+	if p.err != nil {
+		return nil, p.err
+	}
+	d.post = string(data[p.pos:])
+	d.style = style{indent: detectIndent(data), nl: "\n", colon: p.colon}
+	if bytes.Contains(data, []byte("\r\n")) {
+		d.style.nl = "\r\n"
+	}
+	if d.style.colon == "" {
+		d.style.colon = ": "
+	}
+	return d, nil
+}
+
+// bytes prints the document back: its own bytes wherever nothing changed.
+func (d *document) bytes() []byte {
+	var b bytes.Buffer
+	b.WriteString(d.pre)
+	d.style.write(&b, d.root, "", false)
+	b.WriteString(d.post)
+	return b.Bytes()
 }
 
 type parser struct {
-	data []byte
-	pos  int
-	err  error
+	data  []byte
+	pos   int
+	err   error
+	colon string // the first object member's colon with its spaces
 }
 
 func (p *parser) ws() {
@@ -102,6 +158,9 @@ func (p *parser) ws() {
 	}
 }
 
+// since is the text from start to the current position.
+func (p *parser) since(start int) string { return string(p.data[start:p.pos]) }
+
 // value parses input json.Valid has already accepted.
 func (p *parser) value() *node {
 	p.ws()
@@ -109,46 +168,51 @@ func (p *parser) value() *node {
 		p.err = errors.New("unexpected end of JSON")
 		return nil
 	}
-	switch p.data[p.pos] {
-	case '{':
-		n := object()
+	switch c := p.data[p.pos]; c {
+	case '{', '[':
+		n := &node{kind: c, read: true, line: lineIndent(p.data, p.pos)}
+		closing := byte('}')
+		if c == '[' {
+			closing = ']'
+		}
 		p.pos++
+		start := p.pos
 		p.ws()
-		if p.data[p.pos] == '}' {
+		if p.data[p.pos] == closing {
+			n.tail = p.since(start)
 			p.pos++
 			return n
 		}
 		for {
 			p.ws()
-			k := p.value()
+			n.lead = append(n.lead, p.since(start))
+			if c == '{' {
+				keyStart := p.pos
+				k := p.value()
+				colonStart := p.pos
+				p.ws()
+				p.pos++ // ':'
+				p.ws()
+				if p.colon == "" {
+					p.colon = p.since(colonStart)
+				}
+				n.key = append(n.key, p.since(keyStart))
+				v := p.value()
+				n.keys = append(n.keys, k.str())
+				n.vals = append(n.vals, v)
+			} else {
+				n.items = append(n.items, p.value())
+			}
+			start = p.pos
 			p.ws()
-			p.pos++ // ':'
-			v := p.value()
-			n.keys = append(n.keys, k.str())
-			n.vals = append(n.vals, v)
-			p.ws()
-			c := p.data[p.pos]
-			p.pos++
-			if c == '}' {
+			sep := p.data[p.pos]
+			if sep == closing {
+				n.tail = p.since(start)
+				p.pos++
+				n.orig = append([]*node(nil), n.members()...)
 				return n
 			}
-		}
-	case '[':
-		n := array()
-		p.pos++
-		p.ws()
-		if p.data[p.pos] == ']' {
-			p.pos++
-			return n
-		}
-		for {
-			n.items = append(n.items, p.value())
-			p.ws()
-			c := p.data[p.pos]
-			p.pos++
-			if c == ']' {
-				return n
-			}
+			p.pos++ // ','
 		}
 	case '"':
 		start := p.pos
@@ -170,52 +234,135 @@ func (p *parser) value() *node {
 	}
 }
 
+// lineIndent is the leading whitespace of the line holding data[pos].
+func lineIndent(data []byte, pos int) string {
+	start := bytes.LastIndexByte(data[:pos], '\n') + 1
+	end := start
+	for end < pos && (data[end] == ' ' || data[end] == '\t') {
+		end++
+	}
+	return string(data[start:end])
+}
+
+// style is how new text is laid out: the file's indentation unit, line
+// ending and colon spacing.
+type style struct {
+	indent, nl, colon string
+}
+
 // format prints n the way JSON.stringify(v, null, indent) and most editors
 // do: one member per line, empty containers as {} and [].
 func format(n *node, indent string) []byte {
 	var b bytes.Buffer
-	write(&b, n, indent, "")
+	s := style{indent: indent, nl: "\n", colon: ": "}
+	s.write(&b, n, "", false)
 	b.WriteByte('\n')
 	return b.Bytes()
 }
 
-func write(b *bytes.Buffer, n *node, indent, prefix string) {
-	switch n.kind {
-	case '{':
-		if len(n.keys) == 0 {
-			b.WriteString("{}")
-			return
-		}
-		b.WriteString("{\n")
-		for i, k := range n.keys {
-			b.WriteString(prefix + indent)
-			b.Write(scalar(k).raw)
-			b.WriteString(": ")
-			write(b, n.vals[i], indent, prefix+indent)
-			if i < len(n.keys)-1 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('\n')
-		}
-		b.WriteString(prefix + "}")
-	case '[':
-		if len(n.items) == 0 {
-			b.WriteString("[]")
-			return
-		}
-		b.WriteString("[\n")
-		for i, it := range n.items {
-			b.WriteString(prefix + indent)
-			write(b, it, indent, prefix+indent)
-			if i < len(n.items)-1 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('\n')
-		}
-		b.WriteString(prefix + "]")
-	default:
+// write prints n, whose first line starts indented by prefix. A container
+// read from a file keeps the text around each member it still holds; a
+// member wiggum added goes where it belongs, laid out as its neighbours
+// are (one per line with their indentation, or on one line in a container
+// written on one line - inline, for one wiggum made inside such a
+// container). Where nothing changed, that is the file's own bytes.
+func (s style) write(b *bytes.Buffer, n *node, prefix string, inline bool) {
+	if n.kind == 0 {
 		b.Write(n.raw)
+		return
 	}
+	closing := "}"
+	if n.kind == '[' {
+		closing = "]"
+	}
+	b.WriteByte(n.kind)
+	members := n.members()
+	if len(members) == 0 {
+		if n.read && len(n.orig) == 0 {
+			b.WriteString(n.tail) // as the person wrote it: {} or { }
+		}
+		b.WriteString(closing)
+		return
+	}
+	if n.read {
+		prefix = n.line
+	}
+	// open, sep and end are the text after the opening bracket, between
+	// two members and before the closing bracket, for members without
+	// text of their own; a container that had members lends its own.
+	// On one line, a comma is followed by what follows a colon.
+	space := s.colon[strings.IndexByte(s.colon, ':')+1:]
+	open, sep, end := s.nl+prefix+s.indent, ","+s.nl+prefix+s.indent, s.nl+prefix
+	if inline {
+		open, sep, end = "", ","+space, ""
+	}
+	if len(n.orig) > 0 {
+		open, end = n.lead[0], n.tail
+		inline = !strings.Contains(open, "\n")
+		sep = "," + open
+		if open == "" {
+			sep = "," + space
+		}
+		if k := len(n.orig); k > 1 {
+			sep = n.lead[k-1]
+		}
+	}
+	// A member on a line of its own is indented as the separators say.
+	inner := prefix + s.indent
+	if !inline {
+		by := sep
+		if !strings.Contains(by, "\n") {
+			by = open
+		}
+		inner = lineIndent([]byte(by), len(by))
+	}
+	for j, v := range members {
+		i := indexOf(n.orig, v)
+		switch {
+		case i > 0 && j > 0:
+			b.WriteString(n.lead[i])
+		case i > 0 || j == 0:
+			b.WriteString(open)
+		case i == 0:
+			b.WriteString("," + open)
+		default:
+			b.WriteString(sep)
+		}
+		if n.kind == '{' {
+			if i >= 0 {
+				b.WriteString(n.key[i])
+			} else {
+				b.Write(scalar(n.keys[j]).raw)
+				b.WriteString(s.colon)
+			}
+		}
+		s.write(b, v, inner, inline)
+	}
+	b.WriteString(end)
+	b.WriteString(closing)
+}
+
+// equal reports whether a and b hold the same keys and values in the
+// same order, however they are laid out.
+func equal(a, b *node) bool {
+	if a.kind != b.kind || !bytes.Equal(a.raw, b.raw) || len(a.members()) != len(b.members()) || !slices.Equal(a.keys, b.keys) {
+		return false
+	}
+	for i, v := range a.members() {
+		if !equal(v, b.members()[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func indexOf(list []*node, v *node) int {
+	for i, x := range list {
+		if x == v {
+			return i
+		}
+	}
+	return -1
 }
 
 // detectIndent returns the indentation unit of a formatted JSON file.

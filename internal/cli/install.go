@@ -140,7 +140,8 @@ type UninstallCmd struct {
 // Help is shown by `wiggum uninstall --help`.
 func (c *UninstallCmd) Help() string {
 	return `Removes exactly what 'wiggum install' added: wiggum's entries in agent settings
-(other keys and hooks stay; a settings file left empty is removed) and
+(every other byte stays; a settings file install created, left empty, is
+removed - one you had, even {}, stays) and
 wiggum's git hooks, putting back any hook install had kept as NAME.old.
 Without a target flag, every agent and git are cleaned.
 

@@ -49,11 +49,21 @@ func Path() string {
 	if p := os.Getenv(Env); p != "" {
 		return p
 	}
+	if dir := Dir(); dir != "" {
+		return filepath.Join(dir, "config")
+	}
+	return ""
+}
+
+// Dir is wiggum's directory for the person's own files:
+// $XDG_CONFIG_HOME/wiggum, else ~/.config/wiggum; "" when there is no home
+// to look in.
+func Dir() string {
 	if dir := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(dir) {
-		return filepath.Join(dir, "wiggum", "config")
+		return filepath.Join(dir, "wiggum")
 	}
 	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".config", "wiggum", "config")
+		return filepath.Join(home, ".config", "wiggum")
 	}
 	return ""
 }
