@@ -3,6 +3,7 @@ package install
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
 	"path/filepath"
 
 	"github.com/wiggum-dev/wiggum/internal/config"
@@ -68,10 +69,14 @@ func recordCreated(path string, f *createdFile, data []byte) {
 		if statefile.ReadJSON(rec, &files, nil) != nil || files == nil {
 			files = map[string]*createdFile{}
 		}
-		if f == nil {
-			if _, ok := files[path]; !ok {
-				return nil
+		// Files gone since (a project deleted, a test's temporary
+		// directory) are forgotten: the record does not grow for ever.
+		for p := range files {
+			if _, err := os.Lstat(p); err != nil && p != path {
+				delete(files, p)
 			}
+		}
+		if f == nil {
 			delete(files, path)
 		} else {
 			f.Sum = checksum(data)
