@@ -7,7 +7,7 @@ import (
 // git checks one git invocation (the arguments after "git"). The rules for
 // each subcommand live in git_SUBCOMMAND.go.
 func (w *walk) git(args []string) {
-	i, otherDir := w.gitGlobals(args)
+	i, otherDir, inline := w.gitGlobals(args)
 	if i >= len(args) || gitHelp(args[:i]) {
 		return
 	}
@@ -19,6 +19,9 @@ func (w *walk) git(args []string) {
 		w.g.verdict(Ask, "the git subcommand is only known at run time, so wiggum's guard cannot tell what it does")
 		return
 	}
+	if !gitCommands[sub] {
+		w.gitAliasCall(sub, inline, rest)
+	}
 	switch sub {
 	case "push", "send-pack", "http-push":
 		w.gitPush(sub, rest)
@@ -26,8 +29,10 @@ func (w *walk) git(args []string) {
 		w.gitMerge(sub, rest, otherDir)
 	case "reset":
 		w.gitReset(rest)
+	case "subtree":
+		w.gitSubtree(rest)
 	case "clean":
-		w.gitClean(rest)
+		w.gitClean(rest, inline)
 	case "checkout":
 		w.gitCheckout(rest)
 	case "restore":
@@ -74,9 +79,11 @@ func gitValueOpt(name string) bool {
 }
 
 // gitGlobals checks git's global options and returns the index of the
-// subcommand, and whether git runs in a tree other than the policy's.
-func (w *walk) gitGlobals(args []string) (int, bool) {
+// subcommand, whether git runs in a tree other than the policy's, and the
+// settings given with -c.
+func (w *walk) gitGlobals(args []string) (int, bool, []gitSetting) {
 	otherDir := false
+	var inline []gitSetting
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -94,10 +101,10 @@ func (w *walk) gitGlobals(args []string) (int, bool) {
 				otherDir = true
 			}
 		case "-c", "--config-env":
-			w.gitInlineConfig(value)
+			inline = append(inline, w.gitInlineConfig(value))
 		}
 	}
-	return i, otherDir
+	return i, otherDir, inline
 }
 
 // sameTree reports whether git -C DIR stays in the working tree the guard
@@ -152,3 +159,35 @@ func longOpt(a, full string, least int) bool {
 func shortFlag(a, letters string) bool {
 	return len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a[1:], letters)
 }
+
+// gitCommands are the commands git ships (git 2.39's --list-cmds=main):
+// no alias can take their names. A newer git's commands are looked up as
+// aliases, which finds none.
+var gitCommands = func() map[string]bool {
+	m := map[string]bool{}
+	for _, name := range strings.Fields(`
+	add add--interactive am annotate apply archive bisect bisect--helper blame branch
+	bugreport bundle cat-file check-attr check-ignore check-mailmap check-ref-format checkout
+	checkout--worker checkout-index cherry cherry-pick clean clone column commit commit-graph
+	commit-tree config count-objects credential credential-cache credential-cache--daemon
+	credential-store daemon describe diagnose diff diff-files diff-index diff-tree difftool
+	difftool--helper env--helper fast-export fast-import fetch fetch-pack filter-branch
+	fmt-merge-msg for-each-ref for-each-repo format-patch fsck fsck-objects fsmonitor--daemon
+	gc get-tar-commit-id grep hash-object help hook http-backend http-fetch http-push
+	imap-send index-pack init init-db instaweb interpret-trailers log ls-files ls-remote
+	ls-tree mailinfo mailsplit maintenance merge merge-base merge-file merge-index
+	merge-octopus merge-one-file merge-ours merge-recursive merge-recursive-ours
+	merge-recursive-theirs merge-resolve merge-subtree merge-tree mergetool mktag mktree
+	multi-pack-index mv name-rev notes pack-objects pack-redundant pack-refs patch-id pickaxe
+	prune prune-packed pull push quiltimport range-diff read-tree rebase receive-pack reflog
+	remote remote-ext remote-fd remote-ftp remote-ftps remote-http remote-https repack replace
+	request-pull rerere reset restore rev-list rev-parse revert rm send-pack sh-i18n--envsubst
+	shell shortlog show show-branch show-index show-ref sparse-checkout stage stash status
+	stripspace submodule submodule--helper subtree switch symbolic-ref tag unpack-file
+	unpack-objects update-index update-ref update-server-info upload-archive
+	upload-archive--writer upload-pack var verify-commit verify-pack verify-tag version
+	web--browse whatchanged worktree write-tree`) {
+		m[name] = true
+	}
+	return m
+}()

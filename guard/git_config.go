@@ -8,26 +8,16 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// gitInlineConfig checks git -c KEY=VALUE: an inline alias hides what runs,
-// and core.hooksPath switches the caller's git hooks off.
-func (w *walk) gitInlineConfig(value string) {
-	key, _, _ := strings.Cut(value, "=")
-	key = strings.ToLower(key)
-	if strings.HasPrefix(key, "alias.") {
-		_, v, _ := strings.Cut(value, "=")
-		w.gitAlias(v)
-		w.g.verdict(Ask, "git -c %s defines a git alias inline; wiggum's guard cannot see what it runs", key)
+// gitInlineConfig checks git -c KEY=VALUE (judgeSetting) and returns the
+// setting, which holds for this one git command.
+func (w *walk) gitInlineConfig(value string) gitSetting {
+	key, v, set := strings.Cut(value, "=")
+	s := gitSetting{key: strings.ToLower(key), value: v, set: set}
+	w.judgeSetting("git -c "+s.key, s)
+	if includeKey(s.key) {
+		w.gitConfigFile("git -c "+s.key, v, w.g.p.Cwd, 1)
 	}
-	if key == "core.hookspath" {
-		w.g.verdict(Deny, "git -c core.hooksPath=... bypasses wiggum's git hooks (the commit journal and push guard); run git without it")
-	}
-	if _, v, _ := strings.Cut(value, "="); CommandKey(key, v) && !strings.HasPrefix(key, "alias.") {
-		// Git runs it in this one command: judged as the shell it is.
-		w.g.script(v, w.depth+1)
-	}
-	if _, v, _ := strings.Cut(value, "="); expiryKey(key) && pruneNow(v) {
-		w.g.verdict(Deny, "git -c %s=%s makes git delete unreachable objects or reflogs at once; not allowed during a wiggum session", key, v)
-	}
+	return s
 }
 
 // gitConfig denies setting core.hooksPath, or expiry dates of now, and
@@ -56,6 +46,12 @@ func (w *walk) gitConfig(rest []string) {
 		if k := strings.ToLower(a); remoteKey(k) && (i+1 < len(rest) || slices.Contains(rest, "--unset") || slices.Contains(rest, "--unset-all")) ||
 			(k == "--remove-section" || k == "--rename-section") && i+1 < len(rest) && remoteSection(strings.ToLower(rest[i+1])) {
 			w.g.verdict(Deny, "git config %s changes where the repository's remotes point (a later push or fetch of the person's would go there); not allowed during a wiggum session", printable(strings.Join(rest, " ")))
+		}
+		if !strings.HasPrefix(a, "-") && i+1 < len(rest) && configWrites(rest) {
+			w.gitConfigWrite(a, rest[i+1])
+			if strings.EqualFold(a, "clean.requireForce") && gitOff(gitSetting{value: rest[i+1], set: true}) {
+				w.g.verdict(Deny, "git config %s %s lets git clean delete untracked files without -f (wiggum's backups cannot save them); not allowed during a wiggum session", a, printable(rest[i+1]))
+			}
 		}
 		if expiryKey(strings.ToLower(a)) && i+1 < len(rest) && pruneNow(rest[i+1]) {
 			w.g.verdict(Deny, "git config %s %s makes git delete unreachable objects or reflogs at once; not allowed during a wiggum session", a, rest[i+1])
@@ -125,6 +121,9 @@ func (w *walk) assigns(as []*syntax.Assign) {
 // the hook managers read to skip the repository's hooks - what an agent
 // whose commit a hook refused reaches for when --no-verify is denied.
 func (w *walk) gitEnv(name, value string) {
+	if strings.HasPrefix(name, "GIT_CONFIG") {
+		w.gitConfigEnv(name, value)
+	}
 	if strings.HasPrefix(name, "GIT_CONFIG") && strings.Contains(strings.ToLower(value), "core.hookspath") {
 		w.g.verdict(Deny, "%s=%s sets core.hooksPath, which bypasses wiggum's git hooks (the commit journal and push guard)", name, printable(value))
 	}

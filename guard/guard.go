@@ -107,6 +107,8 @@ type guard struct {
 	// those enclosing it, may run commands in: a script file that a nested
 	// shell runs by a relative name is looked for in each.
 	outer []string
+	cfg   *gitSettings  // what the command gives git as settings (git_settings.go)
+	disk  *[]gitSetting // the repository's and the person's git config, once read
 	// lenient: judging a script that predates the session, whose own
 	// unclear parts are not asked about (see Policy.Preexisting).
 	lenient bool

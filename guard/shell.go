@@ -238,7 +238,7 @@ func printfOutput(args []string) (string, bool) {
 	if len(args) < 1 {
 		return "", false
 	}
-	format := strings.ReplaceAll(args[0], `\n`, "\n")
+	format := strings.NewReplacer(`\\`, `\`, `\n`, "\n", `\t`, "\t").Replace(args[0])
 	if len(args) == 1 && !strings.Contains(format, "%") {
 		return format, true
 	}
