@@ -29,6 +29,8 @@ func (w *walk) git(args []string) {
 		w.gitMerge(sub, rest, otherDir)
 	case "reset":
 		w.gitReset(rest)
+	case "read-tree":
+		w.gitReadTree(rest)
 	case "subtree":
 		w.gitSubtree(rest)
 	case "clean":
