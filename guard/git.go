@@ -31,6 +31,8 @@ func (w *walk) git(args []string) {
 		w.gitReset(rest)
 	case "read-tree":
 		w.gitReadTree(rest)
+	case "fetch":
+		w.gitFetch(rest)
 	case "subtree":
 		w.gitSubtree(rest)
 	case "clean":
