@@ -2,6 +2,7 @@ package guard
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -100,6 +101,13 @@ func (w *walk) copyTo(base string, rest []string) {
 		dst := ops[len(ops)-1]
 		if why := w.protected(dst); why != "" {
 			w.g.verdict(Deny, "%s over %s: %s", base, printable(dst), why)
+		}
+		if base == "rsync" && slices.ContainsFunc(rest, func(a string) bool { return strings.HasPrefix(a, "--del") }) {
+			// --delete removes from dst whatever the source lacks.
+			if w.g.isGitDir(dst) {
+				w.g.verdict(Deny, "rsync --delete into %s deletes the repository's .git directory's contents", printable(dst))
+			}
+			w.rmTree("rsync --delete", dst)
 		}
 	}
 }

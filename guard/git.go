@@ -67,7 +67,10 @@ func (w *walk) git(args []string) {
 		w.gitSubmodule(rest)
 	case "bisect", "rebase":
 		w.gitRunsCode(sub, rest)
+	case "worktree":
+		w.gitWorktree(rest)
 	}
+	w.gitLands(sub, rest, otherDir)
 	if writesRefs(sub) {
 		w.gitOwnRefs(sub, rest)
 	}

@@ -9,9 +9,12 @@ import "strings"
 func (w *walk) gitCheckout(rest []string) {
 	opts, paths := splitDashDash(rest)
 	for _, a := range opts {
-		if a == "-f" || longOpt(a, "--force", 4) {
-			w.g.verdict(Deny, "git checkout --force throws away uncommitted changes; commit or stash them first")
+		if a == "-f" || longOpt(a, "--force", 4) || (shortFlag(a, "f") && !strings.ContainsAny(a, "bB")) {
+			w.g.verdict(Deny, "git checkout %s throws away uncommitted changes; commit or stash them first", a)
 		}
+	}
+	if created, start, force := checkoutCreates(opts, "bB"); force {
+		w.forceBranch("git checkout -B", created, start)
 	}
 	if paths == nil {
 		paths = w.checkoutTarget(opts)
@@ -24,13 +27,40 @@ func (w *walk) gitCheckout(rest []string) {
 	}
 }
 
+// checkoutCreates finds the branch checkout -b/-B (switch -c/-C, letters)
+// creates and its start point; force: the upper-case option, which moves
+// a branch that exists.
+func checkoutCreates(opts []string, letters string) (name, start string, force bool) {
+	for j := 0; j < len(opts); j++ {
+		a := opts[j]
+		if len(a) != 2 || a[0] != '-' || !strings.ContainsRune(letters, rune(a[1])) || j+1 >= len(opts) {
+			continue
+		}
+		name, force = opts[j+1], a[1] == letters[1]
+		for _, b := range opts[j+2:] {
+			if !strings.HasPrefix(b, "-") {
+				start = b
+				break
+			}
+		}
+		return name, start, force
+	}
+	return "", "", false
+}
+
 // checkoutTarget tells "git checkout ." (a pathspec, returned) from "git
-// checkout main" (a branch, remembered).
+// checkout main" (a branch, remembered): after the branch or commit,
+// operands are pathspecs (git checkout HEAD . restores them all).
 func (w *walk) checkoutTarget(opts []string) []string {
-	for j, a := range opts {
+	for j := 0; j < len(opts); j++ {
+		a := opts[j]
 		if strings.HasPrefix(a, "-") {
-			if (a == "-b" || a == "-B") && j+1 < len(opts) {
+			if (a == "-b" || a == "-B" || a == "--orphan") && j+1 < len(opts) {
 				w.branches = append(w.branches, opts[j+1])
+				j++
+				if j+1 < len(opts) && !strings.HasPrefix(opts[j+1], "-") {
+					j++ // the start point
+				}
 			}
 			continue
 		}
@@ -38,7 +68,7 @@ func (w *walk) checkoutTarget(opts []string) []string {
 			return []string{a}
 		}
 		w.branches = append(w.branches, a)
-		return nil
+		return opts[j+1:]
 	}
 	return nil
 }
@@ -77,14 +107,20 @@ func (w *walk) gitRestore(rest []string) {
 }
 
 func (w *walk) gitSwitch(rest []string) {
-	for j, a := range rest {
+	if created, start, force := checkoutCreates(rest, "cC"); force {
+		w.forceBranch("git switch -C", created, start)
+	}
+	for j := 0; j < len(rest); j++ {
+		a := rest[j]
 		switch {
-		case longOpt(a, "--discard-changes", 4) || a == "-f" || longOpt(a, "--force", 4):
+		case longOpt(a, "--discard-changes", 4) || a == "-f" || longOpt(a, "--force", 4) || (shortFlag(a, "f") && !strings.ContainsAny(a, "cC")):
 			w.g.verdict(Deny, "git switch %s throws away uncommitted changes; commit or stash them first", a)
 		case (a == "-c" || a == "-C") && j+1 < len(rest):
 			w.branches = append(w.branches, rest[j+1])
+			return // what follows is the start point
 		case !strings.HasPrefix(a, "-"):
 			w.branches = append(w.branches, a)
+			return
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package guard
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // gitMerge denies merging into a protected branch (merge and pull).
 func (w *walk) gitMerge(sub string, rest []string, otherDir bool) {
@@ -20,6 +23,10 @@ func (w *walk) gitMerge(sub string, rest []string, otherDir bool) {
 	}
 	candidates := append([]string{w.g.p.Branch}, w.branches...)
 	for _, b := range candidates {
+		if strings.Contains(b, dynamic) {
+			w.g.verdict(Ask, "git %s: the branch checked out before it is only known at run time, and merging into the main branch is not allowed during a session; spell the branch out", sub)
+			continue
+		}
 		if b != "" && slices.Contains(w.g.p.ProtectedBranches, b) {
 			w.g.verdict(Deny, "git %s into %s is not allowed during a wiggum session: %s is the main branch; commit on your story branch and leave merging to the loop or the user", sub, b, b)
 			return

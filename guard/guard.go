@@ -74,6 +74,10 @@ type Policy struct {
 	// in, whose package.json scripts a command like npm run build
 	// --workspaces runs. nil: such patterns are not followed.
 	ReadDir func(path string) ([]string, error)
+	// BranchExists reports whether the local branch name exists, for
+	// checkout -B and switch -C, which move an existing branch by force.
+	// nil: such a command is asked about.
+	BranchExists func(name string) bool
 	// Preexisting reports whether a script file was last changed before
 	// the agent's session began (a project's own ./gradlew, say), as
 	// opposed to written during it. In such a script only clear denials

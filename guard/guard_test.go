@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -143,6 +144,7 @@ func testPolicy(branch string) Policy {
 		StatePaths:        []string{".ralph/.agent-lock", ".ralph/.agent-lock.json", ".ralph/wiggum/"},
 		HookFiles:         []string{".git/hooks/post-commit", ".git/hooks/pre-push"},
 		RefNamespace:      "refs/wiggum/",
+		BranchExists:      func(name string) bool { return slices.Contains([]string{"main", "master", "feature", "story"}, name) },
 	}
 }
 

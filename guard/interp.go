@@ -236,6 +236,8 @@ const (
 	runsCommand callKind = iota // os.system, execSync, system: a literal is a command
 	mayRun                      // perl's open: runs a command only in some forms
 	evalsCode                   // exec, eval: a literal is more code of the language
+	removesFile                 // shutil.rmtree, fs.rmSync, unlink: a literal is a path it deletes
+	writesFile                  // open(..., "w"), writeFileSync: a literal is a path it overwrites
 )
 
 // runner tells, per language, whether a function runs commands or code.
@@ -290,6 +292,50 @@ func runner(lang, name, code string) (callKind, bool) {
 			return runsCommand, true
 		case "eval":
 			return evalsCode, true
+		}
+	}
+	return fileCall(lang, name, has)
+}
+
+// fileCall tells, per language, whether a function deletes or overwrites
+// the file it is given (its first argument, or the path its receiver was
+// made from: Path(".ralph").unlink()).
+func fileCall(lang, name string, has func(string) bool) (callKind, bool) {
+	switch lang {
+	case "python":
+		switch name {
+		case "rmtree", "remove", "unlink", "rmdir", "removedirs":
+			return removesFile, true
+		case "open", "write_text", "write_bytes":
+			return writesFile, true
+		}
+	case "node":
+		switch name {
+		case "rmSync", "rmdirSync", "unlinkSync", "removeSync", "emptyDirSync":
+			return removesFile, true
+		case "rm", "rmdir", "unlink", "remove", "emptyDir":
+			return removesFile, has("fs")
+		case "writeFileSync", "truncateSync", "writeFile", "truncate":
+			return writesFile, has("fs")
+		}
+	case "perl":
+		switch name {
+		case "unlink", "rmtree", "remove_tree", "rmdir":
+			return removesFile, true
+		}
+	case "ruby":
+		switch name {
+		case "rm_rf", "rm_r", "rm", "rm_f", "remove_dir", "remove_entry", "remove_entry_secure", "rmtree", "delete", "unlink", "rmdir":
+			return removesFile, true
+		case "write":
+			return writesFile, true
+		}
+	case "php":
+		switch name {
+		case "unlink", "rmdir":
+			return removesFile, true
+		case "file_put_contents":
+			return writesFile, true
 		}
 	}
 	return 0, false
@@ -391,6 +437,10 @@ func (g *guard) interpCall(l *lexed, name string, kind callKind, from, to int, d
 		if literalFirst {
 			g.interpCode(l.lang, args[0].value, depth+1)
 		}
+		return
+	}
+	if kind == removesFile || kind == writesFile {
+		g.interpFile(l, name, kind, args, from, to)
 		return
 	}
 	joined := l.join(args)

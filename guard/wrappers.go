@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"path"
 	"slices"
 	"strings"
 
@@ -250,6 +251,7 @@ func longTakesValue(opt string) bool {
 
 // find follows -exec/-execdir/-ok and checks -delete.
 func (w *walk) find(c *syntax.CallExpr, rest []string, hop int) {
+	verb := ""
 	for i := 0; i < len(rest); i++ {
 		switch rest[i] {
 		case "-exec", "-execdir", "-ok", "-okdir":
@@ -264,12 +266,30 @@ func (w *walk) find(c *syntax.CallExpr, rest []string, hop int) {
 				}
 				sub = append(sub, a)
 			}
+			if len(sub) > 0 && removes(path.Base(sub[0])) {
+				verb = rest[i] + " " + sub[0]
+			}
 			w.command(c, sub, hop+1)
 			i = j
 		case "-delete":
-			w.findDelete(rest)
+			if verb != "-delete" {
+				w.findDelete(rest)
+			}
+			verb = "-delete"
 		}
 	}
+	if verb != "" {
+		w.findDeletes(verb, rest)
+	}
+}
+
+// removes reports whether the program base deletes the files it is given.
+func removes(base string) bool {
+	switch base {
+	case "rm", "unlink", "shred", "srm", "rmdir", "trash", "trash-put":
+		return true
+	}
+	return false
 }
 
 // findDelete: with no test to select files, find -delete removes
@@ -353,6 +373,9 @@ func (w *walk) xargs(c *syntax.CallExpr, rest []string, hop int) {
 		} else if a == "-i" || a == "--replace" {
 			replace = "{}"
 		}
+	}
+	if removes(path.Base(tail[0])) {
+		w.removesListing(c, tail[0])
 	}
 	input, known := "", false
 	if st := w.stmtOf[c]; st != nil && hop == 0 && !slices.ContainsFunc(rest[:i], func(a string) bool { return a == "-a" || strings.HasPrefix(a, "--arg-file") }) {

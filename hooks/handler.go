@@ -345,6 +345,7 @@ func guardCommand(ev Event, root string, opts Options) Response {
 		var def string
 		p.Branch, def = branches(root)
 		p.ProtectedBranches = guard.ProtectedBranches(def)
+		p.BranchExists = func(name string) bool { return branchExists(root, name) }
 	}
 	d := guard.Check(ev.Command, p)
 	if d.Action != guard.Allow {

@@ -104,6 +104,18 @@ func symbolicRef(root, ref, prefix string) string {
 	return name
 }
 
+// branchExists asks git whether the local branch name exists; when git
+// cannot answer within a few seconds, it is taken to exist.
+func branchExists(root, name string) bool {
+	if !gitfiles.ValidBranch(name) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := (&gitfiles.Repo{Root: root}).Line(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+name)
+	return err == nil || ctx.Err() != nil
+}
+
 // infoDir is the repository's shared info directory (where exclude
 // lives), "" when root holds no readable .git.
 func infoDir(root string) string {
