@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -30,9 +31,25 @@ var (
 func HooksOff(agent, root, home string) string {
 	switch agent {
 	case "claude":
-		managed := jsonDoc(claudeManaged)
+		// The managed settings: the file, then the drop-ins beside it
+		// (managed-settings.d/*.json, in name order, each over the last),
+		// which Claude Code 2.1 reads too; a key set there was missed.
+		managed, from := jsonDoc(claudeManaged), map[string]string{}
+		for k := range managed {
+			from[k] = claudeManaged
+		}
+		dropIns, _ := filepath.Glob(filepath.Join(filepath.Dir(claudeManaged), "managed-settings.d", "*.json"))
+		sort.Strings(dropIns)
+		for _, path := range dropIns {
+			for k, v := range jsonDoc(path) {
+				if managed == nil {
+					managed = map[string]any{}
+				}
+				managed[k], from[k] = v, path
+			}
+		}
 		if managed["allowManagedHooksOnly"] == true {
-			return claudeManaged + " sets allowManagedHooksOnly (only managed hooks run)"
+			return from["allowManagedHooksOnly"] + " sets allowManagedHooksOnly (only managed hooks run)"
 		}
 		// The first file that sets the key decides: managed, local,
 		// project, user.
@@ -41,6 +58,8 @@ func HooksOff(agent, root, home string) string {
 			doc := managed
 			if i > 0 {
 				doc = jsonDoc(path)
+			} else if from["disableAllHooks"] != "" {
+				path = from["disableAllHooks"]
 			}
 			if v, ok := doc["disableAllHooks"]; ok {
 				if v == true {
@@ -93,10 +112,51 @@ func jsonDoc(path string) map[string]any {
 		return nil
 	}
 	var doc map[string]any
-	if json.Unmarshal(data, &doc) != nil {
+	if json.Unmarshal(data, &doc) != nil && json.Unmarshal(withoutComments(data), &doc) != nil {
 		return nil
 	}
 	return doc
+}
+
+// withoutComments is data with its // and /* */ comments blanked out,
+// strings left as they are: Gemini CLI reads its settings so (a
+// hooksConfig.enabled false in a commented file was missed).
+func withoutComments(data []byte) []byte {
+	out := bytes.Clone(data)
+	inString, escaped := false, false
+	for i := 0; i < len(out); i++ {
+		c := out[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '/' && i+1 < len(out) && out[i+1] == '/':
+			for i < len(out) && out[i] != '\n' {
+				out[i] = ' '
+				i++
+			}
+		case c == '/' && i+1 < len(out) && out[i+1] == '*':
+			end := bytes.Index(out[i+2:], []byte("*/"))
+			if end < 0 {
+				return data // unterminated: not JSON either way
+			}
+			for j := i; j < i+2+end+2; j++ {
+				if out[j] != '\n' {
+					out[j] = ' '
+				}
+			}
+			i += 2 + end + 1
+		}
+	}
+	return out
 }
 
 // tomlFalse reports whether a TOML file sets table.key = false for one of

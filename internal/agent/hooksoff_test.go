@@ -71,3 +71,32 @@ func TestHooksOff(t *testing.T) {
 	t.Setenv("CODEX_HOME", filepath.Join(t.TempDir(), "codexhome"))
 	check("CODEX_HOME is where codex reads its config", "codex", "")
 }
+
+// Claude Code 2.1 reads the managed settings' drop-in files too, and
+// Gemini CLI reads settings with comments: a setting there that turns
+// hooks off was missed, and the run started with the first shell
+// command unguarded.
+func TestHooksOffDropInsAndComments(t *testing.T) {
+	root, home, put := settingsDirs(t)
+	dropIns := filepath.Join(filepath.Dir(claudeManaged), "managed-settings.d")
+	put(filepath.Join(dropIns, "10-base.json"), `{"disableAllHooks": false}`)
+	if got := HooksOff("claude", root, home); got != "" {
+		t.Fatalf("a drop-in that keeps hooks on: %q", got)
+	}
+	put(filepath.Join(dropIns, "20-lockdown.json"), `{"disableAllHooks": true}`)
+	if got := HooksOff("claude", root, home); !strings.Contains(got, "20-lockdown.json sets disableAllHooks") {
+		t.Fatalf("a managed drop-in that turns hooks off: %q", got)
+	}
+	put(filepath.Join(dropIns, "30-only.json"), `{"allowManagedHooksOnly": true}`)
+	if got := HooksOff("claude", root, home); !strings.Contains(got, "30-only.json sets allowManagedHooksOnly") {
+		t.Fatalf("a managed drop-in that allows managed hooks only: %q", got)
+	}
+
+	put(filepath.Join(root, ".gemini", "settings.json"), "{\n  // the team's settings\n  \"url\": \"http://x/*not a comment*/\", /* off for now */\n  \"hooksConfig\": {\"enabled\": false}\n}\n")
+	if got := HooksOff("gemini", root, home); !strings.Contains(got, "hooksConfig.enabled to false") {
+		t.Fatalf("gemini settings with comments: %q", got)
+	}
+	if got := string(withoutComments([]byte(`{"a": "//x", "b": "/*y*/", "c": "\"//"} // z`))); got != `{"a": "//x", "b": "/*y*/", "c": "\"//"}     ` {
+		t.Fatalf("withoutComments: %q", got)
+	}
+}
