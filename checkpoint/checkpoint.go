@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -358,7 +359,8 @@ func (s *State) currentCheckpoint(ctx context.Context) (cp *Checkpoint, ref stri
 // Reinstate writes cp back as the checkpoint record when the record is
 // gone - an agent's rm -rf .ralph, say, which would leave the rollback of
 // its failed attempt refused ("no checkpoint recorded") and the run
-// stopped - and wiggum's checkpoint ref still names cp. The ref is
+// stopped - or holds anything else (an agent's write through a link), and
+// wiggum's checkpoint ref still names cp. The ref is
 // wiggum's own record, outside the tree: the file put back is the one that
 // was lost, never an older one (a newer checkpoint moved the ref, and then
 // nothing is written). It reports whether it wrote the record. The caller
@@ -367,13 +369,19 @@ func (s *State) Reinstate(ctx context.Context, cp *Checkpoint) (bool, error) {
 	if cp == nil {
 		return false, nil
 	}
-	if _, err := os.Stat(s.RuntimePath(layout.CheckpointFile)); !errors.Is(err, fs.ErrNotExist) {
+	cur, err := s.Load()
+	switch {
+	case err == nil && reflect.DeepEqual(*cur, *cp):
 		return false, nil
+	case errors.Is(err, ErrNoCheckpoint):
+		var pending Checkpoint
+		if statefile.ReadJSON(s.RuntimePath(layout.CheckpointPending), &pending, func() error { return pending.check() }) == nil {
+			return false, nil // currentCheckpoint judges a whole pending record against the ref
+		}
 	}
-	var pending Checkpoint
-	if statefile.ReadJSON(s.RuntimePath(layout.CheckpointPending), &pending, func() error { return pending.check() }) == nil {
-		return false, nil // currentCheckpoint judges a whole pending record against the ref
-	}
+	// Gone, damaged, or another record than cp (an agent's write through
+	// a link or a patch put {} there, and the failed attempt's rollback
+	// could not be made): put back when wiggum's ref still proves cp.
 	ref, err := s.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", s.snapshotRef())
 	if err != nil || ref != cp.recordedValue() {
 		return false, nil

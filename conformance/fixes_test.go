@@ -1845,3 +1845,28 @@ func TestGeminiBackgroundTestRunDenied(t *testing.T) {
 		}
 	})
 }
+
+// Two roads into wiggum's state that Codex takes and the guard missed: a
+// patch whose markers are indented (codex reads " *** Add File: x" too),
+// and apply_patch given to its shell as a here-document, which codex
+// applies as a patch of its own. Both wrote .ralph/wiggum/.
+func TestCodexPatchOtherForms(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		turn fakemodel.Turn
+	}{
+		{"indented", fakemodel.Turn{Patch: "*** Begin Patch\n *** Add File: .ralph/wiggum/evil.txt\n+pwned\n*** End Patch\n"}},
+		{"heredoc", fakemodel.Turn{Shell: "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: .ralph/wiggum/evil.txt\n+pwned\n*** End Patch\nEOF\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, clients[1], tc.turn, fakemodel.Turn{Text: "done"})
+			w.run(0)
+			if _, err := os.Stat(filepath.Join(w.dir, ".ralph", "wiggum", "evil.txt")); err == nil {
+				t.Fatalf("the patch wrote into wiggum's state\nrequests:\n%s", w.requestLog())
+			}
+			if body := w.turnRequest(1).Body; !hasText(body, "is not allowed during a wiggum session") {
+				t.Fatalf("the guard's deny did not reach the model: %s", lastSent(body))
+			}
+		})
+	}
+}

@@ -19,7 +19,27 @@ func (w *walk) files(base string, rest []string) {
 				w.g.verdict(Deny, "mv %s moves the repository's .git directory away", printable(p))
 			}
 		}
-	case "cp", "install", "ln", "rsync":
+	case "ln":
+		// A link to wiggum's state (or into .git) is a second name a
+		// file tool then writes through: ln -s .ralph/wiggum x, then an
+		// edit of x/checkpoint.json, overwrote the checkpoint record and
+		// the failed attempt's rollback could not be made. A hard link
+		// is the file itself.
+		if ops := operands(rest); len(ops) > 0 {
+			sources := ops
+			if len(ops) > 1 {
+				sources = ops[:len(ops)-1]
+			}
+			for _, p := range sources {
+				if why := w.protected(p); why != "" {
+					w.g.verdict(Deny, "ln %s makes a second name for it: %s", printable(p), why)
+				} else if w.g.isGitDir(p) || w.g.inGitDir(p) != "" {
+					w.g.verdict(Deny, "ln %s makes a second name for the repository's git data, which file tools would then write through", printable(p))
+				}
+			}
+		}
+		w.copyTo(base, rest)
+	case "cp", "install", "rsync":
 		w.copyTo(base, rest)
 	case "tee", "sponge":
 		for _, p := range operands(rest) {

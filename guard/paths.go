@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -154,6 +155,62 @@ func (g *guard) projectHook(name string) string {
 	return ""
 }
 
+// resolvedIn is abs with the symbolic links on its way resolved - a link
+// to a directory that does not exist yet too (ln -s .ralph/wiggum x
+// before wiggum made it), the rest of the path then taken as it is -
+// relative to root when it lies inside; "" when it lies outside, or a
+// link loops.
+func resolvedIn(abs, root string) string {
+	if root == "" || !filepath.IsAbs(abs) {
+		return ""
+	}
+	r, ok := followLinks(abs)
+	if !ok {
+		return ""
+	}
+	rootR, ok := followLinks(root)
+	if !ok {
+		rootR = root
+	}
+	rel, err := filepath.Rel(rootR, r)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return ""
+	}
+	return rel
+}
+
+// followLinks resolves the symbolic links of an absolute path one part at
+// a time, as the kernel does on open; the parts after the first that does
+// not exist are taken literally. false after 40 links (a loop).
+func followLinks(abs string) (string, bool) {
+	parts := strings.Split(strings.TrimPrefix(filepath.Clean(abs), "/"), "/")
+	cur := "/"
+	for hops := 0; len(parts) > 0; {
+		next := filepath.Join(cur, parts[0])
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return filepath.Join(append([]string{cur}, parts...)...), true
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur, parts = next, parts[1:]
+			continue
+		}
+		if hops++; hops > 40 {
+			return "", false
+		}
+		to, err := os.Readlink(next)
+		if err != nil {
+			return "", false
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(cur, to)
+		}
+		parts = append(strings.Split(strings.TrimPrefix(filepath.Clean(to), "/"), "/"), parts[1:]...)
+		cur = "/"
+	}
+	return cur, true
+}
+
 // gitHookNames are the hooks git runs (githooks(5)).
 var gitHookNames = []string{"applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
 	"prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge", "pre-push",
@@ -169,6 +226,7 @@ func CheckEdit(file string, p Policy) Decision {
 	if !filepath.IsAbs(target) {
 		target = filepath.Join(p.Cwd, file)
 	}
+	abs := target
 	if p.Root != "" {
 		if rel, err := filepath.Rel(p.Root, target); err == nil && !strings.HasPrefix(rel, "..") {
 			target = rel
@@ -176,6 +234,13 @@ func CheckEdit(file string, p Policy) Decision {
 	}
 	if why := g.protectedState(target); why != "" {
 		return Decision{Deny, fmt.Sprintf("writing %s is not allowed during a wiggum session: %s", file, why)}
+	}
+	// Through a symbolic link (link -> .ralph/wiggum, or a link to a
+	// file there) the tool writes where the link points: that is judged.
+	if real := resolvedIn(abs, p.Root); real != "" && real != target {
+		if d := CheckEdit(filepath.Join(p.Root, real), p); d.Action != Allow {
+			return Decision{d.Action, fmt.Sprintf("%s leads through a symbolic link to %s: %s", file, real, d.Reason)}
+		}
 	}
 
 	// As the shell's rules judge a redirection: git's data is denied,

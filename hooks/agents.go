@@ -181,10 +181,17 @@ type codex struct{}
 func (codex) Parse(data []byte) (Event, error) {
 	ev, err := claude{}.Parse(data)
 	ev.Agent = "codex"
-	if ev.ToolName == "apply_patch" {
+	switch {
+	case ev.ToolName == "apply_patch":
 		// Codex's file-edit tool: tool_input.command is the patch.
 		ev.Paths = patchPaths(ev.Command)
 		ev.Command = ""
+	case ev.Shell && strings.Contains(ev.Command, "*** Begin Patch"):
+		// Codex applies `apply_patch <<'EOF' ... EOF` given to its
+		// shell as a patch of its own, not as a program: its paths are
+		// judged as the apply_patch tool's are (the shell command's
+		// guard saw an unknown program and its here-document).
+		ev.Paths = patchPaths(ev.Command)
 	}
 	if ev.Kind == KindPostTool && ev.ExitCode > 0 {
 		// Codex reports failed commands through PostToolUse with the exit
@@ -206,7 +213,9 @@ func (codex) Render(ev Event, r Response) []byte {
 func patchPaths(patch string) []string {
 	var out []string
 	for line := range strings.Lines(patch) {
-		line = strings.TrimRight(line, "\r\n")
+		// Codex reads a marker with blanks around it too (" *** Add
+		// File: x"): with the indent, the path went unjudged.
+		line = strings.TrimSpace(line)
 		for _, p := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
 			if rest, ok := strings.CutPrefix(line, p); ok && strings.TrimSpace(rest) != "" {
 				out = append(out, strings.TrimSpace(rest))

@@ -229,3 +229,40 @@ func TestGeminiBackgroundTestsDenied(t *testing.T) {
 		}
 	}
 }
+
+// Codex reads a patch's markers with blanks around them, and applies
+// `apply_patch <<'EOF' ... EOF` given to its shell as a patch of its own:
+// both wrote into .ralph/wiggum past the guard. A file tool's path that
+// leads through a symbolic link into the state is judged where it leads.
+func TestStateWritesByOtherRoads(t *testing.T) {
+	dir := repo(t)
+	inSession(t, dir)
+	send := func(agent string, m map[string]any) []byte {
+		t.Helper()
+		m["hook_event_name"], m["session_id"], m["cwd"] = "PreToolUse", "s", dir
+		data, _ := json.Marshal(m)
+		var out bytes.Buffer
+		Run(context.Background(), agent, bytes.NewReader(data), &out, Options{})
+		checkValidOutput(t, agent, out.Bytes())
+		return out.Bytes()
+	}
+	indented := "*** Begin Patch\n *** Add File: .ralph/wiggum/evil.txt\n+x\n *** End Patch\n"
+	if out := send("codex", map[string]any{"tool_name": "apply_patch", "tool_input": map[string]any{"command": indented}}); !bytes.Contains(out, []byte("deny")) {
+		t.Errorf("an indented patch marker: %s", out)
+	}
+	heredoc := "apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: .ralph/wiggum/checkpoint.json\n*** End Patch\nEOF"
+	if out := send("codex", map[string]any{"tool_name": "Bash", "tool_input": map[string]any{"command": heredoc}}); !bytes.Contains(out, []byte("deny")) {
+		t.Errorf("apply_patch through the shell: %s", out)
+	}
+	if err := os.Symlink(filepath.Join(dir, ".ralph", "wiggum"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"link/checkpoint.json", filepath.Join(dir, "link", "new.json")} {
+		if out := send("claude", map[string]any{"tool_name": "Write", "tool_input": map[string]any{"file_path": p, "content": "{}"}}); !bytes.Contains(out, []byte("symbolic link")) {
+			t.Errorf("a write through a link into the state (%s): %s", p, out)
+		}
+	}
+	if out := send("claude", map[string]any{"tool_name": "Write", "tool_input": map[string]any{"file_path": "notes.md", "content": "x"}}); len(out) != 0 {
+		t.Errorf("an ordinary write: %s", out)
+	}
+}

@@ -272,6 +272,13 @@ func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 		}
 		if ev.Shell {
 			session.MarkGuardSeen()
+			for _, p := range ev.Paths {
+				one := ev
+				one.FilePath = p
+				if r := guardEdit(one, root, opts); r.Decision != guard.Allow {
+					return r
+				}
+			}
 			if ev.InBackground && ev.Command != "" {
 				if r := backgroundTests(ev, root, opts); r.Decision != guard.Allow {
 					return r

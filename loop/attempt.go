@@ -595,6 +595,11 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		o.output = o.detail
 		return o
 	}
+	if f := e.unrolledTestFailure(story.ID); f != nil {
+		o.source, o.output = "test-hook", f.Output
+		o.detail = fmt.Sprintf("a test run failed during the attempt (%s) and could not be rolled back then (%s)", oneLine(f.Command, 200), f.Rollback)
+		return o
+	}
 	e.reportedUsage(iter, story.ID, res.Usage)
 	killpoint.At("agent-exited")
 	if r.opts.TestCmd != "" {
@@ -925,9 +930,9 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 		e.disp.printf("  could not put back the checkpoint record the attempt deleted: %v", err)
 	} else if ok {
 		record := layout.RuntimeDir + "/" + layout.CheckpointFile
-		parts = append(parts, "deleted wiggum's checkpoint record")
+		parts = append(parts, "deleted or changed wiggum's checkpoint record")
 		putBack = append(putBack, record)
-		e.disp.printf("  the checkpoint record %s was deleted during the attempt: put back from wiggum's checkpoint ref", record)
+		e.disp.printf("  the checkpoint record %s was deleted or changed during the attempt: put back from wiggum's checkpoint ref", record)
 	}
 	// The run's journal, which a resume after a crash reads.
 	if ok, err := e.run.led.keepJournal(); err != nil {
@@ -1535,4 +1540,27 @@ func prependPath(env []string, dir string) []string {
 // megabytes says a size in MB (10^6 bytes, as git hosts state their limits).
 func megabytes(n int64) string {
 	return strings.TrimSuffix(strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64), ".0") + " MB"
+}
+
+// unrolledTestFailure is a failing test run the agent's hook saw during
+// this attempt and could not roll back (its rollback failed or was
+// refused): the attempt went on from work that failed its tests, and its
+// agent's exit status no longer says the story is done. An agent that
+// had overwritten the checkpoint record through a link made the hook's
+// rollback fail, exited 0, and the failing work was committed.
+func (e *executor) unrolledTestFailure(story string) *session.Failure {
+	fails, err := session.Failures(e.st, story)
+	if err != nil {
+		return nil
+	}
+	for i := len(fails) - 1; i >= 0; i-- {
+		f := fails[i]
+		if f.Time.Before(e.attemptStarted) {
+			break
+		}
+		if f.Source == "test-hook" && (strings.HasPrefix(f.Rollback, "failed:") || strings.HasPrefix(f.Rollback, "refused:")) {
+			return &f
+		}
+	}
+	return nil
 }
