@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -119,14 +120,16 @@ func (s *State) backupAndMove(ctx context.Context, commit string, cp *Checkpoint
 }
 
 // Backup saves HEAD plus every uncommitted (tracked and untracked, not
-// ignored) file as one commit under refs/wiggum/backup/, leaving the index
+// ignored, and the changed files the index hides: see withHidden) file as one commit under refs/wiggum/backup/, leaving the index
 // and working tree untouched. It returns the ref.
 func (s *State) Backup(ctx context.Context, reason string) (string, error) {
 	now, err := s.Repo.Status(ctx)
 	if err != nil {
 		return "", fmt.Errorf("backup: read HEAD and status: %w", err)
 	}
-	return s.backupOf(ctx, now, reason)
+	// The files the index hides from status are saved as a checkpoint
+	// saves them: a restore writes over them next.
+	return s.backupOf(ctx, s.withHidden(now), reason)
 }
 
 // backupOf is Backup of the tree as the status now read it.
@@ -247,7 +250,14 @@ type RestoreResult struct {
 
 // Restore brings back a saved state: HEAD moves forward to the HEAD it saved
 // and the working tree gets its files back byte for byte. The current state
-// is saved first. It refuses when HEAD is not an ancestor of the saved HEAD,
+// is saved first, as a checkpoint saves it: with the files the index hides
+// (skip-worktree, assume-unchanged), and with every ignored file the saved
+// state would write over. Only the paths where the saved state differs
+// from the working tree are written, as a rollback writes them, so
+// untouched files keep their mtime; a hidden file the saved state did not
+// change keeps its content, an ignored file it does not hold is left
+// alone, untracked files it does not hold stay, and hidden files keep
+// their flags. It refuses when HEAD is not an ancestor of the saved HEAD,
 // because moving there would drop commits. The caller must hold the lock.
 func (s *State) Restore(ctx context.Context, name string) (*RestoreResult, error) {
 	ref, err := s.resolveBackup(ctx, name)
@@ -257,14 +267,25 @@ func (s *State) Restore(ctx context.Context, name string) (*RestoreResult, error
 	if op := s.Repo.InProgress(); op != "" {
 		return nil, refuse("a %s is in progress; finish or abort it first", op)
 	}
-	saved, err := s.Repo.Line(ctx, "rev-parse", "--verify", ref+"^1")
+	cat := s.Repo.Cat(ctx)
+	defer cat.Close()
+	found, err := cat.Read(ref+"^1", ref+"^{tree}", ref+"^1^{tree}")
 	if err != nil {
-		return nil, fmt.Errorf("recover: %s has no saved HEAD: %w", ref, err)
+		return nil, fmt.Errorf("recover: %w", err)
 	}
-	head, err := s.Repo.Head(ctx)
+	if found[0].ID == "" || found[1].ID == "" || found[2].ID == "" {
+		return nil, fmt.Errorf("recover: %s has no saved HEAD", ref)
+	}
+	saved, backupTree, savedTree := found[0].ID, found[1].ID, found[2].ID
+	status, err := s.Repo.Status(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("recover: read HEAD: %w", err)
+		return nil, fmt.Errorf("recover: read HEAD and status: %w", err)
 	}
+	if status.Head == "" {
+		return nil, errors.New("recover: the repository has no commits yet")
+	}
+	now := s.withHidden(status)
+	head := now.Head
 	anc, err := s.Repo.OK(ctx, "merge-base", "--is-ancestor", head, saved)
 	if err != nil {
 		return nil, fmt.Errorf("recover: %w", err)
@@ -272,10 +293,43 @@ func (s *State) Restore(ctx context.Context, name string) (*RestoreResult, error
 	if !anc {
 		return nil, refuse("HEAD %s is not an ancestor of the saved HEAD %s, so restoring would drop commits; to look at it instead: git switch -c rescue %s^1 && git checkout %s -- .", short(head), short(saved), ref, ref)
 	}
-	res := &RestoreResult{Ref: ref, Head: saved}
-	if res.BackupRef, err = s.Backup(ctx, "before recover "+strings.TrimPrefix(ref, BackupPrefix)); err != nil {
+	headTree, err := cat.Read(head + "^{tree}")
+	if err != nil {
 		return nil, fmt.Errorf("recover: %w", err)
 	}
+	msg := fmt.Sprintf("wiggum backup: before recover %s\n\nhead: %s\nbranch: %s\n", strings.TrimPrefix(ref, BackupPrefix), head, BranchName(now.Branch))
+	// The state before, as a checkpoint takes it; taken again with the
+	// ignored files the saved state would write over, when there are.
+	var plan *restorePlan
+	for pass := 0; ; pass++ {
+		plan, err = s.planRestore(ctx, cat, now, msg, backupTree, savedTree, headTree[0].ID)
+		if err != nil {
+			return nil, fmt.Errorf("recover: %w", err)
+		}
+		if len(plan.ignored) == 0 {
+			break
+		}
+		plan.idx.remove()
+		if pass > 0 {
+			return nil, refuse("the ignored file(s) %s, which %s would write over, could not be saved first", strings.Join(plan.ignored, ", "), ref)
+		}
+		with := *now
+		with.Untracked = append(append([]string(nil), now.Untracked...), plan.ignored...)
+		now = &with
+	}
+	defer plan.idx.remove()
+	res := &RestoreResult{Ref: ref, Head: saved}
+	if res.BackupRef, err = s.createBackupRef(ctx, plan.commit); err != nil {
+		return nil, fmt.Errorf("recover: save the state before: %w", err)
+	}
+	if err := git.SyncFS(s.Repo.CommonDir); err != nil {
+		return nil, fmt.Errorf("recover: the state before, saved in %s, could not be made durable: %w", res.BackupRef, err)
+	}
+	lk, err := s.lockIndex()
+	if err != nil {
+		return nil, err
+	}
+	defer lk.release()
 	branch, err := s.Repo.Branch(ctx)
 	if err != nil {
 		return nil, err
@@ -289,23 +343,142 @@ func (s *State) Restore(ctx context.Context, name string) (*RestoreResult, error
 	if _, err := s.Repo.Run(ctx, append(args, saved, head)...); err != nil {
 		return nil, refuse("HEAD moved while restoring (%v); your state is saved in %s", err, res.BackupRef)
 	}
-	if _, err := s.Repo.Run(ctx, "reset", "--hard", "--quiet"); err != nil {
-		return nil, fmt.Errorf("recover: reset (your previous state is in %s): %w", res.BackupRef, err)
-	}
-	if err := s.checkoutTree(ctx, ref); err != nil {
+	cp := &Checkpoint{Head: saved}
+	index := s.startIndex(ctx, plan.idx, plan.tracked, cp, plan.index, plan.uncommitted, now.Changes)
+	plan.idx = nil // startIndex's now; restoreTree removes it
+	if err := s.restoreTree(ctx, cat, lk, index, cp, plan.write); err != nil {
 		return nil, fmt.Errorf("recover: write files (your previous state is in %s): %w", res.BackupRef, err)
 	}
-	// Files the saved state had deleted without committing stay deleted.
-	out, err := s.Repo.Run(ctx, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=D", saved, ref)
+	return res, nil
+}
+
+// restorePlan is what a restore writes, from a snapshot of the working
+// tree (commit, its tree, and the private index or tracked changes the
+// rollback's index edit starts from).
+type restorePlan struct {
+	commit  string
+	idx     *treeIndex
+	tracked []treeChange
+	// write: the working-tree paths to change (the diff from the working
+	// tree to the saved state, less the hidden files and untracked files
+	// kept); index: the same diff for the index edit; uncommitted: the
+	// saved state's uncommitted changes, as its HEAD has those paths.
+	write, index, uncommitted []treeChange
+	// ignored: files on disk git does not list (ignored) at paths the
+	// saved state writes, not in the snapshot yet.
+	ignored []string
+}
+
+// planRestore snapshots now and diffs it against the saved state
+// (backupTree, over its HEAD's savedTree; HEAD's tree is headTree).
+func (s *State) planRestore(ctx context.Context, cat *git.Cat, now *git.Status, msg, backupTree, savedTree, headTree string) (*restorePlan, error) {
+	p := &restorePlan{}
+	var tree string
+	var err error
+	p.commit, tree, p.idx, p.tracked, err = s.snapshot(ctx, now, msg, true, nil, cat)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("save the state before: %w", err)
 	}
-	for _, rel := range git.SplitZ(out) {
-		if err := os.Remove(filepath.Join(s.Repo.Root, filepath.FromSlash(rel))); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
+	diffs, err := diffTrees(cat, nil, [2]string{tree, backupTree}, [2]string{backupTree, tree}, [2]string{backupTree, savedTree}, [2]string{headTree, savedTree})
+	if err != nil {
+		p.idx.remove()
+		return nil, fmt.Errorf("diff: %w", err)
+	}
+	changes, nowHas, uncommitted := diffs[0], map[string]string{}, diffs[2]
+	for _, c := range diffs[1] {
+		nowHas[c.path] = c.mode // "" when the working tree has no such path
+	}
+	changedBySave := map[string]bool{}
+	for _, c := range uncommitted {
+		changedBySave[c.path] = true
+	}
+	headToSaved := map[string]treeChange{}
+	for _, c := range diffs[3] {
+		headToSaved[c.path] = c
+	}
+	untracked := map[string]bool{}
+	for _, u := range now.Untracked {
+		untracked[u] = true
+	}
+	keep := map[string]bool{}
+	for _, h := range now.Changes {
+		if (!h.AssumeUnchanged && !h.SkipWorktree) || changedBySave[h.Path] {
+			continue
+		}
+		// A hidden file the saved state did not change: the person's
+		// content stays, and its entry becomes the saved HEAD's.
+		keep[h.Path] = true
+		entry := treeChange{path: h.Path, mode: h.HeadMode, oid: h.HeadOID}
+		if c, ok := headToSaved[h.Path]; ok {
+			entry = c
+		}
+		p.uncommitted = append(p.uncommitted, entry)
+	}
+	p.uncommitted = append(p.uncommitted, uncommitted...)
+	removed := map[string]bool{}
+	for _, c := range changes {
+		if c.mode == "" {
+			removed[c.path] = true
 		}
 	}
-	return res, nil
+	seen := map[string]bool{}
+	for _, c := range changes {
+		if keep[c.path] {
+			continue
+		}
+		p.index = append(p.index, c)
+		if c.mode == "" && untracked[c.path] {
+			continue // an untracked file the saved state does not hold stays
+		}
+		p.write = append(p.write, c)
+		if c.mode == "" {
+			continue
+		}
+		// What git does not list but the write would replace: an ignored
+		// file at the path or at one of its directories.
+		for dir := c.path; ; {
+			if m, ok := nowHas[dir]; (!ok || m == "") && !seen[dir] {
+				seen[dir] = true
+				fi, err := os.Lstat(filepath.Join(s.Repo.Root, filepath.FromSlash(dir)))
+				switch {
+				case err != nil:
+				case fi.IsDir() && dir == c.path:
+					// A directory where the saved state has a file goes
+					// whole: what in it git does not list is saved first.
+					if err := s.unlisted(dir, removed, &p.ignored); err != nil {
+						p.idx.remove()
+						return nil, refuse("%s is a directory where %s has a file, and what it holds could not be read (%v); move it away first", dir, "the saved state", err)
+					}
+				case !fi.IsDir():
+					p.ignored = append(p.ignored, dir)
+				}
+			}
+			i := strings.LastIndexByte(dir, '/')
+			if i < 0 {
+				break
+			}
+			dir = dir[:i]
+		}
+	}
+	return p, nil
+}
+
+// unlisted appends to out the files under dir (from the root) that are
+// not among listed: the ones the snapshot does not hold.
+func (s *State) unlisted(dir string, listed map[string]bool, out *[]string) error {
+	return filepath.WalkDir(filepath.Join(s.Repo.Root, filepath.FromSlash(dir)), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(s.Repo.Root, path)
+		if err != nil {
+			return err
+		}
+		if rel = filepath.ToSlash(rel); !listed[rel] {
+			*out = append(*out, rel)
+		}
+		return nil
+	})
 }
 
 // Prune deletes backups older than age and returns their refs.

@@ -490,19 +490,6 @@ func backupMessage(reason, head string, cp *Checkpoint) string {
 	return fmt.Sprintf("wiggum backup: %s\n\nhead: %s\ncheckpoint: %s\nbranch: %s\n", reason, head, cp.Head, BranchName(cp.Branch))
 }
 
-// checkoutTree writes every file of commit's tree into the working tree
-// through a temporary index, leaving the real index alone.
-func (s *State) checkoutTree(ctx context.Context, commit string) error {
-	tmp := filepath.Join(s.Repo.GitDir, fmt.Sprintf("wiggum-index-%d", os.Getpid()))
-	defer os.Remove(tmp)
-	env := []string{"GIT_INDEX_FILE=" + tmp}
-	if _, err := s.Repo.RunEnv(ctx, env, nil, "read-tree", commit+"^{tree}"); err != nil {
-		return err
-	}
-	_, err := s.Repo.RunEnv(ctx, env, nil, "checkout-index", "-a", "-f")
-	return err
-}
-
 // newUntracked lists the files of now (untracked ones) that did not exist
 // at checkpoint time, and apart the new directories git lists whole
 // ("dir/"): with every untracked file listed, those are repositories of
