@@ -166,14 +166,72 @@ type BackupInfo struct {
 	Lines   int       `json:"lines"`   // lines added plus removed by those files
 }
 
-// Backups lists saved states, newest first.
+// Backups lists saved states, newest first, with what each holds: one
+// for-each-ref for the list, one git log for every backup's files and
+// lines, and a rev-list for each that names a checkpoint (its commits).
 func (s *State) Backups(ctx context.Context) ([]BackupInfo, error) {
+	list, checkpoints, err := s.backupRefs(ctx)
+	if err != nil || len(list) == 0 {
+		return list, err
+	}
+	for i := range list {
+		if v := checkpoints[i]; v != "" && list[i].Head != "" {
+			if n, err := s.Repo.Line(ctx, "rev-list", "--count", v+".."+list[i].Head); err == nil {
+				list[i].Commits, _ = strconv.Atoi(n)
+			}
+		}
+	}
+	// Every backup's uncommitted files, from its HEAD to it, in one git.
+	var in strings.Builder
+	at := make(map[string][]int, len(list))
+	for i, b := range list {
+		if len(at[b.Commit]) == 0 {
+			in.WriteString(b.Commit + "\n")
+		}
+		at[b.Commit] = append(at[b.Commit], i)
+	}
+	out, err := s.Repo.RunEnv(ctx, nil, []byte(in.String()), "log", "--stdin", "--no-walk=unsorted", "--first-parent", "--diff-merges=first-parent", "--no-renames", "--format=%x01%H", "--numstat")
+	if err != nil {
+		return list, nil // the list stands without its counts
+	}
+	for _, rec := range strings.Split(out, "\x01")[1:] {
+		lines := strings.Split(strings.TrimSpace(rec), "\n")
+		files, sum := 0, 0
+		for _, l := range lines[1:] {
+			p := strings.Fields(l)
+			if len(p) < 3 {
+				continue
+			}
+			files++
+			a, _ := strconv.Atoi(p[0])
+			d, _ := strconv.Atoi(p[1])
+			sum += a + d
+		}
+		for _, i := range at[strings.TrimSpace(lines[0])] {
+			list[i].Files, list[i].Lines = files, sum
+		}
+	}
+	return list, nil
+}
+
+// CountBackups is how many saved states there are: one for-each-ref.
+func (s *State) CountBackups(ctx context.Context) (int, error) {
+	out, err := s.Repo.Run(ctx, "for-each-ref", "--format=x", BackupPrefix)
+	if err != nil {
+		return 0, fmt.Errorf("list backups: %w", err)
+	}
+	return strings.Count(out, "\n"), nil
+}
+
+// backupRefs lists saved states, newest first, with what their refs and
+// messages say (not what they hold), and each one's checkpoint line: one
+// for-each-ref, however many there are.
+func (s *State) backupRefs(ctx context.Context) (list []BackupInfo, checkpoints []string, err error) {
 	out, err := s.Repo.Run(ctx, "for-each-ref", "--sort=-refname",
 		"--format=%(refname)%00%(objectname)%00%(committerdate:unix)%00%(contents:subject)%00%(contents:body)%01", BackupPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("list backups: %w", err)
+		return nil, nil, fmt.Errorf("list backups: %w", err)
 	}
-	var list []BackupInfo
 	for _, rec := range strings.Split(out, "\x01") {
 		f := strings.Split(strings.TrimLeft(rec, "\n"), "\x00")
 		if len(f) < 5 {
@@ -182,31 +240,19 @@ func (s *State) Backups(ctx context.Context) ([]BackupInfo, error) {
 		secs, _ := strconv.ParseInt(f[2], 10, 64)
 		b := BackupInfo{Ref: f[0], Commit: f[1], Time: time.Unix(secs, 0).UTC(),
 			Reason: strings.TrimPrefix(f[3], "wiggum backup: ")}
+		var cp string
 		for _, line := range strings.Split(f[4], "\n") {
 			if v, ok := strings.CutPrefix(line, "head: "); ok {
 				b.Head = v
 			}
 			if v, ok := strings.CutPrefix(line, "checkpoint: "); ok && b.Head != "" {
-				if n, err := s.Repo.Line(ctx, "rev-list", "--count", v+".."+b.Head); err == nil {
-					b.Commits, _ = strconv.Atoi(n)
-				}
-			}
-		}
-		if stat, err := s.Repo.Run(ctx, "diff", "--numstat", b.Commit+"^1", b.Commit); err == nil {
-			for _, l := range strings.Split(strings.TrimSpace(stat), "\n") {
-				p := strings.Fields(l)
-				if len(p) < 3 {
-					continue
-				}
-				b.Files++
-				a, _ := strconv.Atoi(p[0])
-				d, _ := strconv.Atoi(p[1])
-				b.Lines += a + d
+				cp = v
 			}
 		}
 		list = append(list, b)
+		checkpoints = append(checkpoints, cp)
 	}
-	return list, nil
+	return list, checkpoints, nil
 }
 
 // resolveBackup turns a full ref, a name under BackupPrefix, or a unique
@@ -219,7 +265,7 @@ func (s *State) resolveBackup(ctx context.Context, name string) (string, error) 
 	if !strings.HasPrefix(full, BackupPrefix) {
 		full = BackupPrefix + strings.TrimPrefix(name, "backup/")
 	}
-	list, err := s.Backups(ctx)
+	list, _, err := s.backupRefs(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -483,7 +529,7 @@ func (s *State) unlisted(dir string, listed map[string]bool, out *[]string) erro
 
 // Prune deletes backups older than age and returns their refs.
 func (s *State) Prune(ctx context.Context, age time.Duration, dryRun bool) ([]string, error) {
-	list, err := s.Backups(ctx)
+	list, _, err := s.backupRefs(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,9 @@
 package checkpoint
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,4 +105,69 @@ func TestRecoverWritesOnlyWhatDiffers(t *testing.T) {
 	if got := r.git("status", "--porcelain"); got != "M a.txt\n?? out.txt" && got != " M a.txt\n?? out.txt" {
 		t.Errorf("status after recover:\n%s", got)
 	}
+}
+
+// Listing, counting, resolving and pruning 1,000 backups starts a bounded
+// number of git processes, counted by a git on PATH that logs each call.
+func TestBackupListingStartsBoundedGits(t *testing.T) {
+	r := newRepo(t)
+	head := r.git("rev-parse", "HEAD")
+	var in strings.Builder
+	for i := 0; i < 1000; i++ {
+		in.WriteString(fmt.Sprintf("create %s20200101T000000Z-0000%c%c-%d %s\n", BackupPrefix, 'a'+i%26, 'x', i, head))
+	}
+	cmd := exec.Command("git", "update-ref", "--stdin")
+	cmd.Dir, cmd.Stdin = r.dir, strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, log := t.TempDir(), filepath.Join(t.TempDir(), "calls")
+	wrapper := "#!/bin/sh\necho \"$1\" >> " + log + "\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	calls := func(what string, f func() error) {
+		t.Helper()
+		os.Remove(log)
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		data, _ := os.ReadFile(log)
+		if n := strings.Count(string(data), "\n"); n > 3 {
+			t.Errorf("%s over 1,000 backups started %d gits, want at most 3", what, n)
+		}
+	}
+	calls("CountBackups", func() error {
+		n, err := r.st.CountBackups(ctx)
+		if err == nil && n != 1000 {
+			t.Errorf("CountBackups = %d, want 1000", n)
+		}
+		return err
+	})
+	calls("resolveBackup", func() error {
+		_, err := r.st.resolveBackup(ctx, "20200101T000000Z-0000ax")
+		if err == nil || !strings.Contains(err.Error(), "names") {
+			t.Errorf("resolveBackup of an ambiguous prefix: %v", err)
+		}
+		return nil
+	})
+	calls("Prune --dry-run", func() error {
+		gone, err := r.st.Prune(ctx, -time.Hour, true)
+		if err == nil && len(gone) != 1000 {
+			t.Errorf("Prune would delete %d, want 1000", len(gone))
+		}
+		return err
+	})
+	calls("Backups", func() error {
+		list, err := r.st.Backups(ctx)
+		if err == nil && len(list) != 1000 {
+			t.Errorf("Backups listed %d, want 1000", len(list))
+		}
+		return err
+	})
 }

@@ -185,10 +185,10 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	} else {
 		r.Journal.Entries = n
 	}
-	if list, err := st.Backups(ctx); err != nil {
+	if n, err := st.CountBackups(ctx); err != nil {
 		r.Errors = append(r.Errors, err.Error())
 	} else {
-		r.Backups = len(list)
+		r.Backups = n
 	}
 	if entries, err := os.ReadDir(filepath.Join(st.Repo.CommonDir, checkpoint.NestedAside)); err == nil {
 		for _, e := range entries {
