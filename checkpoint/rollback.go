@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,6 +65,10 @@ type RollbackResult struct {
 	// SetAside: with SetAsideRepos, the new repositories whose .git went
 	// under NestedAside and whose files were saved and removed.
 	SetAside []RepoSetAside `json:"set_aside,omitempty"`
+	// InTheWay: directories where the checkpoint has a file that held a
+	// repository of their own or ignored files, moved whole under
+	// InTheWayAside before the file was written (see inTheWay).
+	InTheWay []DirAside `json:"in_the_way,omitempty"`
 	// Unhidden: files the attempt's change to a .gitignore had hidden -
 	// new since the checkpoint, ignored under the changed rules, not under
 	// the checkpoint's - saved in UnhiddenBackup and removed (see
@@ -241,6 +246,11 @@ func (s *State) rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		res.Files = append(res.Files, c.path)
 	}
 	res.Removed = removed
+	if res.InTheWay, err = s.inTheWay(ctx, changes); err != nil {
+		return nil, fmt.Errorf("rollback: %w", err)
+	}
+	// A repository inside a directory that goes aside whole goes with it.
+	res.Repositories = slices.DeleteFunc(res.Repositories, func(dir string) bool { return underAny(dir, res.InTheWay) })
 	if opts.DryRun {
 		res.Submodules, err = s.returnSubmodules(ctx, cp, subs, changes, reason, true)
 		return res, err
@@ -274,6 +284,12 @@ func (s *State) rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if err := git.SyncFS(s.Repo.CommonDir); err != nil {
 		(<-index).index.remove()
 		return nil, fmt.Errorf("rollback: the backup %s could not be made durable, so the working tree is left as it was (HEAD is back at %s): %w", res.BackupRef, short(cp.Head), err)
+	}
+	// Before any file is written: writing one where such a directory is
+	// deletes it recursively, with what the backup does not hold.
+	if err := s.setAside(res.InTheWay); err != nil {
+		(<-index).index.remove()
+		return nil, fmt.Errorf("rollback: the working tree is left as it was (HEAD is back at %s, everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
 	}
 	if err := s.restoreTree(ctx, cat, lk, index, cp, changes); err != nil {
 		return nil, fmt.Errorf("rollback: return the working tree to %s (everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
@@ -320,7 +336,7 @@ func (s *State) removeUnhidden(ctx context.Context, cp *Checkpoint, res *Rollbac
 		return fmt.Errorf("save the files the attempt's .gitignore change had hidden: %w", err)
 	}
 	for _, f := range files {
-		if err := s.removeFile(f); err != nil {
+		if err := s.removeFile(f, cp.Time); err != nil {
 			return fmt.Errorf("remove %s (saved in %s): %w", f, ref, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
@@ -234,7 +235,7 @@ func (s *State) writeChanges(ctx context.Context, cat *git.Cat, cp *Checkpoint, 
 	var write []treeChange
 	for _, c := range changes {
 		if c.mode == "" {
-			if err := s.removeFile(c.path); err != nil {
+			if err := s.removeFile(c.path, cp.Time); err != nil {
 				return err
 			}
 		} else if c.mode != "160000" { // a submodule is not checked out here, as git does
@@ -369,8 +370,19 @@ func (s *State) startIndex(ctx context.Context, idx *treeIndex, tracked []treeCh
 }
 
 // removeFile deletes a working-tree file the checkpoint does not have, and
-// the directories that leaves empty. Missing is fine: gone is the goal.
-func (s *State) removeFile(rel string) error {
+// the directories that leaves empty that did not exist at the checkpoint
+// (made after since, its time). Missing is fine: gone is the goal.
+//
+// An empty directory is invisible to git, so neither the checkpoint's tree
+// nor its list of untracked files can say that the person had it (an
+// upload directory, a mount point, a chmod 700 one); its mtime and ctime
+// cannot either, since the attempt's files in it changed both. Its birth
+// time can: a directory born after the checkpoint is the attempt's. The
+// kernel stamps it from a coarse clock, never ahead of the checkpoint's,
+// so a directory that existed then is never judged new; one the attempt
+// made within a clock tick of the checkpoint, or on a file system with no
+// birth time, is left in place, empty, which loses nothing.
+func (s *State) removeFile(rel string, since time.Time) error {
 	path := filepath.Join(s.Repo.Root, filepath.FromSlash(rel))
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		if fi, serr := os.Lstat(path); serr == nil && fi.IsDir() {
@@ -379,7 +391,7 @@ func (s *State) removeFile(rel string) error {
 		return err
 	}
 	for dir := filepath.Dir(path); dir != s.Repo.Root && strings.HasPrefix(dir, s.Repo.Root); dir = filepath.Dir(dir) {
-		if os.Remove(dir) != nil {
+		if !bornAfter(dir, since) || os.Remove(dir) != nil {
 			break
 		}
 	}

@@ -169,6 +169,9 @@ func (res *RollbackResult) Notes() []string {
 	for _, r := range res.SetAside {
 		out = append(out, r.String())
 	}
+	for _, d := range res.InTheWay {
+		out = append(out, d.String())
+	}
 	if n := len(res.Unhidden); n > 0 {
 		out = append(out, fmt.Sprintf("%d file(s) the attempt's .gitignore change had hidden (%s) removed; saved in %s",
 			n, strings.Join(res.Unhidden[:min(n, 3)], ", "), res.UnhiddenBackup))
