@@ -546,7 +546,10 @@ func TestAttemptThatBreaksTheHooksFails(t *testing.T) {
 	files := map[string]string{"claude": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini": ".gemini/settings.json"}
 	forEachClient(t, func(t *testing.T, c client) {
 		file := files[c.name]
-		script := `node -e 'const fs=require("fs"); for (const f of [() => fs.writeFileSync("` + file + `", "{}\n"), () => fs.unlinkSync(".git/hooks/pre-push")]) try { f() } catch (e) { console.log(e.message) }'; echo work > work.txt`
+		// The paths are built at run time: the guard judges a literal
+		// path given to fs.writeFileSync or fs.unlinkSync (it denied this
+		// script's first version), not one computed.
+		script := `node -e 'const fs=require("fs"), d="."; for (const f of [() => fs.writeFileSync(d+"` + file[1:] + `", "{}\n"), () => fs.unlinkSync(d+"git/hooks/pre-push")]) try { f() } catch (e) { console.log(e.message) }'; echo work > work.txt`
 		w := newWorld(t, c, fakemodel.Turn{Shell: script}, fakemodel.Turn{Text: "done"})
 		settings := w.git("show", "HEAD:"+file)
 		shim, err := os.ReadFile(filepath.Join(w.dir, ".git", "hooks", "pre-push"))
