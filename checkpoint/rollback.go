@@ -196,7 +196,7 @@ func (s *State) rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	nowTree := f.HeadTree
 	var current string       // snapshot commit of the working tree, when dirty
 	var idx *treeIndex       // the private index behind it, reused to restore
-	var tracked []treeChange // or: the working tree's tracked changes
+	var tracked []treeChange // or: the working tree's states at status's paths
 	if now.Dirty() {
 		current, nowTree, idx, tracked, err = s.snapshot(ctx, now, msg, !opts.DryRun, f.Trees, cat)
 		if err != nil {
@@ -215,7 +215,7 @@ func (s *State) rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	if reason == "" {
 		reason = "rollback"
 	}
-	if len(res.Commits) == 0 && nowTree == wantTree {
+	if len(res.Commits) == 0 && nowTree == wantTree && !indexMoved(cp, now, removed) {
 		// Nothing of the main tree to return; its submodules' files
 		// may still have changed.
 		res.Submodules, err = s.returnSubmodules(ctx, cp, subs, nil, reason, opts.DryRun)
@@ -245,7 +245,7 @@ func (s *State) rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	for _, c := range changes {
 		res.Files = append(res.Files, c.path)
 	}
-	res.Removed = removed
+	res.Removed = removedOf(removed, changes)
 	if res.InTheWay, err = s.inTheWay(ctx, changes); err != nil {
 		return nil, fmt.Errorf("rollback: %w", err)
 	}
@@ -303,6 +303,37 @@ func (s *State) rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		}
 	}
 	return res, nil
+}
+
+// indexMoved reports whether the index may differ from the checkpoint's
+// where the files do not: a new untracked file in a tree that is the
+// checkpoint's is one the checkpoint tracked and the attempt untracked
+// (git rm --cached); and with a clean checkpoint, whose index was HEAD's,
+// anything staged was staged since.
+func indexMoved(cp *Checkpoint, now *git.Status, removed []string) bool {
+	if len(removed) > 0 {
+		return true
+	}
+	if cp.Snapshot != "" {
+		return false // what was staged then is not recorded
+	}
+	return slices.ContainsFunc(now.Changes, func(c git.Change) bool { return c.Staged })
+}
+
+// removedOf lists the new untracked files a rollback removes: those the
+// checkpoint does not have. One it has (the attempt untracked it) stays,
+// tracked again.
+func removedOf(files []string, changes []treeChange) []string {
+	if len(files) == 0 {
+		return nil
+	}
+	gone := make(map[string]bool, len(changes))
+	for _, c := range changes {
+		if c.mode == "" {
+			gone[c.path] = true
+		}
+	}
+	return slices.DeleteFunc(files, func(p string) bool { return !gone[p] })
 }
 
 // ignoreRulesChanged reports whether the rollback changed a .gitignore.

@@ -85,7 +85,7 @@ func (s *State) worktreeIndex(ctx context.Context, now *git.Status) (*treeIndex,
 // snapshot writes a commit, child of now's HEAD, whose tree is the whole
 // working tree (tracked and untracked, not ignored). It is built from HEAD's
 // trees when quickSnapshot can (tracked then holds the working-tree state
-// of every tracked path status named); otherwise through a private index,
+// of every path status named, tracked and untracked); otherwise through a private index,
 // which with keep is returned for the caller to use and remove.
 func (s *State) snapshot(ctx context.Context, now *git.Status, message string, keep bool, pre map[string]git.Object, cat *git.Cat) (commit, tree string, idx *treeIndex, tracked []treeChange, err error) {
 	commit, tree, tracked, err = s.quickSnapshot(ctx, now, message, pre, cat)
@@ -280,7 +280,9 @@ type newIndex struct {
 // when idx is nil, from the user's index - which the caller holds locked,
 // so it cannot change meanwhile. With the user's index as the start,
 // tracked lists every tracked path where the working tree differs from
-// HEAD, as the working tree has it (from quickSnapshot; nil when clean).
+// HEAD, and every untracked file, as the working tree has it (from
+// quickSnapshot; nil when clean): an entry the attempt deleted (git rm
+// --cached), added or staged is set, whether or not its file changed.
 // uncommitted lists what the checkpoint's snapshot changed from cp.Head.
 // Only the entries of changed paths are set (with no stat data: git checks
 // those files on its next read), so every other entry keeps its stat data.
@@ -295,9 +297,9 @@ type newIndex struct {
 // entry already holds what the edit would set; otherwise it is set and
 // listed to be flagged again.
 func (s *State) startIndex(ctx context.Context, idx *treeIndex, tracked []treeChange, cp *Checkpoint, changes, uncommitted []treeChange, hidden []git.Change) <-chan newIndex {
-	// First every tracked path the user's index may have differently from
-	// the working tree at its working-tree state (the index route did
-	// that already), then the changed paths at the checkpoint's blobs,
+	// First every path the user's index may have differently from the
+	// working tree at its working-tree state (the index route did that
+	// already), then the changed paths at the checkpoint's blobs,
 	// except that its uncommitted changes stay in the working tree only,
 	// as when it was taken. The last word for a path wins.
 	own := make(map[string]bool, len(uncommitted))

@@ -37,8 +37,11 @@ import (
 var errDecline = errors.New("snapshot needs the index")
 
 // quickSnapshot writes the snapshot commit of now's working tree and
-// returns it with its tree and the working-tree state of every tracked path
-// status named (their entries in that tree, mode "" when deleted).
+// returns it with its tree and the working-tree state of every path status
+// named (their entries in that tree, mode "" when deleted): the tracked
+// ones, then the untracked ones. A rollback's index takes the untracked
+// ones too: a file the attempt untracked (git rm --cached) that the
+// checkpoint has as it is now gets its entry back.
 //
 // pre holds objects already read (see treeNames), nil when none are; cat,
 // when not nil, reads the rest. The trees it writes are added to pre (by
@@ -77,7 +80,6 @@ func (s *State) quickSnapshot(ctx context.Context, now *git.Status, message stri
 			return "", "", nil, errDecline
 		}
 	}
-	ntracked := len(edits)
 	for _, p := range now.Untracked {
 		if strings.HasSuffix(p, "/") || strings.ContainsAny(p, "\n\r") {
 			return "", "", nil, errDecline // a nested repository, or a name stdin cannot carry
@@ -121,7 +123,7 @@ func (s *State) quickSnapshot(ctx context.Context, now *git.Status, message stri
 	if err != nil {
 		return "", "", nil, err
 	}
-	return commit, tree, edits[:ntracked], nil
+	return commit, tree, edits, nil
 }
 
 // inProcessHashLimit bounds the files hashFiles reads into memory itself;

@@ -85,8 +85,8 @@ func TestQuickSnapshotIsGitsTree(t *testing.T) {
 	if got := r.git("rev-parse", commit+"^{tree}", commit+"^1"); got != tree+"\n"+r.git("rev-parse", "HEAD") {
 		t.Fatalf("commit %s: %s", commit, got)
 	}
-	if len(tracked) != len(now.Changes) {
-		t.Fatalf("%d tracked states for %d changes", len(tracked), len(now.Changes))
+	if len(tracked) != len(now.Changes)+len(now.Untracked) {
+		t.Fatalf("%d states for %d changes and %d untracked files", len(tracked), len(now.Changes), len(now.Untracked))
 	}
 	if err := r.git("fsck", "--no-dangling", "--strict"); err != "" {
 		t.Fatalf("fsck: %s", err)
