@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
@@ -27,12 +28,28 @@ type SubmoduleReturn struct {
 	Backup string `json:"backup,omitempty"`
 	// Left says why it was left as it is.
 	Left string `json:"left,omitempty"`
+	// CheckedOut: the attempt had removed it (git rm); its checkout is
+	// made again from its repository under .git/modules, which git rm
+	// keeps.
+	CheckedOut bool `json:"checked_out,omitempty"`
+	// Removed: the attempt had added it (git submodule add); the
+	// checkpoint has no submodule there. Its checkout was moved to Aside
+	// (dry: would be), its repository is kept in Repository.
+	Removed    bool   `json:"removed,omitempty"`
+	Aside      string `json:"aside,omitempty"`
+	Repository string `json:"repository,omitempty"`
 }
 
 func (r SubmoduleReturn) String() string {
 	switch {
 	case r.Left != "":
 		return fmt.Sprintf("submodule %s left as it is: %s", r.Path, r.Left)
+	case r.Removed && r.Aside == "":
+		return fmt.Sprintf("submodule %s, added since the checkpoint, would be removed: its checkout set aside", r.Path)
+	case r.Removed:
+		return fmt.Sprintf("submodule %s, added since the checkpoint, removed: its checkout moved to %s (git -C %s log), its repository kept in %s", r.Path, r.Aside, r.Aside, r.Repository)
+	case r.CheckedOut:
+		return fmt.Sprintf("submodule %s, removed since the checkpoint, checked out again at %s", r.Path, short(r.Commit))
 	case r.Backup == "":
 		return fmt.Sprintf("submodule %s would return to %s", r.Path, short(r.Commit))
 	}
@@ -50,8 +67,17 @@ func (r SubmoduleReturn) String() string {
 // not record them. A submodule is returned by moving its HEAD (detached,
 // as git submodule update leaves it), never a branch of its own: no commit
 // in it is discarded.
+//
+// A submodule the attempt removed (git rm), whose gitlink the rollback
+// put back, is checked out again from its repository under .git/modules;
+// one it added (git submodule add), which the checkpoint does not have,
+// has its checkout moved under NestedAside, its repository left under
+// .git/modules. Each is said; one that cannot be is left, and said so.
 func (s *State) returnSubmodules(ctx context.Context, cp *Checkpoint, subs []string, changes []treeChange, reason string, dry bool) ([]SubmoduleReturn, error) {
-	type want struct{ commit, left string }
+	type want struct {
+		commit, left string
+		remove       bool
+	}
 	wants := map[string]want{}
 	var order []string
 	add := func(p string, w want) {
@@ -64,6 +90,10 @@ func (s *State) returnSubmodules(ctx context.Context, cp *Checkpoint, subs []str
 		switch {
 		case c.mode == "160000":
 			add(c.path, want{commit: c.oid})
+		case c.mode == "" && s.checkedOut(c.path):
+			// A gitlink the checkpoint does not have: the tree's own
+			// files are never a checkout of a repository of their own.
+			add(c.path, want{remove: true})
 		case slices.Contains(subs, c.path):
 			add(c.path, want{left: "the checkpoint has no submodule there"})
 		}
@@ -78,7 +108,16 @@ func (s *State) returnSubmodules(ctx context.Context, cp *Checkpoint, subs []str
 		w := wants[p]
 		r := SubmoduleReturn{Path: p, Commit: w.commit, Left: w.left}
 		dir := filepath.Join(s.Repo.Root, filepath.FromSlash(p))
-		if _, err := os.Lstat(filepath.Join(dir, ".git")); err != nil {
+		if w.remove {
+			out = append(out, s.removeSubmodule(ctx, r, dry))
+			continue
+		}
+		if !s.checkedOut(p) {
+			if r.Left == "" && r.Commit != "" {
+				if r, ok := s.checkOutSubmodule(ctx, cp, r, dry); ok {
+					out = append(out, r)
+				}
+			}
 			continue // not checked out: none of its files are here
 		}
 		if r.Left == "" && slices.Contains(cp.Submodules, p) {
@@ -95,6 +134,102 @@ func (s *State) returnSubmodules(ctx context.Context, cp *Checkpoint, subs []str
 		}
 	}
 	return out, nil
+}
+
+// checkedOut reports whether the path (from the root) holds a checkout of
+// a repository of its own: a .git, file or directory.
+func (s *State) checkedOut(p string) bool {
+	_, err := os.Lstat(filepath.Join(s.Repo.Root, filepath.FromSlash(p), ".git"))
+	return err == nil
+}
+
+// submoduleName is the name the checkpoint's .gitmodules gives the
+// submodule at p; "" when it names none.
+func (s *State) submoduleName(ctx context.Context, cp *Checkpoint, p string) string {
+	at := cp.Head
+	if cp.Snapshot != "" {
+		at = cp.Snapshot
+	}
+	out, err := s.Repo.Run(ctx, "config", "--blob", at+":.gitmodules", "-z", "--get-regexp", `^submodule\..*\.path$`)
+	if err != nil {
+		return ""
+	}
+	for _, kv := range strings.Split(out, "\x00") {
+		k, v, _ := strings.Cut(kv, "\n")
+		if v == p {
+			return strings.TrimSuffix(strings.TrimPrefix(k, "submodule."), ".path")
+		}
+	}
+	return ""
+}
+
+// checkOutSubmodule checks out again, at r.Commit, a submodule whose
+// checkout the attempt removed with its gitlink (git rm keeps its
+// repository under .git/modules and its configuration). A submodule never
+// initialized here (no url in the configuration) had no checkout at the
+// checkpoint either: ok is false, nothing to say.
+func (s *State) checkOutSubmodule(ctx context.Context, cp *Checkpoint, r SubmoduleReturn, dry bool) (_ SubmoduleReturn, ok bool) {
+	name := s.submoduleName(ctx, cp, r.Path)
+	if name == "" {
+		return r, false
+	}
+	if _, err := s.Repo.Line(ctx, "config", "--get", "submodule."+name+".url"); err != nil {
+		return r, false
+	}
+	modules := filepath.Join(s.Repo.CommonDir, "modules", filepath.FromSlash(name))
+	if _, err := os.Stat(modules); err != nil {
+		r.Left = fmt.Sprintf("it is not checked out, and its repository is not in %s to check it out from (git submodule update --init -- %s clones it)", modules, r.Path)
+		return r, true
+	}
+	if dry {
+		return r, true
+	}
+	// --checkout: not a merge or rebase a configured update mode asks for.
+	if _, err := s.Repo.Run(ctx, "submodule", "--quiet", "update", "--checkout", "--no-fetch", "--", r.Path); err != nil {
+		r.Left = fmt.Sprintf("it is not checked out, and git submodule update --no-fetch -- %s failed: %v", r.Path, err)
+		return r, true
+	}
+	r.CheckedOut = true
+	return r, true
+}
+
+// removeSubmodule takes out of the tree the checkout of a submodule the
+// attempt added, whose gitlink the rollback removed: the directory, files
+// and .git file, moves whole under NestedAside, so nothing in it is lost;
+// its repository stays under .git/modules, where git submodule add put it.
+func (s *State) removeSubmodule(ctx context.Context, r SubmoduleReturn, dry bool) SubmoduleReturn {
+	r.Removed = true
+	dir := filepath.Join(s.Repo.Root, filepath.FromSlash(r.Path))
+	if gd, err := git.Open(ctx, dir); err == nil && gd.Root == dir {
+		r.Repository = gd.CommonDir
+	}
+	if dry {
+		return r
+	}
+	aside := filepath.Join(s.Repo.CommonDir, NestedAside, time.Now().UTC().Format("20060102T150405.000000000Z")+"-"+strings.ReplaceAll(r.Path, "/", "%")+".checkout")
+	if err := os.MkdirAll(filepath.Dir(aside), 0o755); err != nil {
+		return SubmoduleReturn{Path: r.Path, Left: "added since the checkpoint, but its checkout could not be set aside: " + err.Error()}
+	}
+	if err := os.Rename(dir, aside); err != nil {
+		return SubmoduleReturn{Path: r.Path, Left: "added since the checkpoint, but its checkout could not be set aside: " + err.Error()}
+	}
+	r.Aside = aside
+	if r.Repository != "" {
+		// The checkout and its repository name each other (its .git
+		// file, the repository's core.worktree): both follow it, so
+		// git works in it where it is now.
+		if fi, err := os.Lstat(filepath.Join(aside, ".git")); err == nil && fi.Mode().IsRegular() {
+			os.WriteFile(filepath.Join(aside, ".git"), []byte("gitdir: "+r.Repository+"\n"), 0o644)
+			s.Repo.Run(ctx, "config", "--file", filepath.Join(r.Repository, "config"), "core.worktree", aside)
+		}
+	}
+	// The directories its checkout leaves empty go, as a removed file's do.
+	for d := filepath.Dir(dir); d != s.Repo.Root && strings.HasPrefix(d, s.Repo.Root); d = filepath.Dir(d) {
+		if os.Remove(d) != nil {
+			break
+		}
+	}
+	return r
 }
 
 // returnSubmodule returns the submodule checked out at dir to r.Commit
@@ -136,7 +271,22 @@ func returnSubmodule(ctx context.Context, dir string, r SubmoduleReturn, reason 
 		}
 		out = append(out, r)
 	}
-	for _, np := range st.ChangedSubmodules() {
+	nested := st.ChangedSubmodules()
+	if st.Head != r.Commit {
+		// Moved, its own submodules whose recorded commit the move
+		// changes return too: clean at the commit it was at, status
+		// did not name them.
+		moved, err := sub.Run(ctx, "diff-tree", "-r", "-z", "--no-renames", st.Head, r.Commit)
+		if err != nil {
+			return out, fmt.Errorf("rollback: submodule %s: list the submodules its return moves: %w", p, err)
+		}
+		for _, np := range movedGitlinks(moved) {
+			if !slices.Contains(nested, np) {
+				nested = append(nested, np)
+			}
+		}
+	}
+	for _, np := range nested {
 		inner := filepath.Join(dir, filepath.FromSlash(np))
 		if _, err := os.Lstat(filepath.Join(inner, ".git")); err != nil {
 			continue
@@ -153,6 +303,20 @@ func returnSubmodule(ctx context.Context, dir string, r SubmoduleReturn, reason 
 		}
 	}
 	return out, nil
+}
+
+// movedGitlinks lists the paths of diff-tree -r -z's raw output whose
+// entry is a gitlink on either side.
+func movedGitlinks(raw string) []string {
+	var out []string
+	fields := strings.Split(raw, "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		meta := strings.Fields(strings.TrimPrefix(fields[i], ":"))
+		if len(meta) >= 2 && (meta[0] == "160000" || meta[1] == "160000") {
+			out = append(out, fields[i+1])
+		}
+	}
+	return out
 }
 
 // Notes says, for a person, a line each, what the rollback did with the
