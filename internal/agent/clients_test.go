@@ -292,3 +292,19 @@ func TestClaudeUsageCountsTheWholeSession(t *testing.T) {
 		t.Fatalf("usage %+v, want %+v", p.usage, want)
 	}
 }
+
+// codex names a reset on another day with its date ("try again at Dec
+// 2nd, 2026 4:48 PM"); read as a time alone it was "an unknown time",
+// and --wait-on-limit retried every 15 minutes for days.
+func TestCodexLimitOnAnotherDay(t *testing.T) {
+	now := time.Date(2026, 11, 29, 15, 0, 0, 0, time.Local)
+	for text, want := range map[string]time.Time{
+		"You've hit your usage limit. ... or try again at Dec 2nd, 2026 4:48 PM.": time.Date(2026, 12, 2, 16, 48, 0, 0, time.Local),
+		"You've hit your usage limit. ... or try again at December 1, 9 AM.":      time.Date(2026, 12, 1, 9, 0, 0, 0, time.Local),
+		"You've hit your usage limit. ... or try again at 4:48 PM.":               time.Date(2026, 11, 29, 16, 48, 0, 0, time.Local),
+	} {
+		if got := parseReset(tryAgainAsResets(text), now); !got.Equal(want) {
+			t.Errorf("%q: reset %v, want %v", text, got, want)
+		}
+	}
+}

@@ -419,7 +419,7 @@ var (
 	// Newer: "You've hit your limit · resets 1:30am (Asia/Dhaka)",
 	// "5-hour limit reached ∙ resets 2am", "resets Apr 23 at 4pm (America/Recife)".
 	limitText     = lazyre.New(`(?i)(hit your limit|limit reached|usage limit)`)
-	limitTryAgain = lazyre.New(`(?i)try again at\s+([0-9]{1,2}(?::[0-9]{2})?\s*[ap]m)`)
+	limitTryAgain = lazyre.New(`(?i)try again at\s+(?:([a-z]{3})[a-z]*\.?\s+([0-9]{1,2})(?:st|nd|rd|th)?,?\s+(?:[0-9]{4},?\s+)?)?([0-9]{1,2}(?::[0-9]{2})?\s*[ap]m)`)
 	apiRejected   = lazyre.New(`API Error: (?:Request rejected )?\(?429\b`)
 	quotaText     = lazyre.New(`(?i)exhausted your (?:daily )?(?:quota|capacity)|RESOURCE_EXHAUSTED`)
 	limitReset    = lazyre.New(`(?i)resets\s+(?:([A-Z][a-z]{2})\s+([0-9]{1,2})\s+at\s+)?([0-9]{1,2})(?::([0-9]{2}))?\s*(am|pm)(?:\s*\(([^)]+)\))?`)
@@ -437,7 +437,7 @@ func (p *parser) checkLimitText(text string) {
 		p.limit = &Limit{Message: firstLine(text), Reset: parseReset(text, p.now())}
 	case limitText().MatchString(text) && strings.Contains(lower, "try again at"):
 		// codex: "You've hit your usage limit. ... or try again at 1:17 PM."
-		p.limit = &Limit{Message: firstLine(text), Reset: parseReset(limitTryAgain().ReplaceAllString(text, "resets $1"), p.now())}
+		p.limit = &Limit{Message: firstLine(text), Reset: parseReset(tryAgainAsResets(text), p.now())}
 	case apiRejected().MatchString(text):
 		// claude with an API key: the API's 429, after its own retries.
 		p.limit = &Limit{Message: firstLine(text)}
@@ -505,6 +505,21 @@ func (p *parser) stoppedOffline() *Limit {
 
 // parseReset reads "resets [Mon D at ]H[:MM]am|pm[ (Zone)]" as the next such
 // time after now; zero when the text has no usable time.
+// tryAgainAsResets words codex's "try again at 1:17 PM", or on another
+// day "try again at Dec 2nd, 2026 4:48 PM" (which read as a reset at an
+// unknown time: a wait of 15 minutes at a time, for days), as claude's
+// "resets ..." that parseReset reads.
+func tryAgainAsResets(text string) string {
+	m := limitTryAgain().FindStringSubmatch(text)
+	switch {
+	case m == nil:
+		return text
+	case m[1] != "":
+		return fmt.Sprintf("resets %s %s at %s", strings.ToUpper(m[1][:1])+strings.ToLower(m[1][1:]), m[2], m[3])
+	}
+	return "resets " + m[3]
+}
+
 func parseReset(text string, now time.Time) time.Time {
 	m := limitReset().FindStringSubmatch(text)
 	if m == nil {
