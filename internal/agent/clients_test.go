@@ -308,3 +308,39 @@ func TestCodexLimitOnAnotherDay(t *testing.T) {
 		}
 	}
 }
+
+// Gemini CLI says on its stderr that it retries a failing model request
+// (recorded from gemini-cli 0.61 against conformance/fakemodel answering
+// 503, then a per-minute 429): stopped there by --timeout, the attempt was
+// counted failed and the story skipped; it had an outage.
+func TestGeminiRetriesAreAnOutage(t *testing.T) {
+	for name, lines := range map[string][]string{
+		"503": {`{"type":"init","timestamp":"2026-11-29T15:00:00.000Z","session_id":"s","model":"auto"}`,
+			`Attempt 1 failed with status 503. Retrying with backoff... _ApiError: {"error":{"code":503,"message":"The model is overloaded."}}`,
+			`    at Models.generateContentStream (file:///x/bundle/chunk.js:1:2)`,
+			`Attempt 2 failed with status 503. Retrying with backoff... _ApiError: {"error":{"code":503,"message":"The model is overloaded."}}`},
+		"per-minute quota": {`{"type":"init","timestamp":"2026-11-29T15:00:00.000Z","session_id":"s","model":"auto"}`,
+			`Attempt 1 failed: Quota exceeded for quota metric 'Generate Content API requests per minute'. Please retry in 40s.`,
+			`Suggested retry after 40s.. Retrying after 40673ms...`},
+	} {
+		p := &parser{now: time.Now}
+		for _, l := range lines {
+			p.line([]byte(l))
+		}
+		lim := p.stoppedOffline()
+		if lim == nil || !lim.Outage || !strings.Contains(lim.Message, "Attempt") {
+			t.Errorf("%s: stopped while retrying: %+v", name, lim)
+		}
+		// The client answering again ends the wait.
+		p.line([]byte(`{"type":"message","timestamp":"2026-11-29T15:00:05.000Z","role":"assistant","content":"ok","delta":true}`))
+		if lim := p.stoppedOffline(); lim != nil {
+			t.Errorf("%s: an answer after the retries still an outage: %+v", name, lim)
+		}
+	}
+	// A line that merely mentions an attempt is nothing.
+	p := &parser{now: time.Now}
+	p.line([]byte("the second attempt failed to compile"))
+	if p.stoppedOffline() != nil {
+		t.Error("an ordinary line taken for a retry")
+	}
+}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -198,6 +199,7 @@ func (p *parser) running() Usage {
 // line parses one output line; ok is false when it is not a stream-json event.
 func (p *parser) line(b []byte) (events []Event, ok bool) {
 	if len(b) == 0 || b[0] != '{' {
+		p.retryLine(b)
 		return nil, false
 	}
 	var l streamLine
@@ -494,6 +496,31 @@ func (p *parser) apiRetry(l streamLine) Event {
 	return Event{Kind: "retry", Text: "the model service failed: " + text}
 }
 
+// geminiRetry is Gemini CLI's word, on its stderr, that a model request
+// failed and is retried: "Attempt 2 failed with status 503. Retrying with
+// backoff...", or for a per-minute quota "Attempt 1 failed: Quota exceeded
+// ..." then "... Retrying after 40673ms...".
+var geminiRetry = lazyre.New(`^\s*(?:Attempt \d+ failed\b|.*\bRetrying (?:with backoff|after \d+\s*ms)\b)`)
+
+// retryLine reads a line that is no event (a client's stderr): a retry
+// notice marks the client as waiting for the model service, as claude's
+// api_retry does - stopped there by --timeout or --idle-timeout, it had an
+// outage, not a failure (its attempt was counted failed and the story
+// skipped).
+func (p *parser) retryLine(b []byte) {
+	if len(b) > 4096 || !bytes.Contains(b, []byte("ttempt")) && !bytes.Contains(b, []byte("Retrying")) {
+		return
+	}
+	line := strings.TrimSpace(string(b))
+	if !geminiRetry().MatchString(line) {
+		return
+	}
+	if strings.HasPrefix(line, "Attempt ") || !p.offline {
+		p.lastError = line
+	}
+	p.offline = true
+}
+
 // stoppedOffline is the outage of an agent wiggum stopped (--timeout,
 // --idle-timeout) while it waited for the network: not its failure.
 func (p *parser) stoppedOffline() *Limit {
@@ -503,8 +530,6 @@ func (p *parser) stoppedOffline() *Limit {
 	return outage(firstLine(p.lastError), ", until the agent was stopped")
 }
 
-// parseReset reads "resets [Mon D at ]H[:MM]am|pm[ (Zone)]" as the next such
-// time after now; zero when the text has no usable time.
 // tryAgainAsResets words codex's "try again at 1:17 PM", or on another
 // day "try again at Dec 2nd, 2026 4:48 PM" (which read as a reset at an
 // unknown time: a wait of 15 minutes at a time, for days), as claude's
@@ -520,6 +545,8 @@ func tryAgainAsResets(text string) string {
 	return "resets " + m[3]
 }
 
+// parseReset reads "resets [Mon D at ]H[:MM]am|pm[ (Zone)]" as the next such
+// time after now; zero when the text has no usable time.
 func parseReset(text string, now time.Time) time.Time {
 	m := limitReset().FindStringSubmatch(text)
 	if m == nil {
