@@ -109,25 +109,12 @@ func TestRollbackSwappedSubmodules(t *testing.T) {
 // the outer one moved did not name.
 func TestRollbackReturnsMovedNestedSubmodule(t *testing.T) {
 	r := newRepo(t)
-	deep := newUpstream(t, "d.txt")
-	mid := t.TempDir()
-	run := func(dir string, args ...string) {
-		t.Helper()
-		if out, err := exec.Command("git", append([]string{"-C", dir, "-c", "protocol.file.allow=always"}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	run(mid, "init", "-q", "-b", "main")
-	run(mid, "submodule", "add", "-q", deep, "inner")
-	run(mid, "commit", "-q", "-m", "mid")
-	run(r.dir, "submodule", "add", "-q", mid, "vendor/mid")
-	run(r.dir, "submodule", "update", "--init", "--recursive", "-q")
-	run(r.dir, "commit", "-q", "-m", "add vendor/mid")
+	nestedSubmodules(t, r, newUpstream(t, "d.txt"))
 	mustSave(t, r, "")
 	inner := r.git("-C", "vendor/mid/inner", "rev-parse", "HEAD")
 	r.write("vendor/mid/inner/d.txt", "moved deep inside\n")
-	run(filepath.Join(r.dir, "vendor/mid/inner"), "commit", "-q", "-am", "i2")
-	run(filepath.Join(r.dir, "vendor/mid"), "commit", "-q", "-am", "bump inner")
+	subGit(t, filepath.Join(r.dir, "vendor/mid/inner"), "commit", "-q", "-am", "i2")
+	subGit(t, filepath.Join(r.dir, "vendor/mid"), "commit", "-q", "-am", "bump inner")
 
 	res, err := r.st.Rollback(ctx, RollbackOptions{})
 	if err != nil {

@@ -158,31 +158,34 @@ func TestRollbackLeavesSubmoduleChangedAtCheckpoint(t *testing.T) {
 	}
 }
 
+// subGit runs git in dir with file submodules allowed.
+func subGit(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("git", append([]string{"-C", dir, "-c", "protocol.file.allow=always"}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// nestedSubmodules gives r a committed submodule at vendor/mid holding
+// the repository deep as its own submodule inner.
+func nestedSubmodules(t *testing.T, r *testRepo, deep string) {
+	t.Helper()
+	mid := t.TempDir()
+	subGit(t, mid, "init", "-q", "-b", "main")
+	subGit(t, mid, "submodule", "add", "-q", deep, "inner")
+	subGit(t, mid, "commit", "-q", "-m", "mid")
+	subGit(t, r.dir, "submodule", "add", "-q", mid, "vendor/mid")
+	subGit(t, r.dir, "submodule", "update", "--init", "--recursive", "-q")
+	subGit(t, r.dir, "commit", "-q", "-m", "add vendor/mid")
+}
+
 // TestRollbackReturnsNestedSubmodule: an edit inside a submodule of a
 // submodule is returned too, saved in that nested submodule's own
 // repository; the submodule around it, which changed nothing of its own,
 // gets no backup.
 func TestRollbackReturnsNestedSubmodule(t *testing.T) {
 	r := newRepo(t)
-	deep, mid := t.TempDir(), t.TempDir()
-	run := func(dir string, args ...string) {
-		t.Helper()
-		if out, err := exec.Command("git", append([]string{"-C", dir, "-c", "protocol.file.allow=always"}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	run(deep, "init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(deep, "d.txt"), []byte("deep\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run(deep, "add", "d.txt")
-	run(deep, "commit", "-q", "-m", "deep")
-	run(mid, "init", "-q", "-b", "main")
-	run(mid, "submodule", "add", "-q", deep, "inner")
-	run(mid, "commit", "-q", "-m", "mid")
-	run(r.dir, "submodule", "add", "-q", mid, "vendor/mid")
-	run(r.dir, "submodule", "update", "--init", "--recursive", "-q")
-	run(r.dir, "commit", "-q", "-m", "add vendor/mid")
+	nestedSubmodules(t, r, newUpstream(t, "d.txt"))
 	mustSave(t, r, "")
 	r.write("vendor/mid/inner/d.txt", "broken deep inside\n")
 	r.write("vendor/mid/inner/new.txt", "new\n")
@@ -194,7 +197,7 @@ func TestRollbackReturnsNestedSubmodule(t *testing.T) {
 	if len(res.Submodules) != 1 || res.Submodules[0].Path != "vendor/mid/inner" || res.Submodules[0].Backup == "" {
 		t.Fatalf("submodules: %+v", res.Submodules)
 	}
-	r.wantReturned("vendor/mid/inner", "d.txt", "deep\n")
+	r.wantReturned("vendor/mid/inner", "d.txt", "d.txt\n")
 	if got := r.git("-C", "vendor/mid/inner", "show", res.Submodules[0].Backup+":d.txt"); got != "broken deep inside" {
 		t.Errorf("saved d.txt: %q", got)
 	}
