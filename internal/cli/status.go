@@ -43,6 +43,8 @@ branches of finished stories a parallel run could not merge.
   backups:    count of refs under refs/wiggum/backup/
   nested_repositories: the .git directories of repositories agents made
               in the tree, set aside in .git/wiggum-nested/ (absent: none)
+  set_aside:  directories rollbacks moved whole out of the way of a
+              checkpoint's file, in .git/wiggum-aside/ (absent: none)
   left_out:   the .git/info/exclude rules runs wrote for what agents made
               that no commit takes: packages, caches, secrets, builds
               (absent: none)
@@ -92,6 +94,10 @@ type StatusReport struct {
 	// Nested: the .git directories of repositories agents made in the
 	// tree, set aside in the git directory (their history, kept).
 	Nested []string `json:"nested_repositories,omitempty"`
+	// Aside: directories rollbacks moved whole out of the way of a
+	// checkpoint's file (a repository of the agent's, ignored files),
+	// kept in the git directory.
+	Aside []string `json:"set_aside,omitempty"`
 	// LeftOut: the rules runs put in .git/info/exclude for what agents
 	// made that no commit takes (packages, caches, secrets, builds).
 	LeftOut    []string         `json:"left_out,omitempty"`
@@ -195,6 +201,11 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 			r.Nested = append(r.Nested, filepath.Join(st.Repo.CommonDir, checkpoint.NestedAside, e.Name()))
 		}
 	}
+	if entries, err := os.ReadDir(filepath.Join(st.Repo.CommonDir, checkpoint.InTheWayAside)); err == nil {
+		for _, e := range entries {
+			r.Aside = append(r.Aside, filepath.Join(st.Repo.CommonDir, checkpoint.InTheWayAside, e.Name()))
+		}
+	}
 	r.LeftOut = loop.LeftOutRules(st.Repo.CommonDir)
 	if run, err := session.ReadRun(st); err != nil {
 		r.Errors = append(r.Errors, err.Error())
@@ -284,6 +295,9 @@ func printStatus(g *Globals, r *StatusReport) {
 	}
 	if n := len(r.Nested); n > 0 {
 		fmt.Fprintf(w, "nested:     %d repositories agents made in the tree, their files committed, their .git kept in %s (git --git-dir=DIR log)\n", n, filepath.Dir(r.Nested[0]))
+	}
+	if n := len(r.Aside); n > 0 {
+		fmt.Fprintf(w, "set aside: %d directories rollbacks moved whole out of the way of a checkpoint's file (a repository of an agent's, ignored files), in %s\n", n, filepath.Dir(r.Aside[0]))
 	}
 	printHooks(w, r)
 	if run := r.Run; run != nil {
