@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// gitFetch denies a fetch that can delete or force-move refs it has no
-// business with: with --prune or force, a refspec whose destination
+// gitFetch judges a fetch's refspecs: one that lands commits on a
+// protected branch (intoProtected), and one that can delete or
+// force-move refs it has no business with: with --prune or force, a refspec whose destination
 // covers wiggum's ref namespace or the current or a protected branch
 // (refs/*, refs/w*, +x:refs/heads/main). The destination's pattern is
 // judged, not its text.
@@ -46,8 +47,16 @@ func (w *walk) gitFetch(rest []string) {
 	}
 	for _, spec := range operands {
 		plus := strings.HasPrefix(spec, "+")
-		_, dst, ok := strings.Cut(strings.TrimPrefix(spec, "+"), ":")
-		if !ok || dst == "" || strings.HasPrefix(spec, "^") || !(prune || force || plus) {
+		src, dst, ok := strings.Cut(strings.TrimPrefix(spec, "+"), ":")
+		if !ok || strings.HasPrefix(spec, "^") {
+			continue
+		}
+		if src != "" && dst != "" {
+			// SRC:DST moves DST to SRC: git fetch . story:main
+			// fast-forwards main to story, as a merge would.
+			w.intoProtected("git fetch "+printable(spec), src, strings.TrimPrefix(dst, "refs/heads/"), false)
+		}
+		if dst == "" || !(prune || force || plus) {
 			continue
 		}
 		if what := w.fetchCovers(dst); what != "" {

@@ -7,7 +7,8 @@ import (
 
 // Commits reach a protected branch without merge or pull too: a rebase
 // onto another branch, a cherry-pick, a reset to another branch, a fetch
-// into the local branch, checkout -B / switch -C. Each is judged as the
+// into the local branch (read with its other refspec rules, gitFetch),
+// checkout -B / switch -C. Each is judged as the
 // merge rule judges a merge: denied when the branch it moves is protected,
 // asked about when that branch is only known at run time. Moving a branch
 // within its own history (HEAD~2, its remote-tracking branch) lands
@@ -23,8 +24,6 @@ func (w *walk) gitLands(sub string, rest []string, otherDir bool) {
 		w.gitCherryPickLands(rest, otherDir)
 	case "reset":
 		w.gitResetLands(rest, otherDir)
-	case "fetch":
-		w.gitFetchLands(rest)
 	}
 }
 
@@ -148,21 +147,6 @@ func (w *walk) gitResetLands(rest []string, otherDir bool) {
 	}
 	if mode && rev != "" {
 		w.intoProtected("git reset "+strings.Join(opts, " "), rev, "", otherDir)
-	}
-}
-
-// gitFetchLands: a refspec SRC:DST whose DST is a protected branch moves it
-// to SRC (git fetch . story:main fast-forwards main to story).
-func (w *walk) gitFetchLands(rest []string) {
-	for _, a := range rest {
-		src, dst, ok := strings.Cut(strings.TrimPrefix(a, "+"), ":")
-		if !ok || strings.HasPrefix(a, "-") {
-			continue
-		}
-		dst = strings.TrimPrefix(dst, "refs/heads/")
-		if src != "" && dst != "" {
-			w.intoProtected("git fetch "+printable(a), src, dst, false)
-		}
 	}
 }
 
