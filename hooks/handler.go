@@ -272,28 +272,23 @@ func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 		}
 		if ev.Shell {
 			session.MarkGuardSeen()
-			for _, p := range ev.Paths {
-				one := ev
-				one.FilePath = p
-				if r := guardEdit(one, root, opts); r.Decision != guard.Allow {
-					return r
-				}
-			}
-			if ev.InBackground && ev.Command != "" {
-				if r := backgroundTests(ev, root, opts); r.Decision != guard.Allow {
-					return r
-				}
-			}
-			if ev.Command != "" {
-				return guardCommand(ev, root, opts)
-			}
 		}
+		// The files a patch names: codex's apply_patch tool's, or one
+		// given to its shell.
 		for _, p := range ev.Paths {
 			one := ev
 			one.FilePath = p
 			if r := guardEdit(one, root, opts); r.Decision != guard.Allow {
 				return r
 			}
+		}
+		if ev.Shell && ev.Command != "" {
+			if ev.InBackground {
+				if r := backgroundTests(ev, root, opts); r.Decision != guard.Allow {
+					return r
+				}
+			}
+			return guardCommand(ev, root, opts)
 		}
 		if editTools[ev.ToolName] && ev.FilePath != "" {
 			if r := guardEdit(ev, root, opts); r.Decision != guard.Allow {
