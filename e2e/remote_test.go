@@ -570,6 +570,15 @@ func TestUnlandedFinishedWorkLandsNextRun(t *testing.T) {
 				!strings.Contains(out, "finished work not landed, kept for the next run: US-1 on wiggum/US-1") {
 				t.Fatalf("the first run does not say why US-1 did not land (%q), and that its work is kept on wiggum/US-1 for the next run:\n%s", tc.said, out)
 			}
+			// Not counted done: it is not on the server's main.
+			if !strings.Contains(out, "0 story(ies) done") {
+				t.Fatalf("the first run counts US-1, which it did not land, as done:\n%s", out)
+			}
+			// The way to resume names the remote: without --remote a run
+			// would work the plan alone, not land the kept work.
+			if st := wiggum(t, clone, nil, "status"); !strings.Contains(st.stdout, "wiggum run --plan plan.md --remote origin") {
+				t.Fatalf("status does not give the resume command with --remote origin:\n%s", st.stdout)
+			}
 			if got := strings.TrimSpace(mustRun(t, clone, "git", "show", "wiggum/US-1:f-US-1.txt")); got != "US-1 by a" {
 				t.Fatalf("the finished work is not on the local wiggum/US-1: %q", got)
 			}

@@ -64,6 +64,7 @@ type journalRec struct {
 	Session      string  `json:"session,omitempty"`
 	PID          int     `json:"pid,omitempty"`
 	Workers      int     `json:"workers,omitempty"`
+	Remote       string  `json:"remote,omitempty"` // --remote's name
 	MaxCost      float64 `json:"max_cost,omitempty"`
 	MaxStoryCost float64 `json:"max_story_cost,omitempty"`
 
@@ -349,6 +350,7 @@ type RunState struct {
 	Plan        string    `json:"plan"`
 	Kind        string    `json:"kind,omitempty"`
 	Workers     int       `json:"workers"`
+	Remote      string    `json:"remote,omitempty"` // the git remote a --remote run shares its plan through
 	Started     time.Time `json:"started"`
 	Runs        int       `json:"runs"` // the first start and each resume
 	Done        []string  `json:"done"`
@@ -395,7 +397,7 @@ func ReadRunState(journalPath string) (*RunState, error) {
 		switch {
 		case r.T == "run":
 			rs.Runs++
-			rs.Workers = r.Workers
+			rs.Workers, rs.Remote = r.Workers, r.Remote
 			rs.Stuck = ""
 		case r.T == "stuck":
 			rs.Stuck = r.Note
@@ -433,19 +435,22 @@ func ReadRunState(journalPath string) (*RunState, error) {
 	// it as their end.
 	pending, _, _ := l.pendingCost()
 	rs.SpentUSD, rs.MaxCost, rs.MaxStoryCost = l.spent+pending, l.maxCost, l.maxStoryCost
-	rs.Resume = resumeCommand(rs.Kind, rs.Plan, rs.Workers)
+	rs.Resume = resumeCommand(rs.Kind, rs.Plan, rs.Workers, rs.Remote)
 	return rs, nil
 }
 
 // resumeCommand is the command that resumes an open run of plan (a file of
 // kind "issues" or a plan file) with workers.
-func resumeCommand(kind, plan string, workers int) string {
+func resumeCommand(kind, plan string, workers int, remote string) string {
 	cmd := "wiggum run --plan " + plan
 	if kind == "issues" {
 		cmd = "wiggum run --issues " + plan
 	}
 	if workers > 1 {
 		cmd += fmt.Sprintf(" --workers %d", workers)
+	}
+	if remote != "" {
+		cmd += " --remote " + remote
 	}
 	return cmd
 }

@@ -318,7 +318,7 @@ func (r *run) openJournal() error {
 		r.disp.printf("resuming the interrupted run of %s (started %s; %s spent so far)", r.planRel, r.led.first.Local().Format("Jan 2 15:04"), usd(spent))
 	}
 	return r.led.record(journalRec{T: "run", Plan: r.planRel, Kind: r.opts.Plan.Kind(), Session: r.session, PID: os.Getpid(), Workers: max(r.opts.Workers, 1),
-		MaxCost: r.opts.MaxCost, MaxStoryCost: r.opts.MaxStoryCost}, true)
+		Remote: r.remoteName(), MaxCost: r.opts.MaxCost, MaxStoryCost: r.opts.MaxStoryCost}, true)
 }
 
 // recover saves and cleans what a killed run left: its unfinished attempt
@@ -1174,7 +1174,7 @@ func (r *run) finish(err error) {
 	unsigned := stoppedUncommitted(err)
 	refused := refusedHere(err)
 	if errors.Is(err, context.Canceled) || errors.As(err, &stuck) || unsigned != nil {
-		fmt.Fprintf(&b, "; resume with: %s", resumeCommand(r.opts.Plan.Kind(), r.planRel, r.opts.Workers))
+		fmt.Fprintf(&b, "; resume with: %s", resumeCommand(r.opts.Plan.Kind(), r.planRel, r.opts.Workers, r.remoteName()))
 	}
 	r.disp.printf("%s", b.String())
 	r.lookMu.Lock()
@@ -1186,8 +1186,8 @@ func (r *run) finish(err error) {
 	kept := ""
 	if len(toLand) > 0 {
 		name := r.opts.Coordinator.Remote()
-		kept = fmt.Sprintf("finished work not landed, kept for the next run: %s; run again when %s is reachable and accepts the landing (%s --remote %s): it lands that work without running an agent on it again",
-			strings.Join(toLand, ", "), name, resumeCommand(r.opts.Plan.Kind(), r.planRel, r.opts.Workers), name)
+		kept = fmt.Sprintf("finished work not landed, kept for the next run: %s; run again when %s is reachable and accepts the landing (%s): it lands that work without running an agent on it again",
+			strings.Join(toLand, ", "), name, resumeCommand(r.opts.Plan.Kind(), r.planRel, r.opts.Workers, name))
 		r.disp.printf("%s", kept)
 	}
 	fields := map[string]any{"iterations": r.sum.Iterations, "completed": r.sum.Completed, "skipped": r.sum.Skipped, "open": r.sum.Left, "cost_usd": spent}
@@ -1215,11 +1215,26 @@ func (r *run) finish(err error) {
 	_ = session.ClearRun(r.st)
 }
 
+// remoteName is the git remote a --remote run shares its plan through, ""
+// for a run of this clone alone.
+func (r *run) remoteName() string {
+	if r.opts.Coordinator == nil {
+		return ""
+	}
+	return r.opts.Coordinator.Remote()
+}
+
 // keepToLand records that story's finished work is kept on branch, in
 // the worktree dir, for the next run to land - its landing failed with
 // err - and notes it for the run's end.
 func (r *run) keepToLand(story, branch, dir string, err error) {
 	_ = r.led.record(journalRec{T: "kept", Story: story, Branch: branch, Note: err.Error()}, true)
+	// Not done in this run's count: the next run lands it.
+	r.sumMu.Lock()
+	if i := slices.Index(r.sum.Completed, story); i >= 0 {
+		r.sum.Completed = slices.Delete(r.sum.Completed, i, i+1)
+	}
+	r.sumMu.Unlock()
 	r.lookMu.Lock()
 	defer r.lookMu.Unlock()
 	r.toLand = append(r.toLand, fmt.Sprintf("%s on %s (worktree %s)", story, branch, dir))
