@@ -114,7 +114,7 @@ func (s *State) backupAndMove(ctx context.Context, commit string, cp *Checkpoint
 		if strings.Contains(ge.Stderr, backup) && strings.Contains(ge.Stderr, "exists") {
 			continue
 		}
-		return "", refuse("HEAD moved while rolling back (%s)", strings.TrimSpace(ge.Stderr))
+		return "", refuse("HEAD moved while the backup was saved (%s)", strings.TrimSpace(ge.Stderr))
 	}
 	return "", errors.New("rollback: save backup: could not find a free backup ref name")
 }
@@ -306,6 +306,15 @@ type RestoreResult struct {
 // their flags. It refuses when HEAD is not an ancestor of the saved HEAD,
 // because moving there would drop commits. The caller must hold the lock.
 func (s *State) Restore(ctx context.Context, name string) (*RestoreResult, error) {
+	res, err := s.restore(ctx, name)
+	var refused *RefusedError
+	if errors.As(err, &refused) {
+		refused.Op = "recover"
+	}
+	return res, err
+}
+
+func (s *State) restore(ctx context.Context, name string) (*RestoreResult, error) {
 	ref, err := s.resolveBackup(ctx, name)
 	if err != nil {
 		return nil, badinput.Wrap(err)

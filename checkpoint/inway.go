@@ -118,3 +118,22 @@ func underAny(dir string, dirs []DirAside) bool {
 	}
 	return false
 }
+
+// SetAside lists what rollbacks moved out of the tree and no backup holds:
+// the git directories of repositories an agent made (NestedAside) and the
+// directories moved whole out of a checkpoint's file's way
+// (InTheWayAside), each as a path to look in.
+func (s *State) SetAside() (nested, inTheWay []string) {
+	list := func(dir string) []string {
+		entries, err := os.ReadDir(filepath.Join(s.Repo.CommonDir, dir))
+		if err != nil {
+			return nil
+		}
+		paths := make([]string, len(entries))
+		for i, e := range entries {
+			paths[i] = filepath.Join(s.Repo.CommonDir, dir, e.Name())
+		}
+		return paths
+	}
+	return list(NestedAside), list(InTheWayAside)
+}

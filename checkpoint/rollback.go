@@ -13,13 +13,19 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/git"
 )
 
-// RefusedError is a rollback that was not safe. Nothing was changed.
+// RefusedError is a rollback (or a restore: Op "recover") that was not
+// safe. Nothing was changed.
 type RefusedError struct {
 	Reason string
+	Op     string // "" for a rollback
 }
 
 func (e *RefusedError) Error() string {
-	return "rollback refused: " + e.Reason + "; nothing was changed"
+	op := e.Op
+	if op == "" {
+		op = "rollback"
+	}
+	return op + " refused: " + e.Reason + "; nothing was changed"
 }
 
 func refuse(format string, args ...any) error {

@@ -138,12 +138,20 @@ func (c *RecoverCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		if len(list) == 0 {
 			fmt.Fprintln(g.stdout, "no backups")
-			return nil
 		}
 		for _, b := range list {
 			fmt.Fprintf(g.stdout, "%s  %s  %d commit(s), %d file(s), %d line(s)  %s\n",
 				strings.TrimPrefix(b.Ref, checkpoint.BackupPrefix), b.Time.Local().Format("2006-01-02 15:04:05"),
 				b.Commits, b.Files, b.Lines, b.Reason)
+		}
+		// What no backup holds, moved out of the tree whole: to be
+		// looked at and moved back by hand, never restored by recover.
+		nested, aside := st.SetAside()
+		for _, p := range nested {
+			fmt.Fprintf(g.stdout, "set aside (the git directory of a repository made in the tree; not in any backup): %s\n", p)
+		}
+		for _, p := range aside {
+			fmt.Fprintf(g.stdout, "set aside (a directory moved whole out of a checkpoint's file's way; not in any backup): %s\n", p)
 		}
 		return nil
 	}

@@ -196,16 +196,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	} else {
 		r.Backups = n
 	}
-	if entries, err := os.ReadDir(filepath.Join(st.Repo.CommonDir, checkpoint.NestedAside)); err == nil {
-		for _, e := range entries {
-			r.Nested = append(r.Nested, filepath.Join(st.Repo.CommonDir, checkpoint.NestedAside, e.Name()))
-		}
-	}
-	if entries, err := os.ReadDir(filepath.Join(st.Repo.CommonDir, checkpoint.InTheWayAside)); err == nil {
-		for _, e := range entries {
-			r.Aside = append(r.Aside, filepath.Join(st.Repo.CommonDir, checkpoint.InTheWayAside, e.Name()))
-		}
-	}
+	r.Nested, r.Aside = st.SetAside()
 	r.LeftOut = loop.LeftOutRules(st.Repo.CommonDir)
 	if run, err := session.ReadRun(st); err != nil {
 		r.Errors = append(r.Errors, err.Error())
