@@ -207,7 +207,7 @@ func fnmatch(pat, s string) bool {
 // findDeletes denies a find that deletes what it matches (verb: -delete,
 // -exec rm) when a start path holds wiggum's state or .git and the
 // expression can match it.
-func (w *walk) findDeletes(verb string, rest []string) {
+func (w *walk) findDeletes(verb string, rest []string, filters ...lineFilter) {
 	var starts []string
 	i := 0
 	for ; i < len(rest); i++ {
@@ -249,13 +249,156 @@ func (w *walk) findDeletes(verb string, rest []string) {
 				} else if rel == "." {
 					shown = s
 				}
-				if expr.reaches(shown) {
+				if expr.reaches(shown) && passes(filters, shown) {
 					w.g.verdict(Deny, "find %s %s can match %s (%s): its tests do not keep it out; start it in the directories you mean, or exclude .ralph and .git (-path ./.ralph -prune -o ... / -not -path './.git/*')", printable(s), verb, smp.what, printable(shown))
 					return
 				}
 			}
 		}
 	}
+}
+
+// lineFilter is a grep between a listing and xargs: whether a line
+// passes it.
+type lineFilter func(line string) bool
+
+func passes(filters []lineFilter, line string) bool {
+	for _, f := range filters {
+		if !f(line) {
+			return false
+		}
+	}
+	return true
+}
+
+// parseGrep reads a grep's patterns and the options that change what
+// passes (-v, -i, -F, -E, -x, -w; -e and -f patterns). It says not ok for
+// what it cannot tell (a pattern file, an unknown pattern). A pattern Go
+// cannot compile, or a word/line match, passes every line: it can let
+// state through.
+func parseGrep(args []string) (lineFilter, bool) {
+	invert, fold, fixed, extended, whole := false, false, args[0] == "fgrep", args[0] == "egrep", false
+	var pats []string
+	explicit := false
+	i := 1
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			break
+		}
+		switch {
+		case a == "-e" || a == "--regexp":
+			if i+1 < len(args) {
+				pats = append(pats, args[i+1])
+				i++
+			}
+			explicit = true
+			continue
+		case strings.HasPrefix(a, "--regexp="):
+			pats, explicit = append(pats, strings.TrimPrefix(a, "--regexp=")), true
+			continue
+		case a == "-f" || strings.HasPrefix(a, "--file"):
+			return nil, false
+		case a == "--invert-match":
+			invert = true
+			continue
+		case a == "--ignore-case":
+			fold = true
+			continue
+		case a == "--fixed-strings":
+			fixed = true
+			continue
+		case a == "--extended-regexp":
+			extended = true
+			continue
+		case a == "--line-regexp" || a == "--word-regexp":
+			whole = true
+			continue
+		case strings.HasPrefix(a, "--"):
+			continue
+		}
+		for j := 1; j < len(a); j++ {
+			switch a[j] {
+			case 'v':
+				invert = true
+			case 'i':
+				fold = true
+			case 'F':
+				fixed = true
+			case 'E':
+				extended = true
+			case 'x', 'w':
+				whole = true
+			case 'e':
+				pats, explicit = append(pats, a[j+1:]), true
+				j = len(a)
+			case 'f':
+				return nil, false
+			}
+		}
+	}
+	if !explicit {
+		if i >= len(args) {
+			return nil, false
+		}
+		pats = append(pats, args[i])
+	}
+	var alts []string
+	for _, p := range pats {
+		if strings.Contains(p, dynamic) {
+			return nil, false
+		}
+		for _, line := range strings.Split(p, "\n") {
+			switch {
+			case fixed:
+				alts = append(alts, regexp.QuoteMeta(line))
+			case extended:
+				alts = append(alts, line)
+			default:
+				alts = append(alts, basicRegexp(line))
+			}
+		}
+	}
+	expr := "(?:" + strings.Join(alts, ")|(?:") + ")"
+	if fold {
+		expr = "(?i)" + expr
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil || whole {
+		// Not told: every line may pass either way.
+		return func(string) bool { return true }, true
+	}
+	return func(line string) bool { return re.MatchString(line) != invert }, true
+}
+
+// basicRegexp turns a POSIX basic regular expression into Go's syntax:
+// \( \) \| \{ \} \+ \? are its operators, ( ) | { } + ? literal.
+func basicRegexp(bre string) string {
+	var b strings.Builder
+	for i := 0; i < len(bre); i++ {
+		c := bre[i]
+		if c == '\\' && i+1 < len(bre) {
+			i++
+			switch n := bre[i]; n {
+			case '(', ')', '|', '{', '}', '+', '?':
+				b.WriteByte(n)
+			default:
+				b.WriteByte('\\')
+				b.WriteByte(n)
+			}
+			continue
+		}
+		switch c {
+		case '(', ')', '|', '{', '}', '+', '?':
+			b.WriteByte('\\')
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // removesListing judges `LISTER | xargs rm`: a find listing is judged as
@@ -270,10 +413,35 @@ func (w *walk) removesListing(c *syntax.CallExpr, rm string) {
 	if !ok {
 		return
 	}
-	// Only the stage next to xargs: a grep -v between them may keep
-	// state out of the listing.
-	if b, ok := from.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
-		from = b.Y
+	// Stages between the lister and xargs that filter its lines: greps
+	// (grep -v .git may keep state out of the listing) and those that
+	// pass every line on. Any other stage: not judged.
+	var filters []lineFilter
+	for {
+		b, ok := from.Cmd.(*syntax.BinaryCmd)
+		if !ok || (b.Op != syntax.Pipe && b.Op != syntax.PipeAll) {
+			break
+		}
+		stage, ok := b.Y.Cmd.(*syntax.CallExpr)
+		if !ok {
+			return
+		}
+		sargs, _, _, ok := w.g.expandArgs(stage.Args)
+		if !ok || len(sargs) == 0 {
+			return
+		}
+		switch path.Base(sargs[0]) {
+		case "grep", "egrep", "fgrep":
+			f, ok := parseGrep(sargs)
+			if !ok {
+				return
+			}
+			filters = append(filters, f)
+		case "sort", "uniq", "cat", "tee":
+		default:
+			return
+		}
+		from = b.X
 	}
 	lc, ok := from.Cmd.(*syntax.CallExpr)
 	if !ok {
@@ -285,8 +453,11 @@ func (w *walk) removesListing(c *syntax.CallExpr, rm string) {
 	}
 	switch path.Base(args[0]) {
 	case "find":
-		w.findDeletes("| xargs "+rm, args[1:])
+		w.findDeletes("| xargs "+rm, args[1:], filters...)
 	case "git":
+		if len(filters) > 0 {
+			return // a grep may keep what matters out
+		}
 		i, _, _ := w.gitGlobals(args[1:])
 		rest := args[1+i:]
 		if len(rest) == 0 || rest[0] != "ls-files" {
