@@ -367,7 +367,9 @@ func (l *lexed) calls(each func(name string, kind callKind, from, to int)) {
 		switch {
 		case k < len(m) && m[k] == '(':
 			each(name, kind, k+1, matching(m, k))
-		case (l.lang == "perl" || l.lang == "ruby") && k > j && l.litAt(k) >= 0:
+		case (l.lang == "perl" || l.lang == "ruby") && k > j && (l.litAt(k) >= 0 || kind == mayRun):
+			// A literal without parentheses; perl's open, a handle first
+			// (open F, ">path").
 			end := k
 			for end < len(m) && m[end] != '\n' && m[end] != ';' {
 				end++
@@ -442,6 +444,9 @@ func (g *guard) interpCall(l *lexed, name string, kind callKind, from, to int, d
 	if kind == removesFile || kind == writesFile {
 		g.interpFile(l, name, kind, args, from, to)
 		return
+	}
+	if kind == mayRun && l.lang == "perl" {
+		g.perlOpenWrites(l, name, args)
 	}
 	joined := l.join(args)
 	if kind == runsCommand && literalFirst {

@@ -143,3 +143,30 @@ func (g *guard) interpPathWhy(p string) string {
 	}
 	return ""
 }
+
+// perlOpenWrites judges perl's open for writing: open(F, ">path"),
+// open(F, ">>path"), open(F, "+<path") (two-argument forms, the mode in the
+// path's literal) and open(F, ">", "path") (three-argument forms).
+func (g *guard) perlOpenWrites(l *lexed, name string, args []literal) {
+	for i, a := range args {
+		v := strings.TrimSpace(a.value)
+		mode := strings.TrimRight(v[:len(v)-len(strings.TrimLeft(v, "+<>"))], " ")
+		if !strings.ContainsAny(mode, ">+") {
+			continue
+		}
+		p := strings.TrimSpace(v[len(mode):])
+		if strings.HasPrefix(p, ":") {
+			p = "" // a layer (">:utf8"): the path is the next argument
+		}
+		if p == "" && i+1 < len(args) {
+			p = args[i+1].value
+		}
+		if p == "" || strings.HasPrefix(p, "&") {
+			return // a handle duplicated, or a path known only at run time
+		}
+		if why := g.interpPathWhy(p); why != "" {
+			g.verdict(Deny, "this %s code overwrites %s (%s): %s", l.lang, printable(p), name, why)
+		}
+		return
+	}
+}
