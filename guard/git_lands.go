@@ -136,14 +136,23 @@ func (w *walk) gitCherryPickLands(rest []string, otherDir bool) {
 func (w *walk) gitResetLands(rest []string, otherDir bool) {
 	opts, paths := splitDashDash(rest)
 	mode := paths != nil
-	rev := ""
+	rev, words := "", 0
 	for _, a := range opts {
 		switch {
 		case a == "--soft" || a == "--mixed" || a == "--keep" || a == "--merge" || a == "--hard":
 			mode = true
-		case !strings.HasPrefix(a, "-") && rev == "":
-			rev = a
+		case !strings.HasPrefix(a, "-"):
+			if rev == "" {
+				rev = a
+			}
+			words++
 		}
+	}
+	// With no mode and no --, a sole word is a commit when it names a
+	// branch (git refuses one that is a file too): git reset story moves
+	// the checked-out branch there, as --mixed does.
+	if !mode && words == 1 && (rev == w.g.p.Branch || slices.Contains(w.branches, rev) || (w.g.p.BranchExists != nil && w.g.p.BranchExists(rev))) {
+		mode = true
 	}
 	if mode && rev != "" {
 		w.intoProtected("git reset "+strings.Join(opts, " "), rev, "", otherDir)
