@@ -230,7 +230,7 @@ func (s *State) record(ctx context.Context, cp *Checkpoint, recorded string, mov
 		// longer names; emptied, it is one a rollback skips without asking
 		// git for the ref. Left whole (a kill right here), it is judged
 		// against the ref like any pending record and loses.
-		_ = os.Truncate(pending, 0)
+		_ = statefile.Truncate(pending)
 		return nil
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/layout"
@@ -25,7 +26,13 @@ func eventsLink(st *checkpoint.State) string {
 // linkEvents gives the run's event log its second name (at the run's
 // start, once the log has its first record).
 func (r *run) linkEvents() {
-	layout.LinkSecondName(r.st.RuntimePath(layout.EventFile), eventsLink(r.st))
+	path := r.st.RuntimePath(layout.EventFile)
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// Never written through (statefile.OpenAppend): said once, here.
+		r.disp.printf("warning: %s is a symbolic link, and wiggum writes its own files only: this run records no events (watch and report will not see it); remove the link to have them", relPath(r.st.Repo.Root, path))
+		return
+	}
+	layout.LinkSecondName(path, eventsLink(r.st))
 }
 
 // keepEvents puts the event log back under its name when an attempt
@@ -47,7 +54,7 @@ func (r *run) keepEvents() (bool, error) {
 			return err
 		}
 		if len(newer) > 0 {
-			f, err := os.OpenFile(link, os.O_WRONLY|os.O_APPEND, 0)
+			f, err := os.OpenFile(link, os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0)
 			if err != nil {
 				return err
 			}

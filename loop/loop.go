@@ -19,6 +19,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -201,7 +202,7 @@ func backupNote(ref string) string {
 // appendLine appends to the progress log; the log is a courtesy, so a
 // failure to write it never stops the loop.
 func appendLine(path, line string) {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return
 	}

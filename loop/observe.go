@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/agent"
@@ -68,7 +69,7 @@ func (o *observer) open() {
 	if err := os.MkdirAll(o.e.run.st.Path(AgentLogDir), 0o755); err != nil {
 		return // the log is a courtesy: the attempt runs without it
 	}
-	o.f, _ = os.OpenFile(o.e.run.st.Path(AgentLog(o.iter)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	o.f, _ = os.OpenFile(o.e.run.st.Path(AgentLog(o.iter)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY|syscall.O_NOFOLLOW, 0o644)
 }
 
 func (o *observer) write(s string) {

@@ -176,7 +176,7 @@ func AppendFailureAt(path string, f Failure) error {
 			}
 			return statefile.Write(path, buf.Bytes())
 		}
-		fl, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		fl, err := statefile.OpenAppend(path)
 		if err != nil {
 			return err
 		}

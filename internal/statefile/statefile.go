@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/gofrs/flock"
 	"github.com/google/renameio/v2"
@@ -143,8 +144,13 @@ func WriteUnsynced(path string, data []byte) error {
 // was. With sync it is fsynced: after a power cut its content is whole if
 // Exchange's rename reached the disk. One writer at a time: the caller
 // holds WithLock (or a lock of its own) around Stage and Exchange.
+//
+// A spare that is not wiggum's own file - a symbolic link, a hard link, or
+// anything but a regular file (put there by hand, by an agent, or by a
+// commit that tracks wiggum's state) - is never written through: it is
+// removed (the link, not what it names) and a new spare made.
 func Stage(spare string, data []byte, sync bool) error {
-	f, err := os.OpenFile(spare, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openOwn(spare)
 	if err != nil {
 		return err
 	}
@@ -159,6 +165,75 @@ func Stage(spare string, data []byte, sync bool) error {
 		err = cerr
 	}
 	return err
+}
+
+// openOwn opens spare for rewriting in place, making it anew when it is
+// not a regular file with one name.
+func openOwn(spare string) (*os.File, error) {
+	for retry := 0; ; retry++ {
+		f, err := os.OpenFile(spare, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+		if err == nil {
+			fi, serr := f.Stat()
+			if serr != nil {
+				f.Close()
+				return nil, serr
+			}
+			if fi.Mode().IsRegular() && !linked(fi) {
+				return f, nil
+			}
+			f.Close()
+		} else if !errors.Is(err, syscall.ELOOP) && !errors.Is(err, syscall.EISDIR) || retry > 0 {
+			return nil, err
+		}
+		if retry > 0 {
+			return nil, fmt.Errorf("%s is not a file of wiggum's own, and could not be made one", spare)
+		}
+		if err := os.Remove(spare); err != nil {
+			return nil, fmt.Errorf("%s is not a file of wiggum's own (a link or a directory), and could not be removed: %w", spare, err)
+		}
+	}
+}
+
+// linked reports whether the file has another name (a hard link).
+func linked(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink > 1
+}
+
+// Truncate empties the file at path when it is a regular file of its own;
+// a symbolic link there is removed instead, never followed.
+func Truncate(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return os.Remove(path)
+	}
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err == nil && (!fi.Mode().IsRegular() || linked(fi)) {
+		f.Close()
+		return os.Remove(path)
+	}
+	if err == nil {
+		err = f.Truncate(0)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// OpenAppend opens path for appending, creating it, and never through a
+// symbolic link: wiggum's logs and journals are its own files, and a link
+// there (by hand, by an agent, by a commit) would have wiggum write into
+// whatever it names. A link is a clear error naming the file.
+func OpenAppend(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symbolic link, and wiggum writes its own files only, never through a link: remove it (rm %s), then run again", path, path)
+	}
+	return f, err
 }
 
 // Exchange makes what Stage wrote into spare the content of path in one
@@ -206,7 +281,7 @@ func SparePath(path string) string {
 // flock, synced, so lines from concurrent writers never interleave.
 func AppendLine(path string, line []byte) error {
 	return WithLock(path, func() error {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		f, err := OpenAppend(path)
 		if err != nil {
 			return err
 		}
@@ -229,7 +304,7 @@ func AppendLine(path string, line []byte) error {
 // milliseconds of a disk flush.
 func AppendLog(path string, line []byte) error {
 	return WithLock(path, func() error {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		f, err := OpenAppend(path)
 		if err != nil {
 			return err
 		}

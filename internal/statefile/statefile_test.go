@@ -210,3 +210,96 @@ func TestExchangeWithoutATarget(t *testing.T) {
 		t.Fatalf("%v %v", got, err)
 	}
 }
+
+// A state file or its spare that is a link - symbolic or hard - or a
+// directory is never written through: Swap, Stage, Truncate and the
+// appends leave what it names as it was. Before, Stage rewrote the file a
+// linked spare named and Truncate emptied it.
+func TestNeverWritesThroughALink(t *testing.T) {
+	const precious = "precious notes\n"
+	victim := func(t *testing.T) string {
+		p := filepath.Join(t.TempDir(), "victim")
+		if err := os.WriteFile(p, []byte(precious), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	same := func(t *testing.T, p string) {
+		t.Helper()
+		if data, err := os.ReadFile(p); err != nil || string(data) != precious {
+			t.Fatalf("the linked file changed: %q, %v", data, err)
+		}
+	}
+	for _, link := range []string{"symbolic", "hard"} {
+		ln := func(t *testing.T, target, name string) {
+			t.Helper()
+			var err error
+			if link == "symbolic" {
+				err = os.Symlink(target, name)
+			} else {
+				err = os.Link(target, name)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(link+" spare", func(t *testing.T) {
+			dir, v := t.TempDir(), victim(t)
+			path := filepath.Join(dir, "run.json")
+			ln(t, v, SparePath(path))
+			if err := Swap(path, []byte("{\"a\": 1}\n"), false); err != nil {
+				t.Fatal(err)
+			}
+			same(t, v)
+			if data, _ := os.ReadFile(path); string(data) != "{\"a\": 1}\n" {
+				t.Fatalf("the record: %q", data)
+			}
+		})
+		t.Run(link+" record", func(t *testing.T) {
+			dir, v := t.TempDir(), victim(t)
+			path := filepath.Join(dir, "run.json")
+			ln(t, v, path)
+			for i := range 3 { // the link swapped out becomes the spare
+				if err := Swap(path, fmt.Appendf(nil, "{\"a\": %d}\n", i), false); err != nil {
+					t.Fatal(err)
+				}
+				if err := Truncate(SparePath(path)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			same(t, v)
+			if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+				t.Fatalf("the record is not a file of its own: %v %v", fi, err)
+			}
+		})
+	}
+	t.Run("symbolic log", func(t *testing.T) {
+		dir, v := t.TempDir(), victim(t)
+		path := filepath.Join(dir, "events.jsonl")
+		if err := os.Symlink(v, path); err != nil {
+			t.Fatal(err)
+		}
+		for _, appendTo := range []func(string, []byte) error{AppendLine, AppendLog} {
+			if err := appendTo(path, []byte("{}")); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+				t.Fatalf("appending through a link: %v", err)
+			}
+		}
+		same(t, v)
+	})
+	t.Run("directory spare", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "run.json")
+		if err := os.Mkdir(SparePath(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := Swap(path, []byte("{}\n"), false); err != nil {
+			t.Fatalf("an empty directory in the spare's place: %v", err)
+		}
+		if err := os.MkdirAll(filepath.Join(SparePath(path), "x"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := Swap(path, []byte("{}\n"), false); err == nil || !strings.Contains(err.Error(), "could not be removed") {
+			t.Fatalf("a directory with something in it in the spare's place: %v", err)
+		}
+	})
+}
