@@ -1873,3 +1873,26 @@ func TestCodexPatchOtherForms(t *testing.T) {
 		})
 	}
 }
+
+// A finished story whose model speaks of limits in its last answer - a
+// story about rate limiting, an error banner, gRPC's RESOURCE_EXHAUSTED -
+// is done, not a usage limit: claude's and codex's model text was read
+// for the client's limit notice, so the finished work was rolled back and
+// the run stopped (exit 5) waiting for a limit that did not exist.
+func TestLimitWordsInTheModelsAnswer(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		for _, text := range []string{
+			"Done: the banner now reads \"You've hit your usage limit - resets 5pm\" when the API rejects a request.",
+			"Done: the client now retries gRPC calls that fail with RESOURCE_EXHAUSTED, with back-off.",
+		} {
+			w := newWorld(t, c, fakemodel.Turn{Shell: "echo banner > banner.txt"}, fakemodel.Turn{Text: text})
+			out := w.run(0)
+			if strings.Contains(out, "hit a usage limit") || !strings.Contains(out, "US-1 done") {
+				t.Fatalf("the model's answer taken for a usage limit:\n%s", out)
+			}
+			if got := w.git("show", "HEAD:banner.txt"); got != "banner\n" {
+				t.Fatalf("the story's work is not committed: %q\n%s", got, out)
+			}
+		}
+	})
+}

@@ -206,7 +206,7 @@ func TestUsageLimitDetection(t *testing.T) {
 		"rejected event": {`{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1795300000,"rateLimitType":"five_hour"}}`, time.Unix(1795300000, 0)},
 		"epoch result":   {`{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|1795300000"}`, time.Unix(1795300000, 0)},
 		"zone text":      {`{"type":"result","is_error":true,"result":"You've hit your limit · resets 1:30am (UTC)"}`, time.Date(2026, 11, 22, 1, 30, 0, 0, time.UTC)},
-		"same day":       {`{"type":"assistant","message":{"content":[{"type":"text","text":"5-hour limit reached ∙ resets 11pm"}]}}`, time.Date(2026, 11, 21, 23, 0, 0, 0, time.UTC)},
+		"same day":       {`{"type":"assistant","message":{"model":"<synthetic>","content":[{"type":"text","text":"5-hour limit reached ∙ resets 11pm"}]}}`, time.Date(2026, 11, 21, 23, 0, 0, 0, time.UTC)},
 		"dated":          {`{"type":"result","is_error":true,"result":"You've hit your limit · resets Dec 2 at 4pm (UTC)"}`, time.Date(2026, 12, 2, 16, 0, 0, 0, time.UTC)},
 		"no time":        {`{"type":"result","is_error":true,"result":"usage limit reached, resets soon"}`, time.Time{}},
 	} {
@@ -223,10 +223,22 @@ func TestUsageLimitDetection(t *testing.T) {
 			t.Errorf("%s: reset %v, want %v", name, p.limit.Reset, c.reset)
 		}
 	}
-	p := parser{now: func() time.Time { return now }}
-	p.line([]byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"the rate limiter resets the bucket"}]}}`))
-	if p.limit != nil {
-		t.Errorf("ordinary text taken for a limit: %+v", p.limit)
+	// The model's own words about limits - a story about rate limiting,
+	// its banner text, gRPC's RESOURCE_EXHAUSTED - in its messages and in
+	// a result that is no error, are not the client's limit (hunt 13:
+	// a finished story rolled back, the run stopped, waiting for nothing).
+	for _, line := range []string{
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"the rate limiter resets the bucket"}]}}`,
+		`{"type":"assistant","message":{"model":"claude-sonnet-4-5","content":[{"type":"text","text":"Done: the banner now reads \"You've hit your usage limit - resets 5pm\" when the API rejects a request."}]}}`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"Done: the client now retries gRPC calls that fail with RESOURCE_EXHAUSTED, with back-off."}`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"Handled API Error: 429 in the retry loop; usage limit reached resets at 5pm is shown."}`,
+		`{"type":"item.completed","item":{"type":"agent_message","text":"Added a test for \"You've hit your usage limit ... try again at 1:17 PM.\""}}`,
+	} {
+		p := parser{now: func() time.Time { return now }}
+		p.line([]byte(line))
+		if p.limit != nil {
+			t.Errorf("the model's text taken for a limit: %s: %+v", line, p.limit)
+		}
 	}
 }
 

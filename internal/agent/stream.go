@@ -112,7 +112,10 @@ type streamLine struct {
 
 // claudeMessage is the API message in a claude assistant event.
 type claudeMessage struct {
-	ID      string      `json:"id"`
+	ID string `json:"id"`
+	// Model is "<synthetic>" for a message the client made itself (its
+	// usage-limit or API-error notice), not the model's.
+	Model   string      `json:"model"`
 	Usage   *tokenUsage `json:"usage"`
 	Content []struct {
 		Type      string          `json:"type"`
@@ -243,7 +246,11 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 				if t := strings.TrimSpace(c.Text); t != "" {
 					events = append(events, Event{Kind: "text", Text: t})
 				}
-				p.checkLimitText(c.Text)
+				// Only the client's own notice: the model's prose may
+				// speak of limits (a story about rate limiting).
+				if m.Model == "<synthetic>" || len(l.Error) > 0 {
+					p.checkLimitText(c.Text)
+				}
 			case "tool_use":
 				p.tools++
 				if c.Name == "Bash" || c.Name == "PowerShell" {
@@ -343,9 +350,10 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 			p.usage.OutputTokens = l.Usage.OutputTokens
 		}
 		p.usage.Turns = l.NumTurns
-		p.checkLimitText(text)
 		summary := l.Subtype
 		if l.IsError {
+			// A result that is no error is the model's last answer.
+			p.checkLimitText(text)
 			p.lastError = text
 			summary = errorSummary(text, l.Subtype)
 			p.checkOutage(text)
@@ -378,7 +386,7 @@ func (p *parser) codexItem(l streamLine) []Event {
 		p.shellsDone++
 	case l.Type == "item.completed" && l.Item.Type == "agent_message":
 		if t := strings.TrimSpace(l.Item.Text); t != "" {
-			p.checkLimitText(t)
+			// The model's words, never codex's limit (an error event).
 			return []Event{{Kind: "text", Text: t}}
 		}
 	}
