@@ -1497,8 +1497,15 @@ var (
 )
 
 // finalCondition says why a failed attempt means the account cannot go on.
+//
+// Only the agent's own last word counts (agent.Result.Closing): a failing
+// test - the --test-cmd gate's, a hook's, or one the agent ran - about an
+// expired token is the project's, and is retried as any failure.
 func finalCondition(o outcome) string {
-	if m := finalText().FindString(o.output); m != "" {
+	if o.source != "agent" || o.res == nil {
+		return ""
+	}
+	if m := finalText().FindString(o.res.Closing()); m != "" {
 		return "the agent says: " + m
 	}
 	return ""

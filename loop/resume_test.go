@@ -257,6 +257,25 @@ func TestFinalConditionAndPlainLimit(t *testing.T) {
 	}
 }
 
+// A failing test about an expired token or an invalid API key - the
+// project's own auth tests, in --test-cmd's output - is a failed attempt,
+// retried, never the agent's account: it stopped the whole run (exit 1)
+// with "fix the agent's account" after one attempt.
+func TestAuthWordsInTestOutputAreNoAccountCondition(t *testing.T) {
+	st, p := newRepo(t, 2)
+	dir := t.TempDir()
+	o := opts(p, `cat >/dev/null; echo "$WIGGUM_STORY" > "f-$WIGGUM_STORY"`)
+	o.TestCmd = `if [ ! -e "` + dir + `/once" ]; then touch "` + dir + `/once"; echo "not ok 1 - login is refused when the session token is expired"; echo "invalid api key rejected: got 200"; exit 1; fi`
+	var out bytes.Buffer
+	o.Out = &out
+	if _, err := Run(context.Background(), st, o); err != nil {
+		t.Fatalf("the run stopped on a failing test's words: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "2 story(ies) done") {
+		t.Fatalf("the stories were not retried and done:\n%s", out.String())
+	}
+}
+
 // --max-iterations defaults to every open story's attempts: a 60-story plan
 // is not cut short at an old fixed default.
 func TestMaxIterationsFollowsThePlan(t *testing.T) {

@@ -73,6 +73,24 @@ func (r *Result) Unstarted() bool {
 		r.Usage.InputTokens == 0 && r.Usage.OutputTokens == 0
 }
 
+// Closing is the agent's own last word on how it ended: for a client
+// whose event stream wiggum reads, the error the stream closed with ("" for
+// none - the model's text and the tools' output are not the client's);
+// for another command, the last lines of its output.
+func (r *Result) Closing() string {
+	if r.events {
+		return r.Error
+	}
+	out := strings.TrimRight(r.Output, "\n")
+	if i := len(out) - closingBytes; i > 0 {
+		out = out[i:]
+	}
+	return out
+}
+
+// closingBytes is how much of a plain command's output is its last word.
+const closingBytes = 2 << 10
+
 // CannotStart reports whether the agent's command could not be run at
 // all: exit status 127 (not found: the shell's, or the supervisor's own
 // "cannot start") or 126 (found, not executable), with no tool call and
