@@ -1896,3 +1896,28 @@ func TestLimitWordsInTheModelsAnswer(t *testing.T) {
 		}
 	})
 }
+
+// A passing test run with a TODO test (node's test runner prints it
+// "not ok 2 - dark mode # TODO not built yet", and exits 0 with "# fail
+// 0") is a pass: claude's and gemini's were taken for a failing run, the
+// agent's work rolled back mid-attempt and the model told "tests failed".
+func TestTodoTestIsNoFailure(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		w := newWorld(t, c)
+		writeFile(t, filepath.Join(w.dir, "app.test.js"), `const test = require("node:test");
+const assert = require("node:assert");
+test("works", () => {});
+test("dark mode", { todo: "not built yet" }, () => { assert.fail("later"); });
+`)
+		w.git("add", "app.test.js")
+		w.git("commit", "-qm", "a todo test")
+		w.srv.Script(fakemodel.Turn{Shell: "echo work > work.txt && npm test"}, fakemodel.Turn{Text: "done"})
+		out := w.run(0)
+		if got := w.git("show", "HEAD:work.txt"); got != "work\n" {
+			t.Fatalf("the work of a passing test run is not in the story's commit: %q\n%s", got, out)
+		}
+		if body := w.turnRequest(1).Body; hasText(body, "tests failed") {
+			t.Fatalf("the model was told its passing tests failed: %s", lastSent(body))
+		}
+	})
+}

@@ -212,6 +212,7 @@ type signal struct {
 	indented bool
 	word     string // when set, the line must contain it
 	re       *lazyRE
+	except   *lazyRE // when set, a line it matches is not the signal
 }
 
 func sig(indented bool, re string, prefixes ...string) signal {
@@ -236,6 +237,12 @@ func (l *lazyRE) get() *regexp.Regexp {
 // MatchString reports whether s matches.
 func (l *lazyRE) MatchString(s string) bool { return l.get().MatchString(s) }
 
+// unless sets what makes a matching line not the signal after all.
+func (s signal) unless(re string) signal {
+	s.except = lazy(re)
+	return s
+}
+
 // with adds a word the line must contain before the regexp is tried.
 func (s signal) with(word string) signal {
 	s.word = word
@@ -259,7 +266,7 @@ var runnerSignals = sync.OnceValue(func() *signalSet {
 		sig(true, `^(Tests|Test Files)\s+\d+ failed`, "Test"),                                          // vitest
 		sig(false, `^test result: FAILED\.`, "test result:"),                                           // cargo test
 		sig(false, `^\d+ examples?, [1-9]\d* failures?`, "#").with(" example"),                         // rspec
-		sig(false, `^not ok \d+`, "not ok"),                                                            // bats, TAP
+		sig(false, `^not ok \d+`, "not ok").unless(`#\s*(?i:todo|skip)\b`),                             // bats, TAP; a TODO or SKIP directive is no failure
 		sig(false, `^(npm ERR!|npm error) (Test failed|code ELIFECYCLE)`, "npm"),                       // npm test
 		sig(false, `^error Command failed with exit code \d+`, "error Command"),                        // yarn
 		sig(true, `^ELIFECYCLE\s+Test failed`, "ELIFECYCLE"),                                           // pnpm
@@ -325,15 +332,19 @@ func (s *signal) match(line, trimmed string) bool {
 	for _, p := range s.prefixes {
 		if p == "#" {
 			if trimmed != "" && trimmed[0] >= '0' && trimmed[0] <= '9' {
-				return s.re.MatchString(trimmed)
+				return s.matches(trimmed)
 			}
 			continue
 		}
 		if strings.HasPrefix(trimmed, p) {
-			return s.re.MatchString(trimmed)
+			return s.matches(trimmed)
 		}
 	}
 	return false
+}
+
+func (s *signal) matches(trimmed string) bool {
+	return s.re.MatchString(trimmed) && (s.except == nil || !s.except.MatchString(trimmed))
 }
 
 // Classify reads a test run's output (stdout and stderr interleaved) and its
