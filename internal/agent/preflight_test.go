@@ -173,6 +173,23 @@ func TestWithArgs(t *testing.T) {
 			t.Errorf("codex %v: err = %v", args, err)
 		}
 	}
+	// claude's flags that turn its hooks off are refused before it starts:
+	// its first command would run unguarded (hunt 13).
+	off := filepath.Join(t.TempDir(), "off.json")
+	if err := os.WriteFile(off, []byte(`{"disableAllHooks": true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--bare"}, {"--setting-sources=user"}, {"--setting-sources", "user,local"},
+		{"--settings", `{"disableAllHooks": true}`}, {"--settings=" + off}} {
+		if _, err := WithArgs(claude, "", args); err == nil || !strings.Contains(err.Error(), "turns claude's hooks off") {
+			t.Errorf("claude %v: err = %v", args, err)
+		}
+	}
+	for _, args := range [][]string{{"--setting-sources=project,local"}, {"--settings", `{"model": "x"}`}, {"--permission-mode", "plan"}} {
+		if _, err := WithArgs(claude, "", args); err != nil {
+			t.Errorf("claude %v refused: %v", args, err)
+		}
+	}
 	amp, _ := Builtin("amp")
 	if _, err := WithArgs(amp, "m", nil); err == nil {
 		t.Error("amp took --model")

@@ -5,7 +5,10 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -133,6 +136,11 @@ func WithArgs(p Profile, model string, args []string) (Profile, error) {
 	if !ok {
 		return p, fmt.Errorf("extra arguments apply to built-in agents only")
 	}
+	if p.Name == "claude" {
+		if err := claudeHooksOff(args); err != nil {
+			return p, err
+		}
+	}
 	for _, a := range args {
 		for _, l := range locked[p.Name] {
 			if strings.Contains(a, l.name) {
@@ -161,6 +169,43 @@ func WithArgs(p Profile, model string, args []string) (Profile, error) {
 	}
 	p.Argv = append(append(argv, args...), tail...)
 	return p, nil
+}
+
+// claudeHooksOff refuses claude's flags that turn its hooks off - and
+// with them wiggum's guard and test rollbacks - before the agent starts:
+// --bare, --setting-sources without project (where wiggum run keeps its
+// hooks, .claude/settings.json), --settings with disableAllHooks. Seen
+// only once the agent ran its first command unguarded, too late for what
+// that command did (a branch force-deleted).
+func claudeHooksOff(args []string) error {
+	const why = "it turns claude's hooks off, and wiggum's guard and test rollbacks are those hooks"
+	for i := 0; i < len(args); i++ {
+		name, value, inline := strings.Cut(args[i], "=")
+		if !inline && i+1 < len(args) && (name == "--setting-sources" || name == "--settings") {
+			value = args[i+1]
+			i++
+		}
+		switch name {
+		case "--bare":
+			return fmt.Errorf("--agent-arg %s: %s (claude --bare skips hooks)", args[i], why)
+		case "--setting-sources":
+			if !slices.Contains(strings.Split(strings.ReplaceAll(value, " ", ""), ","), "project") {
+				return fmt.Errorf("--agent-arg %s %s: %s (without the project source claude does not read .claude/settings.json, where wiggum's hooks are); keep project in the list", name, value, why)
+			}
+		case "--settings":
+			data := []byte(value)
+			if t := strings.TrimSpace(value); !strings.HasPrefix(t, "{") {
+				data, _ = os.ReadFile(t)
+			}
+			var settings struct {
+				DisableAllHooks bool `json:"disableAllHooks"`
+			}
+			if json.Unmarshal(data, &settings) == nil && settings.DisableAllHooks {
+				return fmt.Errorf("--agent-arg --settings %s: %s (disableAllHooks)", value, why)
+			}
+		}
+	}
+	return nil
 }
 
 // Custom runs a user's command line through sh, so pipes, variables and
