@@ -47,6 +47,9 @@ type madeWorktree struct {
 	Path   string // as the run shows it: relative to the main tree when it can be
 	Branch string // checked out there; "" when detached
 	Ahead  int    // commits there that the attempt's branch (HEAD) does not have
+	// Dirty counts its uncommitted files, tracked and untracked (not
+	// ignored): work that is there and nowhere else.
+	Dirty int
 	// Stray: a worker's agent, this one or another's, made it outside
 	// every worker's worktree (git worktree add ../NAME): which one
 	// cannot be told, so it is named and never rolled back.
@@ -102,6 +105,9 @@ func (e *executor) worktreesMade(ctx context.Context) []madeWorktree {
 		}
 		if n, err := repo.Line(ctx, "rev-list", "--count", tip, "^HEAD"); err == nil {
 			_, _ = fmt.Sscan(n, &m.Ahead)
+		}
+		if st, err := repo.Line(ctx, "-C", dir, "status", "--porcelain", "--untracked-files=all"); err == nil && st != "" {
+			m.Dirty = strings.Count(st, "\n") + 1
 		}
 		out = append(out, m)
 	}
@@ -185,16 +191,28 @@ func (m madeWorktree) say() string {
 	if m.Branch != "" {
 		what = "branch " + m.Branch
 	}
-	work := "nothing the attempt's branch does not have"
+	var holds []string
 	if m.Ahead > 0 {
-		work = fmt.Sprintf("%d commit(s) the attempt's branch does not have, which the loop does not land", m.Ahead)
+		holds = append(holds, fmt.Sprintf("%d commit(s) the attempt's branch does not have, which the loop does not land", m.Ahead))
+	}
+	if m.Dirty > 0 {
+		holds = append(holds, fmt.Sprintf("%d uncommitted file(s), there and nowhere else (git -C %s status)", m.Dirty, m.Path))
+	}
+	work := "nothing the attempt's branch does not have"
+	if len(holds) > 0 {
+		work = strings.Join(holds, ", and ")
 	}
 	undo := "git worktree remove " + m.Path
 	if m.Branch != "" {
 		undo += " && git branch -D " + m.Branch
 	}
 	merge := ""
-	if m.Branch != "" && m.Ahead > 0 {
+	switch {
+	case m.Dirty > 0:
+		// git refuses to remove it as it is; --force would lose them.
+		merge = "keep what you want of its files (commit them there, or copy them out), then "
+		undo = "git worktree remove --force " + m.Path + strings.TrimPrefix(undo, "git worktree remove "+m.Path)
+	case m.Branch != "" && m.Ahead > 0:
 		merge = "merge it (git merge " + m.Branch + ") or "
 	}
 	if m.Stray {
