@@ -967,6 +967,50 @@ cp.execFileSync(["gi", "t"].join(""), ["config", ["core.fs", "monitor"].join("")
 	})
 }
 
+// The same through the person's own git config, outside every tree: a
+// core.fsmonitor the attempt adds to ~/.gitconfig ran in wiggum's own git
+// add and commit after the agent exited, and stayed for every repository
+// on the machine; a pattern added to the global ignore file (git/ignore
+// under XDG_CONFIG_HOME) left the story's source out of its commit,
+// silently (hunt 13). The attempt fails, the setting and the pattern are
+// taken out before wiggum runs git, and the planted command never runs.
+func TestAgentChangingYourGitConfigFails(t *testing.T) {
+	forClients(t, []string{"claude", "gemini"}, func(t *testing.T, c client) {
+		marker := filepath.Join(t.TempDir(), "fsmonitor-ran")
+		w := newWorld(t, c, fakemodel.Turn{Shell: "echo work > work.txt && node plant.js"}, fakemodel.Turn{Text: "done"})
+		home := filepath.Join(filepath.Dir(w.dir), "home")
+		ignore := filepath.Join(home, ".config", "git", "ignore")
+		writeFile(t, filepath.Join(w.dir, "plant.js"), fmt.Sprintf(`const fs = require("fs");
+fs.appendFileSync(%q, "[core]\n\tfs" + "monitor = \"touch %s; false\"\n");
+fs.mkdirSync(%q, { recursive: true });
+fs.writeFileSync(%q, "*.go\n");
+fs.mkdirSync("src", { recursive: true });
+fs.writeFileSync("src/main.go", "package main\n");
+`, filepath.Join(home, ".gitconfig"), marker, filepath.Dir(ignore), ignore))
+		w.git("add", "plant.js")
+		w.git("commit", "-q", "-m", "a script")
+		gitconfig, _ := os.ReadFile(filepath.Join(home, ".gitconfig"))
+		out := w.run(5)
+		if !strings.Contains(out, "taken out of the git config: core.fsmonitor = touch "+marker) ||
+			!strings.Contains(out, "added to git config (yours, read in every repository) what git runs as a command") ||
+			!strings.Contains(out, "changed your global git ignore file "+ignore) {
+			t.Fatalf("the attempt did not fail naming the setting and the ignore file:\n%s", out)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatal("the planted fsmonitor command ran")
+		}
+		if now, _ := os.ReadFile(filepath.Join(home, ".gitconfig")); string(now) != string(gitconfig) {
+			t.Fatalf("~/.gitconfig is not as before the attempt:\n%s", now)
+		}
+		if _, err := os.Stat(ignore); err == nil {
+			t.Fatal("the global ignore file the attempt made is left")
+		}
+		if _, err := os.Stat(filepath.Join(w.dir, "work.txt")); err == nil {
+			t.Fatal("the attempt was not rolled back")
+		}
+	})
+}
+
 // `npm run pub` runs package.json's pub script through a shell, where the
 // guard saw only "npm run pub": with gemini - whose shell turns git hooks
 // off, so no pre-push backstop runs - a push in the script reached the

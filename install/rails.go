@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -43,6 +44,46 @@ type GitRails struct {
 	// git's *.sample files), which git runs in wiggum's own commits and
 	// checkouts: one an attempt adds or changes plants a command there.
 	others map[string][]byte
+	// The user's git config (~/.gitconfig, the XDG one, or
+	// GIT_CONFIG_GLOBAL's): its command settings are in commands too (git
+	// runs them in every repository); globalHooksPath is its
+	// core.hooksPath lines, which send every repository's hooks elsewhere
+	// when the repository sets none.
+	globalHooksPath string
+	// ignore is the user's global ignore file (core.excludesFile, or the
+	// XDG git/ignore) and its content: a pattern an attempt adds there
+	// hides files from every commit, the story's included, in every
+	// repository.
+	ignore     string
+	ignoreData []byte
+}
+
+// maxIgnore bounds the global ignore file GitRailsOf reads whole.
+const maxIgnore = 1 << 20
+
+// globalConfigFiles are the user's git config files, as git reads them.
+func globalConfigFiles(home string) []string {
+	if f := os.Getenv("GIT_CONFIG_GLOBAL"); f != "" {
+		return []string{f}
+	}
+	var out []string
+	if xdg := xdgConfig(home); xdg != "" {
+		out = append(out, filepath.Join(xdg, "git", "config"))
+	}
+	if home != "" {
+		out = append(out, filepath.Join(home, ".gitconfig"))
+	}
+	return out
+}
+
+func xdgConfig(home string) string {
+	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
+		return x
+	}
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".config")
 }
 
 // configEntry is one setting of a config file.
@@ -68,6 +109,40 @@ func GitRailsOf(repo *git.Repo) GitRails {
 			if settingKey(strings.ToLower(e.key)) {
 				g.settings = append(g.settings, e)
 			}
+		}
+	}
+	home, _ := os.UserHomeDir()
+	xdg := xdgConfig(home)
+	if xdg != "" {
+		g.ignore = filepath.Join(xdg, "git", "ignore")
+	}
+	for _, f := range globalConfigFiles(home) {
+		data, _ := os.ReadFile(f)
+		if hp := hooksPathLines(data); hp != "" {
+			g.globalHooksPath += f + ": " + hp + "\n"
+		}
+		for _, e := range configEntries(f, data) {
+			k := strings.ToLower(e.key)
+			if guard.CommandKey(k, e.value) {
+				g.commands = append(g.commands, e)
+			}
+			if k == "core.excludesfile" {
+				g.ignore = e.value
+				if rest, ok := strings.CutPrefix(e.value, "~/"); ok && home != "" {
+					g.ignore = filepath.Join(home, rest)
+				}
+			}
+		}
+	}
+	if fi, err := os.Lstat(g.ignore); g.ignore != "" && err == nil && !fi.Mode().IsRegular() {
+		// /dev/null (a common way to turn it off), a link: not a file
+		// of its own that a restore could write back.
+		g.ignore = ""
+	}
+	if g.ignore != "" {
+		if f, err := os.Open(g.ignore); err == nil {
+			g.ignoreData, _ = io.ReadAll(io.LimitReader(f, maxIgnore))
+			f.Close()
 		}
 	}
 	for _, name := range hooks.GitHooks {
@@ -98,6 +173,10 @@ func (g GitRails) Broken(after GitRails) (what string, restorable bool) {
 	}
 	if g.hooksPath != after.hooksPath {
 		return "changed core.hooksPath in the repository's git config, so git no longer runs wiggum's hooks", false
+	}
+	if g.hooksPath == "" && g.globalHooksPath != after.globalHooksPath {
+		return "changed core.hooksPath in your own git config (" + strings.TrimSpace(after.globalHooksPath+" "+g.globalHooksPath) +
+			"), so git runs no repository's hooks there, wiggum's included - in every repository of yours: undo it (git config --global --unset core.hooksPath)", false
 	}
 	var lost []string
 	for _, name := range hooks.GitHooks {
@@ -142,6 +221,27 @@ func hooksPathLines(data []byte) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// IgnoreChanged reports whether the user's global ignore file changed
+// between g and after (its name, or ""), for RestoreIgnore.
+func (g GitRails) IgnoreChanged(after GitRails) string {
+	if g.ignore == "" || g.ignore != after.ignore || bytes.Equal(g.ignoreData, after.ignoreData) || len(g.ignoreData) >= maxIgnore {
+		return ""
+	}
+	return g.ignore
+}
+
+// RestoreIgnore writes the global ignore file back as g read it (removed
+// when it had none).
+func (g GitRails) RestoreIgnore() error {
+	if g.ignoreData == nil {
+		if err := os.Remove(g.ignore); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	return renameio.WriteFile(g.ignore, g.ignoreData, 0o644)
 }
 
 // AddedCommands lists the command settings after has that g had not.

@@ -2,6 +2,8 @@ package install
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -71,5 +73,59 @@ func TestRestoreSettingsPutsBackWhatChanged(t *testing.T) {
 	}
 	if got := before.ChangedSettings(GitRailsOf(repo)); len(got) != 0 {
 		t.Errorf("after the restore, still changed: %v", got)
+	}
+}
+
+// The person's own git config and global ignore file are read too: a
+// command setting or a core.hooksPath an attempt adds there, or a pattern
+// it adds to the global ignore file, is seen (each is read by git in
+// every repository, wiggum's own commands included) - and a setting
+// another config file holds is not taken for the global one.
+func TestGlobalGitConfigIsRead(t *testing.T) {
+	dir := gitRepo(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	for _, v := range []string{"XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL"} {
+		t.Setenv(v, "") // put back after the test
+		os.Unsetenv(v)
+	}
+	ctx := context.Background()
+	repo, err := git.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InstallGit(ctx, repo, false); err != nil {
+		t.Fatal(err)
+	}
+	before := GitRailsOf(repo)
+	run(t, dir, "git", "config", "--global", "core.fsmonitor", "touch /tmp/x")
+	run(t, dir, "git", "config", "--global", "core.hooksPath", "/dev/null")
+	if err := os.MkdirAll(filepath.Join(home, ".config", "git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".config", "git", "ignore"), []byte("*.go\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after := GitRailsOf(repo)
+	if added := strings.Join(before.AddedCommands(after), "; "); !strings.Contains(added, "core.fsmonitor = touch /tmp/x (in "+filepath.Join(home, ".gitconfig")+")") {
+		t.Errorf("the global command setting is not seen: %q", added)
+	}
+	if what, restorable := before.Broken(after); !strings.Contains(what, "core.hooksPath in your own git config") || restorable {
+		t.Errorf("the global core.hooksPath is not seen: %q %v", what, restorable)
+	}
+	if f := before.IgnoreChanged(after); f != filepath.Join(home, ".config", "git", "ignore") {
+		t.Errorf("the global ignore file's change is not seen: %q", f)
+	}
+	if err := before.RestoreIgnore(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".config", "git", "ignore")); err == nil {
+		t.Error("the global ignore file the attempt made is left")
+	}
+	if err := before.RemoveAdded(ctx, repo, after); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, dir, "git", "config", "--global", "--list"); strings.Contains(out, "fsmonitor") {
+		t.Errorf("the global command setting is not taken out:\n%s", out)
 	}
 }

@@ -990,7 +990,13 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 		// Taken out before anything of wiggum's runs git on the tree (the
 		// rollback would run a core.fsmonitor at once). The config is
 		// shared by every worktree: a parallel worker is not blamed.
-		what := "added to the repository's git config what git runs as a command, in wiggum's own git commands and every later session, seen by no hook (" + strings.Join(added, "; ") + ")"
+		where := "the repository's git config"
+		for _, a := range added {
+			if !strings.Contains(a, "(in "+e.st.Repo.CommonDir) && !strings.Contains(a, "(in "+e.st.Repo.GitDir) {
+				where = "git config (yours, read in every repository)"
+			}
+		}
+		what := "added to " + where + " what git runs as a command, in wiggum's own git commands and every later session, seen by no hook (" + strings.Join(added, "; ") + ")"
 		if e.worktree == "" {
 			parts = append(parts, what)
 		}
@@ -998,6 +1004,17 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 			gone = what + " (and taking it out failed: " + err.Error() + ")"
 		} else {
 			e.disp.printf("  taken out of the git config: %s", strings.Join(added, "; "))
+		}
+	}
+	if f := before.git.IgnoreChanged(after.git); f != "" {
+		// Outside the tree, read by every repository: a pattern there
+		// hides the story's files from its commit, silently.
+		what := "changed your global git ignore file " + f + ", which hides files from every commit in every repository"
+		parts = append(parts, what)
+		if err := before.git.RestoreIgnore(); err != nil {
+			gone = what + " (and putting it back failed: " + err.Error() + ")"
+		} else {
+			e.disp.printf("  %s: put back as before the attempt", f)
 		}
 	}
 	if changed := e.run.gitAtStart.ChangedSettings(after.git); len(changed) > 0 {

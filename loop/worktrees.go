@@ -207,13 +207,13 @@ func (m madeWorktree) say() string {
 		undo += " && git branch -D " + m.Branch
 	}
 	merge := ""
-	switch {
-	case m.Dirty > 0:
+	if m.Dirty > 0 {
 		// git refuses to remove it as it is; --force would lose them.
 		merge = "keep what you want of its files (commit them there, or copy them out), then "
 		undo = "git worktree remove --force " + m.Path + strings.TrimPrefix(undo, "git worktree remove "+m.Path)
-	case m.Branch != "" && m.Ahead > 0:
-		merge = "merge it (git merge " + m.Branch + ") or "
+	}
+	if m.Branch != "" && m.Ahead > 0 {
+		merge += "merge it (git merge " + m.Branch + ") or "
 	}
 	if m.Stray {
 		return fmt.Sprintf("a worktree not wiggum's appeared while this story ran - its agent's or another worker's: %s (%s), holding %s; left as it is - %sremove it (%s)", m.Path, what, work, merge, undo)
