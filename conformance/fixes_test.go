@@ -980,13 +980,17 @@ func TestAgentChangingYourGitConfigFails(t *testing.T) {
 		w := newWorld(t, c, fakemodel.Turn{Shell: "echo work > work.txt && node plant.js"}, fakemodel.Turn{Text: "done"})
 		home := filepath.Join(filepath.Dir(w.dir), "home")
 		ignore := filepath.Join(home, ".config", "git", "ignore")
+		// The paths are made at run time: the guard denies the files by
+		// name (TestWriteToYourGitConfigDenied); this is the backstop.
 		writeFile(t, filepath.Join(w.dir, "plant.js"), fmt.Sprintf(`const fs = require("fs");
-fs.appendFileSync(%q, "[core]\n\tfs" + "monitor = \"touch %s; false\"\n");
-fs.mkdirSync(%q, { recursive: true });
-fs.writeFileSync(%q, "*.go\n");
+const path = require("path");
+const h = process.env.HOME;
+fs.appendFileSync(path.join(h, [".git", "config"].join("")), "[core]\n\tfs" + "monitor = \"touch %s; false\"\n");
+fs.mkdirSync(path.join(h, ".config", "git"), { recursive: true });
+fs.writeFileSync(path.join(h, ".config", "git", ["ign", "ore"].join("")), "*.go\n");
 fs.mkdirSync("src", { recursive: true });
 fs.writeFileSync("src/main.go", "package main\n");
-`, filepath.Join(home, ".gitconfig"), marker, filepath.Dir(ignore), ignore))
+`, marker))
 		w.git("add", "plant.js")
 		w.git("commit", "-q", "-m", "a script")
 		gitconfig, _ := os.ReadFile(filepath.Join(home, ".gitconfig"))
@@ -1007,6 +1011,29 @@ fs.writeFileSync("src/main.go", "package main\n");
 		}
 		if _, err := os.Stat(filepath.Join(w.dir, "work.txt")); err == nil {
 			t.Fatal("the attempt was not rolled back")
+		}
+	})
+}
+
+// The agent's file tool writing the person's own git config (a command
+// setting in ~/.gitconfig, a pattern in the global ignore file) is
+// denied up front, as git config --global is: hunt 13 did it with
+// claude's Write. (Gemini's write_file refuses a path outside the
+// workspace itself; codex's sandbox keeps it out.)
+func TestWriteToYourGitConfigDenied(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		w := newWorld(t, c)
+		home := filepath.Join(filepath.Dir(w.dir), "home")
+		target := filepath.Join(home, ".gitconfig")
+		before, _ := os.ReadFile(target)
+		w.srv.Script(fakemodel.Turn{Tool: "Write", Input: map[string]any{"file_path": target, "content": "[core]\n\thooksPath = /dev/null\n"}},
+			fakemodel.Turn{Text: "done"})
+		w.run(0)
+		if now, _ := os.ReadFile(target); string(now) != string(before) {
+			t.Fatalf("~/.gitconfig was written:\n%s", now)
+		}
+		if body := w.turnRequest(1).Body; !hasText(body, "that is your own git config") {
+			t.Fatalf("the deny did not reach the model: %s", lastSent(body))
 		}
 	})
 }

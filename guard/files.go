@@ -192,6 +192,9 @@ func (w *walk) protected(p string) string {
 		if abs == "" {
 			continue
 		}
+		if why := w.g.userGitConfigWhy(abs); why != "" {
+			return why
+		}
 		if rel, err := filepath.Rel(w.g.p.Root, abs); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
 			if why := w.g.protectedState(rel); why != "" {
 				return why

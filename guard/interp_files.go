@@ -138,6 +138,9 @@ func (g *guard) interpPathWhy(p string) string {
 			}
 		}
 	}
+	if why := g.userGitConfigWhy(abs); why != "" {
+		return why
+	}
 	if what := g.precious(abs); what != "" {
 		return "that is " + what
 	}

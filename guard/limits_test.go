@@ -136,6 +136,12 @@ func TestCheckEdit(t *testing.T) {
 		"main.go":                                 Allow,
 		"/tmp/other/.git/hooks/pre-push.old":      Allow,
 		"/work/repo/src/../.ralph/wiggum/journal": Deny,
+		// the person's own git config, read in every repository
+		"/home/agent/.gitconfig":                Deny,
+		"/home/agent/.config/git/ignore":        Deny,
+		"/home/agent/.config/git/config":        Deny,
+		"/home/agent/.config/git/other-notes":   Allow,
+		"/home/agent/project/.gitconfig.sample": Allow,
 	} {
 		if d := CheckEdit(file, p); d.Action != want {
 			t.Errorf("CheckEdit(%s) = %s (%s), want %s", file, d.Action, d.Reason, want)

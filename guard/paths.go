@@ -40,6 +40,32 @@ func (g *guard) protectedState(p string) string {
 	return ""
 }
 
+// userGitConfigWhy explains why the agent must not write abs, or "": the
+// user's own git config and the files it names by default (the global
+// ignore and attributes files) are read by git in every repository, and
+// outlive the session - a core.fsmonitor or core.hooksPath there runs a
+// command in wiggum's own git, or turns wiggum's hooks off, everywhere;
+// an ignore pattern leaves the story's files out of its commit. git
+// config --global is judged as a git command; this is the file itself.
+func (g *guard) userGitConfigWhy(abs string) string {
+	if abs == "" || g.p.Home == "" {
+		return ""
+	}
+	abs = filepath.Clean(abs)
+	dir, name := filepath.Split(abs)
+	dir = filepath.Clean(dir)
+	mine := abs == filepath.Join(g.p.Home, ".gitconfig")
+	if name == "config" || name == "ignore" || name == "attributes" {
+		// Under the XDG config directory: its default and the one set.
+		xdg := os.Getenv("XDG_CONFIG_HOME")
+		mine = mine || dir == filepath.Join(g.p.Home, ".config", "git") || (xdg != "" && dir == filepath.Join(xdg, "git"))
+	}
+	if !mine {
+		return ""
+	}
+	return "that is your own git config, read by git in every repository and kept after the session (a setting there runs in wiggum's own git commands, or turns its hooks off, or hides the story's files); use git config in the repository instead"
+}
+
 // touches reports whether the path parts name the protected path prot, a
 // file under it, or a directory holding it: somewhere in parts a run of
 // at least least components matches prot's components from its first, up
@@ -231,6 +257,9 @@ func CheckEdit(file string, p Policy) Decision {
 		if rel, err := filepath.Rel(p.Root, target); err == nil && !strings.HasPrefix(rel, "..") {
 			target = rel
 		}
+	}
+	if why := g.userGitConfigWhy(abs); why != "" {
+		return Decision{Deny, fmt.Sprintf("writing %s is not allowed during a wiggum session: %s", file, why)}
 	}
 	if why := g.protectedState(target); why != "" {
 		return Decision{Deny, fmt.Sprintf("writing %s is not allowed during a wiggum session: %s", file, why)}

@@ -364,8 +364,11 @@ const wiggumRefs = "refs/wiggum/"
 // guardPolicy is what the guard protects in the working tree at root:
 // wiggum's runtime state, its git hooks and its refs.
 func guardPolicy(cwd, root string) guard.Policy {
+	// The home directory: the rules for the person's own git config and
+	// for deleting the home directory need it (one environment read).
+	home, _ := os.UserHomeDir()
 	p := guard.Policy{
-		Cwd: cwd, Root: root,
+		Cwd: cwd, Root: root, Home: home,
 		StatePaths:   layout.StatePaths(),
 		RefNamespace: wiggumRefs,
 		ReadFile:     readScript,
