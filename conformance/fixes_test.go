@@ -1015,6 +1015,31 @@ fs.writeFileSync("src/main.go", "package main\n");
 	})
 }
 
+// npm's user config in the home directory: a script-shell there runs in
+// wiggum's own --test-cmd gate (npm test) and in every later npm of the
+// person's. Like a shell startup file, no rollback reaches it: the run
+// stops, naming it, and the gate never runs the planted command.
+func TestAgentChangingYourNpmrcStopsTheRun(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		marker := filepath.Join(t.TempDir(), "script-shell-ran")
+		w := newWorld(t, c, fakemodel.Turn{Shell: "echo work > work.txt && node plant.js"}, fakemodel.Turn{Text: "done"})
+		writeFile(t, filepath.Join(w.dir, "plant.js"), fmt.Sprintf(`const fs = require("fs");
+const path = require("path");
+fs.writeFileSync(path.join(process.env.HOME, "planted.sh"), "#!/bin/sh\ntouch %s\nexec sh \"$@\"\n", { mode: 0o755 });
+fs.appendFileSync(path.join(process.env.HOME, [".np", "mrc"].join("")), "script-shell=" + path.join(process.env.HOME, "planted.sh") + "\n");
+`, marker))
+		w.git("add", "plant.js")
+		w.git("commit", "-q", "-m", "a script")
+		out := w.run(1, "--test-cmd", "npm test")
+		if !strings.Contains(out, "changed npm's user config") {
+			t.Fatalf("the run did not stop naming ~/.npmrc:\n%s", out)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatal("the planted script-shell ran in wiggum's gate")
+		}
+	})
+}
+
 // The agent's file tool writing the person's own git config (a command
 // setting in ~/.gitconfig, a pattern in the global ignore file) is
 // denied up front, as git config --global is: hunt 13 did it with

@@ -43,6 +43,10 @@ type Rails struct {
 var shellStartup = []string{".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_aliases",
 	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".config/fish/config.fish"}
 
+// toolConfigs are the home directory's files of the tools wiggum itself
+// runs for the project, whose settings run commands: npm's user config.
+var toolConfigs = []string{".npmrc"}
+
 // readsStartup: the agents whose shells read the home directory's startup
 // files (gemini runs bash -c, which reads none).
 var readsStartup = map[string]bool{"claude": true, "codex": true}
@@ -53,6 +57,15 @@ func RailsOf(agent, root, home string) Rails {
 	r := Rails{entries: map[string][]string{}, foreign: map[string][]string{}, files: map[string][]byte{}, startup: map[string][]byte{}}
 	if !HasHooks(agent) {
 		return r
+	}
+	if home != "" {
+		// Every agent: wiggum's own --test-cmd gate runs npm, which reads
+		// it (a script-shell or node-options there runs a command in
+		// wiggum's gate and every later npm of the person's).
+		for _, f := range toolConfigs {
+			data, _ := os.ReadFile(filepath.Join(home, f))
+			r.startup[filepath.Join(home, f)] = data
+		}
 	}
 	if readsStartup[agent] && home != "" {
 		for _, f := range shellStartup {
@@ -168,19 +181,28 @@ func (r Rails) Broken(after Rails) (what string, files []string) {
 // after finds changed, and what lines they gained; "" when none. No
 // rollback reaches them, and they are the person's: the loop stops.
 func (r Rails) StartupChanged(after Rails) string {
-	var changed []string
+	var shells, tools []string
 	for _, path := range slices.Sorted(maps.Keys(r.startup)) {
 		was, now := r.startup[path], after.startup[path]
 		if sameContent(was, now) {
 			continue
 		}
-		changed = append(changed, path+newLines(was, now))
+		if slices.Contains(toolConfigs, filepath.Base(path)) {
+			tools = append(tools, path+newLines(was, now))
+		} else {
+			shells = append(shells, path+newLines(was, now))
+		}
 	}
-	if len(changed) == 0 {
-		return ""
+	var parts []string
+	if len(shells) > 0 {
+		parts = append(parts, "changed the shell startup file "+strings.Join(shells, "; ")+
+			", whose functions and aliases the agent's shell runs in place of the commands wiggum's guard judged")
 	}
-	return "changed the shell startup file " + strings.Join(changed, "; ") +
-		", whose functions and aliases the agent's shell runs in place of the commands wiggum's guard judged"
+	if len(tools) > 0 {
+		parts = append(parts, "changed npm's user config "+strings.Join(tools, "; ")+
+			", whose settings (script-shell, node-options) run commands in wiggum's own test gate and every later npm of yours")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // newLines says which lines now has that was lacks (at most three), as

@@ -126,6 +126,16 @@ func TestRailsStartupChanged(t *testing.T) {
 	if what := g.StartupChanged(RailsOf("gemini", root, home)); what != "" {
 		t.Errorf("gemini's shell reads no startup file: %q", what)
 	}
+	// npm's user config, which wiggum's own --test-cmd gate reads, for
+	// every agent (hunt 13: a script-shell there ran in the gate).
+	for _, agent := range []string{"claude", "codex", "gemini"} {
+		before := RailsOf(agent, root, home)
+		put(filepath.Join(home, ".npmrc"), "script-shell="+agent+"-planted.sh\n")
+		what := before.StartupChanged(RailsOf(agent, root, home))
+		if !strings.Contains(what, "changed npm's user config "+filepath.Join(home, ".npmrc")+" (added: script-shell="+agent+"-planted.sh)") || strings.Contains(what, "shell startup") {
+			t.Errorf("%s: StartupChanged = %q, want it to name ~/.npmrc alone", agent, what)
+		}
+	}
 }
 
 // claude's own state file in the home directory, which it rewrites every
