@@ -859,8 +859,10 @@ func TestGuardMarksShellCommandsSeen(t *testing.T) {
 // .claude/worktrees/ with the session's environment - is under the
 // session's guard and push backstop there, and a failing test run there is
 // recorded but rolls nothing back (that tree holds no checkpoint of the
-// session's). A worktree of another repository is not the session's, nor
-// is the same worktree for a process without the session's environment.
+// session's). Another repository is not the session's for git's push
+// hook, nor is the same worktree for a process without the session's
+// environment; the session's agent hooks there still guard the session's
+// tree (TestGuardFollowsTheSessionOutOfItsTree).
 func TestSessionReachesTheAgentsOtherWorktrees(t *testing.T) {
 	dir := repo(t)
 	ctx := context.Background()
@@ -888,8 +890,8 @@ func TestSessionReachesTheAgentsOtherWorktrees(t *testing.T) {
 		t.Fatalf("a failing test run in the other worktree: %s", out)
 	}
 
-	if out := hook(t, "claude", "claude_pretooluse_bash.json", other, opts); len(out) != 0 {
-		t.Fatalf("the guard is on in another repository: %s", out)
+	if out := hook(t, "claude", "claude_pretooluse_bash.json", other, opts); !bytes.Contains(out, []byte(`"permissionDecision":"deny"`)) {
+		t.Fatalf("the session's guard is off in another repository: %s", out)
 	}
 	if err := GitHook(ctx, other, "pre-push"); err != nil {
 		t.Fatalf("a push from another repository is refused: %v", err)

@@ -21,23 +21,33 @@ import (
 func findRoot(dir string) string { return gitfiles.FindRoot(dir) }
 
 // treeOf is the working tree a hook whose cwd is dir acts on: the one
-// containing dir, or - when that is a repository of its own nested in the
-// tree of the session that started this process (a submodule, a clone, a
-// generator's repository) with no session of its own - the session's
-// tree. Claude Code keeps its shell's directory from call to call: after
-// one cd vendor/lib every hook named the submodule, found no session
-// there, and the guard and the test rollback were off for the rest of
-// the attempt (a person's branch deleted with git -C ../.. branch -D,
-// failing tests committed). Another worktree of the session's repository
-// keeps its own tree (sessionAt). Only a hook in a session, away from its
-// tree, pays for the check.
+// containing dir, or - when the process belongs to a live session (its
+// token is the holder's) and dir is not in a tree of its own that counts -
+// the session's tree. That covers a repository nested in the session's
+// tree (a submodule, a clone, a generator's repository) with no session
+// of its own, and a cwd outside the tree altogether: no repository at
+// all, the tree's parent, an unrelated repository. Claude Code keeps its
+// shell's directory from call to call (and with --add-dir does not reset a
+// cd out of the project): after one cd vendor/lib, or cd /var/tmp, every
+// hook named a place with no session, and the guard and the test rollback
+// were off for the rest of the attempt (a person's branch deleted with
+// git -C ../.. branch -D, cd /repo && git reset --hard allowed, failing
+// tests committed). A payload's cwd must never switch the guard off. The
+// guard still places each command by its own directory (cd, -C), and the
+// test hook rolls back only a test run in the tree (testRun). Another
+// worktree of the session's repository keeps its own tree (sessionAt), and
+// so does a repository with a live session of its own. Only a hook in a
+// session, away from its tree, pays for the check.
 func treeOf(dir string) string {
 	root := findRoot(dir)
 	tok, held := os.Getenv(layout.SessionEnv), os.Getenv(layout.RootEnv)
-	if root == "" || tok == "" || held == "" || root == held || !layout.Within(held, root) {
+	if tok == "" || held == "" || root == held {
 		return root
 	}
-	if gitfiles.SameRepository(root, held) || layout.At(root).Session().Active || !layout.At(held).Session().Mine {
+	if root != "" && (gitfiles.SameRepository(root, held) || layout.At(root).Session().Active) {
+		return root
+	}
+	if !layout.At(held).Session().Mine {
 		return root
 	}
 	return held

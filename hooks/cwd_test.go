@@ -1,0 +1,85 @@
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/wiggum-dev/wiggum/checkpoint"
+	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/internal/session"
+)
+
+// claudeEvent is a Claude Code hook payload for a Bash call.
+func claudeEvent(t *testing.T, event, cwd, command string, extra map[string]any) string {
+	t.Helper()
+	ev := map[string]any{"session_id": "s1", "hook_event_name": event, "tool_name": "Bash",
+		"tool_input": map[string]any{"command": command}, "cwd": cwd}
+	for k, v := range extra {
+		ev[k] = v
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func runClaude(t *testing.T, in string, opts Options) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	Run(context.Background(), "claude", bytes.NewReader([]byte(in)), &out, opts)
+	checkValidOutput(t, in, out.Bytes())
+	return out.Bytes()
+}
+
+// TestGuardFollowsTheSessionOutOfItsTree: a hook of the session's whose
+// payload cwd is outside the session's tree - in no repository (/), in an
+// unrelated repository, in the tree's parent - still guards the session's
+// tree: Claude Code keeps a cd out of the project from call to call, and
+// every later command, cd'ing or -C'ing back, must not be let through.
+// A failing test run there in the tree is rolled back.
+func TestGuardFollowsTheSessionOutOfItsTree(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "proj")
+	if err := os.Rename(repo(t), dir); err != nil {
+		t.Fatal(err)
+	}
+	git(t, parent, "init", "-q")
+	git(t, dir, "commit", "-q", "--allow-empty", "-m", "second")
+	other := repo(t)
+	st := inSession(t, dir)
+	t.Setenv(layout.RootEnv, dir)
+	for _, cwd := range []string{"/", other, parent} {
+		for _, cmd := range []string{
+			"cd " + dir + " && git reset --hard HEAD~1",
+			"git -C " + dir + " reset --hard HEAD~1",
+			"rm -rf " + dir + "/.ralph",
+		} {
+			out := runClaude(t, claudeEvent(t, "PreToolUse", cwd, cmd, nil), Options{Guard: GuardSession})
+			if !bytes.Contains(out, []byte(`"permissionDecision":"deny"`)) {
+				t.Errorf("cwd %s: %q let through: %s", cwd, cmd, out)
+			}
+		}
+	}
+
+	ctx := context.Background()
+	cp, err := st.Save(ctx, os.Getenv(layout.SessionEnv), checkpoint.SaveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "broken.go"), []byte("package broken\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := runClaude(t, claudeEvent(t, "PostToolUseFailure", "/", "cd "+dir+" && go test ./...",
+		map[string]any{"error": "Exit code 1\n--- FAIL: TestX\nFAIL\n"}), Options{})
+	if _, err := os.Stat(filepath.Join(dir, "broken.go")); !os.IsNotExist(err) || !bytes.Contains(out, []byte("rolled back to checkpoint "+cp.Head[:12])) {
+		t.Fatalf("a failing test run in the tree, from cwd /, was not rolled back (%v): %s", err, out)
+	}
+	if fs, err := session.Failures(st, ""); err != nil || len(fs) != 1 {
+		t.Fatalf("failure log: %+v %v", fs, err)
+	}
+}
