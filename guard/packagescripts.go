@@ -153,6 +153,13 @@ func PackageCommand(base string, rest []string) []string {
 	return selectPackages(base, rest).args
 }
 
+// PackageDir is the directory option of a package manager's command
+// (npm --prefix, pnpm -C/--dir, yarn and bun --cwd), "" when it has
+// none: where the test-run hook places the script it runs.
+func PackageDir(base string, rest []string) string {
+	return selectPackages(base, rest).dir
+}
+
 // firstWord is the index of the first argument that is no option, -1.
 func firstWord(args []string) int {
 	for i, a := range args {

@@ -83,3 +83,58 @@ func TestGuardFollowsTheSessionOutOfItsTree(t *testing.T) {
 		t.Fatalf("failure log: %+v %v", fs, err)
 	}
 }
+
+// TestTestRunInAnotherProject: a failing test run in a directory outside
+// the session's tree - cd'd to, or named by the runner's own option - is
+// recorded for the next attempt but rolls nothing back; one whose cd's
+// end in the tree (or ended in a subshell), or in a directory holding it,
+// is rolled back.
+func TestTestRunInAnotherProject(t *testing.T) {
+	dir := repo(t)
+	lib := t.TempDir()
+	st := inSession(t, dir)
+	t.Setenv(layout.RootEnv, dir)
+	ctx := context.Background()
+	if _, err := st.Save(ctx, os.Getenv(layout.SessionEnv), checkpoint.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "work.txt")
+	failing := map[string]any{"error": "Exit code 1\n--- FAIL: TestX\nFAIL\n  1 failing\n"}
+	for _, cmd := range []string{
+		"cd " + lib + " && npm test",
+		"npm --prefix " + lib + " test",
+		"go -C " + lib + " test ./...",
+		"cd sub && cd " + lib + " && make -C . test",
+		"pnpm --dir=" + lib + " test",
+		"sh -c 'cd " + lib + " && go test ./...'",
+	} {
+		if err := os.WriteFile(work, []byte("agent work\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := runClaude(t, claudeEvent(t, "PostToolUseFailure", dir, cmd, failing), Options{})
+		if _, err := os.Stat(work); err != nil {
+			t.Errorf("%q in %s rolled the session's tree back: %s", cmd, lib, out)
+		}
+		if !bytes.Contains(out, []byte("Nothing was rolled back: the tests ran in "+lib)) {
+			t.Errorf("%q: the agent is not told why nothing was rolled back: %s", cmd, out)
+		}
+	}
+	fs, err := session.Failures(st, "")
+	if err != nil || len(fs) != 6 || !bytes.HasPrefix([]byte(fs[0].Rollback), []byte("not attempted: the tests ran in "+lib)) {
+		t.Fatalf("failure log: %+v %v", fs, err)
+	}
+	for _, cmd := range []string{
+		"(cd " + lib + " && ls); go test ./...",
+		"cd " + lib + " && cd " + dir + " && go test ./...",
+		"cd .. && go test ./" + filepath.Base(dir) + "/...",
+		`cd "$DIR" && go test ./...`,
+	} {
+		if err := os.WriteFile(work, []byte("agent work\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := runClaude(t, claudeEvent(t, "PostToolUseFailure", dir, cmd, failing), Options{})
+		if _, err := os.Stat(work); !os.IsNotExist(err) {
+			t.Errorf("%q in the tree was not rolled back: %s", cmd, out)
+		}
+	}
+}

@@ -536,7 +536,7 @@ func guardEdit(ev Event, root string, opts Options) Response {
 // for the loop's retry prompt and, inside a session whose policy is
 // rollback, rolled back.
 func testRun(ctx context.Context, ev Event, root string, opts Options) Response {
-	runner := TestRunner(ev.Command)
+	runner, dir, known := testRunIn(ev.Command)
 	if runner == "" {
 		return Response{}
 	}
@@ -549,6 +549,15 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 	sess := sessionAt(root)
 	if !sess.Mine {
 		return failedOutside(ev, root, runner, sess.Elsewhere, opts)
+	}
+	if where := testDir(ev, dir); known && !layout.Within(root, where) && !layout.Within(where, root) {
+		// cd /other/lib && npm test, go -C /other/lib test: another
+		// project's tests say nothing about this tree's work, which a
+		// rollback would throw away each time the agent ran them. The
+		// failure is recorded for the next attempt all the same. A run
+		// in a directory holding the tree (cd .. && go test ./proj/...)
+		// may be of the tree's tests: it is judged as one in it.
+		return failedElsewhere(ctx, ev, root, runner, where, opts)
 	}
 	st, err := checkpoint.Open(ctx, root)
 	if err != nil {
@@ -605,6 +614,43 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 			}
 			msg += " Start again from the checkpoint with a different approach."
 		}
+	}
+	if err := session.AppendFailure(st, f); err != nil {
+		debugLog(root, opts, "append failure: %v", err)
+	}
+	_ = runEvent(st, "test-failure", map[string]any{"agent": ev.Agent, "runner": runner, "rollback": f.Rollback, "story": f.Story})
+	return Response{Context: msg}
+}
+
+// testDir is the absolute directory a test run is in: dir (from
+// testRunIn) from the shell tool's own directory, else the payload's cwd.
+func testDir(ev Event, dir string) string {
+	base := ev.Cwd
+	if ev.Dir != "" {
+		base = ev.Dir
+		if !filepath.IsAbs(base) {
+			base = filepath.Join(ev.Cwd, base)
+		}
+	}
+	if filepath.IsAbs(dir) {
+		return filepath.Clean(dir)
+	}
+	return filepath.Join(base, dir)
+}
+
+// failedElsewhere records, in the session, a failing test run that ran
+// outside its working tree, and rolls nothing back.
+func failedElsewhere(ctx context.Context, ev Event, root, runner, where string, opts Options) Response {
+	why := fmt.Sprintf("the tests ran in %s, outside the working tree %s", where, root)
+	msg := fmt.Sprintf("wiggum: tests failed (%s). Nothing was rolled back: %s. The failure was recorded.", runner, why)
+	st, err := checkpoint.Open(ctx, root)
+	if err != nil {
+		debugLog(root, opts, "test failure: open state: %v", err)
+		return Response{Context: msg}
+	}
+	f := session.Failure{Source: "test-hook", Command: ev.Command, Output: Tail(ev.Output, 80, 8<<10), Rollback: "not attempted: " + why}
+	if run, err := session.ReadRun(st); err == nil && run != nil {
+		f.Story, f.Iteration = run.Story, run.Iteration
 	}
 	if err := session.AppendFailure(st, f); err != nil {
 		debugLog(root, opts, "append failure: %v", err)

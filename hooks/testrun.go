@@ -14,38 +14,167 @@ import (
 // TestRunner names the test runner a shell command starts ("go test",
 // "pytest", "npm test", ...), or "" when it runs no tests.
 func TestRunner(command string) string {
+	runner, _, _ := testRunIn(command)
+	return runner
+}
+
+// testRunIn is TestRunner with the directory the run is in, relative to
+// the shell's (absolute when the command says so; "" for the shell's
+// own), from the cd's before it in its shell (not those of a subshell or
+// command substitution that ended) and the runner's own directory option
+// (go -C, npm --prefix, make -C ...). known is false when a word of these
+// is not plain text (cd "$DIR", cd -, a bare cd): the test hook then takes
+// the run for one in the tree, as it did before it asked.
+func testRunIn(command string) (runner, dir string, known bool) {
 	if len(command) > guard.MaxCommand {
-		return ""
+		return "", "", false
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
 	if err != nil {
 		// Half a command is still worth a look: a failing run must not
 		// slip through because of an odd quote elsewhere.
-		return runnerOf(strings.Fields(command))
+		runner, args := runnerOf(strings.Fields(command))
+		return runner, runnerDir(args), false
 	}
-	found := ""
+	type place struct {
+		dir   string
+		known bool
+	}
+	cur := place{"", true}
+	var nodes []syntax.Node // the walk's path from the top
+	var saved []place       // cur on entering each scope on that path
+	scope := func(n syntax.Node) bool {
+		switch n.(type) {
+		case *syntax.Subshell, *syntax.CmdSubst, *syntax.ProcSubst, *syntax.FuncDecl:
+			return true
+		}
+		return false
+	}
 	syntax.Walk(f, func(n syntax.Node) bool {
+		if runner != "" {
+			return false
+		}
+		if n == nil {
+			if top := nodes[len(nodes)-1]; scope(top) {
+				cur, saved = saved[len(saved)-1], saved[:len(saved)-1]
+			}
+			nodes = nodes[:len(nodes)-1]
+			return true
+		}
+		nodes = append(nodes, n)
+		if scope(n) {
+			saved = append(saved, cur)
+		}
 		c, ok := n.(*syntax.CallExpr)
-		if !ok || found != "" {
-			return found == ""
+		if !ok {
+			return true
 		}
 		args := make([]string, 0, len(c.Args))
+		lit := true
 		for _, a := range c.Args {
-			s, _ := guard.WordValue(a)
+			s, ok := guard.WordValue(a)
+			lit = lit && ok
 			args = append(args, s)
 		}
-		found = runnerOf(args)
-		if found == "" && len(args) > 2 && guard.IsShell(path.Base(args[0])) {
+		if len(args) > 0 && (args[0] == "cd" || args[0] == "pushd" || args[0] == "popd") {
+			target := ""
+			for _, a := range args[1:] {
+				if a == "--" || (strings.HasPrefix(a, "-") && a != "-") {
+					continue
+				}
+				target = a
+				break
+			}
+			if !lit || target == "" || target == "-" || args[0] == "popd" || strings.HasPrefix(target, "~") {
+				cur.known = false
+			} else {
+				cur.dir = joinDir(cur.dir, target)
+			}
+			return true
+		}
+		var args2 []string
+		runner, args2 = runnerOf(args)
+		if runner != "" {
+			d := runnerDir(args2)
+			dir, known = joinDir(cur.dir, d), cur.known && lit
+			return false
+		}
+		if len(args) > 2 && guard.IsShell(path.Base(args[0])) {
 			for i, a := range args[1 : len(args)-1] {
 				if strings.HasPrefix(a, "-") && strings.ContainsRune(a, 'c') {
-					found = TestRunner(args[i+2])
+					var d string
+					var k bool
+					if runner, d, k = testRunIn(args[i+2]); runner != "" {
+						dir, known = joinDir(cur.dir, d), cur.known && lit && k
+					}
 					break
 				}
 			}
 		}
-		return found == ""
+		return runner == ""
 	})
-	return found
+	return runner, dir, known
+}
+
+// joinDir is dir after a cd to next from it ("" stays where it is).
+func joinDir(dir, next string) string {
+	switch {
+	case next == "":
+		return dir
+	case path.IsAbs(next) || dir == "":
+		return path.Clean(next)
+	}
+	return path.Join(dir, next)
+}
+
+// dirOptions are the options that name the directory a runner works in:
+// go -C sub test, make -C sub test, cargo -C sub test, gradle -p sub test.
+// (The package managers' are guard.PackageDir's.)
+var dirOptions = map[string]map[string]bool{
+	"go":      {"-C": true},
+	"cargo":   {"-C": true},
+	"make":    {"-C": true, "--directory": true},
+	"gmake":   {"-C": true, "--directory": true},
+	"ninja":   {"-C": true},
+	"just":    {"-d": true, "--working-directory": true},
+	"gradle":  {"-p": true, "--project-dir": true},
+	"gradlew": {"-p": true, "--project-dir": true},
+	"ctest":   {"--test-dir": true},
+}
+
+// runnerDir is the directory option of a test runner's argv (from
+// runnerOf), "" when it has none.
+func runnerDir(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	base := path.Base(args[0])
+	rest := args[1:]
+	if packageManagers[base] {
+		return guard.PackageDir(base, rest)
+	}
+	opts := dirOptions[base]
+	if opts == nil {
+		return ""
+	}
+	dir := ""
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a == "--" {
+			break
+		}
+		key, v, eq := strings.Cut(a, "=")
+		switch {
+		case opts[a] && i+1 < len(rest):
+			i++
+			dir = joinDir(dir, rest[i]) // make -C a -C b is a/b
+		case eq && opts[key] && strings.HasPrefix(key, "--"):
+			dir = joinDir(dir, v)
+		case len(a) > 2 && opts[a[:2]] && !strings.HasPrefix(a, "--"):
+			dir = joinDir(dir, a[2:]) // make -Csub
+		}
+	}
+	return dir
 }
 
 // valueOptions are the options a tool takes before its subcommand (or
@@ -92,8 +221,9 @@ func skipOptions(base string, args []string) []string {
 	return args
 }
 
-// runnerOf recognises a test runner in one argv, looking through wrappers.
-func runnerOf(args []string) string {
+// runnerOf recognises a test runner in one argv, looking through
+// wrappers, with the argv left once they are (the runner's own).
+func runnerOf(args []string) (string, []string) {
 	for len(args) > 0 {
 		base := path.Base(args[0])
 		switch base {
@@ -113,14 +243,14 @@ func runnerOf(args []string) string {
 				continue
 			}
 			if base == "hatch" && len(rest) > 0 && rest[0] == "test" {
-				return "hatch test"
+				return "hatch test", args
 			}
-			return ""
+			return "", args
 		}
 		break
 	}
 	if len(args) == 0 {
-		return ""
+		return "", args
 	}
 	base := path.Base(args[0])
 	rest := args[1:]
@@ -133,36 +263,36 @@ func runnerOf(args []string) string {
 	}
 	switch base {
 	case "pytest", "py.test", "jest", "vitest", "mocha", "rspec", "bats", "tox", "nox", "phpunit", "ctest", "gotestsum", "ava", "tap", "karma", "cucumber", "behave", "nosetests", "trial", "prove":
-		return base
+		return base, args
 	case "go", "cargo", "swift", "deno", "bun", "dotnet", "mix", "zig", "stack", "cabal", "lein", "sbt", "dart", "flutter":
 		if sub == "test" || sub == "nextest" || (base == "zig" && strings.Contains(strings.Join(args, " "), "build test")) {
-			return base + " test"
+			return base + " test", args
 		}
 	case "python", "python3", "python2":
 		for i, a := range args {
 			if a == "-m" && i+1 < len(args) {
 				switch args[i+1] {
 				case "pytest", "unittest", "nose", "tox":
-					return "python -m " + args[i+1]
+					return "python -m " + args[i+1], args
 				}
 			}
 		}
 	case "npm", "yarn", "pnpm":
 		if sub == "test" || sub == "t" || strings.HasPrefix(sub, "test:") {
-			return base + " test"
+			return base + " test", args
 		}
 		if sub == "run" || sub == "run-script" {
 			for _, a := range skipOptions(base, rest)[1:] {
 				if !strings.HasPrefix(a, "-") {
 					if strings.Contains(a, "test") || strings.Contains(a, "spec") {
-						return base + " run " + a
+						return base + " run " + a, args
 					}
 					break
 				}
 			}
 		}
 		if base == "yarn" && (sub == "jest" || sub == "vitest" || sub == "mocha") {
-			return sub
+			return sub, args
 		}
 	case "make", "gmake", "just", "task", "mage", "rake", "ninja":
 		for _, a := range args[1:] {
@@ -170,17 +300,17 @@ func runnerOf(args []string) string {
 				continue
 			}
 			if a == "check" || strings.Contains(a, "test") || strings.Contains(a, "spec") {
-				return base + " " + a
+				return base + " " + a, args
 			}
 		}
 	case "mvn", "mvnw", "gradle", "gradlew":
 		for _, a := range args[1:] {
 			if a == "test" || a == "check" || a == "verify" {
-				return base + " " + a
+				return base + " " + a, args
 			}
 		}
 	}
-	return ""
+	return "", args
 }
 
 // Outcome is what a test run's output says about it.
