@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/layout"
@@ -136,5 +137,50 @@ func TestTestRunInAnotherProject(t *testing.T) {
 		if _, err := os.Stat(work); !os.IsNotExist(err) {
 			t.Errorf("%q in the tree was not rolled back: %s", cmd, out)
 		}
+	}
+}
+
+// TestCompleteEventOnAnOpenStdin: an agent that writes its whole event and
+// leaves stdin open gets the answer to it - a denial, a rollback - not the
+// empty answer (allow) once the wait is over; a PreToolUse whose end never
+// comes is asked about in a session, never allowed.
+func TestCompleteEventOnAnOpenStdin(t *testing.T) {
+	old := stdinWait
+	stdinWait = 2 * time.Second
+	defer func() { stdinWait = old }()
+	dir := repo(t)
+	st := inSession(t, dir)
+	t.Setenv(layout.RootEnv, dir)
+	if _, err := st.Save(context.Background(), os.Getenv(layout.SessionEnv), checkpoint.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	open := func(data string) []byte {
+		t.Helper()
+		r, w := blockingPipe(t)
+		defer r.Close()
+		defer w.Close() // only once the hook has answered
+		if _, err := w.Write([]byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		Run(context.Background(), "claude", r, &out, Options{})
+		checkValidOutput(t, data, out.Bytes())
+		return out.Bytes()
+	}
+
+	push := claudeEvent(t, "PreToolUse", dir, "git push origin main", nil)
+	if out := open(push + "\n"); !bytes.Contains(out, []byte(`"permissionDecision":"deny"`)) {
+		t.Errorf("a complete git push event on an open stdin: %s", out)
+	}
+	if out := open(push[:len(push)-1]); !bytes.Contains(out, []byte(`"permissionDecision":"ask"`)) || !bytes.Contains(out, []byte("did not end")) {
+		t.Errorf("a git push event whose end never came: %s", out)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "broken.go"), []byte("package broken\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := open(claudeEvent(t, "PostToolUseFailure", dir, "go test ./...", map[string]any{"error": "Exit code 1\n--- FAIL: TestX\nFAIL\n"}))
+	if _, err := os.Stat(filepath.Join(dir, "broken.go")); !os.IsNotExist(err) || !bytes.Contains(out, []byte("rolled back")) {
+		t.Fatalf("a complete failing test run on an open stdin was not rolled back (%v): %s", err, out)
 	}
 }

@@ -70,16 +70,20 @@ func Run(ctx context.Context, agent string, stdin io.Reader, stdout io.Writer, o
 		_, _ = stdout.Write(out)
 	}()
 	data, err := readPayload(stdin)
-	if errors.Is(err, errTooLarge) {
+	if errors.Is(err, errTooLarge) || errors.Is(err, errUnended) {
 		// Unread is not allowed: a PreToolUse the guard cannot read is
 		// asked about during a session.
-		debugLog("", opts, "%s hook: %v", agent, err)
 		ev = oversized(ad, data)
 		root = treeOf(ev.Cwd)
+		debugLog(root, opts, "%s hook: %v", agent, err)
 		if ev.Kind == KindPreTool {
 			session.MarkGuardSeen() // it answers for the call
 			if guardOn(root, opts) {
-				resp = Response{Decision: guard.Ask, Reason: fmt.Sprintf("wiggum: this tool call's hook payload is over %d bytes, more than wiggum's guard reads, so it cannot tell whether the call is safe", MaxPayload)}
+				why := fmt.Sprintf("is over %d bytes, more than wiggum's guard reads", MaxPayload)
+				if errors.Is(err, errUnended) {
+					why = fmt.Sprintf("did not end within %s", stdinWait)
+				}
+				resp = Response{Decision: guard.Ask, Reason: "wiggum: this tool call's hook payload " + why + ", so wiggum cannot tell whether the call is safe"}
 			}
 		}
 		return
@@ -152,9 +156,16 @@ func oversized(ad Adapter, prefix []byte) Event {
 	return ev
 }
 
+// errUnended is a payload whose end did not come within stdinWait and
+// that is not one whole JSON value; readPayload returns what arrived.
+var errUnended = errors.New("payload did not end")
+
 // readPayload reads stdin up to MaxPayload, giving up after stdinWait.
 func readPayload(r io.Reader) ([]byte, error) {
 	data, err := readBounded(r)
+	if errors.Is(err, errUnended) {
+		return data, err
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +195,7 @@ func readBounded(r io.Reader) ([]byte, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		data, err := io.ReadAll(io.LimitReader(r, MaxPayload+1))
+		data, err := readEvent(r)
 		done <- result{data, err}
 	}()
 	select {
@@ -194,7 +205,35 @@ func readBounded(r io.Reader) ([]byte, error) {
 		}
 		return res.data, nil
 	case <-time.After(stdinWait):
-		return nil, fmt.Errorf("no payload on stdin after %s", stdinWait)
+		return nil, fmt.Errorf("no complete payload on stdin after %s", stdinWait)
+	}
+}
+
+// readEvent reads r to its end, at most MaxPayload+1 bytes, or until what
+// it has read is one whole JSON object: an agent that writes its event and
+// leaves stdin open gets its answer at once, not after stdinWait (and not
+// the empty answer that lets every call through). The object is checked
+// only when a read ends in its closing brace, so a payload arriving in
+// pieces is not parsed again at each.
+func readEvent(r io.Reader) ([]byte, error) {
+	b := make([]byte, 0, 4096)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		room := min(cap(b), MaxPayload+1) - len(b)
+		n, err := r.Read(b[len(b) : len(b)+room])
+		b = b[:len(b)+n]
+		switch {
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return b, err
+		case len(b) > MaxPayload:
+			return b, nil
+		case n > 0 && bytes.HasSuffix(bytes.TrimRight(b, " \t\r\n"), []byte("}")) && json.Valid(b):
+			return b, nil
+		}
 	}
 }
 
@@ -214,11 +253,14 @@ func readFile(f *os.File) (data []byte, err error, ok bool) {
 	}
 	cerr = rc.Control(func(fd uintptr) {
 		pr := pollReader{int(fd), time.Now().Add(stdinWait)}
-		data, err = io.ReadAll(io.LimitReader(pr, MaxPayload+1))
+		data, err = readEvent(pr)
 	})
 	switch {
 	case cerr != nil:
 		return nil, nil, false
+	case errors.Is(err, errNoPayload) && len(bytes.TrimSpace(data)) > 0:
+		// Say what came: a payload whose end did not, not no payload.
+		return data, fmt.Errorf("%w: %d bytes arrived on stdin but not their end within %s", errUnended, len(data), stdinWait), true
 	case errors.Is(err, errNoPayload):
 		return nil, fmt.Errorf("no payload on stdin after %s", stdinWait), true
 	case err != nil:

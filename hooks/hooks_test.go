@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -578,7 +579,7 @@ func TestStdinPipe(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "no payload on stdin") {
+		if !errors.Is(err, errUnended) || !strings.Contains(err.Error(), "31 bytes arrived on stdin but not their end") {
 			t.Fatalf("open pipe: err %v", err)
 		}
 	case <-time.After(10 * time.Second):
