@@ -394,7 +394,10 @@ func guardCommand(ev Event, root string, opts Options) Response {
 	d := guard.Check(ev.Command, p)
 	if d.Action != guard.Allow {
 		debugLog(root, opts, "guard: %s %q: %s", d.Action, ev.Command, d.Reason)
-		recordDenial(ev, root, d)
+		if err := recordDenial(ev, root, d); err != nil {
+			// The decision stands: only its record is lost.
+			debugLog(root, opts, "guard: the %s of %q still stands, but it is not in the event log: %v", d.Action, oneLine(ev.Command), err)
+		}
 	}
 	return Response{Decision: d.Action, Reason: "wiggum: " + d.Reason}
 }
@@ -515,19 +518,19 @@ func runEvent(st *checkpoint.State, name string, fields map[string]any) error {
 // event log, where wiggum run's notifications and report find it: the log
 // named by the agent's environment, else the repository's own when wiggum
 // has a runtime directory there. It never creates one.
-func recordDenial(ev Event, root string, d guard.Decision) {
+func recordDenial(ev Event, root string, d guard.Decision) error {
 	path := session.EventLogFromEnv()
 	if path == "" && root != "" {
 		dir := filepath.Join(root, layout.RuntimeDir)
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return
+			return nil
 		}
 		path = filepath.Join(dir, layout.EventFile)
 	}
 	if path == "" {
-		return
+		return nil
 	}
-	_ = session.AppendEventAt(path, "guard_denied", map[string]any{
+	return session.AppendEventAt(path, "guard_denied", map[string]any{
 		"agent": ev.Agent, "decision": d.Action.String(), "command": oneLine(ev.Command),
 		"reason": d.Reason, "story": os.Getenv("WIGGUM_STORY"),
 	})
@@ -743,16 +746,25 @@ func failedOutside(ev Event, root, runner string, elsewhere bool, opts Options) 
 	return Response{Context: fmt.Sprintf("wiggum: tests failed (%s). The failure was recorded; %s.", runner, says)}
 }
 
+// rollbackLockWait bounds a test hook's wait for another's rollback
+// (well inside the 120 s the hook is given).
+var rollbackLockWait = 60 * time.Second
+
 // rollback runs one rollback at a time: an agent runs tool calls in
 // parallel, and two failing test runs must not roll the same tree back at
-// once (the second finds it already at the checkpoint).
+// once (the second finds it already at the checkpoint). The wait for the
+// other is bounded: the agent can hold the lock itself (flock
+// .ralph/wiggum/hook-rollback.lock sleep 600 &), and a hook killed at its
+// timeout recorded nothing, so the run committed the failing work as
+// done. Past the wait the rollback fails, and the failure recorded as
+// such fails the attempt.
 func rollback(ctx context.Context, st *checkpoint.State, sess, reason string) (*checkpoint.RollbackResult, error) {
 	path, err := st.Runtime("hook-rollback")
 	if err != nil {
 		return nil, err
 	}
 	var res *checkpoint.RollbackResult
-	err = statefile.WithLock(path, func() error {
+	err = statefile.WithLockWait(path, rollbackLockWait, func() error {
 		var rerr error
 		res, rerr = st.Rollback(ctx, checkpoint.RollbackOptions{Session: sess, Reason: reason})
 		return rerr

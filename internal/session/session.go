@@ -127,6 +127,9 @@ func AppendFailure(st *checkpoint.State, f Failure) error {
 	return AppendFailureAt(path, f)
 }
 
+// FailureLockWait bounds AppendFailureAt's wait for the log's lock.
+var FailureLockWait = 3 * time.Second
+
 // AppendFailureAt adds f to the failure log at path as one appended line,
 // under an flock, so concurrent hooks never lose each other's entries. The
 // log is read (never decoded) for its length and its last line; it is
@@ -143,7 +146,7 @@ func AppendFailureAt(path string, f Failure) error {
 	if err != nil {
 		return err
 	}
-	return statefile.WithLock(path, func() error {
+	err = statefile.WithLockWait(path, FailureLockWait, func() error {
 		data, err := os.ReadFile(path)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -186,6 +189,24 @@ func AppendFailureAt(path string, f Failure) error {
 		}
 		return werr
 	})
+	if errors.Is(err, statefile.ErrLocked) {
+		// The record is what fails an attempt whose rollback failed: it
+		// is appended without the lock (one write of a whole line, which
+		// O_APPEND does not interleave), and the error says so.
+		fl, oerr := statefile.OpenAppend(path)
+		if oerr != nil {
+			return oerr
+		}
+		_, werr := fl.Write(append(line, '\n'))
+		if cerr := fl.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return werr
+		}
+		return fmt.Errorf("%w; the entry was appended without it", err)
+	}
+	return err
 }
 
 // Failures returns the logged failures of story ("" for all), oldest first.

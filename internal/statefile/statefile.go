@@ -7,6 +7,7 @@ package statefile
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/gofrs/flock"
 	"github.com/google/renameio/v2"
@@ -302,8 +304,14 @@ func AppendLine(path string, line []byte) error {
 // crash of the writer, and never torn in the middle of the file), which a
 // log - unlike a state file - can afford, and which saves each append the
 // milliseconds of a disk flush.
+//
+// The lock is waited for at most LogLockWait: any process can flock a log
+// (an agent ran flock .ralph/wiggum/events.jsonl.lock sleep 600), and a
+// hook that waited for it ran past its agent's timeout - a timed-out
+// PreToolUse hook lets its call through. Past the wait the line is not
+// written, and the error (matching ErrLocked) says why.
 func AppendLog(path string, line []byte) error {
-	return WithLock(path, func() error {
+	return WithLockWait(path, LogLockWait, func() error {
 		f, err := OpenAppend(path)
 		if err != nil {
 			return err
@@ -314,6 +322,33 @@ func AppendLog(path string, line []byte) error {
 		}
 		return werr
 	})
+}
+
+// LogLockWait bounds AppendLog's wait for its lock.
+var LogLockWait = 3 * time.Second
+
+// ErrLocked is a lock another process held past the wait for it.
+var ErrLocked = errors.New("held by another process")
+
+// WithLockWait is WithLock waiting at most wait for the lock; past it fn
+// is not run and the error matches ErrLocked. A free lock is taken at
+// once, as WithLock takes it.
+func WithLockWait(path string, wait time.Duration, fn func() error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	fl := flock.New(path + ".lock")
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	locked, err := fl.TryLockContext(ctx, 10*time.Millisecond)
+	cancel()
+	switch {
+	case locked:
+		defer fl.Unlock()
+		return fn()
+	case err == nil || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("lock %s.lock: %w for over %s", path, ErrLocked, wait)
+	}
+	return fmt.Errorf("lock %s: %w", path, err)
 }
 
 // WithLock runs fn holding an flock on path+".lock".
