@@ -171,9 +171,14 @@ func (g *guard) allowed(args []string) bool {
 }
 
 // globMatch reports whether s matches pattern, where ** is any run of
-// characters, * any run within one word (no space), and ? one character
-// other than a space. Dynamic programming over the pattern: linear in s
-// for each of its characters, whatever the command holds.
+// characters, * any run within one word that does not cross a ':', and ?
+// one character other than a space or a ':'. A refspec's ':' parts what a
+// push sends from where it lands: 'git push origin feature/*' (install
+// --help's example) let through git push origin feature/x:main, and
+// feature/*:*, onto main; a pattern that means to allow a destination
+// says so (feature/*:feature/*, or **). Dynamic programming over the
+// pattern: linear in s for each of its characters, whatever the command
+// holds.
 func globMatch(pattern, s string) bool {
 	// ok[j]: the pattern so far matches s[:j].
 	ok := make([]bool, len(s)+1)
@@ -188,11 +193,11 @@ func globMatch(pattern, s string) bool {
 			}
 		case c == '*':
 			for j := 1; j <= len(s); j++ {
-				ok[j] = ok[j] || ok[j-1] && s[j-1] != ' '
+				ok[j] = ok[j] || ok[j-1] && s[j-1] != ' ' && s[j-1] != ':'
 			}
 		default:
 			for j := len(s); j >= 1; j-- {
-				ok[j] = ok[j-1] && (c == s[j-1] || c == '?' && s[j-1] != ' ')
+				ok[j] = ok[j-1] && (c == s[j-1] || c == '?' && s[j-1] != ' ' && s[j-1] != ':')
 			}
 			ok[0] = false
 		}

@@ -254,6 +254,9 @@ func TestAllowPatterns(t *testing.T) {
 		"git push origin feature/x --force":                       Deny,
 		"npm publish":                                             Deny,
 		"git reset --hard HEAD~10":                                Deny,
+		"git push origin feature/x:main":                          Deny,
+		"git push origin 'feature/*:*'":                           Deny,
+		"git push origin feature/x:refs/heads/main":               Deny,
 	} {
 		if d := Check(cmd, p); d.Action != want {
 			t.Errorf("%q: %s (%s), want %s", cmd, d.Action, d.Reason, want)
@@ -275,6 +278,8 @@ func TestGlobMatch(t *testing.T) {
 		{"git push *", "git push origin", true}, {"git push *", "git push origin x", false}, {"git push **", "git push origin x", true},
 		{"git push *", "git pushx", false}, {"**main", "git push origin main", true}, {"**main", "git push origin mainline", false},
 		{"a***b", "a x b", true}, {"", "", true}, {"", "a", false}, {"a", "", false},
+		{"feature/*", "feature/x:main", false}, {"feature/?", "feature/:", false}, {"feature/*:feature/*", "feature/x:feature/x", true},
+		{"git push origin **", "git push origin feature/x:main", true},
 	} {
 		if got := globMatch(c.pat, c.s); got != c.want {
 			t.Errorf("globMatch(%q, %q) = %v", c.pat, c.s, got)

@@ -52,7 +52,7 @@ type InstallCmd struct {
 	installTargets
 	Guard       string   `enum:"session,always" default:"session" help:"When the command guard is on: session (while a wiggum session holds the lock) or always."`
 	RequireRead bool     `name:"require-read" help:"Deny editing an existing file the agent has not read in this conversation."`
-	GuardAllow  []string `name:"guard-allow" sep:"none" placeholder:"PATTERN" help:"Let the agent run a command the guard would deny when its words match PATTERN (* any characters within a word, ** any at all, ? one), e.g. 'git push origin feature/*'. Repeatable. (A push also needs WIGGUM_ALLOW_PUSH=1 for the run: the session's git refuses it too.)"`
+	GuardAllow  []string `name:"guard-allow" sep:"none" placeholder:"PATTERN" help:"Let the agent run a command the guard would deny when its words match PATTERN (* any characters within a word but a ':' - a refspec's destination is its own - ** any at all, ? one), e.g. 'git push origin feature/*'. Repeatable. (A push also needs WIGGUM_ALLOW_PUSH=1 for the run: the session's git refuses it too.)"`
 	Force       bool     `help:"Install git hooks even where core.hooksPath points (existing hooks are chained)."`
 	Migrate     bool     `help:"Replace the bash ralph loop's .agents/ralph/hooks/*.sh entries with wiggum's."`
 }

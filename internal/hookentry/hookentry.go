@@ -84,7 +84,7 @@ var Flags = []struct {
 		func(h *AgentHook, v string) { h.setGuard(v) }},
 	{"--require-read", "--require-read", "Deny editing an existing file not read first in this conversation.", false,
 		func(h *AgentHook, _ string) { h.Opts.RequireRead = true }},
-	{"--allow", "--allow=PATTERN", "Allow a command the guard would deny when its words match PATTERN (* any characters within a word, ** any at all, ? one), e.g. 'git push origin feature/*'. Repeatable.", true,
+	{"--allow", "--allow=PATTERN", "Allow a command the guard would deny when its words match PATTERN (* any characters within a word but a ':' - a refspec's destination is its own - ** any at all, ? one), e.g. 'git push origin feature/*'. Repeatable.", true,
 		func(h *AgentHook, v string) { h.Opts.Allow = append(h.Opts.Allow, v) }},
 	{"--verbose", "-v, --verbose", "Also write problems to stderr.", false,
 		func(h *AgentHook, _ string) { h.Opts.Verbose = os.Stderr }},
