@@ -184,3 +184,59 @@ func TestCompleteEventOnAnOpenStdin(t *testing.T) {
 		t.Fatalf("a complete failing test run on an open stdin was not rolled back (%v): %s", err, out)
 	}
 }
+
+// TestRequireReadLeavesNoTrace: with --require-read, an ordinary Read in
+// a repository wiggum never ran in leaves nothing git shows (no .ralph);
+// where wiggum ran, its read log is excluded from git. A failed Read marks
+// nothing read, and a path with a newline in it is one entry, not two.
+func TestRequireReadLeavesNoTrace(t *testing.T) {
+	opts := Options{RequireRead: true}
+	read := func(dir, event, path string) {
+		t.Helper()
+		ev := map[string]any{"session_id": "conv-1", "cwd": dir, "hook_event_name": event, "tool_name": "Read",
+			"tool_input": map[string]any{"file_path": path}}
+		if event == "PostToolUse" {
+			ev["tool_response"] = map[string]any{}
+		} else {
+			ev["error"] = "File does not exist."
+		}
+		data, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runClaude(t, string(data), opts)
+	}
+	edit := func(dir, path string) []byte {
+		t.Helper()
+		data, err := json.Marshal(map[string]any{"session_id": "conv-1", "cwd": dir, "hook_event_name": "PreToolUse", "tool_name": "Edit",
+			"tool_input": map[string]any{"file_path": path, "old_string": "a", "new_string": "b"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runClaude(t, string(data), opts)
+	}
+	for _, used := range []bool{false, true} {
+		dir := repo(t)
+		if used {
+			if err := os.Mkdir(filepath.Join(dir, ".ralph"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		target := filepath.Join(dir, "main.go")
+		read(dir, "PostToolUseFailure", target)
+		read(dir, "PostToolUse", filepath.Join(dir, "nope")+"\n"+target)
+		if out := edit(dir, target); !bytes.Contains(out, []byte(`"permissionDecision":"deny"`)) {
+			t.Errorf("used %v: a failed Read, or one of a path with a newline, marked %s read: %s", used, target, out)
+		}
+		read(dir, "PostToolUse", target)
+		if out := edit(dir, target); len(out) != 0 {
+			t.Errorf("used %v: the edit after a Read is denied: %s", used, out)
+		}
+		if st := git(t, dir, "status", "--porcelain", "--ignored=no"); st != "" {
+			t.Errorf("used %v: the read log shows in git status:\n%s", used, st)
+		}
+		if _, err := os.Stat(filepath.Join(dir, ".ralph")); !used && !os.IsNotExist(err) {
+			t.Errorf("a Read made .ralph in a repository wiggum never ran in (%v)", err)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/guard"
+	gitfiles "github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
@@ -341,7 +342,8 @@ func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 			}
 		}
 	case KindPostTool, KindPostFailure:
-		if opts.RequireRead && readTools[ev.ToolName] && ev.FilePath != "" {
+		// Only a Read that succeeded read the file.
+		if opts.RequireRead && ev.Kind == KindPostTool && readTools[ev.ToolName] && ev.FilePath != "" {
 			noteRead(ev, root, opts)
 		}
 		if ev.Shell && ev.Command != "" {
@@ -357,7 +359,9 @@ func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 		stop(ctx, ev, root, opts)
 	case KindReset:
 		if root != "" && ev.SessionID != "" {
-			_ = os.Remove(readLogPath(root, ev.SessionID))
+			for _, path := range readLogPaths(root, ev.SessionID) {
+				_ = os.Remove(path)
+			}
 		}
 	default:
 		debugLog(root, opts, "%s hook: event %q ignored", ev.Agent, ev.Name)
@@ -834,8 +838,23 @@ func storyDone(root string, run *session.Run) (bool, error) {
 	return false, fmt.Errorf("story %s is not in %s", run.Story, run.Plan)
 }
 
-func readLogPath(root, conversation string) string {
-	return filepath.Join(root, filepath.FromSlash(layout.RuntimeDir), "reads", fileName(conversation))
+// readLogPaths are where a conversation's reads are noted (the first)
+// and looked up: the runtime directory where wiggum has run, else the
+// repository's git directory - an ordinary Read with --require-read
+// installed for the user once made .ralph/wiggum/reads/ in every
+// repository, shown by git status and swept up by git add -A. The other
+// is looked up too: wiggum may start in the tree mid-conversation.
+func readLogPaths(root, conversation string) []string {
+	runtime := filepath.Join(root, filepath.FromSlash(layout.RuntimeDir), layout.ReadsDir, fileName(conversation))
+	gitDir, _ := gitfiles.Dirs(root)
+	if gitDir == "" {
+		return []string{runtime}
+	}
+	private := filepath.Join(gitDir, "wiggum", layout.ReadsDir, fileName(conversation))
+	if layout.At(root).Used() {
+		return []string{runtime, private}
+	}
+	return []string{private, runtime}
 }
 
 // fileName makes an agent's id (a conversation's, a task's) a file name.
@@ -863,7 +882,16 @@ func noteRead(ev Event, root string, opts Options) {
 	if root == "" || ev.SessionID == "" {
 		return
 	}
-	path := readLogPath(root, ev.SessionID)
+	path := readLogPaths(root, ev.SessionID)[0]
+	if strings.HasPrefix(path, filepath.Join(root, filepath.FromSlash(layout.RuntimeDir))) {
+		// Made invisible to git before anything is created in it.
+		if info := infoDir(root); info != "" {
+			if err := layout.EnsureExcluded(info); err != nil {
+				debugLog(root, opts, "read log: %v", err)
+				return
+			}
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		debugLog(root, opts, "read log: %v", err)
 		return
@@ -874,8 +902,14 @@ func noteRead(ev Event, root string, opts Options) {
 		return
 	}
 	defer f.Close()
-	// One write per line: concurrent hooks append whole lines.
-	_, _ = f.WriteString(absPath(ev) + "\n")
+	// One JSON string a line, so a path holding a newline stays one
+	// entry (a Read of "nope\n/abs/target" marked /abs/target read), and
+	// one write a line: concurrent hooks append whole lines.
+	line, err := json.Marshal(absPath(ev))
+	if err != nil {
+		return
+	}
+	_, _ = f.Write(append(line, '\n'))
 }
 
 func requireRead(ev Event, root string, opts Options) Response {
@@ -884,10 +918,13 @@ func requireRead(ev Event, root string, opts Options) Response {
 		return Response{} // a new file has nothing to read first
 	}
 	if root != "" && ev.SessionID != "" {
-		data, _ := os.ReadFile(readLogPath(root, ev.SessionID))
-		for line := range strings.Lines(string(data)) {
-			if strings.TrimSuffix(line, "\n") == target {
-				return Response{}
+		for _, path := range readLogPaths(root, ev.SessionID) {
+			data, _ := os.ReadFile(path)
+			for line := range strings.Lines(string(data)) {
+				var p string
+				if json.Unmarshal([]byte(line), &p) == nil && p == target {
+					return Response{}
+				}
 			}
 		}
 	}
