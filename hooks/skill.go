@@ -128,7 +128,7 @@ func named(name, own, pattern string) []string {
 }
 
 // claudeDirs are the .claude directories of cwd and its parents up to the
-// repository's root, and of the home directory.
+// repository's root, and the user's Claude Code directory.
 func claudeDirs(cwd, root string) []string {
 	var dirs []string
 	for d := filepath.Clean(cwd); d != "" && cwd != ""; d = filepath.Dir(d) {
@@ -137,7 +137,11 @@ func claudeDirs(cwd, root string) []string {
 			break
 		}
 	}
-	if home, err := os.UserHomeDir(); err == nil {
+	// The user's: Claude Code reads them from CLAUDE_CONFIG_DIR when it
+	// is set (a skill there ran unjudged), else from ~/.claude.
+	if d := os.Getenv("CLAUDE_CONFIG_DIR"); d != "" {
+		dirs = append(dirs, d)
+	} else if home, err := os.UserHomeDir(); err == nil {
 		dirs = append(dirs, filepath.Join(home, ".claude"))
 	}
 	return dirs

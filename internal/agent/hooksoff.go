@@ -54,7 +54,7 @@ func HooksOff(agent, root, home string) string {
 		// The first file that sets the key decides: managed, local,
 		// project, user.
 		for i, path := range []string{claudeManaged, filepath.Join(root, ".claude", "settings.local.json"),
-			filepath.Join(root, ".claude", "settings.json"), filepath.Join(home, ".claude", "settings.json")} {
+			filepath.Join(root, ".claude", "settings.json"), filepath.Join(UserDir("claude", home), "settings.json")} {
 			doc := managed
 			if i > 0 {
 				doc = jsonDoc(path)
@@ -72,7 +72,7 @@ func HooksOff(agent, root, home string) string {
 		// hooksConfig.disabled lists are merged from every file; for
 		// enabled the system file overrides the workspace, which
 		// overrides the user's.
-		files := []string{geminiSystem, filepath.Join(root, ".gemini", "settings.json"), filepath.Join(home, ".gemini", "settings.json")}
+		files := []string{geminiSystem, filepath.Join(root, ".gemini", "settings.json"), filepath.Join(UserDir("gemini", home), "settings.json")}
 		cfgs := make([]map[string]any, len(files))
 		for i, path := range files {
 			cfgs[i], _ = jsonDoc(path)["hooksConfig"].(map[string]any)

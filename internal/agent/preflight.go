@@ -125,11 +125,11 @@ func getenv(env []string, key string) string {
 }
 
 // hookFiles are where each agent reads hooks: the project's files, then
-// the user's (relative to the home directory).
+// the user's (relative to the agent's UserDir).
 var hookFiles = map[string]struct{ project, user []string }{
-	"claude": {[]string{".claude/settings.json", ".claude/settings.local.json"}, []string{".claude/settings.json"}},
-	"codex":  {[]string{".codex/hooks.json"}, []string{".codex/hooks.json"}},
-	"gemini": {[]string{".gemini/settings.json"}, []string{".gemini/settings.json"}},
+	"claude": {[]string{".claude/settings.json", ".claude/settings.local.json"}, []string{"settings.json"}},
+	"codex":  {[]string{".codex/hooks.json"}, []string{"hooks.json"}},
+	"gemini": {[]string{".gemini/settings.json"}, []string{"settings.json"}},
 }
 
 // HasHooks reports whether wiggum installs hooks for the built-in agent.
@@ -262,13 +262,37 @@ func hookPaths(agent, root, home string) []string {
 	return append(paths, userHookFiles(agent, home)...)
 }
 
-// userHookFiles are the agent's hook files in the home directory (and
-// codex's CODEX_HOME).
+// UserDir is the directory the agent reads its user settings from: the
+// one its own variable names (Claude Code's CLAUDE_CONFIG_DIR, Gemini
+// CLI's GEMINI_CLI_HOME, whose .gemini it reads), else the one in the home
+// directory. The client reads that one only, so a setting there that turns
+// hooks off, a hook added there, a user skill there - each is read from
+// where the client reads it (watching ~/.claude missed them all). Codex's
+// CODEX_HOME is read beside ~/.codex by userHookFiles.
+func UserDir(agent, home string) string {
+	switch agent {
+	case "claude":
+		if d := os.Getenv("CLAUDE_CONFIG_DIR"); d != "" {
+			return d
+		}
+	case "gemini":
+		if d := os.Getenv("GEMINI_CLI_HOME"); d != "" {
+			return filepath.Join(d, ".gemini")
+		}
+	}
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, "."+agent)
+}
+
+// userHookFiles are the agent's hook files in its user directory (UserDir;
+// and codex's CODEX_HOME).
 func userHookFiles(agent, home string) []string {
 	var paths []string
-	if home != "" {
+	if dir := UserDir(agent, home); dir != "" {
 		for _, f := range hookFiles[agent].user {
-			paths = append(paths, filepath.Join(home, f))
+			paths = append(paths, filepath.Join(dir, f))
 		}
 	}
 	if agent == "codex" {

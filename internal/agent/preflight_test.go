@@ -73,11 +73,11 @@ func TestHooksMissing(t *testing.T) {
 		if w := HooksMissing(prof, root, home); !strings.Contains(w, "wiggum install --"+name) {
 			t.Errorf("%s: no warning without hooks: %q", name, w)
 		}
-		file := hookFiles[name].user[0]
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(home, file)), 0o755); err != nil {
+		file := filepath.Join(UserDir(name, home), hookFiles[name].user[0])
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(home, file), []byte(`{"hooks":{"X":[{"hooks":[{"command":"wiggum hook `+name+`"}]}]}}`), 0o644); err != nil {
+		if err := os.WriteFile(file, []byte(`{"hooks":{"X":[{"hooks":[{"command":"wiggum hook `+name+`"}]}]}}`), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if w := HooksMissing(prof, root, home); w != "" {

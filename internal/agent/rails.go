@@ -106,13 +106,19 @@ func railFiles(agent, root, home string) []string {
 	switch agent {
 	case "claude":
 		paths = append(paths, filepath.Join(root, ".mcp.json"))
-		if home != "" {
+		// With CLAUDE_CONFIG_DIR set, Claude Code keeps .claude.json
+		// in that directory instead of the home directory.
+		if dir := os.Getenv("CLAUDE_CONFIG_DIR"); dir != "" {
+			paths = append(paths, filepath.Join(dir, ".claude.json"))
+		} else if home != "" {
 			paths = append(paths, filepath.Join(home, ".claude.json"))
-			paths = append(paths, findFiles(filepath.Join(home, ".claude", "plugins"), 8, "hooks.json", ".mcp.json", "plugin.json")...)
+		}
+		if dir := UserDir("claude", home); dir != "" {
+			paths = append(paths, findFiles(filepath.Join(dir, "plugins"), 8, "hooks.json", ".mcp.json", "plugin.json")...)
 		}
 	case "gemini":
-		if home != "" {
-			paths = append(paths, findFiles(filepath.Join(home, ".gemini", "extensions"), 3, "gemini-extension.json", "hooks.json")...)
+		if dir := UserDir("gemini", home); dir != "" {
+			paths = append(paths, findFiles(filepath.Join(dir, "extensions"), 3, "gemini-extension.json", "hooks.json")...)
 		}
 	}
 	return paths

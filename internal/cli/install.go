@@ -14,7 +14,7 @@ import (
 
 // installTargets are the flags choosing what install and uninstall touch.
 type installTargets struct {
-	Claude bool `help:"Claude Code: .claude/settings.json (~/.claude/settings.json with --user)."`
+	Claude bool `help:"Claude Code: .claude/settings.json (~/.claude/settings.json, or $CLAUDE_CONFIG_DIR/settings.json, with --user)."`
 	Codex  bool `help:"Codex: .codex/hooks.json."`
 	Gemini bool `help:"Gemini CLI: .gemini/settings.json."`
 	Cursor bool `help:"Cursor: .cursor/hooks.json."`
@@ -41,6 +41,11 @@ func (t *installTargets) settingsPath(g *Globals, repo *git.Repo, a *install.Age
 		home, err := os.UserHomeDir()
 		if err != nil {
 			return "", badinput.Errorf("install: no home directory for --user: %v", err)
+		}
+		if a.Name == "claude" || a.Name == "gemini" {
+			// Where the client reads its user settings: under
+			// CLAUDE_CONFIG_DIR or GEMINI_CLI_HOME when set.
+			return filepath.Join(agent.UserDir(a.Name, home), filepath.Base(a.File)), nil
 		}
 		return filepath.Join(home, a.File), nil
 	}
