@@ -346,3 +346,45 @@ func TestStartAloneStartsOneAtATime(t *testing.T) {
 		}
 	}
 }
+
+// A claude event line over a megabyte (an Edit's tool_use_result holding a
+// 2 MB file, a long final answer) is parsed whole: its cost and tokens
+// count (--max-cost), and none of its raw JSON is printed. A line longer
+// than maxLine, and a long line that is no event, are shown clipped.
+func TestLongLinesParsedWholeAndClipped(t *testing.T) {
+	defer func(n int) { maxLine = n }(maxLine)
+	maxLine = 4 << 20
+	big := strings.Repeat(`{\"id\": 1, \"name\": \"fixture row\"},\n`, 60000) // ~2.3 MB
+	stream := `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"ok"}]},"tool_use_result":{"originalFile":"` + big + `"}}
+not json ` + strings.Repeat("x", 2<<20) + `
+{"huge":"` + strings.Repeat("y", 5<<20) + `"}
+{"type":"result","subtype":"success","is_error":false,"num_turns":3,"result":"` + big + `","total_cost_usd":0.5,"usage":{"input_tokens":10,"output_tokens":7}}
+`
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "out.jsonl"), []byte(stream), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var events, lines []string
+	res, err := Run(context.Background(), sh(t, `cat out.jsonl`), Options{
+		Dir:   dir,
+		Event: func(e Event) { events = append(events, e.Kind+":"+e.Text[:min(len(e.Text), 40)]) },
+		Line:  func(s string) { lines = append(lines, s) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Usage.CostUSD != 0.5 || res.Usage.OutputTokens != 7 {
+		t.Errorf("usage of the long result line lost: %+v", res.Usage)
+	}
+	if len(lines) != 2 {
+		t.Fatalf("%d lines shown, want the 2 that are no event: %.300q", len(lines), lines)
+	}
+	for i, l := range lines {
+		if len(l) > maxShown+100 || !strings.Contains(l, "more bytes of this line not shown") {
+			t.Errorf("line %d shown with %d bytes: %.200q", i, len(l), l)
+		}
+	}
+	if !strings.HasPrefix(lines[0], "not json xxx") || !strings.HasPrefix(lines[1], `{"huge":"yyy`) {
+		t.Errorf("lines = %.200q", lines)
+	}
+}

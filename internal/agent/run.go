@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -116,7 +117,9 @@ func (r *Result) Unusable(name string) *UnusableError {
 
 const (
 	tailBytes = 64 << 10
-	maxLine   = 1 << 20
+	// maxShown bounds the text of a line that is not an event, as it is
+	// shown and kept in the output's tail.
+	maxShown = 4 << 10
 	// drainAfterExit is how long output may keep flowing after the
 	// supervisor is gone: only a process that escaped the group (setsid)
 	// can still hold the pipe, and it must not hold up the loop.
@@ -265,28 +268,39 @@ type reader struct {
 func (r *reader) read(f io.Reader) {
 	br := bufio.NewReaderSize(f, 64<<10)
 	var long []byte
+	over := 0 // bytes of the line past maxLine, dropped
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if len(chunk) > 0 {
 			r.last.Store(time.Now().UnixNano())
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// A huge line: keep reading it whole up to maxLine, then pass
-			// the rest through in pieces.
-			if len(long)+len(chunk) <= maxLine {
+			// A huge line: keep reading it whole up to maxLine; past
+			// that, count what is dropped.
+			if len(long)+len(chunk) <= maxLine && over == 0 {
 				long = append(long, chunk...)
 			} else {
-				r.handle(append(long, chunk...))
-				long = long[:0]
+				over += len(chunk)
 			}
 			continue
 		}
-		if len(long) > 0 {
-			chunk = append(long, chunk...)
-			long = long[:0]
+		if over > 0 {
+			// Longer than maxLine: no event can be read from what is
+			// kept, so it is shown clipped, with its size.
+			shown := min(len(long), maxShown)
+			r.handle(long[:shown], len(long)-shown+over+len(bytes.TrimRight(chunk, "\r\n")))
+			long, over = long[:0], 0
+		} else {
+			if len(long) > 0 {
+				chunk = append(long, chunk...)
+				long = long[:0]
+			}
+			if len(chunk) > 0 {
+				r.handle(chunk, 0)
+			}
 		}
-		if len(chunk) > 0 {
-			r.handle(chunk)
+		if cap(long) > 1<<20 {
+			long = nil // a huge line's buffer is not kept for the run
 		}
 		if err != nil {
 			return
@@ -294,24 +308,36 @@ func (r *reader) read(f io.Reader) {
 	}
 }
 
-func (r *reader) handle(line []byte) {
+// handle takes one line of the agent's output: all of it, or (a line over
+// maxLine) its start, dropped bytes of it left out.
+func (r *reader) handle(line []byte, dropped int) {
 	if r.firstLine != nil {
 		r.firstLine()
 		r.firstLine = nil
 	}
-	text := strings.TrimRight(string(line), "\r\n")
+	// A copy: the parser may keep parts of it, and line is read into
+	// again.
+	line = bytes.Clone(bytes.TrimRight(line, "\r\n"))
 	done := r.parser.shellsDone
-	if events, ok := r.parser.line([]byte(text)); ok {
-		if r.parser.shellsDone > done && r.opts.ShellDone != nil {
-			r.opts.ShellDone()
-		}
-		for _, e := range events {
-			r.tail.add("[" + e.Kind + "] " + e.Text + "\n")
-			if r.opts.Event != nil {
-				r.opts.Event(e)
+	if dropped == 0 {
+		if events, ok := r.parser.line(line); ok {
+			if r.parser.shellsDone > done && r.opts.ShellDone != nil {
+				r.opts.ShellDone()
 			}
+			for _, e := range events {
+				r.tail.add("[" + e.Kind + "] " + e.Text + "\n")
+				if r.opts.Event != nil {
+					r.opts.Event(e)
+				}
+			}
+			return
 		}
-		return
+	}
+	// Not an event: shown as it is, clipped - megabytes of one line
+	// (raw JSON of a client) said nothing to the person reading.
+	text := string(line[:min(len(line), maxShown)])
+	if dropped += len(line) - len(text); dropped > 0 {
+		text = strings.ToValidUTF8(text, "") + fmt.Sprintf(" … [%d more bytes of this line not shown]", dropped)
 	}
 	r.tail.add(text + "\n")
 	if r.opts.Line != nil {
@@ -335,6 +361,12 @@ func (t *tail) String() string {
 	}
 	return string(t.b)
 }
+
+// maxLine bounds the line kept whole to be parsed: a claude event carries
+// a whole file (an Edit's tool_use_result of a 2 MB fixture, a long final
+// answer), and one cut in pieces lost its cost and tokens (--max-cost was
+// not enforced) and was printed raw. A variable for tests.
+var maxLine = 64 << 20
 
 // startAloneFor bounds how long a StartAlone agent that prints nothing
 // holds the next one back.
