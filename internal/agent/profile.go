@@ -140,6 +140,9 @@ func WithArgs(p Profile, model string, args []string) (Profile, error) {
 		if err := claudeHooksOff(args); err != nil {
 			return p, err
 		}
+		if err := claudeOwnTree(args); err != nil {
+			return p, err
+		}
 	}
 	for _, a := range args {
 		for _, l := range locked[p.Name] {
@@ -203,6 +206,22 @@ func claudeHooksOff(args []string) error {
 			if json.Unmarshal(data, &settings) == nil && settings.DisableAllHooks {
 				return fmt.Errorf("--agent-arg --settings %s: %s (disableAllHooks)", value, why)
 			}
+		}
+	}
+	return nil
+}
+
+// claudeOwnTree refuses claude's flags that make it work in a worktree of
+// its own (--worktree, -w; --tmux, which needs one): wiggum owns the
+// session's working tree - it checks out the story, rolls a failing test
+// run back and commits the work there - so with the agent's work left in
+// .claude/worktrees/, every story was ticked done with none of it, a
+// failing test run there was ignored and the work stayed uncommitted.
+func claudeOwnTree(args []string) error {
+	for _, a := range args {
+		name, _, _ := strings.Cut(a, "=")
+		if name == "--worktree" || name == "-w" || name == "--tmux" {
+			return fmt.Errorf("--agent-arg %s: it makes claude work in a worktree of its own, and wiggum checks out, rolls back and commits each story in the session's tree (for stories in worktrees of their own use 'wiggum run --workers N')", a)
 		}
 	}
 	return nil
