@@ -270,6 +270,15 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	if out.limit == nil && ctx.Err() == nil {
 		out.limit = limitIn(out)
 	}
+	if lim := out.limit; lim != nil && !lim.Outage && !lim.Reset.IsZero() && lim.Reset.Before(started) {
+		// A reset already past when the attempt began (a skewed clock, a
+		// limit the service has not lifted at its time): the limit is in
+		// force all the same, and waiting until then was no wait at all -
+		// a new session a second, each refused at once. It is taken as a
+		// reset not given, and said so.
+		lim.Message += fmt.Sprintf(" (the reset it gave, %s, has already passed)", lim.Reset.Local().Format("15:04 MST, Jan 2"))
+		lim.Reset = time.Time{}
+	}
 	var held step
 	if out.limit != nil && out.limit.Outage {
 		if r.opts.WaitOnLimit && out.limit.Reset.IsZero() {

@@ -558,3 +558,42 @@ func TestOutageBackoffCountsWaitsNotWorkers(t *testing.T) {
 		t.Fatalf("the next outage is number %d, want 2", n.Load())
 	}
 }
+
+// A usage limit whose reset is already past when the attempt began (a
+// skewed clock, a limit not lifted at its time) is still in force: the
+// run waits as for a reset not given, and says the reset has passed.
+// Waiting "until" the past date was no wait: a new session a second.
+func TestPastLimitResetIsWaitedOut(t *testing.T) {
+	saved := unknownResetWait
+	unknownResetWait = 200 * time.Millisecond
+	defer func() { unknownResetWait = saved }()
+	st, p := newRepo(t, 1)
+	dir := t.TempDir()
+	o := opts(p, `cat >/dev/null; if [ ! -e "`+dir+`/once" ]; then touch "`+dir+`/once"; echo '{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|1700000000"}'; exit 1; fi; echo ok > ok.txt`)
+	o.WaitOnLimit, o.Retries = true, 0
+	var out bytes.Buffer
+	o.Out = &out
+	began := time.Now()
+	if _, err := Run(context.Background(), st, o); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "has already passed); waiting until it resets at an unknown time") {
+		t.Errorf("the wait does not say the reset has passed:\n%s", out.String())
+	}
+	events, _ := os.ReadFile(filepath.Join(st.Repo.Root, ".ralph/wiggum/events.jsonl"))
+	var waited bool
+	for _, line := range bytes.Split(events, []byte("\n")) {
+		var ev struct{ Event, Until string }
+		if json.Unmarshal(line, &ev) != nil || ev.Event != "limit_wait_start" {
+			continue
+		}
+		until, err := time.Parse(time.RFC3339, ev.Until)
+		if err != nil || until.Before(began.Truncate(time.Second)) {
+			t.Errorf("the run waited until %s, before it began (%s)", ev.Until, began.UTC().Format(time.RFC3339))
+		}
+		waited = true
+	}
+	if !waited {
+		t.Error("no limit_wait_start event")
+	}
+}

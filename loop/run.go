@@ -1368,11 +1368,11 @@ func (g *gate) done() {
 }
 
 // unknownResetWait is how long a run waits for a usage limit that did not
-// say when it resets; limitJitter is added to every wait.
-const (
-	unknownResetWait = 15 * time.Minute
-	limitJitter      = 30 * time.Second
-)
+// say when it resets (a variable for the tests); limitJitter is added to
+// every wait.
+var unknownResetWait = 15 * time.Minute
+
+const limitJitter = 30 * time.Second
 
 // outageWait is how long a run waits before trying again after the n-th
 // model-service outage in a row (n >= 1): 1, 2, 4, 8 minutes, then 15. The
