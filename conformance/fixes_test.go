@@ -2087,3 +2087,27 @@ func TestClientUserConfigDirIsRead(t *testing.T) {
 		})
 	})
 }
+
+// Under --require-read, a file the agent itself wrote is one whose content
+// it knows: Claude Code tells the model "no need to Read it back", and
+// the edit that follows was denied as "not read first" - a wasted turn per
+// file, and an agent trusting its client looping on it.
+func TestRequireReadKnowsTheAgentsOwnWrite(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		w := newWorld(t, c)
+		w.wiggum(0, "install", "--claude", "--require-read")
+		w.git("add", "-A")
+		w.git("commit", "-qm", "require read")
+		f := filepath.Join(w.dir, "new.txt")
+		w.srv.Script(fakemodel.Turn{Tool: "Write", Input: map[string]any{"file_path": f, "content": "one\n"}},
+			fakemodel.Turn{Tool: "Edit", Input: map[string]any{"file_path": f, "old_string": "one", "new_string": "two"}},
+			fakemodel.Turn{Text: "done"})
+		w.run(0)
+		if body := w.turnRequest(2).Body; strings.Contains(lastSent(body), "before changing it") {
+			t.Fatalf("the edit of the agent's own new file was denied: %s", lastSent(body))
+		}
+		if got := w.git("show", "HEAD:new.txt"); got != "two\n" {
+			t.Fatalf("HEAD:new.txt = %q, want the edit", got)
+		}
+	})
+}

@@ -342,8 +342,11 @@ func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 			}
 		}
 	case KindPostTool, KindPostFailure:
-		// Only a Read that succeeded read the file.
-		if opts.RequireRead && ev.Kind == KindPostTool && readTools[ev.ToolName] && ev.FilePath != "" {
+		// Only a Read that succeeded read the file; a successful write or
+		// edit makes the file's content known as a read does: an edit
+		// after the agent's own Write was denied as "not read first", the
+		// client having told the model not to read it back.
+		if opts.RequireRead && ev.Kind == KindPostTool && ev.FilePath != "" && (readTools[ev.ToolName] || editTools[ev.ToolName]) {
 			noteRead(ev, root, opts)
 		}
 		if ev.Shell && ev.Command != "" {

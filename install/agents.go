@@ -47,7 +47,10 @@ var Agents = map[string]*Agent{
 		// declare hooks.
 		pre, post := shell+"|Edit|MultiEdit|Write|NotebookEdit|Skill|SlashCommand|Agent|Task", shell
 		if rr {
-			post += "|Read"
+			// A file the agent wrote or edited, its content is what the
+			// agent gave: known as a Read makes it (Claude Code tells
+			// the model not to read it back).
+			post += "|Read|Edit|MultiEdit|Write|NotebookEdit"
 		}
 		// UserPromptSubmit: Claude Code tells the model that a command
 		// run in the background (a test run among them) ended in a prompt
