@@ -779,8 +779,8 @@ func rollback(ctx context.Context, st *checkpoint.State, sess, reason string) (*
 	return res, err
 }
 
-// stop records, for the loop, that the agent stopped inside a session, as
-// "story-incomplete" when the run's story is not ticked in the plan. It
+// stop records, for the loop, that the agent stopped inside a session
+// ("agent-stop"), with whether the run's story is ticked in the plan. It
 // never blocks the stop: the loop decides what happens next, and an agent
 // kept alive by a Stop hook (stop_hook_active) must be let go.
 func stop(ctx context.Context, ev Event, root string, opts Options) {
@@ -794,20 +794,19 @@ func stop(ctx context.Context, ev Event, root string, opts Options) {
 		return
 	}
 	fields := map[string]any{"agent": ev.Agent, "stop_hook_active": ev.StopHookActive}
-	name := "agent-stop"
 	if run, err := session.ReadRun(st); err == nil && run != nil && run.Story != "" {
 		fields["story"], fields["iteration"] = run.Story, run.Iteration
+		// Not "story-incomplete" when it is open: the run record is
+		// wiggum run's, whose loop ticks the story itself once the agent
+		// has ended, so every story was shown incomplete a moment before
+		// it was done.
 		done, err := storyDone(root, run)
-		switch {
-		case err != nil:
+		if err != nil {
 			debugLog(root, opts, "stop: read the plan: %v", err)
-		case !done:
-			// The loop counts this as an attempt that ended early.
-			name = "story-incomplete"
 		}
 		fields["done"] = done
 	}
-	if err := runEvent(st, name, fields); err != nil {
+	if err := runEvent(st, "agent-stop", fields); err != nil {
 		debugLog(root, opts, "stop: %v", err)
 	}
 }

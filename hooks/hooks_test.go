@@ -381,9 +381,12 @@ func TestStopIsRecordedNeverBlocks(t *testing.T) {
 	}
 }
 
-// TestStopRecordsIncompleteStory: inside `wiggum run`, a stop before the
-// story is ticked is recorded as incomplete; after it is ticked, it is not.
-func TestStopRecordsIncompleteStory(t *testing.T) {
+// TestStopRecordsWhetherStoryIsTicked: inside `wiggum run`, a stop is
+// recorded as agent-stop, done or not - not "story-incomplete" while the
+// story is open: wiggum run's loop ticks it after the agent ends, so
+// wiggum watch showed every story incomplete a moment before it was done
+// (hunt13 #11).
+func TestStopRecordsWhetherStoryIsTicked(t *testing.T) {
 	dir := repo(t)
 	st := inSession(t, dir)
 	planPath := filepath.Join(dir, "plan.md")
@@ -396,7 +399,8 @@ func TestStopRecordsIncompleteStory(t *testing.T) {
 	events := filepath.Join(dir, ".ralph", "wiggum", layout.EventFile)
 	hook(t, "claude", "claude_stop.json", dir, Options{})
 	data, _ := os.ReadFile(events)
-	if !bytes.Contains(data, []byte(`"event":"story-incomplete"`)) || !bytes.Contains(data, []byte(`"story":"US-1"`)) {
+	if !bytes.Contains(data, []byte(`"event":"agent-stop"`)) || bytes.Contains(data, []byte(`story-incomplete`)) ||
+		!bytes.Contains(data, []byte(`"story":"US-1"`)) || !bytes.Contains(data, []byte(`"done":false`)) {
 		t.Fatalf("events: %s", data)
 	}
 	if err := os.WriteFile(planPath, []byte("# Plan\n\n- [x] US-1 first\n- [ ] US-10 tenth\n"), 0o644); err != nil {

@@ -34,7 +34,7 @@ const (
 	ClaimLost       = "claim_lost"       // shared run: story, branch, error: another machine took the story over; the commits stay on branch
 	TestFailure     = "test-failure"     // hook: agent, runner, rollback, story
 	AgentStop       = "agent-stop"       // hook: agent, stop_hook_active, done
-	StoryIncomplete = "story-incomplete" // hook: the agent stopped with its story open
+	StoryIncomplete = "story-incomplete" // hook, in older logs: the agent stopped with its story open (now agent-stop, done false)
 	GuardDenied     = "guard_denied"     // hook: agent, decision, command, reason, story
 	TickedByAgent   = "ticked_by_agent"  // story, ticked: stories the agent of story ticked in the plan itself
 	RemovedByAgent  = "removed_by_agent" // story, removed: open stories the agent of story took out of the plan
