@@ -171,6 +171,9 @@ func InstallGit(ctx context.Context, repo *git.Repo, force bool) ([]Change, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := keptInTheWay(dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
@@ -212,6 +215,40 @@ func InstallGit(ctx context.Context, repo *git.Repo, force bool) ([]Change, erro
 		changes = append(changes, Change{Path: path, Before: have, After: want})
 	}
 	return changes, nil
+}
+
+// CheckGit returns the error InstallGit would refuse with (a foreign
+// core.hooksPath, hooks linked into the tree, a NAME.old in the way),
+// writing nothing: install checks it before it writes any agent's settings,
+// so that a refusal - bad input, exit 2 - has changed nothing. Before, the
+// agents' settings were written, or a first hook replaced, and then the
+// refusal said "wiggum changed nothing".
+func CheckGit(ctx context.Context, repo *git.Repo, force bool) error {
+	dir, err := hooksDir(ctx, repo, force)
+	if err != nil {
+		return err
+	}
+	return keptInTheWay(dir)
+}
+
+// keptInTheWay refuses a hook that is not wiggum's whose NAME.old, where
+// install keeps it, is taken - for every hook before any is written.
+func keptInTheWay(dir string) error {
+	for _, name := range hooks.GitHooks {
+		path := filepath.Join(dir, name)
+		have, err := os.ReadFile(path)
+		if err != nil || bytes.Contains(have, []byte(checkpoint.GitHookMarker)) {
+			continue
+		}
+		kept, kerr := os.ReadFile(path + ".old")
+		if kerr == nil && huskyStub(have) && huskyStub(kept) {
+			continue // husky's stub again over wiggum's shim: see InstallGit
+		}
+		if _, err := os.Lstat(path + ".old"); err == nil {
+			return fmt.Errorf("%s is not wiggum's and %s already exists; wiggum changed nothing. Move one of them away, then run again", path, path+".old")
+		}
+	}
+	return nil
 }
 
 // UninstallGit removes wiggum's shims and puts chained hooks back.

@@ -91,6 +91,13 @@ func (c *InstallCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
+	if c.Git {
+		// What would refuse the git hooks is checked before anything is
+		// written: the refusal is bad input and says nothing changed.
+		if err := install.CheckGit(ctx, repo, c.Force); err != nil {
+			return badinput.Wrap(fmt.Errorf("install git hooks: %w", err))
+		}
+	}
 	opts := install.AgentOptions{Guard: c.Guard, RequireRead: c.RequireRead, Migrate: c.Migrate, Allow: c.GuardAllow}
 	changed := false
 	agents := c.agents()
