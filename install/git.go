@@ -70,14 +70,17 @@ func hooksPathOf(ctx context.Context, repo *git.Repo) *ForeignHooksPathError {
 // shim is the git hook wiggum installs: a small POSIX sh script that runs
 // the hook it replaced (kept as NAME.old) and then `wiggum hook git NAME`.
 // Without a wiggum binary it lets git go on: a missing tool must not make
-// commits fail. A husky stub kept as NAME.old (husky: true) is sourced in
-// a subshell, not run: it finds the project's .husky/<hook> by the name
-// it is called by, which run as NAME.old would be a hook of that name -
-// none - and the project's hook would never run.
-func shim(name, fallback string, husky bool) []byte {
+// commits fail. The hook kept is run as chain (chainRun) says.
+func shim(name, fallback, chain string) []byte {
 	run := `"$old" "$@"`
-	if husky {
+	switch chain {
+	case chainHusky:
 		run = `( . "$old" )`
+	case "":
+	default:
+		// Sourced by its own shell with $0 the shim's path - NAME in the
+		// hooks directory, as git ran it.
+		run = shellQuote(chain) + ` -c '. "$0.old"' "$0" "$@"`
 	}
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n")
@@ -101,6 +104,40 @@ func shim(name, fallback string, husky bool) []byte {
 	fmt.Fprintf(&b, "if [ -n \"$wiggum\" ]; then \"$wiggum\" hook git %s \"$@\" || true; fi\n", name)
 	b.WriteString("exit $status\n")
 	return []byte(b.String())
+}
+
+// chainHusky is chainRun's answer for a husky stub.
+const chainHusky = "husky"
+
+// chainRun says how the shim runs the hook it replaced, kept as NAME.old:
+// "" runs it as a program; a shell (its shebang's: sh, bash...) sources
+// it with $0 the hook's own path, since a hook that dispatches on the name
+// it is called by (basename "$0": overcommit-style templates, run-parts
+// hooks/NAME.d, a shared-hooks dispatcher) found nothing to run as
+// NAME.old and let a push its team's check refuses go through; chainHusky
+// sources a husky stub in a subshell (it finds the project's .husky/NAME
+// by the name it is called by, too).
+func chainRun(kept []byte) string {
+	if huskyStub(kept) {
+		return chainHusky
+	}
+	first, _, _ := strings.Cut(string(kept), "\n")
+	interp, ok := strings.CutPrefix(strings.TrimSpace(first), "#!")
+	if !ok {
+		return ""
+	}
+	f := strings.Fields(interp)
+	if len(f) == 2 && filepath.Base(f[0]) == "env" {
+		f = f[1:]
+	}
+	if len(f) != 1 {
+		return "" // options on the line: run as it is
+	}
+	switch filepath.Base(f[0]) {
+	case "sh", "dash", "ash", "bash", "ksh", "zsh":
+		return f[0]
+	}
+	return ""
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
@@ -183,8 +220,14 @@ func InstallGit(ctx context.Context, repo *git.Repo, force bool) ([]Change, erro
 		path := filepath.Join(dir, name)
 		have, err := os.ReadFile(path)
 		kept, kerr := os.ReadFile(path + ".old")
-		husky := kerr == nil && huskyStub(kept) || err == nil && kerr != nil && huskyStub(have)
-		want := shim(name, fallback, husky)
+		chain := ""
+		switch {
+		case kerr == nil:
+			chain = chainRun(kept)
+		case err == nil && !bytes.Contains(have, []byte(checkpoint.GitHookMarker)):
+			chain = chainRun(have) // kept as NAME.old below
+		}
+		want := shim(name, fallback, chain)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:

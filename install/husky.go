@@ -72,7 +72,7 @@ func RepairHusky(repo *git.Repo) ([]string, error) {
 		if old, err := os.ReadFile(path + ".old"); err != nil || !huskyStub(old) {
 			continue
 		}
-		if err := renameio.WriteFile(path, shim(name, fallbackBinary(), true), 0o755); err != nil {
+		if err := renameio.WriteFile(path, shim(name, fallbackBinary(), chainHusky), 0o755); err != nil {
 			return fixed, err
 		}
 		fixed = append(fixed, name)

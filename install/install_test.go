@@ -304,6 +304,44 @@ func TestGitChainsForeignHookAndRestoresIt(t *testing.T) {
 	}
 }
 
+// A hook kept as NAME.old runs under its own name: a dispatcher that picks
+// what to run by basename "$0" (overcommit-style templates, run-parts
+// hooks/NAME.d, shared-hooks templates) found nothing for "pre-push.old"
+// and the team's pre-push check was skipped - the push went through.
+func TestGitChainedHookRunsUnderItsOwnName(t *testing.T) {
+	for _, shell := range []string{"/bin/sh", "/usr/bin/env bash"} {
+		t.Run(filepath.Base(strings.Fields(shell)[len(strings.Fields(shell))-1]), func(t *testing.T) {
+			dir := gitRepo(t)
+			remote := filepath.Join(t.TempDir(), "remote.git")
+			run(t, dir, "git", "init", "-q", "--bare", remote)
+			ctx := context.Background()
+			repo, err := git.Open(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(dir, "githooks"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "githooks", "pre-push"), []byte("#!/bin/sh\necho \"team check refuses the push\" >&2\nexit 1\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			dispatch := "#!" + shell + "\nname=\"$(basename \"$0\")\"\nif [ -f \"githooks/$name\" ]; then exec \"githooks/$name\" \"$@\"; fi\n"
+			if err := os.WriteFile(filepath.Join(repo.HooksDir, "pre-push"), []byte(dispatch), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := InstallGit(ctx, repo, false); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("git", "push", "-q", remote, "main:wip")
+			cmd.Dir = dir
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "team check refuses the push") {
+				t.Fatalf("the chained dispatcher did not run the team's check (err %v):\n%s", err, out)
+			}
+		})
+	}
+}
+
 func TestGitLinkedWorktreeUsesCommonHooks(t *testing.T) {
 	dir := gitRepo(t)
 	wt := filepath.Join(t.TempDir(), "wt")
@@ -398,7 +436,7 @@ func TestShimIsPOSIX(t *testing.T) {
 	}
 	for _, name := range []string{"post-commit", "pre-push"} {
 		path := filepath.Join(t.TempDir(), name)
-		if err := os.WriteFile(path, shim(name, "/opt/it's/wiggum", false), 0o755); err != nil {
+		if err := os.WriteFile(path, shim(name, "/opt/it's/wiggum", "/bin/b'ash"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		run(t, filepath.Dir(path), "dash", "-n", path)

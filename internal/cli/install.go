@@ -72,7 +72,7 @@ atomically and the change is printed as a diff. Without a target flag,
 
 Git hooks go where git runs them (the shared hooks directory, so linked
 worktrees are covered). A hook that is already there is kept as NAME.old and
-run first. A core.hooksPath set by another tool, or a .git/hooks linked into the
+run first (a shell script under its own name, as git ran it). A core.hooksPath set by another tool, or a .git/hooks linked into the
 working tree (where the hooks would be committed), is refused without --force.
 
   wiggum install                      # Claude Code + git hooks
