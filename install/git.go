@@ -54,6 +54,18 @@ func HooksPathShared(ctx context.Context, repo *git.Repo) *ForeignHooksPathError
 	return e
 }
 
+// HooksPathRelative returns core.hooksPath when it is set and relative
+// (husky's .husky/_): git reads it against the worktree it runs in, so the
+// hooks install writes serve the main tree only, and a linked worktree
+// runs none of them. "" otherwise.
+func HooksPathRelative(ctx context.Context, repo *git.Repo) string {
+	hp, err := repo.ConfigValue(ctx, "core.hooksPath")
+	if err != nil || hp == "" || filepath.IsAbs(hp) || strings.HasPrefix(hp, "~") {
+		return ""
+	}
+	return hp
+}
+
 // hooksPathOf reads core.hooksPath and where it is set; nil when unset.
 func hooksPathOf(ctx context.Context, repo *git.Repo) *ForeignHooksPathError {
 	out, err := repo.Run(ctx, "config", "--show-scope", "--get", "core.hooksPath")

@@ -71,7 +71,8 @@ atomically and the change is printed as a diff. Without a target flag,
 --claude and --git are installed.
 
 Git hooks go where git runs them (the shared hooks directory, so linked
-worktrees are covered). A hook that is already there is kept as NAME.old and
+worktrees are covered - not with a relative core.hooksPath, which each
+worktree reads as its own directory). A hook that is already there is kept as NAME.old and
 run first (a shell script under its own name, as git ran it). A core.hooksPath set by another tool, or a .git/hooks linked into the
 working tree (where the hooks would be committed), is refused without --force.
 
@@ -133,6 +134,12 @@ func (c *InstallCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		if e := install.HooksPathShared(ctx, repo); len(chs) > 0 && e != nil {
 			fmt.Fprintf(g.stdout, "note: core.hooksPath %s is set in your %s git configuration: every repository on this machine runs these hooks now (a repository wiggum never ran in gets nothing written; a push is refused only during a wiggum session there). 'wiggum uninstall --git' takes them out again\n", e.Path, e.Scope)
+		}
+		if hp := install.HooksPathRelative(ctx, repo); hp != "" && err == nil {
+			// Git reads a relative core.hooksPath in the worktree it
+			// runs in: the hooks written here are the main tree's only,
+			// which the help's "linked worktrees are covered" hid.
+			fmt.Fprintf(g.stdout, "note: core.hooksPath %s is relative, so git runs the hooks in each worktree's own %s: a linked worktree (git worktree add, a Claude Code subagent's isolation worktree) runs none of wiggum's git hooks - there a session's push is refused only by 'wiggum run''s git shim, not under 'wiggum lock', and commits are not journaled. An absolute core.hooksPath covers them all\n", hp, hp)
 		}
 		if err != nil {
 			return badinput.Wrap(fmt.Errorf("install git hooks: %w", err))
