@@ -61,6 +61,15 @@ func GitShim(args []string, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "wiggum: %v\n", err)
 			return 1
 		}
+		if noPushSet() {
+			// Not the session's repository (a submodule of it, another
+			// one), so no session there - but the session sends every
+			// push of its agent to the no-push helper, whose refusal
+			// would say the agent went round this shim. Refused here,
+			// saying what it is.
+			fmt.Fprintf(stderr, "wiggum: push from %s refused: it runs inside a wiggum session, and an agent must not publish work from any repository (a submodule too); push after the session ends\n", dir)
+			return 1
+		}
 	}
 	if shared := os.Getenv(layout.SharedStashEnv); shared != "" && sub < len(args) && args[sub] == "stash" {
 		var code int
@@ -84,6 +93,19 @@ func GitShim(args []string, stderr io.Writer) int {
 	err := syscall.Exec(real, append([]string{"git"}, args...), os.Environ())
 	fmt.Fprintf(stderr, "wiggum: run %s: %v\n", real, err)
 	return 126
+}
+
+// noPushSet reports whether the session's git setting that sends every
+// push to the no-push helper (git.NoPush, given through GIT_CONFIG_*) is
+// in this process's environment.
+func noPushSet() bool {
+	key := gitfiles.NoPush[0][0]
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "GIT_CONFIG_KEY_") && v == key {
+			return true
+		}
+	}
+	return false
 }
 
 // gitCommand reads git ARGS's options before its command: the directory
