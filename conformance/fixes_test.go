@@ -2111,3 +2111,45 @@ func TestRequireReadKnowsTheAgentsOwnWrite(t *testing.T) {
 		}
 	})
 }
+
+// Claude Code's stream-json line for an Edit of a large file carries the
+// whole file (tool_use_result): over a megabyte, it was cut in pieces,
+// none of them read as an event, and the run printed megabytes of raw JSON
+// into the person's terminal.
+func TestLongEventLineIsReadNotPrinted(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		w := newWorld(t, c)
+		var b strings.Builder
+		for i := 0; i < 40000; i++ {
+			fmt.Fprintf(&b, "{\"id\": %d, \"name\": \"fixture row number %d\"},\n", i, i)
+		}
+		big := filepath.Join(w.dir, "fixtures.json")
+		writeFile(t, big, "[\n"+b.String()+"{\"id\": -1}\n]\n")
+		w.git("add", "-A")
+		w.git("commit", "-qm", "fixtures")
+		w.srv.Script(fakemodel.Turn{Tool: "Edit", Input: map[string]any{"file_path": big, "old_string": "{\"id\": -1}", "new_string": "{\"id\": -2}"}},
+			fakemodel.Turn{Tool: "Read", Input: map[string]any{"file_path": big, "offset": 1, "limit": 2}},
+			fakemodel.Turn{Text: "done"})
+		out := w.run(0)
+		if len(out) > 64<<10 || strings.Contains(out, "fixture row number 20000") {
+			t.Fatalf("the run printed %d bytes, raw JSON of the client among them:\n%.2000s", len(out), out)
+		}
+	})
+}
+
+// Under wiggum run the loop ticks the story once the agent has ended:
+// the agent's stop is no "story-incomplete", which wiggum watch showed for
+// every story a moment before it was done.
+func TestWatchShowsNoIncompleteStoryBeforeItIsDone(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "echo hello > story.txt"}, fakemodel.Turn{Text: "done"})
+		w.run(0)
+		out := w.wiggum(0, "watch", "--once")
+		if strings.Contains(out, "story-incomplete") {
+			t.Fatalf("watch shows the done story incomplete:\n%s", out)
+		}
+		if w.event("agent-stop") == nil {
+			t.Fatalf("no agent-stop event; watch:\n%s", out)
+		}
+	})
+}
