@@ -272,6 +272,33 @@ func InstallGit(ctx context.Context, repo *git.Repo, force bool) ([]Change, erro
 	return changes, nil
 }
 
+// RunByOtherName lists the hooks kept as NAME.old (paths) that the shim
+// runs as a program, under that name, and whose text reads the name it is
+// called by ($0, argv[0], __FILE__): a dispatcher of another language
+// (overcommit's Ruby template) finds nothing for NAME.old. A shell script
+// is sourced under its own name instead (chainRun); these are for install
+// to name.
+func RunByOtherName(ctx context.Context, repo *git.Repo, force bool) []string {
+	dir, err := hooksDir(ctx, repo, force)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, name := range hooks.GitHooks {
+		kept, err := os.ReadFile(filepath.Join(dir, name+".old"))
+		if err != nil || chainRun(kept) != "" {
+			continue
+		}
+		for _, by := range []string{"$0", "argv[0]", "__FILE__", "basename"} {
+			if bytes.Contains(kept, []byte(by)) {
+				out = append(out, filepath.Join(dir, name+".old"))
+				break
+			}
+		}
+	}
+	return out
+}
+
 // CheckGit returns the error InstallGit would refuse with (a foreign
 // core.hooksPath, hooks linked into the tree, a NAME.old in the way),
 // writing nothing: install checks it before it writes any agent's settings,

@@ -655,3 +655,31 @@ func TestGitHooksLinkedIntoTheTree(t *testing.T) {
 		t.Fatalf("a hooks link out of the tree: %v", err)
 	}
 }
+
+// A kept hook that is no shell script but reads its own name (overcommit's
+// Ruby template: File.basename($0)) runs as NAME.old: install names it.
+func TestRunByOtherNameNamesNonShellDispatchers(t *testing.T) {
+	dir := gitRepo(t)
+	ctx := context.Background()
+	repo, err := git.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooksDir := repo.HooksDir
+	for name, text := range map[string]string{
+		"pre-push":    "#!/usr/bin/env ruby\nhook_type = File.basename($0)\n",
+		"post-commit": "#!/bin/sh\nexec \"githooks/$(basename \"$0\")\"\n",
+		"commit-msg":  "#!/usr/bin/env python3\nprint('no name')\n",
+	} {
+		if err := os.WriteFile(filepath.Join(hooksDir, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := InstallGit(ctx, repo, false); err != nil {
+		t.Fatal(err)
+	}
+	got := RunByOtherName(ctx, repo, false)
+	if len(got) != 1 || got[0] != filepath.Join(hooksDir, "pre-push.old") {
+		t.Fatalf("named %q, want the Ruby pre-push.old only", got)
+	}
+}

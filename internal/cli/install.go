@@ -135,6 +135,11 @@ func (c *InstallCmd) Run(ctx context.Context, g *Globals) error {
 		if e := install.HooksPathShared(ctx, repo); len(chs) > 0 && e != nil {
 			fmt.Fprintf(g.stdout, "note: core.hooksPath %s is set in your %s git configuration: every repository on this machine runs these hooks now (a repository wiggum never ran in gets nothing written; a push is refused only during a wiggum session there). 'wiggum uninstall --git' takes them out again\n", e.Path, e.Scope)
 		}
+		if err == nil {
+			for _, path := range install.RunByOtherName(ctx, repo, c.Force) {
+				fmt.Fprintf(g.stdout, "note: %s, the hook that was there before, is run under that name, and it reads the name it is called by: if it picks what to run by it (a dispatcher), it finds nothing now. Make it call its target by name, or keep it as a shell script (run under its own name)\n", path)
+			}
+		}
 		if hp := install.HooksPathRelative(ctx, repo); hp != "" && err == nil {
 			// Git reads a relative core.hooksPath in the worktree it
 			// runs in: the hooks written here are the main tree's only,
