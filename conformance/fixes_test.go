@@ -187,6 +187,17 @@ func TestHooksTurnedOffStopTheRun(t *testing.T) {
 			writeFile(t, path, `{"hooksConfig": {"enabled": false}}`)
 			w.env = append(w.env, "GEMINI_CLI_SYSTEM_SETTINGS_PATH="+path)
 		}
+		if c.name == "claude" {
+			// claude's flag is refused before the client starts now
+			// (a70c37c): its first command would run unguarded. The
+			// in-stream stop below is the backstop for what no up-front
+			// check sees, proven with codex's and gemini's.
+			out := w.run(2, append([]string{"--retries", "2"}, extra...)...)
+			if !strings.Contains(out, "turns claude's hooks off") || w.srv.Played() != 0 {
+				t.Fatalf("the flag was not refused before the client started (%d turns played):\n%s", w.srv.Played(), out)
+			}
+			return
+		}
 		out := w.run(1, append([]string{"--retries", "2"}, extra...)...)
 		if !strings.Contains(out, "the "+c.name+" agent cannot run: wiggum's guard hook did not see its first shell command, so wiggum stopped it there: its hooks did not run") {
 			t.Fatalf("the run does not say that the hooks did not run:\n%s", out)

@@ -225,11 +225,41 @@ func hooksPathLines(data []byte) string {
 
 // IgnoreChanged reports whether the user's global ignore file changed
 // between g and after (its name, or ""), for RestoreIgnore.
+//
+// Lines added for the agents' own files are not a change: Claude Code
+// puts **/.claude/settings.local.json there itself when it makes that
+// file (its sandbox does, every session) - they hide nothing of a story.
 func (g GitRails) IgnoreChanged(after GitRails) string {
 	if g.ignore == "" || g.ignore != after.ignore || bytes.Equal(g.ignoreData, after.ignoreData) || len(g.ignoreData) >= maxIgnore {
 		return ""
 	}
-	return g.ignore
+	was := map[string]int{}
+	for _, l := range strings.Split(string(g.ignoreData), "\n") {
+		was[strings.TrimSpace(l)]++
+	}
+	for _, l := range strings.Split(string(after.ignoreData), "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case was[l] > 0:
+			was[l]--
+		case l == "" || strings.HasPrefix(l, "#") || clientOwnPattern(l):
+		default:
+			return g.ignore // a pattern added
+		}
+	}
+	for l, n := range was {
+		if n > 0 && l != "" && !strings.HasPrefix(l, "#") {
+			return g.ignore // a pattern removed
+		}
+	}
+	return ""
+}
+
+// clientOwnPattern reports whether an ignore pattern matches only files
+// under a .claude directory (its components are matched one by one, so
+// one naming .claude as a directory cannot reach beyond it).
+func clientOwnPattern(p string) bool {
+	return strings.HasPrefix(p, ".claude/") || strings.Contains(p, "/.claude/")
 }
 
 // RestoreIgnore writes the global ignore file back as g read it (removed

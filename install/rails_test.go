@@ -100,10 +100,17 @@ func TestGlobalGitConfigIsRead(t *testing.T) {
 	before := GitRailsOf(repo)
 	run(t, dir, "git", "config", "--global", "core.fsmonitor", "touch /tmp/x")
 	run(t, dir, "git", "config", "--global", "core.hooksPath", "/dev/null")
+	// Claude Code's own line for its settings.local.json is no change.
 	if err := os.MkdirAll(filepath.Join(home, ".config", "git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(home, ".config", "git", "ignore"), []byte("*.go\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(home, ".config", "git", "ignore"), []byte("**/.claude/settings.local.json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f := before.IgnoreChanged(GitRailsOf(repo)); f != "" {
+		t.Errorf("claude's own ignore line is taken for a change: %q", f)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".config", "git", "ignore"), []byte("**/.claude/settings.local.json\n*.go\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	after := GitRailsOf(repo)
