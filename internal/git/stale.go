@@ -126,23 +126,28 @@ func (r *Repo) ClearStaleLocks(branch string) []StaleLock {
 }
 
 // GitsWorkingIn lists the live processes named git (git, git-remote-https,
-// ...) whose working directory is inside one of dirs, and apart those
-// whose directory could not be read (another user's); ok is false when
-// /proc cannot be listed.
+// ...) that work in one of dirs, and apart those that could not be looked
+// at (another user's); ok is false when /proc cannot be listed. A git works
+// in a directory when its working directory is inside it, when its
+// environment (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_COMMON_DIR) or
+// its arguments (--git-dir, --work-tree) name a path inside it, or when it
+// has a file inside it open. Paths are compared by what they are, not by
+// how they are spelled (refersTo), so a git run from elsewhere with
+// --git-dir, or in a container that mounts the checkout at another path,
+// is seen: its lock must never be taken for a dead git's.
 func GitsWorkingIn(dirs ...string) (in, unreadable []int, ok bool) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, nil, false
 	}
-	var roots []string
+	var roots []fs.FileInfo
 	for _, d := range dirs {
 		if d == "" {
 			continue
 		}
-		if r, err := filepath.EvalSymlinks(d); err == nil {
-			d = r
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			roots = append(roots, st)
 		}
-		roots = append(roots, filepath.Clean(d))
 	}
 	self := os.Getpid()
 	for _, e := range ents {
@@ -154,21 +159,105 @@ func GitsWorkingIn(dirs ...string) (in, unreadable []int, ok bool) {
 		if err != nil || !strings.HasPrefix(strings.TrimSpace(string(comm)), "git") {
 			continue
 		}
-		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				unreadable = append(unreadable, pid)
-			}
-			continue
-		}
-		for _, r := range roots {
-			if cwd == r || strings.HasPrefix(cwd, r+string(filepath.Separator)) {
-				in = append(in, pid)
-				break
-			}
+		switch works, err := worksIn(pid, roots); {
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			unreadable = append(unreadable, pid)
+		case works:
+			in = append(in, pid)
 		}
 	}
 	return in, unreadable, true
+}
+
+// worksIn reports whether the process pid works in one of roots
+// (GitsWorkingIn); the error is the one that kept it from looking (an
+// fs.ErrNotExist once the process is gone).
+func worksIn(pid int, roots []fs.FileInfo) (bool, error) {
+	p := "/proc/" + strconv.Itoa(pid)
+	// Paths as the process sees them: through its root (a container's
+	// mounts) and its working directory.
+	cwd, root := p+"/cwd", p+"/root"
+	if _, err := os.Readlink(cwd); err != nil {
+		return false, err
+	}
+	if refersTo(cwd, roots) {
+		return true, nil
+	}
+	resolve := func(path string) string {
+		if filepath.IsAbs(path) {
+			return root + path
+		}
+		return cwd + "/" + path
+	}
+	environ, err := os.ReadFile(p + "/environ")
+	if err != nil {
+		return false, err
+	}
+	for _, kv := range strings.Split(string(environ), "\x00") {
+		for _, name := range []string{"GIT_DIR=", "GIT_WORK_TREE=", "GIT_INDEX_FILE=", "GIT_COMMON_DIR="} {
+			if v, ok := strings.CutPrefix(kv, name); ok && v != "" && refersTo(resolve(v), roots) {
+				return true, nil
+			}
+		}
+	}
+	cmdline, err := os.ReadFile(p + "/cmdline")
+	if err != nil {
+		return false, err
+	}
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	for i, a := range args {
+		for _, opt := range []string{"--git-dir", "--work-tree"} {
+			v, ok := strings.CutPrefix(a, opt+"=")
+			if !ok && a == opt && i+1 < len(args) {
+				v, ok = args[i+1], true
+			}
+			if ok && v != "" && refersTo(resolve(v), roots) {
+				return true, nil
+			}
+		}
+	}
+	fds, err := os.ReadDir(p + "/fd")
+	if err != nil {
+		return false, err
+	}
+	for _, fd := range fds {
+		target, err := os.Readlink(p + "/fd/" + fd.Name())
+		if err != nil || !filepath.IsAbs(target) {
+			continue // gone, or a pipe, a socket
+		}
+		if refersTo(root+filepath.Dir(target), roots) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// refersTo reports whether path (a directory, or a file whose directory
+// then counts) is one of roots or inside one, going up from it with ".."
+// and comparing what each step is (device and inode) to the roots: a bind
+// mount or a symbolic link of the tree is the tree.
+func refersTo(path string, roots []fs.FileInfo) bool {
+	st, err := os.Stat(path)
+	if err == nil && !st.IsDir() {
+		// Its directory; not filepath.Dir, which would clean away the
+		// ".." the path may hold.
+		path = path[:strings.LastIndex(path, "/")]
+		st, err = os.Stat(path)
+	}
+	for i := 0; err == nil && i < 256; i++ {
+		for _, r := range roots {
+			if os.SameFile(st, r) {
+				return true
+			}
+		}
+		path += "/.."
+		up, err := os.Stat(path)
+		if err != nil || os.SameFile(up, st) {
+			return false // at the top
+		}
+		st = up
+	}
+	return false
 }
 
 // RemoveStale removes a lock file found stale - seen as it was before the

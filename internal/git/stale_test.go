@@ -113,6 +113,50 @@ func TestLiveGitsIndexLockIsWaitedOut(t *testing.T) {
 	}
 }
 
+// A git that works in the repository from elsewhere - run with --git-dir
+// and --work-tree, or GIT_DIR and GIT_WORK_TREE, from another directory -
+// holds the index lock as any other: it is never taken for a dead git's
+// and removed (hunt12 #6: the person's staging was lost, "Unable to write
+// new index file").
+func TestGitFromElsewhereKeepsItsIndexLock(t *testing.T) {
+	for _, how := range []string{"arguments", "environment"} {
+		t.Run(how, func(t *testing.T) {
+			dir := testRepo(t)
+			gitDir := filepath.Join(dir, ".git")
+			cmd := exec.Command("git", "--git-dir="+gitDir, "--work-tree="+dir, "update-index", "--index-info")
+			if how == "environment" {
+				cmd = exec.Command("git", "update-index", "--index-info")
+				cmd.Env = append(os.Environ(), "GIT_DIR="+gitDir, "GIT_WORK_TREE="+dir)
+			}
+			cmd.Dir = t.TempDir() // not the repository
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { in.Close(); _ = cmd.Wait() })
+			lock := filepath.Join(gitDir, "index.lock")
+			for i := 0; ; i++ {
+				if _, err := os.Stat(lock); err == nil {
+					break
+				}
+				if i == 500 {
+					t.Fatal("git never took the index lock")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if ClearStaleLock(lock, dir, gitDir) {
+				t.Fatal("the lock of a live git working from elsewhere was removed")
+			}
+			if _, err := os.Stat(lock); err != nil {
+				t.Fatalf("the live git's lock is gone: %v", err)
+			}
+		})
+	}
+}
+
 // Read-only git commands - wiggum's own long-lived children, an agent's
 // pager open on git log - never count as a lock's holder; those that lock
 // refs only never count as the index's.

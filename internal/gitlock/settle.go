@@ -63,7 +63,10 @@ func Settle(ctx context.Context, o SettleOptions) error {
 		if lock != "" {
 			seen, _ = os.Lstat(lock) // before the look for gits at work
 		}
-		pids, _, _ := git.GitsWorkingIn(o.Root, o.CommonDir)
+		// A git that could not be looked at (another user's) may hold the
+		// lock as well as one seen at work: a lock is never removed on a
+		// guess.
+		pids, unreadable, known := git.GitsWorkingIn(o.Root, o.CommonDir)
 		var orphans, others []int
 		for _, pid := range pids {
 			if owner := git.Owner(pid); owner != 0 && owner != os.Getpid() && !layout.PIDAlive(owner) {
@@ -72,6 +75,7 @@ func Settle(ctx context.Context, o SettleOptions) error {
 				others = append(others, pid)
 			}
 		}
+		others = append(others, unreadable...)
 		switch {
 		case len(orphans) > 0 && time.Since(start) > o.Grace:
 			for _, pid := range orphans {
@@ -84,7 +88,7 @@ func Settle(ctx context.Context, o SettleOptions) error {
 			// Give them their moment to heed the SIGTERM.
 		case lock == "":
 			return nil
-		case len(pids) == 0:
+		case len(others) == 0 && known:
 			removed, err := git.RemoveStale(lock, seen)
 			if err != nil {
 				return err
@@ -96,6 +100,9 @@ func Settle(ctx context.Context, o SettleOptions) error {
 		case !o.Exclusive:
 			return nil // a live git's lock, or one it will clear
 		case time.Since(start) > o.Wait:
+			if len(others) == 0 {
+				return fmt.Errorf("%s exists for more than %s and the processes that may hold it cannot be listed (/proc cannot be read); if no git runs in the repository, remove it, then run again", lock, o.Wait)
+			}
 			pid := others[0]
 			return fmt.Errorf("%s exists for more than %s and git (pid %d%s) is working in the repository; run again when it is done", lock, o.Wait, pid, DescribeProcess(pid))
 		}

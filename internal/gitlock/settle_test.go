@@ -150,6 +150,44 @@ func TestSettleLeavesALiveGitAlone(t *testing.T) {
 	}
 }
 
+// A run's start never removes the index lock of a live git run on the
+// repository from another directory (--git-dir/--work-tree): it waits for
+// it, then fails naming it (hunt12 #6).
+func TestSettleLeavesAGitFromElsewhereAlone(t *testing.T) {
+	dir := testRepo(t)
+	gitDir := filepath.Join(dir, ".git")
+	cmd := exec.Command("git", "--git-dir="+gitDir, "--work-tree="+dir, "update-index", "--index-info")
+	cmd.Dir = t.TempDir()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); _ = cmd.Wait() })
+	lock := filepath.Join(gitDir, "index.lock")
+	for i := 0; ; i++ {
+		if _, err := os.Stat(lock); err == nil {
+			break
+		}
+		if i == 500 {
+			t.Fatal("git never took the index lock")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var out said
+	err = Settle(context.Background(), SettleOptions{Root: dir, CommonDir: gitDir, Exclusive: true,
+		Wait: 200 * time.Millisecond, Grace: 50 * time.Millisecond, Say: out.say})
+	want := fmt.Sprintf("git (pid %d: git --git-dir=", cmd.Process.Pid)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Settle: %v, want an error naming %q (said %q)", err, want, out.String())
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("the live git's lock was removed: %v", err)
+	}
+}
+
 // A lock file replaced since it was seen stale - a new git took the lock
 // once the old file went - is not removed.
 func TestRemoveStaleSparesAReplacedLock(t *testing.T) {
