@@ -57,16 +57,8 @@ func clearStale(path string, dirs []string) (age time.Duration, removed bool) {
 	if !ok || len(unreadable) > 0 {
 		return 0, false
 	}
-	index := strings.HasSuffix(path, "index.lock")
 	for _, pid := range in {
-		if isIdle(pid) {
-			continue
-		}
-		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if err != nil && errors.Is(err, fs.ErrNotExist) {
-			continue // exited
-		}
-		if err == nil && !holds(cmdline, index) {
+		if isIdle(pid) || !MayHold(pid, path) {
 			continue
 		}
 		return 0, false
@@ -76,6 +68,18 @@ func clearStale(path string, dirs []string) (age time.Duration, removed bool) {
 		return 0, false
 	}
 	return time.Since(seen.ModTime()).Round(time.Second), true
+}
+
+// MayHold reports whether the live git pid may hold the lock file lock:
+// false once it has exited, and for the commands that never take such a
+// lock (holds) - a git log open in a pager, an editor's cat-file --batch -
+// which must not keep a stale lock in place for as long as they are open.
+func MayHold(pid int, lock string) bool {
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	return holds(cmdline, strings.HasSuffix(lock, "index.lock"))
 }
 
 // StaleLock is a lock file removed as stale, and how long before it had

@@ -71,7 +71,11 @@ func Settle(ctx context.Context, o SettleOptions) error {
 		for _, pid := range pids {
 			if owner := git.Owner(pid); owner != 0 && owner != os.Getpid() && !layout.PIDAlive(owner) {
 				orphans = append(orphans, pid)
-			} else {
+			} else if lock != "" && git.MayHold(pid, lock) {
+				// Only a git that may take the lock counts: one that never
+				// does (a git log open in a pager, an editor's cat-file
+				// --batch) would keep a stale lock for as long as it is
+				// open, and a run waiting on it would be refused.
 				others = append(others, pid)
 			}
 		}

@@ -188,6 +188,43 @@ func TestSettleLeavesAGitFromElsewhereAlone(t *testing.T) {
 	}
 }
 
+// A git that never takes a lock - an editor's cat-file --batch, a git log
+// open in a pager - does not keep a stale index lock in place: the run's
+// start removes it and goes on, rather than waiting for that git to end
+// and refusing (hunt12 #5).
+func TestSettleRemovesAStaleLockBesideAReadOnlyGit(t *testing.T) {
+	dir := testRepo(t)
+	lock := filepath.Join(dir, ".git", "index.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reader := exec.Command("git", "cat-file", "--batch")
+	reader.Dir = dir
+	in, err := reader.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); _ = reader.Wait() })
+	var out said
+	err = Settle(context.Background(), SettleOptions{Root: dir, CommonDir: filepath.Join(dir, ".git"), Exclusive: true,
+		Wait: 200 * time.Millisecond, Grace: 50 * time.Millisecond, Say: out.say})
+	if err != nil {
+		t.Fatalf("Settle beside git cat-file --batch: %v", err)
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Fatalf("the stale lock is still there: %v", err)
+	}
+	if !strings.Contains(out.String(), "removed "+lock) {
+		t.Errorf("not said: %q", out.String())
+	}
+	if !alive(reader.Process.Pid) {
+		t.Error("the reading git was killed")
+	}
+}
+
 // A lock file replaced since it was seen stale - a new git took the lock
 // once the old file went - is not removed.
 func TestRemoveStaleSparesAReplacedLock(t *testing.T) {
