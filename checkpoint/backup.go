@@ -13,6 +13,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
 )
 
 // BackupPrefix is where every saved state lives (contract).
@@ -385,6 +386,12 @@ func (s *State) restore(ctx context.Context, name string) (*RestoreResult, error
 		return nil, err
 	}
 	defer lk.release()
+	// From here HEAD moves and files are written: a kill leaves the mark
+	// (Interrupted); an error says itself, naming the backup.
+	if err := s.markRestore("recover", ref, res.BackupRef); err != nil {
+		return nil, err
+	}
+	defer s.unmarkRestore()
 	branch, err := s.Repo.Branch(ctx)
 	if err != nil {
 		return nil, err
@@ -398,6 +405,7 @@ func (s *State) restore(ctx context.Context, name string) (*RestoreResult, error
 	if _, err := s.Repo.Run(ctx, append(args, saved, head)...); err != nil {
 		return nil, refuse("HEAD moved while restoring (%v); your state is saved in %s", err, res.BackupRef)
 	}
+	killpoint.At("recover-head-moved")
 	cp := &Checkpoint{Head: saved}
 	index := s.startIndex(ctx, plan.idx, plan.tracked, cp, plan.index, plan.uncommitted, now.Changes)
 	plan.idx = nil // startIndex's now; restoreTree removes it

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
 )
 
 // RefusedError is a rollback (or a restore: Op "recover") that was not
@@ -226,6 +227,9 @@ func (s *State) rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		// may still have changed.
 		res.Submodules, err = s.returnSubmodules(ctx, cp, subs, nil, reason, opts.DryRun)
 		res.NothingToDo = len(res.Submodules) == 0
+		if err == nil && !opts.DryRun {
+			s.unmarkRestore() // the tree is the checkpoint's: whole
+		}
 		if lost := lostFlags(cp, now); err == nil && !opts.DryRun && len(lost) > 0 {
 			// An attempt that only took a hidden file's flag off: the
 			// content is as it was, the flag is put back.
@@ -291,12 +295,20 @@ func (s *State) rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 		(<-index).index.remove()
 		return nil, fmt.Errorf("rollback: the backup %s could not be made durable, so the working tree is left as it was (HEAD is back at %s): %w", res.BackupRef, short(cp.Head), err)
 	}
+	// From here files are written: a kill leaves the mark (Interrupted);
+	// an error says itself, naming the backup.
+	if err := s.markRestore("rollback", cp.Head, res.BackupRef); err != nil {
+		(<-index).index.remove()
+		return nil, err
+	}
+	defer s.unmarkRestore()
 	// Before any file is written: writing one where such a directory is
 	// deletes it recursively, with what the backup does not hold.
 	if err := s.setAside(res.InTheWay); err != nil {
 		(<-index).index.remove()
 		return nil, fmt.Errorf("rollback: the working tree is left as it was (HEAD is back at %s, everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
 	}
+	killpoint.At("rollback-marked")
 	if err := s.restoreTree(ctx, cat, lk, index, cp, changes); err != nil {
 		return nil, fmt.Errorf("rollback: return the working tree to %s (everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
 	}

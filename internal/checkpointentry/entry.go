@@ -114,6 +114,7 @@ func (c Command) Run(ctx context.Context, dir string, w io.Writer) error {
 	if err != nil {
 		return badinput.Wrap(err)
 	}
+	st.ReportInterrupted(func(msg string) { fmt.Fprintf(os.Stderr, "wiggum: %s\n", msg) })
 	if c.Name == "checkpoint" {
 		return c.checkpoint(ctx, st, w)
 	}

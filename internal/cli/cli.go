@@ -83,7 +83,14 @@ func (g *Globals) State(ctx context.Context) (*checkpoint.State, error) {
 	if err != nil {
 		return nil, badinput.Wrap(err)
 	}
+	g.warnInterrupted(st)
 	return st, nil
+}
+
+// warnInterrupted tells of a recover or rollback a killed wiggum left half
+// done (checkpoint.State.ReportInterrupted).
+func (g *Globals) warnInterrupted(st *checkpoint.State) {
+	st.ReportInterrupted(func(msg string) { g.Log().Warn(msg) })
 }
 
 // StateToRead opens the repository's wiggum state for a command that only

@@ -377,6 +377,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return badinput.Wrap(err)
 	}
+	g.warnInterrupted(checkpoint.FromRepo(repo))
 	// A run killed while git moved the main tree to a landing (its own
 	// parallel merge, or a --remote run following the server) may have
 	// left the plan half written - unlinked, not yet written again - with

@@ -41,6 +41,10 @@ branches of finished stories a parallel run could not merge.
   checkpoint: null or {head, branch, time, age_seconds, ancestor, snapshot}
   journal:    {on, entries}
   backups:    count of refs under refs/wiggum/backup/
+  interrupted_restore: a recover or rollback a killed wiggum left half done:
+              {op, target, before (the backup of the state before it),
+              pid, started, index_lock (the index.lock it left, if there)}
+              (absent: none)
   nested_repositories: the .git directories of repositories agents made
               in the tree, set aside in .git/wiggum-nested/ (absent: none)
   set_aside:  directories rollbacks moved whole out of the way of a
@@ -91,6 +95,8 @@ type StatusReport struct {
 	Checkpoint *CheckpointState `json:"checkpoint"`
 	Journal    JournalStatus    `json:"journal"`
 	Backups    int              `json:"backups"`
+	// Interrupted: a recover or rollback a killed wiggum left half done.
+	Interrupted *checkpoint.RestoreMark `json:"interrupted_restore,omitempty"`
 	// Nested: the .git directories of repositories agents made in the
 	// tree, set aside in the git directory (their history, kept).
 	Nested []string `json:"nested_repositories,omitempty"`
@@ -196,6 +202,11 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	} else {
 		r.Backups = n
 	}
+	if m, err := st.Interrupted(); err != nil {
+		r.Errors = append(r.Errors, err.Error())
+	} else {
+		r.Interrupted = m
+	}
 	r.Nested, r.Aside = st.SetAside()
 	r.LeftOut = loop.LeftOutRules(st.Repo.CommonDir)
 	if run, err := session.ReadRun(st); err != nil {
@@ -281,6 +292,9 @@ func printStatus(g *Globals, r *StatusReport) {
 		fmt.Fprintln(w, "journal:    off (wiggum install --git turns it on)")
 	}
 	fmt.Fprintf(w, "backups:    %d (wiggum recover lists them)\n", r.Backups)
+	if r.Interrupted != nil {
+		fmt.Fprintf(w, "restore:    %s\n", r.Interrupted)
+	}
 	if len(r.LeftOut) > 0 {
 		fmt.Fprintf(w, "left out:   %s - what agents made that no commit takes (packages, caches, secrets, builds), in .git/info/exclude; take a line out to commit it\n", strings.Join(r.LeftOut, ", "))
 	}
