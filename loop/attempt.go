@@ -1221,7 +1221,7 @@ func (e *StuckError) Unwrap() error { return e.Err }
 // DiskFull reports whether a full disk caused err: ENOSPC in its chain,
 // or git's (or another program's) "No space left on device" in its text.
 func DiskFull(err error) bool {
-	return err != nil && (errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), "No space left on device"))
+	return err != nil && (errors.Is(err, syscall.ENOSPC) || (strings.Contains(err.Error(), "No space left on device") || strings.Contains(err.Error(), "Out of diskspace")))
 }
 
 // rollback returns the tree to the attempt's checkpoint. A refusal stops

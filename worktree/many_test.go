@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -348,5 +349,58 @@ func TestTakeCleanMatchesStatus(t *testing.T) {
 	}
 	if !exists(filepath.Join(hooked.Path, "built.txt")) {
 		t.Error("the post-checkout hook did not run")
+	}
+}
+
+// A merge whose git read-tree died writing the files (a full disk, the
+// OOM killer) left them in the main tree, untracked: the retry failed on
+// them ("Untracked working tree file ... would be overwritten"), the
+// landing was reported blocked, and the next run took wiggum's own files
+// for the person's uncommitted changes (hunt12 #7). Its work is finished,
+// as a killed wiggum's is, and the merge lands. The stand-in for the
+// dying git is a git earlier on PATH that writes the merge's first new
+// file and kills itself, once.
+func TestMergeFinishesAReadTreeThatDied(t *testing.T) {
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := newRepo(t)
+	ctx := context.Background()
+	w, err := Create(ctx, repo, "US-1", "refs/heads/main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Lease.Release()
+	write(t, w.Path, "US-1.txt", "the story's work\n")
+	gitT(t, w.Path, "add", "-A")
+	gitT(t, w.Path, "commit", "-q", "-m", "US-1")
+	bin, once := t.TempDir(), filepath.Join(t.TempDir(), "kill-once")
+	write(t, filepath.Dir(once), filepath.Base(once), "")
+	wrapper := fmt.Sprintf(`#!/bin/sh
+if [ "$1" = read-tree ] && [ "$2" = -m ] && [ "$3" = -u ] && [ -e %[2]s ]; then
+  rm -f %[2]s
+  f=$(%[1]s diff --name-only --diff-filter=A "$4" "$5" | head -1)
+  [ -n "$f" ] && %[1]s show "$5:$f" > "$f"
+  kill -9 $$
+fi
+exec %[1]s "$@"
+`, realGit, once)
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	m, err := Merge(ctx, repo, "refs/heads/main", w.Branch, "Merge US-1")
+	if err != nil {
+		t.Fatalf("merge after its read-tree died: %v", err)
+	}
+	if exists(once) {
+		t.Fatal("the dying read-tree never ran")
+	}
+	if tip := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "main")); tip != m.Commit {
+		t.Errorf("main is at %s, want %s", tip, m.Commit)
+	}
+	if out := gitT(t, repo.Root, "status", "--porcelain"); out != "" {
+		t.Errorf("status:\n%s", out)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
+	"syscall"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
@@ -102,23 +104,53 @@ func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) 
 			return nil, fmt.Errorf("merge: commit: %w", err)
 		}
 	}
-	if err := writeIntent(tree, intent{Tree: tree.Root, Target: target, Old: cur, New: res.Commit, Message: message}); err != nil {
+	in := intent{Tree: tree.Root, Target: target, Old: cur, New: res.Commit, Message: message}
+	if err := writeIntent(tree, in); err != nil {
 		return nil, err
 	}
-	defer clearIntent(tree)
+	keepIntent := false
+	defer func() {
+		if !keepIntent {
+			clearIntent(tree)
+		}
+	}()
 	killpoint.At("merge-intent")
 	// Another git holding the index for a moment is waited out by
 	// tree.Run itself (read-tree takes the lock first).
 	_, err = tree.Run(ctx, "read-tree", "-m", "-u", cur, res.Commit)
 	var ge *git.Error
 	if err != nil && errors.As(err, &ge) && !git.IndexLocked(err) {
-		// Stale stat data makes read-tree think files changed (it
-		// checks every path before it writes any): refresh the index
-		// and ask once more. The index is fresh after the previous
-		// landing's own commit, so this costs a process only when
-		// something else touched the tree.
-		_, _ = tree.Run(ctx, "update-index", "-q", "--refresh")
-		_, err = tree.Run(ctx, "read-tree", "-m", "-u", cur, res.Commit)
+		failed := err
+		// A read-tree that died writing the files (a full disk, a git
+		// killed by the OOM killer) left the index at cur and some of
+		// the merge's files written, untracked: the retry below would
+		// then fail on them, "Untracked working tree file ... would be
+		// overwritten", and they were taken for the person's. Finish its
+		// work as a killed wiggum's is finished (finishReadTree); when
+		// that fails too (the disk is still full), the merge's record is
+		// kept for the next run to finish, and the real error told.
+		done, ferr := finishReadTree(ctx, tree, in)
+		switch {
+		case ferr != nil:
+			keepIntent = true
+			return nil, fmt.Errorf("merge: updating %s failed (%s), and finishing it failed: %w; its files are part written: the next run finishes the merge", tree.Root, firstLine(ge.Stderr), ferr)
+		case done:
+			err = nil
+		default:
+			// Stale stat data makes read-tree think files changed (it
+			// checks every path before it writes any): refresh the
+			// index and ask once more. The index is fresh after the
+			// previous landing's own commit, so this costs a process
+			// only when something else touched the tree.
+			_, _ = tree.Run(ctx, "update-index", "-q", "--refresh")
+			_, err = tree.Run(ctx, "read-tree", "-m", "-u", cur, res.Commit)
+			if err != nil && machineFailure(failed) {
+				// Not the tree's state but the machine's: told as such,
+				// not as a merge the person must resolve.
+				keepIntent = true
+				return nil, fmt.Errorf("merge: updating %s failed: %w", tree.Root, failed)
+			}
+		}
 	}
 	if err != nil {
 		var ge *git.Error
@@ -136,6 +168,21 @@ func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) 
 	}
 	killpoint.At("merge-ref-moved")
 	return res, nil
+}
+
+// machineFailure reports whether git failed for want of the machine's
+// resources - a full disk - or was killed by a signal (the OOM killer):
+// not for anything in the tree.
+func machineFailure(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), "No space left on device") {
+		return true
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		ws, ok := exit.Sys().(syscall.WaitStatus)
+		return ok && ws.Signaled()
+	}
+	return false
 }
 
 // mergeTree returns the merge of cur and tip, or a *ConflictError with the
