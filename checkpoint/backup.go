@@ -92,6 +92,12 @@ func (s *State) backupAndMove(ctx context.Context, commit string, cp *Checkpoint
 		ref = "HEAD"
 	}
 	stamp := time.Now().UTC().Format("20060102T150405Z")
+	// The locks a git killed while it held HEAD's or the branch's (the
+	// story's own git commit, killed by a signal) are removed first, when
+	// no git could hold them (a few stats when there are none): git would
+	// wait out its ref lock timeout on each before failing.
+	s.clearStaleLocks(cp.Branch)
+	cleared := false
 	for i := 0; i < 100; i++ {
 		backup := BackupPrefix + stamp + "-" + short(commit)[:8]
 		if i > 0 {
@@ -115,9 +121,37 @@ func (s *State) backupAndMove(ctx context.Context, commit string, cp *Checkpoint
 		if strings.Contains(ge.Stderr, backup) && strings.Contains(ge.Stderr, "exists") {
 			continue
 		}
+		if lock := git.LockedFile(err); lock != "" {
+			// A lock file, not a moved HEAD: the one a git killed while
+			// it held HEAD's or the branch's lock (the story's own git
+			// commit, killed by a signal) left is removed once no git
+			// could hold it, and the transaction tried again; one a live
+			// git holds is a failure to retry, not an unsafe rollback.
+			if !cleared {
+				cleared = true
+				if s.clearStaleLocks(cp.Branch) {
+					continue
+				}
+			}
+			return "", fmt.Errorf("rollback: save backup: %s exists: another git command is at work in the repository, or one was killed and left it; nothing was changed: run again when it is done, or remove the file if no git is running", lock)
+		}
 		return "", refuse("HEAD moved while the backup was saved (%s)", strings.TrimSpace(ge.Stderr))
 	}
 	return "", errors.New("rollback: save backup: could not find a free backup ref name")
+}
+
+// clearStaleLocks removes the ref lock files a killed git left where the
+// rollback's ref transaction needs them (git.Repo.ClearStaleRefLocks),
+// tells git.OnStaleLock of each, and reports
+// whether it removed any.
+func (s *State) clearStaleLocks(branch string) bool {
+	stale := s.Repo.ClearStaleRefLocks(branch) // the index's is the rollback's own
+	for _, l := range stale {
+		if git.OnStaleLock != nil {
+			git.OnStaleLock(l.Path, l.Age)
+		}
+	}
+	return len(stale) > 0
 }
 
 // Backup saves HEAD plus every uncommitted (tracked and untracked, not

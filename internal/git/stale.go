@@ -96,7 +96,16 @@ func (l StaleLock) String() string { return fmt.Sprintf("%s (last written %s ago
 // branch's (a full ref name; "" for none), packed-refs' - when no git that
 // could hold them still runs (ClearStaleLock). It is a few stats when
 // there are none. It returns the locks it removed.
-func (r *Repo) ClearStaleLocks(branch string) []StaleLock {
+func (r *Repo) ClearStaleLocks(branch string) []StaleLock { return r.clearStaleLocks(branch, true) }
+
+// ClearStaleRefLocks is ClearStaleLocks for the refs' locks only: for a
+// caller that holds the index lock itself (a rollback), which no git
+// process holds and which must stay.
+func (r *Repo) ClearStaleRefLocks(branch string) []StaleLock {
+	return r.clearStaleLocks(branch, false)
+}
+
+func (r *Repo) clearStaleLocks(branch string, index bool) []StaleLock {
 	// A lock of this tree's git dir is held by a git working in this
 	// tree; a shared one (refs) by a git working in any of them: in the
 	// main tree, which holds wiggum's worktrees, or in the git dir.
@@ -109,11 +118,13 @@ func (r *Repo) ClearStaleLocks(branch string) []StaleLock {
 		path string
 		dirs []string
 	}
-	candidates := []lock{
-		{filepath.Join(r.GitDir, "index.lock"), own},
-		{filepath.Join(r.GitDir, "HEAD.lock"), own},
-		{filepath.Join(r.CommonDir, "packed-refs.lock"), shared},
+	var candidates []lock
+	if index {
+		candidates = append(candidates, lock{filepath.Join(r.GitDir, "index.lock"), own})
 	}
+	candidates = append(candidates,
+		lock{filepath.Join(r.GitDir, "HEAD.lock"), own},
+		lock{filepath.Join(r.CommonDir, "packed-refs.lock"), shared})
 	if strings.HasPrefix(branch, "refs/heads/") {
 		candidates = append(candidates, lock{filepath.Join(r.CommonDir, filepath.FromSlash(branch)+".lock"), shared})
 	}
@@ -283,6 +294,11 @@ func RemoveStale(lock string, seen fs.FileInfo) (bool, error) {
 	}
 	return true, nil
 }
+
+// LockedFile is the lock file git failed on in err ("Unable to create
+// '/repo/.git/refs/heads/main.lock': File exists."), "" when err is not
+// such a failure.
+func LockedFile(err error) string { return lockPathOf(err) }
 
 // lockPathOf is the lock file git names in err ("Unable to create
 // '/repo/.git/index.lock': File exists."), "" when it names none.

@@ -219,3 +219,27 @@ func TestClearStaleLocks(t *testing.T) {
 	}
 	release()
 }
+
+// ClearStaleRefLocks removes the refs' stale locks and never the index's:
+// its caller (a rollback's ref transaction) holds that lock itself, and no
+// git process does.
+func TestClearStaleRefLocksSparesTheIndexLock(t *testing.T) {
+	dir := testRepo(t)
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, head := filepath.Join(r.GitDir, "index.lock"), filepath.Join(r.GitDir, "HEAD.lock")
+	for _, p := range []string{index, head} {
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed := r.ClearStaleRefLocks("refs/heads/main")
+	if len(removed) != 1 || removed[0].Path != head {
+		t.Fatalf("removed %v, want only %s", removed, head)
+	}
+	if _, err := os.Stat(index); err != nil {
+		t.Fatalf("the index lock was removed: %v", err)
+	}
+}
