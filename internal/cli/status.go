@@ -37,7 +37,7 @@ branches of finished stories a parallel run could not merge.
 
 --json prints one object with these keys (stable; new keys may be added):
   root:       the repository's top directory
-  lock:       {held, pid, pid_alive, host, started, session, command}
+  lock:       {held, pid, pid_alive, pid_here (a holder in another PID namespace: its pid here), host, started, session, command}
   checkpoint: null or {head, branch, time, age_seconds, ancestor, snapshot}
   journal:    {on, entries}
   backups:    count of refs under refs/wiggum/backup/
@@ -121,13 +121,16 @@ type StatusReport struct {
 
 // LockStatus is the lock part of StatusReport.
 type LockStatus struct {
-	Held     bool      `json:"held"`
-	PID      int       `json:"pid,omitempty"`
-	PIDAlive bool      `json:"pid_alive"`
-	Host     string    `json:"host,omitempty"`
-	Started  time.Time `json:"started,omitzero"`
-	Session  string    `json:"session,omitempty"`
-	Command  []string  `json:"command,omitempty"`
+	Held     bool `json:"held"`
+	PID      int  `json:"pid,omitempty"`
+	PIDAlive bool `json:"pid_alive"`
+	// PIDHere: the holder's pid in this PID namespace, when its record
+	// (pid) was written in another one - a container's run.
+	PIDHere int       `json:"pid_here,omitempty"`
+	Host    string    `json:"host,omitempty"`
+	Started time.Time `json:"started,omitzero"`
+	Session string    `json:"session,omitempty"`
+	Command []string  `json:"command,omitempty"`
 }
 
 // CheckpointState is the checkpoint part of StatusReport.
@@ -176,6 +179,11 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 		} else if h != nil {
 			r.Lock.PID, r.Lock.Host, r.Lock.Started, r.Lock.Session, r.Lock.Command = h.PID, h.Host, h.Started, h.Session, h.Command
 			r.Lock.PIDAlive = layout.PIDAlive(h.PID)
+			if pid := st.LockPID(); pid > 0 && pid != h.PID {
+				// A run in another PID namespace: its record's pid is
+				// its own there; here it is pid.
+				r.Lock.PIDHere, r.Lock.PIDAlive = pid, layout.PIDAlive(pid)
+			}
 		} else if pid := st.LockPID(); pid > 0 {
 			// No wiggum record: a bash loop's flock, say. The kernel still
 			// knows who took it.
@@ -270,6 +278,9 @@ func printStatus(g *Globals, r *StatusReport) {
 		alive := "alive"
 		if !r.Lock.PIDAlive {
 			alive = "not running here"
+		}
+		if r.Lock.PIDHere > 0 {
+			alive = fmt.Sprintf("of another PID namespace, a container's: pid %d here, %s", r.Lock.PIDHere, alive)
 		}
 		fmt.Fprintf(w, "lock:       held by pid %d (%s) on %s since %s (%s)\n", r.Lock.PID, alive, r.Lock.Host,
 			r.Lock.Started.Local().Format(time.RFC3339), time.Since(r.Lock.Started).Round(time.Second))

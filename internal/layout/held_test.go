@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -84,5 +85,48 @@ func TestHeldWithoutRecordNamesTheHolder(t *testing.T) {
 			}
 			t.Logf("%s (after %v)", err, time.Since(start).Round(time.Millisecond))
 		})
+	}
+}
+
+// After a reboot, a killed run's holder record may name a pid that now
+// belongs to an unrelated live process, while someone else (a bash loop)
+// holds the lock. The record is not the holder's: CurrentHolder (status)
+// drops it, and its session token is no one's (hunt12 #2).
+func TestStaleRecordWithAReusedPIDIsNotTheHolder(t *testing.T) {
+	root := t.TempDir()
+	tr := At(root)
+	if err := os.MkdirAll(filepath.Join(root, StateDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	reused := exec.Command("sleep", "60")
+	if err := reused.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = reused.Process.Kill(); _ = reused.Wait() }()
+	if err := os.WriteFile(tr.Path(HolderFile), []byte(`{"pid":`+strconv.Itoa(reused.Process.Pid)+`,"host":"h","started":"2026-01-01T00:00:00Z","session":"dead-run","command":["wiggum","run"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldHelper$")
+	cmd.Env = append(os.Environ(), "WIGGUM_TEST_HOLD="+tr.Path(LockFile))
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); _ = cmd.Wait() }()
+	var b [5]byte
+	if n, _ := out.Read(b[:]); string(b[:n]) != "held\n" {
+		t.Fatalf("the helper did not take the lock: %q", b[:n])
+	}
+	if tr.LockPID() != cmd.Process.Pid {
+		t.Skip("/proc/locks does not name the holder here")
+	}
+	h, err := tr.CurrentHolder()
+	if err != nil || h != nil {
+		t.Fatalf("CurrentHolder: %+v %v, want none: the record's pid %d is not the lock's holder %d", h, err, reused.Process.Pid, cmd.Process.Pid)
+	}
+	t.Setenv(SessionEnv, "dead-run")
+	if _, ok := tr.InSession(); ok {
+		t.Fatal("the dead run's session token is taken for the live holder's")
 	}
 }

@@ -56,6 +56,9 @@ type HeldError struct {
 	Command string
 	// Wiggum: PID, holding with no record, runs this wiggum's executable.
 	Wiggum bool
+	// HereAs: the holder's pid in this PID namespace, when its record
+	// names it as another namespace sees it (0 otherwise).
+	HereAs int
 	// Waits: the refused command takes --wait (wiggum lock); the others
 	// are told to run again.
 	Waits bool
@@ -66,7 +69,11 @@ func (e *HeldError) Error() string {
 	b.WriteString("another agent is running: the agent lock " + LockFile + " is held")
 	switch {
 	case e.Holder != nil:
-		fmt.Fprintf(&b, " by pid %d on %s since %s (%s ago)", e.Holder.PID, e.Holder.Host,
+		fmt.Fprintf(&b, " by pid %d", e.Holder.PID)
+		if e.HereAs > 0 {
+			fmt.Fprintf(&b, " of another PID namespace (a container's; pid %d here)", e.HereAs)
+		}
+		fmt.Fprintf(&b, " on %s since %s (%s ago)", e.Holder.Host,
 			e.Holder.Started.Local().Format(time.RFC3339), time.Since(e.Holder.Started).Round(time.Second))
 		if len(e.Holder.Command) > 0 {
 			fmt.Fprintf(&b, ", running %q", strings.Join(e.Holder.Command, " "))
@@ -364,12 +371,28 @@ func (t Tree) readHeld() *HeldError {
 	if pid := t.LockPID(); pid > 0 {
 		e.PID = pid
 		if e.Holder != nil && e.Holder.PID != pid {
-			// The record is stale (its writer was killed) or the holder has
-			// not written its own yet.
-			e.Holder = nil
+			if Owns(pid, e.Holder.PID) {
+				// A run in another PID namespace (a container sharing
+				// the checkout): its record names it as it sees itself.
+				e.HereAs = pid
+			} else {
+				// The record is stale (its writer was killed) or the
+				// holder has not written its own yet.
+				e.Holder = nil
+			}
 		}
 	}
 	return e
+}
+
+// Owns reports whether the process lockPID, which holds the agent lock as
+// the kernel sees it from here, is the one a holder record naming
+// recordPID was written by: the same pid, or the same process seen from
+// another PID namespace (its pid in its own namespace is recordPID). A
+// record naming any other pid is stale - after a reboot its pid may even
+// belong to an unrelated live process.
+func Owns(lockPID, recordPID int) bool {
+	return lockPID == recordPID || (recordPID > 0 && innerPID(lockPID) == recordPID)
 }
 
 // Probe reports whether anyone holds the agent lock. It never takes the
@@ -420,7 +443,7 @@ func (t Tree) CurrentHolder() (*Holder, error) {
 		}
 		return nil, err
 	}
-	if pid := t.LockPID(); pid > 0 && pid != h.PID && !PIDAlive(h.PID) {
+	if pid := t.LockPID(); pid > 0 && !Owns(pid, h.PID) {
 		return nil, nil
 	}
 	return &h, nil

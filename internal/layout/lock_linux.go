@@ -131,6 +131,28 @@ func flockHolders(path string) (pids []int, ok bool) {
 	return pids, true
 }
 
+// innerPID returns the pid the process pid has in the innermost PID
+// namespace it belongs to (the last NSpid of /proc/PID/status): its own
+// pid when it shares this one, the pid a container's process sees for
+// itself otherwise; 0 when unknown.
+func innerPID(pid int) int {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				return 0
+			}
+			n, _ := strconv.Atoi(f[len(f)-1])
+			return n
+		}
+	}
+	return 0
+}
+
 // sameExecutable reports whether pid runs the same binary as this process,
 // that is, a wiggum that will write a holder record.
 func sameExecutable(pid int) bool {

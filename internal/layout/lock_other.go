@@ -21,6 +21,7 @@ func dupFile(*os.File) *os.File               { return nil }
 func setLiveMark(*os.File) error              { return nil }
 func flockHolders(string) ([]int, bool)       { return nil, false }
 func sameExecutable(int) bool                 { return false }
+func innerPID(int) int                        { return 0 }
 func describeProcess(int) (time.Time, string) { return time.Time{}, "" }
 
 func probeFile(path string) (bool, error) {
