@@ -58,6 +58,33 @@ func (s *State) RecordCommit(ctx context.Context) error {
 	return s.RecordCommits(ctx, []string{head})
 }
 
+// RecordMerge journals the merge commit a git merge (or git pull) just
+// made on HEAD: git runs post-merge there, never post-commit, and a
+// session's merge commit missing from the journal made its rollback refuse
+// (exit 4), saying the hook was not running. A fast-forward makes no
+// commit - the commits it brings in are other work's - and a merge whose
+// first parent is not the HEAD before it (ORIG_HEAD) is not this merge's:
+// neither is journaled. It is what the post-merge hook runs; like
+// RecordCommit it records nothing where wiggum has never run.
+func (s *State) RecordMerge(ctx context.Context) error {
+	if !s.Used() {
+		return nil
+	}
+	out, err := s.Repo.Line(ctx, "rev-list", "--parents", "-n", "1", "HEAD")
+	if err != nil {
+		return fmt.Errorf("journal: read HEAD: %v", err)
+	}
+	f := strings.Fields(out)
+	if len(f) < 3 {
+		return nil // not a merge commit: a fast-forward
+	}
+	orig, err := os.ReadFile(filepath.Join(s.Repo.GitDir, "ORIG_HEAD"))
+	if err != nil || strings.TrimSpace(string(orig)) != f[1] {
+		return nil
+	}
+	return s.RecordCommits(ctx, f[:1])
+}
+
 // RecordCommits appends commits, made on HEAD's branch by the committing
 // session (WIGGUM_SESSION), to the journal: what the post-commit hook
 // would have recorded for each, for a git that ran no hooks.

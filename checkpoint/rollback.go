@@ -544,8 +544,39 @@ func (s *State) journalFacts(f *rollbackFacts) (*rollbackFacts, error) {
 		for _, e := range entries {
 			f.Journal[e.SHA] = e
 		}
+		if slices.ContainsFunc(f.Commits, func(c string) bool { _, ok := f.Journal[c]; return !ok }) {
+			if err := s.keptElsewhere(f); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return f, nil
+}
+
+// keptElsewhere marks the commits to discard that another branch, a tag
+// or a remote-tracking branch still reaches: those a merge brought in
+// (git merge other), which the rollback takes off this branch but does
+// not destroy, and which are not the session's to prove its own.
+func (s *State) keptElsewhere(f *rollbackFacts) error {
+	args := []string{"rev-list", f.Now.Head, "^" + f.Checkpoint.Head, "--not"}
+	if b := strings.TrimPrefix(f.Now.Branch, "refs/heads/"); b != "" {
+		args = append(args, "--exclude="+b) // matched as --branches names them
+	}
+	out, err := s.Repo.Run(context.Background(), append(args, "--branches", "--tags", "--remotes")...)
+	if err != nil {
+		return fmt.Errorf("list commits: %w", err)
+	}
+	only := map[string]bool{}
+	for _, c := range strings.Fields(out) {
+		only[c] = true
+	}
+	f.Elsewhere = map[string]bool{}
+	for _, c := range f.Commits {
+		if !only[c] {
+			f.Elsewhere[c] = true
+		}
+	}
+	return nil
 }
 
 func backupMessage(reason, head string, cp *Checkpoint) string {

@@ -21,7 +21,10 @@ type rollbackFacts struct {
 	Commits    []string    // commits a rollback would discard, newest first
 	JournalOn  bool        // every commit is journaled by wiggum's post-commit hook
 	Journal    map[string]JournalEntry
-	Session    string // the session rolling back; "" outside any session
+	// Elsewhere: commits to discard that another ref keeps (a merged
+	// branch's), read only when some commit is not journaled.
+	Elsewhere map[string]bool
+	Session   string // the session rolling back; "" outside any session
 	// DiscardForeign lets the rollback discard (after saving) commits it
 	// cannot prove are the session's own.
 	DiscardForeign bool
@@ -135,6 +138,8 @@ func foreignCommit(f *rollbackFacts) string {
 	for _, c := range f.Commits {
 		e, ok := f.Journal[c]
 		switch {
+		case !ok && f.Elsewhere[c]:
+			// A merged branch's: still on that branch after the rollback.
 		case !ok:
 			return fmt.Sprintf("commit %s is not in the commit journal (made while wiggum's post-commit hook was not running), so it may not be this session's to discard%s", short(c), howto)
 		case f.Session == "":

@@ -9,8 +9,9 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
-// GitHooks are the git hooks wiggum installs.
-var GitHooks = []string{"post-commit", "pre-push"}
+// GitHooks are the git hooks wiggum installs. post-merge journals the merge
+// commit git merge and git pull make: git runs no post-commit for it.
+var GitHooks = []string{"post-commit", "post-merge", "pre-push"}
 
 // AllowPushEnv lets a push through while a session holds the lock (see
 // layout.AllowPushEnv for whose setting counts).
@@ -35,7 +36,8 @@ func (e *PushRefusedError) Error() string {
 	return fmt.Sprintf("push refused: %s holds this repository's agent lock, and an agent must not publish work; push after the session ends, or set %s=1 to push anyway", who, AllowPushEnv)
 }
 
-// GitHook runs one git hook. post-commit appends the commit to the journal;
+// GitHook runs one git hook. post-commit appends the commit to the journal,
+// post-merge the merge commit git merge made;
 // pre-push refuses while a wiggum session holds the lock. A hook wiggum does
 // not implement does nothing.
 func GitHook(ctx context.Context, dir, name string) error {
@@ -46,6 +48,12 @@ func GitHook(ctx context.Context, dir, name string) error {
 			return err
 		}
 		return st.RecordCommit(ctx)
+	case "post-merge":
+		st, err := checkpoint.Open(ctx, dir)
+		if err != nil {
+			return err
+		}
+		return st.RecordMerge(ctx)
 	case "pre-push":
 		root := findRoot(dir)
 		if root == "" {

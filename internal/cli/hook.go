@@ -20,7 +20,7 @@ type HookCmd struct {
 	Codex  HookAgentCmd `cmd:"" help:"Answer one Codex hook event (JSON on stdin)."`
 	Gemini HookAgentCmd `cmd:"" help:"Answer one Gemini CLI hook event (JSON on stdin)."`
 	Cursor HookAgentCmd `cmd:"" help:"Answer one Cursor hook event (JSON on stdin)."`
-	Git    HookGitCmd   `cmd:"" help:"Run one git hook (post-commit, pre-push)."`
+	Git    HookGitCmd   `cmd:"" help:"Run one git hook (post-commit, post-merge, pre-push)."`
 }
 
 // Help is shown by `wiggum hook --help`.
