@@ -283,15 +283,50 @@ func (j *journal) keep() (bool, error) {
 // directory: a hard link made when the run opens its journal.
 const JournalLink = "wiggum-run-journal"
 
-// JournalToRead is the run journal of the repository st: at its path, or
-// by its second name when an agent's rm -rf .ralph took it (the next run
-// puts it back: restoreJournal).
-func JournalToRead(st *checkpoint.State) string {
-	path := st.RuntimePath(JournalFile)
+// ReadRepoRunState is ReadRunState of the repository st's run journal: at
+// its path, or by its second name when an agent's rm -rf .ralph took it
+// (the next run puts it back: restoreJournal). A damaged journal's error
+// names both names, and the way to start over.
+func ReadRepoRunState(st *checkpoint.State) (*RunState, error) {
+	path, link := st.RuntimePath(JournalFile), journalLink(st)
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		return journalLink(st)
+		if _, _, _, err := readJournal(link); !isCorrupt(err) {
+			path = link
+		}
+		// else: the person moved the damaged journal aside, and the next
+		// run drops its second name (restoreJournal): no run to show.
 	}
-	return path
+	rs, err := ReadRunState(path)
+	return rs, journalAdvice(err, link)
+}
+
+func isCorrupt(err error) bool {
+	var corrupt *statefile.CorruptError
+	return errors.As(err, &corrupt)
+}
+
+// journalAdvice makes a damaged journal's error say what gets past it:
+// moving the file aside alone did not, while its second name link brought
+// it back.
+func journalAdvice(err error, link string) error {
+	var corrupt *statefile.CorruptError
+	if !errors.As(err, &corrupt) {
+		return err
+	}
+	c := *corrupt
+	c.Advice = fmt.Sprintf("inspect or move it aside, then run again (its second name %s is dropped with it); or start over with wiggum run --fresh, which keeps it aside", link)
+	return &c
+}
+
+// setJournalAside moves a damaged journal at path out of the way for
+// --fresh, kept beside it under a name that says what it is; the new
+// journal takes over its second name when it is linked.
+func setJournalAside(path string) (string, error) {
+	aside := path + ".corrupt-" + time.Now().UTC().Format("20060102T150405Z")
+	if err := os.Rename(path, aside); err != nil {
+		return "", fmt.Errorf("run journal: keep the damaged journal aside: %w", err)
+	}
+	return aside, nil
 }
 
 // journalLink is the run journal's second name in the repository st.
@@ -302,6 +337,9 @@ func journalLink(st *checkpoint.State) string {
 // restoreJournal puts the journal back at path from its second name when
 // path is gone (an agent's rm -rf .ralph while the run that kept it was
 // killed, before it could put it back itself); it reports whether it did.
+// A second name that does not read is not put back but removed: the
+// person moved the damaged journal aside, as its error told them, and its
+// second name goes with it - put back, it would refuse the run again.
 func restoreJournal(path, link string) bool {
 	if link == "" {
 		return false
@@ -312,10 +350,33 @@ func restoreJournal(path, link string) bool {
 	if _, err := os.Stat(link); err != nil {
 		return false
 	}
+	if _, _, _, err := readJournal(link); err != nil {
+		if isCorrupt(err) {
+			_ = os.Remove(link)
+		}
+		return false
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return false
 	}
 	return os.Link(link, path) == nil
+}
+
+// drop closes the journal and removes it, and its second name when that
+// is still the same file.
+func (j *journal) drop() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	held, err := j.f.Stat()
+	j.f.Close()
+	if err != nil {
+		return
+	}
+	for _, name := range []string{j.path, j.link} {
+		if fi, err := os.Stat(name); name != "" && err == nil && os.SameFile(fi, held) {
+			_ = os.Remove(name)
+		}
+	}
 }
 
 func (j *journal) close() error {

@@ -262,8 +262,18 @@ func (r *run) openJournal() error {
 	link := journalLink(r.st)
 	restored := restoreJournal(path, link)
 	recs, good, torn, err := readJournal(path)
+	if isCorrupt(err) && r.opts.Fresh {
+		// Starting over needs nothing from it; kept for whoever wants
+		// to look into what damaged it.
+		aside, aerr := setJournalAside(path)
+		if aerr != nil {
+			return aerr
+		}
+		r.disp.printf("the run journal %s is corrupt (%v): --fresh starts a new run, and the damaged journal is kept as %s", relPath(r.st.Repo.Root, path), errors.Unwrap(err), relPath(r.st.Repo.Root, aside))
+		recs, good, torn, err = nil, 0, false, nil
+	}
 	if err != nil {
-		return err
+		return journalAdvice(err, link)
 	}
 	open := len(recs) > 0 && recs[len(recs)-1].T != "close"
 	if restored && open {
@@ -317,8 +327,17 @@ func (r *run) openJournal() error {
 		spent += pending
 		r.disp.printf("resuming the interrupted run of %s (started %s; %s spent so far)", r.planRel, r.led.first.Local().Format("Jan 2 15:04"), usd(spent))
 	}
-	return r.led.record(journalRec{T: "run", Plan: r.planRel, Kind: r.opts.Plan.Kind(), Session: r.session, PID: os.Getpid(), Workers: max(r.opts.Workers, 1),
+	err = r.led.record(journalRec{T: "run", Plan: r.planRel, Kind: r.opts.Plan.Kind(), Session: r.session, PID: os.Getpid(), Workers: max(r.opts.Workers, 1),
 		Remote: r.remoteName(), MaxCost: r.opts.MaxCost, MaxStoryCost: r.opts.MaxStoryCost}, true)
+	if err != nil && !r.resumed {
+		// A new journal without its run record (a disk that filled just
+		// now) records no run, yet would read as a damaged journal and
+		// refuse every run after it: removed, with its second name, so
+		// that freeing space is all the next run needs.
+		r.led.j.drop()
+		r.led.j = nil
+	}
+	return err
 }
 
 // recover saves and cleans what a killed run left: its unfinished attempt

@@ -222,7 +222,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	} else if run != nil && held {
 		r.Run = run
 	}
-	if rs, err := loop.ReadRunState(loop.JournalToRead(st)); err != nil {
+	if rs, err := loop.ReadRepoRunState(st); err != nil {
 		r.Errors = append(r.Errors, err.Error())
 	} else if rs != nil && rs.Open {
 		rs.Interrupted = !held || !r.Lock.PIDAlive

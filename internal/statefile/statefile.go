@@ -26,10 +26,18 @@ import (
 type CorruptError struct {
 	Path string
 	Err  error
+	// Advice replaces "inspect or move it aside, then run again" for a
+	// file where that alone would not be enough (one with a second name
+	// that would bring it back).
+	Advice string
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("%s is corrupt (%v); inspect or move it aside, then run again", e.Path, e.Err)
+	advice := e.Advice
+	if advice == "" {
+		advice = "inspect or move it aside, then run again"
+	}
+	return fmt.Sprintf("%s is corrupt (%v); %s", e.Path, e.Err, advice)
 }
 func (e *CorruptError) Unwrap() error { return e.Err }
 
