@@ -39,7 +39,8 @@ func FuzzMarkDone(f *testing.F) {
 			t.Fatalf("line count changed: %d -> %d", len(was), len(now))
 		}
 		targets := map[int]bool{}
-		for _, s := range parseMarkdown(was) {
+		parsed, _ := parseMarkdown(was)
+		for _, s := range parsed {
 			if s.ID == id && !s.Done {
 				targets[s.line] = true
 			}

@@ -77,7 +77,11 @@ func (m *Markdown) parse() (*mdParse, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &mdParse{id: id, lines: lines, offs: make([]int64, len(lines)), parsed: parseMarkdown(lines)}
+	parsed, unread := parseMarkdown(lines)
+	if err := m.unreadBoxes(unread); err != nil {
+		return nil, err
+	}
+	p := &mdParse{id: id, lines: lines, offs: make([]int64, len(lines)), parsed: parsed}
 	if err := m.sameIDTwice(p.parsed); err != nil {
 		return nil, err
 	}
@@ -120,6 +124,27 @@ func (m *Markdown) sameIDTwice(stories []mdStory) error {
 	return nil
 }
 
+// unreadBoxes refuses a plan with open checkboxes that look like stories
+// but carry no id wiggum can take (US-1a, US_2, US-2.1, none at all): they
+// would never be given to an agent, and the run would end "0 open", exit
+// 0, with them left - worse than a plan where no story reads, which is
+// refused too.
+func (m *Markdown) unreadBoxes(unread []unreadBox) error {
+	if len(unread) == 0 {
+		return nil
+	}
+	var lines []string
+	for i, u := range unread {
+		if i == 5 {
+			lines = append(lines, fmt.Sprintf("and %d more", len(unread)-i))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("line %d %q", u.line+1, u.text))
+	}
+	return badInput("plan: %s has open checkboxes wiggum can take no story id from, which would never be run: %s; give each story an id of letters, a dash and digits (- [ ] US-7: title), and put a checklist item that is no story under its story, indented, or in its ### block",
+		m.File, strings.Join(lines, ", "))
+}
+
 // Kind implements Plan.
 func (m *Markdown) Kind() string { return "markdown" }
 
@@ -151,9 +176,22 @@ func (m *Markdown) read() ([]string, error) {
 	return strings.SplitAfter(string(data), "\n"), nil
 }
 
-// parse finds the stories and their detail blocks, skipping fenced code.
-func parseMarkdown(lines []string) []mdStory {
+// unreadBox is an open checkbox line that is no story and no story's
+// acceptance criterion: one whose id is not letters-dash-digits, or one
+// without an id outside any story's nesting and details block.
+type unreadBox struct {
+	line int
+	text string
+}
+
+// parse finds the stories and their detail blocks, skipping fenced code,
+// and the open checkboxes it cannot read as either (unreadBox).
+func parseMarkdown(lines []string) ([]mdStory, []unreadBox) {
 	var stories []mdStory
+	var unread []unreadBox
+	// storyIndent is the indent of the last story line, -1 after a
+	// heading: a checkbox indented deeper is one of its criteria.
+	storyIndent := -1
 	details := map[string]string{}
 	fence := ""
 	detailID, detailLevel := "", 0
@@ -196,6 +234,7 @@ func parseMarkdown(lines []string) []mdStory {
 		// microsecond a line, and a plan of thousands of stories with
 		// details has tens of thousands of lines that cannot match.
 		if h := headingOf(line); h != nil {
+			storyIndent = -1
 			level := len(h[1])
 			if detailID != "" && level <= detailLevel {
 				flush()
@@ -218,14 +257,79 @@ func parseMarkdown(lines []string) []mdStory {
 				Done:     s[2] != " ",
 				Priority: len(stories),
 			}})
+			storyIndent = len(line) - len(strings.TrimLeft(line, " \t"))
+		} else if indent, rest, ok := openBox(line); ok && rest != "" {
+			criterion := detailID != "" || (storyIndent >= 0 && indent > storyIndent)
+			if malformedID(rest) || !criterion {
+				unread = append(unread, unreadBox{line: i, text: strings.TrimSpace(line)})
+			}
 		}
 	}
 	flush()
 	for i := range stories {
 		stories[i].Details = details[stories[i].ID]
 	}
-	return stories
+	return stories, unread
 }
+
+// openBox reports whether line is an open checkbox list item, with its
+// indent and the text after the box.
+func openBox(line string) (indent int, rest string, ok bool) {
+	t := strings.TrimLeft(line, " \t")
+	indent = len(line) - len(t)
+	n := 0
+	if t != "" && (t[0] == '-' || t[0] == '*' || t[0] == '+') {
+		n = 1
+	} else {
+		for n < len(t) && t[n] >= '0' && t[n] <= '9' {
+			n++
+		}
+		if n == 0 || n == len(t) || (t[n] != '.' && t[n] != ')') {
+			return 0, "", false
+		}
+		n++
+	}
+	after := strings.TrimLeft(t[n:], " \t")
+	if len(after) == len(t[n:]) || !strings.HasPrefix(after, "[ ]") {
+		return 0, "", false
+	}
+	return indent, strings.TrimSpace(after[3:]), true
+}
+
+// malformedID reports whether text starts with what is meant as a story
+// id but is not one wiggum reads: a suffix after the digits (US-1a,
+// US-2.1) or an underscore for the dash (US_2).
+func malformedID(text string) bool {
+	t := strings.TrimLeft(text, "*_")
+	j := 0
+	for j < len(t) && isAlnum(t[j]) {
+		j++
+	}
+	if j == 0 || !isLetter(t[0]) || j == len(t) || (t[j] != '-' && t[j] != '_') {
+		return false
+	}
+	k := j + 1
+	for k < len(t) && t[k] >= '0' && t[k] <= '9' {
+		k++
+	}
+	if k == j+1 {
+		return false
+	}
+	// The token's end: it must be followed by the title's separator (or
+	// nothing) to be meant as an id, not a word such as UTF-8-ish.
+	end := k
+	for end < len(t) && (isAlnum(t[end]) || t[end] == '.' || t[end] == '_' || t[end] == '-') {
+		end++
+	}
+	if end < len(t) && !strings.ContainsRune(" \t:*", rune(t[end])) {
+		return false
+	}
+	return t[j] == '_' || end > k
+}
+
+func isLetter(c byte) bool { return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' }
+
+func isAlnum(c byte) bool { return isLetter(c) || c >= '0' && c <= '9' }
 
 // headingOf matches heading without its backtracking: up to six '#',
 // whitespace, then the text without closing '#'s.
@@ -269,7 +373,13 @@ func storyOf(line string) []string {
 	if j == 0 || j+1 >= len(rest) || rest[j] != '-' || rest[j+1] < '0' || rest[j+1] > '9' {
 		return nil
 	}
-	return storyLine().FindStringSubmatch(line)
+	m := storyLine().FindStringSubmatch(line)
+	// The regular expression's word boundary lets US-2.1 read as US-2
+	// titled ".1": that is no id wiggum reads (malformedID).
+	if m != nil && m[5] == "" && len(m[6]) > 1 && m[6][0] == '.' && isAlnum(m[6][1]) {
+		return nil
+	}
+	return m
 }
 
 var headingID = lazyre.New(`^(?:\*\*|__)?([A-Za-z][A-Za-z0-9]*-[0-9]+)\b`)

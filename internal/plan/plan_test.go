@@ -516,3 +516,34 @@ func TestPRDJSONMarkDoneKeepsTheFile(t *testing.T) {
 		t.Fatalf("appended to an empty list:\n%q", got)
 	}
 }
+
+// An open checkbox that reads as neither a story nor a story's criterion -
+// an id wiggum does not read (US-1a, US_2, US-2.1) or none, outside any
+// story's nesting and details block - refuses the plan, naming its lines:
+// skipped, it was never run and the run ended "0 open", exit 0. US-2.1 is
+// not US-2.
+func TestMarkdownUnreadCheckboxes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plan.md")
+	write(t, path, "- [ ] US-1: one\n  - [ ] nested criterion\n- [ ] US-1a: split a\n- [ ] Add a logout button\n- [ ] US_2: underscore\n- [ ] US-2.1: sub\n- [x] done, no id\n- [ ] US-3: three\n\n### US-3\n- [ ] criterion in details\n")
+	_, err := (&Markdown{File: path}).Stories()
+	var bad *BadInputError
+	if !errors.As(err, &bad) {
+		t.Fatalf("err = %v, want bad input", err)
+	}
+	for _, want := range []string{`line 3 "- [ ] US-1a: split a"`, `line 4 "- [ ] Add a logout button"`, `line 5 "- [ ] US_2: underscore"`, `line 6 "- [ ] US-2.1: sub"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want it to name %s", err, want)
+		}
+	}
+	for _, not := range []string{"line 2", "line 7", "line 11", "line 1 "} {
+		if strings.Contains(err.Error(), not) {
+			t.Errorf("err = %v names %s, which is no unread story", err, not)
+		}
+	}
+
+	write(t, path, "- [ ] US-1: one\n  - [ ] nested criterion\n- [ ] US-3: three\n\n### US-3\n- [ ] criterion in details\n")
+	stories, err := (&Markdown{File: path}).Stories()
+	if err != nil || len(stories) != 2 {
+		t.Fatalf("criteria only: %v, %v", stories, err)
+	}
+}
