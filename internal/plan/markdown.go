@@ -184,11 +184,16 @@ type unreadBox struct {
 	text string
 }
 
-// parse finds the stories and their detail blocks, skipping fenced code,
-// and the open checkboxes it cannot read as either (unreadBox).
+// parse finds the stories and their detail blocks, skipping fenced code
+// and HTML comments, and the open checkboxes it cannot read as either
+// (unreadBox).
 func parseMarkdown(lines []string) ([]mdStory, []unreadBox) {
 	var stories []mdStory
 	var unread []unreadBox
+	// comment: inside an HTML comment that began on an earlier line - how
+	// a story is parked in a plan (every renderer hides it), so nothing
+	// in it is a story to give an agent.
+	comment := false
 	// storyIndent is the indent of the last story line, -1 after a
 	// heading: a checkbox indented deeper is one of its criteria.
 	storyIndent := -1
@@ -214,6 +219,10 @@ func parseMarkdown(lines []string) ([]mdStory, []unreadBox) {
 			line, bom = line[len(utf8BOM):], len(utf8BOM)
 		}
 		trimmed := strings.TrimSpace(line)
+		if comment {
+			comment = !strings.Contains(line, "-->")
+			continue
+		}
 		if fence != "" {
 			if strings.HasPrefix(trimmed, fence) {
 				fence = ""
@@ -229,6 +238,11 @@ func parseMarkdown(lines []string) ([]mdStory, []unreadBox) {
 				detail.WriteString(line + "\n")
 			}
 			continue
+		}
+		if open := strings.LastIndex(line, "<!--"); open >= 0 && !strings.Contains(line[open:], "-->") {
+			comment = true
+			// What comes before the comment on its line is still read.
+			line = line[:open]
 		}
 		// Cheap byte tests first: the regular expressions below cost a
 		// microsecond a line, and a plan of thousands of stories with

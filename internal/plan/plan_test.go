@@ -547,3 +547,28 @@ func TestMarkdownUnreadCheckboxes(t *testing.T) {
 		t.Fatalf("criteria only: %v, %v", stories, err)
 	}
 }
+
+// A story commented out with <!-- --> - how a story is parked, hidden by
+// every renderer - is no story: it was given to an agent and ticked.
+func TestMarkdownCommentedOut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plan.md")
+	write(t, path, "- [ ] US-1: add login <!-- inline note -->\n<!-- postponed until legal signs off:\n- [ ] US-2: delete all user accounts older than a year\n- [ ] no id either\n-->\n- [ ] US-3: three <!-- parked below:\n- [ ] US-4: parked\n-->\n<!-- - [ ] US-5: one line -->\n```\n<!--\n```\n- [ ] US-6: after a fence that only shows a comment\n")
+	m := &Markdown{File: path}
+	stories, err := m.Stories()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range stories {
+		ids = append(ids, s.ID)
+	}
+	if strings.Join(ids, ",") != "US-1,US-3,US-6" {
+		t.Fatalf("ids = %v, want US-1,US-3,US-6", ids)
+	}
+	if stories[1].Title != "three" {
+		t.Errorf("US-3's title = %q", stories[1].Title)
+	}
+	if err := m.MarkDone("US-2"); err == nil {
+		t.Errorf("MarkDone(US-2) of a commented-out story: no error")
+	}
+}
