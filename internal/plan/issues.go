@@ -69,6 +69,14 @@ func (p *Issues) scan() ([]issueFile, error) {
 				if done {
 					out[i].Done = true
 				}
+				// Two open issues with one id (a copied file renamed, its
+				// id left as it was): the second would be moved to
+				// completed with the first and never run, as a markdown
+				// plan's (sameIDTwice).
+				if !done && !out[i].Done {
+					return nil, badInput("plan: %s has two open issues as %s (%s and %s): the second would be completed with the first and never run; give each issue its own id",
+						p.Dir, is.ID, relTo(p.Dir, out[i].path), relTo(p.Dir, path))
+				}
 				continue
 			}
 			byID[is.ID] = len(out)
@@ -138,4 +146,12 @@ func (p *Issues) MarkDone(id string) error {
 		return nil
 	}
 	return &NotFoundError{ID: id, Path: p.Dir}
+}
+
+// relTo is path relative to dir when it is inside it, else path.
+func relTo(dir, path string) string {
+	if rel, err := filepath.Rel(dir, path); err == nil && filepath.IsLocal(rel) {
+		return filepath.ToSlash(rel)
+	}
+	return path
 }

@@ -572,3 +572,28 @@ func TestMarkdownCommentedOut(t *testing.T) {
 		t.Errorf("MarkDone(US-2) of a commented-out story: no error")
 	}
 }
+
+// Two open issues with one id are refused, naming both files, as a
+// markdown plan's two stories with one id are: the second was never run
+// and the run ended "0 open". One open and one completed stays completed.
+func TestIssuesSameIDTwice(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "bugs", "P1-BUG-1-crash-on-start.md"), "# Crash on start\n")
+	write(t, filepath.Join(dir, "features", "P2-BUG-1-dark-mode.md"), "# Add dark mode\n")
+	write(t, filepath.Join(dir, "features", "P3-FEAT-2-export-csv.md"), "# Export CSV\n")
+	_, err := (&Issues{Dir: dir}).Stories()
+	var bad *BadInputError
+	if !errors.As(err, &bad) || !strings.Contains(err.Error(), "two open issues as BUG-1 (bugs/P1-BUG-1-crash-on-start.md and features/P2-BUG-1-dark-mode.md)") {
+		t.Fatalf("err = %v, want bad input naming both files", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "completed"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "bugs", "P1-BUG-1-crash-on-start.md"), filepath.Join(dir, "completed", "P1-BUG-1-crash-on-start.md")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := (&Issues{Dir: dir}).Stories()
+	if err != nil || len(got) != 2 || !got[0].Done {
+		t.Fatalf("open and completed: %+v, %v", got, err)
+	}
+}
