@@ -995,11 +995,15 @@ func (r *run) preflight(ctx context.Context) error {
 	// The identity and the plan's ignore rule are read beside the status:
 	// three reads of one unchanging state, and the run's first agent
 	// waits for all of them. Their answers are judged in the order below.
-	var identErr, ignoredErr error
+	var identErr, ignoredErr, journalErr error
 	var ignored bool
 	var stateIgnored string
 	var reads sync.WaitGroup
 	reads.Go(func() { _, identErr = repo.Run(ctx, "var", "GIT_COMMITTER_IDENT") })
+	// Every rollback reads the commit journal whole: damaged, it would
+	// refuse the first failed attempt's rollback only after the agent's
+	// paid work, leaving that work in the tree. Read it before.
+	reads.Go(func() { _, journalErr = r.st.Journal() })
 	reads.Go(func() { ignored, ignoredErr = repo.OK(ctx, "check-ignore", "-q", "--", r.planRel) })
 	reads.Go(func() { stateIgnored = r.stateIgnored(ctx) })
 	defer reads.Wait()
@@ -1021,6 +1025,9 @@ func (r *run) preflight(ctx context.Context) error {
 	reads.Wait()
 	if identErr != nil {
 		return badinput.Errorf("run: git does not know who commits here; set it with git config user.name and git config user.email")
+	}
+	if journalErr != nil {
+		return fmt.Errorf("run: the commit journal, which every rollback reads, cannot be read: %w", journalErr)
 	}
 	r.branch = now.Branch
 	if err := r.hideState(stateIgnored); err != nil {
