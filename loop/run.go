@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/google/renameio/v2"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -24,6 +25,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/proc"
 	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
 
@@ -116,6 +118,10 @@ type run struct {
 	// abandoned: the main tree's attempt a killed run of another plan
 	// left open, when --fresh starts over instead of resuming it.
 	abandoned *journalRec
+	// prior is the journal a new run replaced (hadPrior: there was one),
+	// put back if the run is refused before its first attempt.
+	prior    []byte
+	hadPrior bool
 }
 
 // open takes the agent lock and sets up the run: its journal (resuming a
@@ -162,7 +168,7 @@ func (r *run) setup(ctx context.Context) error {
 	// the next run is a new one, not "the interrupted run".
 	refused := func(err error) error {
 		if !r.killed {
-			_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
+			r.unrecord(err)
 		}
 		return err
 	}
@@ -302,6 +308,15 @@ func (r *run) openJournal() error {
 				}
 			}
 		}
+		if !open {
+			// Put back if this run is refused before its first attempt
+			// (unrecord): such a run did nothing, and is not the last run
+			// wiggum status shows.
+			if r.prior, err = os.ReadFile(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("run journal: %w", err)
+			}
+			r.hadPrior = err == nil
+		}
 		recs, torn = nil, false
 		if good, err = rewriteJournal(path, nil); err != nil {
 			return err
@@ -338,6 +353,31 @@ func (r *run) openJournal() error {
 		r.led.j = nil
 	}
 	return err
+}
+
+// unrecord takes back the run record of a new run refused before its
+// first attempt (a dirty tree, no commits yet): the journal is put back
+// as it was - the last run's, or none. (A killed run's journal, resumed or
+// started over with --fresh, is not: refused, it stays open.)
+func (r *run) unrecord(why error) {
+	j := r.led.j
+	if j == nil {
+		return
+	}
+	if !r.hadPrior {
+		r.led.j = nil
+		j.drop()
+		return
+	}
+	if err := statefile.Write(j.path, r.prior); err == nil {
+		r.led.j = nil
+		_ = j.close()
+		layout.LinkSecondName(j.path, j.link)
+		return
+	}
+	// Not put back: closed, with why, rather than left to read as a run
+	// a crash interrupted.
+	_ = r.led.record(journalRec{T: "close", Note: closeNote(why)}, true)
 }
 
 // recover saves and cleans what a killed run left: its unfinished attempt
