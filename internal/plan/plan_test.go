@@ -3,6 +3,7 @@ package plan
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -596,4 +597,39 @@ func TestIssuesSameIDTwice(t *testing.T) {
 	if err != nil || len(got) != 2 || !got[0].Done {
 		t.Fatalf("open and completed: %+v, %v", got, err)
 	}
+}
+
+// The stories a prd.json plan keeps between reads follow its own ticks
+// (the passes values after a tick move by a byte) and any other write: each
+// read says what a fresh read of the file says.
+func TestPRDJSONKeptStoriesFollowTicks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prd.json")
+	write(t, path, "\ufeff{\"userStories\": [\n  {\"id\": \"A-1\", \"passes\": false, \"priority\": 3},\n  {\"id\": \"A-2\", \"passes\": false, \"priority\": 1},\n  {\"id\": \"A-3\", \"priority\": 2},\n  {\"id\": \"A-4\", \"passes\": false, \"priority\": 4}\n]}\n")
+	p := &PRDJSON{File: path}
+	same := func(step string) {
+		t.Helper()
+		kept, err := p.Stories()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := (&PRDJSON{File: path}).Stories()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(kept) != fmt.Sprint(fresh) {
+			t.Fatalf("%s: kept %v, the file says %v", step, kept, fresh)
+		}
+	}
+	for _, id := range []string{"A-2", "A-4", "A-3", "A-1"} {
+		same("before " + id)
+		if err := p.MarkDone(id); err != nil {
+			t.Fatal(err)
+		}
+		same("after " + id)
+	}
+	if got := read(t, path); !strings.HasPrefix(got, "\ufeff") || strings.Count(got, `"passes": true`) != 4 {
+		t.Errorf("file after the ticks:\n%s", got)
+	}
+	write(t, path, "{\"userStories\": [{\"id\": \"B-1\", \"passes\": false}]}\n")
+	same("rewritten by someone else")
 }

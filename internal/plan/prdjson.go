@@ -9,12 +9,66 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // PRDJSON is a snarktank/ralph prd.json: userStories with id, title,
 // description, acceptanceCriteria, priority and passes. Lowest priority
 // number runs first; passes: true means done.
-type PRDJSON struct{ File string }
+//
+// A loop asks for the stories several times an iteration, and decoding a
+// plan of 10,000 stories costs a hundred milliseconds: the stories are
+// kept while the file's size, modification time and inode stay the same,
+// as Markdown's parse is, and a tick keeps them up to date with its own
+// write instead of decoding the whole document again.
+type PRDJSON struct {
+	File string
+
+	mu     sync.Mutex
+	cached *prdParse
+}
+
+// prdParse is one read of the file, as it was when id was taken: its
+// stories as Stories says them, and where each story's passes value is
+// (spans, found on the first tick).
+type prdParse struct {
+	id      fileID
+	body    []byte
+	bom     bool
+	stories []Story
+	byID    map[string]int
+	spans   map[string]passesAt
+}
+
+// passesAt is where a story's passes value is in the body: start is -1
+// for a story without a passes field.
+type passesAt struct{ start, end int }
+
+// parse returns the file's stories, from the cache when the file has not
+// changed. The caller holds p.mu and never changes what it holds.
+func (p *PRDJSON) parse() (*prdParse, error) {
+	id, ok := statID(p.File)
+	if ok && p.cached != nil && p.cached.id == id {
+		return p.cached, nil
+	}
+	f, err := p.read()
+	if err != nil {
+		return nil, err
+	}
+	stories, err := p.stories(f.raws)
+	if err != nil {
+		return nil, err
+	}
+	c := &prdParse{id: id, body: f.body, bom: f.bom, stories: stories, byID: make(map[string]int, len(stories))}
+	for i, s := range stories {
+		c.byID[s.ID] = i
+	}
+	p.cached = nil
+	if ok {
+		p.cached = c
+	}
+	return c, nil
+}
 
 // Kind implements Plan.
 func (p *PRDJSON) Kind() string { return "prd.json" }
@@ -71,11 +125,13 @@ func parsePRD(name string, data []byte) (*prdFile, error) {
 
 // Stories implements Plan.
 func (p *PRDJSON) Stories() ([]Story, error) {
-	f, err := p.read()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, err := p.parse()
 	if err != nil {
 		return nil, err
 	}
-	return p.stories(f.raws)
+	return slices.Clone(c.stories), nil
 }
 
 // stories reads raws, the file's userStories, as Stories says them: an
@@ -142,31 +198,49 @@ func (s prdStory) details() string {
 // its text as written (a title's "R&D <b>" stays so). A story with no
 // passes field gets one, and the file is written again (write).
 func (p *PRDJSON) MarkDone(id string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	// A plan that does not read cleanly is never rewritten.
+	c, err := p.parse()
+	if err != nil {
+		return err
+	}
+	if c.spans == nil {
+		c.spans, _ = passesSpans(c.body)
+	}
+	if at, found := c.spans[id]; c.spans != nil {
+		if !found {
+			return &NotFoundError{ID: id, Path: p.File}
+		}
+		if at.start >= 0 {
+			body := c.body
+			if string(body[at.start:at.end]) == "true" {
+				return nil
+			}
+			out := make([]byte, 0, len(utf8BOM)+len(body)+4)
+			if c.bom {
+				out = append(out, utf8BOM...)
+			}
+			out = append(append(append(out, body[:at.start]...), "true"...), body[at.end:]...)
+			p.cached = nil
+			if err := writeAtomic(p.File, out); err != nil {
+				return err
+			}
+			if c.bom {
+				out = out[len(utf8BOM):]
+			}
+			p.remember(c, id, at, out)
+			return nil
+		}
+	}
+	// The story has no passes field: the document is written again
+	// whole, from a fresh read.
+	p.cached = nil
 	f, err := p.read()
 	if err != nil {
 		return err
 	}
-	if _, err := p.stories(f.raws); err != nil {
-		return err
-	}
 	body := f.body
-	if start, end, found, ok := passesSpan(body, id); ok {
-		if !found {
-			return &NotFoundError{ID: id, Path: p.File}
-		}
-		if start >= 0 {
-			if string(body[start:end]) == "true" {
-				return nil
-			}
-			out := make([]byte, 0, len(utf8BOM)+len(body)+4)
-			if f.bom {
-				out = append(out, utf8BOM...)
-			}
-			out = append(append(append(out, body[:start]...), "true"...), body[end:]...)
-			return writeAtomic(p.File, out)
-		}
-	}
 	raws := f.raws
 	found := false
 	for i, r := range raws {
@@ -191,14 +265,50 @@ func (p *PRDJSON) MarkDone(id string) error {
 	return p.write(f.doc, raws, f.bom, indentOf(body))
 }
 
+// remember makes c, the parse of the file before the tick of id whose
+// passes value was at, the cache again with body, the file as the tick
+// wrote it (without its byte order mark): the story is done, and the
+// passes values after it moved by what the tick's value changed in length.
+func (p *PRDJSON) remember(c *prdParse, id string, at passesAt, body []byte) {
+	nid, ok := statID(p.File)
+	if !ok {
+		return
+	}
+	shift := len("true") - (at.end - at.start)
+	for k, o := range c.spans {
+		if o.start > at.start {
+			c.spans[k] = passesAt{o.start + shift, o.end + shift}
+		}
+	}
+	c.spans[id] = passesAt{at.start, at.start + len("true")}
+	if i, ok := c.byID[id]; ok {
+		c.stories[i].Done = true
+	}
+	c.body, c.id = body, nid
+	p.cached = c
+}
+
 // passesSpan finds, in a prd.json document, the story whose id is id and
 // the bytes of its passes value: start is -1 when the story has no passes
 // field; found is false when no story has that id. ok is false when the
 // document does not read as a prd.json (write's path then says why).
 func passesSpan(data []byte, id string) (start, end int, found, ok bool) {
+	spans, ok := passesSpans(data)
+	at, found := spans[id]
+	if !found {
+		at = passesAt{-1, -1}
+	}
+	return at.start, at.end, found, ok
+}
+
+// passesSpans finds, in one pass over a prd.json document, where each
+// story's passes value is (the first story of an id, as passesSpan); nil
+// and false when the document does not read as a prd.json.
+func passesSpans(data []byte) (map[string]passesAt, bool) {
+	var spans map[string]passesAt
 	sc := newStoryScan(data)
-	ok = sc.storyLists(func(int) bool {
-		start, end, found = -1, -1, false
+	ok := sc.storyLists(func(int) bool {
+		spans = map[string]passesAt{}
 		for sc.dec.More() {
 			if !sc.delim('{') {
 				return false
@@ -234,13 +344,16 @@ func passesSpan(data []byte, id string) (start, end int, found, ok bool) {
 			if !sc.delim('}') {
 				return false
 			}
-			if sid == id && !found {
-				start, end, found = s, e, true
+			if _, seen := spans[sid]; !seen {
+				spans[sid] = passesAt{s, e}
 			}
 		}
 		return true
 	})
-	return start, end, found, ok
+	if !ok {
+		return nil, false
+	}
+	return spans, true
 }
 
 // indentOf is the unit of indentation of a JSON document as written: the
