@@ -90,11 +90,26 @@ func LinkSecondName(path, link string) {
 	if link == "" {
 		return
 	}
+	if fi, err := os.Stat(path); err == nil {
+		if li, err := os.Stat(link); err == nil && os.SameFile(fi, li) {
+			return
+		}
+	}
 	tmp := link + ".tmp"
 	_ = os.Remove(tmp)
 	if os.Link(path, tmp) == nil {
-		_ = os.Rename(tmp, link)
+		// A rename onto another name of the same file does nothing and
+		// succeeds (POSIX), and one onto a directory fails: either way
+		// tmp would stay, a stray third name.
+		if os.Rename(tmp, link) != nil || exists(tmp) {
+			_ = os.Remove(tmp)
+		}
 	}
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // lockSecond opens and locks (exclusive flock, tried until deadline;
