@@ -265,6 +265,13 @@ func (s *State) moveRecordRef(ctx context.Context, value string, started *git.St
 					return err
 				}
 				old = "" // none yet
+				// Or one that no longer resolves (a disk hiccup, a sync
+				// tool wrote over it): git can neither update nor delete
+				// it ("reference broken"), and every checkpoint - every
+				// run - would fail on it. It is wiggum's own record and
+				// proves nothing any more (a rollback refuses it):
+				// removed, to be written anew.
+				s.dropBrokenRef(ref)
 			}
 		}
 		if old == "" {
@@ -282,6 +289,21 @@ func (s *State) moveRecordRef(ctx context.Context, value string, started *git.St
 		}
 	}
 	return err
+}
+
+// dropBrokenRef removes ref's loose file when it holds no object id: a
+// ref git calls broken. A ref that holds one is left to git.
+func (s *State) dropBrokenRef(ref string) {
+	path := filepath.Join(s.Repo.CommonDir, filepath.FromSlash(ref))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	v := strings.TrimSpace(string(data))
+	if strings.HasPrefix(v, "ref: ") || ((len(v) == 40 || len(v) == 64) && strings.Trim(v, "0123456789abcdef") == "") {
+		return
+	}
+	_ = os.Remove(path)
 }
 
 // settle puts a pending record that took effect in place before the
@@ -354,6 +376,27 @@ func (s *State) currentCheckpoint(ctx context.Context) (cp *Checkpoint, ref stri
 		return &pending, ref, nil
 	}
 	return cp, ref, err
+}
+
+// Unverified is why a rollback would not trust the checkpoint cp, the
+// record wiggum status shows: wiggum's checkpoint ref is missing, broken,
+// names an object that is gone, or names another state ("" when it
+// agrees). It is the rollback's rule (recordMismatch) on the ref alone:
+// the snapshot's parent, which the rollback also checks, is not read.
+func (s *State) Unverified(ctx context.Context, cp *Checkpoint) string {
+	rec, err := s.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", s.snapshotRef()+"^{object}")
+	if err != nil {
+		rec = ""
+	}
+	if rec != "" && rec != cp.recordedValue() {
+		// A checkpoint killed between moving the ref and renaming its
+		// record into place: the pending record the ref names is the one
+		// a rollback takes.
+		if cur, _, err := s.currentCheckpoint(ctx); err == nil && cur != nil && cur.recordedValue() == rec {
+			return ""
+		}
+	}
+	return recordMismatch(&rollbackFacts{Checkpoint: cp, Recorded: rec, RecordRef: s.snapshotRef(), SnapshotParent: cp.Head})
 }
 
 // Reinstate writes cp back as the checkpoint record when the record is

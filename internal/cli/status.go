@@ -38,7 +38,9 @@ branches of finished stories a parallel run could not merge.
 --json prints one object with these keys (stable; new keys may be added):
   root:       the repository's top directory
   lock:       {held, pid, pid_alive, pid_here (a holder in another PID namespace: its pid here), host, started, session, command}
-  checkpoint: null or {head, branch, time, age_seconds, ancestor, snapshot}
+  checkpoint: null or {head, branch, time, age_seconds, ancestor, snapshot,
+              unverified} (unverified: why a rollback would not trust it;
+              absent when it would)
   journal:    {on, entries}
   backups:    count of refs under refs/wiggum/backup/
   interrupted_restore: a recover or rollback a killed wiggum left half done:
@@ -141,6 +143,10 @@ type CheckpointState struct {
 	AgeSeconds int64     `json:"age_seconds"`
 	Ancestor   bool      `json:"ancestor"`
 	Snapshot   bool      `json:"snapshot"`
+	// Unverified: why a rollback would not trust the checkpoint (its
+	// record ref missing, broken or naming another state); absent when
+	// it would.
+	Unverified string `json:"unverified,omitempty"`
 }
 
 // JournalStatus is the journal part of StatusReport.
@@ -194,6 +200,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 		cs := &CheckpointState{Head: cp.Head, Branch: cp.Branch, Time: cp.Time,
 			AgeSeconds: int64(time.Since(cp.Time).Seconds()), Snapshot: cp.Snapshot != ""}
 		cs.Ancestor, _ = st.Repo.OK(ctx, "merge-base", "--is-ancestor", cp.Head, "HEAD")
+		cs.Unverified = st.Unverified(ctx, cp)
 		r.Checkpoint = cs
 	} else if !errors.Is(err, checkpoint.ErrNoCheckpoint) {
 		r.Errors = append(r.Errors, err.Error())
@@ -289,6 +296,9 @@ func printStatus(g *Globals, r *StatusReport) {
 		anc := "still an ancestor of HEAD"
 		if !cp.Ancestor {
 			anc = "NOT an ancestor of HEAD: rollback would refuse"
+		}
+		if cp.Unverified != "" {
+			anc = "UNVERIFIED: rollback would refuse: " + cp.Unverified
 		}
 		fmt.Fprintf(w, "checkpoint: %s on %s, %s old, %s\n", cp.Head[:12], checkpoint.BranchName(cp.Branch),
 			(time.Duration(cp.AgeSeconds) * time.Second).String(), anc)
