@@ -1064,6 +1064,14 @@ func (r *run) preflight(ctx context.Context) error {
 	// Without an identity every commit would fail, after the agent's work.
 	reads.Wait()
 	if identErr != nil {
+		// Only a git var that ran and said no is a missing identity: one
+		// that could not start (out of file descriptors, processes or
+		// memory) or was killed says nothing of the config, and sending
+		// the person to fix theirs would be wrong.
+		var ge *git.Error
+		if !errors.As(identErr, &ge) || ge.Status() <= 0 {
+			return fmt.Errorf("run: read git's committer identity: %w", identErr)
+		}
 		return badinput.Errorf("run: git does not know who commits here; set it with git config user.name and git config user.email")
 	}
 	if journalErr != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/checkpointentry"
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/hookentry"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/proc"
 	"github.com/wiggum-dev/wiggum/internal/signals"
 	"github.com/wiggum-dev/wiggum/internal/termtext"
@@ -79,10 +80,16 @@ func (g *Globals) WorkDir() string {
 
 // State opens wiggum's state for the working tree the command acts in.
 func (g *Globals) State(ctx context.Context) (*checkpoint.State, error) {
-	st, err := checkpoint.Open(ctx, g.WorkDir())
+	repo, err := git.Open(ctx, g.WorkDir())
 	if err != nil {
 		return nil, badinput.Wrap(err)
 	}
+	// Not through checkpoint.Open: its exclude write failing (a full
+	// disk) is a failure, not bad input.
+	if err := layout.EnsureExcluded(repo.InfoDir); err != nil {
+		return nil, err
+	}
+	st := checkpoint.FromRepo(repo)
 	g.warnInterrupted(st)
 	return st, nil
 }

@@ -507,7 +507,8 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	// The repository opened above, not a second `git rev-parse`.
 	st := checkpoint.FromRepo(repo)
 	if err := layout.EnsureExcluded(repo.InfoDir); err != nil {
-		return badinput.Wrap(err)
+		// A write that failed (a full disk) is no bad input: exit 1.
+		return fmt.Errorf("run: %w", err)
 	}
 	// The agent's hooks are `wiggum hook ...`, looked up on PATH: they
 	// must find this binary, or the agent works unguarded.
