@@ -403,6 +403,9 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	if err := noStories(repo.Root, p); err != nil {
 		return err
 	}
+	if err := plan.Unread(p); err != nil {
+		return err
+	}
 	if c.Workers < 1 || c.Workers > loop.MaxWorkers {
 		return badinput.Errorf("run: --workers must be between 1 and %d, got %d", loop.MaxWorkers, c.Workers)
 	}

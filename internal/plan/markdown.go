@@ -42,6 +42,9 @@ type mdParse struct {
 	open, first int
 	// byID indexes parsed by story id, built on the first tick.
 	byID map[string][]int
+	// unread: the open checkboxes that are neither story nor criterion,
+	// which a run refuses to start with (Unread).
+	unread []unreadBox
 }
 
 type fileID struct {
@@ -78,10 +81,7 @@ func (m *Markdown) parse() (*mdParse, error) {
 		return nil, err
 	}
 	parsed, unread := parseMarkdown(lines)
-	if err := m.unreadBoxes(unread); err != nil {
-		return nil, err
-	}
-	p := &mdParse{id: id, lines: lines, offs: make([]int64, len(lines)), parsed: parsed}
+	p := &mdParse{id: id, lines: lines, offs: make([]int64, len(lines)), parsed: parsed, unread: unread}
 	if err := m.sameIDTwice(p.parsed); err != nil {
 		return nil, err
 	}
@@ -124,15 +124,22 @@ func (m *Markdown) sameIDTwice(stories []mdStory) error {
 	return nil
 }
 
-// unreadBoxes refuses a plan with open checkboxes that look like stories
-// but carry no id wiggum can take (US-1a, US_2, US-2.1, none at all): they
+// Unread refuses a plan with open checkboxes that look like stories but
+// carry no id wiggum can take (US-1a, US_2, US-2.1, none at all): they
 // would never be given to an agent, and the run would end "0 open", exit
 // 0, with them left - worse than a plan where no story reads, which is
-// refused too.
-func (m *Markdown) unreadBoxes(unread []unreadBox) error {
-	if len(unread) == 0 {
+// refused too. A run asks before it starts; such a line an agent adds
+// later is no reason to fail its attempt (the next run names it), so
+// reading the stories does not refuse it. A plan that does not read at
+// all is left to the run, which says why.
+func (m *Markdown) Unread() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, err := m.parse()
+	if err != nil || len(p.unread) == 0 {
 		return nil
 	}
+	unread := p.unread
 	var lines []string
 	for i, u := range unread {
 		if i == 5 {

@@ -62,6 +62,16 @@ func NextOpen(p Plan, skip map[string]bool) (*Story, int, error) {
 	return Next(stories, skip), Open(stories), nil
 }
 
+// Unread refuses a markdown plan with open checkboxes that are neither a
+// story wiggum can read nor a story's criterion (Markdown.Unread); other
+// plans have none.
+func Unread(p Plan) error {
+	if m, ok := p.(*Markdown); ok {
+		return m.Unread()
+	}
+	return nil
+}
+
 // Open counts the stories not done.
 func Open(stories []Story) int {
 	n := 0

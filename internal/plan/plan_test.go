@@ -526,7 +526,12 @@ func TestPRDJSONMarkDoneKeepsTheFile(t *testing.T) {
 func TestMarkdownUnreadCheckboxes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "plan.md")
 	write(t, path, "- [ ] US-1: one\n  - [ ] nested criterion\n- [ ] US-1a: split a\n- [ ] Add a logout button\n- [ ] US_2: underscore\n- [ ] US-2.1: sub\n- [x] done, no id\n- [ ] US-3: three\n\n### US-3\n- [ ] criterion in details\n")
-	_, err := (&Markdown{File: path}).Stories()
+	m := &Markdown{File: path}
+	stories, err := m.Stories()
+	if err != nil || len(stories) != 2 {
+		t.Fatalf("stories: %v, %v; want US-1 and US-3, the unread lines left to Unread", stories, err)
+	}
+	err = m.Unread()
 	var bad *BadInputError
 	if !errors.As(err, &bad) {
 		t.Fatalf("err = %v, want bad input", err)
@@ -543,9 +548,8 @@ func TestMarkdownUnreadCheckboxes(t *testing.T) {
 	}
 
 	write(t, path, "- [ ] US-1: one\n  - [ ] nested criterion\n- [ ] US-3: three\n\n### US-3\n- [ ] criterion in details\n")
-	stories, err := (&Markdown{File: path}).Stories()
-	if err != nil || len(stories) != 2 {
-		t.Fatalf("criteria only: %v, %v", stories, err)
+	if err := Unread(&Markdown{File: path}); err != nil {
+		t.Fatalf("criteria only: %v", err)
 	}
 }
 
