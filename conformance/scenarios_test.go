@@ -70,12 +70,14 @@ func TestGuardDenyReachesModel(t *testing.T) {
 // through | tee - is rolled back mid-iteration, saved under
 // refs/wiggum/backup/, and the model is told.
 func TestFailingTestRunRolledBack(t *testing.T) {
-	for _, how := range []struct{ name, cmd string }{
-		{"exit", "npm test"},
-		{"tee", "npm test 2>&1 | tee test.log"},
+	for _, how := range []struct{ name, cmd, runner string }{
+		{"exit", "npm test", "npm test"},
+		{"tee", "npm test 2>&1 | tee test.log", "npm test"},
 		// An option with a value before the subcommand (a monorepo's
 		// npm --prefix web test) once hid the test run.
-		{"prefix", "npm --prefix . test"},
+		{"prefix", "npm --prefix . test", "npm test"},
+		// Node's own runner, run directly, was not taken for a test run.
+		{"node", "node --test", "node --test"},
 	} {
 		t.Run(how.name, func(t *testing.T) {
 			forEachClient(t, func(t *testing.T, c client) {
@@ -91,7 +93,7 @@ func TestFailingTestRunRolledBack(t *testing.T) {
 				if got := w.git("show", b[0]+":attempt.txt"); got != "attempt\n" {
 					t.Fatalf("the backup %s does not hold the attempt: %q", b[0], got)
 				}
-				if !hasText(w.turnRequest(1).Body, "wiggum: tests failed (npm test)") {
+				if !hasText(w.turnRequest(1).Body, "wiggum: tests failed ("+how.runner+")") {
 					t.Fatalf("the model's next request does not carry wiggum's message:\n%.3000s", w.turnRequest(1).Body)
 				}
 			})

@@ -262,11 +262,58 @@ func runnerOf(args []string) (string, []string) {
 		sub = r[0]
 	}
 	switch base {
-	case "pytest", "py.test", "jest", "vitest", "mocha", "rspec", "bats", "tox", "nox", "phpunit", "ctest", "gotestsum", "ava", "tap", "karma", "cucumber", "behave", "nosetests", "trial", "prove":
+	case "pytest", "py.test", "jest", "vitest", "mocha", "rspec", "bats", "tox", "nox", "phpunit", "ctest", "gotestsum", "ava", "tap", "karma", "cucumber", "behave", "nosetests", "trial", "prove", "busted":
 		return base, args
-	case "go", "cargo", "swift", "deno", "bun", "dotnet", "mix", "zig", "stack", "cabal", "lein", "sbt", "dart", "flutter":
+	case "go", "cargo", "swift", "deno", "bun", "dotnet", "mix", "zig", "stack", "cabal", "lein", "sbt", "dart", "flutter", "bazel", "bazelisk", "playwright":
 		if sub == "test" || sub == "nextest" || (base == "zig" && strings.Contains(strings.Join(args, " "), "build test")) {
 			return base + " test", args
+		}
+		if base == "bun" {
+			return scriptRun(base, rest, sub), args
+		}
+	case "node", "nodejs":
+		// Node's own runner (Node 18+), the test run of a project with
+		// no framework and of one file: node --test test/x.test.js.
+		for _, a := range rest {
+			if a == "--test" || a == "--test-only" {
+				return "node --test", args
+			}
+		}
+	case "turbo":
+		// turbo run test, turbo test, turbo run lint test
+		if sub == "test" || strings.HasPrefix(sub, "test:") {
+			return "turbo test", args
+		}
+		if sub == "run" {
+			for _, a := range skipOptions(base, rest)[1:] {
+				if !strings.HasPrefix(a, "-") && (strings.Contains(a, "test") || strings.Contains(a, "spec")) {
+					return "turbo run " + a, args
+				}
+			}
+		}
+	case "nx":
+		// nx test app, nx run app:test, nx affected -t test,
+		// nx run-many --target=test
+		if sub == "test" || sub == "e2e" {
+			return "nx " + sub, args
+		}
+		for i, a := range rest {
+			v, named := "", false
+			switch {
+			case a == "-t" || a == "--target" || a == "--targets":
+				if i+1 < len(rest) {
+					v, named = rest[i+1], true
+				}
+			case strings.HasPrefix(a, "--target=") || strings.HasPrefix(a, "--targets="):
+				_, v, _ = strings.Cut(a, "=")
+				named = true
+			case sub == "run" && strings.Contains(a, ":"):
+				_, v, _ = strings.Cut(a, ":")
+				named = true
+			}
+			if named && (strings.Contains(v, "test") || strings.Contains(v, "e2e")) {
+				return "nx " + v, args
+			}
 		}
 	case "python", "python3", "python2":
 		for i, a := range args {
@@ -281,19 +328,7 @@ func runnerOf(args []string) (string, []string) {
 		if sub == "test" || sub == "t" || strings.HasPrefix(sub, "test:") {
 			return base + " test", args
 		}
-		if sub == "run" || sub == "run-script" {
-			for _, a := range skipOptions(base, rest)[1:] {
-				if !strings.HasPrefix(a, "-") {
-					if strings.Contains(a, "test") || strings.Contains(a, "spec") {
-						return base + " run " + a, args
-					}
-					break
-				}
-			}
-		}
-		if base == "yarn" && (sub == "jest" || sub == "vitest" || sub == "mocha") {
-			return sub, args
-		}
+		return scriptRun(base, rest, sub), args
 	case "make", "gmake", "just", "task", "mage", "rake", "ninja":
 		for _, a := range args[1:] {
 			if strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
@@ -311,6 +346,44 @@ func runnerOf(args []string) (string, []string) {
 		}
 	}
 	return "", args
+}
+
+// scriptRun recognises a package manager's run of a test script (npm run
+// test:unit, bun run test) and of a package's binary: npm exec, pnpm exec,
+// pnpm dlx, bunx-like forms, and yarn's and pnpm's bare pnpm vitest, which
+// run a binary as npx does.
+func scriptRun(base string, rest []string, sub string) string {
+	r := skipOptions(base, rest)
+	// The binary it runs, by name: the directory options that count are
+	// the package manager's, in the caller's argv.
+	runner := func(args []string) string {
+		name, _ := runnerOf(args)
+		return name
+	}
+	switch sub {
+	case "":
+		return ""
+	case "run", "run-script":
+		for _, a := range r[1:] {
+			if !strings.HasPrefix(a, "-") {
+				if strings.Contains(a, "test") || strings.Contains(a, "spec") {
+					return base + " run " + a
+				}
+				break
+			}
+		}
+		if base != "bun" {
+			return ""
+		}
+		// bun run also runs a file or a binary: bun run vitest.
+		return runner(skipOptions(base, r[1:]))
+	case "exec", "dlx", "x":
+		return runner(skipOptions(base, r[1:]))
+	}
+	if base == "yarn" || base == "pnpm" {
+		return runner(r)
+	}
+	return ""
 }
 
 // Outcome is what a test run's output says about it.

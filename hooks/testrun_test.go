@@ -8,7 +8,8 @@ import (
 )
 
 // The fixtures are real outputs of the runners (go test, pytest, bats,
-// rspec, cargo test, make, jest, vitest, mocha, npm test), generated on this
+// rspec, cargo test, make, jest, vitest, mocha, npm test, node --test),
+// generated on this
 // machine from tiny suites. Every *_pass fixture prints a decoy ("FAIL is
 // just text", "  1 failing", "Failures: none") from inside a passing test.
 func TestClassifyRealRunnerOutput(t *testing.T) {
@@ -117,6 +118,38 @@ func TestTestRunner(t *testing.T) {
 		"go test ./... \"unterminated":                "go test",
 		"grep -r 'pytest' .":                          "",
 		"ls && npm run build && npm test 2>&1 | tail": "npm test",
+		// Runners and forms that are neither a package script nor a
+		// known binary's name alone.
+		"node --test":                      "node --test",
+		"node --test test/x.test.js":       "node --test",
+		"node --test-reporter=spec --test": "node --test",
+		"node --test-only a.test.js":       "node --test",
+		"node server.js":                   "",
+		"npx playwright test":              "playwright test",
+		"npx playwright install":           "",
+		"bun run test":                     "bun run test",
+		"bun run build":                    "",
+		"bun test":                         "bun test",
+		"pnpm vitest":                      "vitest",
+		"pnpm vitest run":                  "vitest",
+		"pnpm exec jest":                   "jest",
+		"pnpm dlx vitest run":              "vitest",
+		"npm exec -- jest":                 "jest",
+		"pnpm eslint .":                    "",
+		"yarn jest":                        "jest",
+		"bazel test //...":                 "bazel test",
+		"bazel build //...":                "",
+		"turbo run test":                   "turbo run test",
+		"turbo test":                       "turbo test",
+		"turbo run lint test":              "turbo run test",
+		"turbo run build":                  "",
+		"nx test app":                      "nx test",
+		"nx affected -t test":              "nx test",
+		"nx run-many --target=test":        "nx test",
+		"nx run app:test":                  "nx test",
+		"nx build app":                     "",
+		"nx affected -t lint":              "",
+		"busted":                           "busted",
 	}
 	for cmd, want := range cases {
 		if got := TestRunner(cmd); got != want {
