@@ -78,6 +78,10 @@ func TestFailingTestRunRolledBack(t *testing.T) {
 		{"prefix", "npm --prefix . test", "npm test"},
 		// Node's own runner, run directly, was not taken for a test run.
 		{"node", "node --test", "node --test"},
+		// Only node's closing counts are left after a tail (# fail 1),
+		// and its spec reporter prints no "not ok" line (ℹ fail 1).
+		{"tail", "npm test 2>&1 | tail -12", "npm test"},
+		{"spec", "node --test --test-reporter=spec 2>&1 | tee test.log", "node --test"},
 	} {
 		t.Run(how.name, func(t *testing.T) {
 			forEachClient(t, func(t *testing.T, c client) {

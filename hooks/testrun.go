@@ -3,6 +3,7 @@ package hooks
 import (
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -560,7 +561,7 @@ func Classify(output string, exitCode int) Outcome {
 	sigs := runnerSignals()
 	// mocha prints "N failing" right after "N passing (time)" (and
 	// "N pending"); only there is it the runner's summary.
-	afterMocha := false
+	afterMocha, afterNodePass := false, false
 	for line := range strings.Lines(output) {
 		line = strings.TrimRight(line, "\r\n")
 		if strings.IndexByte(line, 0x1b) >= 0 {
@@ -580,6 +581,20 @@ func Classify(output string, exitCode int) Outcome {
 			return Failed
 		}
 		afterMocha = digit && mochaSummary.MatchString(trimmed)
+		// Node's test runner closes with its counts, "# pass N" then
+		// "# fail N" (TAP) or "ℹ pass N" then "ℹ fail N" (its spec
+		// reporter, which prints no "not ok" line at all). Only right
+		// after the pass count is a fail count the summary - a test
+		// may print "# fail 1" - and it survives the | tail -N that cut
+		// the "not ok" lines.
+		if word, n, ok := nodeCount(line); ok && word == "fail" && afterNodePass {
+			if n > 0 {
+				return Failed
+			}
+			pass = true
+		} else {
+			afterNodePass = ok && word == "pass"
+		}
 		if !pass {
 			for _, i := range sigs.passIdx[trimmed[0]] {
 				if sigs.pass[i].match(line, trimmed) {
@@ -593,6 +608,27 @@ func Classify(output string, exitCode int) Outcome {
 		return Passed
 	}
 	return Unknown
+}
+
+// nodeCount reads one of the counts that close a run of Node's test
+// runner: "# fail 1" (TAP) or "ℹ fail 1" (spec), unindented, nothing after
+// the number.
+func nodeCount(line string) (word string, n int, ok bool) {
+	rest, found := strings.CutPrefix(line, "# ")
+	if !found {
+		if rest, found = strings.CutPrefix(line, "ℹ "); !found {
+			return "", 0, false
+		}
+	}
+	word, num, found := strings.Cut(rest, " ")
+	if !found || (word != "pass" && word != "fail") {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimRight(num, " "))
+	if err != nil || n < 0 || num == "" || num[0] < '0' || num[0] > '9' {
+		return "", 0, false
+	}
+	return word, n, true
 }
 
 // Tail returns the last n lines of s, at most max bytes, for failure logs

@@ -50,6 +50,12 @@ func TestClassifyWithoutSummary(t *testing.T) {
 	if got := Classify("  1 failing\n", -1); got != Unknown {
 		t.Errorf("a lone mocha-looking line is not a summary: %s", got)
 	}
+	if got := Classify("# fail 1\nℹ fail 1\n", -1); got != Unknown {
+		t.Errorf("a fail count not right after node's pass count is no summary: %s", got)
+	}
+	if got := Classify("\x1b[34mℹ pass 0\x1b[39m\n\x1b[34mℹ fail 2\x1b[39m\n", 0); got != Failed {
+		t.Errorf("colored node spec summary: %s", got)
+	}
 	colored := "\x1b[31m--- FAIL: TestX (0.00s)\x1b[0m\n"
 	if got := Classify(colored, 0); got != Failed {
 		t.Errorf("colored go failure: %s", got)
