@@ -105,6 +105,31 @@ func TestFailingTestRunRolledBack(t *testing.T) {
 	}
 }
 
+// A failing test run whose output has no summary wiggum knows (the
+// build step before the tests throws) fails by its exit status - which
+// Codex's PostToolUse does not carry: wiggum reads it from Codex's
+// transcript.
+func TestFailingRunWithoutSummaryRolledBack(t *testing.T) {
+	forEachClient(t, func(t *testing.T, c client) {
+		w := newWorld(t, c)
+		writeFile(t, filepath.Join(w.dir, "package.json"), `{"name": "app", "private": true, "scripts": {"test": "node build.js && node --test"}}`+"\n")
+		writeFile(t, filepath.Join(w.dir, "build.js"), "throw new Error('cannot build: missing module ./gen')\n")
+		w.git("add", "-A")
+		w.git("commit", "-qm", "a build step")
+		w.srv.Script(fakemodel.Turn{Shell: "echo attempt > attempt.txt && npm test"}, fakemodel.Turn{Text: "done"})
+		w.run(0)
+		if _, err := os.Stat(filepath.Join(w.dir, "attempt.txt")); err == nil {
+			t.Fatal("attempt.txt survived the failing test run: nothing was rolled back")
+		}
+		if b := w.backups(); len(b) == 0 || w.git("show", b[0]+":attempt.txt") != "attempt\n" {
+			t.Fatalf("no backup holding the attempt: %v", b)
+		}
+		if !hasText(w.turnRequest(1).Body, "wiggum: tests failed (npm test)") {
+			t.Fatalf("the model's next request does not carry wiggum's message:\n%.3000s", w.turnRequest(1).Body)
+		}
+	})
+}
+
 // (c) wiggum run commits the story end to end, ticks it, and records the
 // tokens (and cost, where the client reports one) in the event log.
 func TestRunCommitsStory(t *testing.T) {

@@ -21,6 +21,8 @@ type claudeIn struct {
 	Error          any    // error
 	StopHookActive bool   // stop_hook_active
 	Prompt         string // prompt
+	Transcript     string // transcript_path
+	ToolUseID      string // tool_use_id
 }
 
 func decodeClaude(data []byte) (claudeIn, error) {
@@ -33,6 +35,7 @@ func decodeClaude(data []byte) (claudeIn, error) {
 		SessionID: str(m, "session_id"), Cwd: str(m, "cwd"), Event: str(m, "hook_event_name"),
 		ToolName: str(m, "tool_name"), ToolInput: m["tool_input"], ToolResponse: m["tool_response"],
 		Error: m["error"], StopHookActive: stop, Prompt: str(m, "prompt"),
+		Transcript: str(m, "transcript_path"), ToolUseID: str(m, "tool_use_id"),
 	}, nil
 }
 
@@ -59,15 +62,29 @@ func (claude) Parse(data []byte) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	ev := in.event("claude")
+	return in.claudeEvent("claude"), nil
+}
+
+// claudeEvent reads an event of Claude Code's wire format, which Codex
+// shares.
+func (in *claudeIn) claudeEvent(agent string) Event {
+	ev := in.event(agent)
 	switch in.Event {
 	case "PreToolUse":
 		ev.Kind = KindPreTool
 	case "PostToolUse":
 		ev.Kind = KindPostTool
 		ev.Output, ev.ExitCode = toolOutput(in.ToolResponse)
-		if ev.ExitCode < 0 && ev.Shell {
-			// PostToolUse fires only when the tool succeeded.
+		switch {
+		case ev.ExitCode >= 0 || !ev.Shell:
+		case agent == "codex":
+			// Codex runs PostToolUse for failed commands too, and (0.171)
+			// sends only their output: the exit status is in its
+			// transcript, read when a test run's output does not settle
+			// it (transcriptExit).
+			ev.Transcript, ev.CallID = in.Transcript, in.ToolUseID
+		default:
+			// Claude Code's PostToolUse fires only when the tool succeeded.
 			ev.ExitCode = 0
 		}
 		if r, ok := in.ToolResponse.(map[string]any); ok && ev.Shell {
@@ -93,7 +110,7 @@ func (claude) Parse(data []byte) (Event, error) {
 	case "SessionStart":
 		ev.Kind = KindReset
 	}
-	return ev, nil
+	return ev
 }
 
 // taskNotifications reads the <task-notification> blocks of a prompt
@@ -179,8 +196,11 @@ func renderClaude(ev Event, r Response, canAsk bool) []byte {
 type codex struct{}
 
 func (codex) Parse(data []byte) (Event, error) {
-	ev, err := claude{}.Parse(data)
-	ev.Agent = "codex"
+	in, err := decodeClaude(data)
+	if err != nil {
+		return Event{}, err
+	}
+	ev := in.claudeEvent("codex")
 	switch {
 	case ev.ToolName == "apply_patch":
 		// Codex's file-edit tool: tool_input.command is the patch.
@@ -198,7 +218,7 @@ func (codex) Parse(data []byte) (Event, error) {
 		// code in the tool response.
 		ev.Kind = KindPostFailure
 	}
-	return ev, err
+	return ev, nil
 }
 
 func (codex) Render(ev Event, r Response) []byte {

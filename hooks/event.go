@@ -45,6 +45,10 @@ type Event struct {
 	Skill    string
 	Output   string // what the tool printed (stdout and stderr)
 	ExitCode int    // -1 when the agent does not say
+	// Transcript and CallID, for a shell tool whose exit status the
+	// event does not carry, are where the agent recorded it: Codex's
+	// session transcript and its id for the call (transcriptExit).
+	Transcript, CallID string
 	// StopHookActive is set when the agent is already continuing because
 	// of a Stop hook: blocking again would trap it in a loop.
 	StopHookActive bool

@@ -593,7 +593,13 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 		return Response{}
 	}
 	if Classify(ev.Output, ev.ExitCode) != Failed {
-		return Response{}
+		// Output with no failing summary (a compile error, a crash, a
+		// reporter wiggum does not know) fails by its exit status,
+		// which Codex keeps in its transcript: read only here, for a
+		// test run the output did not settle.
+		if ev.ExitCode >= 0 || ev.Transcript == "" || transcriptExit(ev.Transcript, ev.CallID) <= 0 {
+			return Response{}
+		}
 	}
 	if root == "" {
 		return Response{}

@@ -25,6 +25,10 @@ func payload(t testing.TB, name, cwd string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A payload that names a transcript (codex's) has it beside it, as
+	// the agent had written it when it ran the hook.
+	transcript, _ := filepath.Abs(filepath.Join("testdata", "payloads", strings.TrimSuffix(name, ".json")+".rollout.jsonl"))
+	data = bytes.ReplaceAll(data, []byte("{{TRANSCRIPT}}"), []byte(transcript))
 	return bytes.ReplaceAll(data, []byte("{{CWD}}"), []byte(cwd))
 }
 
@@ -51,6 +55,9 @@ func TestParsePayloads(t *testing.T) {
 		{"claude_notification.json", KindUnknown, false, "", -1, "", ""},
 		{"codex_pretooluse.json", KindPreTool, true, "bash -lc 'git reset --hard'", -1, "", ""},
 		{"codex_posttooluse_fail.json", KindPostFailure, true, "cargo test", 101, "test result: FAILED", ""},
+		// Codex 0.171 sends a failed command's output and no exit
+		// status: unknown, not 0.
+		{"codex_posttooluse_nosummary.json", KindPostTool, true, "echo attempt > attempt.txt && npm test", -1, "cannot build", ""},
 		{"gemini_beforetool.json", KindPreTool, true, "git clean -fdx", -1, "", ""},
 		{"gemini_aftertool_fail.json", KindPostFailure, true, "pytest -q", 1, "1 failed, 1 passed", ""},
 		{"gemini_afteragent.json", KindStop, false, "", -1, "", ""},
@@ -246,6 +253,9 @@ func TestFailingTestsRollBackInSession(t *testing.T) {
 		{"claude", "claude_posttooluse_tee_fail.json"},
 		{"claude", "claude_posttoolusefailure.json"},
 		{"codex", "codex_posttooluse_fail.json"},
+		// No summary in the output: the exit status is in codex's
+		// transcript.
+		{"codex", "codex_posttooluse_nosummary.json"},
 		{"gemini", "gemini_aftertool_fail.json"},
 		{"cursor", "cursor_aftershell_fail.json"},
 	} {
