@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
 )
 
 // Snapshots and rollbacks cost what the git they need costs: a private
@@ -242,6 +243,9 @@ func (s *State) writeChanges(ctx context.Context, cat *git.Cat, cp *Checkpoint, 
 			write = append(write, c)
 		}
 	}
+	// Between the two halves the tree is neither the attempt's nor the
+	// checkpoint's: where a crash test stops a rollback.
+	killpoint.At("rollback-files-removed")
 	written, err := s.writeVerbatim(cat, write)
 	if err != nil {
 		return err

@@ -130,6 +130,31 @@ func TestFailingRunWithoutSummaryRolledBack(t *testing.T) {
 	})
 }
 
+// A test-failure hook that Claude Code kills at its timeout before its
+// rollback finishes (a killpoint stands in for the kill) left no record:
+// the failing work was committed as done, exit 0. The run now finds the
+// hook's record, fails the attempt and rolls it back itself.
+func TestHookKilledBeforeRollbackFinished(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		w := newWorld(t, c, fakemodel.Turn{Shell: "echo attempt > attempt.txt && npm test"}, fakemodel.Turn{Text: "done"})
+		// Only a hook reaches this point; the loop's own rollback goes on.
+		w.env = append(w.env, "WIGGUM_TEST_KILLPOINT=hook-rollback-recorded")
+		out := w.run(5)
+		if !strings.Contains(out, "the agent's hook was stopped before its rollback finished") {
+			t.Fatalf("the run does not say the hook's rollback was cut off:\n%s", out)
+		}
+		if log := w.git("log", "--format=%s"); strings.Contains(log, "US-1") {
+			t.Fatalf("the failing attempt was committed:\n%s", log)
+		}
+		if _, err := os.Stat(filepath.Join(w.dir, "attempt.txt")); err == nil {
+			t.Fatal("attempt.txt survived: the run did not roll the attempt back")
+		}
+		if b := w.backups(); len(b) == 0 || w.git("show", b[0]+":attempt.txt") != "attempt\n" {
+			t.Fatalf("no backup holding the attempt: %v", b)
+		}
+	})
+}
+
 // (c) wiggum run commits the story end to end, ticks it, and records the
 // tokens (and cost, where the client reports one) in the event log.
 func TestRunCommitsStory(t *testing.T) {

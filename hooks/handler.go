@@ -19,6 +19,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/guard"
 	gitfiles "github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
@@ -637,6 +638,17 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 		f.Rollback = "not attempted: the session's policy is record"
 		msg += " The failure was recorded for the next attempt; fix the code and run the tests again."
 	default:
+		// The failure is on record before the tree moves: a hook killed
+		// mid-rollback (the agent's hook timeout, the OOM killer) leaves
+		// it for the loop, which then fails the attempt and rolls back
+		// itself, instead of committing a torn tree.
+		f.Rollback = "cut off: the hook was stopped before its rollback finished"
+		if done, err := session.BeginHookRollback(st, f); err != nil {
+			debugLog(root, opts, "record the rollback: %v", err)
+		} else {
+			defer done()
+		}
+		killpoint.At("hook-rollback-recorded")
 		res, err := rollback(ctx, st, sess.Session, "tests failed: "+oneLine(ev.Command))
 		var refused *checkpoint.RefusedError
 		switch {

@@ -198,6 +198,10 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	}
 	e.attemptBranch, e.attemptHead, e.attemptCP = cp.Branch, cp.Head, cp
 	e.indexAtStart = indexStamp(e.st.Repo)
+	// A cut-off hook rollback's record left by an earlier run that was
+	// itself stopped is that run's, whose attempt was rolled back when
+	// this one resumed: not this attempt's failure.
+	_, _ = session.UnfinishedHookRollbacks(e.st)
 	e.planStart = e.readPlan()
 	e.stashAtStart = stashCommits(e.st.Repo)
 	e.worktreesAtStart, e.made, e.planAdded = worktreeNames(e.st.Repo.CommonDir), nil, nil
@@ -532,6 +536,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		}
 		e.event("git_lock_removed", map[string]any{"story": story.ID, "paths": paths})
 	}
+	cut := e.unfinishedHookRollbacks(story.ID)
 	// Before anything reads, commits or rolls back the tree: nothing half
 	// done in git, and on the attempt's branch.
 	left, berr := e.leftInGit(ctx)
@@ -602,6 +607,11 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		o.source = "guard"
 		o.detail = "the attempt " + lost + "; leave wiggum's hooks and the agents' hook settings as they are"
 		o.output = o.detail
+		return o
+	}
+	if cut != nil {
+		o.source, o.output = "test-hook", cut.Output
+		o.detail = fmt.Sprintf("a test run failed during the attempt (%s) and the agent's hook was stopped before its rollback finished (the agent's hook timeout, or the OOM killer), so the tree may be half rolled back", oneLine(cut.Command, 200))
 		return o
 	}
 	if f := e.unrolledTestFailure(story.ID); f != nil {
@@ -1573,6 +1583,32 @@ func prependPath(env []string, dir string) []string {
 // megabytes says a size in MB (10^6 bytes, as git hosts state their limits).
 func megabytes(n int64) string {
 	return strings.TrimSuffix(strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64), ".0") + " MB"
+}
+
+// unfinishedHookRollbacks settles the test failures whose hook rollback
+// began and never finished - the hook was killed part-way (the agent's
+// hook timeout, the OOM killer) or before it moved anything - and returns
+// the last, nil when there is none. Each goes to the failure log, for the
+// retry prompt, with the rollback said to be cut off; the attempt then
+// fails, and its own rollback (which saves the tree first) finishes the
+// job. The agent's processes, its hooks among them, are gone by now.
+func (e *executor) unfinishedHookRollbacks(story string) *session.Failure {
+	cut, err := session.UnfinishedHookRollbacks(e.st)
+	if err != nil {
+		// Unread, they may hold one: the tree is not to be trusted.
+		return &session.Failure{Source: "test-hook", Command: "(unknown)", Output: "wiggum could not read its hooks' rollback records: " + err.Error()}
+	}
+	for _, f := range cut {
+		if f.Story == "" {
+			f.Story = story
+		}
+		_ = session.AppendFailure(e.st, f)
+		e.event("hook_rollback_cut", map[string]any{"story": story, "command": f.Command})
+	}
+	if len(cut) == 0 {
+		return nil
+	}
+	return &cut[len(cut)-1]
 }
 
 // unrolledTestFailure is a failing test run the agent's hook saw during

@@ -45,6 +45,9 @@ const (
 	DebugLog          = "hook-debug.log"
 	GuardUnseenFile   = "guard-unseen" // made before an attempt; the guard hook removes it
 	ReadsDir          = "reads"
+	// HookRollbacksDir holds one file per test-failure rollback an agent's
+	// hook has begun and not finished (session.BeginHookRollback).
+	HookRollbacksDir = "hook-rollbacks"
 )
 
 // SessionEnv is exported by the lock holder to everything it starts
