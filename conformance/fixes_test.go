@@ -517,7 +517,7 @@ func TestClaudeSandbox(t *testing.T) {
 		})
 		t.Run("rollback", func(t *testing.T) {
 			w := sandboxed(t, fakemodel.Turn{Shell: "echo x > x.txt; npm test"}, fakemodel.Turn{Text: "done"})
-			w.run(0)
+			w.run(5) // the model then ends with no new work: the attempt fails
 			if !hasText(w.turnRequest(1).Body, "wiggum: tests failed (npm test)") {
 				t.Fatalf("the model was not told the tests failed:\n%.3000s", w.turnRequest(1).Body)
 			}
@@ -1822,7 +1822,7 @@ func TestBackgroundTestRunRolledBack(t *testing.T) {
 						"description": "run the tests", "run_in_background": true}},
 					fakemodel.Turn{Text: "the tests run in the background"},
 					fakemodel.Turn{Text: "done"})
-				w.run(0)
+				w.run(5) // the model then ends with no new work: the attempt fails
 				if _, err := os.Stat(filepath.Join(w.dir, "attempt.txt")); err == nil {
 					t.Fatalf("attempt.txt survived the failing background test run: nothing was rolled back\nrequests:\n%s", w.requestLog())
 				}
@@ -1915,7 +1915,7 @@ func TestShellInANestedRepository(t *testing.T) {
 				fakemodel.Turn{Shell: "echo attempt > ../../attempt.txt && echo sub > sub.txt && cd ../.. && npm test"},
 				fakemodel.Turn{Text: "done"})
 			addSubmodule(t, w)
-			w.run(0)
+			w.run(5) // the model then ends with no new work: the attempt fails
 			if _, err := os.Stat(filepath.Join(w.dir, "attempt.txt")); err == nil {
 				t.Fatalf("attempt.txt survived the failing test run: nothing was rolled back\nrequests:\n%s", w.requestLog())
 			}
@@ -1943,7 +1943,7 @@ func TestGeminiBackgroundTestRunDenied(t *testing.T) {
 			fakemodel.Turn{Tool: "run_shell_command", Input: map[string]any{"command": "echo attempt > attempt.txt && npm test", "is_background": true, "description": "tests"}},
 			fakemodel.Turn{Shell: "echo attempt > attempt.txt && npm test"},
 			fakemodel.Turn{Text: "done"})
-		w.run(0)
+		w.run(5) // the model then ends with no new work: the attempt fails
 		if body := w.turnRequest(1).Body; !hasText(body, "wiggum: run the tests (npm test) in the foreground") {
 			t.Fatalf("the deny did not reach the model: %s", lastSent(body))
 		}

@@ -86,7 +86,7 @@ func TestFailingTestRunRolledBack(t *testing.T) {
 		t.Run(how.name, func(t *testing.T) {
 			forEachClient(t, func(t *testing.T, c client) {
 				w := newWorld(t, c, fakemodel.Turn{Shell: "echo attempt > attempt.txt && " + how.cmd}, fakemodel.Turn{Text: "done"})
-				w.run(0)
+				w.run(5) // the model then ends with no new work: the attempt fails
 				if _, err := os.Stat(filepath.Join(w.dir, "attempt.txt")); err == nil {
 					t.Fatal("attempt.txt survived the failing test run: nothing was rolled back")
 				}
@@ -117,7 +117,7 @@ func TestFailingRunWithoutSummaryRolledBack(t *testing.T) {
 		w.git("add", "-A")
 		w.git("commit", "-qm", "a build step")
 		w.srv.Script(fakemodel.Turn{Shell: "echo attempt > attempt.txt && npm test"}, fakemodel.Turn{Text: "done"})
-		w.run(0)
+		w.run(5) // the model then ends with no new work: the attempt fails
 		if _, err := os.Stat(filepath.Join(w.dir, "attempt.txt")); err == nil {
 			t.Fatal("attempt.txt survived the failing test run: nothing was rolled back")
 		}
@@ -277,7 +277,7 @@ func TestAgentCommitRolledBack(t *testing.T) {
 		w := newWorld(t, c, fakemodel.Turn{Shell: "echo wip > wip.txt && git add wip.txt && git commit -qm wip; npm test"},
 			fakemodel.Turn{Text: "done"})
 		head := strings.TrimSpace(w.git("rev-parse", "HEAD"))
-		w.run(0)
+		w.run(5) // the model then ends with no new work: the attempt fails
 		if _, err := os.Stat(filepath.Join(w.dir, "wip.txt")); err == nil {
 			t.Fatalf("wip.txt survived the failing test run\nrequests:\n%s", w.requestLog())
 		}
@@ -330,7 +330,7 @@ func TestFailingTestRunRollsBackSubmodule(t *testing.T) {
 	forEachClient(t, func(t *testing.T, c client) {
 		w := newWorld(t, c, fakemodel.Turn{Shell: "echo broken >> vendor/lib/lib.txt && npm test"}, fakemodel.Turn{Text: "done"})
 		addSubmodule(t, w)
-		w.run(0)
+		w.run(5) // the model then ends with no new work: the attempt fails
 		got, err := os.ReadFile(filepath.Join(w.dir, "vendor/lib/lib.txt"))
 		if err != nil || string(got) != "lib\n" {
 			t.Fatalf("vendor/lib/lib.txt after the rollback: %q, %v\nrequests:\n%s", got, err, w.requestLog())

@@ -619,6 +619,11 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		o.detail = fmt.Sprintf("a test run failed during the attempt (%s) and could not be rolled back then (%s)", oneLine(f.Command, 200), f.Rollback)
 		return o
 	}
+	if f := e.rolledBackTestFailure(story.ID); f != nil && e.nothingSinceRollback(ctx) {
+		o.source, o.output = "test-hook", f.Output
+		o.detail = fmt.Sprintf("a test run failed during the attempt (%s) and the agent's hook rolled the work back; the agent changed nothing after that, so the story has none of its work", oneLine(f.Command, 200))
+		return o
+	}
 	e.reportedUsage(iter, story.ID, res.Usage)
 	killpoint.At("agent-exited")
 	if r.opts.TestCmd != "" {
@@ -1609,6 +1614,47 @@ func (e *executor) unfinishedHookRollbacks(story string) *session.Failure {
 		return nil
 	}
 	return &cut[len(cut)-1]
+}
+
+// rolledBackTestFailure is the last failing test run of this attempt
+// that the agent's hook rolled back, nil when there is none.
+func (e *executor) rolledBackTestFailure(story string) *session.Failure {
+	fails, err := session.Failures(e.st, story)
+	if err != nil {
+		return nil
+	}
+	for i := len(fails) - 1; i >= 0; i-- {
+		f := fails[i]
+		if f.Time.Before(e.attemptStarted) {
+			break
+		}
+		if f.Source == "test-hook" && strings.HasPrefix(f.Rollback, "rolled back") {
+			return &f
+		}
+	}
+	return nil
+}
+
+// nothingSinceRollback reports whether the tree is as the attempt's
+// checkpoint left it - HEAD where it began, no change but the plan's
+// tick - after a hook's rollback: the agent, told to start again, gave
+// up and exited 0, and its story would be ticked done with none of its
+// work (changedNothing cannot tell: the rollback rewrote the index). One
+// git status, only after such a rollback.
+func (e *executor) nothingSinceRollback(ctx context.Context) bool {
+	if e.head(ctx) != e.attemptHead {
+		return false
+	}
+	st, err := e.st.Repo.Status(context.WithoutCancel(ctx))
+	if err != nil {
+		return false
+	}
+	for _, p := range st.Paths() {
+		if p != e.run.planRel {
+			return false
+		}
+	}
+	return true
 }
 
 // unrolledTestFailure is a failing test run the agent's hook saw during
