@@ -32,7 +32,7 @@ type JournalEntry struct {
 // JournalOn reports whether wiggum's post-commit hook is installed, so every
 // commit is journaled and rollback can prove who made what.
 func (s *State) JournalOn() bool {
-	data, err := os.ReadFile(filepath.Join(s.Repo.HooksDir, "post-commit"))
+	data, err := statefile.ReadFile(filepath.Join(s.Repo.HooksDir, "post-commit"))
 	return err == nil && bytes.Contains(data, []byte(GitHookMarker))
 }
 
@@ -139,7 +139,7 @@ func describeSession(tok string) string {
 // Journal reports it. A rollback still decodes every entry it relies on.
 func (s *State) JournalEntries() (int, error) {
 	path := s.RuntimePath(layout.JournalFile)
-	f, err := os.Open(path)
+	f, err := statefile.OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}

@@ -69,6 +69,14 @@ func (s *State) quickSnapshot(ctx context.Context, now *git.Status, message stri
 		case "000000":
 			add(treeChange{path: c.Path})
 		case "100644", "100755":
+			// git calls a FIFO (or socket, device) in a tracked file's
+			// place a modified file, and hashing it would wait on the
+			// FIFO for good. It holds no content to save: the snapshot
+			// records the file as gone, and the rollback puts it back.
+			if fi, err := os.Lstat(filepath.Join(s.Repo.Root, filepath.FromSlash(c.Path))); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+				add(treeChange{path: c.Path})
+				continue
+			}
 			add(treeChange{path: c.Path, mode: c.WorktreeMode})
 		case "120000":
 			oid, err := s.symlinkBlob(ow, c.Path)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/guard"
 	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // A test run the agent starts in the background (Claude Code's Bash with
@@ -69,7 +70,7 @@ func tasksDone(ctx context.Context, ev Event, root string, opts Options) Respons
 	var said []string
 	for _, t := range ev.Tasks {
 		note := filepath.Join(backgroundDir(root), fileName(t.ID))
-		cmd, err := os.ReadFile(note)
+		cmd, err := statefile.ReadFile(note)
 		if err != nil {
 			continue // not a test command wiggum saw start
 		}
@@ -104,7 +105,7 @@ func taskOutput(t Task, root string, opts Options) string {
 		debugLog(root, opts, "background test run %s: output file %q is not the task's", t.ID, path)
 		return ""
 	}
-	f, err := openRegular(path)
+	f, err := statefile.OpenRegular(path)
 	if err != nil {
 		debugLog(root, opts, "background test run %s: %v", t.ID, err)
 		return ""

@@ -16,6 +16,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // The commit journal - wiggum's post-commit hook recording each commit and
@@ -155,7 +156,7 @@ func hooksOff(dir string, inline []string) bool {
 		if value != "" && !filepath.IsAbs(value) {
 			value = filepath.Join(dir, value)
 		}
-		data, err := os.ReadFile(filepath.Join(value, "post-commit"))
+		data, err := statefile.ReadFile(filepath.Join(value, "post-commit"))
 		off = value == "" || err != nil || !bytes.Contains(data, []byte(checkpoint.GitHookMarker))
 	}
 	if n, err := strconv.Atoi(os.Getenv("GIT_CONFIG_COUNT")); err == nil {

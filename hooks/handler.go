@@ -444,11 +444,6 @@ func changedBefore(t time.Time) func(path string) bool {
 	}
 }
 
-// readScript reads a script file a guarded command runs: a regular file
-// (symlinks followed, their loops ended by the kernel), at most
-// guard.MaxScript+1 bytes, only the first KiB of a compiled program. A
-// directory or device is refused unread, and the file is opened without
-// blocking, so a FIFO swapped in cannot hang the hook.
 // readDirs lists the directories in dir, for the guard's workspace
 // patterns (at most a few hundred names are read).
 func readDirs(dir string) ([]string, error) {
@@ -470,8 +465,13 @@ func readDirs(dir string) ([]string, error) {
 	return out, nil
 }
 
+// readScript reads a script file a guarded command runs: a regular file
+// (symlinks followed, their loops ended by the kernel), at most
+// guard.MaxScript+1 bytes, only the first KiB of a compiled program. A
+// directory or device is refused unread, and the file is opened without
+// blocking, so a FIFO swapped in cannot hang the hook.
 func readScript(path string) ([]byte, error) {
-	f, err := openRegular(path)
+	f, err := statefile.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
@@ -488,28 +488,6 @@ func readScript(path string) ([]byte, error) {
 	}
 	rest, err := io.ReadAll(io.LimitReader(f, guard.MaxScript+1-int64(n)))
 	return append(head, rest...), err
-}
-
-// openRegular opens a regular file for reading (symlinks followed); a
-// directory or device is refused unopened, and the file is opened without
-// blocking, so a FIFO swapped in cannot hang the hook.
-func openRegular(path string) (*os.File, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	return f, nil
 }
 
 // runEvent records an event in the run's event log: the one the agent's
@@ -939,7 +917,7 @@ func requireRead(ev Event, root string, opts Options) Response {
 	}
 	if root != "" && ev.SessionID != "" {
 		for _, path := range readLogPaths(root, ev.SessionID) {
-			data, _ := os.ReadFile(path)
+			data, _ := statefile.ReadFile(path)
 			for line := range strings.Lines(string(data)) {
 				var p string
 				if json.Unmarshal([]byte(line), &p) == nil && p == target {

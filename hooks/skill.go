@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/guard"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // skillTools load a skill or a custom command (Claude Code's Skill, and
@@ -249,9 +250,9 @@ func skillCommands(path string) []string {
 }
 
 // readSkill reads at most maxSkillFile bytes of a regular file
-// (openRegular: a FIFO in a skill's place cannot hang the hook).
+// (statefile.OpenRegular: a FIFO in a skill's place cannot hang the hook).
 func readSkill(path string) string {
-	f, err := openRegular(path)
+	f, err := statefile.OpenRegular(path)
 	if err != nil {
 		return ""
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 	"github.com/wiggum-dev/wiggum/worktree"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
@@ -930,7 +931,7 @@ var hexID = lazyre.New(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
 // is anywhere else (packed, a reftable, a symbolic ref chain), for the
 // caller to ask git.
 func headFromFiles(gitDir, commonDir string) string {
-	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	head, err := statefile.ReadFile(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
 		return ""
 	}
@@ -939,7 +940,7 @@ func headFromFiles(gitDir, commonDir string) string {
 		if !strings.HasPrefix(ref, "refs/heads/") || strings.Contains(ref, "..") {
 			return ""
 		}
-		data, err := os.ReadFile(filepath.Join(commonDir, filepath.FromSlash(ref)))
+		data, err := statefile.ReadFile(filepath.Join(commonDir, filepath.FromSlash(ref)))
 		if err != nil {
 			return ""
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // An agent that sets a project up - npm install, python -m venv .venv,
@@ -376,7 +377,7 @@ const (
 // caches, secrets, builds - for wiggum status to show why git does not
 // see them.
 func LeftOutRules(commonDir string) []string {
-	data, err := os.ReadFile(filepath.Join(commonDir, "info", "exclude"))
+	data, err := statefile.ReadFile(filepath.Join(commonDir, "info", "exclude"))
 	if err != nil {
 		return nil
 	}

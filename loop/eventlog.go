@@ -49,7 +49,7 @@ func (r *run) keepEvents() (bool, error) {
 		return false, nil
 	}
 	err = statefile.WithLock(path, func() error {
-		newer, err := os.ReadFile(path)
+		newer, err := statefile.ReadFile(path)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}

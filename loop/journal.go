@@ -145,7 +145,7 @@ func decodeLine(line []byte) (journalRec, error) {
 // prefix. A missing file is no records; a torn last line is dropped (torn
 // reports it); damage before the last line is a *statefile.CorruptError.
 func readJournal(path string) (recs []journalRec, good int64, torn bool, err error) {
-	data, err := os.ReadFile(path)
+	data, err := statefile.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, false, nil
 	}

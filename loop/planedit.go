@@ -12,6 +12,7 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // planAtStart is the plan file as an attempt found it, for editSince. A
@@ -32,7 +33,7 @@ func readPlanAtStart(p plan.Plan) *planAtStart {
 	if p == nil || p.Kind() == "issues" {
 		return nil
 	}
-	data, err := os.ReadFile(p.Path())
+	data, err := statefile.ReadFile(p.Path())
 	if err != nil {
 		return nil
 	}
@@ -65,7 +66,7 @@ func (s *planAtStart) editSince(p plan.Plan, story string) *planEdit {
 	if s == nil {
 		return nil
 	}
-	now, err := os.ReadFile(s.path)
+	now, err := statefile.ReadFile(s.path)
 	if err != nil || bytes.Equal(now, s.data) {
 		return nil
 	}
@@ -186,7 +187,7 @@ func markedDone(p plan.Plan, path, story string) ([]byte, error) {
 	if err := p.MarkDone(story); err != nil {
 		return nil, err
 	}
-	return os.ReadFile(path)
+	return statefile.ReadFile(path)
 }
 
 // settleWorkerPlan reads a worker's plan once at its attempt's end: when
@@ -338,7 +339,7 @@ func (r *run) addStoriesOf(story string) {
 		return
 	}
 	path := r.opts.Plan.Path()
-	data, err := os.ReadFile(path)
+	data, err := statefile.ReadFile(path)
 	if err != nil {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // protectHook is the pre-commit framework's hook (pre-commit-hooks') that
@@ -65,7 +66,7 @@ func oneLine(text string, max int) string {
 // changes meanwhile); otherwise the refusal is found at the first
 // commit. nil when the hook lets commits through, or cannot be asked.
 func protectedBranch(ctx context.Context, repo *git.Repo, branch string) error {
-	cfg, err := os.ReadFile(filepath.Join(repo.Root, ".pre-commit-config.yaml"))
+	cfg, err := statefile.ReadFile(filepath.Join(repo.Root, ".pre-commit-config.yaml"))
 	if err != nil || !bytes.Contains(cfg, []byte(protectHook)) {
 		return nil
 	}

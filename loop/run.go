@@ -611,7 +611,7 @@ func (r *run) untick(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, nil // not committed (or ignored): nothing to compare
 	}
-	now, err := os.ReadFile(r.opts.Plan.Path())
+	now, err := statefile.ReadFile(r.opts.Plan.Path())
 	if err != nil {
 		return false, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
 
@@ -77,7 +78,7 @@ func (e *executor) worktreesMade(ctx context.Context) []madeWorktree {
 	slices.Sort(names)
 	for _, n := range names {
 		admin := filepath.Join(repo.CommonDir, "worktrees", n)
-		gitFile, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		gitFile, err := statefile.ReadFile(filepath.Join(admin, "gitdir"))
 		if err != nil {
 			continue
 		}
@@ -86,7 +87,7 @@ func (e *executor) worktreesMade(ctx context.Context) []madeWorktree {
 			continue
 		}
 		m := madeWorktree{Dir: dir, Made: dir, Path: relPath(e.run.st.Repo.Root, dir), name: n}
-		head, _ := os.ReadFile(filepath.Join(admin, "HEAD"))
+		head, _ := statefile.ReadFile(filepath.Join(admin, "HEAD"))
 		tip := strings.TrimSpace(string(head))
 		if e.worktree != "" && !layout.Within(repo.Root, dir) {
 			if strings.Trim(tip, "0") == "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // LandSpec says what to land where.
@@ -776,7 +777,7 @@ func (r *Remote) tickTree(ctx context.Context, tree string, root, data []byte, p
 	if err := p.MarkDone(story); err != nil {
 		return "", fmt.Errorf("remote: tick %s: %w", story, err)
 	}
-	ticked, err := os.ReadFile(p.Path())
+	ticked, err := statefile.ReadFile(p.Path())
 	if err != nil {
 		return "", err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // Machine names the clone a claim comes from: the host's name for people,
@@ -69,7 +70,7 @@ func Identify(repo *git.Repo) (Machine, error) {
 }
 
 func readID(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	data, err := statefile.ReadFile(path)
 	if err != nil {
 		return "", err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
 
@@ -68,7 +69,7 @@ func (r *Remote) fetchAll(ctx context.Context, target string) (string, error) {
 // readRef reads a ref: its loose file when there is one (a fetch writes
 // it; no process to start), else through git.
 func (r *Remote) readRef(ctx context.Context, ref string) (string, error) {
-	if data, err := os.ReadFile(filepath.Join(r.Repo.CommonDir, filepath.FromSlash(ref))); err == nil {
+	if data, err := statefile.ReadFile(filepath.Join(r.Repo.CommonDir, filepath.FromSlash(ref))); err == nil {
 		if sha := strings.TrimSpace(string(data)); len(sha) >= 40 && !strings.HasPrefix(sha, "ref:") {
 			return sha, nil
 		}

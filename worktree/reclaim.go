@@ -466,7 +466,7 @@ func mayHaveBranches(main *git.Repo) bool {
 	if _, err := os.Stat(filepath.Join(main.CommonDir, filepath.FromSlash(BranchPrefix))); !errors.Is(err, fs.ErrNotExist) {
 		return true
 	}
-	packed, err := os.ReadFile(filepath.Join(main.CommonDir, "packed-refs"))
+	packed, err := statefile.ReadFile(filepath.Join(main.CommonDir, "packed-refs"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false
 	}

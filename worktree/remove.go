@@ -17,6 +17,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // Removal says what removing one worktree did.
@@ -291,7 +292,7 @@ func worktreesIn(commonDir, dir string) []string {
 	}
 	var in []string
 	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(commonDir, "worktrees", e.Name(), "gitdir"))
+		data, err := statefile.ReadFile(filepath.Join(commonDir, "worktrees", e.Name(), "gitdir"))
 		if err != nil {
 			continue
 		}

@@ -703,7 +703,7 @@ func halfMadeGit(path string) bool {
 	if gitDir == commonDir {
 		return true // no commondir
 	}
-	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	data, err := statefile.ReadFile(filepath.Join(gitDir, "HEAD"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return true
 	}
@@ -751,7 +751,7 @@ func foreign(reg map[string]registration, path string) bool {
 	if admin == "" || Wiggums(admin, path) {
 		return false
 	}
-	head, err := os.ReadFile(filepath.Join(admin, "HEAD"))
+	head, err := statefile.ReadFile(filepath.Join(admin, "HEAD"))
 	return err == nil && strings.Trim(strings.TrimSpace(string(head)), "0") != ""
 }
 
@@ -824,13 +824,13 @@ func lockReason(story string) string {
 // names its story, its MetaFile recorded once leased, its branch under
 // BranchPrefix (which its removal, unlocked, still has).
 func Wiggums(admin, dir string) bool {
-	if reason, err := os.ReadFile(filepath.Join(admin, "locked")); err == nil && storyOfReason(strings.TrimRight(string(reason), "\n")) != "" {
+	if reason, err := statefile.ReadFile(filepath.Join(admin, "locked")); err == nil && storyOfReason(strings.TrimRight(string(reason), "\n")) != "" {
 		return true
 	}
 	if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(MetaFile))); err == nil {
 		return true
 	}
-	head, _ := os.ReadFile(filepath.Join(admin, "HEAD"))
+	head, _ := statefile.ReadFile(filepath.Join(admin, "HEAD"))
 	return strings.HasPrefix(string(head), "ref: "+BranchPrefix)
 }
 

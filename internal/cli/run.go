@@ -25,6 +25,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/notify"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 	"github.com/wiggum-dev/wiggum/internal/telemetry"
 	"github.com/wiggum-dev/wiggum/loop"
 	"github.com/wiggum-dev/wiggum/remote"
@@ -456,7 +457,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	var tmpl string
 	if c.Prompt != "" {
-		data, err := os.ReadFile(c.Prompt)
+		data, err := statefile.ReadFile(c.Prompt)
 		if err != nil {
 			return badinput.Errorf("run: read --prompt: %v", err)
 		}
@@ -810,7 +811,7 @@ func noStories(root string, p plan.Plan) error {
 	case "prd.json":
 		return badinput.Errorf("run: %s has no stories: its userStories list is empty - nothing to run", name)
 	}
-	if data, err := os.ReadFile(p.Path()); err == nil && (bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) || bytes.IndexByte(data, 0) >= 0) {
+	if data, err := statefile.ReadFile(p.Path()); err == nil && (bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) || bytes.IndexByte(data, 0) >= 0) {
 		return badinput.Errorf("run: %s is not UTF-8 text (UTF-16, as a Windows editor saves \"Unicode\"?): save it as UTF-8", name)
 	}
 	return badinput.Errorf("run: %s has no stories wiggum can read: a story is a checkbox line such as \"- [ ] US-1: the title\" (its id, a colon, its title) - nothing to run", name)

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // Env overrides where the file is.
@@ -78,7 +80,7 @@ func Read(path string) (Config, error) {
 	if path == "" {
 		return c, nil
 	}
-	f, err := os.Open(path)
+	f, err := statefile.OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // MaxLine bounds one line of the log; a longer one is skipped and
@@ -156,7 +158,7 @@ func (r *Reader) Next() (Event, error) {
 // new has been written.
 func (r *Reader) fill() error {
 	if r.f == nil {
-		f, err := os.Open(r.path)
+		f, err := statefile.OpenRegular(r.path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return io.EOF
 		}

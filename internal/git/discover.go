@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // discover answers what Open's rev-parse would, from a few stats and
@@ -76,7 +78,7 @@ func fromDotGit(root, dotgit string) *Repo {
 		if !fi.Mode().IsRegular() || fi.Size() > 4096 {
 			return nil
 		}
-		data, err := os.ReadFile(dotgit)
+		data, err := statefile.ReadFile(dotgit)
 		if err != nil {
 			return nil
 		}
@@ -99,7 +101,7 @@ func fromDotGit(root, dotgit string) *Repo {
 		return nil // git would go on looking, or fail: let it say which
 	}
 	commonDir := gitDir
-	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+	if data, err := statefile.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
 		c := strings.TrimRight(string(data), "\r\n")
 		if c == "" || strings.ContainsAny(c, "\r\n") {
 			return nil
@@ -186,7 +188,7 @@ func configLacks(commonDir, gitDir string, also func(line string) bool, words ..
 		if f == "" {
 			continue
 		}
-		data, err := os.ReadFile(f)
+		data, err := statefile.ReadFile(f)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // Unmerged lists the paths with a conflict recorded in the index (stages
@@ -47,7 +49,7 @@ var errIndexFormat = errors.New("index: not a form read here")
 // hashSize is the repository's object id size in bytes: 32 under
 // extensions.objectFormat = sha256, else 20.
 func hashSize(commonDir string) int {
-	data, err := os.ReadFile(filepath.Join(commonDir, "config"))
+	data, err := statefile.ReadFile(filepath.Join(commonDir, "config"))
 	if err == nil {
 		for _, line := range strings.Split(strings.ToLower(string(data)), "\n") {
 			k, v, ok := strings.Cut(line, "=")
@@ -65,7 +67,7 @@ func hashSize(commonDir string) int {
 // version 3 and later when the extended bit is set, and the path:
 // NUL-padded to 8 bytes in versions 2 and 3, prefix-compressed in 4).
 func unmergedInIndex(path string, hashLen int) ([]string, error) {
-	data, err := os.ReadFile(path)
+	data, err := statefile.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/google/renameio/v2"
+
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // Paths relative to the working-tree root.
@@ -203,7 +205,7 @@ func Exclude(infoDir, header string, rules []string) error {
 // missingRules reads the exclude file at path ("" when there is none) and
 // lists the rules it lacks.
 func missingRules(path string, rules []string) (data []byte, missing []string, err error) {
-	data, err = os.ReadFile(path)
+	data, err = statefile.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("read %s: %w", path, err)
 	}

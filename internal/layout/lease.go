@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // A parallel worker's worktree is leased by holding that worktree's own
@@ -68,7 +70,7 @@ func GitDir(root string) string {
 	if fi.IsDir() {
 		return dotgit
 	}
-	data, err := os.ReadFile(dotgit)
+	data, err := statefile.ReadFile(dotgit)
 	if err != nil {
 		return ""
 	}

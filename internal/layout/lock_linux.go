@@ -13,6 +13,8 @@ import (
 
 	"github.com/gofrs/flock"
 	"golang.org/x/sys/unix"
+
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // The live mark is an open-file-description read lock over the whole lock
@@ -71,7 +73,7 @@ func setLiveMark(f *os.File) error {
 
 // liveMarked reports whether a wiggum holder's live mark is on path.
 func liveMarked(path string) (bool, error) {
-	f, err := os.Open(path)
+	f, err := statefile.OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // Issues is a little-loops issues directory: DIR/<type>/P<n>-<ID>-<slug>.md.
@@ -103,7 +104,7 @@ func (p *Issues) Stories() ([]Story, error) {
 	out := make([]Story, len(files))
 	for i, f := range files {
 		s := f.Story
-		data, err := os.ReadFile(f.path)
+		data, err := statefile.ReadFile(f.path)
 		switch {
 		case err == nil:
 			s.Details = strings.TrimSpace(string(data))

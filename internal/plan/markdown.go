@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // Markdown is a checklist plan: a story is a checkbox line carrying an id
@@ -176,7 +177,7 @@ type mdStory struct {
 }
 
 func (m *Markdown) read() ([]string, error) {
-	data, err := os.ReadFile(m.File)
+	data, err := statefile.ReadFile(m.File)
 	if err != nil {
 		return nil, fmt.Errorf("plan: read %s: %w", m.File, err)
 	}

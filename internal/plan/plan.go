@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // Story is one unit of work.
@@ -217,6 +218,9 @@ func openFile(path string) (Plan, error) {
 	}
 	if fi.IsDir() {
 		return nil, badInput("plan: %s is a directory; use --issues for an issues directory", path)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, badInput("plan: %v; put the plan there as a file, then run again", &statefile.NotRegularError{Path: path, Mode: fi.Mode()})
 	}
 	if strings.EqualFold(filepath.Ext(path), ".json") {
 		return &PRDJSON{File: path}, nil

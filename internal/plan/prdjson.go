@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // PRDJSON is a snarktank/ralph prd.json: userStories with id, title,
@@ -97,7 +98,7 @@ type prdFile struct {
 
 // read reads and parses the plan's file.
 func (p *PRDJSON) read() (*prdFile, error) {
-	data, err := os.ReadFile(p.File)
+	data, err := statefile.ReadFile(p.File)
 	if err != nil {
 		return nil, fmt.Errorf("plan: read %s: %w", p.File, err)
 	}

@@ -147,7 +147,7 @@ func AppendFailureAt(path string, f Failure) error {
 		return err
 	}
 	err = statefile.WithLockWait(path, FailureLockWait, func() error {
-		data, err := os.ReadFile(path)
+		data, err := statefile.ReadFile(path)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}

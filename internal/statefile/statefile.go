@@ -51,7 +51,7 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // again while it keeps changing (at most twice); only content that stays
 // the same and is still damaged is corrupt.
 func ReadJSON(path string, v any, check func() error) error {
-	data, err := os.ReadFile(path)
+	data, err := readState(path)
 	if err != nil {
 		return err
 	}
@@ -63,13 +63,24 @@ func ReadJSON(path string, v any, check func() error) error {
 		if retry == 2 {
 			break
 		}
-		again, rerr := os.ReadFile(path)
+		again, rerr := ReadFile(path)
 		if rerr != nil || bytes.Equal(again, data) {
 			break
 		}
 		data = again
 	}
 	return &CorruptError{Path: path, Err: err}
+}
+
+// readState reads a state file; one that is not a regular file (a FIFO
+// an agent swapped in) is corrupt, said without waiting on it.
+func readState(path string) ([]byte, error) {
+	data, err := ReadFile(path)
+	var nr *NotRegularError
+	if errors.As(err, &nr) {
+		return nil, &CorruptError{Path: path, Err: fmt.Errorf("%s, not a regular file", fileKind(nr.Mode))}
+	}
+	return data, err
 }
 
 func decodeJSON(data []byte, v any, check func() error) error {
@@ -211,10 +222,11 @@ func linked(fi fs.FileInfo) bool {
 }
 
 // Truncate empties the file at path when it is a regular file of its own;
-// a symbolic link there is removed instead, never followed.
+// a symbolic link there is removed instead, never followed, and so is a
+// FIFO (opened without blocking: with no reader that is ENXIO).
 func Truncate(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
-	if errors.Is(err, syscall.ELOOP) {
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENXIO) {
 		return os.Remove(path)
 	}
 	if err != nil {
@@ -237,13 +249,28 @@ func Truncate(path string) error {
 // OpenAppend opens path for appending, creating it, and never through a
 // symbolic link: wiggum's logs and journals are its own files, and a link
 // there (by hand, by an agent, by a commit) would have wiggum write into
-// whatever it names. A link is a clear error naming the file.
+// whatever it names. A link is a clear error naming the file, and so is a
+// FIFO or anything else but a regular file (opened without blocking, never
+// waited on).
 func OpenAppend(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, fmt.Errorf("%s is a symbolic link, and wiggum writes its own files only, never through a link: remove it (rm %s), then run again", path, path)
 	}
-	return f, err
+	if errors.Is(err, syscall.ENXIO) {
+		return nil, fmt.Errorf("%s is a FIFO (named pipe), and wiggum writes its own files only: remove it (rm %s), then run again", path, path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s is %s, and wiggum writes its own files only: remove it (rm %s), then run again", path, fileKind(fi.Mode()), path)
+	}
+	return f, nil
 }
 
 // Exchange makes what Stage wrote into spare the content of path in one
@@ -376,7 +403,7 @@ func WithLock(path string, fn func() error) error {
 // and runs check on each. A missing file is no entries; a damaged line is a
 // *CorruptError naming the line.
 func ReadJSONLines[T any](path string, check func(*T) error) ([]T, error) {
-	data, err := os.ReadFile(path)
+	data, err := readState(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -303,3 +303,38 @@ func TestNeverWritesThroughALink(t *testing.T) {
 		}
 	})
 }
+
+// A FIFO in a state file's place is refused, never waited on: read, it is
+// corrupt; appended to or truncated, an error or removed.
+func TestFIFOIsNeverWaitedOn(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "state.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	var corrupt *CorruptError
+	if err := ReadJSON(fifo, &v, nil); !errors.As(err, &corrupt) || !strings.Contains(err.Error(), "a FIFO (named pipe), not a regular file") {
+		t.Errorf("ReadJSON of a FIFO: %v, want it corrupt", err)
+	}
+	if _, err := ReadJSONLines[map[string]any](fifo, nil); !errors.As(err, &corrupt) {
+		t.Errorf("ReadJSONLines of a FIFO: %v, want it corrupt", err)
+	}
+	var nr *NotRegularError
+	if _, err := ReadFile(fifo); !errors.As(err, &nr) {
+		t.Errorf("ReadFile of a FIFO: %v, want NotRegularError", err)
+	}
+	if _, err := ReadFile(dir); !errors.As(err, &nr) || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("ReadFile of a directory: %v", err)
+	}
+	if f, err := OpenAppend(fifo); err == nil || !strings.Contains(err.Error(), "is a FIFO") {
+		f.Close()
+		t.Errorf("OpenAppend of a FIFO: %v, want a FIFO refused", err)
+	}
+	if err := Truncate(fifo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(fifo); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Truncate left the FIFO: %v", err)
+	}
+}
