@@ -445,9 +445,12 @@ func changedBefore(t time.Time) func(path string) bool {
 }
 
 // readDirs lists the directories in dir, for the guard's workspace
-// patterns (at most a few hundred names are read).
+// patterns (at most a few hundred names are read). dir is opened without
+// blocking and only as a directory: a FIFO named like a workspace
+// directory must not hang the hook (a timed-out PreToolUse hook does not
+// block the command).
 func readDirs(dir string) ([]string, error) {
-	f, err := os.Open(dir)
+	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

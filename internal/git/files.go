@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/wiggum-dev/wiggum/internal/layout"
+	"github.com/wiggum-dev/wiggum/internal/statefile"
 )
 
 // The reads in this file cost a few small file reads and never spawn git:
@@ -62,7 +63,7 @@ func Dirs(root string) (gitDir, commonDir string) {
 		return "", ""
 	}
 	commonDir = gitDir
-	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+	if data, err := statefile.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
 		c := strings.TrimSpace(string(data))
 		if !filepath.IsAbs(c) {
 			c = filepath.Join(gitDir, c)
@@ -78,7 +79,7 @@ func Dirs(root string) (gitDir, commonDir string) {
 // cannot tell: in a repository that keeps its refs in a reftable, HEAD's
 // file is a placeholder naming the branch ".invalid" (ask git then).
 func HeadBranch(gitDir string) (name string, known bool) {
-	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	data, err := statefile.ReadFile(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
 		return "", true
 	}
@@ -123,7 +124,7 @@ func RemoteDefaultBranch(commonDir string) (name string, known bool) {
 	if reftableRefs(commonDir) {
 		return "", false
 	}
-	data, err := os.ReadFile(filepath.Join(commonDir, "refs", "remotes", "origin", "HEAD"))
+	data, err := statefile.ReadFile(filepath.Join(commonDir, "refs", "remotes", "origin", "HEAD"))
 	if err != nil {
 		return "", true
 	}
@@ -150,7 +151,7 @@ func (r *Repo) RefValue(name string) (value string, ok bool) {
 	if reftableRefs(r.CommonDir) {
 		return "", false
 	}
-	data, err := os.ReadFile(filepath.Join(r.CommonDir, filepath.FromSlash(name)))
+	data, err := statefile.ReadFile(filepath.Join(r.CommonDir, filepath.FromSlash(name)))
 	if err == nil {
 		v := strings.TrimSpace(string(data))
 		if strings.HasPrefix(v, "ref:") || (len(v) != 40 && len(v) != 64) {
@@ -161,7 +162,7 @@ func (r *Repo) RefValue(name string) (value string, ok bool) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return "", false
 	}
-	packed, err := os.ReadFile(filepath.Join(r.CommonDir, "packed-refs"))
+	packed, err := statefile.ReadFile(filepath.Join(r.CommonDir, "packed-refs"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", true
 	}
@@ -189,7 +190,7 @@ func (r *Repo) Refs(prefixes ...string) (refs map[string]string, ok bool) {
 		return nil, false
 	}
 	refs = map[string]string{}
-	if f, err := os.Open(filepath.Join(r.CommonDir, "packed-refs")); err == nil {
+	if f, err := statefile.OpenRegular(filepath.Join(r.CommonDir, "packed-refs")); err == nil {
 		st, serr := f.Stat()
 		if serr != nil || st.Size() > maxPackedRefs {
 			f.Close()
@@ -221,7 +222,7 @@ func (r *Repo) Refs(prefixes ...string) (refs map[string]string, ok bool) {
 			if d.IsDir() || strings.HasSuffix(path, ".lock") {
 				return nil
 			}
-			data, err := os.ReadFile(path)
+			data, err := statefile.ReadFile(path)
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // deleted while read
 			}
@@ -272,7 +273,7 @@ func (r *Repo) headFile() (branch string, ok bool) {
 	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
 		return "", false
 	}
-	data, err := os.ReadFile(path)
+	data, err := statefile.ReadFile(path)
 	if err != nil {
 		return "", false
 	}
@@ -311,7 +312,7 @@ func (r *Repo) Reflog(ref string) (entries []ReflogEntry, ok bool) {
 	if reftableRefs(r.CommonDir) {
 		return nil, false
 	}
-	data, err := os.ReadFile(filepath.Join(r.CommonDir, "logs", filepath.FromSlash(ref)))
+	data, err := statefile.ReadFile(filepath.Join(r.CommonDir, "logs", filepath.FromSlash(ref)))
 	if err != nil {
 		return nil, true
 	}
@@ -336,7 +337,7 @@ func (r *Repo) HeadReflogSince(size int64) (entries []ReflogEntry, ok bool) {
 	if reftableRefs(r.CommonDir) {
 		return nil, false
 	}
-	data, err := os.ReadFile(filepath.Join(r.GitDir, "logs", "HEAD"))
+	data, err := statefile.ReadFile(filepath.Join(r.GitDir, "logs", "HEAD"))
 	if err != nil {
 		return nil, true
 	}
