@@ -10,6 +10,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/wiggum-dev/wiggum/internal/git"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // MutexFile is the repository mutex, in the git dir every worktree shares.
@@ -54,7 +55,7 @@ func LockRepo(ctx context.Context, repo *git.Repo) (*Mutex, error) {
 		return nil, fmt.Errorf("worktree: take the repository mutex: %w", ctx.Err())
 	}
 	fl := flock.New(filepath.Join(repo.CommonDir, MutexFile))
-	ok, err := fl.TryLockContext(ctx, 5*time.Millisecond)
+	ok, err := waitLock(ctx, fl)
 	if err != nil || !ok {
 		<-g
 		if err == nil {
@@ -70,6 +71,70 @@ func LockRepo(ctx context.Context, repo *git.Repo) (*Mutex, error) {
 		return nil, err
 	}
 	return &Mutex{fl: fl, gate: g}, nil
+}
+
+// MutexWait is who LockRepo waits for: the process holding the
+// repository mutex (PID 0 when /proc does not say), and whether it is
+// stopped (^Z, SIGSTOP), which it holds the mutex through.
+type MutexWait struct {
+	Path    string
+	PID     int
+	Command string
+	Stopped bool
+}
+
+func (w MutexWait) String() string {
+	if w.PID == 0 {
+		return fmt.Sprintf("waiting for the repository mutex %s, held by a process /proc does not name (another wiggum of this repository, perhaps in a container)", w.Path)
+	}
+	msg := fmt.Sprintf("waiting for the repository mutex %s, held by pid %d", w.Path, w.PID)
+	if w.Command != "" {
+		msg += fmt.Sprintf(" (%s)", w.Command)
+	}
+	if w.Stopped {
+		msg += fmt.Sprintf(", which is stopped (^Z or SIGSTOP) and holds it until it runs again: resume it (kill -CONT %d, or fg in its terminal) or end it (kill %d); this waits until then", w.PID, w.PID)
+	}
+	return msg
+}
+
+// OnMutexWait, when set, is told who holds the repository mutex when
+// LockRepo has waited for it longer than any holder's sequence takes
+// (mutexPatience), and again whenever that holder changes or stops or
+// resumes: a holder stopped with ^Z holds it for as long as it stays
+// stopped, and a run or a prune that waited without a word looked hung.
+var OnMutexWait func(MutexWait)
+
+// mutexPatience is how long a wait for the mutex goes unsaid: its
+// sequences take milliseconds, a merge with a slow hook a few seconds.
+const mutexPatience = time.Second
+
+// waitLock takes fl, polling (flock has no wake-up) until ctx is done, and
+// says who it waits for past mutexPatience.
+func waitLock(ctx context.Context, fl *flock.Flock) (bool, error) {
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	look := time.Now().Add(mutexPatience)
+	var said MutexWait
+	for {
+		if ok, err := fl.TryLock(); ok || err != nil {
+			return ok, err
+		}
+		if now := time.Now(); OnMutexWait != nil && now.After(look) {
+			look = now.Add(mutexPatience)
+			w := MutexWait{Path: fl.Path()}
+			w.PID, w.Command = layout.FlockHolder(fl.Path())
+			w.Stopped = layout.PIDStopped(w.PID)
+			if w != said {
+				said = w
+				OnMutexWait(w)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-poll.C:
+		}
+	}
 }
 
 // Unlock releases the mutex; a second call does nothing.

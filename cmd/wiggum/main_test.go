@@ -11,7 +11,7 @@ import (
 var update = flag.Bool("u", false, "update testscript golden output")
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){"wiggum": main})
+	testscript.Main(m, map[string]func(){"wiggum": main, "stoppedholder": stoppedHolder})
 }
 
 func TestScripts(t *testing.T) {

@@ -25,6 +25,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/proc"
 	"github.com/wiggum-dev/wiggum/internal/signals"
 	"github.com/wiggum-dev/wiggum/internal/termtext"
+	"github.com/wiggum-dev/wiggum/worktree"
 )
 
 // Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
@@ -204,6 +205,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	git.OnStaleLock = func(path string, age time.Duration) {
 		c.Globals.Log().Warn(fmt.Sprintf("removed git's lock %s, last written %s ago: no git that could hold it still runs (one killed mid-command leaves it, and git then refuses every command that writes the index)", path, age))
+	}
+	worktree.OnMutexWait = func(w worktree.MutexWait) {
+		c.Globals.Log().Warn(w.String())
 	}
 	err = kctx.Run()
 	code = exitCode(err)

@@ -360,6 +360,17 @@ func (t Tree) heldError() error {
 	}
 }
 
+// FlockHolder is the pid holding an flock on path and its command line,
+// from /proc/locks (0 when none is seen, or /proc cannot tell).
+func FlockHolder(path string) (pid int, command string) {
+	pids, _ := flockHolders(path)
+	if len(pids) == 0 {
+		return 0, ""
+	}
+	_, command = describeProcess(pids[0])
+	return pids[0], command
+}
+
 // readHeld reads who holds the lock: the holder record, when it belongs to
 // the pid /proc/locks names (or that pid is unknown), and that pid.
 func (t Tree) readHeld() *HeldError {

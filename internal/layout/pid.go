@@ -25,12 +25,29 @@ func PIDAlive(pid int) bool {
 // reaps late - or never - kept a killed wiggum "alive" to the next run,
 // which then waited out its claims' leases instead of taking them over.
 // Where /proc cannot tell, it is not one.
-func zombie(pid int) bool {
+func zombie(pid int) bool { return procState(pid) == 'Z' }
+
+// PIDStopped reports whether pid is stopped (state T: ^Z, SIGSTOP, or t:
+// held by a debugger): alive, holding what it holds, and doing nothing
+// until someone resumes it. Where /proc cannot tell, it is not.
+func PIDStopped(pid int) bool {
+	s := procState(pid)
+	return s == 'T' || s == 't'
+}
+
+// procState is pid's state letter in /proc (0 when unknown).
+func procState(pid int) byte {
+	if pid <= 0 {
+		return 0
+	}
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return false
+		return 0
 	}
 	// pid (comm) state ...: comm may hold spaces and parentheses.
 	i := bytes.LastIndexByte(data, ')')
-	return i >= 0 && i+2 < len(data) && data[i+2] == 'Z'
+	if i < 0 || i+2 >= len(data) {
+		return 0
+	}
+	return data[i+2]
 }
