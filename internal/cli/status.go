@@ -29,7 +29,7 @@ type StatusCmd struct {
 
 // Help is shown by `wiggum status --help`.
 func (c *StatusCmd) Help() string {
-	return `Shows who holds the agent lock (and whether that pid is alive), the checkpoint
+	return `Shows who holds the agent lock (and whether that pid is alive or stopped), the checkpoint
 (commit, branch, age, whether it is still an ancestor of HEAD), whether the commit
 journal is on, how many backups exist, the live run's story and iteration, how
 the last run ended (or what an interrupted one left to resume), and the
@@ -37,7 +37,8 @@ branches of finished stories a parallel run could not merge.
 
 --json prints one object with these keys (stable; new keys may be added):
   root:       the repository's top directory
-  lock:       {held, pid, pid_alive, pid_here (a holder in another PID namespace: its pid here), host, started, session, command}
+  lock:       {held, pid, pid_alive, pid_here (a holder in another PID namespace: its pid here),
+              pid_stopped (^Z, SIGSTOP; absent: not stopped), host, started, session, command}
   checkpoint: null or {head, branch, time, age_seconds, ancestor, snapshot,
               unverified} (unverified: why a rollback would not trust it;
               absent when it would)
@@ -128,11 +129,14 @@ type LockStatus struct {
 	PIDAlive bool `json:"pid_alive"`
 	// PIDHere: the holder's pid in this PID namespace, when its record
 	// (pid) was written in another one - a container's run.
-	PIDHere int       `json:"pid_here,omitempty"`
-	Host    string    `json:"host,omitempty"`
-	Started time.Time `json:"started,omitzero"`
-	Session string    `json:"session,omitempty"`
-	Command []string  `json:"command,omitempty"`
+	PIDHere int `json:"pid_here,omitempty"`
+	// PIDStopped: alive but stopped (^Z, SIGSTOP), holding the lock
+	// until resumed or ended.
+	PIDStopped bool      `json:"pid_stopped,omitempty"`
+	Host       string    `json:"host,omitempty"`
+	Started    time.Time `json:"started,omitzero"`
+	Session    string    `json:"session,omitempty"`
+	Command    []string  `json:"command,omitempty"`
 }
 
 // CheckpointState is the checkpoint part of StatusReport.
@@ -185,15 +189,19 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 		} else if h != nil {
 			r.Lock.PID, r.Lock.Host, r.Lock.Started, r.Lock.Session, r.Lock.Command = h.PID, h.Host, h.Started, h.Session, h.Command
 			r.Lock.PIDAlive = layout.PIDAlive(h.PID)
+			here := h.PID
 			if pid := st.LockPID(); pid > 0 && pid != h.PID {
 				// A run in another PID namespace: its record's pid is
 				// its own there; here it is pid.
 				r.Lock.PIDHere, r.Lock.PIDAlive = pid, layout.PIDAlive(pid)
+				here = pid
 			}
+			r.Lock.PIDStopped = layout.PIDStopped(here)
 		} else if pid := st.LockPID(); pid > 0 {
 			// No wiggum record: a bash loop's flock, say. The kernel still
 			// knows who took it.
 			r.Lock.PID, r.Lock.PIDAlive, r.foreignHolder = pid, layout.PIDAlive(pid), true
+			r.Lock.PIDStopped = layout.PIDStopped(pid)
 		}
 	}
 	if cp, err := st.Load(); err == nil {
@@ -280,17 +288,20 @@ func printStatus(g *Globals, r *StatusReport) {
 	case r.Lock.PID == 0:
 		fmt.Fprintln(w, "lock:       held by a process that left no wiggum record (a bash ralph loop?)")
 	case r.foreignHolder:
-		fmt.Fprintf(w, "lock:       held by pid %d, which left no wiggum record (a bash ralph loop?)\n", r.Lock.PID)
+		fmt.Fprintf(w, "lock:       held by pid %d, which left no wiggum record (a bash ralph loop?)%s\n", r.Lock.PID, stoppedNote(r.Lock))
 	default:
 		alive := "alive"
-		if !r.Lock.PIDAlive {
+		switch {
+		case r.Lock.PIDStopped:
+			alive = "stopped"
+		case !r.Lock.PIDAlive:
 			alive = "not running here"
 		}
 		if r.Lock.PIDHere > 0 {
 			alive = fmt.Sprintf("of another PID namespace, a container's: pid %d here, %s", r.Lock.PIDHere, alive)
 		}
-		fmt.Fprintf(w, "lock:       held by pid %d (%s) on %s since %s (%s)\n", r.Lock.PID, alive, r.Lock.Host,
-			r.Lock.Started.Local().Format(time.RFC3339), time.Since(r.Lock.Started).Round(time.Second))
+		fmt.Fprintf(w, "lock:       held by pid %d (%s) on %s since %s (%s)%s\n", r.Lock.PID, alive, r.Lock.Host,
+			r.Lock.Started.Local().Format(time.RFC3339), time.Since(r.Lock.Started).Round(time.Second), stoppedNote(r.Lock))
 	}
 	if cp := r.Checkpoint; cp != nil {
 		anc := "still an ancestor of HEAD"
@@ -422,4 +433,18 @@ func lastOutcome(note string) string {
 		return "it ended"
 	}
 	return "it stopped: " + strings.TrimPrefix(note, "run: ")
+}
+
+// stoppedNote tells what to do with a lock holder that is stopped (^Z,
+// SIGSTOP): it holds the lock, and does nothing, until someone resumes or
+// ends it.
+func stoppedNote(l LockStatus) string {
+	if !l.PIDStopped {
+		return ""
+	}
+	pid := l.PID
+	if l.PIDHere > 0 {
+		pid = l.PIDHere // what kill takes here
+	}
+	return fmt.Sprintf("; it is stopped (^Z or SIGSTOP) and holds the lock until it runs again: resume it (kill -CONT %d, or fg in its terminal) or end it (kill %d)", pid, pid)
 }

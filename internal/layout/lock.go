@@ -62,6 +62,10 @@ type HeldError struct {
 	// Waits: the refused command takes --wait (wiggum lock); the others
 	// are told to run again.
 	Waits bool
+	// Stopped: the holder is stopped (^Z, SIGSTOP) and keeps the lock
+	// until someone resumes or ends it; waiting for it is waiting for
+	// nothing.
+	Stopped bool
 }
 
 func (e *HeldError) Error() string {
@@ -92,7 +96,12 @@ func (e *HeldError) Error() string {
 			b.WriteString(" (no wiggum holder record: perhaps a bash ralph loop)")
 		}
 	}
-	if e.Waits {
+	if pid := e.PID; e.Stopped {
+		if e.Holder != nil {
+			pid = e.Holder.PID
+		}
+		fmt.Fprintf(&b, "; pid %d is stopped (^Z or SIGSTOP) and holds the lock until it runs again: resume it (kill -CONT %d, or fg in its terminal) or end it (kill %d), then run again", pid, pid, pid)
+	} else if e.Waits {
 		b.WriteString("; wait for it to finish, or use --wait")
 	} else {
 		b.WriteString("; wait for it to finish (wiggum status shows it), then run again")
@@ -392,6 +401,11 @@ func (t Tree) readHeld() *HeldError {
 				e.Holder = nil
 			}
 		}
+	}
+	if e.Holder != nil {
+		e.Stopped = PIDStopped(e.Holder.PID)
+	} else {
+		e.Stopped = PIDStopped(e.PID)
 	}
 	return e
 }
