@@ -111,6 +111,20 @@ func TestIdleTimeout(t *testing.T) {
 	}
 }
 
+// An idle limit under 4ns (a quarter of it no interval) stops a silent
+// agent as any other does; NewTicker panicked on it (hunt10 #7).
+func TestIdleTimeoutOfNanoseconds(t *testing.T) {
+	res, err := Run(context.Background(), sh(t, `sleep 30`), Options{
+		Dir: t.TempDir(), IdleTimeout: 3 * time.Nanosecond, Grace: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != StopIdle {
+		t.Errorf("stopped %q exit %d, want stopped as idle", res.Stopped, res.ExitCode)
+	}
+}
+
 // An agent that keeps talking outlives an idle timeout shorter than its run.
 // The gaps between lines (0.1 s) are 40 times shorter than the timeout, so a
 // loaded machine does not make the test flaky.

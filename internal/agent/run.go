@@ -201,7 +201,9 @@ func Run(ctx context.Context, prof Profile, opts Options) (*Result, error) {
 	}
 	var tick <-chan time.Time
 	if opts.IdleTimeout > 0 {
-		t := time.NewTicker(min(opts.IdleTimeout/4, time.Second))
+		// At least a millisecond: a quarter of a limit under 4ns is no
+		// interval, and NewTicker panics on it.
+		t := time.NewTicker(max(min(opts.IdleTimeout/4, time.Second), time.Millisecond))
 		defer t.Stop()
 		tick = t.C
 	}

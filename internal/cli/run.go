@@ -56,7 +56,7 @@ type RunCmd struct {
 	Fresh          bool          `name:"fresh" help:"Start a new run even though an interrupted run of another plan is recorded (what it left is still saved first)."`
 	NoProgress     int           `name:"no-progress" default:"5" help:"Stop (exit 5) after this many iterations in a row without a completed story."`
 	Timeout        time.Duration `default:"1h" help:"Stop an agent, --test-cmd, or the git hooks of a commit that run longer than this (0: no limit)."`
-	IdleTimeout    time.Duration `name:"idle-timeout" default:"0s" help:"Stop an agent that prints nothing for this long (0: no limit)."`
+	IdleTimeout    time.Duration `name:"idle-timeout" default:"0s" help:"Stop an agent that prints nothing for this long (0: no limit; else at least 10ms)."`
 	Grace          time.Duration `default:"10s" help:"Time between SIGTERM and SIGKILL when stopping an agent."`
 	WaitOnLimit    bool          `name:"wait-on-limit" help:"When the agent hits its usage limit, wait for the reset (with a countdown) instead of stopping; when the model service is down, back off and try again."`
 	AllowDirty     bool          `name:"allow-dirty" help:"Start on a dirty tree; pre-existing changes are left out of every commit."`
@@ -374,6 +374,9 @@ interrupted.
 
 // Run runs the loop.
 func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
+	if err := c.checkDurations(); err != nil {
+		return err
+	}
 	repo, err := git.Open(ctx, g.WorkDir())
 	if err != nil {
 		return badinput.Wrap(err)
@@ -621,6 +624,30 @@ func (e *diskFullError) Error() string {
 func (e *diskFullError) Unwrap() error { return e.error }
 
 // coordinator opens the shared run of --remote.
+// minIdleTimeout is the shortest --idle-timeout: the agent's silence is
+// looked at every quarter of it, and a limit shorter than a process's
+// start is no limit anyone means.
+const minIdleTimeout = 10 * time.Millisecond
+
+// checkDurations refuses a duration flag no run can keep, before anything
+// runs or is written: a negative one, or an idle limit under
+// minIdleTimeout (3ns panicked in the first attempt, leaving an
+// interrupted run behind).
+func (c *RunCmd) checkDurations() error {
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--timeout", c.Timeout}, {"--idle-timeout", c.IdleTimeout}, {"--grace", c.Grace}} {
+		if d.v < 0 {
+			return badinput.Errorf("run: %s must not be negative, got %s (0: no limit)", d.flag, d.v)
+		}
+	}
+	if c.IdleTimeout > 0 && c.IdleTimeout < minIdleTimeout {
+		return badinput.Errorf("run: --idle-timeout must be 0 (no limit) or at least %s, got %s", minIdleTimeout, c.IdleTimeout)
+	}
+	return nil
+}
+
 func (c *RunCmd) coordinator(ctx context.Context, repo *git.Repo, p plan.Plan, g *Globals) (loop.Coordinator, error) {
 	if err := sharePlan(p); err != nil {
 		return nil, err
