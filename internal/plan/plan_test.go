@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func write(t *testing.T, path, data string) {
@@ -636,4 +638,34 @@ func TestPRDJSONKeptStoriesFollowTicks(t *testing.T) {
 	}
 	write(t, path, "{\"userStories\": [{\"id\": \"B-1\", \"passes\": false}]}\n")
 	same("rewritten by someone else")
+}
+
+// A plan - a markdown file, a prd.json, an issues directory - an agent
+// replaced by a FIFO is an error at once, never a wait in open(2) for a
+// writer that never comes (hunt10 #6, hunt11 #4; os.ReadDir opens with
+// O_DIRECTORY, so the issues directory never waited).
+func TestFIFOPlanIsNeverWaitedOn(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []Plan{&Markdown{File: filepath.Join(dir, "plan.md")}, &PRDJSON{File: filepath.Join(dir, "prd.json")}, &Issues{Dir: filepath.Join(dir, "issues")}} {
+		name := filepath.Join(dir, "plan.md")
+		switch p := p.(type) {
+		case *PRDJSON:
+			name = p.File
+		case *Issues:
+			name = p.Dir
+		}
+		if err := syscall.Mkfifo(name, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := p.Stories(); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s a FIFO: no error", name)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s a FIFO: Stories is still waiting on it after a minute", name)
+		}
+	}
 }
