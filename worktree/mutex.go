@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -55,9 +56,18 @@ func LockRepo(ctx context.Context, repo *git.Repo) (*Mutex, error) {
 		return nil, fmt.Errorf("worktree: take the repository mutex: %w", ctx.Err())
 	}
 	fl := flock.New(filepath.Join(repo.CommonDir, MutexFile))
+	start := time.Now()
 	ok, err := waitLock(ctx, fl)
 	if err != nil || !ok {
 		<-g
+		if errors.Is(err, context.DeadlineExceeded) {
+			// A bounded wait (a maintenance command's) that ran out:
+			// name the holder, as a held agent lock is named.
+			busy := &layout.BusyError{What: "the repository mutex", Path: fl.Path(), Waited: time.Since(start).Round(time.Second)}
+			busy.PID, busy.Command = layout.FlockHolder(fl.Path())
+			busy.Stopped = layout.PIDStopped(busy.PID)
+			return nil, busy
+		}
 		if err == nil {
 			err = ctx.Err()
 		}
@@ -92,7 +102,7 @@ func (w MutexWait) String() string {
 		msg += fmt.Sprintf(" (%s)", w.Command)
 	}
 	if w.Stopped {
-		msg += fmt.Sprintf(", which is stopped (^Z or SIGSTOP) and holds it until it runs again: resume it (kill -CONT %d, or fg in its terminal) or end it (kill %d); this waits until then", w.PID, w.PID)
+		msg += fmt.Sprintf(", which is stopped (^Z or SIGSTOP) and holds it until it runs again: resume it (kill -CONT %d, or fg in its terminal) or end it (kill %d)", w.PID, w.PID)
 	}
 	return msg
 }

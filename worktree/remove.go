@@ -136,8 +136,16 @@ func Prune(ctx context.Context, main *git.Repo, dryRun bool) ([]Removal, error) 
 	return out, nil
 }
 
+// pruneMutexWait bounds prune's wait for the repository mutex: a
+// maintenance command gives up, naming the holder, where a run waits on
+// (saying whom for): a holder stopped with ^Z holds it for good, and
+// prune hung with it.
+const pruneMutexWait = 10 * time.Second
+
 func pruneOne(ctx context.Context, main *git.Repo, path string) (*Removal, error) {
-	mu, err := LockRepo(ctx, main)
+	mctx, cancel := context.WithTimeout(ctx, pruneMutexWait)
+	mu, err := LockRepo(mctx, main)
+	cancel()
 	if err != nil {
 		return nil, err
 	}

@@ -111,7 +111,9 @@ git holds is removed, each said. Uncommitted work is saved under
 refs/wiggum/backup/ first (wiggum recover); a branch is deleted only when the
 branch it merges into contains it, and kept otherwise. A worktree there that is
 not wiggum's - an agent's git worktree add ../NAME run in a worker's worktree
-puts it there - is named and left as it is.`
+puts it there - is named and left as it is. The repository mutex a run holds
+for its merges is waited for 10s at most: past that prune fails (exit 1) and
+names the process holding it, and says so when that process is stopped (^Z).`
 }
 
 // Run prunes.

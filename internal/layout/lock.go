@@ -369,6 +369,35 @@ func (t Tree) heldError() error {
 	}
 }
 
+// BusyError is a lock other than the agent lock - the repository mutex -
+// that a command gave up waiting for, and who holds it (PID 0 when /proc
+// does not say).
+type BusyError struct {
+	What    string // "the repository mutex"
+	Path    string
+	Waited  time.Duration
+	PID     int
+	Command string
+	Stopped bool
+}
+
+func (e *BusyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s is still held after %s", e.What, e.Path, e.Waited)
+	if e.PID > 0 {
+		fmt.Fprintf(&b, ", by pid %d", e.PID)
+		if e.Command != "" {
+			fmt.Fprintf(&b, " (%s)", e.Command)
+		}
+	}
+	if e.Stopped {
+		fmt.Fprintf(&b, ", which is stopped (^Z or SIGSTOP) and holds it until it runs again: resume it (kill -CONT %d, or fg in its terminal) or end it (kill %d), then run again", e.PID, e.PID)
+	} else {
+		b.WriteString("; run again when it is done")
+	}
+	return b.String()
+}
+
 // FlockHolder is the pid holding an flock on path and its command line,
 // from /proc/locks (0 when none is seen, or /proc cannot tell).
 func FlockHolder(path string) (pid int, command string) {
