@@ -233,7 +233,7 @@ func readEvent(r io.Reader) ([]byte, error) {
 			return b, err
 		case len(b) > MaxPayload:
 			return b, nil
-		case n > 0 && bytes.HasSuffix(bytes.TrimRight(b, " \t\r\n"), []byte("}")) && json.Valid(b):
+		case n > 0 && bytes.HasSuffix(bytes.TrimRight(b, " \t\r\n"), []byte("}")) && !moreNow(r) && json.Valid(b):
 			return b, nil
 		}
 	}
@@ -279,6 +279,20 @@ type pollReader struct {
 }
 
 var errNoPayload = errors.New("no payload")
+
+// moreNow reports whether r has more input, or its end, to give at once:
+// then the read goes on, and the payload is not parsed an extra time to
+// see whether it is whole (the common case: the agent wrote its event and
+// closed stdin, and the next read says so). Only a stdin left open, with
+// nothing more to read, has its payload checked.
+func moreNow(r io.Reader) bool {
+	p, ok := r.(pollReader)
+	if !ok {
+		return false
+	}
+	pfd := unix.PollFd{Fd: int32(p.fd), Events: unix.POLLIN}
+	return pollWait(&pfd, 0) == 0 && pfd.Revents != 0
+}
 
 func (p pollReader) Read(b []byte) (int, error) {
 	for {
