@@ -219,24 +219,63 @@ func readBounded(r io.Reader) ([]byte, error) {
 // pieces is not parsed again at each.
 func readEvent(r io.Reader) ([]byte, error) {
 	b := make([]byte, 0, 4096)
+	var end objectEnd
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
 		room := min(cap(b), MaxPayload+1) - len(b)
 		n, err := r.Read(b[len(b) : len(b)+room])
+		whole := end.scan(b[len(b) : len(b)+n])
 		b = b[:len(b)+n]
 		switch {
 		case err == io.EOF:
 			return b, nil
 		case err != nil:
 			return b, err
-		case len(b) > MaxPayload:
-			return b, nil
-		case n > 0 && bytes.HasSuffix(bytes.TrimRight(b, " \t\r\n"), []byte("}")) && !moreNow(r) && json.Valid(b):
+		case len(b) > MaxPayload, whole:
 			return b, nil
 		}
 	}
+}
+
+// objectEnd follows a JSON text as it arrives, one pass over each byte:
+// its nesting and its strings, to tell when the outermost object or array
+// has closed - the payload is whole - without parsing it again at every
+// read (the decoder validates it once, after).
+type objectEnd struct {
+	depth            int
+	inString, escape bool
+	opened           bool
+}
+
+// scan reads the next bytes and reports whether the outermost value
+// closed in them.
+func (o *objectEnd) scan(p []byte) bool {
+	for _, c := range p {
+		switch {
+		case o.inString:
+			switch {
+			case o.escape:
+				o.escape = false
+			case c == '\\':
+				o.escape = true
+			case c == '"':
+				o.inString = false
+			}
+		case c == '"':
+			o.inString = true
+		case c == '{' || c == '[':
+			o.depth++
+			o.opened = true
+		case c == '}' || c == ']':
+			o.depth--
+			if o.opened && o.depth == 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // readFile reads f (a pipe, a file, a terminal, a socket) to its end within
@@ -279,20 +318,6 @@ type pollReader struct {
 }
 
 var errNoPayload = errors.New("no payload")
-
-// moreNow reports whether r has more input, or its end, to give at once:
-// then the read goes on, and the payload is not parsed an extra time to
-// see whether it is whole (the common case: the agent wrote its event and
-// closed stdin, and the next read says so). Only a stdin left open, with
-// nothing more to read, has its payload checked.
-func moreNow(r io.Reader) bool {
-	p, ok := r.(pollReader)
-	if !ok {
-		return false
-	}
-	pfd := unix.PollFd{Fd: int32(p.fd), Events: unix.POLLIN}
-	return pollWait(&pfd, 0) == 0 && pfd.Revents != 0
-}
 
 func (p pollReader) Read(b []byte) (int, error) {
 	for {
