@@ -1619,6 +1619,12 @@ func (e *executor) unfinishedHookRollbacks(story string) *session.Failure {
 // rolledBackTestFailure is the last failing test run of this attempt
 // that the agent's hook rolled back, nil when there is none.
 func (e *executor) rolledBackTestFailure(story string) *session.Failure {
+	return e.testFailure(story, func(rollback string) bool { return strings.HasPrefix(rollback, "rolled back") })
+}
+
+// testFailure is the last failing test run the agent's hook saw during
+// this attempt whose rollback outcome is, nil when there is none.
+func (e *executor) testFailure(story string, is func(rollback string) bool) *session.Failure {
 	fails, err := session.Failures(e.st, story)
 	if err != nil {
 		return nil
@@ -1628,7 +1634,7 @@ func (e *executor) rolledBackTestFailure(story string) *session.Failure {
 		if f.Time.Before(e.attemptStarted) {
 			break
 		}
-		if f.Source == "test-hook" && strings.HasPrefix(f.Rollback, "rolled back") {
+		if f.Source == "test-hook" && is(f.Rollback) {
 			return &f
 		}
 	}
@@ -1664,18 +1670,7 @@ func (e *executor) nothingSinceRollback(ctx context.Context) bool {
 // had overwritten the checkpoint record through a link made the hook's
 // rollback fail, exited 0, and the failing work was committed.
 func (e *executor) unrolledTestFailure(story string) *session.Failure {
-	fails, err := session.Failures(e.st, story)
-	if err != nil {
-		return nil
-	}
-	for i := len(fails) - 1; i >= 0; i-- {
-		f := fails[i]
-		if f.Time.Before(e.attemptStarted) {
-			break
-		}
-		if f.Source == "test-hook" && (strings.HasPrefix(f.Rollback, "failed:") || strings.HasPrefix(f.Rollback, "refused:")) {
-			return &f
-		}
-	}
-	return nil
+	return e.testFailure(story, func(rollback string) bool {
+		return strings.HasPrefix(rollback, "failed:") || strings.HasPrefix(rollback, "refused:")
+	})
 }

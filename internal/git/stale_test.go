@@ -16,6 +16,14 @@ func holdIndex(t *testing.T, dir string) (release func()) {
 	t.Helper()
 	cmd := exec.Command("git", "add", "--pathspec-from-file=-")
 	cmd.Dir = dir
+	return holdLock(t, cmd, filepath.Join(dir, ".git", "index.lock"))
+}
+
+// holdLock starts cmd, a git that reads its stdin while it holds lock,
+// and waits for the lock; release (also run at the test's end) lets it
+// finish.
+func holdLock(t *testing.T, cmd *exec.Cmd, lock string) (release func()) {
+	t.Helper()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +31,6 @@ func holdIndex(t *testing.T, dir string) (release func()) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	lock := filepath.Join(dir, ".git", "index.lock")
 	for i := 0; ; i++ {
 		if _, err := os.Stat(lock); err == nil {
 			break
@@ -129,24 +136,8 @@ func TestGitFromElsewhereKeepsItsIndexLock(t *testing.T) {
 				cmd.Env = append(os.Environ(), "GIT_DIR="+gitDir, "GIT_WORK_TREE="+dir)
 			}
 			cmd.Dir = t.TempDir() // not the repository
-			in, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { in.Close(); _ = cmd.Wait() })
 			lock := filepath.Join(gitDir, "index.lock")
-			for i := 0; ; i++ {
-				if _, err := os.Stat(lock); err == nil {
-					break
-				}
-				if i == 500 {
-					t.Fatal("git never took the index lock")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			holdLock(t, cmd, lock)
 			if ClearStaleLock(lock, dir, gitDir) {
 				t.Fatal("the lock of a live git working from elsewhere was removed")
 			}
