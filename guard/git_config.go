@@ -193,7 +193,7 @@ func (w *walk) personsConfigFile(rest []string) bool {
 		if rel, ok := strings.CutPrefix(f, "~/"); ok && w.g.p.Home != "" {
 			f = path.Join(w.g.p.Home, rel)
 		}
-		if w.g.p.Home != "" && (path.Clean(f) == path.Join(w.g.p.Home, ".gitconfig") || path.Clean(f) == path.Join(w.g.p.Home, ".config/git/config")) {
+		if w.g.homeGitConfig(path.Clean(f)) {
 			return true
 		}
 	}

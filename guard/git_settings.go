@@ -186,7 +186,7 @@ func (w *walk) gitConfigText(file, base string) (text, why string) {
 	if t, ok := w.writtenFile(abs); ok {
 		return t, ""
 	}
-	if w.g.p.Home != "" && (abs == path.Join(w.g.p.Home, ".gitconfig") || abs == path.Join(w.g.p.Home, ".config/git/config")) || abs == "/etc/gitconfig" {
+	if w.g.homeGitConfig(abs) || abs == "/etc/gitconfig" {
 		return "", "" // git's own choice: nothing the person did not set
 	}
 	return w.g.readConfig(abs)

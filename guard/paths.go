@@ -54,8 +54,8 @@ func (g *guard) userGitConfigWhy(abs string) string {
 	abs = filepath.Clean(abs)
 	dir, name := filepath.Split(abs)
 	dir = filepath.Clean(dir)
-	mine := abs == filepath.Join(g.p.Home, ".gitconfig")
-	if name == "config" || name == "ignore" || name == "attributes" {
+	mine := g.homeGitConfig(abs)
+	if name == "ignore" || name == "attributes" || name == "config" {
 		// Under the XDG config directory: its default and the one set.
 		xdg := os.Getenv("XDG_CONFIG_HOME")
 		mine = mine || dir == filepath.Join(g.p.Home, ".config", "git") || (xdg != "" && dir == filepath.Join(xdg, "git"))
@@ -64,6 +64,13 @@ func (g *guard) userGitConfigWhy(abs string) string {
 		return ""
 	}
 	return "that is your own git config, read by git in every repository and kept after the session (a setting there runs in wiggum's own git commands, or turns its hooks off, or hides the story's files); use git config in the repository instead"
+}
+
+// homeGitConfig reports whether abs (clean) is one of the user's git
+// config files in the home directory: ~/.gitconfig or
+// ~/.config/git/config.
+func (g *guard) homeGitConfig(abs string) bool {
+	return g.p.Home != "" && (abs == path.Join(g.p.Home, ".gitconfig") || abs == path.Join(g.p.Home, ".config/git/config"))
 }
 
 // touches reports whether the path parts name the protected path prot, a
