@@ -19,7 +19,7 @@ func (w *walk) git(args []string) {
 		w.g.verdict(Ask, "the git subcommand is only known at run time, so wiggum's guard cannot tell what it does")
 		return
 	}
-	if !gitCommands[sub] {
+	if !gitCommand(sub) {
 		w.gitAliasCall(sub, inline, rest)
 	}
 	switch sub {
@@ -167,34 +167,39 @@ func shortFlag(a, letters string) bool {
 	return len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a[1:], letters)
 }
 
-// gitCommands are the commands git ships (git 2.39's --list-cmds=main):
-// no alias can take their names. A newer git's commands are looked up as
-// aliases, which finds none.
-var gitCommands = func() map[string]bool {
-	m := map[string]bool{}
-	for _, name := range strings.Fields(`
-	add add--interactive am annotate apply archive bisect bisect--helper blame branch
-	bugreport bundle cat-file check-attr check-ignore check-mailmap check-ref-format checkout
-	checkout--worker checkout-index cherry cherry-pick clean clone column commit commit-graph
-	commit-tree config count-objects credential credential-cache credential-cache--daemon
-	credential-store daemon describe diagnose diff diff-files diff-index diff-tree difftool
-	difftool--helper env--helper fast-export fast-import fetch fetch-pack filter-branch
-	fmt-merge-msg for-each-ref for-each-repo format-patch fsck fsck-objects fsmonitor--daemon
-	gc get-tar-commit-id grep hash-object help hook http-backend http-fetch http-push
-	imap-send index-pack init init-db instaweb interpret-trailers log ls-files ls-remote
-	ls-tree mailinfo mailsplit maintenance merge merge-base merge-file merge-index
-	merge-octopus merge-one-file merge-ours merge-recursive merge-recursive-ours
-	merge-recursive-theirs merge-resolve merge-subtree merge-tree mergetool mktag mktree
-	multi-pack-index mv name-rev notes pack-objects pack-redundant pack-refs patch-id pickaxe
-	prune prune-packed pull push quiltimport range-diff read-tree rebase receive-pack reflog
-	remote remote-ext remote-fd remote-ftp remote-ftps remote-http remote-https repack replace
-	request-pull rerere reset restore rev-list rev-parse revert rm send-pack sh-i18n--envsubst
-	shell shortlog show show-branch show-index show-ref sparse-checkout stage stash status
-	stripspace submodule submodule--helper subtree switch symbolic-ref tag unpack-file
-	unpack-objects update-index update-ref update-server-info upload-archive
-	upload-archive--writer upload-pack var verify-commit verify-pack verify-tag version
-	web--browse whatchanged worktree write-tree`) {
-		m[name] = true
+// gitCommands are the commands git ships (git 2.39's --list-cmds=main),
+// each between spaces: no alias can take their names. A newer git's
+// commands are looked up as aliases, which finds none. A string (each
+// name after a space, before a space or a line's end), not a map built at
+// start-up: every hook call would pay for building it.
+const gitCommands = ` add add--interactive am annotate apply archive bisect bisect--helper blame branch
+ bugreport bundle cat-file check-attr check-ignore check-mailmap check-ref-format
+ checkout checkout--worker checkout-index cherry cherry-pick clean clone column
+ commit commit-graph commit-tree config count-objects credential credential-cache
+ credential-cache--daemon credential-store daemon describe diagnose diff diff-files
+ diff-index diff-tree difftool difftool--helper env--helper fast-export fast-import
+ fetch fetch-pack filter-branch fmt-merge-msg for-each-ref for-each-repo
+ format-patch fsck fsck-objects fsmonitor--daemon gc get-tar-commit-id grep
+ hash-object help hook http-backend http-fetch http-push imap-send index-pack init
+ init-db instaweb interpret-trailers log ls-files ls-remote ls-tree mailinfo
+ mailsplit maintenance merge merge-base merge-file merge-index merge-octopus
+ merge-one-file merge-ours merge-recursive merge-recursive-ours
+ merge-recursive-theirs merge-resolve merge-subtree merge-tree mergetool mktag
+ mktree multi-pack-index mv name-rev notes pack-objects pack-redundant pack-refs
+ patch-id pickaxe prune prune-packed pull push quiltimport range-diff read-tree
+ rebase receive-pack reflog remote remote-ext remote-fd remote-ftp remote-ftps
+ remote-http remote-https repack replace request-pull rerere reset restore rev-list
+ rev-parse revert rm send-pack sh-i18n--envsubst shell shortlog show show-branch
+ show-index show-ref sparse-checkout stage stash status stripspace submodule
+ submodule--helper subtree switch symbolic-ref tag unpack-file unpack-objects
+ update-index update-ref update-server-info upload-archive upload-archive--writer
+ upload-pack var verify-commit verify-pack verify-tag version web--browse
+ whatchanged worktree write-tree `
+
+// gitCommand reports whether sub is one of gitCommands.
+func gitCommand(sub string) bool {
+	if sub == "" || strings.ContainsAny(sub, " \n") {
+		return false
 	}
-	return m
-}()
+	return strings.Contains(gitCommands, " "+sub+" ") || strings.Contains(gitCommands, " "+sub+"\n")
+}
