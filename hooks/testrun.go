@@ -131,16 +131,27 @@ func joinDir(dir, next string) string {
 // dirOptions are the options that name the directory a runner works in:
 // go -C sub test, make -C sub test, cargo -C sub test, gradle -p sub test.
 // (The package managers' are guard.PackageDir's.)
-var dirOptions = map[string]map[string]bool{
-	"go":      {"-C": true},
-	"cargo":   {"-C": true},
-	"make":    {"-C": true, "--directory": true},
-	"gmake":   {"-C": true, "--directory": true},
-	"ninja":   {"-C": true},
-	"just":    {"-d": true, "--working-directory": true},
-	"gradle":  {"-p": true, "--project-dir": true},
-	"gradlew": {"-p": true, "--project-dir": true},
-	"ctest":   {"--test-dir": true},
+func dirOptions(base string) string {
+	switch base {
+	case "go", "cargo", "ninja":
+		return " -C "
+	case "make", "gmake":
+		return " -C --directory "
+	case "just":
+		return " -d --working-directory "
+	case "gradle", "gradlew":
+		return " -p --project-dir "
+	case "ctest":
+		return " --test-dir "
+	}
+	return ""
+}
+
+// hasOption reports whether opts (dirOptions', valueOptions' answer)
+// names the option a. Strings and switches, not maps built at start-up,
+// which every hook call would pay for.
+func hasOption(opts, a string) bool {
+	return opts != "" && a != "" && !strings.Contains(a, " ") && strings.Contains(opts, " "+a+" ")
 }
 
 // runnerDir is the directory option of a test runner's argv (from
@@ -154,8 +165,8 @@ func runnerDir(args []string) string {
 	if packageManagers[base] {
 		return guard.PackageDir(base, rest)
 	}
-	opts := dirOptions[base]
-	if opts == nil {
+	opts := dirOptions(base)
+	if opts == "" {
 		return ""
 	}
 	dir := ""
@@ -166,12 +177,12 @@ func runnerDir(args []string) string {
 		}
 		key, v, eq := strings.Cut(a, "=")
 		switch {
-		case opts[a] && i+1 < len(rest):
+		case hasOption(opts, a) && i+1 < len(rest):
 			i++
 			dir = joinDir(dir, rest[i]) // make -C a -C b is a/b
-		case eq && opts[key] && strings.HasPrefix(key, "--"):
+		case eq && hasOption(opts, key) && strings.HasPrefix(key, "--"):
 			dir = joinDir(dir, v)
-		case len(a) > 2 && opts[a[:2]] && !strings.HasPrefix(a, "--"):
+		case len(a) > 2 && hasOption(opts, a[:2]) && !strings.HasPrefix(a, "--"):
 			dir = joinDir(dir, a[2:]) // make -Csub
 		}
 	}
@@ -182,18 +193,30 @@ func runnerDir(args []string) string {
 // its run's command) whose value is the next argument: go -C sub test,
 // cargo --manifest-path x/Cargo.toml test, uv run --directory sub pytest.
 // Read as the subcommand, the value hid the test run.
-var valueOptions = map[string]map[string]bool{
-	"go":     {"-C": true},
-	"cargo":  {"-C": true, "--manifest-path": true, "--config": true, "-Z": true, "--color": true},
-	"bun":    {"--cwd": true, "--config": true, "-c": true},
-	"npm":    {"--loglevel": true, "--userconfig": true, "--cache": true},
-	"pnpm":   {"--loglevel": true, "--reporter": true},
-	"poetry": {"-C": true, "--directory": true, "-P": true, "--project": true},
-	"uv": {"--directory": true, "--project": true, "-p": true, "--python": true, "--with": true, "--package": true,
-		"--config-file": true, "--env-file": true, "--index": true, "--extra": true, "--group": true},
-	"hatch":  {"-e": true, "--env": true},
-	"pdm":    {"-p": true, "--project": true},
-	"dotnet": {"--project": true},
+func valueOptions(base string) string {
+	switch base {
+	case "go":
+		return " -C "
+	case "cargo":
+		return " -C --manifest-path --config -Z --color "
+	case "bun":
+		return " --cwd --config -c "
+	case "npm":
+		return " --loglevel --userconfig --cache "
+	case "pnpm":
+		return " --loglevel --reporter "
+	case "poetry":
+		return " -C --directory -P --project "
+	case "uv":
+		return " --directory --project -p --python --with --package --config-file --env-file --index --extra --group "
+	case "hatch":
+		return " -e --env "
+	case "pdm":
+		return " -p --project "
+	case "dotnet":
+		return " --project "
+	}
+	return ""
 }
 
 // packageManagers read their workspace and directory options through
@@ -213,7 +236,7 @@ func skipOptions(base string, args []string) []string {
 			args = args[1:]
 		case !strings.HasPrefix(a, "-") || a == "-":
 			return args
-		case valueOptions[base][a] && len(args) > 1:
+		case hasOption(valueOptions(base), a) && len(args) > 1:
 			args = args[2:]
 		default:
 			args = args[1:]
