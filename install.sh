@@ -17,7 +17,33 @@ trap 'rm -f "$tmp"' EXIT
 CGO_ENABLED=0 go build -trimpath -ldflags "-X github.com/wiggum-dev/wiggum/internal/cli.Version=$version" -o "$tmp" ./cmd/wiggum
 mv -f "$tmp" "$bindir/wiggum"
 echo "installed wiggum $version to $bindir/wiggum"
+# `./install.sh && wiggum demo` must run this wiggum. When $bindir is not on
+# PATH (a fresh machine: Go's own bin is, GOPATH/bin is not), a link goes
+# into the first of ~/.local/bin, ~/bin, /usr/local/bin that is on PATH and
+# writable - never over a file that is not a link of ours.
 case ":$PATH:" in
 *":$bindir:"*) ;;
-*) echo "note: $bindir is not on your PATH; add it with:  export PATH=\"$bindir:\$PATH\"" ;;
+*)
+	linked=""
+	for d in "${HOME:-/nonexistent}/.local/bin" "${HOME:-/nonexistent}/bin" /usr/local/bin; do
+		case ":$PATH:" in *":$d:"*) ;; *) continue ;; esac
+		[ -d "$d" ] && [ -w "$d" ] || continue
+		if [ -e "$d/wiggum" ] || [ -L "$d/wiggum" ]; then
+			[ "$(readlink "$d/wiggum" 2>/dev/null)" = "$bindir/wiggum" ] || continue
+		fi
+		ln -sf "$bindir/wiggum" "$d/wiggum" && linked="$d/wiggum" && break
+	done
+	if [ -n "$linked" ]; then
+		echo "linked $linked -> $bindir/wiggum ($bindir is not on your PATH)"
+	else
+		echo "note: $bindir is not on your PATH, so 'wiggum' is not found; add it with:  export PATH=\"$bindir:\$PATH\""
+	fi
+	;;
 esac
+# Another wiggum earlier on PATH would answer 'wiggum' instead of this one.
+if found=$(command -v wiggum 2>/dev/null) && [ -n "$found" ]; then
+	real=$(readlink -f "$found" 2>/dev/null || echo "$found")
+	if [ "$real" != "$(readlink -f "$bindir/wiggum" 2>/dev/null || echo "$bindir/wiggum")" ]; then
+		echo "note: 'wiggum' on your PATH is $found, not the one just installed: remove it or put $bindir first on PATH" >&2
+	fi
+fi
