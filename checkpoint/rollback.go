@@ -408,6 +408,9 @@ func (s *State) rollbackFacts(ctx context.Context, cat *git.Cat, opts RollbackOp
 	if err != nil {
 		status()
 		if errors.Is(err, ErrNoCheckpoint) {
+			// Whether one was taken and its record deleted since (an
+			// agent's patch in the state directory): the refusal says so.
+			f.Recorded, _ = s.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", f.RecordRef)
 			return f, nil
 		}
 		return nil, err

@@ -98,6 +98,23 @@ func TestRollbackRefusesWithoutCheckpoint(t *testing.T) {
 	wantRefused(t, r, RollbackOptions{}, "no checkpoint")
 }
 
+// A checkpoint record deleted after the checkpoint (an agent's patch in
+// .ralph/wiggum) is not "no checkpoint": the refusal told the agent to run
+// `wiggum checkpoint`, which would move the rollback point past its own
+// failed work.
+func TestRollbackRefusesDeletedCheckpointRecord(t *testing.T) {
+	r := newRepo(t)
+	mustSave(t, r, "s1")
+	if err := os.Remove(r.st.RuntimePath(layout.CheckpointFile)); err != nil {
+		t.Fatal(err)
+	}
+	wantRefused(t, r, RollbackOptions{Session: "s1"}, "was deleted after the checkpoint was taken")
+	_, err := r.st.Rollback(ctx, RollbackOptions{Session: "s1"})
+	if strings.Contains(err.Error(), "run 'wiggum checkpoint'") {
+		t.Fatalf("the refusal asks for a new checkpoint: %v", err)
+	}
+}
+
 func TestRollbackRefusesForeignCommitWithJournal(t *testing.T) {
 	r := newRepo(t)
 	r.installJournalHook()

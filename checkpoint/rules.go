@@ -74,7 +74,12 @@ func judge(f *rollbackFacts) error {
 }
 
 func noCheckpoint(f *rollbackFacts) string {
-	if f.Checkpoint == nil {
+	switch {
+	case f.Checkpoint == nil && f.Recorded != "":
+		// A new checkpoint would move the rollback point past the work
+		// done since the one whose record is gone.
+		return fmt.Sprintf("wiggum's checkpoint record %s/%s was deleted after the checkpoint was taken (wiggum's ref %s still names it); do not take a new checkpoint over the work since: a wiggum run puts the record back when the attempt ends", layout.RuntimeDir, layout.CheckpointFile, f.RecordRef)
+	case f.Checkpoint == nil:
 		return "no checkpoint recorded (run 'wiggum checkpoint' first)"
 	}
 	return ""

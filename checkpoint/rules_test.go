@@ -51,7 +51,8 @@ func TestEachRuleAlone(t *testing.T) {
 		break_ func(f *rollbackFacts)
 		says   string
 	}{
-		{noCheckpoint, func(f *rollbackFacts) { f.Checkpoint = nil }, "no checkpoint recorded"},
+		{noCheckpoint, func(f *rollbackFacts) { f.Checkpoint, f.Recorded = nil, "" }, "no checkpoint recorded"},
+		{noCheckpoint, func(f *rollbackFacts) { f.Checkpoint = nil }, "checkpoint.json was deleted after the checkpoint was taken"},
 		{operationInProgress, func(f *rollbackFacts) { f.InProgress = "rebase" }, "a rebase is in progress"},
 		{checkpointGone, func(f *rollbackFacts) { f.HeadExists = false }, "no longer exists"},
 		{branchChanged, func(f *rollbackFacts) { f.Now.Branch = "refs/heads/feature" }, "was main, now feature"},

@@ -1981,6 +1981,28 @@ func TestCodexPatchOtherForms(t *testing.T) {
 	}
 }
 
+// Codex applies `cd DIR && apply_patch <<'EOF'` itself, with the paths
+// taken in DIR: judged from the session's directory, "wiggum/evil.json"
+// after `cd .ralph` passed the guard and was written into wiggum's state.
+// A patch after a cd elsewhere in the tree still goes through.
+func TestCodexPatchAfterCd(t *testing.T) {
+	heredoc := func(dir, file string) fakemodel.Turn {
+		return fakemodel.Turn{Shell: "cd " + dir + " && apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: " + file + "\n+{}\n*** End Patch\nEOF\n"}
+	}
+	w := newWorld(t, clients[1], heredoc(".ralph", "wiggum/evil.json"), fakemodel.Turn{Shell: "mkdir -p src"},
+		heredoc("src", "ok.json"), fakemodel.Turn{Text: "done"})
+	w.run(0)
+	if _, err := os.Stat(filepath.Join(w.dir, ".ralph", "wiggum", "evil.json")); err == nil {
+		t.Fatalf("the patch wrote into wiggum's state\nrequests:\n%s", w.requestLog())
+	}
+	if body := w.turnRequest(1).Body; !hasText(body, "is not allowed during a wiggum session") {
+		t.Fatalf("the guard's deny did not reach the model: %s", lastSent(body))
+	}
+	if got := w.git("show", "HEAD:src/ok.json"); got != "{}\n" {
+		t.Fatalf("the patch after cd src was not applied and committed: %q\nrequests:\n%s", got, w.requestLog())
+	}
+}
+
 // A finished story whose model speaks of limits in its last answer - a
 // story about rate limiting, an error banner, gRPC's RESOURCE_EXHAUSTED -
 // is done, not a usage limit: claude's and codex's model text was read

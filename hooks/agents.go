@@ -210,8 +210,16 @@ func (codex) Parse(data []byte) (Event, error) {
 		// Codex applies `apply_patch <<'EOF' ... EOF` given to its
 		// shell as a patch of its own, not as a program: its paths are
 		// judged as the apply_patch tool's are (the shell command's
-		// guard saw an unknown program and its here-document).
+		// guard saw an unknown program and its here-document), in the
+		// directory it applies them in: after `cd DIR &&`, DIR.
 		ev.Paths = patchPaths(ev.Command)
+		dir, known := patchDir(ev.Command)
+		ev.PatchUnplaced = !known
+		for i, p := range ev.Paths {
+			if dir != "" && !strings.HasPrefix(p, "/") {
+				ev.Paths[i] = dir + "/" + p
+			}
+		}
 	}
 	if ev.Kind == KindPostTool && ev.ExitCode > 0 {
 		// Codex reports failed commands through PostToolUse with the exit
@@ -243,6 +251,54 @@ func patchPaths(patch string) []string {
 		}
 	}
 	return out
+}
+
+// patchDir is the directory, relative to where the shell command runs,
+// in which codex applies the apply_patch here-document in command: ""
+// for `apply_patch <<'EOF'` alone, DIR for `cd DIR && apply_patch
+// <<'EOF'` (the only two forms codex applies itself). known is false
+// when anything else comes before apply_patch: a cd to a computed
+// directory, a second cd, a wrapper - the patch's paths would be judged
+// in the wrong place. A command with no apply_patch is not a patch codex
+// applies: its paths are judged where the command runs, as they were.
+func patchDir(command string) (dir string, known bool) {
+	at := -1
+	for _, name := range []string{"apply_patch", "applypatch"} {
+		if i := strings.Index(command, name+" "); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+		if i := strings.Index(command, name+"<<"); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+	}
+	if at < 0 {
+		return "", true
+	}
+	before := strings.TrimSpace(command[:at])
+	if before == "" {
+		return "", true
+	}
+	rest, ok := strings.CutSuffix(before, "&&")
+	if !ok {
+		return "", false
+	}
+	rest, ok = strings.CutPrefix(strings.TrimSpace(rest), "cd")
+	if !ok || strings.TrimLeft(rest, " \t") == rest {
+		return "", false
+	}
+	arg := strings.TrimSpace(rest)
+	switch {
+	case len(arg) >= 2 && arg[0] == '\'' && arg[len(arg)-1] == '\'' && !strings.Contains(arg[1:len(arg)-1], "'"):
+		arg = arg[1 : len(arg)-1]
+	case len(arg) >= 2 && arg[0] == '"' && arg[len(arg)-1] == '"' && !strings.ContainsAny(arg[1:len(arg)-1], "\"$`\\"):
+		arg = arg[1 : len(arg)-1]
+	case strings.ContainsAny(arg, " \t\n'\"$`\\;&|<>(){}*?[]~"):
+		return "", false
+	}
+	if arg == "" || arg == "-" || strings.HasPrefix(arg, "~") {
+		return "", false
+	}
+	return arg, true
 }
 
 type gemini struct{}

@@ -266,3 +266,44 @@ func TestStateWritesByOtherRoads(t *testing.T) {
 		t.Errorf("an ordinary write: %s", out)
 	}
 }
+
+// Codex applies `cd DIR && apply_patch <<'EOF'` itself, and a patch given
+// with its exec tool's workdir, with the paths taken in that directory:
+// judged from the session's directory, "wiggum/evil.json" after
+// `cd .ralph` was allowed and written into wiggum's state. A patch whose
+// directory cannot be read is denied.
+func TestPatchPathsInTheirDirectory(t *testing.T) {
+	dir := repo(t)
+	inSession(t, dir)
+	send := func(m map[string]any) []byte {
+		t.Helper()
+		m["hook_event_name"], m["session_id"], m["cwd"] = "PreToolUse", "s", dir
+		data, _ := json.Marshal(m)
+		var out bytes.Buffer
+		Run(context.Background(), "codex", bytes.NewReader(data), &out, Options{})
+		checkValidOutput(t, "codex", out.Bytes())
+		return out.Bytes()
+	}
+	patch := func(path string) string {
+		return "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: " + path + "\n+{}\n*** End Patch\nEOF"
+	}
+	for _, tc := range []struct {
+		name    string
+		input   map[string]any
+		allowed bool
+	}{
+		{"cd", map[string]any{"command": "cd .ralph && " + patch("wiggum/evil.json")}, false},
+		{"cd quoted", map[string]any{"command": `cd ".ralph/wiggum" && ` + patch("checkpoint.json")}, false},
+		{"cd absolute", map[string]any{"command": "cd " + filepath.Join(dir, ".ralph") + " && " + patch("wiggum/evil.json")}, false},
+		{"workdir", map[string]any{"command": patch("wiggum/checkpoint.json"), "workdir": ".ralph"}, false},
+		{"workdir and cd", map[string]any{"command": "cd wiggum && " + patch("checkpoint.json"), "workdir": ".ralph"}, false},
+		{"unplaced", map[string]any{"command": "cd $(echo .ralph) && " + patch("wiggum/evil.json")}, false},
+		{"cd elsewhere", map[string]any{"command": "cd src && " + patch("wiggum/evil.json")}, true},
+		{"cd out of the state", map[string]any{"command": "cd .ralph && " + patch("../notes.md")}, true},
+	} {
+		out := send(map[string]any{"tool_name": "Bash", "tool_input": tc.input})
+		if denied := bytes.Contains(out, []byte("deny")); denied == tc.allowed {
+			t.Errorf("%s: %v: %s", tc.name, tc.input, out)
+		}
+	}
+}

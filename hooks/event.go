@@ -40,6 +40,10 @@ type Event struct {
 	Dir      string
 	FilePath string   // for file tools
 	Paths    []string // for a tool that edits several files (codex's apply_patch)
+	// PatchUnplaced: a patch given to the shell after a command that
+	// moves it where wiggum cannot tell (codex applies `cd DIR &&
+	// apply_patch` in DIR): its paths cannot be judged.
+	PatchUnplaced bool
 	// Skill is the skill or command a skill tool loads (Claude Code's
 	// Skill: "tidy", "plugin:name"; its older SlashCommand: "/tidy args").
 	Skill    string

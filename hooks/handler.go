@@ -362,10 +362,15 @@ func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 			session.MarkGuardSeen()
 		}
 		// The files a patch names: codex's apply_patch tool's, or one
-		// given to its shell.
+		// given to its shell, in the directory the tool runs in.
+		if ev.PatchUnplaced {
+			if _, on := guardSession(root, opts); on {
+				return Response{Decision: guard.Deny, Reason: "wiggum: apply_patch: cannot tell which directory this patch applies in, so its files cannot be checked; use the apply_patch tool, or run `apply_patch` alone or after a single `cd DIR &&`"}
+			}
+		}
 		for _, p := range ev.Paths {
 			one := ev
-			one.FilePath = p
+			one.Cwd, one.FilePath = ev.workDir(), p
 			if r := guardEdit(one, root, opts); r.Decision != guard.Allow {
 				return r
 			}
@@ -422,16 +427,9 @@ func guardCommand(ev Event, root string, opts Options) Response {
 	if !on {
 		return Response{}
 	}
-	cwd := ev.Cwd
-	if ev.Dir != "" {
-		// The tool's own directory places the command: the scripts it runs
-		// by path and the files it names are there.
-		cwd = ev.Dir
-		if !filepath.IsAbs(cwd) {
-			cwd = filepath.Join(ev.Cwd, cwd)
-		}
-	}
-	p := guardPolicy(cwd, root)
+	// The tool's own directory places the command: the scripts it runs
+	// by path and the files it names are there.
+	p := guardPolicy(ev.workDir(), root)
 	p.Allow = opts.Allow
 	p.Home, _ = os.UserHomeDir()
 	if sess.Active {
@@ -720,17 +718,22 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 // testDir is the absolute directory a test run is in: dir (from
 // testRunIn) from the shell tool's own directory, else the payload's cwd.
 func testDir(ev Event, dir string) string {
-	base := ev.Cwd
-	if ev.Dir != "" {
-		base = ev.Dir
-		if !filepath.IsAbs(base) {
-			base = filepath.Join(ev.Cwd, base)
-		}
-	}
 	if filepath.IsAbs(dir) {
 		return filepath.Clean(dir)
 	}
-	return filepath.Join(base, dir)
+	return filepath.Join(ev.workDir(), dir)
+}
+
+// workDir is the absolute directory the tool runs in: the one it names
+// (Dir), or the session's.
+func (ev Event) workDir() string {
+	switch {
+	case ev.Dir == "":
+		return ev.Cwd
+	case filepath.IsAbs(ev.Dir):
+		return ev.Dir
+	}
+	return filepath.Join(ev.Cwd, ev.Dir)
 }
 
 // failedElsewhere records, in the session, a failing test run that ran
