@@ -2003,6 +2003,25 @@ func TestCodexPatchAfterCd(t *testing.T) {
 	}
 }
 
+// Codex names a usage limit's reset to the minute, rounded down ("try
+// again at 8:10 PM" for 20:10:14): read within that minute, the time had
+// passed and --wait-on-limit waited for the same time the next day. The
+// scenario starts early in a minute with the reset later in it, so the
+// time codex prints has passed when wiggum reads it; the run must wait
+// out the minute and finish the story (exec gives up after 2 minutes).
+func TestCodexLimitResetThisMinute(t *testing.T) {
+	w := newWorld(t, clients[1])
+	if s := time.Now().Second(); s >= 20 {
+		time.Sleep(time.Duration(60-s) * time.Second)
+	}
+	w.srv.Script(fakemodel.Turn{Status: 429, Reset: time.Now().Add(10 * time.Second)},
+		fakemodel.Turn{Shell: "echo hi > story.txt"}, fakemodel.Turn{Text: "done"})
+	out := w.run(0, "--wait-on-limit")
+	if strings.Contains(out, "24h") || !strings.Contains(out, "US-1 done") {
+		t.Fatalf("the run did not wait out the minute and finish:\n%s", out)
+	}
+}
+
 // A finished story whose model speaks of limits in its last answer - a
 // story about rate limiting, an error banner, gRPC's RESOURCE_EXHAUSTED -
 // is done, not a usage limit: claude's and codex's model text was read

@@ -309,6 +309,26 @@ func TestCodexLimitOnAnotherDay(t *testing.T) {
 	}
 }
 
+// codex names the reset to the minute, rounded down ("try again at 8:10
+// PM" for 20:10:14): read a few seconds before, the time had passed and
+// was taken for the next day - --wait-on-limit slept 24 hours for a limit
+// gone within the minute. A time a minute ago or this minute is now; one
+// further back is still tomorrow's.
+func TestCodexLimitThisMinute(t *testing.T) {
+	now := time.Date(2026, 11, 29, 20, 10, 5, 0, time.Local)
+	for text, want := range map[string]time.Time{
+		"You've hit your usage limit. ... or try again at 8:10 PM.":                time.Date(2026, 11, 29, 20, 11, 0, 0, time.Local),
+		"You've hit your usage limit. ... or try again at 8:09 PM.":                now,
+		"You've hit your usage limit. ... or try again at Nov 29th, 2026 8:10 PM.": time.Date(2026, 11, 29, 20, 11, 0, 0, time.Local),
+		"You've hit your usage limit. ... or try again at 8:07 PM.":                time.Date(2026, 11, 30, 20, 7, 0, 0, time.Local),
+		"You've hit your usage limit. ... or try again at 8:11 PM.":                time.Date(2026, 11, 29, 20, 11, 0, 0, time.Local),
+	} {
+		if got := parseReset(tryAgainAsResets(text), now); !got.Equal(want) {
+			t.Errorf("%q: reset %v, want %v", text, got, want)
+		}
+	}
+}
+
 // Gemini CLI says on its stderr that it retries a failing model request
 // (recorded from gemini-cli 0.61 against conformance/fakemodel answering
 // 503, then a per-minute 429): stopped there by --timeout, the attempt was

@@ -554,7 +554,8 @@ func tryAgainAsResets(text string) string {
 }
 
 // parseReset reads "resets [Mon D at ]H[:MM]am|pm[ (Zone)]" as the next such
-// time after now; zero when the text has no usable time.
+// time after now, or now when the minute named has just passed; zero when
+// the text has no usable time.
 func parseReset(text string, now time.Time) time.Time {
 	m := limitReset().FindStringSubmatch(text)
 	if m == nil {
@@ -586,6 +587,15 @@ func parseReset(text string, now time.Time) time.Time {
 		d, _ = strconv.Atoi(m[2])
 	}
 	t := time.Date(y, mon, d, hour, minute, 0, 0, loc)
+	if ago := now.Sub(t); ago >= 0 && ago < 2*time.Minute {
+		// The time is to the minute, rounded down: a reset within this
+		// minute or the last one is now (at the latest the minute's
+		// end), not the same time tomorrow.
+		if end := t.Add(time.Minute); end.After(now) {
+			return end
+		}
+		return now
+	}
 	for !t.After(now) {
 		if m[1] != "" {
 			t = t.AddDate(1, 0, 0)
