@@ -2022,6 +2022,29 @@ func TestCodexLimitResetThisMinute(t *testing.T) {
 	}
 }
 
+// Gemini CLI reads its settings.json with comments; wiggum install and
+// uninstall refused such a file ("not valid JSON"). wiggum now merges its
+// hooks into the person's commented file, the real client runs them (its
+// push is denied), and uninstall gives back the person's bytes.
+func TestGeminiCommentedSettings(t *testing.T) {
+	w := newWorld(t, clients[2], fakemodel.Turn{Shell: "git push origin HEAD:refs/heads/pushed"}, fakemodel.Turn{Text: "done"})
+	w.wiggum(0, "uninstall", "--gemini")
+	mine := "// team settings: keep\n{\n  \"ui\": { \"theme\": \"GitHub\" }, /* block */\n  \"model\": { \"name\": \"gemini-2.5-pro\" } // the model\n}\n"
+	path := filepath.Join(w.dir, ".gemini", "settings.json")
+	writeFile(t, path, mine)
+	w.wiggum(0, "install", "--gemini")
+	w.git("add", "-A")
+	w.git("commit", "-q", "-m", "commented settings")
+	w.run(0)
+	if strings.Contains(w.remoteRefs(), "refs/heads/pushed") || !w.toldModel("git push is not allowed during a wiggum session") {
+		t.Fatalf("gemini did not run wiggum's hooks from the commented settings: remote %s\nrequests:\n%s", w.remoteRefs(), w.requestLog())
+	}
+	w.wiggum(0, "uninstall", "--gemini")
+	if got, _ := os.ReadFile(path); string(got) != mine {
+		t.Fatalf("after uninstall:\n%q\nwant\n%q", got, mine)
+	}
+}
+
 // A finished story whose model speaks of limits in its last answer - a
 // story about rate limiting, an error banner, gRPC's RESOURCE_EXHAUSTED -
 // is done, not a usage limit: claude's and codex's model text was read

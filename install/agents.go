@@ -24,8 +24,11 @@ type Agent struct {
 	File string
 	// Flat agents (Cursor) list {command} objects per event; the others
 	// nest {matcher, hooks: [{type, command, timeout}]} groups.
-	Flat   bool
-	events func(requireRead bool) []event
+	Flat bool
+	// Comments: the agent reads its settings as JSON with // and /* */
+	// comments (Gemini CLI), so wiggum does too, keeping them.
+	Comments bool
+	events   func(requireRead bool) []event
 	// timeoutUnit scales a timeout in seconds to the agent's unit.
 	timeoutUnit int
 	extra       func(h *node) // fields an agent's hook objects carry besides command
@@ -71,7 +74,7 @@ var Agents = map[string]*Agent{
 		}
 		return evs
 	}},
-	"gemini": {Name: "gemini", File: ".gemini/settings.json", timeoutUnit: 1000, events: func(rr bool) []event {
+	"gemini": {Name: "gemini", File: ".gemini/settings.json", Comments: true, timeoutUnit: 1000, events: func(rr bool) []event {
 		pre, post := "run_shell_command|replace|write_file", "run_shell_command"
 		if rr {
 			post += "|read_file"
@@ -151,7 +154,7 @@ func (c Change) Diff() string { return unifiedDiff(c.Path, string(c.Before), str
 // InstallAgent merges wiggum's entries into the agent's settings file at
 // path. Running it twice changes nothing the second time.
 func InstallAgent(a *Agent, path string, opts AgentOptions) (*Change, error) {
-	return edit(path, func(root *node) error { return a.merge(root, opts) })
+	return edit(path, a.Comments, func(root *node) error { return a.merge(root, opts) })
 }
 
 // Settings returns a settings document holding only wiggum's hooks, for an
@@ -209,7 +212,7 @@ func (a *Agent) merge(root *node, opts AgentOptions) error {
 
 // UninstallAgent removes every wiggum entry from the settings file.
 func UninstallAgent(a *Agent, path string) (*Change, error) {
-	return edit(path, func(root *node) error {
+	return edit(path, a.Comments, func(root *node) error {
 		hooks, err := hooksObject(root, false)
 		if err != nil || hooks == nil {
 			return err
@@ -375,7 +378,7 @@ func (a *Agent) remove(arr *node, match func(string) bool) bool {
 // it points: the link stays, and with it the person's management of the
 // file; one that would be left as {} is written so, not removed. A link to
 // nothing is refused, nothing changed.
-func edit(path string, fn func(root *node) error) (*Change, error) {
+func edit(path string, comments bool, fn func(root *node) error) (*Change, error) {
 	linked := false
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		target, err := filepath.EvalSymlinks(path)
@@ -395,7 +398,7 @@ func edit(path string, fn func(root *node) error) (*Change, error) {
 	existed := err == nil
 	doc := &document{root: object(), post: "\n", style: style{indent: "  ", nl: "\n", colon: ": "}}
 	if existed && len(bytes.TrimSpace(before)) > 0 {
-		if doc, err = parseJSON(before); err != nil {
+		if doc, err = parseJSON(before, comments); err != nil {
 			return nil, fmt.Errorf("%s: %w; fix or move it, then run again", path, err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/jsonc"
 )
 
 // node is a JSON value that keeps object keys in file order and scalars as
@@ -37,6 +39,10 @@ type node struct {
 	key  []string
 	tail string
 	line string
+	// note[i] is the comment on orig[i]'s line after it and its comma
+	// (" // why"), kept out of the lead and tail around it: it stays with
+	// its member when wiggum adds one after it or takes one away.
+	note []string
 }
 
 func (n *node) get(key string) *node {
@@ -110,15 +116,30 @@ type document struct {
 	style     style
 }
 
-// parseJSON reads one JSON document. Comments are not JSON and are refused
-// rather than silently dropped.
-func parseJSON(data []byte) (*document, error) {
-	if !json.Valid(data) {
+// parseJSON reads one JSON document; with comments, one with // and /* */
+// comments, as Gemini CLI reads its settings, each kept where it was.
+// Without, comments are not JSON and are refused rather than silently
+// dropped.
+func parseJSON(data []byte, comments bool) (*document, error) {
+	plain := data
+	if comments {
+		plain = jsonc.Blank(data)
+	}
+	if !json.Valid(plain) {
 		var v any
-		err := json.Unmarshal(data, &v)
+		err := json.Unmarshal(plain, &v)
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line := 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
+			err = fmt.Errorf("line %d: %w", line, err)
+		}
+		if comments {
+			return nil, fmt.Errorf("not valid JSON (with comments): %w", err)
+		}
 		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
-	p := &parser{data: data}
+	// The structure is read from plain, the text kept from data.
+	p := &parser{data: plain, src: data}
 	p.ws()
 	d := &document{pre: string(data[:p.pos])}
 	d.root = p.value()
@@ -146,7 +167,8 @@ func (d *document) bytes() []byte {
 }
 
 type parser struct {
-	data  []byte
+	data  []byte // src with its comments blanked
+	src   []byte
 	pos   int
 	err   error
 	colon string // the first object member's colon with its spaces
@@ -159,7 +181,53 @@ func (p *parser) ws() {
 }
 
 // since is the text from start to the current position.
-func (p *parser) since(start int) string { return string(p.data[start:p.pos]) }
+func (p *parser) since(start int) string { return string(p.src[start:p.pos]) }
+
+// noted splits text after a member (its comma and what follows, or the
+// container's tail) into the comment on the member's line and the rest.
+func noted(text string) (note, rest string) {
+	comma := strings.IndexByte(string(jsonc.Blank([]byte(text))), ',') + 1
+	end := comma
+	for end < len(text) {
+		switch r := text[end:]; {
+		case r[0] == ' ' || r[0] == '\t':
+			end++
+			continue
+		case strings.HasPrefix(r, "//"):
+			end += len(r)
+			if i := strings.IndexByte(r, '\n'); i >= 0 {
+				end = len(text) - len(r) + i
+			}
+		case strings.HasPrefix(r, "/*"):
+			end += strings.Index(r[2:], "*/") + 4
+			continue
+		}
+		break
+	}
+	note = strings.TrimRight(text[comma:end], " \t\r")
+	if !strings.Contains(note, "/") {
+		return "", text
+	}
+	return note, text[:comma] + text[comma+len(note):]
+}
+
+// bare is separator text without its comments, for a member wiggum
+// writes: a person's comment is theirs, not one per new member.
+func bare(text string) string {
+	if !strings.Contains(text, "/") {
+		return text
+	}
+	first := strings.IndexByte(text, '\n')
+	if first < 0 {
+		return strings.Join(strings.Fields(string(jsonc.Blank([]byte(text)))), " ")
+	}
+	head := strings.TrimRight(string(jsonc.Blank([]byte(text[:first]))), " \t\r")
+	nl := "\n"
+	if strings.HasSuffix(text[:first], "\r") {
+		nl = "\r\n"
+	}
+	return strings.TrimLeft(head, " \t") + nl + text[strings.LastIndexByte(text, '\n')+1:]
+}
 
 // value parses input json.Valid has already accepted.
 func (p *parser) value() *node {
@@ -185,7 +253,15 @@ func (p *parser) value() *node {
 		}
 		for {
 			p.ws()
-			n.lead = append(n.lead, p.since(start))
+			lead := p.since(start)
+			if len(n.lead) > 0 {
+				// The comment after the member before and its comma is
+				// that member's.
+				var note string
+				note, lead = noted(lead)
+				n.note = append(n.note, note)
+			}
+			n.lead = append(n.lead, lead)
 			if c == '{' {
 				keyStart := p.pos
 				k := p.value()
@@ -207,7 +283,9 @@ func (p *parser) value() *node {
 			p.ws()
 			sep := p.data[p.pos]
 			if sep == closing {
-				n.tail = p.since(start)
+				note, rest := noted(p.since(start))
+				n.note = append(n.note, note)
+				n.tail = rest
 				p.pos++
 				n.orig = append([]*node(nil), n.members()...)
 				return n
@@ -314,19 +392,36 @@ func (s style) write(b *bytes.Buffer, n *node, prefix string, inline bool) {
 		if !strings.Contains(by, "\n") {
 			by = open
 		}
+		by = bare(by)
 		inner = lineIndent([]byte(by), len(by))
 	}
+	// A member's note follows its comma wherever the member goes; a
+	// member wiggum writes takes no one's comments.
+	note := ""
 	for j, v := range members {
 		i := indexOf(n.orig, v)
+		var text string
 		switch {
 		case i > 0 && j > 0:
-			b.WriteString(n.lead[i])
-		case i > 0 || j == 0:
-			b.WriteString(open)
+			text = n.lead[i]
+		case i > 0:
+			text = open
+		case j == 0 && i < 0:
+			text = bare(open)
+		case j == 0:
+			text = open
 		case i == 0:
-			b.WriteString("," + open)
+			text = "," + open
 		default:
-			b.WriteString(sep)
+			text = bare(sep)
+		}
+		if c := strings.IndexByte(text, ','); note != "" && c >= 0 {
+			text = text[:c+1] + note + text[c+1:]
+		}
+		b.WriteString(text)
+		note = ""
+		if i >= 0 {
+			note = n.note[i]
 		}
 		if n.kind == '{' {
 			if i >= 0 {
@@ -338,6 +433,7 @@ func (s style) write(b *bytes.Buffer, n *node, prefix string, inline bool) {
 		}
 		s.write(b, v, inner, inline)
 	}
+	b.WriteString(note)
 	b.WriteString(end)
 	b.WriteString(closing)
 }

@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/wiggum-dev/wiggum/internal/jsonc"
 )
 
 // The settings people write, each as it is on disk.
@@ -73,6 +76,78 @@ func TestInstallKeepsThePersonsBytes(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Gemini CLI reads its settings with // and /* */ comments: install and
+// uninstall refused such a file as "not valid JSON". Now they merge into it
+// and take wiggum's entries out again, keeping the person's comments where
+// they were (one on a member's line stays on it when an entry follows),
+// and uninstall gives back every byte. Other agents' files stay strict,
+// refused with the line named.
+func TestGeminiSettingsWithComments(t *testing.T) {
+	a := Agents["gemini"]
+	for _, tc := range []struct{ name, file string }{
+		{"hunt17", "{\n  // my theme\n  \"ui\": { \"theme\": \"GitHub\" }, /* block comment */\n  \"hooks\": { \"BeforeTool\": [ { \"matcher\": \"write_file\", \"hooks\": [ { \"type\": \"command\", \"command\": \"./my-check.sh\", \"name\": \"mine\" } ] // trailing\n  } ] },\n  \"model\": { \"name\": \"gemini-2.5-pro\" } // the model\n}\n"},
+		{"first line", "// team settings: keep\n{\n  \"model\": { \"name\": \"gemini-2.5-pro\" }\n}\n"},
+		{"last member noted", "{\n  \"ui\": {\"theme\": \"GitHub\"}, // theme\n  \"model\": {\"name\": \"x\"} /* why: cost */\n}\n"},
+		{"comment above the end", "{\n  \"model\": {\"name\": \"x\"}\n  // more to come\n}\n"},
+		{"commented hooks", "{\n  \"hooks\": {\n    // ours\n    \"AfterTool\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"./fmt.sh\"}]}] // format\n  }\n}\n"},
+		{"CRLF", "{\r\n  \"model\": {\"name\": \"x\"} // m\r\n}\r\n"},
+		{"marks in strings", "{\n  \"url\": \"http://x/*y*/\" // the proxy, /* not closed\n}\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), ".gemini", "settings.json")
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			orig := []byte(tc.file)
+			if err := os.WriteFile(path, orig, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := InstallAgent(a, path, AgentOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			installed := read(t, path)
+			registered(t, a, jsonc.Blank(installed))
+			if got, want := comments(installed), comments(orig); !slices.Equal(got, want) {
+				t.Fatalf("comments after install %q, want %q:\n%s", got, want, installed)
+			}
+			if ch, err := InstallAgent(a, path, AgentOptions{}); err != nil || ch != nil {
+				t.Fatalf("second install: %v %v", ch, err)
+			}
+			if _, err := UninstallAgent(a, path); err != nil {
+				t.Fatal(err)
+			}
+			if got := read(t, path); !bytes.Equal(got, orig) {
+				t.Fatalf("after uninstall:\n%q\nwant\n%q", got, orig)
+			}
+		})
+	}
+	path := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(path, []byte("{\n  \"model\": \"opus\" // mine\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InstallAgent(Agents["claude"], path, AgentOptions{}); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("claude settings with a comment: %v, want a refusal naming line 2", err)
+	}
+}
+
+// comments are the // and /* */ comments in data, in order.
+func comments(data []byte) []string {
+	var out []string
+	plain := jsonc.Blank(data)
+	for i := 0; i < len(data); i++ {
+		if plain[i] == data[i] {
+			continue
+		}
+		j := i
+		for j < len(data) && plain[j] != data[j] {
+			j++
+		}
+		out = append(out, string(data[i:j]))
+		i = j
+	}
+	return out
 }
 
 // registered fails unless every event the agent wants holds wiggum's hook.

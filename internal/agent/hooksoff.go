@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/wiggum-dev/wiggum/internal/jsonc"
 )
 
 // Settings files of the clients that can turn hooks off, as the clients
@@ -112,51 +114,10 @@ func jsonDoc(path string) map[string]any {
 		return nil
 	}
 	var doc map[string]any
-	if json.Unmarshal(data, &doc) != nil && json.Unmarshal(withoutComments(data), &doc) != nil {
+	if json.Unmarshal(data, &doc) != nil && json.Unmarshal(jsonc.Blank(data), &doc) != nil {
 		return nil
 	}
 	return doc
-}
-
-// withoutComments is data with its // and /* */ comments blanked out,
-// strings left as they are: Gemini CLI reads its settings so (a
-// hooksConfig.enabled false in a commented file was missed).
-func withoutComments(data []byte) []byte {
-	out := bytes.Clone(data)
-	inString, escaped := false, false
-	for i := 0; i < len(out); i++ {
-		c := out[i]
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '/' && i+1 < len(out) && out[i+1] == '/':
-			for i < len(out) && out[i] != '\n' {
-				out[i] = ' '
-				i++
-			}
-		case c == '/' && i+1 < len(out) && out[i+1] == '*':
-			end := bytes.Index(out[i+2:], []byte("*/"))
-			if end < 0 {
-				return data // unterminated: not JSON either way
-			}
-			for j := i; j < i+2+end+2; j++ {
-				if out[j] != '\n' {
-					out[j] = ' '
-				}
-			}
-			i += 2 + end + 1
-		}
-	}
-	return out
 }
 
 // tomlFalse reports whether a TOML file sets table.key = false for one of

@@ -96,7 +96,4 @@ func TestHooksOffDropInsAndComments(t *testing.T) {
 	if got := HooksOff("gemini", root, home); !strings.Contains(got, "hooksConfig.enabled to false") {
 		t.Fatalf("gemini settings with comments: %q", got)
 	}
-	if got := string(withoutComments([]byte(`{"a": "//x", "b": "/*y*/", "c": "\"//"} // z`))); got != `{"a": "//x", "b": "/*y*/", "c": "\"//"}     ` {
-		t.Fatalf("withoutComments: %q", got)
-	}
 }
