@@ -339,6 +339,15 @@ func (l *ledger) openAttempts() []journalRec {
 
 func usd(v float64) string { return fmt.Sprintf("$%.2f", v) }
 
+// spentText is what the agents reported spent: "cost unknown" when none
+// reported any (codex, gemini), not "$0.00 spent".
+func spentText(v float64) string {
+	if v <= 0 {
+		return "cost unknown"
+	}
+	return usd(v) + " spent"
+}
+
 // budgetNote describes spending against the budgets, for stop messages.
 func (l *ledger) budgetNote() string {
 	l.mu.Lock()

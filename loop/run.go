@@ -340,7 +340,7 @@ func (r *run) openJournal() error {
 		spent, _, _ := r.led.spending()
 		pending, _, _ := r.led.pendingCost()
 		spent += pending
-		r.disp.printf("resuming the interrupted run of %s (started %s; %s spent so far)", r.planRel, r.led.first.Local().Format("Jan 2 15:04"), usd(spent))
+		r.disp.printf("resuming the interrupted run of %s (started %s; %s so far)", r.planRel, r.led.first.Local().Format("Jan 2 15:04"), spentText(spent))
 	}
 	err = r.led.record(journalRec{T: "run", Plan: r.planRel, Kind: r.opts.Plan.Kind(), Session: r.session, PID: os.Getpid(), Workers: max(r.opts.Workers, 1),
 		Remote: r.remoteName(), MaxCost: r.opts.MaxCost, MaxStoryCost: r.opts.MaxStoryCost}, true)

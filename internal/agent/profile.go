@@ -28,6 +28,9 @@ type Profile struct {
 	// startAloneFor - because starting writes shared state in the user's
 	// home (see codex's profile).
 	StartAlone bool
+	// Cost: the agent reports what each run cost (claude's result
+	// event); --max-cost and --max-story-cost count nothing else.
+	Cost bool
 }
 
 // builtins are the non-interactive invocations of each agent, checked
@@ -38,7 +41,7 @@ type Profile struct {
 var builtins = map[string]Profile{
 	// -p is print (headless) mode and reads the prompt from stdin;
 	// stream-json needs --verbose in print mode.
-	"claude": {Name: "claude", Events: true, Argv: []string{
+	"claude": {Name: "claude", Events: true, Cost: true, Argv: []string{
 		"claude", "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}},
 	// `codex exec -` reads the prompt from stdin; workspace-write lets it
 	// edit the repository; --json is its event stream (tool calls,

@@ -695,6 +695,17 @@ func (c *RunCmd) coordinator(ctx context.Context, repo *git.Repo, p plan.Plan, g
 	return &sharedRun{c: coord}, nil
 }
 
+// budgetFlag names the cost budget the run was given, "" for none.
+func (c *RunCmd) budgetFlag() string {
+	switch {
+	case c.MaxCost > 0:
+		return "--max-cost"
+	case c.MaxStoryCost > 0:
+		return "--max-story-cost"
+	}
+	return ""
+}
+
 func (c *RunCmd) profile() (agent.Profile, error) {
 	if c.AgentCmd != "" {
 		if c.Model != "" || len(c.AgentArg) > 0 {
@@ -716,6 +727,10 @@ func (c *RunCmd) profile() (agent.Profile, error) {
 	p, err := agent.Builtin(c.Agent)
 	if err != nil {
 		return p, badinput.Errorf("run: %v", err)
+	}
+	if budget := c.budgetFlag(); budget != "" && !p.Cost {
+		// The budget counts reported cost: it would never be reached.
+		return p, badinput.Errorf("run: %s counts the cost the agent reports, and %s reports none, so the budget would never stop the run; drop %s (or use an agent that reports its cost: claude)", budget, c.Agent, budget)
 	}
 	if p, err = agent.WithArgs(p, c.Model, c.AgentArg); err != nil {
 		return p, badinput.Errorf("run: %v", err)

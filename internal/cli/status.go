@@ -345,15 +345,15 @@ func printStatus(g *Globals, r *StatusReport) {
 		fmt.Fprintln(w)
 	}
 	if rs := r.LastRun; rs != nil && !r.Lock.Held {
-		fmt.Fprintf(w, "last run:   %s, %s to %s: %d story(ies) done, %d failed attempt(s), $%.2f spent; %s\n",
-			rs.Plan, rs.Started.Local().Format("Jan 2 15:04"), rs.Ended.Local().Format("Jan 2 15:04"), len(rs.Done), rs.Failed, rs.SpentUSD, lastOutcome(rs.Outcome))
+		fmt.Fprintf(w, "last run:   %s, %s to %s: %d story(ies) done, %d failed attempt(s), %s; %s\n",
+			rs.Plan, rs.Started.Local().Format("Jan 2 15:04"), rs.Ended.Local().Format("Jan 2 15:04"), len(rs.Done), rs.Failed, spentText(rs.SpentUSD), lastOutcome(rs.Outcome))
 	}
 	if len(r.Kept) > 0 {
 		fmt.Fprintf(w, "kept:       %s - finished stories a parallel run could not merge; resolve each on its branch and run again (it lands then), or delete it to have the story done again\n", strings.Join(r.Kept, ", "))
 	}
 	if rs := r.Resume; rs != nil && rs.Interrupted {
-		fmt.Fprintf(w, "resume:     the run of %s started %s was interrupted (killed, signalled, or stopped by a usage limit, a model-service outage or an attempt it could not roll back): %d story(ies) done in it, %d failed and %d interrupted attempt(s), %s spent",
-			rs.Plan, rs.Started.Local().Format("Jan 2 15:04"), len(rs.Done), rs.Failed, rs.Interrupts, fmt.Sprintf("$%.2f", rs.SpentUSD))
+		fmt.Fprintf(w, "resume:     the run of %s started %s was interrupted (killed, signalled, or stopped by a usage limit, a model-service outage or an attempt it could not roll back): %d story(ies) done in it, %d failed and %d interrupted attempt(s), %s",
+			rs.Plan, rs.Started.Local().Format("Jan 2 15:04"), len(rs.Done), rs.Failed, rs.Interrupts, spentText(rs.SpentUSD))
 		if rs.MaxCost > 0 {
 			fmt.Fprintf(w, " of --max-cost $%.2f", rs.MaxCost)
 		}
@@ -447,4 +447,13 @@ func stoppedNote(l LockStatus) string {
 		pid = l.PIDHere // what kill takes here
 	}
 	return fmt.Sprintf("; it is stopped (^Z or SIGSTOP) and holds the lock until it runs again: resume it (kill -CONT %d, or fg in its terminal) or end it (kill %d)", pid, pid)
+}
+
+// spentText is what a run cost as its agents reported it: "cost unknown"
+// when none reported any (codex, gemini), not "$0.00 spent".
+func spentText(usd float64) string {
+	if usd <= 0 {
+		return "cost unknown"
+	}
+	return fmt.Sprintf("$%.2f spent", usd)
 }

@@ -42,7 +42,7 @@ func WriteText(w io.Writer, r *Report) error {
 	ew.printf("%s\n", status)
 	t := r.Totals
 	ew.printf("%d story(ies): %d done, %d failed, %d not merged, %d open · %d attempt(s), %d failed · %s in / %s out tokens · %s\n",
-		t.Stories, t.Done, t.Failed, t.Unmerged, t.Open, t.Attempts, t.Failures, Tokens(t.InputTokens), Tokens(t.OutputTokens), USD(t.CostUSD))
+		t.Stories, t.Done, t.Failed, t.Unmerged, t.Open, t.Attempts, t.Failures, Tokens(t.InputTokens), Tokens(t.OutputTokens), Cost(t.CostUSD))
 	if r.PlanStories > t.Stories {
 		ew.printf("(the plan has %d stories; the run reached %d)\n", r.PlanStories, t.Stories)
 	}
@@ -69,7 +69,7 @@ func WriteText(w io.Writer, r *Report) error {
 			}
 			line += "  " + a.Outcome
 			if a.CostUSD > 0 || a.InputTokens > 0 {
-				line += fmt.Sprintf("  %s, %s tokens", USD(a.CostUSD), Tokens(a.InputTokens+a.OutputTokens))
+				line += fmt.Sprintf("  %s, %s tokens", Cost(a.CostUSD), Tokens(a.InputTokens+a.OutputTokens))
 			}
 			if a.Commit != "" {
 				line += "  commit " + termtext.Clean(a.Commit)
@@ -205,7 +205,20 @@ func Tokens(n int64) string {
 	return fmt.Sprintf("%.2fM", float64(n)/1e6)
 }
 
-// USD formats a cost.
+// USD formats a cost; "unknown" for none: an agent that reports its
+// cost reports a positive one (codex and gemini report none, and $0.00
+// read as a run that cost nothing).
 func USD(c float64) string {
+	if c <= 0 {
+		return "unknown"
+	}
 	return fmt.Sprintf("$%.2f", c)
+}
+
+// Cost is USD in a sentence: "cost unknown" for none.
+func Cost(c float64) string {
+	if c <= 0 {
+		return "cost unknown"
+	}
+	return USD(c)
 }

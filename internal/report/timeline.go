@@ -131,7 +131,7 @@ func Timeline(r *Report) string {
 			y := laneY(a.Worker) + (tlLaneH-tlBarH)/2
 			tip := fmt.Sprintf("%s: %s\nattempt %d (iteration %d) · %s · %s", s.ID, s.Title, a.Number, a.Iteration, a.Outcome, Dur(aEnd.Sub(a.Start).Seconds()))
 			if a.CostUSD > 0 || a.InputTokens > 0 {
-				tip += fmt.Sprintf(" · %s · %s tokens", USD(a.CostUSD), Tokens(a.InputTokens+a.OutputTokens))
+				tip += fmt.Sprintf(" · %s · %s tokens", Cost(a.CostUSD), Tokens(a.InputTokens+a.OutputTokens))
 			}
 			if a.Backup != "" {
 				tip += "\nrolled back; saved in " + a.Backup
