@@ -2045,6 +2045,33 @@ func TestGeminiCommentedSettings(t *testing.T) {
 	}
 }
 
+// Gemini CLI retries a request refused for a per-minute quota (429
+// RESOURCE_EXHAUSTED, "Please retry in 20.5s") on its own, for every
+// request of a turn; stopped there by --timeout, the attempt was "the
+// model service is unavailable", an outage. It is a usage limit, with its
+// reset seconds away.
+func TestGeminiPerMinuteQuota(t *testing.T) {
+	w := newWorld(t, clients[2])
+	quota := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		rw.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprint(rw, `{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.\n* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 10\nPlease retry in 20.5s.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"20s"}]}}`)
+	}))
+	t.Cleanup(quota.Close)
+	w.env = append(w.env, "GOOGLE_GEMINI_BASE_URL="+quota.URL)
+	out := w.run(5, "--timeout", "60s")
+	if strings.Contains(out, "model service is unavailable") || !strings.Contains(out, "hit a usage limit") {
+		t.Fatalf("a per-minute quota is not a usage limit:\n%s", out)
+	}
+	e := w.event("usage_limit")
+	if e["outage"] == true {
+		t.Fatalf("usage_limit event marks an outage: %v", e)
+	}
+	if reset, _ := e["reset"].(string); reset == "" || strings.HasPrefix(reset, "0001-") {
+		t.Fatalf("usage_limit event without the reset gemini named: %v", e)
+	}
+}
+
 // A finished story whose model speaks of limits in its last answer - a
 // story about rate limiting, an error banner, gRPC's RESOURCE_EXHAUSTED -
 // is done, not a usage limit: claude's and codex's model text was read

@@ -329,19 +329,55 @@ func TestCodexLimitThisMinute(t *testing.T) {
 	}
 }
 
+// Gemini CLI retries a request the API refused for a per-minute quota
+// (429 RESOURCE_EXHAUSTED, "Please retry in 20.5s"; recorded from
+// gemini-cli 0.61 against a server answering Google's quota body): stopped
+// there by --timeout, it was "the model service is unavailable" - an
+// outage, waited out with the outage back-off (1m, 2m, 4m...) and blamed on
+// the service. It is a usage limit, resetting when the client said it
+// would retry.
+func TestGeminiQuotaRetriesAreALimit(t *testing.T) {
+	now := time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)
+	for name, tc := range map[string]struct {
+		lines []string
+		reset time.Duration
+	}{
+		"retry in": {[]string{`Attempt 1 failed: You exceeded your current quota, please check your plan and billing details. * Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 10 Please retry in 20.5s.`}, 20500 * time.Millisecond},
+		"retrying after": {[]string{`Attempt 3 failed: You exceeded your current quota, please check your plan and billing details. Please retry in 20.5s.`,
+			`Suggested retry after 20s.. Retrying after 34922ms...`}, 34922 * time.Millisecond},
+		"per-minute quota": {[]string{`{"type":"init","timestamp":"2026-11-29T15:00:00.000Z","session_id":"s","model":"auto"}`,
+			`Attempt 1 failed: Quota exceeded for quota metric 'Generate Content API requests per minute'. Please retry in 40s.`,
+			`Suggested retry after 40s.. Retrying after 40673ms...`}, 40673 * time.Millisecond},
+		"status 429": {[]string{`Attempt 2 failed with status 429. Retrying with backoff... _ApiError: {"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}`}, 0},
+	} {
+		p := &parser{now: func() time.Time { return now }}
+		for _, l := range tc.lines {
+			p.line([]byte(l))
+		}
+		lim := p.stoppedOffline()
+		switch {
+		case lim == nil || lim.Outage:
+			t.Errorf("%s: stopped while retrying a quota: %+v, want a usage limit", name, lim)
+		case strings.Contains(lim.Message, "unavailable") || !strings.Contains(lim.Message, "Attempt"):
+			t.Errorf("%s: message %q", name, lim.Message)
+		case tc.reset == 0 && !lim.Reset.IsZero(), tc.reset != 0 && !lim.Reset.Equal(now.Add(tc.reset)):
+			t.Errorf("%s: reset %v, want %v after %v", name, lim.Reset, tc.reset, now)
+		}
+	}
+}
+
 // Gemini CLI says on its stderr that it retries a failing model request
 // (recorded from gemini-cli 0.61 against conformance/fakemodel answering
-// 503, then a per-minute 429): stopped there by --timeout, the attempt was
-// counted failed and the story skipped; it had an outage.
+// 503): stopped there by --timeout, the attempt was counted failed and the
+// story skipped; it had an outage.
 func TestGeminiRetriesAreAnOutage(t *testing.T) {
 	for name, lines := range map[string][]string{
 		"503": {`{"type":"init","timestamp":"2026-11-29T15:00:00.000Z","session_id":"s","model":"auto"}`,
 			`Attempt 1 failed with status 503. Retrying with backoff... _ApiError: {"error":{"code":503,"message":"The model is overloaded."}}`,
 			`    at Models.generateContentStream (file:///x/bundle/chunk.js:1:2)`,
 			`Attempt 2 failed with status 503. Retrying with backoff... _ApiError: {"error":{"code":503,"message":"The model is overloaded."}}`},
-		"per-minute quota": {`{"type":"init","timestamp":"2026-11-29T15:00:00.000Z","session_id":"s","model":"auto"}`,
-			`Attempt 1 failed: Quota exceeded for quota metric 'Generate Content API requests per minute'. Please retry in 40s.`,
-			`Suggested retry after 40s.. Retrying after 40673ms...`},
+		"quota, then 503": {`Attempt 1 failed: You exceeded your current quota. Please retry in 20.5s.`,
+			`Attempt 2 failed with status 503. Retrying with backoff... _ApiError: {"error":{"code":503,"message":"The model is overloaded."}}`},
 	} {
 		p := &parser{now: time.Now}
 		for _, l := range lines {

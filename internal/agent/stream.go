@@ -172,6 +172,11 @@ type parser struct {
 	// service (codex: for the network; claude: retrying a failed request);
 	// if it is stopped there, that was an outage.
 	offline bool
+	// quota: the request the client retries was refused for a quota
+	// (gemini's per-minute 429), so being stopped there was a usage
+	// limit, resetting at retryAt (zero when the client said no time).
+	quota   bool
+	retryAt time.Time
 }
 
 // shellCall notes a shell command the agent called.
@@ -212,7 +217,7 @@ func (p *parser) line(b []byte) (events []Event, ok bool) {
 	if l.Type != "system" && l.Type != "error" {
 		// Anything but a retry notice: the client is not (or no longer)
 		// waiting for the model service.
-		p.offline = false
+		p.offline, p.quota = false, false
 	}
 	switch l.Type {
 	case "system", "init", "thread.started":
@@ -510,11 +515,20 @@ func (p *parser) apiRetry(l streamLine) Event {
 // ..." then "... Retrying after 40673ms...".
 var geminiRetry = lazyre.New(`^\s*(?:Attempt \d+ failed\b|.*\bRetrying (?:with backoff|after \d+\s*ms)\b)`)
 
+// geminiQuota is a retried request's refusal for a quota ("You exceeded
+// your current quota", "Quota exceeded for quota metric", status 429,
+// RESOURCE_EXHAUSTED), and geminiRetryIn when gemini says it retries:
+// "Please retry in 20.5s", "Retrying after 34922ms".
+var (
+	geminiQuota   = lazyre.New(`(?i)\bquota\b|RESOURCE_EXHAUSTED|status 429\b|"code":\s*429\b`)
+	geminiRetryIn = lazyre.New(`(?i)(?:retry in ([0-9]+(?:\.[0-9]+)?)\s*s\b|Retrying after ([0-9]+)\s*ms\b)`)
+)
+
 // retryLine reads a line that is no event (a client's stderr): a retry
 // notice marks the client as waiting for the model service, as claude's
 // api_retry does - stopped there by --timeout or --idle-timeout, it had an
 // outage, not a failure (its attempt was counted failed and the story
-// skipped).
+// skipped); a usage limit when the request was refused for a quota.
 func (p *parser) retryLine(b []byte) {
 	if len(b) > 4096 || !bytes.Contains(b, []byte("ttempt")) && !bytes.Contains(b, []byte("Retrying")) {
 		return
@@ -525,15 +539,30 @@ func (p *parser) retryLine(b []byte) {
 	}
 	if strings.HasPrefix(line, "Attempt ") || !p.offline {
 		p.lastError = line
+		p.quota, p.retryAt = geminiQuota().MatchString(line), time.Time{}
+	}
+	// The last word on when the client retries is when the quota allows.
+	if m := geminiRetryIn().FindStringSubmatch(line); m != nil {
+		if m[1] != "" {
+			sec, _ := strconv.ParseFloat(m[1], 64)
+			p.retryAt = p.now().Add(time.Duration(sec * float64(time.Second)))
+		} else {
+			ms, _ := strconv.ParseInt(m[2], 10, 64)
+			p.retryAt = p.now().Add(time.Duration(ms) * time.Millisecond)
+		}
 	}
 	p.offline = true
 }
 
 // stoppedOffline is the outage of an agent wiggum stopped (--timeout,
-// --idle-timeout) while it waited for the network: not its failure.
+// --idle-timeout) while it waited for the network, or its usage limit
+// while it waited out a quota: not its failure.
 func (p *parser) stoppedOffline() *Limit {
 	if !p.offline || p.limit != nil {
 		return nil
+	}
+	if p.quota {
+		return &Limit{Message: clip(firstLine(p.lastError), 300), Reset: p.retryAt}
 	}
 	return outage(firstLine(p.lastError), ", until the agent was stopped")
 }
