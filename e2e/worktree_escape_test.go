@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,5 +81,115 @@ func TestWorktreeWithoutGitNeverReachesMain(t *testing.T) {
 	}
 	if got := strings.TrimSpace(mustRun(t, dir, "git", "show", "main:f-US-1.txt")); got != "work of US-1" {
 		t.Errorf("US-1's work on main: %q", got)
+	}
+}
+
+// TestWorktreeRemovedWholeFailsOnlyItsStory: a worktree removed whole
+// during its attempt (by its own agent, or by another agent's rm -rf,
+// neither of which wiggum can stop) fails only its own story, as a
+// worktree that lost its .git does: the other workers go on and land
+// theirs, the run ends with work left (exit 5) saying the worktree was
+// removed, and the next run finishes the story. (Before, the refused
+// rollback tried to set the vanished worktree aside, failed, and stopped
+// the whole run with exit 1 and "run 'wiggum checkpoint' first".)
+func TestWorktreeRemovedWholeFailsOnlyItsStory(t *testing.T) {
+	for name, removal := range map[string]string{
+		"itself":  `[ "$WIGGUM_STORY" = US-1 ] && { d=$PWD; cd /; rm -rf "$d"; }`,
+		"another": `[ "$WIGGUM_STORY" = US-2 ] && { while [ ! -e "$MARKS/US-1-started" ]; do sleep 0.05; done; rm -rf ../US-1; touch "$MARKS/removed"; }`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, marks, agent := scriptRepo(t, "", 3, `cat > /dev/null
+echo "work of $WIGGUM_STORY" > "f-$WIGGUM_STORY.txt"
+git add "f-$WIGGUM_STORY.txt" && git commit -qm "work of $WIGGUM_STORY"
+if [ -z "$CALM" ]; then
+  [ "$WIGGUM_STORY" = US-1 ] && touch "$MARKS/US-1-started"
+  `+removal+`
+  [ "$WIGGUM_STORY" = US-1 ] && while [ ! -e "$MARKS/removed" ] && [ -e "$PWD" ]; do sleep 0.05; done
+fi
+true
+`)
+			env := []string{"MARKS=" + marks}
+			if name == "itself" {
+				writeFile(t, filepath.Join(marks, "removed"), "")
+			}
+			args := []string{"run", "--plan", "plan.md", "--workers", "2", "--agent-cmd", "sh " + agent, "--retries", "0"}
+			res := wiggum(t, dir, env, args...)
+			out := res.stdout + res.stderr
+			if res.code != 5 {
+				t.Fatalf("exit %d, want 5 (work left)\n%s", res.code, out)
+			}
+			log := mustRun(t, dir, "git", "log", "--format=%s", "main")
+			for _, id := range []string{"US-2", "US-3"} {
+				if !strings.Contains(log, id+": mark done") {
+					t.Errorf("%s did not land:\n%s\n%s", id, log, out)
+				}
+			}
+			if plan := readFile(t, filepath.Join(dir, "plan.md")); !strings.Contains(plan, "- [ ] US-1") {
+				t.Errorf("US-1 is not open:\n%s", plan)
+			}
+			if !strings.Contains(out, "the worktree of US-1") || !strings.Contains(out, "was removed during its attempt") {
+				t.Errorf("the run does not say the worktree of US-1 was removed:\n%s", out)
+			}
+			if strings.Contains(out, "wiggum checkpoint") {
+				t.Errorf("the run tells to run 'wiggum checkpoint':\n%s", out)
+			}
+			if name == "itself" {
+				// Its commit, made before the removal, is kept (on its
+				// branch), as is every agent commit.
+				kept := mustRun(t, dir, "git", "log", "--format=%s", "--branches=wiggum/", "--glob=refs/wiggum/backup/")
+				if !strings.Contains(kept, "work of US-1") {
+					t.Errorf("US-1's commit is on no branch or backup:\n%s\n%s", kept, out)
+				}
+			}
+			again := wiggum(t, dir, append(env, "CALM=1"), args...)
+			if again.code != 0 {
+				t.Fatalf("the next run: exit %d\n%s%s", again.code, again.stdout, again.stderr)
+			}
+			if got := strings.TrimSpace(mustRun(t, dir, "git", "show", "main:f-US-1.txt")); got != "work of US-1" {
+				t.Errorf("US-1's work on main: %q", got)
+			}
+			if wts := strings.Count(mustRun(t, dir, "git", "worktree", "list", "--porcelain"), "worktree "); wts != 1 {
+				t.Errorf("%d worktrees registered, want 1", wts)
+			}
+			if ents, _ := os.ReadDir(filepath.Join(dir, ".ralph/wiggum/worktrees")); len(ents) != 0 {
+				t.Errorf("%d worktree directories left", len(ents))
+			}
+		})
+	}
+}
+
+// TestShimRefusesRemovingLeasedWorktree: an agent's git worktree remove
+// -f -f (which overrides git's own worktree lock) of another worker's
+// worktree, whose lease is held, is refused by wiggum's git shim: a
+// leased worktree is never removed by a command wiggum controls. Both
+// stories land.
+func TestShimRefusesRemovingLeasedWorktree(t *testing.T) {
+	dir, marks, agent := scriptRepo(t, "", 2, `cat > /dev/null
+echo "work of $WIGGUM_STORY" > "f-$WIGGUM_STORY.txt"
+if [ "$WIGGUM_STORY" = US-1 ]; then
+  while [ ! -e "$MARKS/US-2-started" ]; do sleep 0.05; done
+  git worktree remove -f -f ../US-2 2> "$MARKS/rm.err"; echo $? > "$MARKS/rm.code"
+else
+  touch "$MARKS/US-2-started"
+  while [ ! -e "$MARKS/rm.code" ]; do sleep 0.05; done
+fi
+true
+`)
+	res := wiggum(t, dir, []string{"MARKS=" + marks}, "run", "--plan", "plan.md", "--workers", "2", "--agent-cmd", "sh "+agent, "--retries", "0")
+	out := res.stdout + res.stderr
+	if code := strings.TrimSpace(readFile(t, filepath.Join(marks, "rm.code"))); code == "0" {
+		t.Fatalf("git worktree remove -f -f of US-2's leased worktree succeeded\n%s", out)
+	}
+	if msg := readFile(t, filepath.Join(marks, "rm.err")); !strings.Contains(msg, "lease") {
+		t.Errorf("the refusal does not say the worktree is leased: %q", msg)
+	}
+	if res.code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", res.code, out)
+	}
+	log := mustRun(t, dir, "git", "log", "--format=%s", "main")
+	for _, id := range []string{"US-1", "US-2"} {
+		if !strings.Contains(log, id+": mark done") {
+			t.Errorf("%s did not land:\n%s\n%s", id, log, out)
+		}
 	}
 }

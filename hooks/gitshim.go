@@ -82,6 +82,11 @@ func GitShim(args []string, stderr io.Writer) int {
 			return code
 		}
 	}
+	if sub < len(args) && args[sub] == "worktree" {
+		if code := keepLeased(dir, args[sub+1:], real, stderr); code >= 0 {
+			return code
+		}
+	}
 	if sub < len(args) && args[sub] == "clean" {
 		args = cleanKeepsState(args, sub)
 	}

@@ -1197,9 +1197,15 @@ func (e *executor) head(ctx context.Context) string {
 type LostGitError struct {
 	Story string
 	Path  string // the worktree
+	// Removed: the worktree went whole (its agent's rm -rf of its own
+	// directory, another agent's of it), not its .git alone.
+	Removed bool
 }
 
 func (e *LostGitError) Error() string {
+	if e.Removed {
+		return fmt.Sprintf("the worktree of %s (%s) was removed during its attempt (by its agent or another process), so its attempt can be neither checked nor rolled back there; the main repository and the other stories are untouched", e.Story, e.Path)
+	}
 	return fmt.Sprintf("the worktree of %s (%s) has lost its .git (did the agent remove it?), so its attempt can be neither checked nor rolled back there; the main repository and the other stories are untouched", e.Story, e.Path)
 }
 
@@ -1239,6 +1245,23 @@ func DiskFull(err error) bool {
 	return err != nil && (errors.Is(err, syscall.ENOSPC) || (strings.Contains(err.Error(), "No space left on device") || strings.Contains(err.Error(), "Out of diskspace")))
 }
 
+// lostGit is the LostGitError of a worker whose worktree has no .git
+// left; nil when it has one, or e works in no worktree. A worktree that
+// holds nothing else but wiggum's state (the lock the attempt's end puts
+// back) was removed whole.
+func (e *executor) lostGit(story string) *LostGitError {
+	if e.worktree == "" {
+		return nil
+	}
+	root := e.st.Repo.Root
+	if _, err := os.Lstat(filepath.Join(root, ".git")); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	ents, _ := os.ReadDir(root)
+	removed := len(ents) == 0 || (len(ents) == 1 && ents[0].Name() == layout.StateDir)
+	return &LostGitError{Story: story, Path: root, Removed: removed}
+}
+
 // rollback returns the tree to the attempt's checkpoint. A refusal stops
 // the run: someone else changed the repository, and the loop must not
 // carry on over their work.
@@ -1261,6 +1284,12 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 		SetAsideRepos: true,
 	})
 	if err != nil {
+		// A worktree gone whole takes its checkpoint record with it, and
+		// the rollback is refused for that: it fails its story alone, as
+		// one that lost its .git does, before any set-aside is tried.
+		if lost := e.lostGit(story.ID); lost != nil {
+			return "", lost
+		}
 		var refused *checkpoint.RefusedError
 		if errors.As(err, &refused) {
 			if e.aside != nil {
@@ -1272,11 +1301,6 @@ func (e *executor) rollback(ctx context.Context, story *plan.Story, attempt int,
 				hint = ". The agent's own changes of this attempt are in the tree, uncommitted, beside that work: finish or put away that work, then run again"
 			}
 			return "", fmt.Errorf("run: %s failed (%s) and its rollback was refused, so the loop stops: %w%s", story.ID, out.detail, err, hint)
-		}
-		if e.worktree != "" {
-			if _, serr := os.Lstat(filepath.Join(e.st.Repo.Root, ".git")); errors.Is(serr, fs.ErrNotExist) {
-				return "", &LostGitError{Story: story.ID, Path: e.st.Repo.Root}
-			}
 		}
 		e.run.event("rollback_failed", map[string]any{"story": story.ID, "error": err.Error()})
 		return "", &StuckError{Story: story.ID, Failure: out.detail, Err: err, Passed: out.passed}

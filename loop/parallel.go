@@ -631,7 +631,7 @@ func (p *parallel) result(ctx context.Context) error {
 	}
 	p.r.lookMu.Unlock()
 	if n := len(p.lost); n > 0 {
-		why = append(why, fmt.Sprintf("%d story(ies) whose worktree lost its .git (%s): their files are saved under refs/wiggum/backup/, and they stay open", n, strings.Join(p.lost, ", ")))
+		why = append(why, fmt.Sprintf("%d story(ies) whose worktree lost its .git or was removed (%s): their files are saved under refs/wiggum/backup/, and they stay open", n, strings.Join(p.lost, ", ")))
 	}
 	if n := len(p.r.sum.Skipped); n > 0 {
 		why = append(why, fmt.Sprintf("%d story(ies) skipped (failed attempts, budget, or a kept branch that does not merge): %s", n, strings.Join(p.r.sum.Skipped, ", ")))

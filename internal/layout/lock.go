@@ -584,13 +584,15 @@ func (t Tree) Session() SessionInfo {
 // when its environment says so; none otherwise.
 func (t Tree) inSession() SessionInfo {
 	tok, root := os.Getenv(SessionEnv), os.Getenv(RootEnv)
-	if tok == "" || root == "" || !sameDir(root, t.Root) {
+	if tok == "" || root == "" || !SameDir(root, t.Root) {
 		return SessionInfo{}
 	}
 	return SessionInfo{Active: true, Mine: true, Session: tok}
 }
 
-func sameDir(a, b string) bool {
+// SameDir reports whether a and b name one directory (or file): the same
+// path, or the same inode.
+func SameDir(a, b string) bool {
 	if a == b {
 		return true
 	}
