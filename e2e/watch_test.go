@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -381,4 +383,37 @@ func ansiHTML(s string) string {
 
 func htmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// TestDeadRunShownDeadWhateverItsPIDNames: a run killed without logging
+// its end is dead to wiggum report and wiggum watch even when the pid its
+// run_start recorded names a live process now (a run in a container's PID
+// namespace is pid 1 there; after a reboot the pid is anyone's). Only the
+// agent lock, as wiggum status reads it, says a run is at work. (Before,
+// report said "running" and watch followed the dead run forever.)
+func TestDeadRunShownDeadWhateverItsPIDNames(t *testing.T) {
+	sleep := uniqueSleep()
+	dir, marks, agent := scriptRepo(t, "", 2, `cat > /dev/null
+touch "$MARKS/ready"; exec sleep `+sleep+`
+`)
+	p := startWiggum(t, dir, []string{"MARKS=" + marks}, "run", "--plan", "plan.md", "--workers", "2", "-q", "--agent-cmd", "sh "+agent)
+	waitFile(t, filepath.Join(marks, "ready"))
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait(t)
+	for _, pid := range withMarker(sleep) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	events := filepath.Join(dir, ".ralph", "wiggum", "events.jsonl")
+	data := readFile(t, events)
+	live := fmt.Sprintf(`"pid":%d`, os.Getpid()) // this test's own process: alive
+	data = regexp.MustCompile(`"pid":[0-9]+`).ReplaceAllString(data, live)
+	writeFile(t, events, data)
+	rep := wiggum(t, dir, nil, "report")
+	if rep.code != 0 || !strings.Contains(rep.stdout, "unfinished") {
+		t.Errorf("report of the killed run: exit %d, want it unfinished\n%s%s", rep.code, rep.stdout, rep.stderr)
+	}
+	w := startWiggum(t, dir, nil, "watch", "--plain")
+	if code := w.wait(t); !strings.Contains(w.stdout()+w.stderr(), "logged no end") {
+		t.Errorf("watch of the killed run: exit %d, want it to end saying the run logged no end\n%s%s", code, w.stdout(), w.stderr())
+	}
 }

@@ -83,7 +83,7 @@ func (c *ReportCmd) Run(ctx context.Context, g *Globals) error {
 			return badinput.Wrap(err)
 		}
 		path = filepath.Join(root, filepath.FromSlash(layout.RuntimeDir), layout.EventFile)
-		alive = layout.PIDAlive
+		alive = runAlive(root)
 	}
 	r, err := runreport.Build(path, runreport.Options{Alive: alive})
 	if errors.Is(err, runreport.ErrNoRun) {

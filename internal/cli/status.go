@@ -183,18 +183,16 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	r.Lock.Held = held
 	if held {
-		if h, err := st.CurrentHolder(); err != nil {
+		if h, here, err := st.HolderHere(); err != nil {
 			r.Errors = append(r.Errors, err.Error())
 			r.holderUnreadable = true
 		} else if h != nil {
 			r.Lock.PID, r.Lock.Host, r.Lock.Started, r.Lock.Session, r.Lock.Command = h.PID, h.Host, h.Started, h.Session, h.Command
-			r.Lock.PIDAlive = layout.PIDAlive(h.PID)
-			here := h.PID
-			if pid := st.LockPID(); pid > 0 && pid != h.PID {
+			r.Lock.PIDAlive = layout.PIDAlive(here)
+			if here != h.PID {
 				// A run in another PID namespace: its record's pid is
 				// its own there; here it is pid.
-				r.Lock.PIDHere, r.Lock.PIDAlive = pid, layout.PIDAlive(pid)
-				here = pid
+				r.Lock.PIDHere = here
 			}
 			r.Lock.PIDStopped = layout.PIDStopped(here)
 		} else if pid := st.LockPID(); pid > 0 {

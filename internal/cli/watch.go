@@ -64,7 +64,7 @@ func (c *WatchCmd) Run(ctx context.Context, g *Globals) error {
 	once := c.Once || c.NoFollow
 	if once || c.Plain || c.JSON || !isTerminal(g.stdout) || !isTerminal(os.Stdin) {
 		err := watch.Plain(ctx, src, g.stdout, watch.PlainOptions{
-			Follow: !once, Interval: c.Interval, JSON: c.JSON, Alive: layout.PIDAlive,
+			Follow: !once, Interval: c.Interval, JSON: c.JSON, Alive: runAlive(root),
 			Notice: func(s string) { fmt.Fprintln(g.stderr, "wiggum watch: "+s) },
 		})
 		if src.Bad > 0 {
@@ -75,7 +75,7 @@ func (c *WatchCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		return err
 	}
-	m := watch.NewModel(src, c.Interval, layout.PIDAlive)
+	m := watch.NewModel(src, c.Interval, runAlive(root))
 	_, err = tea.NewProgram(m, tea.WithContext(ctx), tea.WithOutput(g.stdout), tea.WithInput(os.Stdin)).Run()
 	if ierr := Interrupted(ctx); ierr != nil {
 		return ierr
@@ -84,6 +84,23 @@ func (c *WatchCmd) Run(ctx context.Context, g *Globals) error {
 		return fmt.Errorf("watch: %w", err)
 	}
 	return nil
+}
+
+// runAlive is watch's and report's test of whether the run that recorded
+// pid in the event log of the main tree at root is still at work: it is
+// the live wiggum holding that tree's agent lock (layout.Tree.LiveHolder,
+// as wiggum status decides). The pid alone is no proof: a run in a
+// container recorded its pid there (1, often), and after a reboot any
+// process may have it.
+func runAlive(root string) func(pid int) bool {
+	tree := layout.At(root)
+	return func(pid int) bool {
+		h, err := tree.LiveHolder()
+		if err != nil {
+			return layout.PIDAlive(pid) // the lock cannot be read: the pid is all there is
+		}
+		return h != nil && h.PID == pid
+	}
 }
 
 // mainRoot is the main working tree of the repository holding dir: a run's

@@ -503,6 +503,36 @@ func (t Tree) CurrentHolder() (*Holder, error) {
 	return &h, nil
 }
 
+// HolderHere returns the holder record when the lock is held and the
+// record belongs to the holder (CurrentHolder), and the holder's pid in
+// this PID namespace: the kernel's, when it ran in another one (a
+// container's run records its own pid there), else the record's.
+func (t Tree) HolderHere() (h *Holder, here int, err error) {
+	h, err = t.CurrentHolder()
+	if err != nil || h == nil {
+		return nil, 0, err
+	}
+	here = h.PID
+	if pid := t.LockPID(); pid > 0 {
+		here = pid
+	}
+	return h, here, nil
+}
+
+// LiveHolder returns the record of the live wiggum holding the agent
+// lock, nil when none does: the lock held, the record its holder's own
+// and that process alive here (HolderHere) - wiggum status's test of a
+// run at work. A pid recorded elsewhere proves nothing by itself: seen
+// from outside the PID namespace it was recorded in, or after a reboot, it
+// can name any live process.
+func (t Tree) LiveHolder() (*Holder, error) {
+	h, here, err := t.HolderHere()
+	if err != nil || h == nil || !PIDAlive(here) {
+		return nil, err
+	}
+	return h, nil
+}
+
 // InSession reports whether this process runs inside the session of the
 // current lock holder: WIGGUM_SESSION matches the live holder's token.
 func (t Tree) InSession() (*Holder, bool) {
