@@ -77,13 +77,27 @@ func (s *State) Interrupted() (*RestoreMark, error) {
 	if err := json.Unmarshal(data, &m); err != nil || m.Op == "" {
 		return nil, &CorruptError{Path: s.restoreMarkPath(), Err: fmt.Errorf("not a restore mark: %q", strings.TrimSpace(string(data)))}
 	}
-	if m.PID != os.Getpid() && layout.PIDAlive(m.PID) {
+	if m.PID != os.Getpid() && s.atWork(m) {
 		return nil, nil
 	}
 	if lock := filepath.Join(s.Repo.GitDir, "index.lock"); fileExists(lock) {
 		m.IndexLock = lock
 	}
 	return &m, nil
+}
+
+// atWork reports whether the restore m marks is still under way. Every
+// restore holds the tree's agent lock, or runs in the session of the
+// wiggum that does: it is at work while a live wiggum holds that lock
+// (LiveHolder, wiggum status's test), since before the mark was made, and
+// its own process lives. Its pid alone proves nothing: after a reboot it
+// may name any process.
+func (s *State) atWork(m RestoreMark) bool {
+	h, err := s.LiveHolder()
+	if err != nil {
+		return layout.PIDAlive(m.PID) // the lock cannot be read: the pid is all there is
+	}
+	return h != nil && !m.Started.Before(h.Started) && layout.PIDAlive(m.PID)
 }
 
 // ReportInterrupted tells warn of a restore a killed wiggum left half done
