@@ -128,3 +128,76 @@ func TestDiskFullStopsAndResumes(t *testing.T) {
 		})
 	}
 }
+
+// worktreeFullScript runs, in a mount namespace of its own, a 4-worker
+// run whose worktree directory is a tmpfs that holds two checkouts of the
+// repository, not more; then it unmounts it (space freed) and runs again.
+const worktreeFullScript = `set -u
+repo=$1 out=$2 wig=$3
+cd "$repo" || exit 98
+mkdir -p .ralph/wiggum/worktrees
+mount -t tmpfs -o size=3m tmpfs .ralph/wiggum/worktrees || exit 97
+agent='cat >/dev/null; echo "work of $WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"; sleep 0.5'
+"$wig" run --plan plan.md --workers 4 --agent-cmd "$agent" >"$out/run1.out" 2>"$out/run1.err"; echo $? >"$out/run1.code"
+"$wig" status >"$out/wstatus1" 2>&1
+umount .ralph/wiggum/worktrees || exit 98
+"$wig" run --plan plan.md --workers 4 --agent-cmd "$agent" >"$out/run2.out" 2>"$out/run2.err"; echo $? >"$out/run2.code"
+`
+
+// TestWorktreeDiskFullStopsResumable: a worktree that cannot be checked
+// out because the disk under the worktree directory is full (git says only
+// "unable to write file") stops the run with exit 1 saying the disk is
+// full and where, its journal open: wiggum status calls it interrupted,
+// and once space is freed the next run resumes it (its spending goes on,
+// --max-cost is not spent twice) and finishes every story. (Before, the run
+// stopped with git's raw error and closed its journal.)
+func TestWorktreeDiskFullStopsResumable(t *testing.T) {
+	unshare := needTool(t, "unshare", "util-linux")
+	dir, _, _ := scriptRepo(t, "", 8, "")
+	big := make([]byte, 1400000)
+	for i := range big {
+		big[i] = byte('a' + (i*7919)%26)
+		if i%77 == 76 {
+			big[i] = '\n'
+		}
+	}
+	writeFile(t, filepath.Join(dir, "big.txt"), string(big))
+	mustRun(t, dir, "git", "add", "big.txt")
+	mustRun(t, dir, "git", "commit", "-q", "-m", "big")
+	out := t.TempDir()
+	script := filepath.Join(out, "wtfull.sh")
+	writeFile(t, script, worktreeFullScript)
+	r := run(t, out, nil, unshare, "-m", "bash", script, dir, out, wiggumBin)
+	if r.code == 97 && os.Getenv("CI") == "" {
+		t.Skipf("cannot mount a tmpfs here: %s", r.stderr)
+	}
+	if r.code != 0 {
+		t.Fatalf("script: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	read := func(name string) string {
+		data, _ := os.ReadFile(filepath.Join(out, name))
+		return string(data)
+	}
+	run1 := read("run1.out") + read("run1.err")
+	if code := strings.TrimSpace(read("run1.code")); code != "1" {
+		t.Fatalf("first run: exit %s, want 1\n%s", code, run1)
+	}
+	for _, want := range []string{"disk holding the repository is full", ".ralph/wiggum/worktrees", "resume with: wiggum run --plan plan.md"} {
+		if !strings.Contains(run1, want) {
+			t.Errorf("the first run does not say %q:\n%s", want, run1)
+		}
+	}
+	if st := read("wstatus1"); !strings.Contains(st, "was interrupted") {
+		t.Errorf("wiggum status does not call the run interrupted:\n%s", st)
+	}
+	run2 := read("run2.out") + read("run2.err")
+	if code := strings.TrimSpace(read("run2.code")); code != "0" {
+		t.Fatalf("the run after space was freed: exit %s, want 0\n%s\nfirst run:\n%s", code, run2, run1)
+	}
+	if !strings.Contains(run2, "resuming the interrupted run of plan.md") {
+		t.Errorf("the second run does not resume:\n%s", run2)
+	}
+	if plan := readFile(t, filepath.Join(dir, "plan.md")); strings.Contains(plan, "[ ]") {
+		t.Errorf("stories left open:\n%s", plan)
+	}
+}

@@ -1239,6 +1239,23 @@ func (e *StuckError) Error() string {
 
 func (e *StuckError) Unwrap() error { return e.Err }
 
+// NoRoomError is a worktree that could not be made for a story because
+// the disk under the worktree directory is full. Like a StuckError it
+// stops the run with its journal open: once space is freed, the next run
+// resumes.
+type NoRoomError struct {
+	Story string
+	Dir   string // the worktree directory
+	Err   error
+}
+
+func (e *NoRoomError) Error() string {
+	return fmt.Sprintf("run: %s: no worktree could be made for it: the disk holding the repository is full under %s (%s); free space there, then run again: the run resumes",
+		e.Story, e.Dir, firstLine(e.Err.Error()))
+}
+
+func (e *NoRoomError) Unwrap() error { return e.Err }
+
 // DiskFull reports whether a full disk caused err: ENOSPC in its chain,
 // or git's (or another program's) "No space left on device" in its text.
 func DiskFull(err error) bool {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -302,7 +303,7 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 			p.giveBack(ctx, held)
 		}
 		if ctx.Err() == nil {
-			p.halt(fmt.Errorf("run: %s: %w", story.ID, err))
+			p.halt(p.noWorktree(story.ID, err))
 		}
 		p.mu.Lock()
 		delete(p.inflight, story.ID)
@@ -335,7 +336,7 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 					p.giveBack(ctx, held)
 				}
 				if ctx.Err() == nil {
-					p.halt(fmt.Errorf("run: %s: a new worktree for its next attempt: %w", story.ID, cerr))
+					p.halt(p.noWorktree(story.ID, fmt.Errorf("a new worktree for its next attempt: %w", cerr)))
 				}
 				p.landed(&landing{story: story})
 				return false
@@ -410,6 +411,15 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 		p.landed(j)
 	})
 	return false
+}
+
+// noWorktree is the run-stopping error of a worktree that could not be
+// made for story: a NoRoomError when the disk is full.
+func (p *parallel) noWorktree(story string, err error) error {
+	if DiskFull(err) {
+		return &NoRoomError{Story: story, Dir: filepath.Join(p.r.st.Repo.Root, filepath.FromSlash(worktree.Dir)), Err: err}
+	}
+	return fmt.Errorf("run: %s: %w", story, err)
 }
 
 // lostGit fails the story whose worktree lost its .git, and only that

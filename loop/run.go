@@ -1221,8 +1221,9 @@ func (r *run) begin(workers int) {
 }
 
 // finish reports the run's end and closes its journal when the run ended
-// by itself; a run stopped by a signal, a usage limit or an attempt it
-// could not roll back (StuckError, or a rollback the rules refused) stays
+// by itself; a run stopped by a signal, a usage limit, a full disk under
+// its worktrees (NoRoomError) or an attempt it could not roll back
+// (StuckError, or a rollback the rules refused) stays
 // open, to be resumed, and so does a --remote run that keeps finished
 // stories the server did not take (toLand): the next run lands them.
 func (r *run) finish(err error) {
@@ -1245,9 +1246,11 @@ func (r *run) finish(err error) {
 		fmt.Fprintf(&b, "; work rolled back or rewritten is saved in %s (wiggum recover)", strings.Join(r.sum.Backups, ", "))
 	}
 	var stuck *StuckError
+	var noRoom *NoRoomError
+	errors.As(err, &noRoom)
 	unsigned := stoppedUncommitted(err)
 	refused := refusedHere(err)
-	if errors.Is(err, context.Canceled) || errors.As(err, &stuck) || unsigned != nil {
+	if errors.Is(err, context.Canceled) || errors.As(err, &stuck) || unsigned != nil || noRoom != nil {
 		fmt.Fprintf(&b, "; resume with: %s", resumeCommand(r.opts.Plan.Kind(), r.planRel, r.opts.Workers, r.remoteName()))
 	}
 	r.disp.printf("%s", b.String())
@@ -1283,7 +1286,10 @@ func (r *run) finish(err error) {
 	if kept != "" {
 		_ = r.led.record(journalRec{T: "stuck", Note: kept}, true)
 	}
-	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) && stuck == nil && unsigned == nil && !refused && kept == "" {
+	if noRoom != nil {
+		_ = r.led.record(journalRec{T: "stuck", Note: noRoom.Error()}, true)
+	}
+	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) && stuck == nil && unsigned == nil && !refused && kept == "" && noRoom == nil {
 		_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
 	}
 	_ = session.ClearRun(r.st)

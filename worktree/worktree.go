@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -26,6 +27,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
+	"golang.org/x/sys/unix"
 )
 
 // Dir holds the worktrees, relative to the main working tree's root; it is
@@ -443,6 +445,36 @@ func (w *Worker) recordMeta() error {
 	return nil
 }
 
+// noSpace reports whether a full disk made repo's checkout fail with
+// err: git says only "unable to write file PATH", and removes what it
+// could not write, so the space looks free again; a file larger than the
+// space left on the file system holding the worktree did not fit.
+func noSpace(ctx context.Context, repo *git.Repo, err error) bool {
+	var ge *git.Error
+	if !errors.As(err, &ge) {
+		return false
+	}
+	var st unix.Statfs_t
+	if unix.Statfs(repo.Root, &st) != nil {
+		return false
+	}
+	free := st.Bavail * uint64(st.Bsize)
+	for _, line := range strings.Split(ge.Stderr, "\n") {
+		name, ok := strings.CutPrefix(strings.TrimSpace(line), "error: unable to write file ")
+		if !ok {
+			continue
+		}
+		if free == 0 {
+			return true
+		}
+		out, err := repo.Run(ctx, "cat-file", "-s", "HEAD:"+name)
+		if size, perr := strconv.ParseUint(strings.TrimSpace(out), 10, 64); err == nil && perr == nil && size > free {
+			return true
+		}
+	}
+	return false
+}
+
 // nullID is git's name for "no commit" in a post-checkout hook's
 // arguments, as git worktree add passes it.
 const nullID = "0000000000000000000000000000000000000000"
@@ -457,6 +489,10 @@ const nullID = "0000000000000000000000000000000000000000"
 func (w *Worker) checkOut(ctx context.Context, main *git.Repo, inc []string, incErr error) error {
 	repo := w.State.Repo
 	if _, err := repo.Run(ctx, "reset", "--hard", "--no-recurse-submodules", "--quiet"); err != nil {
+		if noSpace(ctx, repo, err) {
+			// git says only "unable to write file": the cause is named.
+			return fmt.Errorf("worktree: check out %s: %w: %w", w.Name, err, syscall.ENOSPC)
+		}
 		return fmt.Errorf("worktree: check out %s: %w", w.Name, err)
 	}
 	w.Notes = checkOutSubmodules(ctx, w.Path, main.Root)
