@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -151,5 +152,42 @@ func TestParallelResumeKeepsCrashRecords(t *testing.T) {
 				t.Errorf("the resumed run did not say %q:\n%s", want, r.stdout)
 			}
 		})
+	}
+}
+
+// TestParallelBudgetStopSaysFinalSpending: the reason a parallel run gives
+// for its --max-cost stop says what the run spent in the end, with the
+// attempts that were running when the budget was reached and finished
+// after, as its summary does, and counts the stories open once. (Before,
+// it gave the figures of the moment the budget was reached: "the run spent
+// $1.50" after "spent $2.00", and "N story(ies) left" beside "M open".)
+func TestParallelBudgetStopSaysFinalSpending(t *testing.T) {
+	dir, marks, agent := scriptRepo(t, "", 7, `cat > /dev/null
+S=$WIGGUM_STORY
+touch "$MARKS/started-$S"
+case $S in
+US-3) while [ ! -e "$MARKS/started-US-4" ]; do sleep 0.05; done ;;
+US-4|US-5) while ! grep -q budget_reached ../../events.jsonl 2>/dev/null; do sleep 0.05; done ;;
+esac
+echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":0.5}'
+`)
+	res := wiggum(t, dir, []string{"MARKS=" + marks}, "run", "--plan", "plan.md", "--workers", "3", "-q", "--max-cost", "1.2", "--agent-cmd", "sh "+agent)
+	out := res.stdout + res.stderr
+	if res.code != 5 {
+		t.Fatalf("exit %d, want 5\n%s", res.code, out)
+	}
+	summary := regexp.MustCompile(`\d+ open; spent (\$[0-9.]+)`).FindStringSubmatch(out)
+	if summary == nil {
+		t.Fatalf("no summary with the spending:\n%s", out)
+	}
+	if want := "the run spent " + summary[1] + ", reaching --max-cost $1.20"; !strings.Contains(res.stderr, want) {
+		t.Errorf("the stop does not say %q:\n%s", want, out)
+	}
+	if strings.Contains(res.stderr, "left;") {
+		t.Errorf("the stop counts the stories left twice:\n%s", out)
+	}
+	st := wiggum(t, dir, nil, "status")
+	if strings.Contains(st.stdout, "stopped: stopped") || strings.Contains(st.stdout, "it stopped: stopped:") {
+		t.Errorf("status says stopped twice:\n%s", st.stdout)
 	}
 }

@@ -183,7 +183,7 @@ func (p *parallel) pick(ctx context.Context) *plan.Story {
 		}
 		if why := p.r.led.runOver(); why != "" {
 			if p.stop == nil {
-				p.stop = p.r.budgetStop(why)
+				p.stop = p.r.budgetReached(why)
 			}
 			return nil
 		}
@@ -203,7 +203,7 @@ func (p *parallel) nextIter(ctx context.Context) int {
 		return 0
 	}
 	if why := p.r.led.runOver(); why != "" {
-		p.stop = p.r.budgetStop(why)
+		p.stop = p.r.budgetReached(why)
 		return 0
 	}
 	if p.r.capReached(p.iter) {
@@ -630,7 +630,14 @@ func (p *parallel) result(ctx context.Context) error {
 	}
 	var why []string
 	if p.stop != nil {
-		why = append(why, p.stop.Error())
+		// A reached budget is said with what the run spent in the end:
+		// the attempts running then have finished since.
+		var hit *budgetHit
+		if now := p.r.led.runOver(); now != "" && errors.As(p.stop, &hit) {
+			why = append(why, budgetReason(now))
+		} else {
+			why = append(why, p.stop.Error())
+		}
 	}
 	if n := len(p.unmerged); n > 0 {
 		why = append(why, fmt.Sprintf("%d branch(es) could not be merged and are kept (%s)", n, strings.Join(p.kept, ", ")))

@@ -178,8 +178,27 @@ func (t *agentTicks) storiesNow() map[string]bool {
 func (r *run) budgetStop(why string) error {
 	_, left, _ := plan.NextOpen(r.opts.Plan, nil)
 	r.sum.Left = left
+	stop := r.budgetReached(why)
+	return &StopError{Reason: stop.Reason + fmt.Sprintf("; %d story(ies) left", left)}
+}
+
+// budgetHit is the stop of a reached --max-cost.
+type budgetHit struct{ StopError }
+
+func (e *budgetHit) Unwrap() error { return &e.StopError }
+
+// budgetReached records that the run's budget is reached (why) and
+// returns the stop that says so. A parallel run's workers may still be
+// running attempts that add to the spending: its result says it again
+// then, with the final figures (budgetReason).
+func (r *run) budgetReached(why string) *budgetHit {
 	r.event("budget_reached", map[string]any{"reason": why})
-	return &StopError{Reason: fmt.Sprintf("stopped: %s, so no attempt is started; %d story(ies) left", why, left)}
+	return &budgetHit{StopError{Reason: budgetReason(why)}}
+}
+
+// budgetReason is the stop's reason for a reached budget.
+func budgetReason(why string) string {
+	return fmt.Sprintf("stopped: %s, so no attempt is started", why)
 }
 
 // limited handles a usage limit: without --wait-on-limit the run stops

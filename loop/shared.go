@@ -120,7 +120,7 @@ func (p *parallel) claimShared(ctx context.Context) *plan.Story {
 			p.giveBack(ctx, c)
 			p.mu.Lock()
 			if p.stop == nil {
-				p.stop = p.r.budgetStop(why)
+				p.stop = p.r.budgetReached(why)
 			}
 			p.mu.Unlock()
 			return nil

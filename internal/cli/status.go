@@ -430,7 +430,7 @@ func lastOutcome(note string) string {
 	case "":
 		return "it ended"
 	}
-	return "it stopped: " + strings.TrimPrefix(note, "run: ")
+	return "it stopped: " + strings.TrimPrefix(strings.TrimPrefix(note, "run: "), "stopped: ")
 }
 
 // stoppedNote tells what to do with a lock holder that is stopped (^Z,
