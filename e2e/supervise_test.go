@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -272,4 +274,71 @@ func TestLockWaitInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	holder.wait(t)
+}
+
+// TestSupervisorKilledIsNoFailedAttempt: a pooled supervisor of wiggum's
+// own killed while its agent works (the OOM killer, a stray kill) ends
+// that attempt as interrupted - rolled back, not counted against
+// --retries, no failure context about wiggum's internals - and the story
+// is done in the next attempt. (Before, the attempt failed "agent: wait:
+// supervisor of ... ended before its command", and with --retries 0 the
+// story was skipped.)
+func TestSupervisorKilledIsNoFailedAttempt(t *testing.T) {
+	dir, marks, agent := scriptRepo(t, "", 1, `cat > /dev/null
+echo "work of $WIGGUM_STORY" > "f-$WIGGUM_STORY.txt"
+if [ ! -e "$MARKS/killed" ]; then
+  touch "$MARKS/ready"
+  while [ ! -e "$MARKS/killed" ]; do sleep 0.05; done
+fi
+`)
+	p := startWiggum(t, dir, []string{"MARKS=" + marks}, "run", "--plan", "plan.md", "--retries", "0", "--agent-cmd", "sh "+agent)
+	waitFile(t, filepath.Join(marks, "ready"))
+	killed := 0
+	for _, pid := range withParent(p.pid()) {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if strings.Contains(string(cmdline), "__supervise") && len(withParent(pid)) > 0 { // busy: it runs the agent
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			killed++
+		}
+	}
+	writeFile(t, filepath.Join(marks, "killed"), "")
+	if killed == 0 {
+		t.Fatalf("no busy supervisor of wiggum (pid %d) found", p.pid())
+	}
+	code := p.wait(t)
+	out := p.stdout() + p.stderr()
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (the story done in its next attempt)\n%s", code, out)
+	}
+	if strings.Contains(out, "✘") || strings.Contains(out, "US-1 failed") {
+		t.Errorf("the attempt whose supervisor was killed counts as failed:\n%s", out)
+	}
+	if got := strings.TrimSpace(mustRun(t, dir, "git", "show", "HEAD:f-US-1.txt")); got != "work of US-1" {
+		t.Errorf("US-1's work in HEAD: %q", got)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, ".ralph", "wiggum", "failures.jsonl")); err == nil && len(data) > 0 {
+		t.Errorf("a failure was recorded:\n%s", data)
+	}
+}
+
+// withParent lists the processes whose parent is pid.
+func withParent(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		i := strings.LastIndexByte(s, ')')
+		if f := strings.Fields(s[i+1:]); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			pids = append(pids, child)
+		}
+	}
+	return pids
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/lazyre"
 	"github.com/wiggum-dev/wiggum/internal/plan"
+	"github.com/wiggum-dev/wiggum/internal/proc"
 	"github.com/wiggum-dev/wiggum/internal/session"
 	"github.com/wiggum-dev/wiggum/internal/telemetry"
 )
@@ -134,6 +135,9 @@ type outcome struct {
 	// unguarded: the agent ran shell commands that wiggum's guard hook
 	// never saw; the run stops after the rollback.
 	unguarded bool
+	// lost: wiggum's supervisor of the agent was killed, and the agent
+	// with it (proc.ErrSupervisorLost); the attempt counts as interrupted.
+	lost bool
 	// railsGone: the attempt broke the hooks in a way its rollback does not
 	// undo (a settings file outside the tree, core.hooksPath); the run
 	// stops after the rollback.
@@ -309,7 +313,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	}
 	end.Source, end.Command, end.Detail = out.source, out.command, out.detail
 	end.Output = session.Tail(out.output, 4<<10)
-	if out.limit == nil && !out.unguarded && e.worktree == "" {
+	if out.limit == nil && !out.unguarded && !out.lost && e.worktree == "" {
 		// The failure, before its rollback: a kill during or after the
 		// rollback must not cost the resumed run this attempt's count or
 		// its failure context. Written, not synced, like the pass.
@@ -371,6 +375,19 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		e.disp.printf("✘ %s stopped: its hooks did not run; rolled back%s (not counted as a failed attempt)", story.ID, backupNote(backup))
 		e.event("hooks_unseen", map[string]any{"story": story.ID, "shell_calls": out.res.ShellCalls})
 		return step{}, &agent.UnusableError{Agent: r.opts.Agent.Name, Reason: out.detail}
+	}
+	if out.lost {
+		// wiggum's own process was killed, not the agent's work judged:
+		// as an interrupted attempt, it does not count against the story,
+		// and its failure is no context for the next prompt.
+		end.Outcome = "interrupted"
+		if err := r.led.record(end, true); err != nil {
+			return step{}, err
+		}
+		e.log(iter, story, attempt, "interrupted", out, backup, time.Since(started))
+		e.disp.printf("⟲ %s interrupted: %s; rolled back%s (not counted as a failed attempt)", story.ID, out.detail, backupNote(backup))
+		e.event("interrupted", map[string]any{"iteration": iter, "story": story.ID, "reason": out.detail})
+		return step{}, nil
 	}
 	end.Outcome = "failed"
 	r.setLast("failed: " + out.source)
@@ -521,7 +538,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	}
 	cmd := strings.Join(r.opts.Agent.Argv, " ")
 	if err != nil {
-		return outcome{source: "agent", command: cmd, detail: err.Error(), output: err.Error()}
+		return outcome{source: "agent", command: cmd, detail: err.Error(), output: err.Error(), lost: errors.Is(err, proc.ErrSupervisorLost)}
 	}
 	o := outcome{source: "agent", command: cmd, output: res.Output, res: res}
 	// A git of the agent's killed mid-command (--timeout stopped the

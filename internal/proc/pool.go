@@ -150,6 +150,11 @@ func spawnServer() (*server, error) {
 	return &server{cmd: cmd, conn: c.(*net.UnixConn), buf: make([]byte, 4096)}, nil
 }
 
+// ErrSupervisorLost is a supervisor of wiggum's that ended before its
+// command (the OOM killer, a stray kill): the command was killed with it,
+// and its end says nothing of its work.
+var ErrSupervisorLost = errors.New("wiggum's supervisor was killed")
+
 // errNotPooled: this command cannot go through the pool (an output that is
 // not a file, a message too large); Start uses a one-shot supervisor.
 var errNotPooled = errors.New("not pooled")
@@ -192,10 +197,17 @@ func (p *Pool) start(argv []string, opts Options, grace time.Duration) (*Process
 		return nil, fmt.Errorf("%w: %v", errNotPooled, err)
 	}
 	r, err := s.recv()
-	if err != nil || r.Op != "started" {
+	if err != nil {
+		// It died before it answered (killed idle, say): the command,
+		// if it started, died with it (its death signal); it goes to a
+		// one-shot supervisor instead.
+		s.close()
+		return nil, fmt.Errorf("%w: no answer to start %s: %v", errNotPooled, argv[0], err)
+	}
+	if r.Op != "started" {
 		// It took the descriptors and then failed: nothing ran.
 		s.close()
-		return nil, fmt.Errorf("supervisor: no answer to start %s: %v", argv[0], err)
+		return nil, fmt.Errorf("supervisor: no answer to start %s: answered %s", argv[0], r.Op)
 	}
 	pr := &Process{pid: r.Pid, done: make(chan struct{})}
 	if r.Pid == 0 {
@@ -211,7 +223,10 @@ func (p *Pool) start(argv []string, opts Options, grace time.Duration) (*Process
 		r, err := s.recv()
 		if err != nil || r.Op != "exited" {
 			s.close()
-			pr.err = fmt.Errorf("supervisor of %s ended before its command: %v", argv[0], errOr(err, r.Op))
+			// What the command left of its group goes too: nothing
+			// would reap or stop it now.
+			_ = syscall.Kill(-pr.pid, syscall.SIGKILL)
+			pr.err = fmt.Errorf("%w before %s ended (%v)", ErrSupervisorLost, argv[0], errOr(err, r.Op))
 		} else {
 			pr.code = r.Code
 			p.put(s)
