@@ -193,3 +193,24 @@ true
 		}
 	}
 }
+
+// TestKeptBranchIsNotCountedDone: a finished story whose branch conflicts
+// at landing (kept, not merged) is not counted as done in the run's
+// summary, which names it as kept. (Before: "2 story(ies) done, 1 open"
+// for a plan of 2 with one landed.)
+func TestKeptBranchIsNotCountedDone(t *testing.T) {
+	dir, marks, agent := scriptRepo(t, "", 2, `cat > /dev/null
+touch "$MARKS/started-$WIGGUM_STORY"
+while [ ! -e "$MARKS/started-US-1" ] || [ ! -e "$MARKS/started-US-2" ]; do sleep 0.05; done
+echo "line of $WIGGUM_STORY" > shared.txt
+git add shared.txt && git commit -qm "shared by $WIGGUM_STORY"
+`)
+	res := wiggum(t, dir, []string{"MARKS=" + marks}, "run", "--plan", "plan.md", "--workers", "2", "-q", "--agent-cmd", "sh "+agent)
+	out := res.stdout + res.stderr
+	if res.code != 5 || !strings.Contains(out, "conflicts with main") {
+		t.Fatalf("exit %d, want 5 with a conflict\n%s", res.code, out)
+	}
+	if !strings.Contains(out, "1 story(ies) done") || !strings.Contains(out, "1 kept") {
+		t.Errorf("the summary does not count 1 done and 1 kept:\n%s", out)
+	}
+}

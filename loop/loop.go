@@ -111,8 +111,11 @@ type Summary struct {
 	// tracks (ticked on its exit status alone).
 	Unchanged []string
 	Skipped   []string
-	Left      int
-	Backups   []string
+	// Kept: finished stories whose branch could not land (a conflict),
+	// kept; not counted in Completed.
+	Kept    []string
+	Left    int
+	Backups []string
 	// MergeTime is the time parallel workers spent landing their merged
 	// stories under the repository mutex: merge, plan tick and worktree
 	// removal.

@@ -589,6 +589,7 @@ func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.St
 		p.unmerged = append(p.unmerged, err.Error())
 		p.kept = append(p.kept, strings.TrimPrefix(w.Branch, "refs/heads/"))
 		p.mu.Unlock()
+		p.r.keptUnmerged(story.ID)
 		fields := map[string]any{"story": story.ID, "branch": w.Branch, "error": err.Error()}
 		if conflict != nil {
 			fields["paths"] = conflict.Paths
@@ -782,11 +783,7 @@ func (r *run) conflictRetry(story *plan.Story, branch string, c *worktree.Confli
 	r.retried[story.ID] = append(r.retried[story.ID], branch)
 	r.addedMu.Unlock()
 	// Not done after all: counted when its next attempt is.
-	r.sumMu.Lock()
-	if i := slices.Index(r.sum.Completed, story.ID); i >= 0 {
-		r.sum.Completed = slices.Delete(r.sum.Completed, i, i+1)
-	}
-	r.sumMu.Unlock()
+	r.uncount(story.ID)
 	r.event("merge_failed", map[string]any{"story": story.ID, "branch": branch, "error": c.Error(), "paths": c.Paths, "retry": true})
 	r.disp.printf("✘ %s: %s conflicts with %s in %s; the branch is kept, and %s gets another attempt on %s as it is now, told to merge it in (--retry-conflicts)", story.ID, short, target, where, story.ID, target)
 }

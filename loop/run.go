@@ -1235,6 +1235,9 @@ func (r *run) finish(err error) {
 	if len(r.sum.Unchanged) > 0 {
 		fmt.Fprintf(&b, " (%s with no change by the agent)", strings.Join(r.sum.Unchanged, ", "))
 	}
+	if len(r.sum.Kept) > 0 {
+		fmt.Fprintf(&b, ", %d kept, not merged (%s)", len(r.sum.Kept), strings.Join(r.sum.Kept, ", "))
+	}
 	if len(r.sum.Skipped) > 0 {
 		fmt.Fprintf(&b, ", %d skipped (%s)", len(r.sum.Skipped), strings.Join(r.sum.Skipped, ", "))
 	}
@@ -1304,17 +1307,32 @@ func (r *run) remoteName() string {
 	return r.opts.Coordinator.Remote()
 }
 
+// uncount takes story out of the run's count of stories done: its work
+// did not land.
+func (r *run) uncount(story string) {
+	r.sumMu.Lock()
+	defer r.sumMu.Unlock()
+	if i := slices.Index(r.sum.Completed, story); i >= 0 {
+		r.sum.Completed = slices.Delete(r.sum.Completed, i, i+1)
+	}
+}
+
+// keptUnmerged counts story, finished, as kept rather than done: its
+// branch could not land.
+func (r *run) keptUnmerged(story string) {
+	r.uncount(story)
+	r.sumMu.Lock()
+	r.sum.Kept = append(r.sum.Kept, story)
+	r.sumMu.Unlock()
+}
+
 // keepToLand records that story's finished work is kept on branch, in
 // the worktree dir, for the next run to land - its landing failed with
 // err - and notes it for the run's end.
 func (r *run) keepToLand(story, branch, dir string, err error) {
 	_ = r.led.record(journalRec{T: "kept", Story: story, Branch: branch, Note: err.Error()}, true)
 	// Not done in this run's count: the next run lands it.
-	r.sumMu.Lock()
-	if i := slices.Index(r.sum.Completed, story); i >= 0 {
-		r.sum.Completed = slices.Delete(r.sum.Completed, i, i+1)
-	}
-	r.sumMu.Unlock()
+	r.uncount(story)
 	r.lookMu.Lock()
 	defer r.lookMu.Unlock()
 	r.toLand = append(r.toLand, fmt.Sprintf("%s on %s (worktree %s)", story, branch, dir))
