@@ -480,3 +480,34 @@ func TestResumeKeepsWhatThePersonQueued(t *testing.T) {
 		t.Error("the person's fix and note are in no backup")
 	}
 }
+
+// TestResumeNumbersIterationsOn: a resumed run numbers its iterations on
+// from the killed run's, so WIGGUM_ITERATION (and the report) never
+// repeats a number within one run. (Before, the resume started again at
+// 1.)
+func TestResumeNumbersIterationsOn(t *testing.T) {
+	dir, marks, agent := scriptRepo(t, "", 2, `cat > /dev/null
+echo "$WIGGUM_ITERATION" >> "$MARKS/iterations"
+echo "work of $WIGGUM_STORY" > "f-$WIGGUM_STORY.txt"
+if [ "$WIGGUM_STORY" = US-2 ] && [ ! -e "$MARKS/resumed" ]; then
+  touch "$MARKS/ready"; while [ ! -e "$MARKS/resumed" ]; do sleep 0.05; done; exit 1
+fi
+`)
+	args := []string{"run", "--plan", "plan.md", "-q", "--agent-cmd", "sh " + agent}
+	p := startWiggum(t, dir, []string{"MARKS=" + marks}, args...)
+	waitFile(t, filepath.Join(marks, "ready"))
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait(t)
+	writeFile(t, filepath.Join(marks, "resumed"), "")
+	res := wiggum(t, dir, []string{"MARKS=" + marks}, args...)
+	if res.code != 0 || !strings.Contains(res.stdout+res.stderr, "resuming") {
+		t.Fatalf("the resumed run: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	seen := map[string]bool{}
+	for _, it := range strings.Fields(readFile(t, filepath.Join(marks, "iterations"))) {
+		if seen[it] {
+			t.Errorf("iteration %s given twice: %q", it, readFile(t, filepath.Join(marks, "iterations")))
+		}
+		seen[it] = true
+	}
+}

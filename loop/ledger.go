@@ -13,11 +13,14 @@ import (
 // failed attempts, cost and tokens per story and for the run, the budgets.
 // Safe for concurrent workers.
 type ledger struct {
-	mu      sync.Mutex
-	j       *journal
-	stories map[string]*storyBook
-	spent   float64
-	in, out int
+	mu sync.Mutex
+	j  *journal
+	// lastIter is the highest iteration the journal records: a resumed
+	// run numbers its iterations on from it.
+	lastIter int
+	stories  map[string]*storyBook
+	spent    float64
+	in, out  int
 	// budgets in USD; 0 is none.
 	maxCost, maxStoryCost float64
 	// first is when the run first started: failures recorded since then
@@ -88,6 +91,7 @@ func (l *ledger) book(id string) *storyBook {
 
 // replay applies one journal record.
 func (l *ledger) replay(r journalRec) {
+	l.lastIter = max(l.lastIter, r.Iter)
 	switch r.T {
 	case "run":
 		if l.first.IsZero() {

@@ -212,7 +212,7 @@ func (p *parallel) nextIter(ctx context.Context) int {
 	}
 	p.iter++
 	p.r.sum.Iterations = p.iter
-	return p.iter
+	return p.r.iterBase + p.iter
 }
 
 func (p *parallel) halt(err error) {

@@ -58,6 +58,9 @@ type run struct {
 	led         *ledger
 	gate        *gate
 	resumed     bool
+	// iterBase is the last iteration of the run resumed (0 for a new
+	// one): this run's iterations are numbered on from it.
+	iterBase int
 	// autoCap: the iteration cap is the run's own (stories x attempts),
 	// raised as the plan grows; false when --max-iterations set it.
 	autoCap bool
@@ -294,6 +297,7 @@ func (r *run) openJournal() error {
 			r.led.replay(rec)
 		}
 		r.resumed = true
+		r.iterBase = r.led.lastIter
 	} else {
 		if open {
 			// --fresh: the killed run is not resumed, but what its

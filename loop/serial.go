@@ -70,7 +70,7 @@ func (r *run) serial(ctx context.Context, ex *executor) error {
 			return &StopError{Reason: fmt.Sprintf("stopped at the iteration cap (--max-iterations %d) with %d story(ies) open", r.opts.MaxIter, r.sum.Left)}
 		}
 		r.sum.Iterations = iter
-		res, err := ex.attempt(ctx, iter, story)
+		res, err := ex.attempt(ctx, r.iterBase+iter, story)
 		if err != nil {
 			return err
 		}
