@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -509,5 +510,36 @@ fi
 			t.Errorf("iteration %s given twice: %q", it, readFile(t, filepath.Join(marks, "iterations")))
 		}
 		seen[it] = true
+	}
+}
+
+// TestResumeSummaryNamesRedoneBackups: the partial work of a killed
+// parallel attempt, saved by the resume before the story is redone, is
+// named in the run's summary with the other saves. (Before, only the
+// "redoing" line named it.)
+func TestResumeSummaryNamesRedoneBackups(t *testing.T) {
+	dir, marks, agent := scriptRepo(t, "", 2, `cat > /dev/null
+echo "work of $WIGGUM_STORY" > "f-$WIGGUM_STORY.txt"
+if [ "$WIGGUM_STORY" = US-2 ] && [ ! -e "$MARKS/resumed" ]; then
+  touch "$MARKS/ready"; while [ ! -e "$MARKS/resumed" ]; do sleep 0.05; done
+fi
+`)
+	args := []string{"run", "--plan", "plan.md", "--workers", "2", "-q", "--agent-cmd", "sh " + agent}
+	p := startWiggum(t, dir, []string{"MARKS=" + marks}, args...)
+	waitFile(t, filepath.Join(marks, "ready"))
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait(t)
+	writeFile(t, filepath.Join(marks, "resumed"), "")
+	res := wiggum(t, dir, []string{"MARKS=" + marks}, args...)
+	out := res.stdout + res.stderr
+	if res.code != 0 {
+		t.Fatalf("the resumed run: exit %d\n%s", res.code, out)
+	}
+	m := regexp.MustCompile(`redoing US-2: saved its partial work as (\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the resume did not save US-2's partial work:\n%s", out)
+	}
+	if !regexp.MustCompile(`is saved in [^\n]*` + regexp.QuoteMeta(m[1])).MatchString(out) {
+		t.Errorf("the summary does not name %s:\n%s", m[1], out)
 	}
 }

@@ -563,9 +563,11 @@ func (r *run) recover(ctx context.Context) error {
 			r.disp.printf("%s: landed before the crash; removed the worktree it left", rc.Story)
 		case rc.Merged:
 		case rc.Backup != "" && redo:
+			r.addBackup(rc.Backup)
 			r.disp.printf("redoing %s: saved its partial work as %s (the killed run's worktree, now removed)", rc.Story, rc.Backup)
 			r.interruptedAttempt(rc.Story, rc.Backup)
 		case rc.Backup != "":
+			r.addBackup(rc.Backup)
 			r.disp.printf("%s: the killed run's worktree is saved in %s and removed", rc.Story, rc.Backup)
 			if s != nil && !s.Done {
 				r.interruptedAttempt(rc.Story, rc.Backup)
