@@ -1255,11 +1255,13 @@ func (r *run) finish(err error) {
 		fmt.Fprintf(&b, "; work rolled back or rewritten is saved in %s (wiggum recover)", strings.Join(r.sum.Backups, ", "))
 	}
 	var stuck *StuckError
-	var noRoom *NoRoomError
-	errors.As(err, &noRoom)
+	// A full disk (a worktree that could not be made, a state file that
+	// could not be written) leaves the journal open: once space is freed,
+	// the next run resumes as after a crash.
+	full := DiskFull(err)
 	unsigned := stoppedUncommitted(err)
 	refused := refusedHere(err)
-	if errors.Is(err, context.Canceled) || errors.As(err, &stuck) || unsigned != nil || noRoom != nil {
+	if errors.Is(err, context.Canceled) || errors.As(err, &stuck) || unsigned != nil || full {
 		fmt.Fprintf(&b, "; resume with: %s", resumeCommand(r.opts.Plan.Kind(), r.planRel, r.opts.Workers, r.remoteName()))
 	}
 	r.disp.printf("%s", b.String())
@@ -1295,10 +1297,10 @@ func (r *run) finish(err error) {
 	if kept != "" {
 		_ = r.led.record(journalRec{T: "stuck", Note: kept}, true)
 	}
-	if noRoom != nil {
-		_ = r.led.record(journalRec{T: "stuck", Note: noRoom.Error()}, true)
+	if full && stuck == nil {
+		_ = r.led.record(journalRec{T: "stuck", Note: err.Error()}, true)
 	}
-	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) && stuck == nil && unsigned == nil && !refused && kept == "" && noRoom == nil {
+	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) && stuck == nil && unsigned == nil && !refused && kept == "" && !full {
 		_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
 	}
 	_ = session.ClearRun(r.st)
