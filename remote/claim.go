@@ -188,6 +188,12 @@ type Held struct {
 	// fresh: the story had no branch on the server when claimed, so its
 	// work may start from any later tip of the target.
 	fresh bool
+	// foreign: the story's branch on the server (pushed, when known) holds
+	// commits this process's work does not - someone not holding the
+	// claim moved it, or it was there before and the work was not built
+	// on it. It is never moved or deleted by this process then, only
+	// left where it is and reported (Landed.Kept).
+	foreign bool
 
 	lost     chan struct{}
 	lostOnce sync.Once
@@ -396,12 +402,7 @@ func (h *Held) Renew(ctx context.Context) error {
 		return err
 	}
 	c.Commit = sha
-	ups := []update{{src: sha, dst: c.Ref, expect: h.claim.Commit}}
-	tip, err := h.branchUpdate(ctx, &ups)
-	if err != nil {
-		return err
-	}
-	bad, err := h.r.push(ctx, "renew the claim on "+h.Story, ups)
+	tip, bad, err := h.pushWithBranch(ctx, "renew the claim on "+h.Story, []update{{src: sha, dst: c.Ref, expect: h.claim.Commit}})
 	if err != nil {
 		return err
 	}
@@ -411,13 +412,67 @@ func (h *Held) Renew(ctx context.Context) error {
 		return lerr
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("remote %s: %s was moved by someone not holding its claim; the claim was not renewed", h.r.Name, h.Branch())
+		return fmt.Errorf("remote %s: %s changed meanwhile; the claim was not renewed", h.r.Name, strings.Join(keys(bad), ", "))
 	}
 	h.claim = c
 	if tip != "" {
 		h.pushed = tip
 	}
 	return nil
+}
+
+// pushWithBranch pushes ups (the claim's own update first) with the
+// publication of the followed branch when it moved, in one atomic push.
+// A branch refused because someone not holding the claim moved it on the
+// server is left to them from then on (foreign), and ups go again alone:
+// their commits are not this process's to overwrite, and the claim stays
+// renewable. tip is the branch tip published ("" none).
+func (h *Held) pushWithBranch(ctx context.Context, op string, ups []update) (tip string, bad map[string]string, err error) {
+	all := ups
+	if tip, err = h.branchUpdate(ctx, &all); err != nil {
+		return "", nil, err
+	}
+	if bad, err = h.r.push(ctx, op, all); err != nil {
+		return "", nil, err
+	}
+	if now, ok := bad[h.Branch()]; ok && tip != "" && len(bad) == 1 {
+		h.movedBy(ctx, now)
+		tip = ""
+		bad, err = h.r.push(ctx, op, ups)
+	}
+	return tip, bad, err
+}
+
+// ours reports whether the story's branch on the server (h.pushed) holds
+// nothing that tip lacks: this process pushed it, or tip was built on it.
+// Otherwise the branch is foreign from then on. The caller holds h.mu.
+func (h *Held) ours(ctx context.Context, tip string) bool {
+	if h.foreign {
+		return false
+	}
+	if h.pushed == "" || h.pushed == tip {
+		return true
+	}
+	if in, err := h.r.Repo.OK(ctx, "merge-base", "--is-ancestor", h.pushed, tip); err == nil && in {
+		return true
+	}
+	h.foreign = true
+	return false
+}
+
+// movedBy records that the story's branch was moved on the server by
+// someone not holding the claim, to now (unknown: read it). The caller
+// holds h.mu.
+func (h *Held) movedBy(ctx context.Context, now string) {
+	h.foreign = true
+	if now == unknown {
+		read, err := h.r.lsRemote(ctx, "read "+h.Branch(), []update{{dst: h.Branch()}})
+		if err != nil {
+			return
+		}
+		now = read[h.Branch()]
+	}
+	h.pushed = now
 }
 
 // branchUpdate adds the publication of the followed branch to ups when its
@@ -427,7 +482,7 @@ func (h *Held) branchUpdate(ctx context.Context, ups *[]update) (string, error) 
 		return "", nil
 	}
 	tip, err := h.r.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", h.branch+"^{commit}")
-	if err != nil || tip == "" || tip == h.pushed {
+	if err != nil || tip == "" || tip == h.pushed || !h.ours(ctx, tip) {
 		return "", nil
 	}
 	*ups = append(*ups, update{src: tip, dst: h.Branch(), expect: h.pushed})
@@ -451,12 +506,7 @@ func (h *Held) Release(ctx context.Context) error {
 	if err := h.LostErr(); err != nil {
 		return err
 	}
-	ups := []update{{dst: h.claim.Ref, expect: h.claim.Commit}}
-	tip, err := h.branchUpdate(ctx, &ups)
-	if err != nil {
-		return err
-	}
-	bad, err := h.r.push(ctx, "release the claim on "+h.Story, ups)
+	tip, bad, err := h.pushWithBranch(ctx, "release the claim on "+h.Story, []update{{dst: h.claim.Ref, expect: h.claim.Commit}})
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,10 @@ type Coordinator struct {
 	// process's finished work (its claim said ready, and its holder
 	// could no longer land it), without running an agent on it.
 	OnReadyLanded func(from *Claim, l *Landed)
+	// OnKept hears of a story landed without its branch on the server,
+	// which someone not holding the claim moved to commits the landing
+	// does not hold: the branch is left there (Landed.Kept), theirs.
+	OnKept func(story, branch string, l *Landed)
 	// OnWait hears that a worker waits, every open story it may take
 	// being claimed by other machines (whose claims it lists, as far as
 	// the server said): once per change of who holds what, not on every
@@ -695,6 +699,9 @@ func (c *Coordinator) Land(ctx context.Context, h *Held, branch, subject string)
 	c.landMu.Unlock()
 	<-req.done
 	c.over1(h)
+	if l := req.m.Landed; l != nil && l.Kept != "" && c.OnKept != nil {
+		c.OnKept(h.Story, h.Branch(), l)
+	}
 	return req.m.Landed, req.m.Err
 }
 

@@ -40,6 +40,11 @@ type Landed struct {
 	// Carried lists the other machines' ready stories this landing
 	// carried with it.
 	Carried []string
+	// Kept is the story's branch on the server, left there because
+	// someone not holding the claim moved it to commits this landing does
+	// not hold (a colleague's fix pushed onto it); "" when the landing
+	// deleted the branch.
+	Kept string
 }
 
 // ConflictError is a story branch that cannot merge into the target. The
@@ -372,7 +377,7 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 			h := o.m.H
 			names = append(names, h.Story)
 			ups = append(ups, update{dst: h.claim.Ref, expect: h.claim.Commit})
-			if h.pushed != "" {
+			if h.pushed != "" && h.ours(ctx, o.tip) {
 				ups = append(ups, update{dst: h.Branch(), expect: h.pushed})
 			}
 		}
@@ -412,10 +417,30 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 				r.landGuess.hit()
 			}
 			for _, o := range in {
-				o.m.H.done = true
+				h := o.m.H
+				h.done = true
 				o.m.Landed = &Landed{Commit: o.commit, Base: o.base, Attempts: attempt, Carried: carried}
+				if h.foreign {
+					o.m.Landed.Kept = h.pushed
+				}
 			}
 			return
+		}
+		// A story branch refused with its claim held is no race lost:
+		// someone not holding the claim moved it on the server. It is
+		// theirs: the landing goes again at once without touching it.
+		moved := false
+		for _, o := range in {
+			h := o.m.H
+			now, ok := bad[h.Branch()]
+			if _, lostClaim := bad[h.claim.Ref]; ok && !lostClaim && !h.foreign {
+				h.movedBy(ctx, now)
+				moved = true
+			}
+		}
+		if moved {
+			attempt--
+			continue
 		}
 		lost := false
 		for _, o := range in {
@@ -526,12 +551,17 @@ func (r *Remote) markReady(ctx context.Context, in []*member) {
 			return
 		}
 		c.Commit = sha
+		if o.tip != h.pushed {
+			if !h.ours(ctx, o.tip) {
+				// Its branch is not this process's to publish on; no
+				// other machine could carry it.
+				continue
+			}
+			ups = append(ups, update{src: o.tip, dst: h.Branch(), expect: h.pushed})
+		}
 		claims[o] = c
 		todo = append(todo, o)
 		ups = append(ups, update{src: sha, dst: c.Ref, expect: h.claim.Commit})
-		if o.tip != h.pushed {
-			ups = append(ups, update{src: o.tip, dst: h.Branch(), expect: h.pushed})
-		}
 	}
 	if len(ups) == 0 {
 		return
@@ -606,6 +636,9 @@ func (r *Remote) landedByOther(ctx context.Context, m *Member, v *View, attempt 
 // agent found nothing left to do. The caller (a landing) holds h.mu.
 func (r *Remote) dropLanded(ctx context.Context, h *Held, tip, base string, already *AlreadyLandedError) {
 	if in, err := r.Repo.OK(ctx, "merge-base", "--is-ancestor", tip, base); err != nil || !in {
+		return
+	}
+	if !h.ours(ctx, tip) {
 		return
 	}
 	ups := []update{{dst: h.claim.Ref, expect: h.claim.Commit}}
@@ -884,7 +917,7 @@ func (h *Held) markConflict(ctx context.Context, spec LandSpec, tip string, path
 	}
 	key := mustKey(h.Story)
 	ups := []update{{dst: h.claim.Ref, expect: h.claim.Commit}, {src: marker, dst: ConflictsPrefix + key, expect: ""}}
-	if tip != h.pushed {
+	if tip != h.pushed && h.ours(ctx, tip) {
 		ups = append(ups, update{src: tip, dst: h.Branch(), expect: h.pushed})
 	}
 	bad, err := r.push(ctx, "mark "+h.Story+" conflicted", ups)
@@ -900,7 +933,9 @@ func (h *Held) markConflict(ctx context.Context, spec LandSpec, tip string, path
 		return fmt.Errorf("remote %s: could not mark %s conflicted (%s changed meanwhile); the claim is kept", r.Name, h.Story, strings.Join(keys(bad), ", "))
 	}
 	h.done = true
-	h.pushed = tip
+	if !h.foreign {
+		h.pushed = tip
+	}
 	return &ConflictError{Story: h.Story, Branch: h.Branch(), Target: spec.Target, Marker: ConflictsPrefix + key, Paths: paths}
 }
 

@@ -682,6 +682,10 @@ func (c *RunCmd) coordinator(ctx context.Context, repo *git.Repo, p plan.Plan, g
 		log.Info("landed a story another process finished and could not land (its claim said ready); no agent ran on it again",
 			"story", from.Story, "finished_by", from.Host+"/"+from.Machine, "commit", l.Commit)
 	}
+	coord.OnKept = func(story, branch string, l *remote.Landed) {
+		log.Warn(fmt.Sprintf("%s landed; its branch %s on %s was moved by someone not holding its claim, to commits this landing does not hold: the branch is left there, not deleted - merge what it adds by hand",
+			story, strings.TrimPrefix(branch, "refs/heads/"), r.Name), "branch_commit", l.Kept)
+	}
 	coord.OnWait = func(held []*remote.Claim) {
 		var by []string
 		for _, h := range held {

@@ -1,0 +1,108 @@
+package remote
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/gitserver"
+)
+
+// colleague pushes a commit of its own onto the server's story branch of
+// story, from a clone of its own, and returns the commit.
+func colleague(t *testing.T, f *fixture, story, file string) string {
+	t.Helper()
+	dir := filepath.Join(f.root, "colleague-"+file)
+	gitserver.Clone(t, f.srv.URL("r.git"), dir)
+	gitIn(t, dir, "fetch", "--quiet", "origin", BranchPrefix+story)
+	gitIn(t, dir, "checkout", "--quiet", "-b", "x", "FETCH_HEAD")
+	if err := os.WriteFile(filepath.Join(dir, file), []byte("colleague\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, "add", file)
+	gitIn(t, dir, "commit", "--quiet", "-m", "colleague fix")
+	gitIn(t, dir, "push", "--quiet", "origin", "x:"+BranchPrefix+story)
+	return gitIn(t, dir, "rev-parse", "HEAD")
+}
+
+// reachable reports whether commit is reachable from a ref of the server.
+func reachable(t *testing.T, f *fixture, commit string) bool {
+	t.Helper()
+	return gitIn(t, f.bare, "for-each-ref", "--contains", commit) != ""
+}
+
+// A story branch moved on the server by someone not holding the claim (a
+// colleague's fix pushed onto it) is not this machine's to delete: the
+// landing goes on without touching it, keeps it and says so - not 30
+// lost races and a give-up, and not, on the next run, a deletion leased on
+// the colleague's commit.
+func TestForeignCommitOnStoryBranchIsKept(t *testing.T) {
+	f := newFixture(t, "file")
+	ctx := context.Background()
+	a := f.machine("a", time.Minute, 0)
+	h := claim(t, a, "S-1")
+	branch := work(t, a, "S-1", h.Start, "a.txt", "a\n")
+	h.Follow(branch)
+	if err := h.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := colleague(t, f, "S-1", "colleague.txt")
+	// More work after the colleague's push: the renewal must not move the
+	// branch over the colleague's commit, nor fail the claim's renewal.
+	branch = work(t, a, "S-1", branch, "a2.txt", "more\n")
+	if err := h.Renew(ctx); err != nil {
+		t.Fatalf("renewal: %v", err)
+	}
+	spec := landSpec(h, branch)
+	spec.MaxAttempts = 3
+	l, err := h.Land(ctx, spec)
+	if err != nil {
+		t.Fatalf("landing: %v", err)
+	}
+	if l.Kept != c {
+		t.Fatalf("Landed.Kept = %q, want the colleague's %s", l.Kept, c)
+	}
+	if got := f.refs()[BranchPrefix+"S-1"]; got != c {
+		t.Fatalf("the story branch on the server is %q, want the colleague's %s", got, c)
+	}
+	if gitIn(t, f.bare, "show", "main:a2.txt") != "more" {
+		t.Fatal("the story's own work did not land")
+	}
+}
+
+// A claim made over a story branch on the server that the work landed does
+// not contain (the resumed landing of a killed run, whose branch a
+// colleague moved meanwhile) leaves that branch on the server.
+func TestLandingKeepsAServerBranchItDoesNotContain(t *testing.T) {
+	f := newFixture(t, "file")
+	ctx := context.Background()
+	a := f.machine("a", time.Minute, 0)
+	h := claim(t, a, "S-1")
+	branch := work(t, a, "S-1", h.Start, "a.txt", "a\n")
+	h.Follow(branch)
+	if err := h.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := colleague(t, f, "S-1", "colleague.txt")
+	branch = work(t, a, "S-1", branch, "a2.txt", "more\n")
+	// The process dies; a new one claims the story again from a view that
+	// holds the colleague's branch.
+	if err := h.Release(ctx); err == nil {
+		t.Log("released")
+	}
+	gitIn(t, f.bare, "update-ref", "-d", ClaimsPrefix+"S-1")
+	h2 := claim(t, a, "S-1")
+	h2.Follow(branch)
+	l, err := h2.Land(ctx, landSpec(h2, branch))
+	if err != nil {
+		t.Fatalf("landing: %v", err)
+	}
+	if !reachable(t, f, c) {
+		t.Fatal("the colleague's commit is no longer reachable on the server")
+	}
+	if l.Kept != c {
+		t.Fatalf("Landed.Kept = %q, want %s", l.Kept, c)
+	}
+}
