@@ -40,6 +40,10 @@ type Claim struct {
 	Target  string `json:"target,omitempty"`
 	Plan    string `json:"plan,omitempty"`
 	Subject string `json:"subject,omitempty"`
+	// Base is the target's tip the ready work was built on: a landing
+	// whose target no longer holds it (rewritten on the server) does not
+	// carry the work, which would bring the removed commits back.
+	Base string `json:"base,omitempty"`
 
 	Ref    string `json:"ref"`    // refs/wiggum/claims/<key>
 	Commit string `json:"commit"` // the claim's value on the server

@@ -115,7 +115,7 @@ type DivergedError struct{ Target, Remote string }
 
 func (e *DivergedError) Error() string {
 	t := strings.TrimPrefix(e.Target, "refs/heads/")
-	return fmt.Sprintf("run: the local %s has commits that %s/%s lacks; push them (git push %s %s) or reset to the server's before a shared run", t, e.Remote, t, e.Remote, t)
+	return fmt.Sprintf("run: the local %s has commits that %s/%s lacks; push them (git push %s %s) if they belong there, or - when the server's history was rewritten on purpose (a commit removed) - reset to the server's (git fetch %s, then git reset --keep %s/%s) before a shared run", t, e.Remote, t, e.Remote, t, e.Remote, e.Remote, t)
 }
 
 // NewCoordinator fetches the shared state and checks that the local target

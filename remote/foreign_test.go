@@ -2,8 +2,10 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,5 +106,42 @@ func TestLandingKeepsAServerBranchItDoesNotContain(t *testing.T) {
 	}
 	if l.Kept != c {
 		t.Fatalf("Landed.Kept = %q, want %s", l.Kept, c)
+	}
+}
+
+// A target rewritten on the server while a story was worked on (a commit
+// removed by a force-push, say a leaked secret) is not undone by the
+// story's landing: the story's branch, built on the old target, would
+// merge the removed commit back. The landing is refused, the branch kept
+// and the story marked for a person.
+func TestRewrittenTargetIsNotMergedBack(t *testing.T) {
+	f := newFixture(t, "file")
+	ctx := context.Background()
+	before := gitIn(t, f.bare, "rev-parse", "main")
+	secret := gitIn(t, f.bare, "commit-tree", "main^{tree}", "-p", "main", "-m", "X: oops, a secret")
+	gitIn(t, f.bare, "update-ref", target, secret)
+	a := f.machine("a", time.Minute, 0)
+	h := claim(t, a, "S-1")
+	branch := work(t, a, "S-1", h.Start, "a.txt", "a\n")
+	h.Follow(branch)
+	// The secret is removed from main by a force-push.
+	gitIn(t, f.bare, "update-ref", target, before)
+	_, err := h.Land(ctx, landSpec(h, branch))
+	var rw *TargetRewrittenError
+	if !errors.As(err, &rw) {
+		t.Fatalf("landing on a rewritten target: %v, want a *TargetRewrittenError", err)
+	}
+	if in, _ := a.Repo.OK(ctx, "merge-base", "--is-ancestor", secret, gitIn(t, f.bare, "rev-parse", "main")); in {
+		t.Fatal("the removed commit is back on main")
+	}
+	refs := f.refs()
+	if refs[BranchPrefix+"S-1"] != gitIn(t, a.Repo.Root, "rev-parse", branch) {
+		t.Fatal("the story's branch is not kept on the server")
+	}
+	if refs[ConflictsPrefix+"S-1"] == "" {
+		t.Fatal("the story is not marked for a person")
+	}
+	if !strings.Contains(err.Error(), "rewritten") {
+		t.Fatalf("message: %v", err)
 	}
 }

@@ -61,6 +61,24 @@ func (e *ConflictError) Error() string {
 		e.Story, strings.TrimPrefix(e.Target, "refs/heads/"), strings.Join(e.Paths, ", "), strings.TrimPrefix(e.Branch, "refs/heads/"), e.Marker, e.Story)
 }
 
+// TargetRewrittenError is a story built on a target tip that the target's
+// history no longer holds: the target was rewritten on the server (a
+// force-push that removed commits) while the story was worked on, and
+// merging the story would bring the removed commits back. Nothing landed;
+// the branch is kept on the server and the story marked like a conflict.
+type TargetRewrittenError struct {
+	Story, Branch, Target, Marker string
+	// Built is the old target tip the story's work holds and the target
+	// does not any more.
+	Built string
+}
+
+func (e *TargetRewrittenError) Error() string {
+	t := strings.TrimPrefix(e.Target, "refs/heads/")
+	return fmt.Sprintf("%s was not landed: %s was rewritten on the server while it was worked on (%.12s, which the story was built on, is no longer in its history), and landing it would bring the removed commits back; its branch %s is kept on the server and the story is marked by %s: rebase the story's own commits onto %s by hand, then wiggum claims release %s",
+		e.Story, t, e.Built, strings.TrimPrefix(e.Branch, "refs/heads/"), e.Marker, t, e.Story)
+}
+
 // AlreadyLandedError is a story the target's plan already marks done: it
 // landed before this claim was made. Nothing landed.
 type AlreadyLandedError struct {
@@ -294,6 +312,14 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 		var in []*member
 		for _, o := range open {
 			h := o.m.H
+			if r.rewritten(ctx, h.seen, o.tip, base) {
+				if guessed {
+					look = true
+					break
+				}
+				o.m.Err, o.over = h.markRewritten(ctx, o.m.Spec, o.tip), true
+				continue
+			}
 			commit, paths, err := r.landingCommit(ctx, cur, o.tip, o.m.Spec, h.Story, r.Me)
 			var already *AlreadyLandedError
 			errors.As(err, &already)
@@ -362,6 +388,9 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 		var carried []string
 		var otherUps []update
 		for _, o := range others {
+			if r.rewritten(ctx, o.claim.Base, o.claim.Ready, base) {
+				continue
+			}
 			commit, paths, err := r.landingCommit(ctx, cur, o.claim.Ready, LandSpec{Target: spec.Target, PlanRel: spec.PlanRel, Subject: o.claim.Subject},
 				o.claim.Story, Machine{ID: o.claim.Machine, Host: o.claim.Host})
 			if err != nil || paths != nil {
@@ -545,7 +574,7 @@ func (r *Remote) markReady(ctx context.Context, in []*member) {
 		}
 		c := h.claim
 		c.Time = r.now().UTC()
-		c.Ready, c.Target, c.Plan, c.Subject = o.tip, o.m.Spec.Target, o.m.Spec.PlanRel, o.m.Spec.Subject
+		c.Ready, c.Target, c.Plan, c.Subject, c.Base = o.tip, o.m.Spec.Target, o.m.Spec.PlanRel, o.m.Spec.Subject, h.seen
 		sha, err := r.claimCommit(ctx, &c)
 		if err != nil {
 			return
@@ -939,6 +968,33 @@ func (h *Held) markConflict(ctx context.Context, spec LandSpec, tip string, path
 	return &ConflictError{Story: h.Story, Branch: h.Branch(), Target: spec.Target, Marker: ConflictsPrefix + key, Paths: paths}
 }
 
+// rewritten reports whether the target tip built (one the story's work,
+// tip, holds) is no longer in the history of the target's tip base: the
+// target was rewritten on the server since, and merging tip into base
+// would bring back the commits the rewrite removed. A commit that cannot
+// be read says no.
+func (r *Remote) rewritten(ctx context.Context, built, tip, base string) bool {
+	if built == "" || built == base {
+		return false
+	}
+	if in, err := r.Repo.OK(ctx, "merge-base", "--is-ancestor", built, base); err != nil || in {
+		return false
+	}
+	in, err := r.Repo.OK(ctx, "merge-base", "--is-ancestor", built, tip)
+	return err == nil && in
+}
+
+// markRewritten marks the story for a person as markConflict does: its
+// work was built on a target tip the rewritten target no longer holds.
+func (h *Held) markRewritten(ctx context.Context, spec LandSpec, tip string) error {
+	err := h.markConflict(ctx, spec, tip, nil)
+	var ce *ConflictError
+	if errors.As(err, &ce) {
+		return &TargetRewrittenError{Story: ce.Story, Branch: ce.Branch, Target: ce.Target, Marker: ce.Marker, Built: h.seen}
+	}
+	return err
+}
+
 func keys(m map[string]string) []string {
 	var out []string
 	for k := range m {
@@ -969,6 +1025,9 @@ func isTimeout(err error) bool {
 func (r *Remote) landReady(ctx context.Context, v *View, cl *Claim, planRel string) (l *Landed, raced bool, err error) {
 	key := strings.TrimPrefix(cl.Ref, ClaimsPrefix)
 	if !readyHere(v, cl, planRel) {
+		return nil, false, nil
+	}
+	if r.rewritten(ctx, cl.Base, cl.Ready, v.Tip) {
 		return nil, false, nil
 	}
 	spec := LandSpec{Target: cl.Target, PlanRel: cl.Plan, Subject: cl.Subject}
