@@ -383,7 +383,10 @@ func settingKey(key string) bool {
 	// agent's git remote set-url, or a url.<base>.insteadOf that rewrites
 	// it, would send them to another server; a proxy of the agent's, or
 	// TLS verification turned off, would put another party in the middle.
-	if strings.HasPrefix(key, "remote.") && (strings.HasSuffix(key, ".url") || strings.HasSuffix(key, ".pushurl") || strings.HasSuffix(key, ".proxy")) {
+	// A remote's whole section: git remote rename or remove takes its
+	// fetch refspec too, and a remote put back with its url alone fetched
+	// nothing into its remote-tracking refs.
+	if strings.HasPrefix(key, "remote.") {
 		return true
 	}
 	if strings.HasPrefix(key, "http.") && (strings.HasSuffix(key, ".proxy") || strings.HasSuffix(key, ".sslverify")) {

@@ -136,3 +136,33 @@ func TestGlobalGitConfigIsRead(t *testing.T) {
 		t.Errorf("the global command setting is not taken out:\n%s", out)
 	}
 }
+
+// A remote renamed or removed by an attempt (git remote rename origin
+// upstream) is put back whole: its url and its fetch refspec, and every
+// other key of its section - not only the url, which left a remote that
+// fetched nothing into refs/remotes/origin/.
+func TestRestoreSettingsPutsBackARenamedRemote(t *testing.T) {
+	dir := gitRepo(t)
+	ctx := context.Background()
+	repo, err := git.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, "git", "remote", "add", "origin", "https://example.com/a.git")
+	run(t, dir, "git", "config", "remote.origin.tagOpt", "--no-tags")
+	before := GitRailsOf(repo)
+	run(t, dir, "git", "remote", "rename", "origin", "upstream")
+	after := GitRailsOf(repo)
+	if err := before.RestoreSettings(ctx, repo, after); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{
+		"remote.origin.url":    "https://example.com/a.git",
+		"remote.origin.fetch":  "+refs/heads/*:refs/remotes/origin/*",
+		"remote.origin.tagopt": "--no-tags",
+	} {
+		if got, _ := repo.Run(ctx, "config", "--get-all", key); strings.TrimSpace(got) != want {
+			t.Errorf("%s = %q, want %q", key, strings.TrimSpace(got), want)
+		}
+	}
+}

@@ -145,3 +145,18 @@ func TestRewrittenTargetIsNotMergedBack(t *testing.T) {
 		t.Fatalf("message: %v", err)
 	}
 }
+
+// A remote-tracking ref of the target that is gone (git remote rename
+// moved refs/remotes/origin/* away) is no error for a landing: its guess
+// of the target's tip fails, and it fetches.
+func TestLandingWithoutTrackingRefFetches(t *testing.T) {
+	f := newFixture(t, "file")
+	ctx := context.Background()
+	a := f.machine("a", time.Minute, 0)
+	h := claim(t, a, "S-1")
+	branch := work(t, a, "S-1", h.Start, "a.txt", "a\n")
+	gitIn(t, a.Repo.Root, "update-ref", "-d", a.Tracking(target))
+	if _, err := h.Land(ctx, landSpec(h, branch)); err != nil {
+		t.Fatalf("landing: %v", err)
+	}
+}

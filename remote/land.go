@@ -249,8 +249,13 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 		var base string
 		var err error
 		if guessed {
-			base, err = r.readRef(ctx, r.Tracking(spec.Target))
-		} else {
+			if base, err = r.readRef(ctx, r.Tracking(spec.Target)); err != nil || base == "" {
+				// No copy of the target here (git remote rename moved
+				// refs/remotes/<name>/ away): fetch it.
+				guessed, err = false, nil
+			}
+		}
+		if !guessed {
 			// Every shared ref, not only the target: the same one fetch,
 			// and the next claim of this process can read its view from it.
 			base, err = r.fetchAll(ctx, spec.Target)
