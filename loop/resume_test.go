@@ -597,3 +597,32 @@ func TestPastLimitResetIsWaitedOut(t *testing.T) {
 		t.Error("no limit_wait_start event")
 	}
 }
+
+// An interrupted run shared through --remote is not resumed as a local
+// run: that run would do its stories again here, next to the other
+// machines, its claims left on the server. Refused (exit 2, nothing
+// changed), naming the flag to resume it with.
+func TestSharedRunResumedWithoutRemoteIsRefused(t *testing.T) {
+	st, p := newRepo(t, 2)
+	if _, err := Run(context.Background(), st, opts(p, `cat >/dev/null; `+limitLine+`; exit 1`)); !isStop(err) {
+		t.Fatalf("limit stop: %v", err)
+	}
+	path := journalPath(t, st.Repo.Root)
+	recs, _, _, err := readJournal(path)
+	if err != nil || len(recs) == 0 || recs[0].T != "run" {
+		t.Fatalf("journal: %v %+v", err, recs)
+	}
+	// The interrupted run was a shared one (its run record names the remote).
+	recs[0].Remote = "origin"
+	if _, err := rewriteJournal(path, recs); err != nil {
+		t.Fatal(err)
+	}
+	shared, _ := os.ReadFile(path)
+	_, err = Run(context.Background(), st, opts(p, "true"))
+	if !badinput.Is(err) || !strings.Contains(err.Error(), "--remote origin") {
+		t.Fatalf("resumed without --remote: %v", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(shared, after) {
+		t.Error("a refused run changed the journal")
+	}
+}

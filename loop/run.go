@@ -292,6 +292,11 @@ func (r *run) openJournal() error {
 	if open && recs[0].Plan != r.planRel && !r.opts.Fresh {
 		return badinput.Errorf("run: %s records an interrupted run of the plan %s; resume it with the same plan (wiggum run --plan %s), or pass --fresh to start over with %s", relPath(r.st.Repo.Root, path), recs[0].Plan, recs[0].Plan, r.planRel)
 	}
+	if open && recs[0].Plan == r.planRel && !r.opts.Fresh {
+		if err := r.sameSharing(recs, path); err != nil {
+			return err
+		}
+	}
 	if open && recs[0].Plan == r.planRel {
 		for _, rec := range recs {
 			r.led.replay(rec)
@@ -357,6 +362,30 @@ func (r *run) openJournal() error {
 		r.led.j = nil
 	}
 	return err
+}
+
+// sameSharing refuses to resume an interrupted run (recs, its journal at
+// path) that was shared through a remote as a run that is not, or is
+// shared through another: a shared run resumed locally did its stories
+// again here, next to the machines that took them over, and left its
+// claims on the server; a local run resumed as a shared one would land
+// what it never claimed.
+func (r *run) sameSharing(recs []journalRec, path string) error {
+	var last journalRec
+	for _, rec := range recs {
+		if rec.T == "run" {
+			last = rec
+		}
+	}
+	if last.Remote == r.remoteName() {
+		return nil
+	}
+	resume := resumeCommand(last.Kind, last.Plan, last.Workers, last.Remote)
+	was := "was shared through --remote " + last.Remote
+	if last.Remote == "" {
+		was = "was not shared (no --remote)"
+	}
+	return badinput.Errorf("run: %s records an interrupted run of %s that %s; resume it the same way (%s), or pass --fresh to start over", relPath(r.st.Repo.Root, path), last.Plan, was, resume)
 }
 
 // unrecord takes back the run record of a new run refused before its
