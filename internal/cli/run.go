@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"golang.org/x/sys/unix"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -373,8 +374,11 @@ interrupted.
 }
 
 // Run runs the loop.
-func (c *RunCmd) Run(ctx context.Context, g *Globals) error {
+func (c *RunCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 	if err := c.checkDurations(); err != nil {
+		return err
+	}
+	if err := c.checkRemoteFlags(flagsGiven(k)); err != nil {
 		return err
 	}
 	repo, err := git.Open(ctx, g.WorkDir())
@@ -646,6 +650,34 @@ func (c *RunCmd) checkDurations() error {
 		return badinput.Errorf("run: --idle-timeout must be 0 (no limit) or at least %s, got %s", minIdleTimeout, c.IdleTimeout)
 	}
 	return nil
+}
+
+// checkRemoteFlags refuses an empty --remote, which ran a local run (a
+// fleet's script whose variable was unset had every machine do every
+// story), and --lease or --net-timeout without --remote, which did
+// nothing; given names the flags on the command line.
+func (c *RunCmd) checkRemoteFlags(given map[string]bool) error {
+	if given["remote"] && strings.TrimSpace(c.Remote) == "" {
+		return badinput.Errorf("run: --remote needs the name of a git remote (git remote -v lists them), got an empty one; leave --remote out for a run on this machine alone")
+	}
+	if c.Remote == "" && (given["lease"] || given["net-timeout"]) {
+		return badinput.Errorf("run: --lease and --net-timeout apply to a run shared through --remote; add --remote NAME, or leave them out")
+	}
+	return nil
+}
+
+// flagsGiven names the flags given on k's command line (not defaults).
+func flagsGiven(k *kong.Context) map[string]bool {
+	given := map[string]bool{}
+	if k == nil {
+		return given
+	}
+	for _, p := range k.Path {
+		if p.Flag != nil {
+			given[p.Flag.Name] = true
+		}
+	}
+	return given
 }
 
 func (c *RunCmd) coordinator(ctx context.Context, repo *git.Repo, p plan.Plan, g *Globals) (loop.Coordinator, error) {
