@@ -135,6 +135,16 @@ func NewCoordinator(ctx context.Context, r *Remote, main *git.Repo, target, plan
 	if _, err := r.PlanAt(ctx, v.Tip, planRel); err != nil {
 		return nil, &BadRemoteError{Msg: err.Error()}
 	}
+	// Story branches are wiggum/<story>: a branch named wiggum on the
+	// server refused every one of them ("cannot lock ref") mid-run.
+	clash := strings.TrimSuffix(BranchPrefix, "/")
+	now, err := r.lsRemote(ctx, "look for a branch named wiggum", []update{{dst: clash}})
+	if err != nil {
+		return nil, err
+	}
+	if now[clash] != "" {
+		return nil, &BadRemoteError{Msg: fmt.Sprintf("run: %s has a branch named wiggum (%s); the story branches of a shared run are wiggum/<story> there, and git cannot have both: rename it on the server (git push %s %s:NEW-NAME :%s), then run again", r.Name, clash, r.Name, clash, clash)}
+	}
 	// At the end of a run every machine but the last to land waits here
 	// for the others' last landings: what it waits past one is wall time
 	// of the whole fleet (150 ms rather than 300 cut 0.1-0.2 s of a

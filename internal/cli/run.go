@@ -417,6 +417,11 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 	if c.Workers < 1 || c.Workers > loop.MaxWorkers {
 		return badinput.Errorf("run: --workers must be between 1 and %d, got %d", loop.MaxWorkers, c.Workers)
 	}
+	if c.Workers > 1 || c.Remote != "" {
+		if err := storyBranchesFree(ctx, repo); err != nil {
+			return err
+		}
+	}
 	if c.RetryConflicts && c.Remote != "" {
 		// Not silently ignored: the person counts on the retries.
 		return badinput.Errorf("run: --retry-conflicts is not for a run shared through --remote: a story whose branch conflicts there is marked conflicted on the server for a person to resolve (wiggum status --remote), so that no two machines retry it at once; drop one of the two")
@@ -662,6 +667,18 @@ func (c *RunCmd) checkRemoteFlags(given map[string]bool) error {
 	}
 	if c.Remote == "" && (given["lease"] || given["net-timeout"]) {
 		return badinput.Errorf("run: --lease and --net-timeout apply to a run shared through --remote; add --remote NAME, or leave them out")
+	}
+	return nil
+}
+
+// storyBranchesFree refuses a repository with a branch named wiggum: the
+// story branches of a run with workers or shared through a remote are
+// wiggum/<story>, and git cannot have both (its "cannot lock ref" came in
+// the middle of the run, exit 1).
+func storyBranchesFree(ctx context.Context, repo *git.Repo) error {
+	ref := strings.TrimSuffix(worktree.BranchPrefix, "/")
+	if ok, _ := repo.OK(ctx, "rev-parse", "--verify", "--quiet", ref); ok {
+		return badinput.Errorf("run: a branch named wiggum exists (%s); the story branches of a run with --workers or --remote are wiggum/<story>, and git cannot have both: rename it (git branch -m wiggum NEW-NAME), then run again", ref)
 	}
 	return nil
 }
