@@ -62,7 +62,15 @@ func (l *landings) put(j landing) {
 	l.cond.Broadcast()
 }
 
-// finish marks a landing the coordinator popped as over.
+// hold counts a landing made outside the queue (a shared run's, which
+// lands through the server) as under way until its finish.
+func (l *landings) hold() {
+	l.mu.Lock()
+	l.pending++
+	l.mu.Unlock()
+}
+
+// finish marks a landing the coordinator popped, or one held, as over.
 func (l *landings) finish() {
 	l.mu.Lock()
 	l.pending--

@@ -406,7 +406,9 @@ func (p *parallel) work(ctx context.Context, story *plan.Story, worker int, w *w
 	// A shared story lands while its worker goes on to the next one
 	// (claimed ahead): a landing's round trips, and its retries when
 	// other machines land first, are not between two agents.
+	p.lq.hold()
 	p.sharedLandings.Go(func() {
+		defer p.lq.finish()
 		p.landShared(context.WithoutCancel(ctx), w, story, done, held)
 		p.landed(j)
 	})

@@ -305,21 +305,8 @@ func (s *planAtStart) addedLines(e *planEdit, kind string) *addedStories {
 // end of the plan, as a person queues work; a story the plan has by then
 // is not added twice.
 func (r *run) addStoriesOf(story string) {
-	r.addedMu.Lock()
-	a := r.added[story]
-	delete(r.added, story)
-	r.addedMu.Unlock()
+	a := r.takeAdded(story)
 	if a == nil {
-		return
-	}
-	if len(a.Changed) > 0 {
-		r.disp.printf("  %s: its agent also changed %s in its worktree's copy of the plan: not taken - the run's plan is the main tree's, where each story is done by an attempt of its own; the copy is saved with the worktree (below)", story, strings.Join(a.Changed, ", "))
-	}
-	if len(a.IDs) == 0 {
-		return
-	}
-	if a.Lines == nil && a.Objects == nil {
-		r.disp.printf("  %s: its agent added %s to the plan in its worktree, beside other changes to it: not added to the run's plan; its copy is saved with the worktree (below)", story, strings.Join(a.IDs, ", "))
 		return
 	}
 	stories, err := r.opts.Plan.Stories()
@@ -348,6 +335,29 @@ func (r *run) addStoriesOf(story string) {
 	}
 	data = append(data, []byte(strings.Join(a.Lines, "\n")+"\n")...)
 	r.appended(story, a.IDs, renameio.WriteFile(path, data, 0o644))
+}
+
+// takeAdded takes what story's worker's agent added to its worktree's
+// plan, saying what of it is not taken; nil when nothing is to be added.
+func (r *run) takeAdded(story string) *addedStories {
+	r.addedMu.Lock()
+	a := r.added[story]
+	delete(r.added, story)
+	r.addedMu.Unlock()
+	if a == nil {
+		return nil
+	}
+	if len(a.Changed) > 0 {
+		r.disp.printf("  %s: its agent also changed %s in its worktree's copy of the plan: not taken - the run's plan is the main tree's, where each story is done by an attempt of its own; the copy is saved with the worktree (below)", story, strings.Join(a.Changed, ", "))
+	}
+	if len(a.IDs) == 0 {
+		return nil
+	}
+	if a.Lines == nil && a.Objects == nil {
+		r.disp.printf("  %s: its agent added %s to the plan in its worktree, beside other changes to it: not added to the run's plan; its copy is saved with the worktree (below)", story, strings.Join(a.IDs, ", "))
+		return nil
+	}
+	return a
 }
 
 // appended says that the stories ids story's worker's agent added were

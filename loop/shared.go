@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -51,14 +52,24 @@ type Claimed interface {
 	Follow(branch string)
 	// Lost is closed when another machine took the story over.
 	Lost() <-chan struct{}
-	// Land lands the branch (with the plan tick); an error keeps it.
-	Land(ctx context.Context, branch, subject string) (commit string, attempts int, err error)
+	// Land lands the branch (with the plan tick, and the stories add its
+	// agent added to the plan, when not nil); an error keeps it.
+	Land(ctx context.Context, branch, subject string, add *PlanAdd) (commit string, attempts int, err error)
 	// Release gives the story back, publishing the branch's commits.
 	Release(ctx context.Context) error
 	// Ended says the work on the story is over: its Land or Release
 	// follows (or it was lost), so a claim made meanwhile may ride along
 	// in the landing's push.
 	Ended()
+}
+
+// PlanAdd is what a story's agent added to its worktree's copy of the
+// plan (stories IDs, held by Lines of a markdown plan or Objects of a
+// prd.json), for its landing to add to the shared plan.
+type PlanAdd struct {
+	IDs     []string
+	Lines   []string
+	Objects []json.RawMessage
 }
 
 // share starts a shared run: the local target follows the server's.
@@ -207,6 +218,7 @@ func (p *parallel) giveBack(ctx context.Context, c Claimed) {
 func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *plan.Story, done bool, c Claimed) {
 	main := p.r.st.Repo
 	follow := false
+	var added *PlanAdd
 	select {
 	case <-c.Lost():
 		p.r.event("claim_lost", map[string]any{"story": story.ID, "branch": w.Branch})
@@ -220,8 +232,11 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 			p.giveBack(ctx, c)
 			break
 		}
+		if a := p.r.takeAdded(story.ID); a != nil {
+			added = &PlanAdd{IDs: a.IDs, Lines: a.Lines, Objects: a.Objects}
+		}
 		began := time.Now()
-		commit, attempts, err := c.Land(ctx, w.Branch, "Merge "+p.r.msg.story(story))
+		commit, attempts, err := c.Land(ctx, w.Branch, "Merge "+p.r.msg.story(story), added)
 		took := time.Since(began)
 		p.mu.Lock()
 		delete(p.held, story.ID)
@@ -286,6 +301,9 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 			p.r.disp.printf("  the local %s does not follow the shared one: %v", checkpoint.BranchName(p.target), err)
 		}
 	}
+	if added != nil {
+		p.sharedAdded(story.ID, added, follow)
+	}
 	rem, err := w.Release(ctx, main)
 	if err != nil {
 		p.halt(fmt.Errorf("run: remove the worktree of %s: %w", story.ID, err))
@@ -296,6 +314,20 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 	}
 	for _, b := range rem.Submodules {
 		p.r.disp.printf("  %s: %s", story.ID, b)
+	}
+}
+
+// sharedAdded says what became of the stories story's agent added to the
+// plan, which its landing (landed: it did) added to the shared plan.
+func (p *parallel) sharedAdded(story string, a *PlanAdd, landed bool) {
+	ids := strings.Join(a.IDs, ", ")
+	if !landed {
+		p.r.disp.printf("  %s: its agent added %s to the plan in its worktree: not added, the story did not land here; its copy is saved with the worktree (below)", story, ids)
+		return
+	}
+	p.r.disp.printf("  %s: its agent added %s to the plan in its worktree: added to the shared plan, with its landing", story, ids)
+	if p.r.reopen != nil {
+		p.r.reopen()
 	}
 }
 
@@ -410,7 +442,9 @@ func (p *parallel) landResumedShared(ctx context.Context) {
 		c.Ended()
 		p.r.addCompleted(id)
 		j := &landing{w: u.w, story: u.story, done: true, queued: time.Now()}
+		p.lq.hold()
 		p.sharedLandings.Go(func() {
+			defer p.lq.finish()
 			p.landShared(context.WithoutCancel(ctx), u.w, u.story, true, c)
 			p.landed(j)
 		})

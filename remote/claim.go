@@ -44,6 +44,9 @@ type Claim struct {
 	// whose target no longer holds it (rewritten on the server) does not
 	// carry the work, which would bring the removed commits back.
 	Base string `json:"base,omitempty"`
+	// Add: the stories its agent added to the plan, which the landing
+	// adds to the target's plan.
+	Add *Added `json:"add,omitempty"`
 
 	Ref    string `json:"ref"`    // refs/wiggum/claims/<key>
 	Commit string `json:"commit"` // the claim's value on the server

@@ -674,8 +674,8 @@ func (c *Coordinator) Forget(story string) {
 // Stories of this process that finish while one of its landings is under
 // way (losing races to other machines, say) land together in the next
 // one, in one atomic push (see LandGroup).
-func (c *Coordinator) Land(ctx context.Context, h *Held, branch, subject string) (*Landed, error) {
-	req := &landReq{m: &Member{H: h, Spec: LandSpec{Target: c.Target, Branch: branch, PlanRel: c.PlanRel, Subject: subject}}, done: make(chan struct{})}
+func (c *Coordinator) Land(ctx context.Context, h *Held, branch, subject string, add *Added) (*Landed, error) {
+	req := &landReq{m: &Member{H: h, Spec: LandSpec{Target: c.Target, Branch: branch, PlanRel: c.PlanRel, Subject: subject, Add: add}}, done: make(chan struct{})}
 	c.mu.Lock()
 	c.landQ = append(c.landQ, req)
 	c.mu.Unlock()

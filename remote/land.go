@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,19 @@ type LandSpec struct {
 	Subject string // the landing commit's subject
 	// MaxAttempts bounds the retries after others landed first; 0 is 30.
 	MaxAttempts int
+	// Add: stories the story's agent added to its copy of the plan, added
+	// to the target's plan inside the landing commit; nil none.
+	Add *Added
+}
+
+// Added is what a story's agent added to its worktree's copy of the plan:
+// the stories (IDs) and, for a markdown plan, the lines that hold them, or
+// a prd.json's new userStories entries. A landing appends them to the
+// target's plan, unless it has one of them already.
+type Added struct {
+	IDs     []string          `json:"ids"`
+	Lines   []string          `json:"lines,omitempty"`
+	Objects []json.RawMessage `json:"objects,omitempty"`
 }
 
 // Landed is a story on the server's target branch.
@@ -396,7 +410,7 @@ func (r *Remote) landGroup(ctx context.Context, ms []*Member, more func() []*Mem
 			if r.rewritten(ctx, o.claim.Base, o.claim.Ready, base) {
 				continue
 			}
-			commit, paths, err := r.landingCommit(ctx, cur, o.claim.Ready, LandSpec{Target: spec.Target, PlanRel: spec.PlanRel, Subject: o.claim.Subject},
+			commit, paths, err := r.landingCommit(ctx, cur, o.claim.Ready, LandSpec{Target: spec.Target, PlanRel: spec.PlanRel, Subject: o.claim.Subject, Add: o.claim.Add},
 				o.claim.Story, Machine{ID: o.claim.Machine, Host: o.claim.Host})
 			if err != nil || paths != nil {
 				continue
@@ -579,7 +593,7 @@ func (r *Remote) markReady(ctx context.Context, in []*member) {
 		}
 		c := h.claim
 		c.Time = r.now().UTC()
-		c.Ready, c.Target, c.Plan, c.Subject, c.Base = o.tip, o.m.Spec.Target, o.m.Spec.PlanRel, o.m.Spec.Subject, h.seen
+		c.Ready, c.Target, c.Plan, c.Subject, c.Base, c.Add = o.tip, o.m.Spec.Target, o.m.Spec.PlanRel, o.m.Spec.Subject, h.seen, o.m.Spec.Add
 		sha, err := r.claimCommit(ctx, &c)
 		if err != nil {
 			return
@@ -799,7 +813,7 @@ func (r *Remote) landingCommit(ctx context.Context, base, tip string, spec LandS
 	if o := objs[tree]; o.typ == "tree" {
 		root = o.data
 	}
-	ticked, err := r.tickTree(ctx, tree, root, objs[treeName].data, spec.PlanRel, story)
+	ticked, err := r.tickTree(ctx, tree, root, objs[treeName].data, spec.PlanRel, story, spec.Add)
 	if err != nil {
 		return "", nil, err
 	}
@@ -835,7 +849,7 @@ func mustKey(story string) string {
 // so its cost does not grow with the repository).
 //
 // root is tree's raw content when already read (nil: read it).
-func (r *Remote) tickTree(ctx context.Context, tree string, root, data []byte, planRel, story string) (string, error) {
+func (r *Remote) tickTree(ctx context.Context, tree string, root, data []byte, planRel, story string, add *Added) (string, error) {
 	p, dir, err := planFile(data, planRel)
 	if err != nil {
 		return "", err
@@ -843,6 +857,9 @@ func (r *Remote) tickTree(ctx context.Context, tree string, root, data []byte, p
 	defer os.RemoveAll(dir)
 	if err := p.MarkDone(story); err != nil {
 		return "", fmt.Errorf("remote: tick %s: %w", story, err)
+	}
+	if err := addStories(p, add); err != nil {
+		return "", fmt.Errorf("remote: add the stories %s added: %w", story, err)
 	}
 	ticked, err := statefile.ReadFile(p.Path())
 	if err != nil {
@@ -858,6 +875,41 @@ func (r *Remote) tickTree(ctx context.Context, tree string, root, data []byte, p
 		return "", fmt.Errorf("remote: write the ticked plan: %w", err)
 	}
 	return r.replaceBlob(ctx, tree, root, strings.Split(planRel, "/"), strings.TrimSpace(blob))
+}
+
+// addStories appends add's stories to the plan p, unless p has one of
+// them already (another machine's landing added it, say).
+func addStories(p plan.Plan, add *Added) error {
+	if add == nil || len(add.IDs) == 0 {
+		return nil
+	}
+	stories, err := p.Stories()
+	if err != nil {
+		return err
+	}
+	for _, s := range stories {
+		if slices.Contains(add.IDs, s.ID) {
+			return nil
+		}
+	}
+	if add.Objects != nil {
+		if pj, ok := p.(*plan.PRDJSON); ok {
+			return pj.Append(add.Objects)
+		}
+		return nil
+	}
+	if len(add.Lines) == 0 {
+		return nil
+	}
+	data, err := statefile.ReadFile(p.Path())
+	if err != nil {
+		return err
+	}
+	if len(data) > 0 && !bytes.HasSuffix(data, []byte("\n")) {
+		data = append(data, '\n')
+	}
+	data = append(data, []byte(strings.Join(add.Lines, "\n")+"\n")...)
+	return os.WriteFile(p.Path(), data, 0o644)
 }
 
 // replaceBlob writes tree with the blob at path replaced; raw is tree's
@@ -1035,7 +1087,7 @@ func (r *Remote) landReady(ctx context.Context, v *View, cl *Claim, planRel stri
 	if r.rewritten(ctx, cl.Base, cl.Ready, v.Tip) {
 		return nil, false, nil
 	}
-	spec := LandSpec{Target: cl.Target, PlanRel: cl.Plan, Subject: cl.Subject}
+	spec := LandSpec{Target: cl.Target, PlanRel: cl.Plan, Subject: cl.Subject, Add: cl.Add}
 	commit, paths, err := r.landingCommit(ctx, v.Tip, cl.Ready, spec, cl.Story, Machine{ID: cl.Machine, Host: cl.Host})
 	if err != nil || paths != nil {
 		return nil, false, nil

@@ -232,7 +232,7 @@ func TestClaimRidesAlong(t *testing.T) {
 		}
 		busy[s2.ID] = true
 		_, before := a.Counts()
-		l, err := c.Land(ctx, h1, br1, "Merge "+s1.ID)
+		l, err := c.Land(ctx, h1, br1, "Merge "+s1.ID, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -116,9 +116,13 @@ func (s *sharedClaim) Fields() map[string]any {
 	return f
 }
 
-func (s *sharedClaim) Land(ctx context.Context, branch, subject string) (string, int, error) {
+func (s *sharedClaim) Land(ctx context.Context, branch, subject string, add *loop.PlanAdd) (string, int, error) {
 	defer s.c.Forget(s.story.ID)
-	l, err := s.c.Land(ctx, s.h, branch, subject)
+	var added *remote.Added
+	if add != nil {
+		added = &remote.Added{IDs: add.IDs, Lines: add.Lines, Objects: add.Objects}
+	}
+	l, err := s.c.Land(ctx, s.h, branch, subject, added)
 	if err != nil {
 		return "", 0, err
 	}
