@@ -47,6 +47,10 @@ type Claim struct {
 	// Add: the stories its agent added to the plan, which the landing
 	// adds to the target's plan.
 	Add *Added `json:"add,omitempty"`
+	// Resolved: made by an operator's release of a conflict whose branch
+	// was resolved (ReleaseStory): nobody holds it, any machine lands the
+	// branch at once, or takes the story over when it cannot.
+	Resolved bool `json:"resolved,omitempty"`
 
 	Ref    string `json:"ref"`    // refs/wiggum/claims/<key>
 	Commit string `json:"commit"` // the claim's value on the server
@@ -104,6 +108,7 @@ type Conflict struct {
 	Time    time.Time `json:"time"`
 	Branch  string    `json:"branch"`
 	Target  string    `json:"target"`
+	Plan    string    `json:"plan,omitempty"` // the plan file the story is in
 	Paths   []string  `json:"paths,omitempty"`
 
 	Ref        string `json:"ref"`
@@ -254,7 +259,7 @@ func (r *Remote) Claim(ctx context.Context, story string, view *View) (*Held, er
 	old := view.Claims[key]
 	dead := false
 	if old != nil {
-		if !old.Stale() {
+		if !old.Stale() && !old.Resolved {
 			if dead = r.deadHere(old); !dead {
 				return nil, &ClaimTakenError{Story: story, Holder: old}
 			}

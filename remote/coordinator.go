@@ -558,7 +558,7 @@ func (c *Coordinator) landReady(ctx context.Context, v *View, story string) (lan
 		return false, false, nil
 	}
 	old := v.Claims[key]
-	if old == nil || !readyHere(v, old, c.PlanRel) || !(old.Stale() || c.R.deadHere(old)) {
+	if old == nil || !readyHere(v, old, c.PlanRel) || !(old.Stale() || old.Resolved || c.R.deadHere(old)) {
 		return false, false, nil
 	}
 	l, raced, err := c.R.landReady(ctx, v, old, c.PlanRel)

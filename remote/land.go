@@ -992,7 +992,7 @@ func treeEntries(raw []byte) ([]string, bool) {
 // story conflicted, in one atomic push.
 func (h *Held) markConflict(ctx context.Context, spec LandSpec, tip string, paths []string) error {
 	r := h.r
-	c := Conflict{Story: h.Story, Machine: r.Me.ID, Host: r.Me.Host, Time: r.now().UTC(), Branch: h.Branch(), Target: spec.Target, Paths: paths}
+	c := Conflict{Story: h.Story, Machine: r.Me.ID, Host: r.Me.Host, Time: r.now().UTC(), Branch: h.Branch(), Target: spec.Target, Plan: spec.PlanRel, Paths: paths}
 	body, err := json.Marshal(c)
 	if err != nil {
 		return err

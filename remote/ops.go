@@ -24,10 +24,12 @@ func (e *NotClaimedError) Error() string {
 	return fmt.Sprintf("claims: %s has no claim and no conflict marker on the server; nothing to release", e.Story)
 }
 
-// Released is what an operator's release removed.
+// Released is what an operator's release removed, and the ready claim it
+// made for a resolved branch (Ready).
 type Released struct {
 	Claim    *Claim    `json:"claim,omitempty"`
 	Conflict *Conflict `json:"conflict,omitempty"`
+	Ready    *Claim    `json:"ready,omitempty"`
 }
 
 // ReleaseStory deletes story's claim and conflict marker on the server,
@@ -55,6 +57,11 @@ func (r *Remote) ReleaseStory(ctx context.Context, target, story string, force b
 	}
 	if out.Conflict != nil {
 		ups = append(ups, update{dst: out.Conflict.Ref, expect: out.Conflict.Commit})
+		if out.Claim == nil {
+			if out.Ready = r.resolved(ctx, v, out.Conflict, key); out.Ready != nil {
+				ups = append(ups, update{src: out.Ready.Commit, dst: out.Ready.Ref, expect: ""})
+			}
+		}
 	}
 	bad, err := r.push(ctx, "release "+story, ups)
 	if err != nil {
@@ -64,6 +71,44 @@ func (r *Remote) ReleaseStory(ctx context.Context, target, story string, force b
 		return nil, fmt.Errorf("claims: %s changed on the server while releasing it (renewed or taken); nothing was released, look again with wiggum claims list", story)
 	}
 	return out, nil
+}
+
+// resolved returns a ready claim on the conflicted story of cf, not yet
+// pushed, when its branch on the server (in v) now merges cleanly into
+// the target and the story is still open there: a person resolved the
+// conflict on the branch (or merged it by hand). The next run lands the
+// branch as it is (landReady), without running an agent on the story -
+// whose new attempt overwrote the person's resolution. nil otherwise: a
+// marker of an older wiggum (no plan in it), a branch gone, one that
+// still conflicts (the story goes on from it, with an agent).
+func (r *Remote) resolved(ctx context.Context, v *View, cf *Conflict, key string) *Claim {
+	tip := v.Branches[key]
+	if cf.Unreadable || cf.Plan == "" || cf.Target != v.Target || tip == "" || v.Tip == "" {
+		return nil
+	}
+	stories, err := r.PlanAt(ctx, v.Tip, cf.Plan)
+	if err != nil || !open(stories, cf.Story) {
+		return nil
+	}
+	if m, err := r.Repo.MergeTree(ctx, v.Tip, tip); err != nil || len(m.Conflicts) > 0 {
+		return nil
+	}
+	subject := "Merge " + cf.Story
+	for _, s := range stories {
+		if s.ID == cf.Story && strings.TrimSpace(s.Title) != "" {
+			subject += ": " + strings.TrimSpace(s.Title)
+			break
+		}
+	}
+	c, err := r.freshClaim(ctx, cf.Story, key, r.now())
+	if err != nil {
+		return nil
+	}
+	c.Ready, c.Target, c.Plan, c.Subject, c.Resolved = tip, cf.Target, cf.Plan, subject, true
+	if c.Commit, err = r.claimCommit(ctx, &c); err != nil {
+		return nil
+	}
+	return &c
 }
 
 // LandedStory is one landing on the target branch.

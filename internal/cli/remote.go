@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/badinput"
@@ -213,6 +214,9 @@ func (c *ClaimsReleaseCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	if rel.Conflict != nil {
 		fmt.Fprintf(g.stdout, "removed the conflict marker of %s; its branch %s stays on the server\n", c.Story, rel.Conflict.Branch)
+	}
+	if rel.Ready != nil {
+		fmt.Fprintf(g.stdout, "%s's branch now merges cleanly into %s: it is marked ready, and the next run lands it without running an agent on the story\n", c.Story, strings.TrimPrefix(rel.Ready.Target, "refs/heads/"))
 	}
 	return nil
 }
