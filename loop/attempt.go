@@ -92,11 +92,11 @@ type executor struct {
 	headLogAtStart int64
 	span           *telemetry.Span // the current attempt's
 	source         string          // what failed it, for its span
-	// keep, when it says so, leaves an interrupted attempt as it is rather
-	// than rolling it back: a shared story lost to another machine keeps
-	// the agent's commits on its branch (the worktree's removal saves the
-	// rest).
-	keep func() bool
+	// keep, when it says why (not ""), leaves an interrupted attempt as it
+	// is rather than rolling it back: a shared story whose claim was lost
+	// keeps the agent's commits on its branch (the worktree's removal
+	// saves the rest).
+	keep func() string
 	// ran: this executor has run an agent attempt.
 	ran bool
 	// aside, for a parallel worker, sets its worktree aside when a failed
@@ -1420,11 +1420,19 @@ func foreignHint(refused *checkpoint.RefusedError) string {
 		"(they stay in refs/wiggum/backup/) and run again"
 }
 
+// keepWhy is why an interrupted attempt is kept as it is; "" none.
+func (e *executor) keepWhy() string {
+	if e.keep == nil {
+		return ""
+	}
+	return e.keep()
+}
+
 // interrupted rolls back the unfinished attempt if that is safe, and
 // reports what it left.
 func (e *executor) interrupted(iter int, story *plan.Story, attempt int, cp *checkpoint.Checkpoint, end journalRec) error {
-	if e.keep != nil && e.keep() {
-		e.disp.printf("stopped: another machine took %s over; this attempt's commits stay on %s", story.ID, strings.TrimPrefix(e.branch, "refs/heads/"))
+	if why := e.keepWhy(); why != "" {
+		e.disp.printf("stopped: %s: %s; this attempt's commits stay on %s", story.ID, why, strings.TrimPrefix(e.branch, "refs/heads/"))
 		e.run.setLast("interrupted")
 		e.event("interrupted", map[string]any{"iteration": iter, "story": story.ID, "kept": e.branch})
 		e.log(iter, story, attempt, "interrupted", outcome{}, "", 0)

@@ -50,8 +50,10 @@ type Claimed interface {
 	Fields() map[string]any
 	// Follow names the branch to publish while the story is worked on.
 	Follow(branch string)
-	// Lost is closed when another machine took the story over.
+	// Lost is closed when the claim is lost: another machine took the
+	// story over, or a person released it; LostHow then says which.
 	Lost() <-chan struct{}
+	LostHow() string
 	// Land lands the branch (with the plan tick, and the stories add its
 	// agent added to the plan, when not nil); an error keeps it.
 	Land(ctx context.Context, branch, subject string, add *PlanAdd) (commit string, attempts int, err error)
@@ -168,7 +170,12 @@ func (p *parallel) storyContext(ctx context.Context, c Claimed, w *worktree.Work
 		return ctx, func() {}
 	}
 	c.Follow(w.Branch)
-	ex.keep = func() bool { return lost(c) }
+	ex.keep = func() string {
+		if !lost(c) {
+			return ""
+		}
+		return c.LostHow()
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	go func() {
 		select {
@@ -222,7 +229,7 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 	select {
 	case <-c.Lost():
 		p.r.event("claim_lost", map[string]any{"story": story.ID, "branch": w.Branch})
-		p.r.disp.printf("✘ %s: another machine took its claim over; this attempt's commits stay on %s", story.ID, checkpoint.BranchName(w.Branch))
+		p.r.disp.printf("✘ %s: %s; this attempt's commits stay on %s", story.ID, c.LostHow(), checkpoint.BranchName(w.Branch))
 		p.mu.Lock()
 		p.skip[story.ID] = true
 		delete(p.held, story.ID)

@@ -147,11 +147,11 @@ type LeaseLostError struct {
 }
 
 func (e *LeaseLostError) Error() string {
-	how := "it was taken over by another machine"
+	how := "it was taken over by another machine after its lease ran out"
 	if e.Now == "" {
-		how = "it was released"
+		how = "it was released on the server (wiggum claims release --force, or its lease ran out and it was released)"
 	}
-	return fmt.Sprintf("claim %s lost: %s after its lease ran out; the work stays on its local branch", e.Story, how)
+	return fmt.Sprintf("claim %s lost: %s; the work stays on its local branch", e.Story, how)
 }
 
 // IsLeaseLost reports whether err is a lost claim.
@@ -419,7 +419,7 @@ func (h *Held) Renew(ctx context.Context) error {
 		return err
 	}
 	if now, ok := bad[c.Ref]; ok {
-		lerr := &LeaseLostError{Story: h.Story, Now: now}
+		lerr := &LeaseLostError{Story: h.Story, Now: h.r.valueNow(ctx, c.Ref, now)}
 		h.markLost(lerr)
 		return lerr
 	}
@@ -453,6 +453,21 @@ func (h *Held) pushWithBranch(ctx context.Context, op string, ups []update) (tip
 		bad, err = h.r.push(ctx, op, ups)
 	}
 	return tip, bad, err
+}
+
+// valueNow is ref's value on the server as a refused push answered it
+// (now), read from the server when the answer did not say (unknown): a
+// claim deleted by a person and one replaced by another machine's read
+// differently (LeaseLostError).
+func (r *Remote) valueNow(ctx context.Context, ref, now string) string {
+	if now != unknown {
+		return now
+	}
+	read, err := r.lsRemote(ctx, "read "+ref, []update{{dst: ref}})
+	if err != nil {
+		return now
+	}
+	return read[ref]
 }
 
 // ours reports whether the story's branch on the server (h.pushed) holds
@@ -523,7 +538,7 @@ func (h *Held) Release(ctx context.Context) error {
 		return err
 	}
 	if now, ok := bad[h.claim.Ref]; ok {
-		lerr := &LeaseLostError{Story: h.Story, Now: now}
+		lerr := &LeaseLostError{Story: h.Story, Now: h.r.valueNow(ctx, h.claim.Ref, now)}
 		h.markLost(lerr)
 		return lerr
 	}

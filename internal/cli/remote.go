@@ -98,6 +98,16 @@ func (s *sharedClaim) Start() string         { return s.h.Start }
 func (s *sharedClaim) Follow(branch string)  { s.h.Follow(branch) }
 func (s *sharedClaim) Lost() <-chan struct{} { return s.h.Lost() }
 
+// LostHow says how the claim was lost: deleted on the server (a person's
+// wiggum claims release --force), or replaced by another machine's.
+func (s *sharedClaim) LostHow() string {
+	var l *remote.LeaseLostError
+	if errors.As(s.h.LostErr(), &l) && l.Now == "" {
+		return "its claim was released on the server (wiggum claims release --force), by no machine taking it over"
+	}
+	return "another machine took its claim over"
+}
+
 func (s *sharedClaim) Fields() map[string]any {
 	c := s.h.Claim()
 	// claim_ms is what the claim cost; wait_ms what the worker waited for
