@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -490,11 +491,13 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 
 // waitKey names who holds what, for telling a wait once per change.
 func waitKey(held []*Claim) string {
-	var b strings.Builder
+	var keys []string
 	for _, h := range held {
-		fmt.Fprintf(&b, "%s=%s/%s/%d;", h.Story, h.Host, h.Machine, h.PID)
+		keys = append(keys, fmt.Sprintf("%s=%s/%s/%d;", h.Story, h.Host, h.Machine, h.PID))
 	}
-	return b.String()
+	// In story order: the pass meets them in spread's shuffled order.
+	slices.Sort(keys)
+	return strings.Join(keys, "")
 }
 
 // ClaimFinished claims story for work this clone finished before a crash

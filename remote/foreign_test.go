@@ -160,3 +160,13 @@ func TestLandingWithoutTrackingRefFetches(t *testing.T) {
 		t.Fatalf("landing: %v", err)
 	}
 }
+
+// The same claims in another order (spread shuffles the stories) are the
+// same wait: told once, not on every look again.
+func TestWaitKeyIgnoresOrder(t *testing.T) {
+	a := &Claim{Story: "S-1", Host: "h", Machine: "m1", PID: 1}
+	b := &Claim{Story: "S-2", Host: "h", Machine: "m2", PID: 2}
+	if waitKey([]*Claim{a, b}) != waitKey([]*Claim{b, a}) {
+		t.Fatalf("%q != %q", waitKey([]*Claim{a, b}), waitKey([]*Claim{b, a}))
+	}
+}
