@@ -352,6 +352,10 @@ func (r *Remote) deadHere(c *Claim) bool {
 	return !layout.PIDAlive(c.PID)
 }
 
+// DeadHere reports whether c is a claim of this clone whose process is
+// gone (a run here takes it over at once; nothing renews it).
+func (r *Remote) DeadHere(c *Claim) bool { return r.deadHere(c) }
+
 // Follow names the local branch whose commits renewals publish.
 func (h *Held) Follow(branch string) {
 	h.mu.Lock()

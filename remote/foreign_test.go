@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -168,5 +169,33 @@ func TestWaitKeyIgnoresOrder(t *testing.T) {
 	b := &Claim{Story: "S-2", Host: "h", Machine: "m2", PID: 2}
 	if waitKey([]*Claim{a, b}) != waitKey([]*Claim{b, a}) {
 		t.Fatalf("%q != %q", waitKey([]*Claim{a, b}), waitKey([]*Claim{b, a}))
+	}
+}
+
+// A claim of this very clone whose process is gone is released without
+// --force: the run itself takes it over at once, and nothing holds it.
+func TestReleaseOwnDeadClaimNeedsNoForce(t *testing.T) {
+	f := newFixture(t, "file")
+	ctx := context.Background()
+	a := f.machine("a", time.Minute, 0)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	c := Claim{Story: "S-1", Machine: a.Me.ID, Host: a.Me.Host, PID: dead.Process.Pid, Since: now, Time: now,
+		LeaseMS: time.Minute.Milliseconds(), Ref: ClaimsPrefix + "S-1"}
+	sha, err := a.claimCommit(ctx, &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad, err := a.push(ctx, "plant a claim", []update{{src: sha, dst: c.Ref}}); err != nil || len(bad) > 0 {
+		t.Fatalf("plant: %v %v", bad, err)
+	}
+	if _, err := a.ReleaseStory(ctx, target, "S-1", false); err != nil {
+		t.Fatalf("release of this clone's dead process's claim: %v", err)
+	}
+	if _, ok := f.refs()[ClaimsPrefix+"S-1"]; ok {
+		t.Fatal("the claim is still there")
 	}
 }

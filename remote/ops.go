@@ -48,7 +48,7 @@ func (r *Remote) ReleaseStory(ctx context.Context, target, story string, force b
 	if out.Claim == nil && out.Conflict == nil {
 		return nil, &NotClaimedError{Story: story}
 	}
-	if out.Claim != nil && !out.Claim.PastExpiry(r.now()) && !force {
+	if out.Claim != nil && !out.Claim.PastExpiry(r.now()) && !force && !r.deadHere(out.Claim) {
 		return nil, &LiveClaimError{Claim: out.Claim}
 	}
 	var ups []update

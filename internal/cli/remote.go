@@ -263,6 +263,8 @@ type SharedClaim struct {
 	Live             bool    `json:"live"`
 	LeaseLeftSeconds float64 `json:"lease_left_seconds"`
 	Mine             bool    `json:"mine"`
+	// ProcessGone: a claim of this clone whose process is gone.
+	ProcessGone bool `json:"process_gone,omitempty"`
 }
 
 func sharedStatus(ctx context.Context, g *Globals, name, target string, f RemoteFlags) (*SharedStatus, error) {
@@ -293,7 +295,7 @@ func sharedStatus(ctx context.Context, g *Globals, name, target string, f Remote
 	}
 	for _, c := range v.SortedClaims() {
 		left := c.Expires().Sub(now)
-		rep.Claims = append(rep.Claims, SharedClaim{Claim: c, Live: left > 0, LeaseLeftSeconds: max(0, left.Seconds()), Mine: c.Machine == r.Me.ID})
+		rep.Claims = append(rep.Claims, SharedClaim{Claim: c, Live: left > 0, LeaseLeftSeconds: max(0, left.Seconds()), Mine: c.Machine == r.Me.ID, ProcessGone: r.DeadHere(c)})
 	}
 	return rep, nil
 }
@@ -309,6 +311,9 @@ func printShared(w io.Writer, rep *SharedStatus, landed bool) {
 		state := fmt.Sprintf("lease %s left", time.Duration(c.LeaseLeftSeconds*float64(time.Second)).Round(time.Second))
 		if !c.Live {
 			state = "STALE: another machine may take it over"
+		}
+		if c.ProcessGone {
+			state = "its process on this machine is gone: a run here takes it over at once (wiggum claims release frees it now)"
 		}
 		if c.Ready != "" {
 			// Its landing lost a race: the next machine to land carries it.
