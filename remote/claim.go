@@ -474,6 +474,30 @@ func (r *Remote) valueNow(ctx context.Context, ref, now string) string {
 	return read[ref]
 }
 
+// addsNothing reports whether the story's branch on the server is this
+// process's (pushed, not foreign) and holds nothing the target had not
+// when the claim was made, nor has the followed local branch. The caller
+// holds h.mu.
+func (h *Held) addsNothing(ctx context.Context) bool {
+	if h.pushed == "" || h.foreign || h.seen == "" {
+		return false
+	}
+	tip := h.pushed
+	if h.branch != "" {
+		local, err := h.r.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", h.branch+"^{commit}")
+		if err != nil || local == "" {
+			return false
+		}
+		tip = local
+	}
+	for _, c := range []string{h.pushed, tip} {
+		if in, err := h.r.Repo.OK(ctx, "merge-base", "--is-ancestor", c, h.seen); err != nil || !in {
+			return false
+		}
+	}
+	return true
+}
+
 // ours reports whether the story's branch on the server (h.pushed) holds
 // nothing that tip lacks: this process pushed it, or tip was built on it.
 // Otherwise the branch is foreign from then on. The caller holds h.mu.
@@ -537,7 +561,25 @@ func (h *Held) Release(ctx context.Context) error {
 	if err := h.LostErr(); err != nil {
 		return err
 	}
-	tip, bad, err := h.pushWithBranch(ctx, "release the claim on "+h.Story, []update{{dst: h.claim.Ref, expect: h.claim.Commit}})
+	ups := []update{{dst: h.claim.Ref, expect: h.claim.Commit}}
+	var tip string
+	var bad map[string]string
+	var err error
+	drop := h.addsNothing(ctx)
+	if drop {
+		// Its branch on the server holds nothing the target lacks (work
+		// given back before it began): it goes with the claim, not left
+		// at an old target tip.
+		bad, err = h.r.push(ctx, "release the claim on "+h.Story, append(ups, update{dst: h.Branch(), expect: h.pushed}))
+		if now, ok := bad[h.Branch()]; ok && err == nil && len(bad) == 1 {
+			// Moved by someone else meanwhile: theirs, left alone.
+			h.movedBy(ctx, now)
+			drop = false
+			bad, err = h.r.push(ctx, "release the claim on "+h.Story, ups)
+		}
+	} else {
+		tip, bad, err = h.pushWithBranch(ctx, "release the claim on "+h.Story, ups)
+	}
 	if err != nil {
 		return err
 	}
@@ -551,6 +593,9 @@ func (h *Held) Release(ctx context.Context) error {
 	}
 	if tip != "" {
 		h.pushed = tip
+	}
+	if drop {
+		h.pushed = ""
 	}
 	h.done = true
 	return nil

@@ -199,3 +199,28 @@ func TestReleaseOwnDeadClaimNeedsNoForce(t *testing.T) {
 		t.Fatal("the claim is still there")
 	}
 }
+
+// A claim given back before its story's work added anything (claimed
+// ahead, a run stopped) leaves no empty story branch on the server at an
+// old target tip: the branch published with it holds nothing the target
+// lacks, and goes with the claim.
+func TestReleaseDropsAnEmptyStoryBranch(t *testing.T) {
+	f := newFixture(t, "file")
+	ctx := context.Background()
+	a := f.machine("a", time.Minute, 0)
+	h := claim(t, a, "S-1")
+	gitIn(t, a.Repo.Root, "branch", "wiggum/S-1", h.Start)
+	h.Follow("refs/heads/wiggum/S-1")
+	if err := h.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f.refs()[BranchPrefix+"S-1"] == "" {
+		t.Fatal("the branch was not published")
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := f.refs()[BranchPrefix+"S-1"]; ok {
+		t.Fatalf("an empty story branch is left on the server at %s", got)
+	}
+}
