@@ -678,3 +678,39 @@ func TestUnlandedFinishedWorkLandedElsewhereIsKept(t *testing.T) {
 		t.Fatalf("a's finished work is not kept on wiggum/US-1: %q", got)
 	}
 }
+
+// slowLandings is a pre-receive hook that holds every push moving main
+// past the run's --net-timeout, then lets it through: the landing times
+// out on the machine and is made on the server afterwards.
+const slowLandings = `while read old new ref; do
+  if [ "$ref" = refs/heads/main ]; then
+    sleep 6
+  fi
+done
+exit 0
+`
+
+// A landing whose push timed out on this machine and was made on the
+// server afterwards is this machine's own: the next run says so, not that
+// another machine landed the story.
+func TestOwnLandingMadeAfterTimeoutIsNamedOwn(t *testing.T) {
+	f := newFleet(t, "daemon", 1)
+	args := []string{"--lease", "1h", "--net-timeout", "3s"}
+	gitserver.Hook(t, f.bare, "pre-receive", slowLandings)
+	a := f.machine("a", nil, args...)
+	if code := waitLong(t, a, 2*time.Minute); code != 5 {
+		t.Fatalf("the first run exited %d, want 5\nstdout: %s\nstderr: %s", code, a.stdout(), a.stderr())
+	}
+	gitserver.RemoveHook(t, f.bare, "pre-receive")
+	deadline := time.Now().Add(30 * time.Second)
+	for f.landings()["US-1"] != 1 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	next := f.machine("a", nil, args...)
+	if code := waitLong(t, next, 2*time.Minute); code != 0 {
+		t.Fatalf("the next run exited %d\nstdout: %s\nstderr: %s", code, next.stdout(), next.stderr())
+	}
+	if out := next.stdout(); !strings.Contains(out, "US-1 finished in an earlier run and was landed since by this machine") {
+		t.Fatalf("the next run does not say the landing was this machine's own:\n%s", out)
+	}
+}

@@ -39,6 +39,10 @@ type Coordinator interface {
 	Final(ctx context.Context) (open, conflicted, held []string, err error)
 	// Remote is the name of the shared remote, for messages.
 	Remote() string
+	// LandedHere reports whether story's landing on the target, as last
+	// fetched, is this machine's own (a landing of a killed run, or one
+	// whose push timed out here and was made on the server after all).
+	LandedHere(ctx context.Context, story string) bool
 }
 
 // Claimed is a story this process holds for the run.
@@ -434,7 +438,11 @@ func (p *parallel) landResumedShared(ctx context.Context) {
 				if rem := p.dropResumed(ctx, u.w); rem != nil && rem.BranchKept {
 					how += "; its work, which that landing lacks, stays on " + branch
 				}
-				p.r.disp.printf("%s finished in an earlier run and was landed since (by another machine); %s", id, how)
+				by := "(by another machine)"
+				if p.coord.LandedHere(ctx, id) {
+					by = "by this machine (that run's landing reached the server after all)"
+				}
+				p.r.disp.printf("%s finished in an earlier run and was landed since %s; %s", id, by, how)
 			}
 			p.mu.Lock()
 			delete(p.inflight, id)

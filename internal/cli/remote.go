@@ -81,6 +81,19 @@ func (s *sharedRun) Final(ctx context.Context) (open, conflicted, held []string,
 
 func (s *sharedRun) Remote() string { return s.c.R.Name }
 
+func (s *sharedRun) LandedHere(ctx context.Context, story string) bool {
+	landed, err := s.c.R.Landed(ctx, s.c.Target, 256)
+	if err != nil {
+		return false
+	}
+	for _, l := range landed {
+		if l.Story == story {
+			return l.By == "" && l.Machine == s.c.R.Me.String()
+		}
+	}
+	return false
+}
+
 func (s *sharedRun) Stats() map[string]any {
 	f, p := s.c.R.Counts()
 	return map[string]any{"remote": s.c.R.Name, "machine": s.c.R.Me.String(), "fetches": f, "pushes": p}
