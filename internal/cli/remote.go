@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/badinput"
@@ -104,6 +105,9 @@ type sharedClaim struct {
 	h     *remote.Held
 	story plan.Story
 	took  time.Duration
+
+	lostOnce sync.Once
+	lostHow  string
 }
 
 func (s *sharedClaim) Story() plan.Story     { return s.story }
@@ -113,12 +117,28 @@ func (s *sharedClaim) Lost() <-chan struct{} { return s.h.Lost() }
 
 // LostHow says how the claim was lost: deleted on the server (a person's
 // wiggum claims release --force), or replaced by another machine's.
+// A claim deleted because another machine took it over and landed the
+// story reads as deleted too: the server's plan tells (one fetch, once).
 func (s *sharedClaim) LostHow() string {
-	var l *remote.LeaseLostError
-	if errors.As(s.h.LostErr(), &l) && l.Now == "" {
-		return "its claim was released on the server (wiggum claims release --force), by no machine taking it over"
-	}
-	return "another machine took its claim over"
+	s.lostOnce.Do(func() {
+		s.lostHow = "another machine took its claim over"
+		var l *remote.LeaseLostError
+		if !errors.As(s.h.LostErr(), &l) || l.Now != "" {
+			return
+		}
+		v, err := s.c.R.FetchPlan(context.Background(), s.c.Target, s.c.PlanRel)
+		if err != nil {
+			s.lostHow = "its claim is gone from the server (released by a person, or taken over by another machine and landed)"
+			return
+		}
+		for _, st := range v.Plan {
+			if st.ID == s.story.ID && st.Done {
+				return
+			}
+		}
+		s.lostHow = "its claim was released on the server (wiggum claims release --force), by no machine taking it over"
+	})
+	return s.lostHow
 }
 
 func (s *sharedClaim) Fields() map[string]any {
