@@ -33,7 +33,7 @@ if [ "$WIGGUM_STORY" = US-1 ] && [ ! -e ../failed-once ]; then touch ../failed-o
 	// The syncer exported each span as it ended; shutting down clears
 	// the in-memory exporter, so it comes after.
 	spans := exp.GetSpans()
-	if err := tr.Shutdown(); err != nil {
+	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	byID := map[string]tracetest.SpanStub{}

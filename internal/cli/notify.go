@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -11,17 +13,35 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/events"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/notify"
+	"github.com/wiggum-dev/wiggum/internal/signals"
+	"github.com/wiggum-dev/wiggum/internal/telemetry"
 )
 
-// notifyFlush bounds how long a finished run waits for its last
-// notifications.
-const notifyFlush = 5 * time.Second
+// endFlush bounds how long a finished run waits for its last
+// notifications and spans, both together.
+const endFlush = 5 * time.Second
+
+// flushEnd delivers the run's last notifications and exports its last
+// spans at once, within one endFlush; a signal cuts the wait short (a
+// second one, when the first interrupted the run).
+func flushEnd(ctx context.Context, g *Globals, stopNotify func(context.Context), tracer *telemetry.Tracer) {
+	fctx, cancel := signals.Within(ctx, endFlush)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { stopNotify(fctx) })
+	wg.Go(func() {
+		if err := tracer.Shutdown(fctx); err != nil {
+			g.Log().Warn(err.Error())
+		}
+	})
+	wg.Wait()
+}
 
 // startNotify starts sending the run's notifications, from --notify and
 // the config file, by following the event log the run writes; the
-// returned function delivers the last ones (within notifyFlush) and stops.
-// Bad destinations are refused before anything runs.
-func (c *RunCmd) startNotify(g *Globals, st *checkpoint.State) (func(), error) {
+// returned function delivers the last ones (until its context ends) and
+// stops. Bad destinations are refused before anything runs.
+func (c *RunCmd) startNotify(g *Globals, st *checkpoint.State) (func(context.Context), error) {
 	cfg, err := config.Read(config.Path())
 	if err != nil {
 		return nil, badinput.Wrap(err)
@@ -45,7 +65,7 @@ func (c *RunCmd) startNotify(g *Globals, st *checkpoint.State) (func(), error) {
 		sinks = append(sinks, s)
 	}
 	if len(sinks) == 0 {
-		return func() {}, nil
+		return func(context.Context) {}, nil
 	}
 	logPath := st.Path(layout.RuntimeDir + "/" + layout.EventFile)
 	from, err := events.Size(logPath)
@@ -58,9 +78,9 @@ func (c *RunCmd) startNotify(g *Globals, st *checkpoint.State) (func(), error) {
 	stop := notify.Follow(n, logPath, notify.FollowOptions{
 		From: from, Stuck: stuck, Repo: filepath.Base(st.Repo.Root), Host: host, Log: warn,
 	})
-	return func() {
+	return func(ctx context.Context) {
 		stop()
-		for _, s := range n.Close(notifyFlush) {
+		for _, s := range n.Close(ctx) {
 			g.Log().Debug("notify", "to", s.Dest, "sent", s.Sent, "failed", s.Failed, "dropped", s.Dropped)
 		}
 	}, nil

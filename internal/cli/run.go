@@ -226,7 +226,7 @@ merge conflicts or a shared run keeps a branch it could not land, the budget (--
 a story's commit deletes test files or switches tests off, or an agent takes open stories out of the plan. They are sent in the background: a slow or failing
 endpoint never delays the loop (10s per request, 3 retries with back-off,
 a bounded queue; what is dropped is counted and logged), and at the end
-the run waits at most 5s for the last ones. Secrets in a URL (user info,
+the run waits at most 5s for the last ones (a signal cuts the wait short). Secrets in a URL (user info,
 query values, a Slack hook's path, an ntfy topic) are never printed or
 recorded; but a command line is visible to other users of the machine (ps),
 so keep secret URLs in the config file.
@@ -253,7 +253,8 @@ OTEL_RESOURCE_ATTRIBUTES) the run is exported
 as one trace: spans wiggum.run > wiggum.story > wiggum.attempt > wiggum.agent,
 wiggum.gate, wiggum.rollback, and wiggum.story > wiggum.merge, with story id,
 outcome, tokens and cost. Without them nothing is set up or sent; a collector
-that does not answer costs the run at most 5s at its end.
+that does not answer costs the run at most 5s at its end - the same 5s
+the last notifications get, not 5s more.
   OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 wiggum run --workers 4
 
 With --remote NAME the plan is shared with wiggum runs on other machines (each
@@ -514,11 +515,8 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 	if err != nil {
 		return badinput.Wrap(err)
 	}
-	defer func() {
-		if err := tracer.Shutdown(); err != nil {
-			g.Log().Warn(err.Error())
-		}
-	}()
+	stopNotify := func(context.Context) {}
+	defer func() { flushEnd(ctx, g, stopNotify, tracer) }()
 	opts.Tracer = tracer
 	// The repository opened above, not a second `git rev-parse`.
 	st := checkpoint.FromRepo(repo)
@@ -541,12 +539,12 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 	if opts.GitShim, err = agent.GitShim(st.Path(layout.RuntimeDir)); err != nil {
 		return err
 	}
-	stopNotify, err := c.startNotify(g, st)
+	stop, err := c.startNotify(g, st)
 	if err != nil {
 		return err
 	}
+	stopNotify = stop
 	_, err = loop.Run(ctx, st, opts)
-	stopNotify()
 	if ierr := Interrupted(ctx); ierr != nil {
 		return ierr
 	}

@@ -120,7 +120,7 @@ func benchRun(b *testing.B, url string, flush *float64) (wall, cpuMS float64) {
 	if stop != nil {
 		t := time.Now()
 		stop()
-		stats := n.Close(5 * time.Second)
+		stats := n.Close(within(b, 5*time.Second))
 		*flush = float64(time.Since(t).Microseconds()) / 1000
 		if stats[0].Failed+stats[0].Dropped > 0 {
 			b.Fatalf("messages lost: %+v", stats[0])
@@ -183,7 +183,7 @@ func BenchmarkPerIterationCost(b *testing.B) {
 	}
 	total := time.Since(start)
 	b.StopTimer()
-	n.Close(time.Second)
+	n.Close(within(b, time.Second))
 	b.ReportMetric(float64(logTime.Microseconds())/float64(b.N)/1000, "ms/iter-eventlog")
 	b.ReportMetric(float64((total-logTime-hookTime).Microseconds())/float64(b.N)/1000, "ms/iter-notify")
 }

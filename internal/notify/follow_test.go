@@ -102,7 +102,7 @@ echo done > "$WIGGUM_STORY.txt"`)
 		t.Errorf("healthy endpoint got %v", kinds)
 	}
 	waitFor(t, func() bool { return n.Stats()[1].Sent == 2 })
-	stats := n.Close(0)
+	stats := n.Close(within(t, 0))
 	if s := stats[0]; s.Sent != 0 || s.Failed != 2 {
 		t.Errorf("hanging endpoint: %+v, want both messages not delivered", s)
 	}
@@ -130,7 +130,7 @@ func TestStuck(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	ok := newRecorder(t, func(int) int { return 200 })
 	n := New([]*Sink{mustParse(t, ok.srv.URL)}, Options{})
-	defer n.Close(time.Minute)
+	defer n.Close(within(t, time.Minute))
 	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	f := &follower{n: n, o: FollowOptions{Stuck: 30 * time.Minute, Log: func(string) {}}, r: events.NewReader(path), t: newTracker(), progress: t0}
 	defer f.r.Close()
@@ -306,7 +306,7 @@ func TestDesktop(t *testing.T) {
 	s := mustParse(t, "desktop://")
 	n := New([]*Sink{s}, Options{})
 	n.Send(Message{Kind: KindStoryFailed, Title: "wiggum: $(touch pwned) failed", Text: "-x; rm -rf /", Severity: SeverityError})
-	if st := n.Close(time.Minute); st[0].Sent != 1 {
+	if st := n.Close(within(t, time.Minute)); st[0].Sent != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 	got, _ := os.ReadFile(out)

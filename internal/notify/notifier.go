@@ -30,12 +30,13 @@ type Options struct {
 }
 
 // Notifier delivers messages to its destinations in the background. Send
-// never blocks; Close waits a bounded time for what is queued.
+// never blocks; Close waits, as long as its context lets it, for what is
+// queued.
 type Notifier struct {
 	opts   Options
 	dests  []*dest
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	mu     sync.RWMutex // guards closed against Send racing Close
 	closed bool
 }
@@ -83,7 +84,7 @@ func New(sinks []*Sink, o Options) *Notifier {
 		o.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	n := &Notifier{opts: o}
-	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.ctx, n.cancel = context.WithCancelCause(context.Background())
 	for _, s := range sinks {
 		d := &dest{sink: s, q: make(chan Message, o.Queue), done: make(chan struct{})}
 		n.dests = append(n.dests, d)
@@ -111,10 +112,10 @@ func (n *Notifier) Send(m Message) {
 	}
 }
 
-// Close stops taking messages, gives the queued ones until wait to go out,
-// then abandons the rest (in-flight requests included) and returns what
-// became of each destination's messages.
-func (n *Notifier) Close(wait time.Duration) []Stats {
+// Close stops taking messages, gives the queued ones until ctx ends to go
+// out, then abandons the rest (in-flight requests included) and returns
+// what became of each destination's messages.
+func (n *Notifier) Close(ctx context.Context) []Stats {
 	n.mu.Lock()
 	if !n.closed {
 		n.closed = true
@@ -123,17 +124,19 @@ func (n *Notifier) Close(wait time.Duration) []Stats {
 		}
 	}
 	n.mu.Unlock()
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
 flush:
 	for _, d := range n.dests {
 		select {
 		case <-d.done:
-		case <-deadline.C:
+		case <-ctx.Done():
 			break flush
 		}
 	}
-	n.cancel()
+	if errors.Is(ctx.Err(), context.Canceled) {
+		n.cancel(errInterrupted)
+	} else {
+		n.cancel(errCutOff)
+	}
 	for _, d := range n.dests {
 		<-d.done
 	}
@@ -185,7 +188,7 @@ func (n *Notifier) sendWithRetries(d *dest, m Message) error {
 		}
 		select {
 		case <-n.ctx.Done():
-			return fmt.Errorf("%w (%w)", err, errCutOff)
+			return fmt.Errorf("%w (%w)", err, context.Cause(n.ctx))
 		case <-time.After(wait):
 		}
 		wait *= 2
@@ -237,8 +240,11 @@ func (n *Notifier) sendOnce(s *Sink, m Message) (retry bool, err error) {
 }
 
 // errCutOff is a delivery the end of the run stopped, in flight or
-// waiting to retry.
-var errCutOff = errors.New("cut off at exit")
+// waiting to retry; errInterrupted one a signal stopped sooner.
+var (
+	errCutOff      = errors.New("cut off at exit")
+	errInterrupted = fmt.Errorf("%w by a signal", errCutOff)
+)
 
 // scrub turns a client error into one that cannot hold the URL: a
 // *url.Error's message repeats the whole URL, secrets included.
@@ -247,7 +253,7 @@ func scrub(err error, ctx context.Context) error {
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded:
 		return errors.New("no answer within the timeout")
 	case errors.Is(err, context.Canceled):
-		return errCutOff
+		return context.Cause(ctx)
 	}
 	var ue *url.Error
 	if !errors.As(err, &ue) {

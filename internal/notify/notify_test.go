@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -155,7 +156,7 @@ func TestDeliveryRetriesAndGivesUp(t *testing.T) {
 	var l logs
 	n := New([]*Sink{mustParse(t, ok.srv.URL+"/hook"), mustParse(t, flaky.srv.URL), mustParse(t, broken.srv.URL), mustParse(t, rejects.srv.URL)}, fast(&l))
 	n.Send(msg(KindRunEnd))
-	stats := n.Close(time.Minute)
+	stats := n.Close(within(t, time.Minute))
 
 	if ok.count() != 1 || flaky.count() != 2 || broken.count() != 3 || rejects.count() != 1 {
 		t.Errorf("requests: ok %d, flaky %d, broken %d (want 1 + 2 retries), rejects %d (4xx is not retried)", ok.count(), flaky.count(), broken.count(), rejects.count())
@@ -196,7 +197,7 @@ func TestHangingEndpointDropsAndCounts(t *testing.T) {
 		ok.wait(t) // the healthy endpoint keeps up
 	}
 	waitFor(t, func() bool { return n.Stats()[1].Sent == 10 })
-	stats := n.Close(0)
+	stats := n.Close(within(t, 0))
 	select {
 	case <-h.exited:
 		t.Fatal("the hanging handler returned before Close did")
@@ -223,7 +224,7 @@ func TestCutOffAtExitSaidOnce(t *testing.T) {
 	n := New([]*Sink{mustParse(t, h.srv.URL)}, fast(&l))
 	n.Send(msg(KindRunEnd))
 	<-h.entered
-	n.Close(0)
+	n.Close(within(t, 0))
 	if log := l.String(); !strings.Contains(log, `"run_end" not delivered: cut off at exit`) || strings.Count(log, "cut off at exit") != 1 {
 		t.Errorf("log:\n%s", log)
 	}
@@ -242,7 +243,7 @@ func TestFormats(t *testing.T) {
 	m := msg(KindGuardDenied)
 	m.Title, m.Text, m.Severity = "wiggum: <denied> & “quoted”", "`git push --force` <b>", SeverityError
 	n.Send(m)
-	n.Close(time.Minute)
+	n.Close(within(t, time.Minute))
 	if srv.count() != 3 {
 		t.Fatalf("%d requests", srv.count())
 	}
@@ -304,7 +305,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	o.Timeout = 50 * time.Millisecond
 	n := New(sinks, o)
 	n.Send(msg(KindStoryFailed))
-	for _, s := range n.Close(time.Minute) {
+	for _, s := range n.Close(within(t, time.Minute)) {
 		shown = append(shown, fmt.Sprintf("%+v", s))
 	}
 	shown = append(shown, l.String())
@@ -387,4 +388,11 @@ func TestRedactArgs(t *testing.T) {
 	if in[3] != "https://u:pw-SECRET@example.com/hook?token=SECRET2" {
 		t.Error("RedactArgs changed its input")
 	}
+}
+
+// within is a context for Close that ends after d (or at the test's end).
+func within(tb testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	tb.Cleanup(cancel)
+	return ctx
 }

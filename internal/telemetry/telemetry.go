@@ -11,17 +11,12 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/redact"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 )
-
-// ShutdownTimeout bounds how long the end of a run waits for its spans to
-// be exported: a slow or hanging collector costs at most this, once.
-const ShutdownTimeout = 5 * time.Second
 
 // Protocols of OTEL_EXPORTER_OTLP_PROTOCOL that wiggum exports with.
 const (
@@ -53,16 +48,19 @@ type Tracer struct {
 	shutdown func(context.Context) error
 }
 
-// Shutdown exports what is left and stops, within ShutdownTimeout.
-func (t *Tracer) Shutdown() error {
+// Shutdown exports what is left and stops, giving up when ctx ends: the
+// caller bounds the wait, so a slow or hanging collector costs at most
+// that, once.
+func (t *Tracer) Shutdown(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
-	defer cancel()
 	err := t.shutdown(ctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("telemetry: spans not exported within %s; the collector did not answer", ShutdownTimeout)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return errors.New("telemetry: spans not exported in time; the collector did not answer")
+	case errors.Is(err, context.Canceled):
+		return errors.New("telemetry: spans not all exported: interrupted")
 	}
 	return err
 }

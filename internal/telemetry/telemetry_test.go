@@ -43,7 +43,7 @@ func TestNilIsNoop(t *testing.T) {
 	c.Add(AttrCost, 1)
 	c.End(nil, "")
 	s.End(nil, "failed")
-	if err := tr.Shutdown(); err != nil {
+	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
