@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
+	"github.com/wiggum-dev/wiggum/internal/report"
+	"github.com/wiggum-dev/wiggum/internal/watch"
 )
 
 // TestKilledParallelRunResumes is the field report: `wiggum run --workers 2`
@@ -126,6 +128,56 @@ echo done > "done-$WIGGUM_STORY.txt"
 	}
 	if !inSomeBackup(t, dir, "wip.txt", "half.txt") {
 		t.Error("the killed attempt's commit and file are in no backup")
+	}
+}
+
+// TestResumeLogsKilledAttempt: an attempt killed after its agent reported
+// its cost is closed by the resume in the event log too, so report and
+// watch count what it cost, as the run and status do, and report lists
+// its backup.
+func TestResumeLogsKilledAttempt(t *testing.T) {
+	dir, marks := twoStories(t)
+	agent := filepath.Join(marks, "agent.sh")
+	writeFile(t, agent, `cat > /dev/null
+echo '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.25,"num_turns":1,"usage":{"input_tokens":1000,"output_tokens":100},"result":"done"}'
+echo done > "done-$WIGGUM_STORY.txt"
+if [ "$WIGGUM_STORY" = US-2 ] && [ ! -e "`+marks+`/resumed" ]; then
+  touch "`+marks+`/ready"; sleep `+uniqueSleep()+`
+fi
+`)
+	args := []string{"run", "--plan", "plan.md", "--agent-cmd", "sh " + agent}
+	killWhenReady(t, dir, marks, args...)
+	r := wiggum(t, dir, nil, args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "spent $0.75") {
+		t.Fatalf("resumed run: exit %d, want $0.75 spent\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = wiggum(t, dir, nil, "report", "--json")
+	var rep report.Report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("report --json: %v\n%s", err, r.stdout)
+	}
+	if rep.Totals.CostUSD != 0.75 {
+		t.Errorf("report: total $%.2f, want $0.75 as the run spent", rep.Totals.CostUSD)
+	}
+	var us2 *report.Story
+	for _, s := range rep.Stories {
+		if s.ID == "US-2" {
+			us2 = s
+		}
+	}
+	if us2 == nil || len(us2.Attempts) != 2 || us2.Attempts[0].Outcome != "interrupted" || us2.Attempts[0].CostUSD != 0.25 ||
+		!strings.HasPrefix(us2.Attempts[0].Backup, "refs/wiggum/backup/") || len(us2.Backups) != 1 {
+		js, _ := json.Marshal(us2)
+		t.Errorf("report: US-2's killed attempt is not interrupted with its cost and backup: %s", js)
+	}
+	src := watch.NewSource(dir)
+	defer src.Close()
+	var st watch.State
+	if err := src.Each(st.Apply); err != nil {
+		t.Fatal(err)
+	}
+	if st.Cost != 0.75 {
+		t.Errorf("watch: cost $%.2f, want $0.75 as the run spent", st.Cost)
 	}
 }
 

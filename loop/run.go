@@ -19,6 +19,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/install"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/events"
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/gitlock"
 	"github.com/wiggum-dev/wiggum/internal/layout"
@@ -616,7 +617,7 @@ func (r *run) recover(ctx context.Context) error {
 	for _, o := range r.led.openAttempts() {
 		end := journalRec{T: "end", Story: o.Story, Attempt: o.Attempt, Outcome: "interrupted", Source: "crash"}
 		end.Cost, end.In, end.Out = r.led.crashCost(o.Story)
-		_ = r.led.record(end, false)
+		r.killedEnd(o, end, events.OutcomeInterrupted, false)
 	}
 	return nil
 }
@@ -710,11 +711,10 @@ func (r *run) tickLanded(ctx context.Context, inPlan map[string]*plan.Story) err
 // its work is, and the run's spending keeps what a finished agent cost. An
 // attempt that had failed before the kill is recorded as that failure.
 func (r *run) interruptedAttempt(story, backup string) {
-	o := r.led.openAttempts()
-	attempt := 0
-	for _, a := range o {
+	var open journalRec
+	for _, a := range r.led.openAttempts() {
 		if a.Story == story {
-			attempt = a.Attempt
+			open = a
 		}
 	}
 	if f, ok := r.led.failingAt(story); ok {
@@ -723,20 +723,39 @@ func (r *run) interruptedAttempt(story, backup string) {
 		// output in the next prompt.
 		f.T, f.Time, f.Outcome, f.Backup = "end", time.Time{}, "failed", backup
 		f.Note = "failed; the kill came during its rollback, finished on resume"
-		_ = r.led.record(f, true)
+		r.killedEnd(open, f, "failed ("+f.Source+")", true)
 		_ = session.AppendFailure(r.st, session.Failure{
 			Time: time.Now().UTC(), Story: story, Iteration: f.Iter, Source: f.Source,
 			Command: f.Command, Output: f.Output, Rollback: backup,
 		})
 		return
 	}
-	end := journalRec{T: "end", Story: story, Attempt: attempt, Outcome: "interrupted", Source: "crash", Backup: backup}
+	end := journalRec{T: "end", Story: story, Attempt: open.Attempt, Outcome: "interrupted", Source: "crash", Backup: backup}
 	end.Cost, end.In, end.Out = r.led.crashCost(story)
-	_ = r.led.record(end, true)
+	r.killedEnd(open, end, events.OutcomeInterrupted, true)
 	_ = session.AppendFailure(r.st, session.Failure{
 		Time: time.Now().UTC(), Story: story, Source: "interrupted",
 		Output: "wiggum was killed during this attempt; what it had done is saved", Rollback: backup,
 	})
+}
+
+// killedEnd records end, which closes open - an attempt a killed run left
+// open - in the journal, and logs the iteration_end the killed run never
+// wrote, with outcome: report, watch and status then count what the
+// attempt cost and list its backup.
+func (r *run) killedEnd(open, end journalRec, outcome string, durable bool) {
+	_ = r.led.record(end, durable)
+	fields := map[string]any{"iteration": open.Iter, "story": end.Story, "attempt": end.Attempt, "outcome": outcome}
+	if !open.Time.IsZero() {
+		fields["started"] = open.Time.UTC().Format(time.RFC3339Nano)
+	}
+	if end.Backup != "" {
+		fields["backup"] = end.Backup
+	}
+	if end.Cost+float64(end.In+end.Out) > 0 {
+		fields["cost_usd"], fields["input_tokens"], fields["output_tokens"] = end.Cost, end.In, end.Out
+	}
+	r.event("iteration_end", fields)
 }
 
 // mainAttempt is the unfinished attempt a killed run left in the main
@@ -1248,6 +1267,10 @@ func (r *run) begin(workers int) {
 		"branch": strings.TrimPrefix(r.branch, "refs/heads/")}
 	if workers > 1 {
 		fields["workers"] = workers
+	}
+	if cost, in, out := r.led.spending(); r.resumed && cost+float64(in+out) > 0 {
+		// What the killed run spent, for a view that starts here.
+		fields["cost_usd"], fields["input_tokens"], fields["output_tokens"] = cost, in, out
 	}
 	fields, r.atStart = planCounts(r.opts.Plan, fields)
 	r.event("run_start", fields)

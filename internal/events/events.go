@@ -13,7 +13,7 @@ import (
 // Event names: the "event" field of each line. The loop writes the
 // underscored ones; the agent hooks write the hyphenated ones.
 const (
-	RunStart        = "run_start"        // plan, agent, pid, workers, stories, done, resumed
+	RunStart        = "run_start"        // plan, agent, pid, workers, stories, done, resumed (+ cost_usd, tokens: spent before the resume)
 	RunEnd          = "run_end"          // iterations, completed, skipped, open, cost_usd (the run's, across resumes), error
 	IterationStart  = "iteration_start"  // iteration, story, title, attempt, attempts (allowed), worker, output
 	Tool            = "tool"             // story, iteration, worker, tool, tokens so far (throttled)

@@ -230,14 +230,23 @@ func (b *builder) add(ev events.Event) error {
 		b.running[ev.Worker] = a
 	case events.IterationEnd:
 		s := b.story(ev.Story, ev.Title)
-		a := b.running[ev.Worker]
-		if a == nil || b.stories[ev.Story] != s || !slices.Contains(s.Attempts, a) {
+		w, a := ev.Worker, b.running[ev.Worker]
+		if a == nil || !slices.Contains(s.Attempts, a) {
+			// A resume closing a killed run's attempt names no worker.
+			a = nil
+			for rw, ra := range b.running {
+				if ra.Iteration == ev.Iteration && slices.Contains(s.Attempts, ra) {
+					w, a = rw, ra
+				}
+			}
+		}
+		if a == nil {
 			// A log without iteration_start (an older wiggum): the end
 			// says when the attempt began.
 			a = &Attempt{Iteration: ev.Iteration, Number: ev.Attempt, Worker: ev.Worker, Start: ev.Begin()}
 			s.Attempts = append(s.Attempts, a)
 		}
-		delete(b.running, ev.Worker)
+		delete(b.running, w)
 		if !ev.Started.IsZero() {
 			a.Start = ev.Started
 		}

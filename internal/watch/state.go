@@ -80,8 +80,11 @@ func (s *State) Apply(e Event) {
 	}
 	switch e.Name {
 	case "run_start":
+		// A resumed run's start carries what the run spent before it: its
+		// spending is across resumes.
 		*s = State{Seen: true, Plan: e.Plan, Branch: e.Branch, PID: e.PID, Workers: e.Workers, Started: e.Time, Total: e.Stories,
-			Done: int(e.Done), Last: e.Time, storyCost: map[string]float64{}, storyDone: map[string]bool{}, parallel: e.Workers > 1}
+			Done: int(e.Done), Last: e.Time, storyCost: map[string]float64{}, storyDone: map[string]bool{}, parallel: e.Workers > 1,
+			Cost: e.CostUSD, InTokens: int(e.InputTokens), OutTokens: int(e.OutputTokens)}
 	case "iteration_start":
 		w := s.slot(e.Worker)
 		*w = Worker{N: w.N, Story: e.Story, Title: e.Title, Iteration: e.Iteration, Attempt: e.Attempt, Attempts: e.Attempts,
