@@ -1435,7 +1435,7 @@ func (e *executor) interrupted(iter int, story *plan.Story, attempt int, cp *che
 		e.disp.printf("stopped: %s: %s; this attempt's commits stay on %s", story.ID, why, strings.TrimPrefix(e.branch, "refs/heads/"))
 		e.run.setLast("interrupted")
 		e.event("interrupted", map[string]any{"iteration": iter, "story": story.ID, "kept": e.branch})
-		e.log(iter, story, attempt, "interrupted", outcome{}, "", 0)
+		e.log(iter, story, attempt, "interrupted", outcome{}, "", time.Since(e.attemptStarted))
 		return context.Canceled
 	}
 	ctx := context.Background()
@@ -1468,7 +1468,7 @@ func (e *executor) interrupted(iter int, story *plan.Story, attempt int, cp *che
 	}
 	e.run.setLast("interrupted")
 	e.event("interrupted", map[string]any{"iteration": iter, "story": story.ID})
-	e.log(iter, story, attempt, "interrupted", outcome{}, end.Backup, 0)
+	e.log(iter, story, attempt, "interrupted", outcome{}, end.Backup, time.Since(e.attemptStarted))
 	return context.Canceled
 }
 

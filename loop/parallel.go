@@ -136,7 +136,7 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 	for _, u := range p.unmerged {
 		r.disp.printf("not merged: %s", u)
 	}
-	r.finish(err)
+	r.finish(ctx, err)
 	return &r.sum, err
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/proc"
 	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/internal/signals"
 	"github.com/wiggum-dev/wiggum/internal/statefile"
 	"github.com/wiggum-dev/wiggum/worktree"
 )
@@ -1284,7 +1285,7 @@ func (r *run) begin(workers int) {
 // (StuckError, or a rollback the rules refused) stays
 // open, to be resumed, and so does a --remote run that keeps finished
 // stories the server did not take (toLand): the next run lands them.
-func (r *run) finish(err error) {
+func (r *run) finish(ctx context.Context, err error) {
 	spent, _, _ := r.led.spending()
 	r.sum.Spent = spent
 	r.sum.Resumed = r.resumed
@@ -1331,7 +1332,10 @@ func (r *run) finish(err error) {
 		r.disp.printf("%s", kept)
 	}
 	fields := map[string]any{"iterations": r.sum.Iterations, "completed": r.sum.Completed, "skipped": r.sum.Skipped, "open": r.sum.Left, "cost_usd": spent}
-	if err != nil {
+	switch {
+	case errors.Is(err, context.Canceled):
+		fields["error"] = events.InterruptedBy(signals.Name(signals.Caught(ctx)))
+	case err != nil:
 		fields["error"] = err.Error()
 	}
 	r.event("run_end", fields)

@@ -22,7 +22,7 @@ func runSerial(ctx context.Context, st *checkpoint.State, opts Options) (*Summar
 	ex := &executor{run: r, st: st, lock: r.lock, session: r.session, disp: r.disp, commit: r.commit, ticks: true}
 	r.begin(1)
 	err = r.serial(ctx, ex)
-	r.finish(err)
+	r.finish(ctx, err)
 	return &r.sum, err
 }
 

@@ -192,6 +192,22 @@ func (c *Count) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// InterruptedBy is a run_end's error for a run a signal stopped: "interrupted
+// by SIGTERM", or "interrupted" when the signal is not known.
+func InterruptedBy(signal string) string {
+	if signal == "" {
+		return OutcomeInterrupted
+	}
+	return OutcomeInterrupted + " by " + signal
+}
+
+// RunInterrupted reports whether a run_end records a run a signal stopped
+// (as InterruptedBy says it, or as Go's "context canceled" in logs written
+// before).
+func (e *Event) RunInterrupted() bool {
+	return e.Error == OutcomeInterrupted || strings.HasPrefix(e.Error, OutcomeInterrupted+" by ") || strings.Contains(e.Error, "context canceled")
+}
+
 // Failed reports whether an iteration_end records a failed attempt.
 func (e *Event) Failed() bool {
 	return strings.HasPrefix(e.Outcome, outcomeFailed)

@@ -304,7 +304,7 @@ func (b *builder) add(ev events.Event) error {
 		switch {
 		case ev.Error == "":
 			b.r.Outcome = RunDone
-		case strings.Contains(ev.Error, "context canceled"):
+		case ev.RunInterrupted():
 			b.r.Outcome = RunInterrupted
 		default:
 			b.r.Outcome = RunStopped

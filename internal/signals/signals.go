@@ -53,6 +53,17 @@ func Caught(ctx context.Context) syscall.Signal {
 	return 0
 }
 
+// Name is sig as people know it ("SIGTERM"), "" for none.
+func Name(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return ""
+}
+
 // Within returns a context that ends after d or at the next SIGINT or
 // SIGTERM, whichever comes first: the first signal while ctx (made by
 // Context) has caught none, else the second. A wait at the end of a
