@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/watch"
 )
 
 // artifactDir keeps what the terminal tests saw, for people to look at
@@ -415,5 +417,27 @@ touch "$MARKS/ready"; exec sleep `+sleep+`
 	w := startWiggum(t, dir, nil, "watch", "--plain")
 	if code := w.wait(t); !strings.Contains(w.stdout()+w.stderr(), "logged no end") {
 		t.Errorf("watch of the killed run: exit %d, want it to end saying the run logged no end\n%s%s", code, w.stdout(), w.stderr())
+	}
+}
+
+// TestWatchCountsStoriesQueuedDuringTheRun: an agent that adds stories to
+// the plan grows the total watch shows, so it never says "4/2 stories
+// done".
+func TestWatchCountsStoriesQueuedDuringTheRun(t *testing.T) {
+	dir, _, agent := scriptRepo(t, "", 2, `cat > /dev/null
+if [ "$WIGGUM_STORY" = US-1 ]; then printf -- '- [ ] US-3: story 3\n- [ ] US-4: story 4\n' >> plan.md; fi
+echo done > "done-$WIGGUM_STORY.txt"
+`)
+	if r := wiggum(t, dir, nil, "run", "--plan", "plan.md", "--agent-cmd", "sh "+agent); r.code != 0 || !strings.Contains(r.stdout, "4 story(ies) done") {
+		t.Fatalf("run: exit %d, want 4 stories done\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	src := watch.NewSource(dir)
+	defer src.Close()
+	var st watch.State
+	if err := src.Each(st.Apply); err != nil {
+		t.Fatal(err)
+	}
+	if st.Done != 4 || st.Total != 4 {
+		t.Errorf("watch: %d/%d stories done, want 4/4", st.Done, st.Total)
 	}
 }

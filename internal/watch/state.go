@@ -42,6 +42,11 @@ type State struct {
 	storyCost map[string]float64
 	storyDone map[string]bool
 	parallel  bool
+	// worked are the stories the run gave an agent or landed, and
+	// doneAtStart the stories done before it: a story added to the plan
+	// during the run grows Total past run_start's count.
+	worked      map[string]bool
+	doneAtStart int
 }
 
 // Worker is what one worker is doing.
@@ -84,8 +89,9 @@ func (s *State) Apply(e Event) {
 		// spending is across resumes.
 		*s = State{Seen: true, Plan: e.Plan, Branch: e.Branch, PID: e.PID, Workers: e.Workers, Started: e.Time, Total: e.Stories,
 			Done: int(e.Done), Last: e.Time, storyCost: map[string]float64{}, storyDone: map[string]bool{}, parallel: e.Workers > 1,
-			Cost: e.CostUSD, InTokens: int(e.InputTokens), OutTokens: int(e.OutputTokens)}
+			Cost: e.CostUSD, InTokens: int(e.InputTokens), OutTokens: int(e.OutputTokens), doneAtStart: int(e.Done)}
 	case "iteration_start":
+		s.workedOn(e.Story)
 		w := s.slot(e.Worker)
 		*w = Worker{N: w.N, Story: e.Story, Title: e.Title, Iteration: e.Iteration, Attempt: e.Attempt, Attempts: e.Attempts,
 			Started: e.Time, Output: e.Output, Busy: true, Cost: s.storyCost[e.Story]}
@@ -302,6 +308,16 @@ func (s *State) markDone(story string) {
 		s.storyDone[story] = true
 		s.Done++
 	}
+	s.workedOn(story)
+}
+
+// worked_ counts story among those the run worked on.
+func (s *State) workedOn(story string) {
+	if s.worked == nil {
+		s.worked = map[string]bool{}
+	}
+	s.worked[story] = true
+	s.Total = max(s.Total, s.doneAtStart+len(s.worked))
 }
 
 // slot returns worker n's record, creating it (a serial run's is 1).
