@@ -187,8 +187,22 @@ func (m *Model) View() tea.View {
 	return v
 }
 
-// Render draws the screen as text.
+// Render draws the screen as text, no taller than the terminal.
 func (m *Model) Render() string {
+	return fit(m.render(), m.height)
+}
+
+// fit keeps the last height lines of frame: on a terminal too short for
+// all of it the header goes, not the newest output and the footer (key
+// hints, skipped lines, read errors), as a terminal would cut it.
+func fit(frame string, height int) string {
+	for n := strings.Count(frame, "\n"); height > 0 && n > height; n-- {
+		frame = frame[strings.IndexByte(frame, '\n')+1:]
+	}
+	return frame
+}
+
+func (m *Model) render() string {
 	w := max(m.width, 40)
 	var b strings.Builder
 	line := func(s string, style ...lipgloss.Style) {
@@ -217,7 +231,7 @@ func (m *Model) Render() string {
 	if m.follow && m.sel < len(m.st.Slots) {
 		wk := m.st.Slots[m.sel]
 		line(fmt.Sprintf("following worker %d · %s %s · attempt %d/%d · %s", wk.N, wk.Story, wk.Title, wk.Attempt, wk.Attempts, wk.Output), titleStyle)
-		rows := max(m.height-6, 5)
+		rows := max(m.height-6, 1)
 		out := m.output
 		if len(out) > rows {
 			out = out[len(out)-rows:]
@@ -243,7 +257,7 @@ func (m *Model) Render() string {
 	}
 	line("")
 	line("recent", titleStyle)
-	rows := max(m.height-len(m.st.Slots)-9, 3)
+	rows := max(m.height-len(m.st.Slots)-9, 1)
 	notes := m.st.Notices
 	if len(notes) > rows {
 		notes = notes[len(notes)-rows:]
@@ -265,14 +279,15 @@ func (m *Model) Render() string {
 		}
 	}
 	line("")
-	foot := "↑/↓ or 1-9 select · enter/f follow output · ? help · q quit"
-	if m.src != nil && m.src.Bad > 0 {
-		foot += fmt.Sprintf(" · %d unreadable log line(s) skipped", m.src.Bad)
-	}
+	// What went wrong first: a narrow terminal clips the key hints.
+	var foot []string
 	if m.err != nil {
-		foot += " · " + m.err.Error()
+		foot = append(foot, m.err.Error())
 	}
-	line(foot, dimStyle)
+	if m.src != nil && m.src.Bad > 0 {
+		foot = append(foot, fmt.Sprintf("%d unreadable log line(s) skipped", m.src.Bad))
+	}
+	line(strings.Join(append(foot, "↑/↓ or 1-9 select · enter/f follow output · ? help · q quit"), " · "), dimStyle)
 	return b.String()
 }
 

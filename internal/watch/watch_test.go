@@ -221,6 +221,43 @@ func TestModelFollowsOutput(t *testing.T) {
 	}
 }
 
+// On a terminal too short for the whole frame, the follow view shows the
+// newest output and the key hints, and the overview its footer: the
+// header is what goes.
+func TestModelFitsShortTerminals(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, filepath.FromSlash(AgentLogDir))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for i := 1; i <= 8; i++ {
+		fmt.Fprintf(&out, "tick %d\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "3.log"), []byte(out.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, height := range []int{8, 5, 2} {
+		m := newTestModel(parallelRun(t))
+		m.src = NewSource(root)
+		m.Update(tea.WindowSizeMsg{Width: 60, Height: height})
+		key(m, "2")
+		key(m, "enter")
+		v := m.Render()
+		lines := strings.Split(strings.TrimSuffix(v, "\n"), "\n")
+		if len(lines) > height || !strings.Contains(v, "tick 8") && height > 2 || !strings.Contains(lines[len(lines)-1], "q quit") {
+			t.Errorf("follow view at height %d (%d lines):\n%s", height, len(lines), v)
+		}
+		key(m, "esc")
+		m.src.Bad = 1
+		v = m.Render()
+		lines = strings.Split(strings.TrimSuffix(v, "\n"), "\n")
+		if len(lines) > height || !strings.Contains(lines[len(lines)-1], "1 unreadable log line(s) skipped") {
+			t.Errorf("overview at height %d (%d lines):\n%s", height, len(lines), v)
+		}
+	}
+}
+
 func TestModelNoRun(t *testing.T) {
 	m := newTestModel(nil)
 	if v := m.Render(); !strings.Contains(v, "no run yet") {
