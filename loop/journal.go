@@ -485,7 +485,10 @@ func ReadRunState(journalPath string) (*RunState, error) {
 		}
 	}
 	for id, o := range l.open {
-		if _, passed := l.passed[id]; !passed && o.Worktree == "" && rs.Open {
+		// A run that stopped on an attempt it could not roll back
+		// (Stuck) was not killed, and the resume does not roll back
+		// past what stopped it.
+		if _, passed := l.passed[id]; !passed && o.Worktree == "" && rs.Open && rs.Stuck == "" {
 			rs.CutOff = append(rs.CutOff, id)
 		}
 	}

@@ -239,6 +239,10 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 		r.Errors = append(r.Errors, err.Error())
 	} else if rs != nil && rs.Open {
 		rs.Interrupted = !held || !r.Lock.PIDAlive
+		if !rs.Interrupted {
+			// A live run's current attempt was cut off by nothing.
+			rs.CutOff, rs.Finished = nil, nil
+		}
 		r.Resume = rs
 	} else if rs != nil {
 		r.LastRun = rs
