@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -56,13 +57,30 @@ func (c *RunCmd) startNotify(g *Globals, st *checkpoint.State) (func(context.Con
 			return nil, badinput.Errorf("run: --notify-stuck wants a duration such as 30m, got %q", c.NotifyStuck)
 		}
 	}
+	// A bad destination is named by where it comes from: its text may
+	// be shown only in part, its secrets hidden.
 	var sinks []*notify.Sink
-	for _, raw := range append(append([]string(nil), cfg.Notify...), c.Notify...) {
+	add := func(raw, from string) error {
 		s, err := notify.Parse(raw)
 		if err != nil {
-			return nil, badinput.Errorf("run: %v", err)
+			return badinput.Errorf("run: %s: %v", from, err)
 		}
 		sinks = append(sinks, s)
+		return nil
+	}
+	for i, raw := range cfg.Notify {
+		if err := add(raw, fmt.Sprintf("config %s:%d", config.Path(), cfg.NotifyLines[i])); err != nil {
+			return nil, err
+		}
+	}
+	for i, raw := range c.Notify {
+		from := "--notify"
+		if len(c.Notify) > 1 {
+			from = fmt.Sprintf("--notify #%d", i+1)
+		}
+		if err := add(raw, from); err != nil {
+			return nil, err
+		}
 	}
 	if len(sinks) == 0 {
 		return func(context.Context) {}, nil

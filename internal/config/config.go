@@ -26,6 +26,8 @@ type Config struct {
 	// Notify lists `notify = URL` lines: destinations for wiggum run's
 	// notifications, added to those given with --notify.
 	Notify []string
+	// NotifyLines are the lines of the Notify values, for messages.
+	NotifyLines []int
 	// NotifyStuck is `notify-stuck = 30m`, when set.
 	NotifyStuck *time.Duration
 }
@@ -107,7 +109,7 @@ func Read(path string) (Config, error) {
 			if value == "" {
 				return c, &Error{Path: path, Line: n, Reason: "notify needs a destination"}
 			}
-			c.Notify = append(c.Notify, value)
+			c.Notify, c.NotifyLines = append(c.Notify, value), append(c.NotifyLines, n)
 		case "notify-stuck":
 			d, err := time.ParseDuration(value)
 			if err != nil || d < 0 {

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -70,6 +71,9 @@ func Parse(raw string) (*Sink, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.Opaque != "" {
 		return nil, &URLError{URL: redactRaw(raw), Reason: "not a URL; expected http(s)://, ntfy://, slack:// or desktop (see wiggum run --help)"}
+	}
+	if p := u.Port(); p != "" && !validPort(p) {
+		return nil, &URLError{URL: Redact(u), Reason: fmt.Sprintf("port %s is out of range: a port is 1 to 65535", p)}
 	}
 	s := &Sink{}
 	shown := *u
@@ -180,12 +184,22 @@ func secretLike(seg string) bool {
 }
 
 // redactRaw shows as much of an unparseable destination as is safe: its
-// scheme, if it has one.
+// scheme, if it has one, and all of it when nothing follows the scheme.
 func redactRaw(raw string) string {
+	raw = strings.TrimSpace(raw)
 	if i := strings.Index(raw, "://"); i > 0 && i < 20 && !strings.ContainsAny(raw[:i], "@:/?") {
+		if raw[i+3:] == "" {
+			return raw
+		}
 		return raw[:i] + "://***"
 	}
 	return "***"
+}
+
+// validPort reports whether p, a URL's port, is one a connection can use.
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // Shown is raw, a destination as the user wrote it, with its secrets

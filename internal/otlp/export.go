@@ -16,6 +16,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -110,6 +111,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		host = raw // host:port, secure unless OTEL_EXPORTER_OTLP_INSECURE
 	default:
 		return cfg, &ConfigError{fmt.Sprintf("OTLP endpoint %q is not an http:// or https:// URL", raw)}
+	}
+	if h, port, err := net.SplitHostPort(host); err == nil {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return cfg, &ConfigError{fmt.Sprintf("the OTLP endpoint's port %s (host %s) is out of range: a port is 1 to 65535", port, h)}
+		}
 	}
 	if v, ok := get("INSECURE"); ok {
 		cfg.Insecure = strings.EqualFold(v, "true")

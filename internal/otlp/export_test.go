@@ -55,6 +55,8 @@ func TestConfigFromEnv(t *testing.T) {
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:1", "OTEL_EXPORTER_OTLP_TIMEOUT": "99999999999999"}, wantError: "milliseconds"},
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:1", "OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"}, wantError: "COMPRESSION"},
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "h:1"}, wantError: "not an http:// or https:// URL"},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:99999"}, wantError: "port 99999 (host 127.0.0.1) is out of range"},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:0", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, wantError: "port 0 (host collector) is out of range"},
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://h:1", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"}, wantError: "CERTIFICATE"},
 		{env: map[string]string{}, wantError: "no OTLP endpoint"},
 	} {
