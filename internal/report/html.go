@@ -8,7 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
+
+	"github.com/wiggum-dev/wiggum/internal/termtext"
 )
 
 // WriteHTML writes r as one self-contained page: inline CSS, an inline SVG
@@ -60,10 +61,11 @@ func WriteHTML(w io.Writer, r *Report, generated time.Time) error {
 		return err
 	}
 	// html/template escapes markup but passes control characters through;
-	// neither HTML nor XML may hold them. The template itself has none
-	// but newlines.
+	// neither HTML nor XML may hold them, and bidi controls would show a
+	// title in another order than it is: replaced as the terminal views
+	// replace them. The template itself has none but newlines.
 	_, err := io.WriteString(w, strings.Map(func(r rune) rune {
-		if r != '\n' && r != '\t' && unicode.IsControl(r) {
+		if r != '\n' && r != '\t' && termtext.Replaced(r) {
 			return '\uFFFD'
 		}
 		return r

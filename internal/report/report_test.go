@@ -303,6 +303,37 @@ func TestHTMLWellFormedAndSelfContained(t *testing.T) {
 	}
 }
 
+// Bidi controls and line separators in a title are replaced in the page
+// as the terminal views replace them: "t1 \u202e evil" would read in
+// another order than it is.
+func TestHTMLReplacesBidiControls(t *testing.T) {
+	title := "t1 \u202e lave \u2066x\u2069 \u2028y"
+	var lines []string
+	for _, ev := range []map[string]any{
+		{"event": "run_start", "time": "2026-11-27T19:00:00Z", "plan": "prd.json", "pid": 1, "stories": 1},
+		{"event": "iteration_start", "time": "2026-11-27T19:00:01Z", "iteration": 1, "story": "US-1", "title": title, "attempt": 1, "attempts": 3},
+		{"event": "iteration_end", "time": "2026-11-27T19:00:02Z", "iteration": 1, "story": "US-1", "title": title, "attempt": 1, "outcome": "done"},
+		{"event": "run_end", "time": "2026-11-27T19:00:03Z", "iterations": 1, "completed": []string{"US-1"}},
+	} {
+		data, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(data))
+	}
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, build(t, path, Options{}), generated); err != nil {
+		t.Fatal(err)
+	}
+	if page := b.String(); strings.ContainsAny(page, "\u202e\u2066\u2069\u2028") || !strings.Contains(page, "t1 \ufffd lave \ufffdx\ufffd \ufffdy") {
+		t.Errorf("the page holds bidi controls or line separators, or not the title with them replaced:\n%s", page)
+	}
+}
+
 func TestTickStep(t *testing.T) {
 	for span, want := range map[float64]time.Duration{5: time.Second, 60: 10 * time.Second, 2765: 5 * time.Minute, 8 * 3600: time.Hour, 40 * 86400: 4 * 86400 * time.Second} {
 		if got := tickStep(span); got != want {

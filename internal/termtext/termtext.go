@@ -62,7 +62,7 @@ func clean(s string, lines bool) string {
 				r = ' '
 			}
 			b.WriteRune(r)
-		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r):
+		case Replaced(r):
 			b.WriteRune('�')
 		default:
 			b.WriteRune(r) // invalid UTF-8 came as utf8.RuneError: written as �
@@ -77,11 +77,19 @@ func needsCleaning(s string) bool {
 		return true
 	}
 	for _, r := range s {
-		if r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r) {
+		if Replaced(r) {
 			return true
 		}
 	}
 	return false
+}
+
+// Replaced reports whether Clean shows r as �: a control character (but
+// tab and newline, which it keeps or turns into spaces, and the escape
+// sequences it removes), a line or paragraph separator, or a bidi control,
+// which would make text read in another order than it is.
+func Replaced(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r)
 }
 
 // escape is how many runes after an ESC belong to its sequence, or -1
