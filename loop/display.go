@@ -44,11 +44,13 @@ func (d *display) printf(format string, args ...any) {
 	d.draw()
 }
 
-// line is one line of the agent's own output.
+// line is one line of the agent's own output, as a terminal would show
+// it last.
 func (d *display) line(s string) {
 	if d.quiet {
 		return
 	}
+	s = termtext.Rewritten(s)
 	d.mu.Lock()
 	d.activity = s
 	d.mu.Unlock()

@@ -24,6 +24,18 @@ func Clean(s string) string { return clean(s, false) }
 // are kept.
 func Lines(s string) string { return clean(s, true) }
 
+// Rewritten is what a terminal shows last of one line of a program's
+// output that it rewrote in place with carriage returns (a progress line:
+// "10%\r50%\r100%"): the text after the last \r, a trailing one (\r\n)
+// aside. Clean would show each \r as �.
+func Rewritten(line string) string {
+	line = strings.TrimRight(line, "\r")
+	if i := strings.LastIndexByte(line, '\r'); i >= 0 {
+		return line[i+1:]
+	}
+	return line
+}
+
 // Width is how many terminal cells s takes, counted rune by rune as
 // terminals do (a CJK character or an emoji takes two). s is text after
 // Clean.

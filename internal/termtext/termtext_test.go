@@ -69,3 +69,18 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+func TestRewritten(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":                         "plain",
+		"10%\r50%\r100%":                "100%",
+		"crlf\r":                        "crlf",
+		"a\rb\r\r":                      "b",
+		"\r":                            "",
+		"tab\tand \x1b[1mbold\r\x1b[Kx": "\x1b[Kx",
+	} {
+		if got := Rewritten(in); got != want {
+			t.Errorf("Rewritten(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -155,6 +155,9 @@ func (m *Model) readOutput() {
 	if off > 0 && len(lines) > 1 {
 		lines = lines[1:] // the first is cut
 	}
+	for i, l := range lines {
+		lines[i] = termtext.Rewritten(l)
+	}
 	m.output = lines
 }
 

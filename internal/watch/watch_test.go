@@ -258,6 +258,26 @@ func TestModelFitsShortTerminals(t *testing.T) {
 	}
 }
 
+// A progress line the agent rewrote with carriage returns is followed as
+// a terminal shows it last, not with each \r as �.
+func TestModelFollowsRewrittenLines(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, filepath.FromSlash(AgentLogDir))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "3.log"), []byte("downloading 10%\rdownloading 50%\rdownloading 100%\ncrlf\r\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := newTestModel(parallelRun(t))
+	m.src = NewSource(root)
+	key(m, "2")
+	key(m, "enter")
+	if v := m.Render(); !strings.Contains(v, "downloading 100%\ncrlf\n") || strings.Contains(v, "10%") || strings.Contains(v, "\ufffd") {
+		t.Errorf("follow view of a rewritten line:\n%s", v)
+	}
+}
+
 func TestModelNoRun(t *testing.T) {
 	m := newTestModel(nil)
 	if v := m.Render(); !strings.Contains(v, "no run yet") {
