@@ -73,21 +73,11 @@ func Run(ctx context.Context, agent string, stdin io.Reader, stdout io.Writer, o
 	}()
 	data, err := readPayload(stdin)
 	if errors.Is(err, errTooLarge) || errors.Is(err, errUnended) {
-		// Unread is not allowed: a PreToolUse the guard cannot read is
-		// asked about during a session.
-		ev = oversized(ad, data)
-		root = treeOf(ev.Cwd)
-		debugLog(root, opts, "%s hook: %v", agent, err)
-		if ev.Kind == KindPreTool {
-			session.MarkGuardSeen() // it answers for the call
-			if guardOn(root, opts) {
-				why := fmt.Sprintf("is over %d bytes, more than wiggum's guard reads", MaxPayload)
-				if errors.Is(err, errUnended) {
-					why = fmt.Sprintf("did not end within %s", stdinWait)
-				}
-				resp = Response{Decision: guard.Ask, Reason: "wiggum: this tool call's hook payload " + why + ", so wiggum cannot tell whether the call is safe"}
-			}
+		why := fmt.Sprintf("is over %d bytes, more than wiggum's guard reads", MaxPayload)
+		if errors.Is(err, errUnended) {
+			why = fmt.Sprintf("did not end within %s", stdinWait)
 		}
+		ev, root, resp = unread(ad, data, opts, why, fmt.Sprintf("%s hook: %v", agent, err))
 		return
 	}
 	if err != nil {
@@ -96,8 +86,9 @@ func Run(ctx context.Context, agent string, stdin io.Reader, stdout io.Writer, o
 	}
 	ev, err = ad.Parse(data)
 	if err != nil {
-		debugLog("", opts, "%s hook: unreadable payload (%d bytes): %v", agent, len(data), err)
-		ev = Event{}
+		// JSON the decoder refuses (too deeply nested, say) is unread
+		// too: what its leading fields say it is decides the answer.
+		ev, root, resp = unread(ad, data, opts, "cannot be decoded", fmt.Sprintf("%s hook: unreadable payload (%d bytes): %v", agent, len(data), err))
 		return
 	}
 	if ev.Cwd == "" {
@@ -105,6 +96,27 @@ func Run(ctx context.Context, agent string, stdin io.Reader, stdout io.Writer, o
 	}
 	root = treeOf(ev.Cwd)
 	resp = handle(ctx, ev, root, opts)
+}
+
+// unread answers a payload the hook could not read whole: the event its
+// leading fields name, the tree it runs in, and for a PreToolUse while the
+// guard is on an ask saying why, since unread is not allowed. The failure
+// goes to the debug log of that tree.
+func unread(ad Adapter, data []byte, opts Options, why, logLine string) (Event, string, Response) {
+	ev := oversized(ad, data)
+	if ev.Cwd == "" {
+		ev.Cwd, _ = os.Getwd()
+	}
+	root := treeOf(ev.Cwd)
+	debugLog(root, opts, "%s", logLine)
+	if ev.Kind != KindPreTool {
+		return ev, root, Response{}
+	}
+	session.MarkGuardSeen() // it answers for the call
+	if !guardOn(root, opts) {
+		return ev, root, Response{}
+	}
+	return ev, root, Response{Decision: guard.Ask, Reason: "wiggum: this tool call's hook payload " + why + ", so wiggum cannot tell whether the call is safe"}
 }
 
 // safeRender never lets an adapter bug escape as a crash.
@@ -120,9 +132,11 @@ func safeRender(ad Adapter, ev Event, r Response) (out []byte) {
 // errTooLarge is a payload over MaxPayload; readPayload returns its start.
 var errTooLarge = errors.New("payload too large to read")
 
-// oversized recovers what an agent's event is from the start of a payload
-// too large to decode: the top-level string fields that come before the
-// large one (Claude Code sends the event name and cwd before tool_input).
+// oversized recovers what an agent's event is from a payload too large or
+// too deeply nested to decode: the top-level string fields before the point
+// it breaks off (Claude Code sends the event name and cwd before
+// tool_input). Nested values are stepped over token by token, so no depth
+// stops it.
 func oversized(ad Adapter, prefix []byte) Event {
 	dec := json.NewDecoder(bytes.NewReader(prefix))
 	fields := map[string]string{}
@@ -135,13 +149,17 @@ func oversized(ad Adapter, prefix []byte) Event {
 		if err != nil || !ok {
 			break
 		}
-		var v json.RawMessage
-		if dec.Decode(&v) != nil {
+		t, err = dec.Token()
+		if err != nil {
 			break
 		}
-		var str string
-		if json.Unmarshal(v, &str) == nil {
+		if str, ok := t.(string); ok {
 			fields[key] = str
+		}
+		if t == json.Delim('{') || t == json.Delim('[') {
+			if skipNested(dec) != nil {
+				break
+			}
 		}
 	}
 	small, err := json.Marshal(fields)
@@ -152,10 +170,25 @@ func oversized(ad Adapter, prefix []byte) Event {
 	if err != nil {
 		return Event{}
 	}
-	if ev.Cwd == "" {
-		ev.Cwd, _ = os.Getwd()
-	}
 	return ev
+}
+
+// skipNested reads the rest of an object or array whose opening token dec
+// just returned, at any depth.
+func skipNested(dec *json.Decoder) error {
+	for depth := 1; depth > 0; {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+	return nil
 }
 
 // errUnended is a payload whose end did not come within stdinWait and

@@ -1064,3 +1064,39 @@ func wiggumRanHere(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 }
+
+// TestUndecodablePayloadIsAskedInSession: a PreToolUse payload that is
+// JSON too deeply nested for the decoder (over 10,000 levels) cannot be
+// judged, so in a session it is asked about and logged, never let through
+// with an empty answer - wherever the deep value sits.
+func TestUndecodablePayloadIsAskedInSession(t *testing.T) {
+	dir := repo(t)
+	deep := strings.Repeat("[", 10001) + strings.Repeat("]", 10001)
+	payloads := map[string]string{
+		"deep tool_input": `{"session_id":"s1","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push --force origin main","x":` + deep + `}}`,
+		"deep first":      `{"x":` + deep + `,"session_id":"s1","cwd":"` + dir + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push --force origin main"}}`,
+	}
+	t.Setenv(layout.SessionEnv, "")
+	for name, p := range payloads {
+		var out bytes.Buffer
+		Run(context.Background(), "claude", strings.NewReader(p), &out, Options{})
+		if out.Len() != 0 {
+			t.Errorf("%s: outside a session the hook has no opinion: %s", name, out.Bytes())
+		}
+	}
+	inSession(t, dir)
+	for name, p := range payloads {
+		for agent, want := range map[string]string{"claude": `"permissionDecision":"ask"`, "codex": `"permissionDecision":"deny"`} {
+			var out bytes.Buffer
+			Run(context.Background(), agent, strings.NewReader(p), &out, Options{})
+			checkValidOutput(t, name, out.Bytes())
+			if !bytes.Contains(out.Bytes(), []byte(want)) || !bytes.Contains(out.Bytes(), []byte("cannot tell whether the call is safe")) {
+				t.Errorf("%s/%s: an undecodable PreToolUse in a session must be refused with a reason, got %q", agent, name, out.Bytes())
+			}
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(dir, ".ralph", "wiggum", "hook-debug.log"))
+	if err != nil || !bytes.Contains(log, []byte("unreadable payload")) {
+		t.Errorf("the undecodable payload is not in hook-debug.log: %q, %v", log, err)
+	}
+}
