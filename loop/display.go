@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -26,7 +27,18 @@ type display struct {
 	drawn    bool
 	stop     chan struct{}
 	done     chan struct{}
+	// echo holds agent output not yet written: it goes out in batches,
+	// at most echoEvery after its first line or at echoMax, with one
+	// redraw of the status line per batch - a write and a redraw per
+	// line held a chatty agent back to a few MB/s.
+	echo    bytes.Buffer
+	echoDue *time.Timer // set while a batch waits for its time
 }
+
+const (
+	echoEvery = 100 * time.Millisecond
+	echoMax   = 64 << 10
+)
 
 func newDisplay(w io.Writer, live, quiet bool, width func() int) *display {
 	return &display{w: w, live: live, quiet: quiet, width: width}
@@ -39,22 +51,52 @@ func newDisplay(w io.Writer, live, quiet bool, width func() int) *display {
 func (d *display) printf(format string, args ...any) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.clear()
-	fmt.Fprint(d.w, termtext.Lines(fmt.Sprintf(format, args...))+"\n")
+	d.echo.WriteString(termtext.Lines(fmt.Sprintf(format, args...)) + "\n")
+	d.flush()
 	d.draw()
 }
 
 // line is one line of the agent's own output, as a terminal would show
-// it last.
+// it last. It waits in the echo batch; the batch's timer writes it out
+// with the status line.
 func (d *display) line(s string) {
 	if d.quiet {
 		return
 	}
 	s = termtext.Rewritten(s)
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.activity = s
-	d.mu.Unlock()
-	d.printf("  │ %s", s)
+	d.echo.WriteString(termtext.Lines("  │ " + s))
+	d.echo.WriteByte('\n')
+	if d.echo.Len() >= echoMax {
+		d.flush() // the status line comes back when the batch is due
+	}
+	if d.echoDue == nil {
+		d.echoDue = time.AfterFunc(echoEvery, d.echoed)
+	}
+}
+
+// echoed writes out the batch that fell due, and the status line under it.
+func (d *display) echoed() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.echoDue = nil
+	if d.echo.Len() == 0 && d.drawn {
+		return
+	}
+	d.flush()
+	d.draw()
+}
+
+// flush writes out the echo batch in one write, above the status line,
+// which it takes away.
+func (d *display) flush() {
+	d.clear()
+	if d.echo.Len() > 0 {
+		_, _ = d.w.Write(d.echo.Bytes())
+		d.echo.Reset()
+	}
 }
 
 // event is what stream-json says the agent did.
@@ -117,7 +159,11 @@ func (d *display) end() {
 		d.stop = nil
 	}
 	d.mu.Lock()
-	d.clear()
+	if d.echoDue != nil {
+		d.echoDue.Stop() // one already due finds nothing left to write
+		d.echoDue = nil
+	}
+	d.flush()
 	d.status = ""
 	d.mu.Unlock()
 }

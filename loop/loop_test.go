@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -271,5 +273,72 @@ func TestAgentGitRunsNoAutoMaintenance(t *testing.T) {
 	got, _ := os.ReadFile(filepath.Join(dir, "config"))
 	if string(got) != "false\n0\nkept\n" {
 		t.Fatalf("the agent's git config: %q", got)
+	}
+}
+
+// writeCounter counts the writes made to it, keeping what they held.
+type writeCounter struct {
+	mu     sync.Mutex
+	b      bytes.Buffer
+	writes int
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	return w.b.Write(p)
+}
+
+// An agent's output is echoed in batches: a chatty agent (a build log)
+// costs a write per batch, not one per line - which at a write and a
+// status-line redraw per line held the agent back to ~2 MB/s - and every
+// line still comes out, in order.
+func TestEchoIsBatched(t *testing.T) {
+	const lines = 20000
+	st, p := newRepo(t, 1)
+	out := &writeCounter{}
+	o := opts(p, `cat >/dev/null; seq `+strconv.Itoa(lines)+`; echo x > f`)
+	o.Out, o.MaxIter = out, 1
+	if _, err := Run(context.Background(), st, o); err != nil {
+		t.Fatalf("%v\n%s", err, out.b.String())
+	}
+	var want strings.Builder
+	for i := 1; i <= lines; i++ {
+		fmt.Fprintf(&want, "  │ %d\n", i)
+	}
+	if !strings.Contains(out.b.String(), want.String()) {
+		t.Errorf("the agent's output is not all echoed in order:\n%.2000s", out.b.String())
+	}
+	if out.writes > lines/20 {
+		t.Errorf("%d lines of output took %d writes: the echo is not batched", lines, out.writes)
+	}
+
+	// On a terminal the status line is redrawn per batch, not per line.
+	live := &writeCounter{}
+	d := newDisplay(live, true, false, func() int { return 80 })
+	d.begin("US-1 (iteration 1)")
+	for i := 1; i <= lines; i++ {
+		d.line(strconv.Itoa(i))
+	}
+	d.end()
+	s := live.b.String()
+	if draws := strings.Count(s, "⏵"); draws > lines/20 {
+		t.Errorf("%d lines redrew the status line %d times", lines, draws)
+	}
+	if live.writes > lines/20 {
+		t.Errorf("%d lines took %d writes on a terminal", lines, live.writes)
+	}
+	var got strings.Builder
+	for l := range strings.Lines(s) {
+		if _, rest, ok := strings.Cut(l, "  │ "); ok {
+			got.WriteString("  │ " + rest)
+		}
+	}
+	if got.String() != want.String() {
+		t.Errorf("on a terminal the output is not all echoed in order")
+	}
+	if !strings.HasSuffix(s, "\n") && !strings.HasSuffix(s, "\r\x1b[K") {
+		t.Errorf("the status line is left behind after the attempt: %q", s[max(0, len(s)-200):])
 	}
 }
