@@ -202,20 +202,16 @@ type BackupInfo struct {
 }
 
 // Backups lists saved states, newest first, with what each holds: one
-// for-each-ref for the list, one git log for every backup's files and
-// lines, and a rev-list for each that names a checkpoint (its commits).
+// for-each-ref for the list and the commits a rollback's backup recorded
+// it holds beyond its checkpoint, one git log for every backup's files and
+// lines, and for backups made before the count was recorded one cat-file
+// counting them all (countCommits).
 func (s *State) Backups(ctx context.Context) ([]BackupInfo, error) {
 	list, checkpoints, err := s.backupRefs(ctx)
 	if err != nil || len(list) == 0 {
 		return list, err
 	}
-	for i := range list {
-		if v := checkpoints[i]; v != "" && list[i].Head != "" {
-			if n, err := s.Repo.Line(ctx, "rev-list", "--count", v+".."+list[i].Head); err == nil {
-				list[i].Commits, _ = strconv.Atoi(n)
-			}
-		}
-	}
+	s.countCommits(ctx, list, checkpoints)
 	// Every backup's uncommitted files, from its HEAD to it, in one git.
 	var in strings.Builder
 	at := make(map[string][]int, len(list))
@@ -259,8 +255,9 @@ func (s *State) CountBackups(ctx context.Context) (int, error) {
 }
 
 // backupRefs lists saved states, newest first, with what their refs and
-// messages say (not what they hold), and each one's checkpoint line: one
-// for-each-ref, however many there are.
+// messages say (not what they hold), and the checkpoint line of each whose
+// commits are still to be counted: one for-each-ref, however many there
+// are.
 func (s *State) backupRefs(ctx context.Context) (list []BackupInfo, checkpoints []string, err error) {
 	out, err := s.Repo.Run(ctx, "for-each-ref", "--sort=-refname",
 		"--format=%(refname)%00%(objectname)%00%(committerdate:unix)%00%(contents:subject)%00%(contents:body)%01", BackupPrefix)
@@ -276,6 +273,7 @@ func (s *State) backupRefs(ctx context.Context) (list []BackupInfo, checkpoints 
 		b := BackupInfo{Ref: f[0], Commit: f[1], Time: time.Unix(secs, 0).UTC(),
 			Reason: strings.TrimPrefix(f[3], "wiggum backup: ")}
 		var cp string
+		counted := false
 		for _, line := range strings.Split(f[4], "\n") {
 			if v, ok := strings.CutPrefix(line, "head: "); ok {
 				b.Head = v
@@ -283,6 +281,13 @@ func (s *State) backupRefs(ctx context.Context) (list []BackupInfo, checkpoints 
 			if v, ok := strings.CutPrefix(line, "checkpoint: "); ok && b.Head != "" {
 				cp = v
 			}
+			if v, ok := strings.CutPrefix(line, "commits: "); ok {
+				n, err := strconv.Atoi(v)
+				b.Commits, counted = n, err == nil
+			}
+		}
+		if counted {
+			cp = "" // nothing left to count
 		}
 		list = append(list, b)
 		checkpoints = append(checkpoints, cp)
@@ -618,4 +623,82 @@ func (s *State) Prune(ctx context.Context, age time.Duration, dryRun bool) ([]st
 		gone = append(gone, f[0])
 	}
 	return gone, nil
+}
+
+// maxCountWalk bounds the first-parent chain countCommits walks from a
+// backup's head to its checkpoint.
+const maxCountWalk = 1000
+
+// countCommits sets the commits each backup's head has beyond its
+// checkpoint (checkpoints[i], "" when there is nothing to count), for the
+// backups made before a rollback recorded that count: one cat-file walks
+// every head's first-parent chain down to its checkpoint, a round per
+// step, reading each distinct pair once. A chain that meets a merge, or no
+// checkpoint within maxCountWalk commits, is counted by a rev-list of its
+// own - only ever for such older backups.
+func (s *State) countCommits(ctx context.Context, list []BackupInfo, checkpoints []string) {
+	type walk struct {
+		cp, head, at string
+		n            int
+		of           []int // the backups it counts for
+	}
+	walks := map[string]*walk{}
+	var open, apart []*walk
+	for i, cp := range checkpoints {
+		if cp == "" || list[i].Head == "" {
+			continue
+		}
+		key := cp + ".." + list[i].Head
+		if w := walks[key]; w != nil {
+			w.of = append(w.of, i)
+			continue
+		}
+		w := &walk{cp: cp, head: list[i].Head, at: list[i].Head, of: []int{i}}
+		walks[key] = w
+		open = append(open, w)
+	}
+	done := func(w *walk) {
+		for _, i := range w.of {
+			list[i].Commits = w.n
+		}
+	}
+	if len(open) > 0 {
+		cat := s.Repo.Cat(ctx)
+		defer cat.Close()
+		for step := 0; len(open) > 0; step++ {
+			if step > maxCountWalk {
+				apart = append(apart, open...)
+				break
+			}
+			names := make([]string, len(open))
+			for i, w := range open {
+				names[i] = w.at
+			}
+			objs, err := cat.Read(names...)
+			if err != nil {
+				apart = append(apart, open...)
+				break
+			}
+			next := open[:0]
+			for i, w := range open {
+				o := objs[i]
+				switch parents := parentsOf(o.Data); {
+				case o.ID == w.cp:
+					done(w)
+				case o.Type != "commit" || len(parents) != 1:
+					apart = append(apart, w)
+				default:
+					w.at, w.n = parents[0], w.n+1
+					next = append(next, w)
+				}
+			}
+			open = next
+		}
+	}
+	for _, w := range apart {
+		if n, err := s.Repo.Line(ctx, "rev-list", "--count", w.cp+".."+w.head); err == nil {
+			w.n, _ = strconv.Atoi(n)
+			done(w)
+		}
+	}
 }

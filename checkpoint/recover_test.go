@@ -171,3 +171,79 @@ func TestBackupListingStartsBoundedGits(t *testing.T) {
 		return err
 	})
 }
+
+// Listing backups that each name a checkpoint counts each one's commits
+// beyond it without a git per backup: the count a rollback knows is in the
+// backup's message, and older backups without it are counted in one batch
+// (a merge in a chain aside).
+func TestBackupCommitCountsStartBoundedGits(t *testing.T) {
+	r := newRepo(t)
+	want := map[string]int{}
+	for i := range 4 {
+		mustSave(t, r, "s1")
+		for j := range i % 3 {
+			r.commit(fmt.Sprintf("c%d-%d.txt", i, j), "x\n", "agent commit")
+		}
+		r.write("a.txt", fmt.Sprintf("attempt %d\n", i))
+		reason := fmt.Sprintf("attempt %d", i)
+		if _, err := r.st.Rollback(ctx, RollbackOptions{Session: "s1", Reason: reason, DiscardForeign: true}); err != nil {
+			t.Fatal(err)
+		}
+		want[reason] = i % 3
+	}
+	// Backups made before the count was recorded: heads 0 to 40 commits
+	// past their checkpoint, one on a merge.
+	cp := r.git("rev-parse", "HEAD")
+	tree := r.git("rev-parse", "HEAD^{tree}")
+	head := cp
+	var in strings.Builder
+	for k := 0; k <= 40; k++ {
+		if k > 0 {
+			head = r.git("commit-tree", "-p", head, "-m", fmt.Sprintf("c%d", k), tree)
+		}
+		reason := fmt.Sprintf("legacy %d", k)
+		msg := fmt.Sprintf("wiggum backup: %s\n\nhead: %s\ncheckpoint: %s\nbranch: main\n", reason, head, cp)
+		b := r.git("commit-tree", "-p", head, "-m", msg, tree)
+		fmt.Fprintf(&in, "create %s20200101T0000%02dZ-legacy%d %s\n", BackupPrefix, k, k, b)
+		want[reason] = k
+	}
+	side := r.git("commit-tree", "-p", cp, "-m", "side", tree)
+	merge := r.git("commit-tree", "-p", head, "-p", side, "-m", "merge", tree)
+	msg := fmt.Sprintf("wiggum backup: merged\n\nhead: %s\ncheckpoint: %s\nbranch: main\n", merge, cp)
+	fmt.Fprintf(&in, "create %s20200102T000000Z-merged %s\n", BackupPrefix, r.git("commit-tree", "-p", merge, "-m", msg, tree))
+	want["merged"] = 40 + 2
+	cmd := exec.Command("git", "update-ref", "--stdin")
+	cmd.Dir, cmd.Stdin = r.dir, strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, log := t.TempDir(), filepath.Join(t.TempDir(), "calls")
+	wrapper := "#!/bin/sh\necho \"$1\" >> " + log + "\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	list, err := r.st.Backups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// for-each-ref, cat-file, log, and a rev-list for the older backup
+	// whose commits include a merge.
+	data, _ := os.ReadFile(log)
+	if n := strings.Count(string(data), "\n"); n > 4 {
+		t.Errorf("listing %d backups started %d gits, want at most 4:\n%s", len(list), n, data)
+	}
+	if len(list) != len(want) {
+		t.Fatalf("listed %d backups, want %d", len(list), len(want))
+	}
+	for _, b := range list {
+		if w, ok := want[b.Reason]; !ok || b.Commits != w {
+			t.Errorf("%s (%s): %d commit(s), want %d", b.Ref, b.Reason, b.Commits, w)
+		}
+	}
+}

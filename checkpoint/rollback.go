@@ -197,7 +197,7 @@ func (s *State) rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	cp, now := f.Checkpoint, f.Now
 	head := now.Head
 	res := &RollbackResult{Checkpoint: cp, DryRun: opts.DryRun, Commits: f.Commits}
-	msg := backupMessage(opts.Reason, head, cp)
+	msg := backupMessage(opts.Reason, head, cp, len(f.Commits))
 
 	// What the working tree holds now, and what the checkpoint held.
 	nowTree := f.HeadTree
@@ -518,21 +518,27 @@ func linearChain(commits []git.Object, cp string) (chain []string, ok bool) {
 		if c.ID == cp {
 			return chain, true
 		}
-		var parents []string
-		for _, line := range strings.Split(string(c.Data), "\n") {
-			if line == "" {
-				break // the end of the header
-			}
-			if p, ok := strings.CutPrefix(line, "parent "); ok {
-				parents = append(parents, p)
-			}
-		}
+		parents := parentsOf(c.Data)
 		if len(parents) != 1 || i+1 >= len(commits) || commits[i+1].ID != parents[0] {
 			return nil, false
 		}
 		chain = append(chain, c.ID)
 	}
 	return nil, false
+}
+
+// parentsOf lists the parents a commit object's header names.
+func parentsOf(commit []byte) []string {
+	var parents []string
+	for _, line := range strings.Split(string(commit), "\n") {
+		if line == "" {
+			break // the end of the header
+		}
+		if p, ok := strings.CutPrefix(line, "parent "); ok {
+			parents = append(parents, p)
+		}
+	}
+	return parents
 }
 
 // journalFacts reads what the journal rule judges.
@@ -582,11 +588,14 @@ func (s *State) keptElsewhere(f *rollbackFacts) error {
 	return nil
 }
 
-func backupMessage(reason, head string, cp *Checkpoint) string {
+// backupMessage is a rollback's backup commit message; commits, the
+// commits head has beyond the checkpoint, is recorded so that listing
+// backups need not count them again (Backups).
+func backupMessage(reason, head string, cp *Checkpoint, commits int) string {
 	if reason == "" {
 		reason = "rollback"
 	}
-	return fmt.Sprintf("wiggum backup: %s\n\nhead: %s\ncheckpoint: %s\nbranch: %s\n", reason, head, cp.Head, BranchName(cp.Branch))
+	return fmt.Sprintf("wiggum backup: %s\n\nhead: %s\ncheckpoint: %s\ncommits: %d\nbranch: %s\n", reason, head, cp.Head, commits, BranchName(cp.Branch))
 }
 
 // newUntracked lists the files of now (untracked ones) that did not exist
