@@ -223,7 +223,12 @@ func (r *Reader) reopenIfReplaced() {
 // is ignored. A missing log is no events. An error from fn stops the scan
 // and is returned.
 func Scan(path string, fn func(Event) error) (bad Bad, err error) {
-	r := NewReader(path)
+	return ScanFrom(path, 0, fn)
+}
+
+// ScanFrom is Scan from byte offset off, the start of a line.
+func ScanFrom(path string, off int64, fn func(Event) error) (bad Bad, err error) {
+	r := NewReaderAt(path, off)
 	defer r.Close()
 	for {
 		ev, err := r.Next()

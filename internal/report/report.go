@@ -155,10 +155,16 @@ type Options struct {
 const maxDenials, maxNotes = 200, 200
 
 // Build reads the event log at path and reports its latest run - and,
-// when that run resumed a killed one, what the killed run did too.
+// when that run resumed a killed one, what the killed run did too. It
+// reads from that run's start, found backwards (watch.RunStart): the runs
+// before it cost nothing, however long the log has grown.
 func Build(path string, o Options) (*Report, error) {
 	b := &builder{o: o}
-	bad, err := events.Scan(path, b.add)
+	off, err := watch.RunStart(path)
+	if err != nil {
+		return nil, err
+	}
+	bad, err := events.ScanFrom(path, off, b.add)
 	if err != nil {
 		return nil, err
 	}

@@ -146,7 +146,9 @@ func TestNoRunAndUnreadableLines(t *testing.T) {
 		t.Errorf("missing log: %v", err)
 	}
 	path := filepath.Join(dir, "events.jsonl")
-	os.WriteFile(path, []byte("garbage\n{\"event\":\"run_start\",\"plan\":\"p\"}\n{\"event\":\"iteration_end\",\"outcome\":7}\n"), 0o644)
+	// The lines the latest run wrote are the ones it counts (the log
+	// before it is not read: TestOnlyTheLatestRunIsRead).
+	os.WriteFile(path, []byte("{\"event\":\"run_start\",\"plan\":\"p\"}\ngarbage\n{\"event\":\"iteration_end\",\"outcome\":7}\n"), 0o644)
 	r := build(t, path, Options{})
 	if r.Skipped != 2 {
 		t.Errorf("skipped %d lines, want 2", r.Skipped)
@@ -424,5 +426,40 @@ func TestCraftedNumbersAreBounded(t *testing.T) {
 	// A report built some other way: its timeline is still bounded.
 	if lanes := laneList(&Report{Workers: 1_000_000}); len(lanes) > events.MaxWorkers {
 		t.Errorf("%d timeline lanes for a claimed 1000000 workers", len(lanes))
+	}
+}
+
+// The report reads the log from its latest run's start, found backwards
+// as watch finds it: the runs before it (here with lines that cannot be
+// read) are not decoded, however long the log - but a resumed run's chain
+// is read from the run it resumed.
+func TestOnlyTheLatestRunIsRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	older := `garbage
+{"time":"2026-11-22T10:00:00Z","event":"run_start","plan":"p.md","pid":70}
+{"time":"2026-11-22T10:00:01Z","event":"iteration_start","iteration":1,"story":"OLD","title":"old","attempt":1}
+{"time":"2026-11-22T10:00:02Z","event":"iteration_end","iteration":1,"story":"OLD","attempt":1,"outcome":7}
+{"time":"2026-11-22T10:00:03Z","event":"run_end","iterations":1}
+`
+	killed := `{"time":"2026-11-23T10:00:00Z","event":"run_start","plan":"p.md","pid":77}
+{"time":"2026-11-23T10:00:01Z","event":"iteration_start","iteration":1,"story":"A","title":"a","attempt":1}
+{"time":"2026-11-23T10:00:00Z","event":"run_start","plan":"p.md","workers":100000000,"pid":1}
+`
+	resumed := `{"time":"2026-11-23T11:00:00Z","event":"run_start","plan":"p.md","pid":78,"resumed":true}
+{"time":"2026-11-23T11:00:01Z","event":"iteration_start","iteration":2,"story":"A","title":"a","attempt":2}
+{"time":"2026-11-23T11:02:01Z","event":"iteration_end","iteration":2,"story":"A","attempt":2,"outcome":"done","started":"2026-11-23T11:00:01Z"}
+{"time":"2026-11-23T11:02:02Z","event":"run_end","iterations":2,"completed":["A"]}
+`
+	if err := os.WriteFile(path, []byte(older+killed+resumed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := build(t, path, Options{})
+	if len(r.Stories) != 1 || r.Stories[0].ID != "A" || len(r.Stories[0].Attempts) != 2 || !r.Resumed || r.Outcome != RunDone {
+		t.Errorf("the resumed run and the run it resumed: %+v", r)
+	}
+	// The crafted run_start line in the killed run is that run's; the
+	// older run's two are never read.
+	if r.Skipped != 1 {
+		t.Errorf("skipped %d lines, want 1: the runs before the latest were read", r.Skipped)
 	}
 }

@@ -93,26 +93,75 @@ var runStartMark = []byte(`"event":"run_start"`)
 // in the log at path, reading it backwards in blocks; 0 when there is none
 // (or no log).
 func lastRunStart(path string) (int64, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
+	f, size, err := openLog(path)
+	if f == nil {
 		return 0, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
+	off, _, err := runStartBefore(f, size)
+	return off, err
+}
+
+// RunStart returns the offset of the line that begins the log's newest
+// run, found as watch finds it, reading backwards without decoding the
+// runs before: the last run_start that decodes, or, when that run resumed
+// a killed one, the run_start its chain of resumed runs began with. 0 when
+// there is none (or no log). The report reads from there.
+func RunStart(path string) (int64, error) {
+	f, end, err := openLog(path)
+	if f == nil {
 		return 0, err
 	}
+	defer f.Close()
+	var start int64 // the chain's earliest run_start found so far
+	for {
+		off, found, err := runStartBefore(f, end)
+		if err != nil || !found {
+			return start, err
+		}
+		r := events.NewReaderAt(path, off)
+		ev, err := r.Next()
+		r.Close()
+		switch {
+		case err != nil || ev.Name != events.RunStart:
+			// A run_start line that cannot be read starts no run.
+		case !ev.Resumed:
+			return off, nil
+		default:
+			start = off
+		}
+		end = off
+	}
+}
+
+// openLog opens the log at path and tells its size; no file and no error
+// when there is no log.
+func openLog(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}
+
+// runStartBefore returns the offset of the line holding the last
+// run_start that begins before end in f, reading backwards in blocks.
+func runStartBefore(f *os.File, end int64) (off int64, found bool, err error) {
 	const block = 256 << 10
 	var tail []byte // the start of the block read before, for marks across blocks
-	found := false
-	for end := fi.Size(); end > 0; {
+	for end > 0 {
 		start := max(0, end-block)
 		buf := make([]byte, end-start, end-start+int64(len(tail)))
 		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
-			return 0, err
+			return 0, false, err
 		}
 		if !found {
 			buf = append(buf, tail...)
@@ -122,12 +171,12 @@ func lastRunStart(path string) (int64, error) {
 		}
 		if found {
 			if nl := bytes.LastIndexByte(buf, '\n'); nl >= 0 {
-				return start + int64(nl) + 1, nil
+				return start + int64(nl) + 1, true, nil
 			}
 		} else {
 			tail = append([]byte(nil), buf[:min(len(buf), len(runStartMark))]...)
 		}
 		end = start
 	}
-	return 0, nil
+	return 0, found, nil
 }
