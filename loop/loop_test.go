@@ -342,3 +342,19 @@ func TestEchoIsBatched(t *testing.T) {
 		t.Errorf("the status line is left behind after the attempt: %q", s[max(0, len(s)-200):])
 	}
 }
+
+// The run's summary counts a skipped story once, as skipped, not again
+// as open: three stories all skipped leave none open.
+func TestSummaryCountsSkippedOnce(t *testing.T) {
+	st, p := newRepo(t, 4)
+	out := &writeCounter{}
+	o := opts(p, `cat >/dev/null; case "$WIGGUM_STORY" in US-4) echo x > f;; *) exit 1;; esac`)
+	o.Out, o.Retries, o.NoProgress = out, 0, 10
+	sum, _ := Run(context.Background(), st, o)
+	if len(sum.Skipped) != 3 || len(sum.Completed) != 1 {
+		t.Fatalf("summary %+v\n%s", sum, out.b.String())
+	}
+	if !strings.Contains(out.b.String(), "1 story(ies) done, 3 skipped (US-1, US-2, US-3), 0 open") {
+		t.Errorf("the summary counts skipped stories as open:\n%s", out.b.String())
+	}
+}

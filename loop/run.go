@@ -1300,7 +1300,8 @@ func (r *run) finish(ctx context.Context, err error) {
 	if len(r.sum.Skipped) > 0 {
 		fmt.Fprintf(&b, ", %d skipped (%s)", len(r.sum.Skipped), strings.Join(r.sum.Skipped, ", "))
 	}
-	fmt.Fprintf(&b, ", %d open", r.sum.Left)
+	// A skipped story is still open in the plan (Left): counted once.
+	fmt.Fprintf(&b, ", %d open", max(0, r.sum.Left-len(r.sum.Skipped)))
 	if spent > 0 {
 		fmt.Fprintf(&b, "; %s", r.led.budgetNote())
 	}
