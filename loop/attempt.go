@@ -185,7 +185,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	}
 	attempt := r.led.failed(story.ID) + 1
 	e.attemptStarted, e.attemptNo, e.reported = started, attempt, agent.Usage{}
-	e.event("iteration_start", map[string]any{"iteration": iter, "story": story.ID, "title": story.Title,
+	e.event("iteration_start", map[string]any{"iteration": iter, "story": story.ID, "title": eventTitle(story.Title),
 		"attempt": attempt, "attempts": r.opts.Retries + 1, "worker": e.worker, "output": AgentLog(iter)})
 	e.disp.printf("── iteration %d · %s: %s (attempt %d of %d)", iter, story.ID, story.Title, attempt, r.opts.Retries+1)
 	e.startAttempt(iter, story, attempt)

@@ -228,8 +228,10 @@ func (c *committer) commitAll(ctx context.Context, message string) (string, erro
 // changed nothing, or fails again, fails the commit with what it said.
 // c.hookFixed names the paths the hook changed.
 func (c *committer) commitStaged(ctx context.Context, message string, stage func() error) (string, error) {
-	args := commitCmd("-m", message)
-	sha, err := c.run(ctx, args)
+	// The message goes on stdin: a story's title can be longer than an
+	// argument may be (128 KiB on Linux).
+	args := commitCmd("-F", "-")
+	sha, err := c.run(ctx, args, message)
 	var ge *git.Error
 	if err == nil || !errors.As(err, &ge) || ge.Status() != 1 {
 		return sha, err
@@ -246,7 +248,7 @@ func (c *committer) commitStaged(ctx context.Context, message string, stage func
 	}
 	changed, _ := c.repo.Run(ctx, "diff-tree", "-r", "-z", "--name-only", before, after)
 	c.hookFixed = git.SplitZ(changed)
-	sha, again := c.run(ctx, args)
+	sha, again := c.run(ctx, args, message)
 	if again != nil {
 		return "", fmt.Errorf("%w; staged what the hook changed (%s) and committed again: %w", err, summarize(c.hookFixed, 5), again)
 	}
@@ -854,9 +856,9 @@ func (c *committer) ownWorktree(path string) bool {
 // first; a tracked file needs no separate add.
 func (c *committer) commitPath(ctx context.Context, message, path string, dir bool) (string, error) {
 	spec := ":(top,literal)" + path
-	args := commitCmd("-m", message, "--", spec)
+	args := commitCmd("-F", "-", "--", spec)
 	if !dir {
-		sha, err := c.run(ctx, args)
+		sha, err := c.run(ctx, args, message)
 		var ge *git.Error
 		if err == nil || !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "did not match any file") {
 			return sha, err
@@ -865,22 +867,22 @@ func (c *committer) commitPath(ctx context.Context, message, path string, dir bo
 	if _, err := c.git(ctx, nil, "add", "-A", "--", spec); err != nil {
 		return "", fmt.Errorf("stage %s: %w", path, err)
 	}
-	return c.run(ctx, args)
+	return c.run(ctx, args, message)
 }
 
-// run runs a git command that commits, unattended: with commit.gpgSign
+// run runs a git command that commits, unattended, message on its stdin: with commit.gpgSign
 // on git signs, and a signing program (or the user's hook) that asks for
 // a passphrase would wait on the terminal for ever (git.RunUnattended).
 //
 // A hook that hangs (a network call, a tool that waits for a daemon) is
 // stopped at c.timeout, with everything it started.
-func (c *committer) run(ctx context.Context, args []string) (string, error) {
+func (c *committer) run(ctx context.Context, args []string, message string) (string, error) {
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	if out, err := c.repo.RunUnattended(ctx, c.env, nil, args...); err != nil {
+	if out, err := c.repo.RunUnattended(ctx, c.env, []byte(message), args...); err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return "", fmt.Errorf("commit: git commit - its hooks - ran longer than --timeout %s and was stopped", c.timeout)
 		}

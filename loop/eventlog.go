@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -77,4 +78,19 @@ func (r *run) keepEvents() (bool, error) {
 		return false, fmt.Errorf("event log %s: put back: %w", path, err)
 	}
 	return true, nil
+}
+
+// maxEventTitle bounds a story's title in an event: a line of the log over
+// events.MaxLine is one its readers (watch, report) skip, and a plan's
+// title can be any length.
+const maxEventTitle = 4 << 10
+
+// eventTitle is title as events record it: cut at maxEventTitle bytes
+// (whole UTF-8 characters), saying how much more there was.
+func eventTitle(title string) string {
+	if len(title) <= maxEventTitle {
+		return title
+	}
+	cut := strings.ToValidUTF8(title[:maxEventTitle], "")
+	return cut + fmt.Sprintf(" … [%d more bytes]", len(title)-len(cut))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/agent"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
+	"github.com/wiggum-dev/wiggum/internal/events"
 	"github.com/wiggum-dev/wiggum/internal/layout"
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/internal/proc"
@@ -356,5 +357,47 @@ func TestSummaryCountsSkippedOnce(t *testing.T) {
 	}
 	if !strings.Contains(out.b.String(), "1 story(ies) done, 3 skipped (US-1, US-2, US-3), 0 open") {
 		t.Errorf("the summary counts skipped stories as open:\n%s", out.b.String())
+	}
+}
+
+// A story title over what an argument can hold (128 KiB on Linux) is
+// committed all the same (the message goes to git on stdin), and the
+// events the run writes stay lines its own reader takes: the title in
+// them is cut, saying so.
+func TestHugeTitleCommitsAndStaysReadable(t *testing.T) {
+	st, _ := newRepo(t, 0)
+	title := strings.Repeat("T", 1<<20+10)
+	if err := os.WriteFile(st.Path("plan.md"), []byte("- [ ] US-1: "+title+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, st.Repo.Root, "commit", "-qam", "huge title")
+	p, err := plan.Resolve(st.Repo.Root, st.Repo.Root, plan.Source{File: "plan.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &writeCounter{}
+	o := opts(p, `cat >/dev/null; echo x > f`)
+	o.Out, o.MaxIter = out, 1
+	sum, err := Run(context.Background(), st, o)
+	if err != nil || len(sum.Completed) != 1 {
+		t.Fatalf("summary %+v, %v\n%.3000s", sum, err, out.b.String())
+	}
+	if msg := strings.TrimSpace(gitT(t, st.Repo.Root, "log", "-1", "--format=%s")); msg != "US-1: "+title {
+		t.Errorf("the commit's subject is not the whole title (%d bytes): ...%q", len(msg), msg[max(0, len(msg)-40):])
+	}
+	var titles []string
+	bad, err := events.Scan(st.Path(layout.RuntimeDir+"/events.jsonl"), func(ev events.Event) error {
+		if ev.Title != "" {
+			titles = append(titles, ev.Title)
+		}
+		return nil
+	})
+	if err != nil || bad.Lines != 0 || len(titles) != 2 {
+		t.Fatalf("the run's events: %d unreadable line(s), %d title(s), %v", bad.Lines, len(titles), err)
+	}
+	for _, tt := range titles {
+		if len(tt) > 8<<10 || !strings.HasPrefix(tt, "TTTT") || !strings.Contains(tt, "more bytes") {
+			t.Errorf("a title in the events is not cut, saying so: %d bytes, ends %q", len(tt), tt[max(0, len(tt)-60):])
+		}
 	}
 }

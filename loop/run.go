@@ -1420,7 +1420,7 @@ func closeNote(err error) string {
 func (r *run) logIteration(iter int, story *plan.Story, attempt int, result string, out outcome, backup string, took time.Duration, started time.Time, worker int) {
 	// One event per iteration: run.json says what is running now, so the
 	// log records only finished iterations (each append is a write under an flock).
-	fields := map[string]any{"iteration": iter, "story": story.ID, "title": story.Title, "attempt": attempt,
+	fields := map[string]any{"iteration": iter, "story": story.ID, "title": eventTitle(story.Title), "attempt": attempt,
 		"outcome": result, "duration_ms": took.Milliseconds(), "started": started.UTC().Format(time.RFC3339Nano)}
 	if worker > 0 {
 		fields["worker"] = worker
