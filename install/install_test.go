@@ -474,16 +474,16 @@ func TestGitRails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if none := GitRailsOf(repo); len(none.shims) > 0 || first(none.Broken(GitRailsOf(repo))) != "" {
+	if none := GitRailsOf(ctx, repo); len(none.shims) > 0 || first(none.Broken(GitRailsOf(ctx, repo))) != "" {
 		t.Fatal("rails without wiggum's git hooks")
 	}
 	if _, err := InstallGit(ctx, repo, false); err != nil {
 		t.Fatal(err)
 	}
-	before := GitRailsOf(repo)
+	before := GitRailsOf(ctx, repo)
 	prePush, postCommit := filepath.Join(repo.HooksDir, "pre-push"), filepath.Join(repo.HooksDir, "post-commit")
 	want := read(t, prePush)
-	if what, _ := before.Broken(GitRailsOf(repo)); what != "" {
+	if what, _ := before.Broken(GitRailsOf(ctx, repo)); what != "" {
 		t.Fatalf("unchanged, yet broken: %s", what)
 	}
 	if err := os.Remove(prePush); err != nil {
@@ -492,20 +492,20 @@ func TestGitRails(t *testing.T) {
 	if err := os.WriteFile(postCommit, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if what, restorable := before.Broken(GitRailsOf(repo)); what != "removed or changed wiggum's git hook(s) post-commit and pre-push" || !restorable {
+	if what, restorable := before.Broken(GitRailsOf(ctx, repo)); what != "removed or changed wiggum's git hook(s) post-commit and pre-push" || !restorable {
 		t.Fatalf("Broken = %q", what)
 	}
 	if err := before.Restore(repo); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(read(t, prePush), want) || first(before.Broken(GitRailsOf(repo))) != "" {
+	if !bytes.Equal(read(t, prePush), want) || first(before.Broken(GitRailsOf(ctx, repo))) != "" {
 		t.Fatal("the shims were not put back as they were")
 	}
 	if fi, err := os.Stat(prePush); err != nil || fi.Mode()&0o111 == 0 {
 		t.Fatalf("the restored shim is not executable: %v", err)
 	}
 	run(t, dir, "git", "config", "core.hooksPath", "/dev/null")
-	if what, restorable := before.Broken(GitRailsOf(repo)); !strings.Contains(what, "core.hooksPath") || restorable {
+	if what, restorable := before.Broken(GitRailsOf(ctx, repo)); !strings.Contains(what, "core.hooksPath") || restorable {
 		t.Fatalf("a hooksPath set by the attempt: Broken = %q", what)
 	}
 }
@@ -529,7 +529,7 @@ func TestGitRailsOtherHooks(t *testing.T) {
 	if err := os.WriteFile(own, []byte("#!/bin/sh\nmake lint\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	before := GitRailsOf(repo)
+	before := GitRailsOf(ctx, repo)
 	if err := os.WriteFile(own, []byte("#!/bin/sh\nmake lint\nrm -rf .ralph\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -540,7 +540,7 @@ func TestGitRailsOtherHooks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(repo.HooksDir, "pre-rebase.sample"), []byte("changed sample\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	after := GitRailsOf(repo)
+	after := GitRailsOf(ctx, repo)
 	if got := strings.Join(before.ChangedHooks(after), " "); got != "post-checkout pre-commit" {
 		t.Fatalf("ChangedHooks = %q", got)
 	}
@@ -553,7 +553,7 @@ func TestGitRailsOtherHooks(t *testing.T) {
 	if _, err := os.Stat(planted); !os.IsNotExist(err) {
 		t.Fatalf("the planted hook is still there: %v", err)
 	}
-	if got := before.ChangedHooks(GitRailsOf(repo)); len(got) != 0 {
+	if got := before.ChangedHooks(GitRailsOf(ctx, repo)); len(got) != 0 {
 		t.Fatalf("after RestoreHooks: %v", got)
 	}
 }
@@ -571,13 +571,13 @@ func TestGitRailsRemoveAddedCommands(t *testing.T) {
 	if _, err := repo.Run(ctx, "config", "credential.helper", "store"); err != nil {
 		t.Fatal(err)
 	}
-	before := GitRailsOf(repo)
+	before := GitRailsOf(ctx, repo)
 	for _, kv := range [][2]string{{"core.fsmonitor", "rm -rf .ralph; false"}, {"filter.x.clean", "cat"}, {"core.fsmonitor2", "not a command"}, {"user.name", "agent"}} {
 		if _, err := repo.Run(ctx, "config", kv[0], kv[1]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	after := GitRailsOf(repo)
+	after := GitRailsOf(ctx, repo)
 	added := strings.Join(before.AddedCommands(after), "; ")
 	if !strings.Contains(added, "core.fsmonitor = rm -rf .ralph; false") || !strings.Contains(added, "filter.x.clean = cat") || strings.Contains(added, "credential") || strings.Contains(added, "user.name") {
 		t.Fatalf("AddedCommands = %q", added)
@@ -587,7 +587,7 @@ func TestGitRailsRemoveAddedCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if left := before.AddedCommands(GitRailsOf(repo)); len(left) != 0 {
+	if left := before.AddedCommands(GitRailsOf(ctx, repo)); len(left) != 0 {
 		t.Fatalf("left in the config: %v", left)
 	}
 	if out, _ := repo.Line(ctx, "config", "credential.helper"); out != "store" {

@@ -1,7 +1,6 @@
 package install
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -23,17 +22,25 @@ import (
 )
 
 // GitRails is wiggum's git hooks as the repository has them at one moment:
-// the content of each of its shims, and the core.hooksPath lines of the
-// shared config (read from the file: a git process for it would cost every
-// iteration). Git hooks are not in the working tree, so a rollback does
-// not bring back a shim an attempt deleted or a hooksPath it set; the loop
-// compares before and after, and puts the shims back.
+// the content of each of its shims, and the core.hooksPath settings of the
+// repository's config. Git hooks are not in the working tree, so a
+// rollback does not bring back a shim an attempt deleted or a hooksPath
+// it set; the loop compares before and after, and puts the shims back.
 //
-// It holds, too, the settings of the repository's config (and the
-// worktree's) whose values git runs as commands (guard.CommandKey): one an
-// attempt adds - core.fsmonitor, a filter - would run in wiggum's own git
-// commands and in every later session, seen by no hook.
+// It holds, too, the settings git reads for the repository whose values
+// git runs as commands (guard.CommandKey): one an attempt adds -
+// core.fsmonitor, a filter - would run in wiggum's own git commands and
+// in every later session, seen by no hook.
+//
+// The config is git's own reading of it (configOf), not a parse of its
+// files: one that differed from git's - an inline comment, quotes in a
+// value, a setting on a section's header line, a file only git knows it
+// reads (config.worktree, an include) - would let a setting git runs
+// through unseen.
 type GitRails struct {
+	// err: git could not read the config (a line it cannot parse); the
+	// config settings below are then unknown, not unset.
+	err       error
 	shims     map[string][]byte
 	hooksPath string
 	commands  []configEntry
@@ -47,8 +54,8 @@ type GitRails struct {
 	// The user's git config (~/.gitconfig, the XDG one, or
 	// GIT_CONFIG_GLOBAL's): its command settings are in commands too (git
 	// runs them in every repository); globalHooksPath is its
-	// core.hooksPath lines, which send every repository's hooks elsewhere
-	// when the repository sets none.
+	// core.hooksPath settings, which send every repository's hooks
+	// elsewhere when the repository sets none.
 	globalHooksPath string
 	// ignore is the user's global ignore file (core.excludesFile, or the
 	// XDG git/ignore) and its content: a pattern an attempt adds there
@@ -61,21 +68,6 @@ type GitRails struct {
 // maxIgnore bounds the global ignore file GitRailsOf reads whole.
 const maxIgnore = 1 << 20
 
-// globalConfigFiles are the user's git config files, as git reads them.
-func globalConfigFiles(home string) []string {
-	if f := os.Getenv("GIT_CONFIG_GLOBAL"); f != "" {
-		return []string{f}
-	}
-	var out []string
-	if xdg := xdgConfig(home); xdg != "" {
-		out = append(out, filepath.Join(xdg, "git", "config"))
-	}
-	if home != "" {
-		out = append(out, filepath.Join(home, ".gitconfig"))
-	}
-	return out
-}
-
 func xdgConfig(home string) string {
 	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
 		return x
@@ -86,45 +78,41 @@ func xdgConfig(home string) string {
 	return filepath.Join(home, ".config")
 }
 
-// configEntry is one setting of a config file.
+// configEntry is one setting of a config file, as git reads it: its
+// scope (git config --show-scope: system, global, local, worktree), its
+// file, its key (section and name lowercased, a subsection as written)
+// and its value.
 type configEntry struct {
-	file, key, value string
+	scope, file, key, value string
 }
 
 func (c configEntry) String() string { return c.key + " = " + c.value }
 
 // GitRailsOf reads the repository's git rails.
-func GitRailsOf(repo *git.Repo) GitRails {
+func GitRailsOf(ctx context.Context, repo *git.Repo) GitRails {
 	g := GitRails{shims: map[string][]byte{}}
-	for i, f := range []string{filepath.Join(repo.CommonDir, "config"), filepath.Join(repo.GitDir, "config.worktree")} {
-		data, _ := os.ReadFile(f)
-		if i == 0 {
-			g.hooksPath = hooksPathLines(data)
-		}
-		// One read of the file for both: the commands and the settings.
-		for _, e := range configEntries(f, data) {
-			if guard.CommandKey(strings.ToLower(e.key), e.value) {
-				g.commands = append(g.commands, e)
-			}
-			if settingKey(strings.ToLower(e.key)) {
-				g.settings = append(g.settings, e)
-			}
-		}
-	}
 	home, _ := os.UserHomeDir()
-	xdg := xdgConfig(home)
-	if xdg != "" {
+	if xdg := xdgConfig(home); xdg != "" {
 		g.ignore = filepath.Join(xdg, "git", "ignore")
 	}
-	for _, f := range globalConfigFiles(home) {
-		data, _ := os.ReadFile(f)
-		if hp := hooksPathLines(data); hp != "" {
-			g.globalHooksPath += f + ": " + hp + "\n"
+	var entries []configEntry
+	entries, g.err = configOf(ctx, repo)
+	for _, e := range entries {
+		k := strings.ToLower(e.key)
+		if guard.CommandKey(k, e.value) {
+			g.commands = append(g.commands, e)
 		}
-		for _, e := range configEntries(f, data) {
-			k := strings.ToLower(e.key)
-			if guard.CommandKey(k, e.value) {
-				g.commands = append(g.commands, e)
+		switch e.scope {
+		case "local", "worktree":
+			if settingKey(k) {
+				g.settings = append(g.settings, e)
+			}
+			if k == "core.hookspath" {
+				g.hooksPath += e.file + ": " + e.value + "\n"
+			}
+		case "global":
+			if k == "core.hookspath" {
+				g.globalHooksPath += e.file + ": " + e.value + "\n"
 			}
 			if k == "core.excludesfile" {
 				g.ignore = e.value
@@ -171,10 +159,15 @@ func (g GitRails) Broken(after GitRails) (what string, restorable bool) {
 	if len(g.shims) == 0 {
 		return "", true
 	}
-	if g.hooksPath != after.hooksPath {
-		return "changed core.hooksPath in the repository's git config, so git no longer runs wiggum's hooks", false
+	known := g.err == nil && after.err == nil // else the settings are unknown (ConfigErr)
+	if known && g.hooksPath != after.hooksPath {
+		now := strings.ReplaceAll(strings.TrimSpace(after.hooksPath), "\n", "; ")
+		if now == "" {
+			now = "unset, was " + strings.ReplaceAll(strings.TrimSpace(g.hooksPath), "\n", "; ")
+		}
+		return "changed core.hooksPath in the repository's git config (" + now + "), so git no longer runs wiggum's hooks", false
 	}
-	if g.hooksPath == "" && g.globalHooksPath != after.globalHooksPath {
+	if known && g.hooksPath == "" && g.globalHooksPath != after.globalHooksPath {
 		return "changed core.hooksPath in your own git config (" + strings.TrimSpace(after.globalHooksPath+" "+g.globalHooksPath) +
 			"), so git runs no repository's hooks there, wiggum's included - in every repository of yours: undo it (git config --global --unset core.hooksPath)", false
 	}
@@ -207,20 +200,6 @@ func (g GitRails) Restore(repo *git.Repo) error {
 		}
 	}
 	return nil
-}
-
-// hooksPathLines returns the lines of a git config file's content that set
-// hooksPath, as written; "" when there are none.
-func hooksPathLines(data []byte) string {
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if k, _, ok := strings.Cut(line, "="); ok && strings.EqualFold(strings.TrimSpace(k), "hookspath") {
-			out = append(out, line)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // IgnoreChanged reports whether the user's global ignore file changed
@@ -274,6 +253,11 @@ func (g GitRails) RestoreIgnore() error {
 	return renameio.WriteFile(g.ignore, g.ignoreData, 0o644)
 }
 
+// ConfigErr says why git could not read the config when g was read (a
+// line it cannot parse); nil when it could. The config's settings are
+// then unknown: nothing of them is compared or put back.
+func (g GitRails) ConfigErr() error { return g.err }
+
 // AddedCommands lists the command settings after has that g had not.
 func (g GitRails) AddedCommands(after GitRails) []string {
 	var added []string
@@ -286,84 +270,68 @@ func (g GitRails) AddedCommands(after GitRails) []string {
 }
 
 // RemoveAdded takes the command settings after has that g had not out of
-// their config files (git config --file: no index, no fsmonitor). In a
-// parallel run every worker sees the shared config's settings: one may
-// take a setting out before another tries, or hold the config's lock
-// while it does; a setting already gone is done, a held lock is waited
-// for.
+// their config files (git config --file: no index, no fsmonitor), and
+// asks git again: a setting git still reads is an error, never taken for
+// gone. In a parallel run every worker sees the shared config's settings:
+// one may take a setting out before another tries (git then finds none
+// to unset, which is no error), or hold the config's lock while it does
+// (waited for).
 func (g GitRails) RemoveAdded(ctx context.Context, repo *git.Repo, after GitRails) error {
+	var added []configEntry
 	for _, c := range after.commands {
 		if slices.Contains(g.commands, c) {
 			continue
 		}
-		var err error
-		for try := 0; try < 20; try++ {
-			data, _ := os.ReadFile(c.file)
-			if !slices.Contains(commandEntries(c.file, data), c) {
-				err = nil
-				break
-			}
-			_, err = repo.Run(ctx, "config", "--file", c.file, "--fixed-value", "--unset-all", c.key, c.value)
-			var ge *git.Error
-			if err == nil || (errors.As(err, &ge) && ge.Status() == 5) {
-				err = nil // taken out, or already gone
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if err != nil {
+		added = append(added, c)
+		err := configLocked(ctx, repo, "config", "--file", c.file, "--fixed-value", "--unset-all", c.key, c.value)
+		var ge *git.Error
+		if err != nil && !(errors.As(err, &ge) && ge.Status() == 5) {
 			return err
 		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	now, err := configOf(ctx, repo)
+	if err != nil {
+		return err
+	}
+	var left []string
+	for _, c := range added {
+		if slices.Contains(now, c) {
+			left = append(left, c.String()+" (in "+c.file+")")
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("git still reads %s: take it out of the file by hand", strings.Join(left, "; "))
 	}
 	return nil
 }
 
-// commandEntries reads the settings of a git config file (path, its
-// content data) whose values git runs as commands. Sections ([core],
-// [filter "x"], [a.b]) and keys are read as git does, values unquoted; a
-// line continued with a backslash is joined.
-func commandEntries(path string, data []byte) []configEntry {
-	var out []configEntry
-	for _, e := range configEntries(path, data) {
-		if guard.CommandKey(strings.ToLower(e.key), e.value) {
-			out = append(out, e)
-		}
+// configOf is every setting git reads for the repository, as git reads
+// it (git config --list: the system's, the user's, the repository's and
+// the worktree's config, and the files they include), in git's order.
+// Settings given on git's command line (wiggum's own, GIT_CONFIG_*) are
+// left out: they are no file's.
+func configOf(ctx context.Context, repo *git.Repo) ([]configEntry, error) {
+	out, err := repo.Run(ctx, "config", "--list", "-z", "--show-scope", "--show-origin")
+	if err != nil {
+		return nil, fmt.Errorf("read the git config: %w", err)
 	}
-	return out
-}
-
-// configEntries reads every setting of a git config file (path, its
-// content data): section and name lowercased, a subsection as written.
-func configEntries(path string, data []byte) []configEntry {
-	var out []configEntry
-	section := ""
-	lines := strings.Split(strings.ReplaceAll(string(data), "\\\n", ""), "\n")
-	for _, raw := range lines {
-		line := strings.TrimSpace(raw)
-		if line == "" || line[0] == '#' || line[0] == ';' {
+	f := strings.Split(out, "\x00")
+	var es []configEntry
+	for i := 0; i+2 < len(f); i += 3 {
+		file, ok := strings.CutPrefix(f[i+1], "file:")
+		if !ok || f[i] == "command" {
 			continue
 		}
-		if line[0] == '[' {
-			head, rest, _ := strings.Cut(line[1:], "]")
-			line = strings.TrimSpace(rest)
-			name, sub, quoted := strings.Cut(head, " ")
-			section = strings.ToLower(strings.TrimSpace(name))
-			if quoted {
-				section += "." + strings.Trim(strings.TrimSpace(sub), `"`)
-			}
-			if line == "" || line[0] == '#' || line[0] == ';' {
-				continue
-			}
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(repo.Root, file) // git runs at the top of the tree
 		}
-		k, v, _ := strings.Cut(line, "=")
-		key := section + "." + strings.ToLower(strings.TrimSpace(k))
-		v = strings.TrimSpace(v)
-		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-			v = v[1 : len(v)-1]
-		}
-		out = append(out, configEntry{file: path, key: key, value: v})
+		k, v, _ := strings.Cut(f[i+2], "\n")
+		es = append(es, configEntry{scope: f[i], file: file, key: k, value: v})
 	}
-	return out
+	return es, nil
 }
 
 // settingKey reports whether key (lowercased) changes how git makes
@@ -417,7 +385,7 @@ func newRemote(k fileKey, before []configEntry) bool {
 // changed.
 func (g GitRails) ChangedSettings(after GitRails) []string {
 	var out []string
-	for _, k := range changedKeys(g.settings, after.settings) {
+	for _, k := range g.changedKeys(after) {
 		now := "unset"
 		if vs := values(after.settings, k); len(vs) > 0 {
 			now = "= " + strings.Join(vs, ", ")
@@ -431,7 +399,7 @@ func (g GitRails) ChangedSettings(after GitRails) []string {
 // them, in their own config files (git config --file: no index, no
 // fsmonitor).
 func (g GitRails) RestoreSettings(ctx context.Context, repo *git.Repo, after GitRails) error {
-	for _, k := range changedKeys(g.settings, after.settings) {
+	for _, k := range g.changedKeys(after) {
 		err := configLocked(ctx, repo, "config", "--file", k.file, "--unset-all", k.key)
 		var ge *git.Error
 		if err != nil && !(errors.As(err, &ge) && ge.Status() == 5) {
@@ -465,7 +433,11 @@ type fileKey struct{ file, key string }
 
 // changedKeys lists the file and key pairs whose values differ between a
 // and b, in the order they first appear.
-func changedKeys(a, b []configEntry) []fileKey {
+func (g GitRails) changedKeys(after GitRails) []fileKey {
+	if g.err != nil || after.err != nil {
+		return nil
+	}
+	a, b := g.settings, after.settings
 	var out []fileKey
 	for _, e := range append(append([]configEntry{}, a...), b...) {
 		k := fileKey{e.file, e.key} // section and name lowercased, a subsection as written (configEntries)

@@ -26,7 +26,7 @@ func TestRestoreSettingsPutsBackWhatChanged(t *testing.T) {
 	run(t, dir, "git", "config", "--add", "remote.Up.pushurl", "https://example.com/p1.git")
 	run(t, dir, "git", "config", "--add", "remote.Up.pushurl", "https://example.com/p2.git")
 	run(t, dir, "git", "config", "http.sslVerify", "true")
-	before := GitRailsOf(repo)
+	before := GitRailsOf(ctx, repo)
 
 	run(t, dir, "git", "remote", "set-url", "Up", "https://elsewhere.example/a.git")
 	run(t, dir, "git", "config", "--unset-all", "remote.Up.pushurl")
@@ -35,7 +35,7 @@ func TestRestoreSettingsPutsBackWhatChanged(t *testing.T) {
 	run(t, dir, "git", "config", "commit.gpgSign", "true")
 	run(t, dir, "git", "remote", "add", "new", "https://example.com/new.git")
 	run(t, dir, "git", "config", "core.editor", "vi")
-	after := GitRailsOf(repo)
+	after := GitRailsOf(ctx, repo)
 
 	changed := strings.Join(before.ChangedSettings(after), "; ")
 	for _, want := range []string{
@@ -71,7 +71,7 @@ func TestRestoreSettingsPutsBackWhatChanged(t *testing.T) {
 			t.Errorf("%s still set: %q", key, out)
 		}
 	}
-	if got := before.ChangedSettings(GitRailsOf(repo)); len(got) != 0 {
+	if got := before.ChangedSettings(GitRailsOf(ctx, repo)); len(got) != 0 {
 		t.Errorf("after the restore, still changed: %v", got)
 	}
 }
@@ -97,7 +97,7 @@ func TestGlobalGitConfigIsRead(t *testing.T) {
 	if _, err := InstallGit(ctx, repo, false); err != nil {
 		t.Fatal(err)
 	}
-	before := GitRailsOf(repo)
+	before := GitRailsOf(ctx, repo)
 	run(t, dir, "git", "config", "--global", "core.fsmonitor", "touch /tmp/x")
 	run(t, dir, "git", "config", "--global", "core.hooksPath", "/dev/null")
 	// Claude Code's own line for its settings.local.json is no change.
@@ -107,13 +107,13 @@ func TestGlobalGitConfigIsRead(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ".config", "git", "ignore"), []byte("**/.claude/settings.local.json\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if f := before.IgnoreChanged(GitRailsOf(repo)); f != "" {
+	if f := before.IgnoreChanged(GitRailsOf(ctx, repo)); f != "" {
 		t.Errorf("claude's own ignore line is taken for a change: %q", f)
 	}
 	if err := os.WriteFile(filepath.Join(home, ".config", "git", "ignore"), []byte("**/.claude/settings.local.json\n*.go\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	after := GitRailsOf(repo)
+	after := GitRailsOf(ctx, repo)
 	if added := strings.Join(before.AddedCommands(after), "; "); !strings.Contains(added, "core.fsmonitor = touch /tmp/x (in "+filepath.Join(home, ".gitconfig")+")") {
 		t.Errorf("the global command setting is not seen: %q", added)
 	}
@@ -150,9 +150,9 @@ func TestRestoreSettingsPutsBackARenamedRemote(t *testing.T) {
 	}
 	run(t, dir, "git", "remote", "add", "origin", "https://example.com/a.git")
 	run(t, dir, "git", "config", "remote.origin.tagOpt", "--no-tags")
-	before := GitRailsOf(repo)
+	before := GitRailsOf(ctx, repo)
 	run(t, dir, "git", "remote", "rename", "origin", "upstream")
-	after := GitRailsOf(repo)
+	after := GitRailsOf(ctx, repo)
 	if err := before.RestoreSettings(ctx, repo, after); err != nil {
 		t.Fatal(err)
 	}
@@ -164,5 +164,81 @@ func TestRestoreSettingsPutsBackARenamedRemote(t *testing.T) {
 		if got, _ := repo.Run(ctx, "config", "--get-all", key); strings.TrimSpace(got) != want {
 			t.Errorf("%s = %q, want %q", key, strings.TrimSpace(got), want)
 		}
+	}
+}
+
+// A command setting is read as git reads it - an inline comment, quotes
+// in the middle of the value, a subsection with a "]" - so the one an
+// attempt plants is named with the value git runs and taken out; git no
+// longer has it afterwards.
+func TestAddedCommandsAsGitReadsThem(t *testing.T) {
+	dir := gitRepo(t)
+	ctx := context.Background()
+	repo, err := git.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := GitRailsOf(ctx, repo)
+	f, err := os.OpenFile(filepath.Join(dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("[core]\n\tfsmonitor = /tmp/evil.sh ; a comment\n[filter \"a]b\"]\n\tclean = /tmp/\"evil 2.sh\" # another\n")
+	f.Close()
+	after := GitRailsOf(ctx, repo)
+	added := strings.Join(before.AddedCommands(after), "; ")
+	for _, want := range []string{"core.fsmonitor = /tmp/evil.sh (in ", "filter.a]b.clean = /tmp/evil 2.sh (in "} {
+		if !strings.Contains(added, want) {
+			t.Errorf("AddedCommands lacks %q: %q", want, added)
+		}
+	}
+	if err := before.RemoveAdded(ctx, repo, after); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := repo.Run(ctx, "config", "--local", "--get-regexp", "fsmonitor|filter"); err == nil {
+		t.Fatalf("git still has the planted settings:\n%s", out)
+	}
+}
+
+// core.hooksPath is seen wherever git reads it for the repository: on a
+// section's header line, and in the worktree's config.worktree once
+// extensions.worktreeConfig is on.
+func TestHooksPathAsGitReadsIt(t *testing.T) {
+	ctx := context.Background()
+	for name, plant := range map[string]func(dir string){
+		"header line": func(dir string) {
+			f, err := os.OpenFile(filepath.Join(dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString("[core] hooksPath = /dev/null\n")
+			f.Close()
+		},
+		"config.worktree": func(dir string) {
+			run(t, dir, "git", "config", "extensions.worktreeConfig", "true")
+			if err := os.WriteFile(filepath.Join(dir, ".git", "config.worktree"), []byte("[core]\n\thooksPath = /dev/null\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := gitRepo(t)
+			repo, err := git.Open(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := InstallGit(ctx, repo, false); err != nil {
+				t.Fatal(err)
+			}
+			before := GitRailsOf(ctx, repo)
+			plant(dir)
+			if got := run(t, dir, "git", "config", "core.hooksPath"); got != "/dev/null" {
+				t.Fatalf("git does not read the planted hooksPath: %q", got)
+			}
+			if what, restorable := before.Broken(GitRailsOf(ctx, repo)); !strings.Contains(what, "core.hooksPath in the repository's git config (") ||
+				!strings.Contains(what, ": /dev/null)") || restorable {
+				t.Fatalf("Broken = %q, %v", what, restorable)
+			}
+		})
 	}
 }

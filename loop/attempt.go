@@ -521,7 +521,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	if r.opts.VerifyHooks {
 		hc = e.newHookCheck(&env, stopAgent)
 	}
-	before := e.readRails()
+	before := e.readRails(ctx)
 	r.gitAtStartOnce.Do(func() { r.gitAtStart = before.git })
 	obs := e.observe(iter, story.ID)
 	defer obs.close()
@@ -897,13 +897,15 @@ type rails struct {
 	git   install.GitRails
 }
 
-func (e *executor) readRails() rails {
+func (e *executor) readRails(ctx context.Context) rails {
 	var r rails
 	if e.run.opts.VerifyHooks {
 		home, _ := os.UserHomeDir()
 		r.agent = agent.RailsOf(e.run.opts.Agent.Name, e.st.Repo.Root, home)
 	}
-	r.git = install.GitRailsOf(e.st.Repo)
+	// Read after an interrupt too: what the attempt planted in the git
+	// config is taken out before wiggum's own git runs.
+	r.git = install.GitRailsOf(context.WithoutCancel(ctx), e.st.Repo)
 	return r
 }
 
@@ -916,7 +918,7 @@ func (e *executor) readRails() rails {
 // startup says which shell startup file in the home directory the attempt
 // changed: that fails it too, and the run must stop for the person to look.
 func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, startup string) {
-	after := e.readRails()
+	after := e.readRails(ctx)
 	var parts, putBack []string
 	if startup = before.agent.StartupChanged(after.agent); startup != "" {
 		parts = append(parts, startup)
@@ -1026,6 +1028,13 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 		} else {
 			e.disp.printf("  git hook(s) %s put back as before the attempt", strings.Join(changed, ", "))
 		}
+	}
+	if err := after.git.ConfigErr(); err != nil && before.git.ConfigErr() == nil {
+		// What it holds is unknown, so nothing of it is compared or put
+		// back: the person must look.
+		what := "left a git config git cannot read (" + err.Error() + ")"
+		parts = append(parts, what)
+		gone = what
 	}
 	if added := before.git.AddedCommands(after.git); len(added) > 0 {
 		// Taken out before anything of wiggum's runs git on the tree (the
