@@ -506,6 +506,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	// supervisor starts it in a session of its own), and gpg and ssh
 	// are not pointed at one either.
 	env = git.UnattendedEnv(env)
+	env = e.ownMultiplexers(env)
 	if r.opts.GitShim != "" {
 		env = prependPath(env, r.opts.GitShim)
 		if os.Getenv(layout.AllowPushEnv) != "1" {
@@ -843,6 +844,34 @@ func (e *executor) deletedTests(ctx context.Context) ([]string, error) {
 		gone = slices.DeleteFunc(gone, func(p string) bool { return names[path.Base(p)] })
 	}
 	return gone, nil
+}
+
+// multiplexerEnv are the variables that name the person's terminal
+// multiplexer session (tmux, screen, zellij): a client started with them
+// talks to that session's server.
+var multiplexerEnv = []string{"TMUX", "TMUX_PANE", "STY", "ZELLIJ", "ZELLIJ_SESSION_NAME", "ZELLIJ_PANE_ID"}
+
+// ownMultiplexers keeps the person's terminal multiplexers out of the
+// agent's (and the gate's) reach. A window opened in their tmux or screen
+// runs as that server's child, not the agent's: no process group or
+// subreaper of wiggum's holds it, and it runs on after the attempt and
+// after the run, the lock free (a push then meets no session). env
+// names no session of theirs, and points the socket directories at one
+// of the run's own: a server the agent starts is its own descendant,
+// reaped with it. A client given a socket path outright (tmux -S) is not
+// held back.
+func (e *executor) ownMultiplexers(env []string) []string {
+	env = slices.DeleteFunc(env, func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(multiplexerEnv, name) || name == "TMUX_TMPDIR" || name == "SCREENDIR" || name == "ZELLIJ_SOCKET_DIR"
+	})
+	// Made private (screen refuses a SCREENDIR others can read); if it
+	// cannot be made, the agent's tmux fails to start, reaching no one.
+	dir := e.st.Path(layout.RuntimeDir + "/" + layout.MuxDir)
+	if err := os.MkdirAll(dir, 0o700); err == nil {
+		os.Chmod(dir, 0o700)
+	}
+	return append(env, "TMUX_TMPDIR="+dir, "SCREENDIR="+dir, "ZELLIJ_SOCKET_DIR="+dir)
 }
 
 // gateEnv is env for --test-cmd: with CI=true unless the person set CI

@@ -50,6 +50,9 @@ const (
 	// HookRollbacksDir holds one file per test-failure rollback an agent's
 	// hook has begun and not finished (session.BeginHookRollback).
 	HookRollbacksDir = "hook-rollbacks"
+	// MuxDir is where the agent's tmux, screen and zellij keep their
+	// sockets: servers of its own, never the person's.
+	MuxDir = "mux"
 )
 
 // SessionEnv is exported by the lock holder to everything it starts
