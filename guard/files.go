@@ -192,7 +192,7 @@ func (w *walk) protected(p string) string {
 		if abs == "" {
 			continue
 		}
-		if why := w.g.userGitConfigWhy(abs); why != "" {
+		if why := w.g.personsConfigWhy(abs); why != "" {
 			return why
 		}
 		if rel, err := filepath.Rel(w.g.p.Root, abs); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {

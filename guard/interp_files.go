@@ -138,7 +138,7 @@ func (g *guard) interpPathWhy(p string) string {
 			}
 		}
 	}
-	if why := g.userGitConfigWhy(abs); why != "" {
+	if why := g.personsConfigWhy(abs); why != "" {
 		return why
 	}
 	if what := g.precious(abs); what != "" {

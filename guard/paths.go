@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -38,6 +39,56 @@ func (g *guard) protectedState(p string) string {
 		}
 	}
 	return ""
+}
+
+// personsConfigWhy explains why the agent must not write abs, or "": the
+// person's own git config (userGitConfigWhy) or Go's environment file.
+func (g *guard) personsConfigWhy(abs string) string {
+	if why := g.userGitConfigWhy(abs); why != "" {
+		return why
+	}
+	if abs == "" || g.p.Home == "" {
+		return ""
+	}
+	abs = filepath.Clean(abs)
+	if abs == GoEnvFile(g.p.Home) || abs == filepath.Join(g.p.Home, ".config", "go", "env") {
+		return goEnvWhy
+	}
+	return ""
+}
+
+// goEnvWhy is why neither go env -w nor a write to Go's environment file
+// is allowed.
+const goEnvWhy = "that is your own Go environment (go env -w writes it), read by every go command and kept after the session (GOFLAGS=-run=^$ there makes every go test run nothing, wiggum's gate's included); set the variable for one command instead (GOFLAGS=... go test ./...)"
+
+// GoEnvFile is the file `go env -w` writes and every go command reads
+// (go env GOENV): $GOENV, else go/env in the user's config directory as
+// os.UserConfigDir finds it, with home as the home directory; "" when
+// there is none (GOENV=off, no config directory).
+func GoEnvFile(home string) string {
+	if f := os.Getenv("GOENV"); f != "" {
+		if f == "off" {
+			return ""
+		}
+		return f
+	}
+	var dir string
+	switch runtime.GOOS {
+	case "windows":
+		dir = os.Getenv("AppData")
+	case "darwin", "ios":
+		if home != "" {
+			dir = filepath.Join(home, "Library", "Application Support")
+		}
+	default:
+		if dir = os.Getenv("XDG_CONFIG_HOME"); dir == "" && home != "" {
+			dir = filepath.Join(home, ".config")
+		}
+	}
+	if !filepath.IsAbs(dir) {
+		return ""
+	}
+	return filepath.Join(dir, "go", "env")
 }
 
 // userGitConfigWhy explains why the agent must not write abs, or "": the

@@ -208,6 +208,8 @@ func (w *walk) command(c *syntax.CallExpr, args []string, hop int) {
 		w.git(rest)
 	case isForge(base):
 		w.forge(base, rest)
+	case base == "go" && goEnvWrites(rest):
+		w.g.verdict(Deny, "go %s changes your own Go environment, read by every go command and kept after the session (GOFLAGS=-run=^$ there makes every go test run nothing, wiggum's gate's included); set the variable for one command instead (GOFLAGS=... go test ./...)", printable(strings.Join(rest, " ")))
 	case base == "make" || base == "gmake":
 		w.makeGoals(rest)
 		w.files(base, rest)
@@ -225,4 +227,24 @@ func (w *walk) command(c *syntax.CallExpr, args []string, hop int) {
 		}
 		w.files(base, rest)
 	}
+}
+
+// goEnvWrites reports whether go's arguments rest are go env -w or -u
+// (after go's own -C DIR, in any of the flag package's spellings).
+func goEnvWrites(rest []string) bool {
+	if len(rest) > 1 && rest[0] == "-C" {
+		rest = rest[2:]
+	} else if len(rest) > 0 && (strings.HasPrefix(rest[0], "-C=") || strings.HasPrefix(rest[0], "--C=")) {
+		rest = rest[1:]
+	}
+	if len(rest) == 0 || rest[0] != "env" {
+		return false
+	}
+	for _, a := range rest[1:] {
+		name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if strings.HasPrefix(a, "-") && (name == "w" || name == "u") {
+			return true
+		}
+	}
+	return false
 }

@@ -928,9 +928,13 @@ type rails struct {
 
 func (e *executor) readRails(ctx context.Context) rails {
 	var r rails
+	home, _ := os.UserHomeDir()
 	if e.run.opts.VerifyHooks {
-		home, _ := os.UserHomeDir()
 		r.agent = agent.RailsOf(e.run.opts.Agent.Name, e.st.Repo.Root, home)
+	} else {
+		// No hooks to check, but wiggum's own gate reads the tools'
+		// configs whatever the agent.
+		r.agent = agent.ToolRailsOf(home)
 	}
 	// Read after an interrupt too: what the attempt planted in the git
 	// config is taken out before wiggum's own git runs.
@@ -951,6 +955,16 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 	var parts, putBack []string
 	if startup = before.agent.StartupChanged(after.agent); startup != "" {
 		parts = append(parts, startup)
+	}
+	if f, what := before.agent.GoEnvChanged(after.agent); what != "" {
+		// Outside the tree, no rollback reaches it; go env -w wrote it,
+		// and it is written back.
+		parts = append(parts, what)
+		if err := before.agent.RestoreGoEnv(); err != nil {
+			gone = what + " (and putting it back failed: " + err.Error() + ")"
+		} else {
+			e.disp.printf("  %s: put back as before the attempt", f)
+		}
 	}
 	if what, files := before.agent.Broken(after.agent); what != "" {
 		parts = append(parts, what)

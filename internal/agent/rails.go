@@ -3,7 +3,9 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/google/renameio/v2"
+
+	"github.com/wiggum-dev/wiggum/guard"
 )
 
 // Rails is what makes an agent's wiggum hooks run, as its settings files
@@ -33,6 +37,11 @@ type Rails struct {
 	// startup: the home directory's shell startup files as read (nil
 	// for a missing one), for an agent whose shell reads them.
 	startup map[string][]byte
+	// goEnv: Go's environment file (go env -w writes it; every go
+	// command reads it, wiggum's go test gate's too) and its content, nil
+	// when missing; goEnv is "" when there is none to watch.
+	goEnv     string
+	goEnvData []byte
 }
 
 // shellStartup are the shell startup files in the home directory. Claude
@@ -51,21 +60,43 @@ var toolConfigs = []string{".npmrc"}
 // files (gemini runs bash -c, which reads none).
 var readsStartup = map[string]bool{"claude": true, "codex": true}
 
-// RailsOf reads the agent's rails in the project at root and the home
-// directory. Agents wiggum installs no hooks for have none.
-func RailsOf(agent, root, home string) Rails {
+// ToolRailsOf reads the rails every agent has, a --agent-cmd's too: the
+// home directory's configs of the tools wiggum's own --test-cmd gate
+// runs. npm's user config (a script-shell or node-options there runs a
+// command in wiggum's gate and every later npm of the person's), and
+// Go's environment file (a GOFLAGS=-run=^$ there makes go test run no
+// test, and the gate pass).
+func ToolRailsOf(home string) Rails {
 	r := Rails{entries: map[string][]string{}, foreign: map[string][]string{}, files: map[string][]byte{}, startup: map[string][]byte{}}
-	if !HasHooks(agent) {
-		return r
-	}
 	if home != "" {
-		// Every agent: wiggum's own --test-cmd gate runs npm, which reads
-		// it (a script-shell or node-options there runs a command in
-		// wiggum's gate and every later npm of the person's).
 		for _, f := range toolConfigs {
 			data, _ := os.ReadFile(filepath.Join(home, f))
 			r.startup[filepath.Join(home, f)] = data
 		}
+	}
+	if f := guard.GoEnvFile(home); f != "" {
+		// Through a link (a dotfiles repository's file) to the file
+		// itself, which Restore writes.
+		if real, err := filepath.EvalSymlinks(f); err == nil {
+			f = real
+		}
+		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
+			r.goEnv = f
+			r.goEnvData, _ = os.ReadFile(f)
+		} else if errors.Is(err, fs.ErrNotExist) {
+			r.goEnv = f
+		}
+	}
+	return r
+}
+
+// RailsOf reads the agent's rails in the project at root and the home
+// directory: ToolRailsOf's, and for an agent wiggum installs hooks for,
+// its settings and shell startup files.
+func RailsOf(agent, root, home string) Rails {
+	r := ToolRailsOf(home)
+	if !HasHooks(agent) {
+		return r
 	}
 	if readsStartup[agent] && home != "" {
 		for _, f := range shellStartup {
@@ -209,6 +240,32 @@ func (r Rails) StartupChanged(after Rails) string {
 			", whose settings (script-shell, node-options) run commands in wiggum's own test gate and every later npm of yours")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// GoEnvChanged says whether after finds Go's environment file changed:
+// the file, and what the attempt did (the lines it gained); "" when it
+// did not change. RestoreGoEnv puts it back.
+func (r Rails) GoEnvChanged(after Rails) (file, what string) {
+	if r.goEnv == "" || r.goEnv != after.goEnv || sameContent(r.goEnvData, after.goEnvData) {
+		return "", ""
+	}
+	return r.goEnv, "changed Go's environment file " + r.goEnv + newLines(r.goEnvData, after.goEnvData) +
+		", which every go command reads - wiggum's go test gate's, and yours after the run (a GOFLAGS there can make go test run no test)"
+}
+
+// RestoreGoEnv writes Go's environment file back as r read it (removed
+// when there was none).
+func (r Rails) RestoreGoEnv() error {
+	if r.goEnv == "" {
+		return nil
+	}
+	if r.goEnvData == nil {
+		if err := os.Remove(r.goEnv); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	return renameio.WriteFile(r.goEnv, r.goEnvData, 0o644)
 }
 
 // newLines says which lines now has that was lacks (at most three), as

@@ -3,6 +3,7 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -171,5 +172,61 @@ func TestRailsExtensionsAndPlugins(t *testing.T) {
 	put(plugin, `{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "git clean -fdx"}]}]}}`)
 	if what, _ := claude.Broken(RailsOf("claude", root, home)); !strings.Contains(what, plugin+": git clean -fdx") {
 		t.Errorf("a claude plugin's hooks: %q", what)
+	}
+}
+
+// The tools' configs wiggum's own gate reads are rails of every agent, a
+// --agent-cmd's (ToolRailsOf) too: npm's user config, named as before;
+// Go's environment file (default place, and through a link), named with
+// the lines it gained and put back as it was - removed when it was not
+// there.
+func TestToolRailsEveryAgent(t *testing.T) {
+	_, home, put := settingsDirs(t)
+	t.Setenv("GOENV", "")
+	t.Setenv("XDG_CONFIG_HOME", "")
+	goEnv := filepath.Join(home, ".config", "go", "env")
+	if runtime.GOOS != "linux" {
+		goEnv = filepath.Join(home, "goenv")
+		t.Setenv("GOENV", goEnv)
+	}
+	for _, before := range []Rails{ToolRailsOf(home), RailsOf("claude", t.TempDir(), home)} {
+		put(filepath.Join(home, ".npmrc"), "script-shell=planted.sh\n")
+		put(goEnv, "GOFLAGS=-run=^$\n")
+		after := ToolRailsOf(home)
+		if what := before.StartupChanged(after); !strings.Contains(what, "changed npm's user config") {
+			t.Errorf("StartupChanged = %q, want ~/.npmrc named", what)
+		}
+		f, what := before.GoEnvChanged(after)
+		if f != goEnv || !strings.Contains(what, "changed Go's environment file "+goEnv+" (added: GOFLAGS=-run=^$)") {
+			t.Errorf("GoEnvChanged = %q, %q", f, what)
+		}
+		if err := before.RestoreGoEnv(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(goEnv); !os.IsNotExist(err) {
+			t.Errorf("the Go env file the attempt made is left: %v", err)
+		}
+		os.Remove(filepath.Join(home, ".npmrc"))
+	}
+	// A link to a dotfiles repository's file: that file is put back, the
+	// link kept.
+	real := filepath.Join(home, "dotfiles", "go-env")
+	put(real, "GOPROXY=direct\n")
+	if err := os.Symlink(real, goEnv); err != nil {
+		t.Fatal(err)
+	}
+	before := ToolRailsOf(home)
+	put(real, "GOPROXY=direct\nGOFLAGS=-count=0\n")
+	if _, what := before.GoEnvChanged(ToolRailsOf(home)); what == "" {
+		t.Fatal("a change through the link is not seen")
+	}
+	if err := before.RestoreGoEnv(); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(goEnv); err != nil || string(data) != "GOPROXY=direct\n" {
+		t.Errorf("after RestoreGoEnv: %q, %v", data, err)
+	}
+	if fi, err := os.Lstat(goEnv); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
 	}
 }
