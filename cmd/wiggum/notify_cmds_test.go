@@ -37,6 +37,14 @@ func notifyServer(ts *testscript.TestScript, neg bool, args []string) {
 			f.Write(append(body, '\n'))
 			f.Close()
 		}
+		// $WORK/VAR.KIND marks that a notification of that kind has
+		// arrived, for a script to wait on (signalrun): the log exists
+		// from the first one on.
+		if _, rest, ok := strings.Cut(string(body), `"kind":"`); ok {
+			if kind, _, ok := strings.Cut(rest, `"`); ok && kind != "" && !strings.ContainsAny(kind, "/.") {
+				_ = os.WriteFile(filepath.Join(ts.Getenv("WORK"), name+"."+kind), nil, 0o644)
+			}
+		}
 		mu.Unlock()
 		switch mode {
 		case "fail":
