@@ -28,7 +28,8 @@ func notifyServer(ts *testscript.TestScript, neg bool, args []string) {
 	mode, name := args[0], args[1]
 	release := make(chan struct{})
 	var mu sync.Mutex
-	logPath := filepath.Join(ts.Getenv("WORK"), name+".log")
+	work := ts.Getenv("WORK") // read here: the handler runs beside the script, which sets env
+	logPath := filepath.Join(work, name+".log")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		mu.Lock()
@@ -42,7 +43,7 @@ func notifyServer(ts *testscript.TestScript, neg bool, args []string) {
 		// from the first one on.
 		if _, rest, ok := strings.Cut(string(body), `"kind":"`); ok {
 			if kind, _, ok := strings.Cut(rest, `"`); ok && kind != "" && !strings.ContainsAny(kind, "/.") {
-				_ = os.WriteFile(filepath.Join(ts.Getenv("WORK"), name+"."+kind), nil, 0o644)
+				_ = os.WriteFile(filepath.Join(work, name+"."+kind), nil, 0o644)
 			}
 		}
 		mu.Unlock()

@@ -23,10 +23,15 @@ import (
 const endFlush = 5 * time.Second
 
 // flushEnd delivers the run's last notifications and exports its last
-// spans at once, within one endFlush; a signal cuts the wait short (a
-// second one, when the first interrupted the run).
-func flushEnd(ctx context.Context, g *Globals, stopNotify func(context.Context), tracer *telemetry.Tracer) {
+// spans at once, within one endFlush; a signal cuts the wait short: a
+// second one when the first interrupted the run's work, else the first,
+// even one that came after the work ended but before this wait began
+// (worked: the run's work was not interrupted).
+func flushEnd(ctx context.Context, g *Globals, stopNotify func(context.Context), tracer *telemetry.Tracer, worked bool) {
 	fctx, cancel := signals.Within(ctx, endFlush)
+	if worked {
+		fctx, cancel = context.WithTimeout(ctx, endFlush)
+	}
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() { stopNotify(fctx) })

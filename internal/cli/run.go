@@ -516,7 +516,8 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 		return badinput.Wrap(err)
 	}
 	stopNotify := func(context.Context) {}
-	defer func() { flushEnd(ctx, g, stopNotify, tracer) }()
+	worked := false // the loop's work ended uninterrupted: a signal now only ends the flush
+	defer func() { flushEnd(ctx, g, stopNotify, tracer, worked) }()
 	opts.Tracer = tracer
 	// The repository opened above, not a second `git rev-parse`.
 	st := checkpoint.FromRepo(repo)
@@ -545,6 +546,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 	}
 	stopNotify = stop
 	_, err = loop.Run(ctx, st, opts)
+	worked = !errors.Is(err, context.Canceled)
 	if ierr := Interrupted(ctx); ierr != nil {
 		return ierr
 	}
