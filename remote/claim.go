@@ -438,25 +438,44 @@ func (h *Held) Renew(ctx context.Context) error {
 }
 
 // pushWithBranch pushes ups (the claim's own update first) with the
-// publication of the followed branch when it moved, in one atomic push.
-// A branch refused because someone not holding the claim moved it on the
-// server is left to them from then on (foreign), and ups go again alone:
-// their commits are not this process's to overwrite, and the claim stays
-// renewable. tip is the branch tip published ("" none).
+// publication of the followed branch when it moved, in one atomic push
+// (pushLeaving). tip is the branch tip published ("" none).
 func (h *Held) pushWithBranch(ctx context.Context, op string, ups []update) (tip string, bad map[string]string, err error) {
 	all := ups
 	if tip, err = h.branchUpdate(ctx, &all); err != nil {
 		return "", nil, err
 	}
-	if bad, err = h.r.push(ctx, op, all); err != nil {
+	if tip == "" {
+		bad, err = h.r.push(ctx, op, ups)
+		return "", bad, err
+	}
+	left, bad, err := h.pushLeaving(ctx, op, ups, all[len(all)-1])
+	if err != nil {
 		return "", nil, err
 	}
-	if now, ok := bad[h.Branch()]; ok && tip != "" && len(bad) == 1 {
-		h.movedBy(ctx, now)
+	if left {
 		tip = ""
-		bad, err = h.r.push(ctx, op, ups)
 	}
-	return tip, bad, err
+	return tip, bad, nil
+}
+
+// pushLeaving pushes ups with branch, an update of the story's branch on
+// the server, in one atomic push. A branch refused alone, someone not
+// holding the claim having moved it on the server, is left to them from
+// then on (movedBy: foreign), and ups go again alone: their commits are
+// not this process's to overwrite or delete, and the claim stays
+// renewable. left reports that.
+func (h *Held) pushLeaving(ctx context.Context, op string, ups []update, branch update) (left bool, bad map[string]string, err error) {
+	bad, err = h.r.push(ctx, op, append(ups[:len(ups):len(ups)], branch))
+	if err != nil {
+		return false, nil, err
+	}
+	if now, ok := bad[h.Branch()]; ok && len(bad) == 1 {
+		h.movedBy(ctx, now)
+		bad, err = h.r.push(ctx, op, ups)
+		return true, bad, err
+	}
+	return false, bad, nil
 }
 
 // valueNow is ref's value on the server as a refused push answered it
@@ -520,14 +539,9 @@ func (h *Held) ours(ctx context.Context, tip string) bool {
 // holds h.mu.
 func (h *Held) movedBy(ctx context.Context, now string) {
 	h.foreign = true
-	if now == unknown {
-		read, err := h.r.lsRemote(ctx, "read "+h.Branch(), []update{{dst: h.Branch()}})
-		if err != nil {
-			return
-		}
-		now = read[h.Branch()]
+	if now = h.r.valueNow(ctx, h.Branch(), now); now != unknown {
+		h.pushed = now
 	}
-	h.pushed = now
 }
 
 // branchUpdate adds the publication of the followed branch to ups when its
@@ -569,14 +583,10 @@ func (h *Held) Release(ctx context.Context) error {
 	if drop {
 		// Its branch on the server holds nothing the target lacks (work
 		// given back before it began): it goes with the claim, not left
-		// at an old target tip.
-		bad, err = h.r.push(ctx, "release the claim on "+h.Story, append(ups, update{dst: h.Branch(), expect: h.pushed}))
-		if now, ok := bad[h.Branch()]; ok && err == nil && len(bad) == 1 {
-			// Moved by someone else meanwhile: theirs, left alone.
-			h.movedBy(ctx, now)
-			drop = false
-			bad, err = h.r.push(ctx, "release the claim on "+h.Story, ups)
-		}
+		// at an old target tip - unless someone else moved it meanwhile.
+		var left bool
+		left, bad, err = h.pushLeaving(ctx, "release the claim on "+h.Story, ups, update{dst: h.Branch(), expect: h.pushed})
+		drop = !left
 	} else {
 		tip, bad, err = h.pushWithBranch(ctx, "release the claim on "+h.Story, ups)
 	}
