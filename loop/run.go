@@ -753,10 +753,18 @@ func (r *run) killedEnd(open, end journalRec, outcome string, durable bool) {
 	if end.Backup != "" {
 		fields["backup"] = end.Backup
 	}
-	if end.Cost+float64(end.In+end.Out) > 0 {
-		fields["cost_usd"], fields["input_tokens"], fields["output_tokens"] = end.Cost, end.In, end.Out
-	}
+	withUsage(fields, end.Cost, end.In, end.Out)
 	r.event("iteration_end", fields)
+}
+
+// withUsage adds what an attempt or a run spent to an event's fields,
+// when it reported anything, and says whether it did.
+func withUsage(fields map[string]any, cost float64, in, out int) bool {
+	if cost+float64(in+out) <= 0 {
+		return false
+	}
+	fields["cost_usd"], fields["input_tokens"], fields["output_tokens"] = cost, in, out
+	return true
 }
 
 // mainAttempt is the unfinished attempt a killed run left in the main
@@ -1269,9 +1277,10 @@ func (r *run) begin(workers int) {
 	if workers > 1 {
 		fields["workers"] = workers
 	}
-	if cost, in, out := r.led.spending(); r.resumed && cost+float64(in+out) > 0 {
+	if r.resumed {
 		// What the killed run spent, for a view that starts here.
-		fields["cost_usd"], fields["input_tokens"], fields["output_tokens"] = cost, in, out
+		cost, in, out := r.led.spending()
+		withUsage(fields, cost, in, out)
 	}
 	fields, r.atStart = planCounts(r.opts.Plan, fields)
 	r.event("run_start", fields)
@@ -1438,10 +1447,8 @@ func (r *run) logIteration(iter int, story *plan.Story, attempt int, result stri
 		fields["backup"] = backup
 		line += " · backup " + backup
 	}
-	if out.res != nil && out.res.Usage.CostUSD+float64(out.res.Usage.InputTokens+out.res.Usage.OutputTokens) > 0 {
-		u := out.res.Usage
-		fields["cost_usd"], fields["input_tokens"], fields["output_tokens"] = u.CostUSD, u.InputTokens, u.OutputTokens
-		line += " · " + u.String()
+	if u := out.res; u != nil && withUsage(fields, u.Usage.CostUSD, u.Usage.InputTokens, u.Usage.OutputTokens) {
+		line += " · " + u.Usage.String()
 	}
 	if out.detail != "" && !out.ok {
 		line += " · " + out.detail
