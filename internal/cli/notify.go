@@ -28,9 +28,12 @@ const endFlush = 5 * time.Second
 // even one that came after the work ended but before this wait began
 // (worked: the run's work was not interrupted).
 func flushEnd(ctx context.Context, g *Globals, stopNotify func(context.Context), tracer *telemetry.Tracer, worked bool) {
-	fctx, cancel := signals.Within(ctx, endFlush)
+	var fctx context.Context
+	var cancel context.CancelFunc
 	if worked {
 		fctx, cancel = context.WithTimeout(ctx, endFlush)
+	} else {
+		fctx, cancel = signals.Within(ctx, endFlush)
 	}
 	defer cancel()
 	var wg sync.WaitGroup
