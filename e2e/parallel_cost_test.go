@@ -162,12 +162,20 @@ func TestParallelResumeKeepsCrashRecords(t *testing.T) {
 // it gave the figures of the moment the budget was reached: "the run spent
 // $1.50" after "spent $2.00", and "N story(ies) left" beside "M open".)
 func TestParallelBudgetStopSaysFinalSpending(t *testing.T) {
+	// US-1..US-3 go first, together. US-3 ends once a fourth story has
+	// started - whichever: a worker may take US-5 before US-4, whose
+	// worktree is still being made (a wait on US-4 hung CI for 27
+	// minutes) - and the later ones end once the budget is reached, so
+	// two attempts are running then. Each wait gives up after 60 s,
+	// failing the story (and the test) rather than hanging.
 	dir, marks, agent := scriptRepo(t, "", 7, `cat > /dev/null
 S=$WIGGUM_STORY
 touch "$MARKS/started-$S"
+n=0
 case $S in
-US-3) while [ ! -e "$MARKS/started-US-4" ]; do sleep 0.05; done ;;
-US-4|US-5) while ! grep -q budget_reached ../../events.jsonl 2>/dev/null; do sleep 0.05; done ;;
+US-1|US-2) ;;
+US-3) until [ "$(ls "$MARKS" | grep -c '^started-')" -ge 4 ]; do sleep 0.05; n=$((n+1)); [ $n -lt 1200 ] || exit 1; done ;;
+*) until grep -q budget_reached ../../events.jsonl 2>/dev/null; do sleep 0.05; n=$((n+1)); [ $n -lt 1200 ] || exit 1; done ;;
 esac
 echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":0.5}'
 `)
