@@ -314,8 +314,13 @@ func (g GitRails) RemoveAdded(ctx context.Context, repo *git.Repo, after GitRail
 // Settings given on git's command line (wiggum's own, GIT_CONFIG_*) are
 // left out: they are no file's.
 func configOf(ctx context.Context, repo *git.Repo) ([]configEntry, error) {
+	if es, ok := recalled(repo); ok {
+		return es, nil // configmemo.go
+	}
+	start := time.Now()
 	out, err := repo.Run(ctx, "config", "--list", "-z", "--show-scope", "--show-origin")
 	if err != nil {
+		forget(repo)
 		return nil, fmt.Errorf("read the git config: %w", err)
 	}
 	f := strings.Split(out, "\x00")
@@ -331,6 +336,7 @@ func configOf(ctx context.Context, repo *git.Repo) ([]configEntry, error) {
 		k, v, _ := strings.Cut(f[i+2], "\n")
 		es = append(es, configEntry{scope: f[i], file: file, key: k, value: v})
 	}
+	remember(repo, es, start)
 	return es, nil
 }
 
