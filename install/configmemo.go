@@ -25,15 +25,40 @@ import (
 // "onbranch:" follows it); the user's (GIT_CONFIG_GLOBAL, else
 // ~/.gitconfig and the XDG one) and the system's (GIT_CONFIG_SYSTEM, else
 // /etc/gitconfig) unless GIT_CONFIG_NOSYSTEM. A read is kept only when
-// every one of them was last changed at least memoRacy before git read
+// every one of them was last changed at least racyMargin before git read
 // it: a file written in the same tick as the read (by another worker's
 // agent, in a parallel run) could show its old content with its new
 // stamp.
 
 // memoRacy is how long before a read a file must have last changed for
 // the read to be reused (a file system's coarsest clock tick, FAT's 2 s,
-// with room).
-var memoRacy = 3 * time.Second
+// with room); memoRacyLocal the same on the local Linux file systems,
+// whose times come from the kernel's clock, coarse by one tick (1-10 ms),
+// so that a repository made or configured a moment ago is recalled after
+// its first iterations rather than after seconds.
+var (
+	memoRacy      = 3 * time.Second
+	memoRacyLocal = 50 * time.Millisecond
+)
+
+// racyMargin is memoRacy or memoRacyLocal for the file system path is on.
+func racyMargin(path string) time.Duration {
+	var fs syscall.Statfs_t
+	if syscall.Statfs(path, &fs) != nil {
+		return memoRacy
+	}
+	switch uint32(fs.Type) {
+	case 0xEF53, // ext2/3/4
+		0x58465342, // xfs
+		0x9123683E, // btrfs
+		0x01021994, // tmpfs
+		0x794C7630, // overlayfs
+		0xF2F52010, // f2fs
+		0x2FC12FC1: // zfs
+		return min(memoRacy, memoRacyLocal)
+	}
+	return memoRacy
+}
 
 // stamp is what a file was when a read was made; exists false for one
 // that was not there.
@@ -93,10 +118,13 @@ func recalled(repo *git.Repo) ([]configEntry, bool) {
 func remember(repo *git.Repo, entries []configEntry, start time.Time) {
 	files := configFiles(repo, entries)
 	stamps := make([]stamp, len(files))
-	racy := start.Add(-memoRacy).UnixNano()
 	for i, f := range files {
 		stamps[i] = stampOf(f)
-		if s := stamps[i]; s.exists && (s.mtime > racy || s.ctime > racy) {
+		s := stamps[i]
+		if !s.exists {
+			continue
+		}
+		if racy := start.Add(-racyMargin(f)).UnixNano(); s.mtime > racy || s.ctime > racy {
 			forget(repo)
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,9 +17,9 @@ import (
 // edited config, an include target that appeared, a config.worktree made
 // (the ways an agent plants a command git would run).
 func TestConfigOfRecallsUntilAFileChanges(t *testing.T) {
-	racy := memoRacy
-	memoRacy = -time.Hour // every file counts as old enough: the races are not this test's
-	t.Cleanup(func() { memoRacy = racy })
+	racy, local := memoRacy, memoRacyLocal
+	memoRacy, memoRacyLocal = -time.Hour, -time.Hour // every file counts as old enough: the races are not this test's
+	t.Cleanup(func() { memoRacy, memoRacyLocal = racy, local })
 	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(t.TempDir(), "gitconfig"))
 	dir := gitRepo(t)
 	ctx := context.Background()
@@ -83,12 +84,27 @@ func TestConfigOfRecallsUntilAFileChanges(t *testing.T) {
 	}
 
 	// A file changed too close to its read is not trusted to show it.
-	memoRacy = time.Hour
+	memoRacy, memoRacyLocal = time.Hour, time.Hour
 	appendTo(filepath.Join(dir, ".git", "config"), "[core]\n\tfsmonitor = planted-4\n")
 	if _, err := configOf(ctx, repo); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := withoutGit(); err == nil {
 		t.Fatal("a read of a file changed just before it was kept")
+	}
+}
+
+// A local file system's files are trusted a tick after they change, any
+// other's (here /proc's, standing for NFS, FAT, FUSE) only seconds after.
+func TestRacyMarginFollowsTheFileSystem(t *testing.T) {
+	if got := racyMargin(t.TempDir()); got != memoRacyLocal {
+		var fs syscall.Statfs_t
+		_ = syscall.Statfs(t.TempDir(), &fs)
+		t.Errorf("racyMargin of a temporary directory (file system %#x) = %v, want %v", fs.Type, got, memoRacyLocal)
+	}
+	for _, p := range []string{"/proc/self/status", filepath.Join(t.TempDir(), "missing")} {
+		if got := racyMargin(p); got != memoRacy {
+			t.Errorf("racyMargin(%s) = %v, want %v", p, got, memoRacy)
+		}
 	}
 }
