@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/charmbracelet/x/term"
 	"golang.org/x/sys/unix"
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
@@ -809,17 +810,23 @@ func termWidth(w any) int {
 }
 
 // isTerminal reports whether w is a terminal, where a redrawn status line
-// makes sense; pipes and files get plain lines.
+// makes sense; pipes and files get plain lines. A terminal is what answers
+// a terminal's ioctl: /dev/null and other character devices are none.
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
-	if !ok {
+	if !ok || os.Getenv("TERM") == "dumb" {
 		return false
 	}
-	fi, err := f.Stat()
+	// Through SyscallConn, not Fd: Fd would put the file in blocking mode.
+	rc, err := f.SyscallConn()
 	if err != nil {
 		return false
 	}
-	return fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
+	tty := false
+	if err := rc.Control(func(fd uintptr) { tty = term.IsTerminal(fd) }); err != nil {
+		return false
+	}
+	return tty
 }
 
 // committedHookFiles reads the agents' project hook files at HEAD with one
