@@ -28,6 +28,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/proc"
 	"github.com/wiggum-dev/wiggum/internal/session"
 	"github.com/wiggum-dev/wiggum/internal/telemetry"
+	"github.com/wiggum-dev/wiggum/internal/termtext"
 )
 
 // executor runs attempts at stories in one working tree - the main tree
@@ -187,7 +188,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	e.attemptStarted, e.attemptNo, e.reported = started, attempt, agent.Usage{}
 	e.event("iteration_start", map[string]any{"iteration": iter, "story": story.ID, "title": eventTitle(story.Title),
 		"attempt": attempt, "attempts": r.opts.Retries + 1, "worker": e.worker, "output": AgentLog(iter)})
-	e.disp.printf("── iteration %d · %s: %s (attempt %d of %d)", iter, story.ID, story.Title, attempt, r.opts.Retries+1)
+	e.disp.printf("── iteration %d · %s: %s (attempt %d of %d)", iter, story.ID, termtext.Title(story.Title), attempt, r.opts.Retries+1)
 	e.startAttempt(iter, story, attempt)
 	defer func() { e.endAttempt(res, err) }()
 

@@ -233,7 +233,7 @@ func DryRun(root string, opts Options) error {
 		if s.Done {
 			mark = "x"
 		}
-		fmt.Fprintf(w, "  [%s] %s\n", mark, termtext.Clean(s.ID+": "+s.Title))
+		fmt.Fprintf(w, "  [%s] %s: %s\n", mark, termtext.Clean(s.ID), termtext.Title(s.Title))
 	}
 	fmt.Fprintf(w, "agent: %s\n", strings.Join(opts.Agent.Argv, " "))
 	if opts.TestCmd != "" {

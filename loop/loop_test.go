@@ -401,3 +401,71 @@ func TestHugeTitleCommitsAndStaysReadable(t *testing.T) {
 		}
 	}
 }
+
+// A long story title is shortened in the lines that report progress - the
+// "── iteration" line of each attempt, and the dry run's list of stories -
+// to TitleWidth cells, measured as a terminal does (a CJK character takes
+// two); the commit, the events and the prompt keep it whole.
+func TestLongTitleIsShortInProgressLines(t *testing.T) {
+	st, _ := newRepo(t, 0)
+	title := strings.Repeat("add the 报告 to the plan ", 40) // 1,040 cells
+	if err := os.WriteFile(st.Path("plan.md"), []byte("- [ ] US-1: "+title+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, st.Repo.Root, "commit", "-qam", "long title")
+	p, err := plan.Resolve(st.Repo.Root, st.Repo.Root, plan.Source{File: "plan.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := func(out, marker, end string) {
+		t.Helper()
+		for _, l := range strings.Split(out, "\n") {
+			i := strings.Index(l, marker)
+			if i < 0 {
+				continue
+			}
+			shown, ok := strings.CutSuffix(l[i+len(marker):], end)
+			if !ok || !strings.HasSuffix(shown, "…") || !strings.HasPrefix(title, strings.TrimSuffix(shown, "…")) || termtext.Width(shown) > termtext.TitleWidth {
+				t.Errorf("the title in %q is not cut to %d cells (%d cells): %.300q", marker, termtext.TitleWidth, termtext.Width(l), l)
+			}
+			return
+		}
+		t.Errorf("no line with %q in:\n%.2000s", marker, out)
+	}
+
+	var dry bytes.Buffer
+	o := opts(p, `cat >/dev/null; echo x > f`)
+	o.Out, o.MaxIter = &dry, 1
+	if err := DryRun(st.Repo.Root, o); err != nil {
+		t.Fatal(err)
+	}
+	short(dry.String(), "  [ ] US-1: ", "")
+	if !strings.Contains(dry.String(), strings.TrimSpace(title)) {
+		t.Error("the dry run's prompt does not hold the whole title")
+	}
+
+	var out bytes.Buffer
+	o.Out = &out
+	sum, err := Run(context.Background(), st, o)
+	if err != nil || len(sum.Completed) != 1 {
+		t.Fatalf("summary %+v, %v\n%.3000s", sum, err, out.String())
+	}
+	short(out.String(), "── iteration 1 · US-1: ", " (attempt 1 of 2)")
+	if msg := strings.TrimSpace(gitT(t, st.Repo.Root, "log", "-1", "--format=%s")); msg != "US-1: "+strings.TrimSpace(title) {
+		t.Errorf("the commit's subject is not the whole title: %q", msg)
+	}
+	var titles []string
+	if _, err := events.Scan(st.Path(layout.RuntimeDir+"/events.jsonl"), func(ev events.Event) error {
+		if ev.Title != "" {
+			titles = append(titles, ev.Title)
+		}
+		return nil
+	}); err != nil || len(titles) == 0 {
+		t.Fatalf("the run's events: %d title(s), %v", len(titles), err)
+	}
+	for _, tt := range titles {
+		if tt != strings.TrimSpace(title) {
+			t.Errorf("an event's title is not the whole title: %.100q", tt)
+		}
+	}
+}

@@ -340,7 +340,7 @@ func printStatus(g *Globals, r *StatusReport) {
 	}
 	printHooks(w, r)
 	if run := r.Run; run != nil {
-		fmt.Fprintf(w, "run:        iteration %d, story %s", run.Iteration, termtext.Clean(run.Story+" "+run.StoryTitle))
+		fmt.Fprintf(w, "run:        iteration %d, story %s", run.Iteration, termtext.Clean(run.Story)+" "+termtext.Title(run.StoryTitle))
 		if run.LastOutcome != "" {
 			fmt.Fprintf(w, ", last outcome: %s", run.LastOutcome)
 		}

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/wiggum-dev/wiggum/internal/agent"
+	"github.com/wiggum-dev/wiggum/internal/session"
+	"github.com/wiggum-dev/wiggum/internal/termtext"
 	"github.com/wiggum-dev/wiggum/loop"
 )
 
@@ -54,4 +57,23 @@ func TestStatusHelpNamesEveryKey(t *testing.T) {
 			}
 		}
 	}
+}
+
+// wiggum status's run line shows a long story title cut to
+// termtext.TitleWidth cells (status --json keeps it whole).
+func TestStatusRunLineCutsLongTitle(t *testing.T) {
+	title := strings.Repeat("make the 报告 page faster ", 200)
+	var out bytes.Buffer
+	g := &Globals{stdout: &out, stderr: &out}
+	printStatus(g, &StatusReport{Root: "/r", Run: &session.Run{Story: "US-1", StoryTitle: title, Iteration: 3, LastOutcome: "failed"}})
+	for _, l := range strings.Split(out.String(), "\n") {
+		if !strings.HasPrefix(l, "run:") {
+			continue
+		}
+		if w := termtext.Width(l); w > 40+termtext.TitleWidth+30 || !strings.Contains(l, "US-1 make the 报告") || !strings.Contains(l, "…, last outcome: failed") {
+			t.Errorf("the run line takes %d cells: %.300q", w, l)
+		}
+		return
+	}
+	t.Fatalf("no run line:\n%.1000s", out.String())
 }

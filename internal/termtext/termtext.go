@@ -49,6 +49,17 @@ func Clip(s string, n int) string {
 	return ansi.TruncateWc(s, n, "…")
 }
 
+// TitleWidth is the most cells a story's title takes in a line that
+// reports progress or status (wiggum run's "── iteration" line, wiggum
+// status, watch --plain): a plan's title may run to thousands of
+// characters, which such a line would spill over screens of the terminal.
+// Events, the journal, the report and commits keep the title whole.
+const TitleWidth = 80
+
+// Title is a story's title for one line of progress or status: Clean,
+// then cut to TitleWidth cells, ending with … when it is cut.
+func Title(s string) string { return Clip(Clean(s), TitleWidth) }
+
 func clean(s string, lines bool) string {
 	if !needsCleaning(s) {
 		return s

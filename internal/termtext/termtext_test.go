@@ -3,6 +3,7 @@ package termtext
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // What an agent's output or a plan can hold, and what a terminal is then
@@ -82,5 +83,25 @@ func TestRewritten(t *testing.T) {
 		if got := Rewritten(in); got != want {
 			t.Errorf("Rewritten(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A title is one clean line of at most TitleWidth cells: cut by cells
+// (a CJK character takes two), never inside a rune, ending with … when
+// cut; a short one is as it was.
+func TestTitle(t *testing.T) {
+	if got := Title("fix Add"); got != "fix Add" {
+		t.Errorf("Title(short) = %q", got)
+	}
+	long := strings.Repeat("报告 and\tmore ", 500)
+	got := Title(long)
+	if w := Width(got); w > TitleWidth || w < TitleWidth-1 {
+		t.Errorf("Title(long) takes %d cells, want %d", w, TitleWidth)
+	}
+	if !utf8.ValidString(got) || !strings.HasSuffix(got, "…") || strings.ContainsAny(got, "\t\n") {
+		t.Errorf("Title(long) = %q", got)
+	}
+	if got := Title("\x1b]0;T\x07" + strings.Repeat("x", 100)); strings.ContainsRune(got, 0x1b) || Width(got) != TitleWidth {
+		t.Errorf("Title(escapes) = %q", got)
 	}
 }

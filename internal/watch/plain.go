@@ -41,7 +41,7 @@ func Line(e Event) string {
 			fmt.Fprintf(&b, ", pid %d", e.PID)
 		}
 	case "iteration_start":
-		fmt.Fprintf(&b, "iteration %d, attempt %d/%d: %s", e.Iteration, e.Attempt, e.Attempts, e.Title)
+		fmt.Fprintf(&b, "iteration %d, attempt %d/%d: %s", e.Iteration, e.Attempt, e.Attempts, termtext.Title(e.Title))
 	case "tool":
 		fmt.Fprintf(&b, "tool %s", e.ToolCall)
 		if e.InputTokens+e.OutputTokens > 0 {

@@ -603,3 +603,14 @@ func TestHugeWorkerNumberAllocatesNothing(t *testing.T) {
 		t.Fatalf("%d worker slots for one crafted worker number", len(s.Slots))
 	}
 }
+
+// watch --plain prints an attempt's start on one line: a long title is
+// cut to termtext.TitleWidth cells there.
+func TestLineCutsLongTitle(t *testing.T) {
+	title := strings.Repeat("make the 报告 page faster ", 200)
+	got := Line(ev(t, 0, "iteration_start", map[string]any{"story": "US-1", "iteration": 1, "attempt": 1, "attempts": 2, "title": title}))
+	_, shown, ok := strings.Cut(got, "iteration 1, attempt 1/2: ")
+	if !ok || termtext.Width(shown) > termtext.TitleWidth || !strings.HasSuffix(shown, "…") || !strings.HasPrefix(shown, "make the 报告") {
+		t.Errorf("Line = %.300q (%d cells)", got, termtext.Width(got))
+	}
+}
