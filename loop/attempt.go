@@ -100,6 +100,9 @@ type executor struct {
 	keep func() string
 	// ran: this executor has run an agent attempt.
 	ran bool
+	// mux is the directory of its agents' multiplexer sockets
+	// (ownMultiplexers).
+	mux string
 	// aside, for a parallel worker, sets its worktree aside when a failed
 	// attempt's rollback is refused (worktree.Worker.SetAside); setAside
 	// says it did: the worktree is gone, and the worker needs a new one.
@@ -860,19 +863,32 @@ var multiplexerEnv = []string{"TMUX", "TMUX_PANE", "STY", "ZELLIJ", "ZELLIJ_SESS
 // names no session of theirs, and points the socket directories at one
 // of the run's own: a server the agent starts is its own descendant,
 // reaped with it. A client given a socket path outright (tmux -S) is not
-// held back.
+// held back. The directory is the executor's own, short (see mux.go),
+// made again if an agent removed it.
 func (e *executor) ownMultiplexers(env []string) []string {
 	env = slices.DeleteFunc(env, func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
 		return slices.Contains(multiplexerEnv, name) || name == "TMUX_TMPDIR" || name == "SCREENDIR" || name == "ZELLIJ_SOCKET_DIR"
 	})
-	// Made private (screen refuses a SCREENDIR others can read); if it
-	// cannot be made, the agent's tmux fails to start, reaching no one.
-	dir := e.st.Path(layout.RuntimeDir + "/" + layout.MuxDir)
-	if err := os.MkdirAll(dir, 0o700); err == nil {
-		os.Chmod(dir, 0o700)
+	if e.mux != "" {
+		if fi, err := os.Lstat(e.mux); err != nil || !fi.IsDir() {
+			e.mux = ""
+		}
 	}
-	return append(env, "TMUX_TMPDIR="+dir, "SCREENDIR="+dir, "ZELLIJ_SOCKET_DIR="+dir)
+	if e.mux == "" {
+		dir, err := e.run.agentMuxDir()
+		if err != nil {
+			// Under the tree, made private (screen refuses a SCREENDIR
+			// others can read): at a deep path, or if it cannot be
+			// made, the agent's tmux fails to start, reaching no one.
+			dir = e.st.Path(layout.RuntimeDir + "/" + layout.MuxDir)
+			if err := os.MkdirAll(dir, 0o700); err == nil {
+				os.Chmod(dir, 0o700)
+			}
+		}
+		e.mux = dir
+	}
+	return append(env, "TMUX_TMPDIR="+e.mux, "SCREENDIR="+e.mux, "ZELLIJ_SOCKET_DIR="+e.mux)
 }
 
 // gateEnv is env for --test-cmd: with CI=true unless the person set CI

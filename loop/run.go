@@ -127,6 +127,13 @@ type run struct {
 	// put back if the run is refused before its first attempt.
 	prior    []byte
 	hadPrior bool
+	// muxDir is the run's private directory for its agents' multiplexer
+	// sockets, muxDirs every one it made (an agent may remove it), muxN
+	// the subdirectories made in them (agentMuxDir); under muxMu.
+	muxMu   sync.Mutex
+	muxDir  string
+	muxDirs []string
+	muxN    int
 }
 
 // open takes the agent lock and sets up the run: its journal (resuming a
@@ -222,6 +229,7 @@ func (r *run) close() {
 	// Every supervisor is gone, and with it every agent process, before
 	// the lock is free.
 	r.pool.Close()
+	r.removeMuxDirs()
 	r.dropAppliedStash()
 	r.releaseUnlanded()
 	if r.led.j != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"testing"
 
@@ -21,7 +22,18 @@ func TestScripts(t *testing.T) {
 		UpdateScripts:       *update,
 		Setup:               setupEnv,
 		Cmds:                scriptCmds(),
+		Condition:           scriptCondition,
 	})
+}
+
+// scriptCondition adds [ci] to the scripts' conditions: CI is set. A script
+// that needs a tool skips without it only off CI ([!exec:tmux] [!ci] skip):
+// there, a tool missing fails the script.
+func scriptCondition(cond string) (bool, error) {
+	if cond == "ci" {
+		return os.Getenv("CI") != "", nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
 // setupEnv gives every script a git identity and a clean git config.

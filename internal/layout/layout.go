@@ -51,7 +51,8 @@ const (
 	// hook has begun and not finished (session.BeginHookRollback).
 	HookRollbacksDir = "hook-rollbacks"
 	// MuxDir is where the agent's tmux, screen and zellij keep their
-	// sockets: servers of its own, never the person's.
+	// sockets when the run could make no short directory of its own for
+	// them (loop/mux.go): servers of its own, never the person's.
 	MuxDir = "mux"
 )
 
