@@ -59,7 +59,53 @@ func (w *walk) files(base string, rest []string) {
 		w.inPlace(base, rest)
 	case "chmod", "chattr", "chown", "chgrp", "setfacl":
 		w.chmod(base, rest)
+	case "mkfifo", "mknod":
+		w.specialFile(base, rest)
 	}
+}
+
+// specialFile denies making a FIFO or a device where git opens it: inside
+// .git (a config include.path names it, or info/exclude is one) or as a
+// file git reads in the tree (.gitignore, .gitattributes). git blocks
+// opening a FIFO until something writes to it: every git after it -
+// wiggum's own status, commit and rollback - would wait forever.
+func (w *walk) specialFile(base string, rest []string) {
+	for _, p := range operands(rest) {
+		if w.inRepoGitDir(p) || gitReadsName(filepath.Base(p)) {
+			w.g.verdict(Deny, "%s %s makes a FIFO or a device file where git opens it, and every git that reads it - wiggum's own included - would wait forever; make it outside the repository (under /tmp)", base, printable(p))
+		}
+	}
+}
+
+// inRepoGitDir reports whether p, in any directory the command may run in,
+// is the working tree's .git or inside it.
+func (w *walk) inRepoGitDir(p string) bool {
+	if strings.Contains(p, dynamic) {
+		return false
+	}
+	if w.g.isGitDir(p) || w.g.inGitDir(p) != "" {
+		return true
+	}
+	for _, d := range w.dirs {
+		abs := w.g.resolve(d, p)
+		if abs == "" || w.g.p.Root == "" {
+			continue
+		}
+		if rel, err := filepath.Rel(w.g.p.Root, abs); err == nil && filepath.IsLocal(rel) && (w.g.isGitDir(rel) || w.g.inGitDir(rel) != "") {
+			return true
+		}
+	}
+	return false
+}
+
+// gitReadsName reports whether git opens a file of that name in the
+// working tree on its own.
+func gitReadsName(name string) bool {
+	switch name {
+	case ".gitignore", ".gitattributes", ".gitmodules", ".mailmap":
+		return true
+	}
+	return false
 }
 
 // operands are the arguments that are not options.

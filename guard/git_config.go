@@ -36,8 +36,13 @@ func (w *walk) gitConfig(rest []string) {
 		if strings.EqualFold(a, "core.hooksPath") {
 			w.g.verdict(Deny, "changing core.hooksPath disables wiggum's git hooks (the commit journal and push guard)")
 		}
+		unset := slices.Contains(rest, "--unset") || slices.Contains(rest, "--unset-all")
+		if !strings.HasPrefix(a, "-") && i+1 < len(rest) && includeKey(strings.ToLower(a)) && !unset {
+			w.g.verdict(Deny, "git config %s %s makes git read that file as more of its configuration, in wiggum's git commands too: what it sets (a command git runs, core.hooksPath) wiggum's guard never sees, and a FIFO there makes every git wait forever; set what you need in the config itself", a, printable(rest[i+1]))
+			continue
+		}
 		if !strings.HasPrefix(a, "-") && i+1 < len(rest) && !strings.HasPrefix(strings.ToLower(a), "alias.") &&
-			CommandKey(strings.ToLower(a), rest[i+1]) && !slices.Contains(rest, "--unset") && !slices.Contains(rest, "--unset-all") {
+			CommandKey(strings.ToLower(a), rest[i+1]) && !unset {
 			w.g.verdict(Deny, "git config %s makes git run a command of its own, or read settings that may (%s) - in wiggum's git commands too - where wiggum's guard never sees it; run the command directly instead", a, printable(rest[i+1]))
 		}
 		if strings.HasPrefix(strings.ToLower(a), "alias.") && i+1 < len(rest) {
