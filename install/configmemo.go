@@ -148,11 +148,24 @@ func forget(repo *git.Repo) {
 // could come from (above).
 func configFiles(repo *git.Repo, entries []configEntry) []string {
 	home, _ := os.UserHomeDir()
+	files := append(gitConfigFiles(repo, home), filepath.Join(repo.GitDir, "HEAD"))
+	for _, e := range entries {
+		files = append(files, e.file)
+		if includeKey(strings.ToLower(e.key)) {
+			files = append(files, includeTarget(e.file, e.value, home))
+		}
+	}
+	slices.Sort(files)
+	return slices.Compact(files)
+}
+
+// gitConfigFiles lists the config files git reads for repo of its own:
+// the repository's and the worktree's, the user's and the system's.
+func gitConfigFiles(repo *git.Repo, home string) []string {
 	files := []string{
 		filepath.Join(repo.CommonDir, "config"),
 		filepath.Join(repo.GitDir, "config.worktree"),
 		filepath.Join(repo.CommonDir, "config.worktree"),
-		filepath.Join(repo.GitDir, "HEAD"),
 	}
 	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
 		files = append(files, g)
@@ -171,22 +184,6 @@ func configFiles(repo *git.Repo, entries []configEntry) []string {
 			files = append(files, "/etc/gitconfig")
 		}
 	}
-	for _, e := range entries {
-		files = append(files, e.file)
-		k := strings.ToLower(e.key)
-		if k != "include.path" && !(strings.HasPrefix(k, "includeif.") && strings.HasSuffix(k, ".path")) {
-			continue
-		}
-		target := e.value
-		switch {
-		case strings.HasPrefix(target, "~/") && home != "":
-			target = filepath.Join(home, target[2:])
-		case !filepath.IsAbs(target):
-			target = filepath.Join(filepath.Dir(e.file), target)
-		}
-		files = append(files, target)
-	}
-	slices.Sort(files)
 	return slices.Compact(files)
 }
 

@@ -283,7 +283,7 @@ func (g GitRails) RemoveAdded(ctx context.Context, repo *git.Repo, after GitRail
 			continue
 		}
 		added = append(added, c)
-		err := configLocked(ctx, repo, "config", "--file", c.file, "--fixed-value", "--unset-all", c.key, c.value)
+		err := configLocked(ctx, c.file, "--fixed-value", "--unset-all", c.key, c.value)
 		var ge *git.Error
 		if err != nil && !(errors.As(err, &ge) && ge.Status() == 5) {
 			return err
@@ -318,9 +318,15 @@ func configOf(ctx context.Context, repo *git.Repo) ([]configEntry, error) {
 		return es, nil // configmemo.go
 	}
 	start := time.Now()
-	out, err := repo.Run(ctx, "config", "--list", "-z", "--show-scope", "--show-origin")
+	rctx, cancel := context.WithTimeout(ctx, ConfigReadLimit)
+	out, err := repo.Run(rctx, "config", "--list", "-z", "--show-scope", "--show-origin")
+	timedOut := errors.Is(rctx.Err(), context.DeadlineExceeded)
+	cancel()
 	if err != nil {
 		forget(repo)
+		if timedOut && ctx.Err() == nil {
+			return nil, &BlockedError{Limit: ConfigReadLimit, Blocking: blockedBy(ctx, repo)} // configblock.go
+		}
 		return nil, fmt.Errorf("read the git config: %w", err)
 	}
 	f := strings.Split(out, "\x00")
@@ -406,13 +412,13 @@ func (g GitRails) ChangedSettings(after GitRails) []string {
 // fsmonitor).
 func (g GitRails) RestoreSettings(ctx context.Context, repo *git.Repo, after GitRails) error {
 	for _, k := range g.changedKeys(after) {
-		err := configLocked(ctx, repo, "config", "--file", k.file, "--unset-all", k.key)
+		err := configLocked(ctx, k.file, "--unset-all", k.key)
 		var ge *git.Error
 		if err != nil && !(errors.As(err, &ge) && ge.Status() == 5) {
 			return err
 		}
 		for _, v := range values(g.settings, k) {
-			if err := configLocked(ctx, repo, "config", "--file", k.file, "--add", k.key, v); err != nil {
+			if err := configLocked(ctx, k.file, "--add", k.key, v); err != nil {
 				return err
 			}
 		}
@@ -420,13 +426,14 @@ func (g GitRails) RestoreSettings(ctx context.Context, repo *git.Repo, after Git
 	return nil
 }
 
-// configLocked runs a git config command, trying again while another
-// process (another worker putting the same settings back) holds the
-// config file's lock.
-func configLocked(ctx context.Context, repo *git.Repo, args ...string) error {
+// configLocked runs git config --file file args, on that file alone
+// (git.ConfigFile: no repository, no include opened), trying again while
+// another process (another worker putting the same settings back) holds
+// the file's lock.
+func configLocked(ctx context.Context, file string, args ...string) error {
 	var err error
 	for try := 0; try < 20; try++ {
-		if _, err = repo.Run(ctx, args...); err == nil || !strings.Contains(err.Error(), "could not lock config file") {
+		if _, err = git.ConfigFile(ctx, file, args...); err == nil || !strings.Contains(err.Error(), "could not lock config file") {
 			return err
 		}
 		time.Sleep(50 * time.Millisecond)

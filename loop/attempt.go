@@ -114,6 +114,10 @@ type executor struct {
 	// in yet is known to be clean at (on branch): the first attempt's
 	// checkpoint records it without reading the tree.
 	cleanHead string
+	// unblocked lists the includes the current attempt left in git's
+	// configuration that blocked every git, taken out since
+	// (unblockConfig); "" when there were none.
+	unblocked string
 }
 
 // startSave starts the attempt's checkpoint (StartSave); the first one in
@@ -150,6 +154,10 @@ type outcome struct {
 	// directory (agent.Rails.StartupChanged); the run stops after the
 	// rollback, for the person to look at it.
 	startup string
+	// blocked: git cannot read its configuration, and wiggum could not
+	// make it (unblockConfig); the run stops at once, with no rollback:
+	// every git would hang.
+	blocked error
 	// passed: the attempt's pass is in the journal (its agent finished and
 	// its checks passed); only its commit failed.
 	passed bool
@@ -233,6 +241,12 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	out := e.run1(ctx, iter, story, prompt)
 	e.disp.end()
 	e.traceOutcome(story, out)
+	if out.blocked != nil {
+		// No end, and no rollback: its git would hang. The attempt
+		// stays open in the journal, and the resumed run rolls it back.
+		e.log(iter, story, attempt, "failed ("+out.source+"); not rolled back", out, "", time.Since(started))
+		return step{}, &StuckError{Story: story.ID, Failure: "it left git unable to read its configuration", Err: out.blocked, Untried: true}
+	}
 	if !out.ok && out.passed {
 		// The commit failed after the agent's work passed: when the
 		// repository is why (see commitRefused), that is no failure of
@@ -542,6 +556,11 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		hold.Close()
 	}
 	cmd := strings.Join(r.opts.Agent.Argv, " ")
+	// Before any git of wiggum's runs: an include of a FIFO in git's
+	// configuration makes every one of them wait forever.
+	if berr := e.unblockConfig(ctx); berr != nil {
+		return outcome{source: "git", command: cmd, detail: berr.Error(), output: berr.Error(), res: res, blocked: berr}
+	}
 	if err != nil {
 		return outcome{source: "agent", command: cmd, detail: err.Error(), output: err.Error(), lost: errors.Is(err, proc.ErrSupervisorLost)}
 	}
@@ -959,6 +978,26 @@ func (e *executor) readRails(ctx context.Context) rails {
 	return r
 }
 
+// unblockConfig takes out of git's configuration the includes the
+// attempt left that name a file git blocks opening (install.Unblock: a
+// FIFO, a device), and says so; checkRails fails the attempt for them.
+// An error means git still cannot read its configuration: the run must
+// stop before any git of wiggum's, each of which would wait forever.
+func (e *executor) unblockConfig(ctx context.Context) error {
+	e.unblocked = ""
+	blocked, taken, err := install.Unblock(context.WithoutCancel(ctx), e.st.Repo)
+	if err != nil {
+		return fmt.Errorf("%w; until then every git on the repository waits forever", err)
+	}
+	if blocked == nil {
+		return nil
+	}
+	e.unblocked = strings.Join(taken, "; ")
+	e.disp.printf("  %v", blocked)
+	e.disp.printf("  taken out of the git config: %s", e.unblocked)
+	return nil
+}
+
 // checkRails compares the rails after the agent with before. It puts back
 // git hooks the attempt removed or changed (git hooks are not in the
 // tree: no rollback brings them back). lost says what the attempt broke,
@@ -1088,6 +1127,11 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 		} else {
 			e.disp.printf("  git hook(s) %s put back as before the attempt", strings.Join(changed, ", "))
 		}
+	}
+	if e.unblocked != "" && e.worktree == "" {
+		// Taken out already (unblockConfig). The config is shared by
+		// every worktree: a parallel worker is not blamed.
+		parts = append(parts, "left an include in git's configuration of a file git blocks opening, which made every git wait forever ("+e.unblocked+")")
 	}
 	if err := after.git.ConfigErr(); err != nil && before.git.ConfigErr() == nil {
 		// What it holds is unknown, so nothing of it is compared or put
@@ -1308,6 +1352,9 @@ type StuckError struct {
 	// Passed: the agent had finished and its checks had passed (the pass
 	// is in the journal); only the commit failed. The resume commits it.
 	Passed bool
+	// Untried: the rollback was not tried, its git would have waited
+	// forever (git cannot read its configuration: unblockConfig).
+	Untried bool
 }
 
 func (e *StuckError) Error() string {
@@ -1319,8 +1366,12 @@ func (e *StuckError) Error() string {
 	if e.Passed {
 		then = "commits that work with its tick (the agent had finished and its checks had passed) and goes on"
 	}
-	return fmt.Sprintf("run: %s failed (%s) and its rollback failed too: %v.%s Its work is left in the tree as it was, neither committed nor rolled back; "+
-		"mend that, then run again: the run resumes, %s", e.Story, e.Failure, e.Err, cause, then)
+	rolled := "its rollback failed too"
+	if e.Untried {
+		rolled = "it cannot be rolled back"
+	}
+	return fmt.Sprintf("run: %s failed (%s) and %s: %v.%s Its work is left in the tree as it was, neither committed nor rolled back; "+
+		"mend that, then run again: the run resumes, %s", e.Story, e.Failure, rolled, e.Err, cause, then)
 }
 
 func (e *StuckError) Unwrap() error { return e.Err }

@@ -5,13 +5,21 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/wiggum-dev/wiggum/install"
 )
 
 var update = flag.Bool("u", false, "update testscript golden output")
 
 func TestMain(m *testing.M) {
+	// A script shortens the rails' time limit on reading git's
+	// configuration (run_agent_config_fifo.txtar waits it out).
+	if d, err := time.ParseDuration(os.Getenv("WIGGUM_TEST_CONFIG_READ_LIMIT")); err == nil {
+		install.ConfigReadLimit = d
+	}
 	testscript.Main(m, map[string]func(){"wiggum": main, "stoppedholder": stoppedHolder})
 }
 

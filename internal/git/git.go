@@ -470,6 +470,19 @@ func (r *Repo) ConfigValue(ctx context.Context, key string, opts ...string) (str
 	return r.optionalLine(ctx, append(append([]string{"config"}, opts...), "--get", key)...)
 }
 
+// ConfigFile runs git config --file file args as git reads that file
+// alone: no repository (git opens the repository's config, and every
+// file it includes, at its start whatever the command), no system and no
+// user config. A config that includes a FIFO, which blocks every other
+// git, is read and edited this way; file's own includes are not followed
+// (--file leaves them off).
+func ConfigFile(ctx context.Context, file string, args ...string) (string, error) {
+	env := []string{"GIT_DIR=" + os.DevNull, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull,
+		"HOME=" + os.DevNull, "XDG_CONFIG_HOME=" + os.DevNull}
+	out, err := run(ctx, string(filepath.Separator), env, nil, append([]string{"config", "--file", file}, args...)...)
+	return string(out), err
+}
+
 // optionalLine runs a --quiet git query whose exit 1 means "there is none".
 func (r *Repo) optionalLine(ctx context.Context, args ...string) (string, error) {
 	out, err := r.Line(ctx, args...)
