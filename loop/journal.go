@@ -46,6 +46,11 @@ const JournalFile = "run-journal.jsonl"
 //	end    an attempt ended: outcome, cost, tokens, backup, failure context
 //	dirty  the paths a run leaves out of every commit (dirty before it)
 //	merge  a worker's branch landed in the target (with the plan tick)
+//	keptbranch  a worker's finished branch could not land (a conflict, a
+//	       blocked merge, a landing the server refused) and is kept for
+//	       the person to merge: the story is not done. Only the run's
+//	       account for wiggum status reads it; a resume replays the
+//	       journal as if it were not there
 //	drop   a story the plan no longer has was dropped on resume
 //	stuck  the run stopped on an attempt it could not roll back (a full
 //	       disk): why (Note); the journal stays open, to be resumed once
@@ -414,7 +419,12 @@ type RunState struct {
 	Remote      string    `json:"remote,omitempty"` // the git remote a --remote run shares its plan through
 	Started     time.Time `json:"started"`
 	Runs        int       `json:"runs"` // the first start and each resume
-	Done        []string  `json:"done"`
+	// Done: stories the run landed - committed with their tick, or merged
+	// (landed) in the target - not those whose finished branch it kept.
+	Done []string `json:"done"`
+	// Kept: finished stories whose branch could not land (a conflict) and
+	// is kept for the person to merge, as the run's summary lists them.
+	Kept []string `json:"kept,omitempty"`
 	// Finished: stories whose attempt in the main tree finished (its agent
 	// exited 0 and its checks passed) and whose commit a kill cut short;
 	// the resumed run commits them with their tick, without the agent. (A
@@ -471,11 +481,23 @@ func ReadRunState(journalPath string) (*RunState, error) {
 		}
 	}
 	for id, b := range l.stories {
-		if b.done {
+		_, kept := l.keptBranch[id]
+		_, merged := l.merged[id]
+		switch {
+		case kept:
+			rs.Kept = append(rs.Kept, id)
+		case b.done || merged:
 			rs.Done = append(rs.Done, id)
 		}
 		rs.Failed += b.failed
 		rs.Interrupts += b.interrupted
+	}
+	for id := range l.merged {
+		// A branch an earlier run kept, landed by this one (landKept):
+		// no attempt of this run's, done all the same.
+		if _, booked := l.stories[id]; !booked {
+			rs.Done = append(rs.Done, id)
+		}
 	}
 	for id := range l.passed {
 		// A worktree's is landed only if its worktree is still as the
@@ -493,6 +515,7 @@ func ReadRunState(journalPath string) (*RunState, error) {
 		}
 	}
 	sort.Strings(rs.Done)
+	sort.Strings(rs.Kept)
 	sort.Strings(rs.Finished)
 	sort.Strings(rs.CutOff)
 	// What open attempts' agents reported is spent too: a resume records

@@ -53,6 +53,11 @@ type ledger struct {
 	// attempt (conflictRetry), so that a resume finding it conflicting
 	// again does not count it twice.
 	unmerged map[string]string
+	// keptBranch: per story, the finished branch that could not land
+	// and is kept for the person (keptbranch records), until the story
+	// starts again or lands. Only ReadRunState's count reads it: the
+	// resume decides nothing by it.
+	keptBranch map[string]string
 	// keep: the paths the last run left out of every commit.
 	keep []string
 }
@@ -99,6 +104,7 @@ func (l *ledger) replay(r journalRec) {
 		}
 		l.maxCost, l.maxStoryCost = r.MaxCost, r.MaxStoryCost
 	case "start":
+		delete(l.keptBranch, r.Story)
 		l.open[r.Story] = r
 		delete(l.finished, r.Story)
 		delete(l.passed, r.Story)
@@ -149,8 +155,14 @@ func (l *ledger) replay(r journalRec) {
 			l.finished[r.Story] = f
 		}
 	case "merge":
+		delete(l.keptBranch, r.Story)
 		l.merged[r.Story] = r.Commit
 		delete(l.finished, r.Story)
+	case "keptbranch":
+		if l.keptBranch == nil {
+			l.keptBranch = map[string]string{}
+		}
+		l.keptBranch[r.Story] = r.Branch
 	case "unmerged":
 		// Its finished branch conflicted at landing, and the story goes
 		// on (--retry-conflicts): a failed attempt, the story not done.
@@ -163,6 +175,7 @@ func (l *ledger) replay(r journalRec) {
 		}
 		l.unmerged[r.Story] = r.Branch
 	case "drop":
+		delete(l.keptBranch, r.Story)
 		delete(l.stories, r.Story)
 		delete(l.open, r.Story)
 		delete(l.merged, r.Story)

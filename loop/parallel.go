@@ -591,7 +591,7 @@ func (p *parallel) merge(ctx context.Context, w *worktree.Worker, story *plan.St
 		p.unmerged = append(p.unmerged, err.Error())
 		p.kept = append(p.kept, strings.TrimPrefix(w.Branch, "refs/heads/"))
 		p.mu.Unlock()
-		p.r.keptUnmerged(story.ID)
+		p.r.keptUnmerged(story.ID, w.Branch)
 		fields := map[string]any{"story": story.ID, "branch": w.Branch, "error": err.Error()}
 		if conflict != nil {
 			fields["paths"] = conflict.Paths

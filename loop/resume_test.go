@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -624,5 +625,59 @@ func TestSharedRunResumedWithoutRemoteIsRefused(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(shared, after) {
 		t.Error("a refused run changed the journal")
+	}
+}
+
+// A keptbranch record (a finished branch kept, not merged) changes what
+// wiggum status counts and nothing a resume reads: the ledger replayed
+// with it is the ledger replayed without it, but for the record itself.
+func TestKeptBranchLeavesTheResumeAlone(t *testing.T) {
+	const tip = "0123456789abcdef0123456789abcdef01234567"
+	start := journalRec{T: "start", Story: "US-1", Attempt: 1, Iter: 1, Worktree: "/w/US-1", Branch: "refs/heads/wiggum/US-1"}
+	done := journalRec{T: "end", Story: "US-1", Attempt: 1, Iter: 1, Outcome: "done", Head: tip, Cost: 0.5}
+	kept := journalRec{T: "keptbranch", Story: "US-1", Branch: "refs/heads/wiggum/US-1"}
+	other := journalRec{T: "start", Story: "US-2", Attempt: 1, Iter: 2, Worktree: "/w/US-2", Branch: "refs/heads/wiggum/US-2"}
+	for _, c := range []struct {
+		name   string
+		before []journalRec // then kept, then after
+		after  []journalRec
+	}{
+		{"kept at the run's end", []journalRec{{T: "run"}, start, done}, nil},
+		{"killed after, resumed", []journalRec{{T: "run"}, start, done, other}, []journalRec{{T: "run"}, {T: "end", Story: "US-2", Iter: 2, Outcome: "interrupted"}}},
+		{"retried after", []journalRec{{T: "run"}, start, done, {T: "unmerged", Story: "US-1", Branch: kept.Branch}}, []journalRec{{T: "start", Story: "US-1", Attempt: 2, Iter: 3, Worktree: "/w/US-1-2", Branch: "refs/heads/wiggum/US-1-2"}}},
+		{"landed later", []journalRec{{T: "run"}, start, done}, []journalRec{{T: "run"}, {T: "merge", Story: "US-1", Commit: tip}}},
+		{"dropped later", []journalRec{{T: "run"}, start, done}, []journalRec{{T: "drop", Story: "US-1"}}},
+	} {
+		with, without := newLedger(), newLedger()
+		for _, r := range c.before {
+			with.replay(r)
+			without.replay(r)
+		}
+		with.replay(kept)
+		for _, r := range c.after {
+			with.replay(r)
+			without.replay(r)
+		}
+		with.keptBranch = nil
+		without.keptBranch = nil
+		if !reflect.DeepEqual(with, without) {
+			t.Errorf("%s: the record changed the ledger a resume reads:\nwith    %+v\nwithout %+v", c.name, with, without)
+		}
+	}
+
+	// What status reads from it: done is what landed, kept what did not.
+	path := filepath.Join(t.TempDir(), JournalFile)
+	recs := []journalRec{{T: "run", Plan: "plan.md", Workers: 2}, start, done, kept, other,
+		{T: "end", Story: "US-2", Attempt: 1, Iter: 2, Outcome: "done", Head: tip}, {T: "merge", Story: "US-2", Commit: tip},
+		{T: "merge", Story: "US-3", Commit: tip}, {T: "close", Note: "1 branch(es) could not be merged"}}
+	if _, err := rewriteJournal(path, recs); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := ReadRunState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(rs.Done, ",") != "US-2,US-3" || strings.Join(rs.Kept, ",") != "US-1" {
+		t.Errorf("done %v, kept %v; want done US-2,US-3 (US-3 a branch an earlier run kept, landed by this one), kept US-1", rs.Done, rs.Kept)
 	}
 }

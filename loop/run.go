@@ -1317,8 +1317,13 @@ func (r *run) finish(ctx context.Context, err error) {
 	if len(r.sum.Skipped) > 0 {
 		fmt.Fprintf(&b, ", %d skipped (%s)", len(r.sum.Skipped), strings.Join(r.sum.Skipped, ", "))
 	}
-	// A skipped story is still open in the plan (Left): counted once.
-	fmt.Fprintf(&b, ", %d open", max(0, r.sum.Left-len(r.sum.Skipped)))
+	// A skipped story, and a kept one, is still open in the plan (Left):
+	// counted once.
+	aside := map[string]bool{}
+	for _, id := range slices.Concat(r.sum.Skipped, r.sum.Kept) {
+		aside[id] = true
+	}
+	fmt.Fprintf(&b, ", %d open", max(0, r.sum.Left-len(aside)))
 	if spent > 0 {
 		fmt.Fprintf(&b, "; %s", r.led.budgetNote())
 	}
@@ -1400,8 +1405,10 @@ func (r *run) uncount(story string) {
 }
 
 // keptUnmerged counts story, finished, as kept rather than done: its
-// branch could not land.
-func (r *run) keptUnmerged(story string) {
+// branch could not land and is kept. The journal says so too, for wiggum
+// status's account of the run (the resume reads nothing from it).
+func (r *run) keptUnmerged(story, branch string) {
+	_ = r.led.record(journalRec{T: "keptbranch", Story: story, Branch: branch}, false)
 	r.uncount(story)
 	r.sumMu.Lock()
 	r.sum.Kept = append(r.sum.Kept, story)

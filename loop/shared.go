@@ -281,7 +281,7 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 			p.unmerged = append(p.unmerged, err.Error())
 			p.kept = append(p.kept, checkpoint.BranchName(w.Branch))
 			p.mu.Unlock()
-			p.r.keptUnmerged(story.ID)
+			p.r.keptUnmerged(story.ID, w.Branch)
 			// Give the story back with its branch published unless the
 			// landing already did (a conflict) or cannot (a lost claim).
 			_ = c.Release(ctx)

@@ -58,9 +58,11 @@ branches of finished stories a parallel run could not merge.
   run:        null or {story, story_title, iteration, policy, started, last_outcome}
   resume:     null, or the last run when it did not end by itself: {open,
               interrupted (no live run holds the lock), plan, kind, workers,
-              started, runs, done, finished (attempts that passed their
-              checks and were killed before their commit: the resumed run
-              commits them, not the agent), cut_off (attempts the kill cut
+              started, runs, done (stories landed), kept (finished
+              stories whose branch could not land: kept, not merged),
+              finished (attempts that passed their checks and were
+              killed before their commit: the resumed run commits them,
+              not the agent), cut_off (attempts the kill cut
               off before they finished: the resumed run rolls each back to
               its checkpoint first), failed_attempts,
               interrupted_attempts, spent_usd, max_cost_usd,
@@ -347,15 +349,15 @@ func printStatus(g *Globals, r *StatusReport) {
 		fmt.Fprintln(w)
 	}
 	if rs := r.LastRun; rs != nil && !r.Lock.Held {
-		fmt.Fprintf(w, "last run:   %s, %s to %s: %d story(ies) done, %d failed attempt(s), %s; %s\n",
-			rs.Plan, rs.Started.Local().Format("Jan 2 15:04"), rs.Ended.Local().Format("Jan 2 15:04"), len(rs.Done), rs.Failed, spentText(rs.SpentUSD), lastOutcome(rs.Outcome))
+		fmt.Fprintf(w, "last run:   %s, %s to %s: %s, %d failed attempt(s), %s; %s\n",
+			rs.Plan, rs.Started.Local().Format("Jan 2 15:04"), rs.Ended.Local().Format("Jan 2 15:04"), doneText(rs, ""), rs.Failed, spentText(rs.SpentUSD), lastOutcome(rs.Outcome))
 	}
 	if len(r.Kept) > 0 {
 		fmt.Fprintf(w, "kept:       %s - finished stories a parallel run could not merge; resolve each on its branch and run again (it lands then), or delete it to have the story done again\n", strings.Join(r.Kept, ", "))
 	}
 	if rs := r.Resume; rs != nil && rs.Interrupted {
-		fmt.Fprintf(w, "resume:     the run of %s started %s was interrupted (killed, signalled, or stopped by a usage limit, a model-service outage or an attempt it could not roll back): %d story(ies) done in it, %d failed and %d interrupted attempt(s), %s",
-			rs.Plan, rs.Started.Local().Format("Jan 2 15:04"), len(rs.Done), rs.Failed, rs.Interrupts, spentText(rs.SpentUSD))
+		fmt.Fprintf(w, "resume:     the run of %s started %s was interrupted (killed, signalled, or stopped by a usage limit, a model-service outage or an attempt it could not roll back): %s, %d failed and %d interrupted attempt(s), %s",
+			rs.Plan, rs.Started.Local().Format("Jan 2 15:04"), doneText(rs, " in it"), rs.Failed, rs.Interrupts, spentText(rs.SpentUSD))
 		if rs.MaxCost > 0 {
 			fmt.Fprintf(w, " of --max-cost $%.2f", rs.MaxCost)
 		}
@@ -424,6 +426,17 @@ func printHooks(w io.Writer, r *StatusReport) {
 	if n := r.OnPath.Note(); n != "" {
 		fmt.Fprintf(w, "            %s\n", n)
 	}
+}
+
+// doneText counts the stories rs landed (in a run resumed: where, "in
+// it") and names those whose finished branch it kept, not merged, as the
+// run's own summary does.
+func doneText(rs *loop.RunState, where string) string {
+	t := fmt.Sprintf("%d story(ies) done%s", len(rs.Done), where)
+	if len(rs.Kept) > 0 {
+		t += fmt.Sprintf(", %d kept, not merged (%s)", len(rs.Kept), strings.Join(rs.Kept, ", "))
+	}
+	return t
 }
 
 // lastOutcome says how a run that ended by itself ended.
