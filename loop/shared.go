@@ -50,6 +50,10 @@ type Claimed interface {
 	Story() plan.Story
 	// Start is the commit the story's worktree starts from.
 	Start() string
+	// Unclaimed names the story's branch on the server when Start is
+	// that branch and no claim named it (work a run gave back with its
+	// claim, or someone's push); "" otherwise.
+	Unclaimed() string
 	// Fields describe the claim for the claimed event.
 	Fields() map[string]any
 	// Follow names the branch to publish while the story is worked on.
@@ -147,6 +151,10 @@ func (p *parallel) claimShared(ctx context.Context) *plan.Story {
 		p.held[s.ID] = c
 		p.mu.Unlock()
 		p.r.event("claimed", c.Fields())
+		if b := c.Unclaimed(); b != "" {
+			// Work nobody holds is taken in: never silently.
+			p.r.disp.printf("%s: starting from %s on %s (%.12s), which no claim names: work a run gave back or someone pushed, landed with the story", s.ID, b, p.coord.Remote(), c.Start())
+		}
 		return &s
 	}
 }

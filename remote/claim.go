@@ -171,6 +171,11 @@ type Held struct {
 	// Start is the story's branch on the server when it was claimed (the
 	// work of a machine whose claim was taken over); "" when there is none.
 	Start string
+	// Unclaimed: Start is a story branch on the server that no claim
+	// named when this one was made - work a run gave back with its claim
+	// (Release publishes it for the next machine to go on from), or a
+	// push of someone's - not a taken-over claim's.
+	Unclaimed bool
 	// Took is the stale claim this one replaced; nil for a fresh claim.
 	Took *Claim
 	// TookDead: Took's lease had not run out, but it was this clone's
@@ -297,6 +302,7 @@ func (r *Remote) Claim(ctx context.Context, story string, view *View) (*Held, er
 	h := &Held{r: r, key: key, Story: story, Took: old, TookDead: dead, claim: c, seen: view.Tip,
 		Start: view.Branches[key], pushed: view.Branches[key], Moved: moved,
 		lost: make(chan struct{}), stop: make(chan struct{})}
+	h.Unclaimed = old == nil && h.Start != ""
 	return h, nil
 }
 
@@ -324,8 +330,9 @@ func (r *Remote) newClaim(ctx context.Context, story, key string, v *View) (*Hel
 	if err != nil {
 		return nil, err
 	}
+	// Made only for a story no claim names (rideWith.rider).
 	return &Held{r: r, key: key, Story: story, claim: c, seen: v.Tip, Start: v.Branches[key], pushed: v.Branches[key],
-		lost: make(chan struct{}), stop: make(chan struct{})}, nil
+		Unclaimed: v.Branches[key] != "", lost: make(chan struct{}), stop: make(chan struct{})}, nil
 }
 
 // freshClaim is this process's claim on story (key its ref name), made

@@ -469,6 +469,7 @@ func (c *Coordinator) tryClaim(ctx context.Context, busy map[string]bool, reuse,
 			}
 			key := mustKey(s.ID)
 			h.Start, h.pushed, v = nv.Branches[key], nv.Branches[key], nv
+			h.Unclaimed = h.Took == nil && h.Start != ""
 		}
 		if h.Start == "" {
 			// The worktree starts from the server's tip, fetched already.
@@ -540,6 +541,7 @@ func (c *Coordinator) ClaimFinished(ctx context.Context, story string) (*Held, p
 		}
 		key := mustKey(story)
 		h.Start, h.pushed = nv.Branches[key], nv.Branches[key]
+		h.Unclaimed = h.Took == nil && h.Start != ""
 	}
 	if h.Start == "" {
 		h.Start = v.Tip

@@ -224,3 +224,54 @@ func TestReleaseDropsAnEmptyStoryBranch(t *testing.T) {
 		t.Fatalf("an empty story branch is left on the server at %s", got)
 	}
 }
+
+// A story branch on the server that no claim names - work a machine gave
+// back with its claim, or a push of someone's - is where a new claim's
+// story starts, and the claim says so (Unclaimed), for the run to say;
+// a fresh story's claim and a takeover's (a claim names the branch: the
+// machine whose work it is) do not.
+func TestClaimOverAnUnclaimedBranchSaysSo(t *testing.T) {
+	f := newFixture(t, "daemon")
+	ctx := context.Background()
+	a := f.machine("a", 2*time.Second, 0)
+	b := f.machine("b", 2*time.Second, 0)
+	ha := claim(t, a, "S-1")
+	if ha.Unclaimed {
+		t.Fatal("a claim of a story with no branch on the server says it starts from an unclaimed one")
+	}
+	ha.Follow(work(t, a, "S-1", ha.Start, "a.txt", "a\n"))
+	if err := ha.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	given := f.refs()[BranchPrefix+"S-1"]
+	if given == "" {
+		t.Fatal("the release did not publish the branch")
+	}
+	hb := claim(t, b, "S-1")
+	if hb.Start != given || !hb.Unclaimed || hb.Took != nil {
+		t.Fatalf("claim over the given-back branch: start %q unclaimed %v took %+v; want start %s, unclaimed", hb.Start, hb.Unclaimed, hb.Took, given)
+	}
+
+	// The same from a coordinator, whose view of the server is fetched
+	// anew (and from a moved view, after a landing).
+	if err := hb.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCoordinator(ctx, b, b.Repo, target, "plan.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, s, err := c.Claim(ctx, map[string]bool{"S-2": true, "S-3": true})
+	if err != nil || hc == nil || s.ID != "S-1" || hc.Start != given || !hc.Unclaimed {
+		t.Fatalf("coordinator's claim: %+v %+v %v; want S-1 from %s, unclaimed", hc, s, err, given)
+	}
+	hc.Close()
+
+	// b stops renewing; a lease later a takes its claim over: the branch
+	// is the work of the claim it took, not unclaimed.
+	watch(t, a, 3*time.Second)
+	ht := claim(t, a, "S-1")
+	if ht.Took == nil || ht.Unclaimed || ht.Start != given {
+		t.Fatalf("takeover: took %+v unclaimed %v start %q", ht.Took, ht.Unclaimed, ht.Start)
+	}
+}

@@ -115,6 +115,13 @@ func (s *sharedClaim) Start() string         { return s.h.Start }
 func (s *sharedClaim) Follow(branch string)  { s.h.Follow(branch) }
 func (s *sharedClaim) Lost() <-chan struct{} { return s.h.Lost() }
 
+func (s *sharedClaim) Unclaimed() string {
+	if !s.h.Unclaimed {
+		return ""
+	}
+	return strings.TrimPrefix(s.h.Branch(), "refs/heads/")
+}
+
 // LostHow says how the claim was lost: deleted on the server (a person's
 // wiggum claims release --force), or replaced by another machine's.
 // A claim deleted because another machine took it over and landed the
@@ -150,6 +157,9 @@ func (s *sharedClaim) Fields() map[string]any {
 	f := map[string]any{"story": s.story.ID, "claim": c.Commit, "machine": s.c.R.Me.String(),
 		"claim_ms": float64(s.h.Spent.Microseconds()) / 1000, "wait_ms": float64(s.took.Microseconds()) / 1000,
 		"ahead": s.h.Ahead, "rode": s.h.Rode, "start": s.h.Start}
+	if s.h.Unclaimed {
+		f["start_unclaimed"] = true
+	}
 	if s.h.Took != nil {
 		f["took_over"] = s.h.Took.Host + "/" + s.h.Took.Machine
 		f["took_over_why"] = "lease ran out"
