@@ -82,7 +82,11 @@ type Story struct {
 	Commit       string     `json:"commit,omitempty"`
 	SkipReason   string     `json:"skip_reason,omitempty"`
 
-	conflictAt time.Time
+	// conflictAt and conflictBranch: when its branch last could not
+	// merge, and which, for the timeline (Branch is only the branch kept
+	// now).
+	conflictAt     time.Time
+	conflictBranch string
 }
 
 // Attempt is one iteration at a story.
@@ -281,11 +285,15 @@ func (b *builder) add(ev events.Event) error {
 		if ev.Commit != "" {
 			s.Commit = ev.Commit
 		}
+		// Its latest outcome: a branch kept before (a conflict given
+		// another attempt, work a resumed run landed) is kept no more.
+		// The timeline still marks when it could not merge.
+		s.Branch, s.Conflicts, s.MergeError = "", nil, ""
 	case events.MergeFailed, events.LandFailed, events.ClaimLost:
 		s := b.story(ev.Story, "")
 		s.Outcome = StoryUnmerged
 		s.Branch = strings.TrimPrefix(ev.Branch, "refs/heads/")
-		s.Conflicts, s.MergeError, s.conflictAt = ev.Paths, ev.Error, ev.Time
+		s.Conflicts, s.MergeError, s.conflictAt, s.conflictBranch = ev.Paths, ev.Error, ev.Time, s.Branch
 		if ev.Name == events.ClaimLost && s.MergeError == "" {
 			s.MergeError = "another machine took the story over; this attempt's commits stay on its branch"
 		}

@@ -463,3 +463,50 @@ func TestOnlyTheLatestRunIsRead(t *testing.T) {
 		t.Errorf("skipped %d lines, want 1: the runs before the latest were read", r.Skipped)
 	}
 }
+
+// A story's kept branch is reported while it is kept: a story whose
+// branch could not merge and that landed later (a conflict given another
+// attempt, work a resumed run landed) is done, with nothing "to look at"
+// but the backups of its attempts; the timeline still marks when it could
+// not merge.
+func TestLandedLaterIsNotKept(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	lines := `{"time":"2026-11-23T10:00:00Z","event":"run_start","plan":"p.md","pid":77,"workers":2}
+{"time":"2026-11-23T10:00:01Z","event":"iteration_start","iteration":1,"story":"A","title":"a","attempt":1,"worker":1}
+{"time":"2026-11-23T10:00:01Z","event":"iteration_start","iteration":2,"story":"B","title":"b","attempt":1,"worker":2}
+{"time":"2026-11-23T10:01:00Z","event":"iteration_end","iteration":1,"story":"A","attempt":1,"worker":1,"outcome":"done","commit":"aaa"}
+{"time":"2026-11-23T10:01:01Z","event":"iteration_end","iteration":2,"story":"B","attempt":1,"worker":2,"outcome":"done","commit":"bbb"}
+{"time":"2026-11-23T10:01:02Z","event":"merged","story":"A","branch":"refs/heads/wiggum/A","commit":"a1"}
+{"time":"2026-11-23T10:01:03Z","event":"merge_failed","story":"B","branch":"refs/heads/wiggum/B","error":"wiggum/B conflicts with main in f","paths":["f"],"retry":true}
+{"time":"2026-11-23T10:01:04Z","event":"iteration_start","iteration":3,"story":"B","title":"b","attempt":2,"worker":2}
+{"time":"2026-11-23T10:02:00Z","event":"iteration_end","iteration":3,"story":"B","attempt":2,"worker":2,"outcome":"done","commit":"b2"}
+{"time":"2026-11-23T10:02:01Z","event":"merged","story":"B","branch":"refs/heads/wiggum/B-2","commit":"b3"}
+{"time":"2026-11-23T10:02:02Z","event":"run_end","iterations":3,"completed":["A","B"]}
+`
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := build(t, path, Options{})
+	var b *Story
+	for _, s := range r.Stories {
+		if s.ID == "B" {
+			b = s
+		}
+	}
+	if b == nil || b.Outcome != StoryDone || b.Branch != "" || b.MergeError != "" || len(b.Conflicts) != 0 {
+		t.Fatalf("B: %+v; want done, no kept branch", b)
+	}
+	if look := lookAt(r); len(look) != 0 {
+		t.Errorf("to look at: %+v; want nothing", look)
+	}
+	var text bytes.Buffer
+	if err := WriteText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "kept") || strings.Contains(text.String(), "to look at") {
+		t.Errorf("the text still has B's branch kept:\n%s", text.String())
+	}
+	if !strings.Contains(Timeline(r), "B could not merge; branch wiggum/B kept") {
+		t.Error("the timeline lost the mark of B's conflict")
+	}
+}

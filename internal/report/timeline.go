@@ -171,7 +171,7 @@ func Timeline(r *Report) string {
 		}
 		if !s.conflictAt.IsZero() {
 			mx := x(s.conflictAt)
-			d.Polygon(diamond(mx, cy, 8), s.ID+" could not merge; branch "+s.Branch+" kept", svg.A("fill", "#ffffff", "stroke", colFailed, "stroke-width", "2.5")...)
+			d.Polygon(diamond(mx, cy, 8), s.ID+" could not merge; branch "+s.conflictBranch+" kept", svg.A("fill", "#ffffff", "stroke", colFailed, "stroke-width", "2.5")...)
 		}
 	}
 
