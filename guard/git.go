@@ -47,6 +47,8 @@ func (w *walk) git(args []string) {
 		w.gitBranch(rest)
 	case "update-ref":
 		w.gitUpdateRef(rest)
+	case "fast-import":
+		w.gitFastImport()
 	case "commit":
 		w.gitCommit(rest)
 	case "filter-branch", "filter-repo":

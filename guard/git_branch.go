@@ -20,6 +20,13 @@ func (w *walk) gitUpdateRef(rest []string) {
 	w.g.verdict(Deny, "git update-ref rewrites refs directly, behind the checkpoint's back; use normal commits, and `wiggum rollback`/`wiggum recover` to move between saved states")
 }
 
+// gitFastImport denies git fast-import, whatever its options: it writes
+// the refs its input stream names (with --force over any history), and
+// the guard cannot read the stream.
+func (w *walk) gitFastImport() {
+	w.g.verdict(Deny, "git fast-import writes the branches and refs its input stream names, behind the checkpoint's back; make the changes with normal commits, and `wiggum rollback`/`wiggum recover` to move between saved states")
+}
+
 // writesRefs names the subcommands that can create, move or delete refs
 // given on their command line.
 func writesRefs(sub string) bool {
