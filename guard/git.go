@@ -49,6 +49,8 @@ func (w *walk) git(args []string) {
 		w.gitUpdateRef(rest)
 	case "fast-import":
 		w.gitFastImport()
+	case "replace":
+		w.gitReplace(rest)
 	case "commit":
 		w.gitCommit(rest)
 	case "filter-branch", "filter-repo":

@@ -296,7 +296,10 @@ func runCmd(cmd *exec.Cmd, stdin []byte, args []string) ([]byte, error) {
 // CleanEnv drops variables that would point git at another repository or
 // index (a git hook runs with GIT_DIR and GIT_INDEX_FILE set) and pins a
 // stable, non-interactive, untranslated git that waits for a ref lock
-// (lockWaits) instead of failing at once.
+// (lockWaits) instead of failing at once, and that reads the history as
+// its commits hold it: replace refs (git replace, a graft) are not
+// honoured, so one planted in the repository cannot hide commits from a
+// rollback's proof or change what a checkpoint's ancestry checks answer.
 func CleanEnv() []string {
 	var env []string
 	for _, kv := range WithoutRepoEnv(os.Environ()) {
@@ -307,7 +310,7 @@ func CleanEnv() []string {
 		}
 		env = append(env, kv)
 	}
-	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", OwnerEnv+"="+strconv.Itoa(os.Getpid()))
+	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "GIT_NO_REPLACE_OBJECTS=1", OwnerEnv+"="+strconv.Itoa(os.Getpid()))
 	return WithConfig(env, lockWaits...)
 }
 

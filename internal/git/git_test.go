@@ -161,3 +161,29 @@ func TestBinaryPinnedForAPath(t *testing.T) {
 		t.Fatalf("after a git appeared ahead on PATH, Binary() = %q, want %q", got, first)
 	}
 }
+
+// Replace refs do not steer the git wiggum runs: a graft planted in the
+// repository (git replace --graft, by an agent, say) would otherwise make
+// rev-parse, rev-list and merge-base answer for a history that is not the
+// one a checkpoint's ancestry checks must see.
+func TestReplaceRefsAreNotHonoured(t *testing.T) {
+	dir := testRepo(t)
+	first := gitT(t, dir, "rev-parse", "HEAD")
+	gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "second")
+	second := gitT(t, dir, "rev-parse", "HEAD")
+	gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "third")
+	gitT(t, dir, "replace", "--graft", "HEAD", first)
+	if got := gitT(t, dir, "rev-parse", "HEAD^"); got != first {
+		t.Fatalf("the planted graft does not show in the test's own git: HEAD^ = %s, want %s", got, first)
+	}
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Line(ctx, "rev-parse", "HEAD^"); err != nil || got != second {
+		t.Fatalf("wiggum's git: HEAD^ = %q (%v), want %s, the real parent", got, err, second)
+	}
+	if in, err := r.OK(ctx, "merge-base", "--is-ancestor", second, "HEAD"); err != nil || !in {
+		t.Fatalf("wiggum's git: %s is an ancestor of HEAD = %v (%v), want true", second, in, err)
+	}
+}
