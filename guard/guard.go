@@ -78,6 +78,13 @@ type Policy struct {
 	// checkout -B and switch -C, which move an existing branch by force.
 	// nil: such a command is asked about.
 	BranchExists func(name string) bool
+	// Supervisor is the pid of the wiggum holding the session's lock (the
+	// lock's holder record names it), 0 when unknown: a kill naming it is
+	// denied. SupervisorArgs is its command line, as the record has it: a
+	// pkill -f pattern matching it is denied as one matching wiggum's
+	// other command lines is.
+	Supervisor     int
+	SupervisorArgs []string
 	// Preexisting reports whether a script file was last changed before
 	// the agent's session began (a project's own ./gradlew, say), as
 	// opposed to written during it. In such a script only clear denials

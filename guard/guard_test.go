@@ -145,6 +145,8 @@ func testPolicy(branch string) Policy {
 		HookFiles:         []string{".git/hooks/post-commit", ".git/hooks/pre-push"},
 		RefNamespace:      "refs/wiggum/",
 		BranchExists:      func(name string) bool { return slices.Contains([]string{"main", "master", "feature", "story"}, name) },
+		Supervisor:        4242,
+		SupervisorArgs:    []string{"wiggum", "run", "--agent", "claude"},
 	}
 }
 

@@ -206,6 +206,8 @@ func (w *walk) command(c *syntax.CallExpr, args []string, hop int) {
 	switch {
 	case base == "git":
 		w.git(rest)
+	case base == "kill" || base == "pkill" || base == "killall":
+		w.signals(c, base, rest)
 	case isForge(base):
 		w.forge(base, rest)
 	case base == "go" && goEnvWrites(rest):

@@ -468,6 +468,7 @@ func guardCommand(ev Event, root string, opts Options) Response {
 	if sess.Active {
 		p.Preexisting = changedBefore(sess.Started)
 	}
+	p.Supervisor, p.SupervisorArgs = sess.PID, sess.Command
 	if root != "" {
 		var def string
 		p.Branch, def = branches(root)

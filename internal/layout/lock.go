@@ -583,6 +583,10 @@ type SessionInfo struct {
 	// subagent working in a git worktree of its own). The guard applies;
 	// this tree has no checkpoint of the session's to roll back to.
 	Elsewhere bool
+	// PID and Command are the holder's, as its record names them (zero
+	// when the record is gone): the guard denies signalling it.
+	PID     int
+	Command []string
 }
 
 // Session reads the holder record and probes the lock; it is the hook
@@ -607,7 +611,7 @@ func (t Tree) Session() SessionInfo {
 		return t.inSession()
 	}
 	tok := os.Getenv(SessionEnv)
-	return SessionInfo{Active: true, Mine: tok != "" && tok == h.Session, Session: h.Session, Started: h.Started, AllowPush: h.AllowPush}
+	return SessionInfo{Active: true, Mine: tok != "" && tok == h.Session, Session: h.Session, Started: h.Started, AllowPush: h.AllowPush, PID: h.PID, Command: h.Command}
 }
 
 // inSession is the session this process was started in for this tree,
