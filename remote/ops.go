@@ -32,24 +32,52 @@ type Released struct {
 	Ready    *Claim    `json:"ready,omitempty"`
 }
 
+// releaseTries is how many times ReleaseStory reads and pushes again when
+// the claim changed on the server in between: its holder renews it every
+// third of its lease, so a release of a live claim (--force) that took one
+// read races every renewal.
+const releaseTries = 5
+
+// releaseRead, when set (tests), runs after each read of a release.
+var releaseRead func()
+
 // ReleaseStory deletes story's claim and conflict marker on the server,
 // each by compare-and-swap on the value just read, in one atomic push. A
-// live claim is refused unless force.
+// live claim is refused unless force. A claim that changed between the
+// read and the push (renewed, taken) is read again and judged again: a
+// forced release does not lose to a renewal.
 func (r *Remote) ReleaseStory(ctx context.Context, target, story string, force bool) (*Released, error) {
 	key, err := Key(story)
 	if err != nil {
 		return nil, err
 	}
+	for try := 1; ; try++ {
+		out, raced, err := r.releaseOnce(ctx, target, story, key, force)
+		if err != nil || !raced {
+			return out, err
+		}
+		if try == releaseTries {
+			return nil, fmt.Errorf("claims: %s changed on the server while releasing it, %d times (renewed or taken); nothing was released, look again with wiggum claims list", story, releaseTries)
+		}
+	}
+}
+
+// releaseOnce is one read and push of ReleaseStory; raced when the push
+// found a value other than the one read.
+func (r *Remote) releaseOnce(ctx context.Context, target, story, key string, force bool) (_ *Released, raced bool, _ error) {
 	v, err := r.Fetch(ctx, target)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if releaseRead != nil {
+		releaseRead()
 	}
 	out := &Released{Claim: v.Claims[key], Conflict: v.Conflicts[key]}
 	if out.Claim == nil && out.Conflict == nil {
-		return nil, &NotClaimedError{Story: story}
+		return nil, false, &NotClaimedError{Story: story}
 	}
 	if out.Claim != nil && !out.Claim.PastExpiry(r.now()) && !force && !r.deadHere(out.Claim) {
-		return nil, &LiveClaimError{Claim: out.Claim}
+		return nil, false, &LiveClaimError{Claim: out.Claim}
 	}
 	var ups []update
 	if out.Claim != nil {
@@ -65,12 +93,12 @@ func (r *Remote) ReleaseStory(ctx context.Context, target, story string, force b
 	}
 	bad, err := r.push(ctx, "release "+story, ups)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if len(bad) > 0 {
-		return nil, fmt.Errorf("claims: %s changed on the server while releasing it (renewed or taken); nothing was released, look again with wiggum claims list", story)
+		return nil, true, nil
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // resolved returns a ready claim on the conflicted story of cf, not yet

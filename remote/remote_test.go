@@ -403,6 +403,41 @@ func TestOperatorReleaseRefusesLiveLease(t *testing.T) {
 	}
 }
 
+// A forced release whose claim is renewed between its read and its push
+// (the holder renews every third of its lease) reads again and releases:
+// it does not fail with "changed on the server" - the testscript
+// remote_claim_released did, now and then, with a 1 s lease.
+func TestForcedReleaseOutlastsARenewal(t *testing.T) {
+	f := newFixture(t, "file")
+	ctx := context.Background()
+	a := f.machine("a", time.Minute, 0)
+	op := f.machine("op", time.Minute, 0)
+	h := claim(t, a, "S-1")
+	renewed := 0
+	releaseRead = func() {
+		if renewed == 0 {
+			if err := h.Renew(ctx); err != nil {
+				t.Errorf("renew: %v", err)
+			}
+		}
+		renewed++
+	}
+	t.Cleanup(func() { releaseRead = nil })
+	rel, err := op.ReleaseStory(ctx, target, "S-1", true)
+	if err != nil || rel.Claim == nil {
+		t.Fatalf("forced release raced by a renewal: %+v %v", rel, err)
+	}
+	if renewed != 2 {
+		t.Fatalf("%d reads, want 2 (the raced one and the one that released)", renewed)
+	}
+	if _, ok := f.refs()[ClaimsPrefix+"S-1"]; ok {
+		t.Fatal("the claim survived the release")
+	}
+	if !IsLeaseLost(h.Renew(ctx)) {
+		t.Fatal("the holder did not notice the forced release")
+	}
+}
+
 // A pre-receive hook that rejects: a clear ServerRejectedError, nothing
 // changed on the server.
 func TestServerHookRejects(t *testing.T) {
