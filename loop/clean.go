@@ -398,7 +398,7 @@ func rewriteWithout(ctx context.Context, repo *git.Repo, base string, commits []
 	}
 	defer os.RemoveAll(tmp)
 	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
-	rm := []string{"rm", "-r", "--cached", "-f", "-q", "--ignore-unmatch", "--"}
+	rm := append(append([]string{"rm", "-r", "--cached", "-f", "-q", "--ignore-unmatch"}, sparseFlag(repo)...), "--")
 	for _, p := range drop {
 		rm = append(rm, ":(top,literal)"+strings.TrimSuffix(p, "/"))
 	}

@@ -297,7 +297,7 @@ func (c *committer) addAll(ctx context.Context, spec string) error {
 		if tries > 1000 {
 			return fmt.Errorf("stage changes: more than 1000 repositories of their own in the tree")
 		}
-		out, err := c.git(ctx, []byte(spec), "add", "-A", "-v", "--pathspec-from-file=-", "--pathspec-file-nul")
+		out, err := c.git(ctx, []byte(spec), append([]string{"add", "-A", "-v", "--pathspec-from-file=-", "--pathspec-file-nul"}, c.sparse()...)...)
 		var ge *git.Error
 		if err == nil && tries == 0 && c.mayBeStaged {
 			var links, added []string
@@ -345,6 +345,25 @@ func (c *committer) addAll(ctx context.Context, spec string) error {
 			}
 		}
 	}
+}
+
+// sparse is --sparse, for git add and git rm --cached, in a sparse
+// checkout (git sparse-checkout writes info/sparse-checkout in the
+// worktree's git directory); nil elsewhere. Without it git add -A refuses
+// a new file outside the cone, with a hint block for a person - the
+// agent's work, its attempt failed for wiggum's staging - and passes
+// over a tracked file there without a word, a story's change to it left
+// uncommitted; git rm --cached takes nothing out there. With it, what
+// the cone leaves out of the tree (skip-worktree) is left as it is. A
+// stat, no process.
+func (c *committer) sparse() []string { return sparseFlag(c.repo) }
+
+// sparseFlag is committer.sparse of repo.
+func sparseFlag(repo *git.Repo) []string {
+	if _, err := os.Stat(filepath.Join(repo.GitDir, "info", "sparse-checkout")); err != nil {
+		return nil
+	}
+	return []string{"--sparse"}
 }
 
 // nestedRepo is a repository of its own that an attempt's agent made
@@ -605,7 +624,7 @@ func (c *committer) unstageDeps(ctx context.Context, added []string) error {
 	if len(dirs) == 0 {
 		return nil
 	}
-	args := []string{"rm", "-r", "--cached", "-f", "-q", "--ignore-unmatch", "--"}
+	args := append(append([]string{"rm", "-r", "--cached", "-f", "-q", "--ignore-unmatch"}, c.sparse()...), "--")
 	for i := range dirs {
 		args = append(args, ":(top,literal)"+dirs[i].Path)
 	}
@@ -650,7 +669,7 @@ func (c *committer) unstageLarge(ctx context.Context, added []string) error {
 	if len(large) == 0 {
 		return nil
 	}
-	args := []string{"rm", "--cached", "-f", "-q", "--ignore-unmatch", "--"}
+	args := append(append([]string{"rm", "--cached", "-f", "-q", "--ignore-unmatch"}, c.sparse()...), "--")
 	for _, f := range large {
 		args = append(args, ":(top,literal)"+f.Path)
 	}
@@ -786,7 +805,8 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 		}
 	}
 	if len(unlink) > 0 {
-		if _, err := c.git(ctx, nil, append([]string{"rm", "--cached", "-f", "-q", "--ignore-unmatch", "--"}, unlink...)...); err != nil {
+		args := append(append([]string{"rm", "--cached", "-f", "-q", "--ignore-unmatch"}, c.sparse()...), "--")
+		if _, err := c.git(ctx, nil, append(args, unlink...)...); err != nil {
 			return again, err
 		}
 	}
