@@ -58,6 +58,12 @@ type planEdit struct {
 	// them, when its only other change is its own story's passes set
 	// true (or none), for a worker's landing to carry.
 	addedObjects []json.RawMessage
+	// dropped: the stories a markdown plan's new lines list again - a
+	// retry's agent adding the follow-up its last attempt added, which
+	// the rollback kept - whose lines now leaves out (withoutCopies);
+	// same: without them, the plan is as at the start.
+	dropped []string
+	same    bool
 }
 
 // editSince reads the plan now and says what changed since start; nil when
@@ -98,11 +104,18 @@ func (s *planAtStart) editSince(p plan.Plan, story string) *planEdit {
 		e.changed = append(e.changed, "the plan no longer reads as one")
 		return e
 	}
+	if p.Kind() == "markdown" {
+		e.now, e.dropped = withoutCopies(s.data, now, before, stories)
+		e.same = bytes.Equal(e.now, s.data)
+	}
 	seen := map[string]bool{}
 	onlyPasses := false // the one change to story is its passes set true
 	for _, st := range stories {
-		seen[st.ID] = true
 		w, ok := was[st.ID]
+		if !ok && seen[st.ID] {
+			continue // a new story listed again: one story, its copy dropped
+		}
+		seen[st.ID] = true
 		if ok && p.Kind() != "prd.json" {
 			// A markdown plan's or an issues directory's priority is
 			// the story's place in it: a story removed or added above
@@ -134,13 +147,70 @@ func (s *planAtStart) editSince(p plan.Plan, story string) *planEdit {
 		case len(e.added) == 0:
 			e.ownTick = bytes.Equal(ticked, now)
 		case p.Kind() == "markdown":
-			e.tickedAndAdded = storyLines(dir, newLines(ticked, now), e.added)
+			e.tickedAndAdded = storyLines(dir, newLines(ticked, e.now), e.added)
 		}
 	}
 	if p.Kind() == "prd.json" && len(e.added) > 0 && (len(e.changed) == 0 || len(e.changed) == 1 && onlyPasses) {
 		e.addedObjects, _ = plan.StoriesIn(now, e.added)
 	}
 	return e
+}
+
+// withoutCopies is now without the lines, new since base, that list a
+// story the plan lists already - at the start (before), or on a line
+// above - and the ids of those stories. A markdown plan reads a line
+// listed twice as one story, so the copy was kept with the attempt's other
+// additions, said as a change outside its stories, and counted as one
+// more story left. Only as many lines go as the plan now lists each story
+// more often than it did (stories: the plan now); the backup of the
+// attempt has them. now as it is, and nil, when none goes.
+func withoutCopies(base, now []byte, before, stories []plan.Story) ([]byte, []string) {
+	had := map[string]int{}
+	for _, st := range before {
+		had[st.ID]++
+	}
+	count := map[string]int{}
+	for _, st := range stories {
+		count[st.ID]++
+	}
+	extra := map[string]int{}
+	for id, n := range count {
+		if k := n - max(had[id], 1); k > 0 {
+			extra[id] = k
+		}
+	}
+	if len(extra) == 0 {
+		return now, nil
+	}
+	old := map[string]int{}
+	for _, l := range strings.SplitAfter(string(base), "\n") {
+		old[l]++
+	}
+	var kept bytes.Buffer
+	var ids []string
+	for _, l := range strings.SplitAfter(string(now), "\n") {
+		if old[l] > 0 {
+			old[l]--
+			kept.WriteString(l)
+			continue
+		}
+		id := plan.LineStoryID(l)
+		if id != "" && extra[id] > 0 && had[id] > 0 {
+			extra[id]--
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+			continue
+		}
+		if id != "" {
+			had[id]++ // listed from here on: a later line of it is a copy
+		}
+		kept.WriteString(l)
+	}
+	if ids == nil {
+		return now, nil
+	}
+	return kept.Bytes(), ids
 }
 
 // newLines are the lines of now that base does not have, in order.
@@ -232,10 +302,21 @@ func (e *planEdit) keep(path, rel, backup string) (string, error) {
 		if err := renameio.WriteFile(path, e.now, 0o644); err != nil {
 			return "", fmt.Errorf("keep the plan's new stories: %w", err)
 		}
-		if len(e.added) == 0 {
-			return rel + " changed during the attempt outside its stories: kept as it is", nil
+		var notes []string
+		switch {
+		case len(e.added) > 0:
+			notes = append(notes, fmt.Sprintf("%s gained %s during the attempt: kept (the rollback leaves the plan's new stories)", rel, strings.Join(e.added, ", ")))
+		case !e.same || len(e.dropped) == 0:
+			notes = append(notes, rel+" changed during the attempt outside its stories: kept as it is")
 		}
-		return fmt.Sprintf("%s gained %s during the attempt: kept (the rollback leaves the plan's new stories)", rel, strings.Join(e.added, ", ")), nil
+		switch len(e.dropped) {
+		case 0:
+		case 1:
+			notes = append(notes, e.dropped[0]+" is already in the plan: the attempt's copy dropped")
+		default:
+			notes = append(notes, strings.Join(e.dropped, ", ")+" are already in the plan: the attempt's copies dropped")
+		}
+		return strings.Join(notes, "; "), nil
 	}
 	where := ""
 	if backup != "" {

@@ -262,3 +262,37 @@ func TestWorkerPlanChangesAreNamed(t *testing.T) {
 		}
 	}
 }
+
+// A failing attempt whose agent adds a follow-up story to the plan: the
+// rollback keeps it, and each retry's agent adds the same line again.
+// Each copy was kept too, said as a change "outside its stories", and the
+// plan ended with the story listed once per attempt, each counted as one
+// more open story (and committed with the next story's work). Now a line
+// that lists a story the plan has already is the attempt's copy: dropped
+// (the backup has it), and said.
+func TestRetryThatAddsTheSameStoryAgainIsNotKeptTwice(t *testing.T) {
+	st, p := newRepo(t, 2)
+	dir := st.Repo.Root
+	o := opts(p, `cat >/dev/null; echo "$WIGGUM_STORY" >> a
+if [ "$WIGGUM_STORY" = US-1 ]; then echo "- [ ] US-9: follow-up found by agent" >> plan.md; exit 1; fi`)
+	o.Retries, o.MaxIter = 2, 4
+	var out strings.Builder
+	o.Out = &out
+	sum, _ := Run(context.Background(), st, o)
+	if len(sum.Completed) != 1 || sum.Left != 2 {
+		t.Errorf("summary %+v: want US-2 done, US-1 and US-9 open\n%s", sum, out.String())
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "plan.md"))
+	if want := "- [ ] US-1: story 1\n- [x] US-2: story 2\n- [ ] US-9: follow-up found by agent\n"; string(data) != want {
+		t.Errorf("plan:\n%s\nwant:\n%s", data, want)
+	}
+	if n := strings.Count(out.String(), "plan.md gained US-9 during the attempt: kept"); n != 1 {
+		t.Errorf("the new story said kept %d times, want once:\n%s", n, out.String())
+	}
+	if n := strings.Count(out.String(), "US-9 is already in the plan: the attempt's copy dropped"); n != 2 {
+		t.Errorf("the retries' copies said dropped %d times, want 2:\n%s", n, out.String())
+	}
+	if strings.Contains(out.String(), "outside its stories") {
+		t.Errorf("a copy of a story said as a change outside the stories:\n%s", out.String())
+	}
+}

@@ -404,6 +404,16 @@ func storyOf(line string) []string {
 	return m
 }
 
+// LineStoryID is the id of the story line lists as a markdown plan's
+// story line, read on its own (outside any fence or comment); "" when it
+// lists none.
+func LineStoryID(line string) string {
+	if s := storyOf(strings.TrimRight(line, "\r\n")); s != nil {
+		return s[4]
+	}
+	return ""
+}
+
 var headingID = lazyre.New(`^(?:\*\*|__)?([A-Za-z][A-Za-z0-9]*-[0-9]+)\b`)
 
 func leadingID(text string) string {
