@@ -757,6 +757,9 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	for _, d := range e.commit.deps {
 		e.sayLeftOut(story, d, d.say())
 	}
+	if len(e.commit.rawLFS) > 0 && err == nil {
+		e.disp.printf("  %s", rawLFSNote(e.commit.rawLFS))
+	}
 	if h := e.commit.hiddenBy(cctx, e.attemptHead, e.attemptStarted); len(h) > 0 && err == nil {
 		e.disp.printf("  the attempt's .gitignore change hides %d path(s) it made from git, so they are not in the story's commit: %s - if they are the story's work, narrow the rule (git check-ignore -v %s says which)", len(h), summarize(h, 5), h[0])
 		e.event("work_ignored", map[string]any{"story": story.ID, "paths": h, "commit": sha})

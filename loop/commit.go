@@ -92,6 +92,11 @@ type committer struct {
 	// touchedTests: the test files (isTestFile) the last commitAll's
 	// changes add or modify, for testsSwitchedOff to read
 	touchedTests []string
+	// written: every path the last commitAll's changes add or modify;
+	// rawLFS: the ones git LFS would store that it committed as they
+	// are, git-lfs not set up here (unfilteredLFS), for the caller to say.
+	written []string
+	rawLFS  []string
 	// pulled: the directories of packages and the large files that
 	// came with commits the attempt pulled from a remote: others', they
 	// stay in the tree (cleanAgentCommits).
@@ -187,6 +192,7 @@ func (c *committer) commitAll(ctx context.Context, message string) (string, erro
 	// What the adds below find is said of this commit as a whole: a
 	// formatter hook's second add must not forget the first's.
 	c.hookFixed, c.staged, c.repos, c.stagedLarge, c.deletedTests, c.touchedTests, c.ignoreChanged = nil, 0, nil, nil, nil, nil, false
+	c.written, c.rawLFS = nil, nil
 	if len(c.keep) == 0 {
 		// Nothing to leave out: git add -A and commit say themselves
 		// whether anything changed (commit's "nothing to commit" is
@@ -196,7 +202,8 @@ func (c *committer) commitAll(ctx context.Context, message string) (string, erro
 			return "", fmt.Errorf("stage changes: %w", err)
 		}
 		killpoint.At("commit-staged")
-		return c.commitStaged(ctx, message, stage)
+		sha, err := c.commitStaged(ctx, message, stage)
+		return c.committed(ctx, sha, err)
 	}
 	ts, err := c.changes(ctx)
 	if err != nil {
@@ -209,13 +216,28 @@ func (c *committer) commitAll(ctx context.Context, message string) (string, erro
 		return "", fmt.Errorf("stage changes: %w", err)
 	}
 	killpoint.At("commit-staged")
-	return c.commitStaged(ctx, message, func() error {
+	sha, err := c.commitStaged(ctx, message, func() error {
 		ts, err := c.changes(ctx)
 		if err != nil {
 			return err
 		}
 		return c.stageExcept(ctx, ts)
 	})
+	return c.committed(ctx, sha, err)
+}
+
+// committed is commitAll's answer once its commit (sha, err) is made:
+// c.rawLFS says what of it git LFS would have stored, not set up here.
+func (c *committer) committed(ctx context.Context, sha string, err error) (string, error) {
+	if err != nil || sha == "" {
+		return sha, err
+	}
+	large := c.leftLarge()
+	written := slices.DeleteFunc(c.written, func(p string) bool {
+		return git.IsState(p) || under(c.deps, p) != nil || slices.ContainsFunc(large, func(f largeFile) bool { return f.Path == p })
+	})
+	c.rawLFS = c.unfilteredLFS(ctx, written)
+	return sha, nil
 }
 
 // commitStaged commits what is staged. A pre-commit hook of the user's
@@ -464,6 +486,9 @@ func (c *committer) stagedSince(ctx context.Context) (links, added []string, err
 		// change of the rules (hiddenBy).
 		c.ignoreChanged = c.ignoreChanged || path.Base(fields[i+1]) == ".gitignore"
 		c.touchedTest(fields[i+1])
+		if len(meta) < 2 || meta[1] != "160000" {
+			c.wrote(fields[i+1])
+		}
 		if len(meta) >= 5 && meta[4] == "M" {
 			continue
 		}
@@ -571,6 +596,14 @@ func (c *committer) deletedTest(p string) {
 func (c *committer) touchedTest(p string) {
 	if isTestFile(p) && !slices.Contains(c.touchedTests, p) {
 		c.touchedTests = append(c.touchedTests, p)
+	}
+}
+
+// wrote records p, a path the commit adds or modifies - not a directory
+// (a repository of its own, which git names with a slash).
+func (c *committer) wrote(p string) {
+	if !strings.HasSuffix(p, "/") {
+		c.written = append(c.written, p)
 	}
 }
 
@@ -736,6 +769,7 @@ func (c *committer) unstageState(ctx context.Context, out string) (again bool, e
 	for _, p := range added {
 		c.ignoreChanged = c.ignoreChanged || path.Base(p) == ".gitignore"
 		c.touchedTest(p)
+		c.wrote(p)
 	}
 	// The ones unstageDeps took out of the index already are not asked
 	// about again.
