@@ -798,6 +798,18 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	if err != nil {
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res, passed: true}
 	}
+	subs := e.uncommittedSubmodules(cctx)
+	for _, p := range subs {
+		where := "left in the tree (git -C " + p + " status)"
+		if e.worktree != "" {
+			where = "saved when its worktree is removed, as said then"
+		}
+		e.disp.printf("  the agent changed files in submodule %s without committing there: not in the story's commit, %s", p, where)
+		e.run.toLookAt(story.ID, "changed files in submodule "+p+", uncommitted there")
+	}
+	if len(subs) > 0 {
+		e.event("submodule_uncommitted", map[string]any{"story": story.ID, "paths": subs, "commit": sha})
+	}
 	if e.planAdded != nil {
 		e.run.addedMu.Lock()
 		if e.run.added == nil {
@@ -808,7 +820,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	}
 	// What the commit left out (a clone, a large file) is a change too,
 	// and so is a worktree the agent made.
-	empty = empty && e.commit.staged == 0 && len(e.commit.repos)+len(large)+len(e.commit.nested)+len(e.made) == 0
+	empty = empty && e.commit.staged == 0 && len(e.commit.repos)+len(large)+len(e.commit.nested)+len(e.made)+len(subs) == 0
 	return outcome{ok: true, commit: sha, res: res, empty: empty}
 }
 
@@ -927,6 +939,30 @@ func gateEnv(env []string) []string {
 		}
 	}
 	return append(env[:len(env):len(env)], "CI=true")
+}
+
+// uncommittedSubmodules lists, after the commit of an attempt that
+// passed, the submodules its agent left with changed or new files of
+// their own: git records a submodule only as the commit its checkout is
+// at, so that work is in no commit here (git add cannot take it) and
+// stays in the checkout - which the next run finds dirty. One that had
+// such changes when the attempt began is not the agent's to name. A
+// tree with no .gitmodules has no submodule to look at: no process.
+func (e *executor) uncommittedSubmodules(ctx context.Context) []string {
+	if _, err := os.Lstat(filepath.Join(e.st.Repo.Root, ".gitmodules")); err != nil {
+		return nil
+	}
+	st, err := e.st.Repo.Status(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range st.UncommittedInSubmodules() {
+		if e.attemptCP == nil || !slices.Contains(e.attemptCP.Submodules, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // changedNothing reports, before the commit of an attempt that passed,

@@ -1164,7 +1164,7 @@ func (r *run) preflight(ctx context.Context) error {
 		ts.paths = slices.DeleteFunc(ts.paths, func(p string) bool { return p == r.planRel })
 	}
 	if len(ts.paths) > 0 && !r.opts.AllowDirty {
-		return badinput.Errorf("run: the working tree has uncommitted changes (%s); commit or stash them, or pass --allow-dirty to leave them out of every commit the loop makes", summarize(ts.paths, 5))
+		return refuseDirty(now, ts.paths)
 	}
 	if len(ts.staged) > 0 {
 		return badinput.Errorf("run: staged changes (%s) would end up in the loop's commits; commit them or unstage them (git restore --staged) first", summarize(ts.staged, 5))
@@ -1206,6 +1206,53 @@ func (r *run) preflight(ctx context.Context) error {
 		r.disp.printf("leaving out of every commit the local changes git status does not show (skip-worktree, assume-unchanged), even if an agent takes the flag off: %s", summarize(hidden, 5))
 	}
 	return nil
+}
+
+// refuseDirty is the refusal of a tree with changes of its own (paths),
+// saying for each kind what to do. A submodule with changed or new files
+// of its own is not a file to commit or stash here: they are committed in
+// it first.
+func refuseDirty(now *git.Status, paths []string) error {
+	subs := map[string]git.Change{}
+	for _, c := range now.Changes {
+		if c.Submodule && !c.Staged && !c.Unmerged {
+			subs[c.Path] = c
+		}
+	}
+	var plain, uncommitted []string
+	for _, p := range paths {
+		if c, ok := subs[p]; ok && (c.SubModified || c.SubUntracked) {
+			uncommitted = append(uncommitted, p)
+		} else {
+			plain = append(plain, p)
+		}
+	}
+	var parts []string
+	if len(plain) > 0 {
+		parts = append(parts, fmt.Sprintf("the working tree has uncommitted changes (%s); commit or stash them", summarize(plain, 5)))
+	}
+	if len(uncommitted) > 0 {
+		p := onePath(uncommitted)
+		parts = append(parts, fmt.Sprintf("%s changes of its own, uncommitted in it: commit them there (git -C %s commit) and the submodule here (git add %s), or discard them there", submodules(uncommitted, "has", "have"), p, p))
+	}
+	return badinput.Errorf("run: %s, or pass --allow-dirty to leave them out of every commit the loop makes", strings.Join(parts, "; "))
+}
+
+// submodules names the submodules paths with the verb that follows.
+func submodules(paths []string, one, many string) string {
+	if len(paths) == 1 {
+		return "submodule " + paths[0] + " " + one
+	}
+	return "submodules " + summarize(paths, 5) + " " + many
+}
+
+// onePath is the path a command in a message names: the only one, or
+// PATH for each of several.
+func onePath(paths []string) string {
+	if len(paths) == 1 {
+		return paths[0]
+	}
+	return "PATH"
 }
 
 // neverCommitted lists the untracked paths in now that the loop's commits

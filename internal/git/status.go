@@ -30,7 +30,9 @@ type Change struct {
 	Unstaged bool // the working tree differs from the index
 	Unmerged bool // a conflict is recorded for the path
 	// Submodule: the path is a submodule (its changes are git's to read).
-	Submodule bool
+	// SubModified and SubUntracked: its checkout has changed tracked
+	// files, or new untracked ones, of its own.
+	Submodule, SubModified, SubUntracked bool
 	// HeadMode and WorktreeMode are the path's octal modes in HEAD and in
 	// the working tree as git sees them (core.fileMode applied); "000000"
 	// when absent there. HeadOID is its object in HEAD. Empty for an
@@ -60,6 +62,19 @@ func (s *Status) DirtyBesidesSubmodules() bool {
 		}
 	}
 	return false
+}
+
+// UncommittedInSubmodules lists the submodules whose checkouts have
+// changed or new files of their own: work no commit here can hold until
+// it is committed in the submodule.
+func (s *Status) UncommittedInSubmodules() []string {
+	var paths []string
+	for _, c := range s.Changes {
+		if c.SubModified || c.SubUntracked {
+			paths = append(paths, c.Path)
+		}
+	}
+	return paths
 }
 
 // ChangedSubmodules lists the submodules the status sees changed.
@@ -176,6 +191,10 @@ func ParseStatus(out string) (*Status, error) {
 				return nil, outsideTree(f[fields])
 			}
 			c := Change{Path: f[fields], Unmerged: e[0] == 'u', Submodule: f[2][0] == 'S'}
+			if c.Submodule && len(f[2]) == 4 {
+				// S<c><m><u>: each a letter when so, "." when not.
+				c.SubModified, c.SubUntracked = f[2][2] == 'M', f[2][3] == 'U'
+			}
 			if e[0] != 'u' {
 				c.HeadMode, c.WorktreeMode, c.HeadOID = f[3], f[5], f[6]
 			}

@@ -199,3 +199,21 @@ func TestRefreshStatusWritesBackStatData(t *testing.T) {
 		t.Fatal("StartRefreshStatus left the stale stat data")
 	}
 }
+
+// A submodule's record says what changed in its checkout: S<c><m><u>.
+func TestParseStatusSubmoduleFlags(t *testing.T) {
+	link := " 160000 160000 160000 " + strings.Repeat("a", 40) + " " + strings.Repeat("a", 40) + " "
+	st, err := ParseStatus("1 .M S.M." + link + "edited\x001 .M S..U" + link + "new\x00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := st.Changes[0]; !c.Submodule || !c.SubModified || c.SubUntracked {
+		t.Errorf("S.M.: %+v", c)
+	}
+	if c := st.Changes[1]; !c.SubUntracked || c.SubModified {
+		t.Errorf("S..U: %+v", c)
+	}
+	if got := st.UncommittedInSubmodules(); len(got) != 2 {
+		t.Errorf("UncommittedInSubmodules = %v", got)
+	}
+}

@@ -223,6 +223,8 @@ func Describe(e Event) (kind, text string) {
 			return "git", strings.Join(e.Paths, ", ") + "/ is a clone of " + e.URL + ": left out of the commit"
 		}
 		return "git", strings.Join(e.Paths, ", ") + "/ is a git repository of its own: left out of the commit (" + e.Reason + ")"
+	case "submodule_uncommitted":
+		return "git", "files changed in submodule " + strings.Join(e.Paths, ", ") + ", uncommitted there: not in the story's commit"
 	case "file_left_out":
 		return "git", strings.Join(e.Paths, ", ") + " left out of the commit: a new file over --max-file-size"
 	case "commit_unsigned":
