@@ -88,6 +88,11 @@ func (r *run) landKept(ctx context.Context) error {
 				r.addCompleted(s.ID)
 				r.event("merged", map[string]any{"story": s.ID, "branch": k.Ref, "commit": m.Commit, "fast_forward": m.FastForward, "kept": true})
 				r.disp.printf("⇢ %s merged into %s from %s, which an earlier run kept when it could not merge it (%s); no agent ran", s.ID, target, branch, mergedHow(m))
+				// The run that kept the branch saved its submodule
+				// commits in the main tree's checkouts.
+				for _, note := range worktree.FollowSubmodules(ctx, repo, r.branch, m.Old, m.Commit) {
+					r.disp.printf("  %s: %s", s.ID, note)
+				}
 			}
 			break
 		}

@@ -513,6 +513,14 @@ func (p *parallel) releaseLocked(ctx context.Context, j *landing, m *worktree.Me
 	if m == nil {
 		return
 	}
+	if !m.Already {
+		// After the removal, which saved the story's submodule commits
+		// in the main tree's checkouts; beside the next story's merge,
+		// whose read-tree leaves submodule checkouts alone.
+		for _, note := range worktree.FollowSubmodules(ctx, p.r.st.Repo, p.target, m.Old, m.Commit) {
+			p.r.disp.printf("  %s: %s", story.ID, note)
+		}
+	}
 	took := time.Since(began)
 	p.r.sumMu.Lock()
 	p.r.sum.MergeTime += took

@@ -1164,7 +1164,7 @@ func (r *run) preflight(ctx context.Context) error {
 		ts.paths = slices.DeleteFunc(ts.paths, func(p string) bool { return p == r.planRel })
 	}
 	if len(ts.paths) > 0 && !r.opts.AllowDirty {
-		return refuseDirty(now, ts.paths)
+		return refuseDirty(ctx, repo, now, ts.paths)
 	}
 	if len(ts.staged) > 0 {
 		return badinput.Errorf("run: staged changes (%s) would end up in the loop's commits; commit them or unstage them (git restore --staged) first", summarize(ts.staged, 5))
@@ -1209,50 +1209,66 @@ func (r *run) preflight(ctx context.Context) error {
 }
 
 // refuseDirty is the refusal of a tree with changes of its own (paths),
-// saying for each kind what to do. A submodule with changed or new files
-// of its own is not a file to commit or stash here: they are committed in
-// it first.
-func refuseDirty(now *git.Status, paths []string) error {
+// saying for each kind what to do. A submodule is not a file to commit or
+// stash: one with changed or new files of its own needs them committed in
+// it first; one whose checkout is behind the commit HEAD records (a
+// landing or a pull moved that commit, and the checkout did not follow)
+// needs git submodule update - its files stashed around it, if it has any
+// - for committing it as it is would record the older commit and undo
+// that change; one at another commit is the person's to commit only if
+// they moved it.
+func refuseDirty(ctx context.Context, repo *git.Repo, now *git.Status, paths []string) error {
 	subs := map[string]git.Change{}
 	for _, c := range now.Changes {
 		if c.Submodule && !c.Staged && !c.Unmerged {
 			subs[c.Path] = c
 		}
 	}
-	var plain, uncommitted []string
+	var plain, parts []string
+	more := 0
 	for _, p := range paths {
-		if c, ok := subs[p]; ok && (c.SubModified || c.SubUntracked) {
-			uncommitted = append(uncommitted, p)
-		} else {
+		c, ok := subs[p]
+		switch {
+		case !ok || !c.SubCommit && !c.SubModified && !c.SubUntracked:
 			plain = append(plain, p)
+		case len(parts) == 5:
+			more++
+		default:
+			parts = append(parts, "submodule "+p+" "+submoduleAdvice(ctx, repo, p, c))
 		}
 	}
-	var parts []string
-	if len(plain) > 0 {
-		parts = append(parts, fmt.Sprintf("the working tree has uncommitted changes (%s); commit or stash them", summarize(plain, 5)))
+	if more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more submodule(s) (git submodule status)", more))
 	}
-	if len(uncommitted) > 0 {
-		p := onePath(uncommitted)
-		parts = append(parts, fmt.Sprintf("%s changes of its own, uncommitted in it: commit them there (git -C %s commit) and the submodule here (git add %s), or discard them there", submodules(uncommitted, "has", "have"), p, p))
+	if len(plain) > 0 {
+		parts = append([]string{fmt.Sprintf("the working tree has uncommitted changes (%s); commit or stash them", summarize(plain, 5))}, parts...)
 	}
 	return badinput.Errorf("run: %s, or pass --allow-dirty to leave them out of every commit the loop makes", strings.Join(parts, "; "))
 }
 
-// submodules names the submodules paths with the verb that follows.
-func submodules(paths []string, one, many string) string {
-	if len(paths) == 1 {
-		return "submodule " + paths[0] + " " + one
+// submoduleAdvice says what the submodule at p, changed as c says, has
+// and what to do about it (refuseDirty).
+func submoduleAdvice(ctx context.Context, repo *git.Repo, p string, c git.Change) string {
+	dirty := c.SubModified || c.SubUntracked
+	behind := c.SubCommit && submoduleBehind(ctx, filepath.Join(repo.Root, filepath.FromSlash(p)), c.HeadOID)
+	switch {
+	case dirty && !c.SubCommit:
+		return fmt.Sprintf("has changes of its own, uncommitted in it: commit them there (git -C %s commit) and the submodule here (git add %s), or discard them there", p, p)
+	case dirty && behind:
+		return fmt.Sprintf("has changes of its own and is checked out behind the commit HEAD records for it: stash them there (git -C %s stash -u), run git submodule update -- %s, then git -C %s stash pop (committing it as it is would undo that change)", p, p, p)
+	case dirty:
+		return fmt.Sprintf("has changes of its own and is checked out at another commit than HEAD records for it: commit them there (git -C %s commit) and, if you moved it, the submodule here (git add %s)", p, p)
+	case behind:
+		return fmt.Sprintf("is checked out behind the commit HEAD records for it: run git submodule update -- %s (committing it as it is would undo that change)", p)
 	}
-	return "submodules " + summarize(paths, 5) + " " + many
+	return fmt.Sprintf("is checked out at another commit than HEAD records for it: if you moved it, commit that (git add %s); if not, git submodule update -- %s returns it", p, p)
 }
 
-// onePath is the path a command in a message names: the only one, or
-// PATH for each of several.
-func onePath(paths []string) string {
-	if len(paths) == 1 {
-		return paths[0]
-	}
-	return "PATH"
+// submoduleBehind reports whether the submodule checked out at dir is at
+// an ancestor of recorded, the commit its superproject's HEAD records.
+func submoduleBehind(ctx context.Context, dir, recorded string) bool {
+	ok, err := (&git.Repo{Root: dir}).OK(ctx, "merge-base", "--is-ancestor", "HEAD", recorded)
+	return ok && err == nil
 }
 
 // neverCommitted lists the untracked paths in now that the loop's commits

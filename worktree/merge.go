@@ -17,6 +17,7 @@ import (
 // Merged is what a merge did.
 type Merged struct {
 	Commit      string // target's new tip
+	Old         string // target's tip before (FollowSubmodules)
 	Tip         string // the branch's tip that was merged
 	FastForward bool
 	Already     bool // target already contained the branch
@@ -57,6 +58,9 @@ func (e *BlockedError) Error() string {
 // read-tree (which refuses to overwrite local changes), and target is moved
 // with update-ref against its expected old value. Any refusal leaves
 // everything as it was.
+// read-tree moves no submodule's checkout: the caller does, with
+// FollowSubmodules, once the commits the branch recorded for them are in
+// the main tree's checkouts.
 func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) (*Merged, error) {
 	ctx = context.WithoutCancel(ctx)
 	// One rev-parse for both tips, their merge bases (the symmetric
@@ -88,9 +92,9 @@ func Merge(ctx context.Context, tree *git.Repo, target, branch, message string) 
 		base = ""
 	}
 	if base == tip {
-		return &Merged{Commit: cur, Tip: tip, Already: true}, nil
+		return &Merged{Commit: cur, Old: cur, Tip: tip, Already: true}, nil
 	}
-	res := &Merged{Tip: tip}
+	res := &Merged{Tip: tip, Old: cur}
 	if base == cur {
 		res.Commit, res.FastForward = tip, true
 	} else {

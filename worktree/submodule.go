@@ -385,3 +385,92 @@ func checkedOutSubmodules(ctx context.Context, dir string) ([]string, error) {
 func saveUnborn(ctx context.Context, repo *git.Repo, reason string) (string, error) {
 	return saveFiles(ctx, repo, repo.Root, "", reason, "unborn", "wiggum: save a repository with no commit")
 }
+
+// FollowSubmodules moves the main tree's checkouts of the submodules whose
+// recorded commit a landing changed - target moved from old to new, and
+// read-tree moved the tree's files and index, never a submodule's
+// checkout - to the commit new records, as git submodule update would:
+// detached, none of the submodule's branches moved. Left behind, a
+// checkout shows as a change git status asks to commit, and committing it
+// records the old commit again, undoing the landed work. Only a checkout
+// still at the old commit and with no changed file of its own moves, and
+// only to a commit it has (the landed story's commits are saved in it
+// when its worktree is removed, so call this after the removal); each
+// one left is said, with what to do. Submodules inside a moved one follow
+// the same way. It returns a line for each submodule it moved or left.
+func FollowSubmodules(ctx context.Context, tree *git.Repo, target, old, new string) []string {
+	return followSubmodules(ctx, tree, checkpoint.BranchName(target), "", old, new)
+}
+
+// followSubmodules is FollowSubmodules in tree, whose changed gitlinks
+// (from old to new) by records; prefix is tree's path from the main tree
+// ("" for the main tree itself, else ending in a slash).
+func followSubmodules(ctx context.Context, tree *git.Repo, by, prefix, old, new string) []string {
+	if old == new || old == "" {
+		return nil
+	}
+	if _, err := os.Lstat(filepath.Join(tree.Root, ".gitmodules")); err != nil {
+		return nil // no submodule to follow: no process
+	}
+	out, err := tree.Run(ctx, "diff-tree", "-r", "-z", "--no-renames", old, new)
+	if err != nil {
+		return []string{fmt.Sprintf("the submodules %s records could not be compared with its checkouts (%s): git submodule update brings them up to date", by, firstLine(err.Error()))}
+	}
+	var notes []string
+	// -z raw: ":oldmode newmode old new status\0path\0" per path.
+	fields := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		f := strings.Fields(strings.TrimPrefix(fields[i], ":"))
+		if len(f) < 4 || f[0] != "160000" || f[1] != "160000" {
+			continue // added or removed, not moved: no checkout to follow
+		}
+		notes = append(notes, followSubmodule(ctx, tree, by, prefix, fields[i+1], f[2], f[3])...)
+	}
+	return notes
+}
+
+// followSubmodule moves the checkout of the submodule at rel in tree from
+// old to new, when it is clean at old and has new.
+func followSubmodule(ctx context.Context, tree *git.Repo, by, prefix, rel, old, new string) []string {
+	dir := filepath.Join(tree.Root, filepath.FromSlash(rel))
+	if _, err := os.Lstat(filepath.Join(dir, ".git")); err != nil {
+		return nil // not checked out here: nothing to move
+	}
+	name := prefix + rel
+	update := "git submodule update -- " + rel
+	if prefix != "" {
+		update = "git -C " + strings.TrimSuffix(prefix, "/") + " submodule update -- " + rel
+	}
+	behind := fmt.Sprintf("%s is behind the commit %s now records for it (%s)", name, by, short(new))
+	sub, err := git.Open(ctx, dir)
+	if err != nil || sub.Root != dir {
+		return []string{behind + ": git cannot read it as a repository of its own; " + update + " checks it out"}
+	}
+	st, err := sub.Status(ctx)
+	switch {
+	case err != nil:
+		return []string{fmt.Sprintf("%s: git status there failed (%s), so it was left as it is; %s checks it out", behind, firstLine(err.Error()), update)}
+	case st.Head == new:
+		return nil
+	case st.Head != old:
+		return []string{fmt.Sprintf("%s is checked out at %s, not at the commit %s recorded for it before (%s): left as it is; %s checks out the one it records now (%s)", name, short(st.Head), by, short(old), update, short(new))}
+	case len(st.Changes) > 0:
+		return []string{fmt.Sprintf("%s: its checkout has changes of its own, left as they are; commit or stash them there, then run %s", behind, update)}
+	}
+	if ok, _ := sub.OK(ctx, "cat-file", "-e", new+"^{commit}"); !ok {
+		return []string{fmt.Sprintf("%s, which its checkout does not have: run %s", behind, update)}
+	}
+	if _, err := sub.Run(ctx, "checkout", "--quiet", "--detach", new); err != nil {
+		return []string{fmt.Sprintf("%s: git checkout there failed (%s); run %s", behind, firstLine(err.Error()), update)}
+	}
+	notes := []string{fmt.Sprintf("%s checked out at %s, the commit %s now records for it (detached, as git submodule update leaves it)", name, short(new), by)}
+	return append(notes, followSubmodules(ctx, sub, name, name+"/", old, new)...)
+}
+
+// short is a commit id as messages give it.
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}

@@ -424,3 +424,58 @@ func releaseSavesRepositoriesTheAgentMade(t *testing.T, settle bool) {
 		}
 	}
 }
+
+// TestFollowSubmodules: a landing that moves a submodule's recorded commit
+// moves the main tree's checkout with it when the checkout was clean at
+// the old commit and has the new one; otherwise it leaves the checkout
+// and says what to do, never moving it from where the person put it.
+func TestFollowSubmodules(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	src := withSubmodule(t, repo)
+	subDir := filepath.Join(repo.Root, "vendor/sub")
+	old := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "HEAD"))
+	c1 := strings.TrimSpace(gitT(t, subDir, "rev-parse", "HEAD"))
+	write(t, src, "lib.txt", "lib 2\n")
+	gitT(t, src, "commit", "-q", "-am", "two")
+	c2 := strings.TrimSpace(gitT(t, src, "rev-parse", "HEAD"))
+	// The target records c2, which the checkout has not fetched yet.
+	gitT(t, repo.Root, "update-index", "--cacheinfo", "160000,"+c2+",vendor/sub")
+	gitT(t, repo.Root, "commit", "-q", "-m", "sub two")
+	now := strings.TrimSpace(gitT(t, repo.Root, "rev-parse", "HEAD"))
+
+	notes := FollowSubmodules(ctx, repo, "refs/heads/main", old, now)
+	if len(notes) != 1 || !strings.Contains(notes[0], "vendor/sub is behind the commit main now records for it ("+c2[:12]+"), which its checkout does not have: run git submodule update -- vendor/sub") {
+		t.Fatalf("commit missing: %q", notes)
+	}
+	if head := strings.TrimSpace(gitT(t, subDir, "rev-parse", "HEAD")); head != c1 {
+		t.Fatalf("moved to %s without the commit", head)
+	}
+
+	// Put where the person put it: left.
+	write(t, subDir, "mine.txt", "mine\n")
+	gitT(t, subDir, "add", "mine.txt")
+	gitT(t, subDir, "commit", "-q", "-m", "mine")
+	mine := strings.TrimSpace(gitT(t, subDir, "rev-parse", "HEAD"))
+	gitT(t, subDir, "fetch", "-q", "origin")
+	notes = FollowSubmodules(ctx, repo, "refs/heads/main", old, now)
+	if len(notes) != 1 || !strings.Contains(notes[0], "vendor/sub is checked out at "+mine[:12]+", not at the commit main recorded for it before") {
+		t.Fatalf("moved by the person: %q", notes)
+	}
+
+	// Clean at the old commit, with the new one: moved, detached.
+	gitT(t, subDir, "checkout", "-q", "--detach", c1)
+	notes = FollowSubmodules(ctx, repo, "refs/heads/main", old, now)
+	if len(notes) != 1 || !strings.Contains(notes[0], "vendor/sub checked out at "+c2[:12]+", the commit main now records for it") {
+		t.Fatalf("clean: %q", notes)
+	}
+	if head := strings.TrimSpace(gitT(t, subDir, "rev-parse", "HEAD")); head != c2 {
+		t.Fatalf("checkout at %s, want %s", head, c2)
+	}
+	if st := gitT(t, repo.Root, "status", "--porcelain"); st != "" {
+		t.Fatalf("main tree not clean: %q", st)
+	}
+	if got := FollowSubmodules(ctx, repo, "refs/heads/main", old, now); len(got) != 0 {
+		t.Fatalf("again: %q", got)
+	}
+}

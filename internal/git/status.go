@@ -30,9 +30,10 @@ type Change struct {
 	Unstaged bool // the working tree differs from the index
 	Unmerged bool // a conflict is recorded for the path
 	// Submodule: the path is a submodule (its changes are git's to read).
-	// SubModified and SubUntracked: its checkout has changed tracked
-	// files, or new untracked ones, of its own.
-	Submodule, SubModified, SubUntracked bool
+	// SubCommit: its checkout is at another commit than the index
+	// records; SubModified and SubUntracked: its checkout has changed
+	// tracked files, or new untracked ones, of its own.
+	Submodule, SubCommit, SubModified, SubUntracked bool
 	// HeadMode and WorktreeMode are the path's octal modes in HEAD and in
 	// the working tree as git sees them (core.fileMode applied); "000000"
 	// when absent there. HeadOID is its object in HEAD. Empty for an
@@ -193,7 +194,7 @@ func ParseStatus(out string) (*Status, error) {
 			c := Change{Path: f[fields], Unmerged: e[0] == 'u', Submodule: f[2][0] == 'S'}
 			if c.Submodule && len(f[2]) == 4 {
 				// S<c><m><u>: each a letter when so, "." when not.
-				c.SubModified, c.SubUntracked = f[2][2] == 'M', f[2][3] == 'U'
+				c.SubCommit, c.SubModified, c.SubUntracked = f[2][1] == 'C', f[2][2] == 'M', f[2][3] == 'U'
 			}
 			if e[0] != 'u' {
 				c.HeadMode, c.WorktreeMode, c.HeadOID = f[3], f[5], f[6]

@@ -203,7 +203,7 @@ func TestRefreshStatusWritesBackStatData(t *testing.T) {
 // A submodule's record says what changed in its checkout: S<c><m><u>.
 func TestParseStatusSubmoduleFlags(t *testing.T) {
 	link := " 160000 160000 160000 " + strings.Repeat("a", 40) + " " + strings.Repeat("a", 40) + " "
-	st, err := ParseStatus("1 .M S.M." + link + "edited\x001 .M S..U" + link + "new\x00")
+	st, err := ParseStatus("1 .M S.M." + link + "edited\x001 .M S..U" + link + "new\x001 .M SC.." + link + "moved\x00")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,6 +212,9 @@ func TestParseStatusSubmoduleFlags(t *testing.T) {
 	}
 	if c := st.Changes[1]; !c.SubUntracked || c.SubModified {
 		t.Errorf("S..U: %+v", c)
+	}
+	if c := st.Changes[2]; !c.SubCommit || c.SubModified || c.SubUntracked {
+		t.Errorf("SC..: %+v", c)
 	}
 	if got := st.UncommittedInSubmodules(); len(got) != 2 {
 		t.Errorf("UncommittedInSubmodules = %v", got)
