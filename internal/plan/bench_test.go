@@ -68,3 +68,25 @@ func BenchmarkPRDJSONIteration(b *testing.B) {
 	b.ReportMetric(float64(mdTook.Microseconds())/float64(b.N)/1000, "md-ms/iteration")
 	b.ReportMetric(float64(prdTook)/float64(max(mdTook, 1)), "x-markdown")
 }
+
+// BenchmarkMarkdownParse measures a whole parse of a markdown plan of
+// 10,000 stories, each with criteria nested under its line and a ###
+// block: what a run's start, and a loop's iteration after an agent edited
+// the plan, pay. It grows with the plan's lines, not faster.
+func BenchmarkMarkdownParse(b *testing.B) {
+	const n = 10000
+	var md strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&md, "- [ ] US-%d: story %d\n  - [ ] criterion one of %d\n  - [ ] criterion two\n    with a second line\n\n", i, i, i)
+	}
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&md, "\n### US-%d\n%s\n- [ ] a criterion in the block\n", i, strings.Repeat("d", 200))
+	}
+	lines := strings.SplitAfter(md.String(), "\n")
+	b.ResetTimer()
+	for range b.N {
+		if stories, _ := parseMarkdown(lines); len(stories) != n {
+			b.Fatalf("%d stories, want %d", len(stories), n)
+		}
+	}
+}

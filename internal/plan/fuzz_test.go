@@ -15,6 +15,7 @@ func FuzzMarkDone(f *testing.F) {
 	f.Add(tenPlan, 0)
 	f.Add("- [ ] US-1: a\n- [ ] US-10: b\n- [ ] US-100: c\n", 0)
 	f.Add("* [ ] **T-1** x\r\n1. [ ] T-1 again\n", 0)
+	f.Add("- [ ] US-1: a\n  - [ ] crit\n  ```\nx\n  ```\n  - [ ] US-2: b\n\tnote <!--\n-->\n### US-1\nmore\n", 1)
 	f.Fuzz(func(t *testing.T, text string, pick int) {
 		path := filepath.Join(t.TempDir(), "plan.md")
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {

@@ -13,7 +13,8 @@ import (
 )
 
 // Markdown is a checklist plan: a story is a checkbox line carrying an id
-// (`- [ ] US-001: title`); its details are the `### US-001 ...` block.
+// (`- [ ] US-001: title`); its details are the `### US-001 ...` block and
+// the lines indented under its line (its acceptance criteria).
 // Checkbox lines without an id (acceptance criteria) are not stories.
 //
 // A plan of thousands of stories costs milliseconds to parse, and a loop
@@ -174,6 +175,8 @@ type mdStory struct {
 	Story
 	line int // index of the checkbox line
 	box  int // byte index of the checkbox's mark in that line
+	// nested: the lines nested under the story's line, while parsing.
+	nested string
 }
 
 func (m *Markdown) read() ([]string, error) {
@@ -192,9 +195,9 @@ type unreadBox struct {
 	text string
 }
 
-// parse finds the stories and their detail blocks, skipping fenced code
-// and HTML comments, and the open checkboxes it cannot read as either
-// (unreadBox).
+// parse finds the stories, their detail blocks and the lines nested under
+// them, skipping fenced code and HTML comments, and the open checkboxes it
+// cannot read as either story or criterion (unreadBox).
 func parseMarkdown(lines []string) ([]mdStory, []unreadBox) {
 	var stories []mdStory
 	var unread []unreadBox
@@ -202,11 +205,17 @@ func parseMarkdown(lines []string) ([]mdStory, []unreadBox) {
 	// a story is parked in a plan (every renderer hides it), so nothing
 	// in it is a story to give an agent.
 	comment := false
-	// storyIndent is the indent of the last story line, -1 after a
-	// heading: a checkbox indented deeper is one of its criteria.
+	// storyIndent is the indent of the last story line while the lines
+	// after it are nested under it, -1 after a heading or a line as far
+	// left as the story's: a checkbox indented deeper is one of its
+	// criteria, and what is nested goes to the agent with the story.
 	storyIndent := -1
+	nest := nested{indent: -1}
 	details := map[string]string{}
 	fence := ""
+	// fenceNested: the open fence began nested under the story, so its
+	// lines are the story's whatever their indent.
+	fenceNested := false
 	detailID, detailLevel := "", 0
 	var detail strings.Builder
 	flush := func() {
@@ -217,6 +226,13 @@ func parseMarkdown(lines []string) ([]mdStory, []unreadBox) {
 		}
 		detailID, detailLevel = "", 0
 		detail.Reset()
+	}
+	endNest := func() {
+		if storyIndent >= 0 {
+			stories[len(stories)-1].nested = nest.text()
+		}
+		storyIndent = -1
+		nest.reset()
 	}
 	for i, raw := range lines {
 		line := strings.TrimRight(raw, "\r\n")
@@ -238,12 +254,22 @@ func parseMarkdown(lines []string) ([]mdStory, []unreadBox) {
 			if detailID != "" {
 				detail.WriteString(line + "\n")
 			}
+			if fenceNested {
+				nest.add(line, false)
+				fenceNested = fence != ""
+			}
 			continue
 		}
 		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
 			fence = trimmed[:3]
 			if detailID != "" {
 				detail.WriteString(line + "\n")
+			}
+			if storyIndent >= 0 && lineIndent(line) > storyIndent {
+				nest.add(line, true)
+				fenceNested = true
+			} else {
+				endNest()
 			}
 			continue
 		}
@@ -255,8 +281,24 @@ func parseMarkdown(lines []string) ([]mdStory, []unreadBox) {
 		// Cheap byte tests first: the regular expressions below cost a
 		// microsecond a line, and a plan of thousands of stories with
 		// details has tens of thousands of lines that cannot match.
-		if h := headingOf(line); h != nil {
-			storyIndent = -1
+		h := headingOf(line)
+		var s []string
+		if h == nil {
+			s = storyOf(line)
+		}
+		// A heading, a story or a line as far left as the story's ends
+		// what is nested under it; a blank line does not.
+		if storyIndent >= 0 {
+			switch {
+			case strings.TrimSpace(line) == "":
+				nest.add("", false)
+			case h == nil && s == nil && lineIndent(line) > storyIndent:
+				nest.add(line, true)
+			default:
+				endNest()
+			}
+		}
+		if h != nil {
 			level := len(h[1])
 			if detailID != "" && level <= detailLevel {
 				flush()
@@ -272,14 +314,14 @@ func parseMarkdown(lines []string) ([]mdStory, []unreadBox) {
 		if detailID != "" {
 			detail.WriteString(line + "\n")
 		}
-		if s := storyOf(line); s != nil {
+		if s != nil {
 			stories = append(stories, mdStory{line: i, box: bom + len(s[1]), Story: Story{
 				ID:       s[4],
 				Title:    cleanTitle(s[6]),
 				Done:     s[2] != " ",
 				Priority: len(stories),
 			}})
-			storyIndent = len(line) - len(strings.TrimLeft(line, " \t"))
+			storyIndent = lineIndent(line)
 		} else if indent, rest, ok := openBox(line); ok && rest != "" {
 			criterion := detailID != "" || (storyIndent >= 0 && indent > storyIndent)
 			if malformedID(rest) || !criterion {
@@ -288,10 +330,66 @@ func parseMarkdown(lines []string) ([]mdStory, []unreadBox) {
 		}
 	}
 	flush()
+	endNest()
 	for i := range stories {
-		stories[i].Details = details[stories[i].ID]
+		s := &stories[i]
+		s.Details = details[s.ID]
+		// What is nested under the story's line comes as a prd.json's
+		// acceptanceCriteria do: after the story's own text.
+		switch {
+		case s.nested == "":
+		case s.Details == "":
+			s.Details = s.ID + ": " + s.Title + "\n\nAcceptance criteria:\n" + s.nested
+		default:
+			s.Details += "\n\nAcceptance criteria:\n" + s.nested
+		}
+		s.nested = ""
 	}
 	return stories, unread
+}
+
+func lineIndent(line string) int { return len(line) - len(strings.TrimLeft(line, " \t")) }
+
+// nested collects the lines nested under a story's line, to be given
+// without the indent they share.
+type nested struct {
+	lines []string
+	// indent is the least indent of the lines outside fences, -1 before
+	// the first: a fence's lines keep theirs.
+	indent int
+}
+
+func (n *nested) reset() { n.lines, n.indent = n.lines[:0], -1 }
+
+// add takes line; own says whether its indent counts towards the one
+// the lines share.
+func (n *nested) add(line string, own bool) {
+	line = strings.TrimRight(line, " \t")
+	if line == "" && len(n.lines) == 0 {
+		return
+	}
+	if own {
+		if in := lineIndent(line); n.indent < 0 || in < n.indent {
+			n.indent = in
+		}
+	}
+	n.lines = append(n.lines, line)
+}
+
+// text is the lines without their shared indent, blank lines at the end
+// dropped; "" when nothing is nested.
+func (n *nested) text() string {
+	size := 0
+	for _, l := range n.lines {
+		size += len(l) + 1
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, l := range n.lines {
+		b.WriteString(l[min(max(n.indent, 0), lineIndent(l)):])
+		b.WriteByte('\n')
+	}
+	return strings.TrimRight(b.String(), " \t\n")
 }
 
 // openBox reports whether line is an open checkbox list item, with its
@@ -575,8 +673,9 @@ func (m *Markdown) tickInPlace(p *mdParse, ticked []int) (bool, error) {
 }
 
 // remember makes p, changed by our own write, the cache again: the stories
-// ticked are done (a detail block never holds a story line, so details
-// are unchanged; a tick changes no line's length, so offsets stay).
+// ticked are done (a detail block never holds a story line, nor do the
+// lines nested under a story, so details are unchanged; a tick changes no
+// line's length, so offsets stay).
 // Nothing outside the plan holds p's slices: Stories hands out copies.
 func (m *Markdown) remember(p *mdParse, ticked []int) {
 	nid, ok := statID(m.File)

@@ -669,3 +669,76 @@ func TestFIFOPlanIsNeverWaitedOn(t *testing.T) {
 		}
 	}
 }
+
+// Lines indented under a story's line - its acceptance criteria, as the
+// plan check counts them - are part of its details, given to the agent as
+// a prd.json's acceptanceCriteria are, after its ### block when it has
+// one; they were counted, and never sent. The nesting ends at a line as
+// far left as the story's (a box indented after it is refused, as it
+// reaches no agent), a heading, or the next story; a comment in it is
+// not sent. A tick still changes one byte.
+func TestMarkdownNestedCriteria(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plan.md")
+	plan := "# PRD\n" +
+		"- [ ] US-2: Add todo\n" +
+		"  - [ ] input field renders\n" +
+		"  - [ ] pressing enter adds item\n" +
+		"    and clears the field\n" +
+		"\n" +
+		"  - [x] a criterion met already <!-- parked:\n" +
+		"  - [ ] hidden\n" +
+		"  -->\n" +
+		"  ```\n" +
+		"todo add milk\n" +
+		"  ```\n" +
+		"- [ ] US-3: Block and nesting\n" +
+		"  * [ ] nested of three\n" +
+		"- [ ] US-4: Parent\n" +
+		"  - [ ] US-5: Child\n" +
+		"    - [ ] criterion of five\n" +
+		"- [ ] US-6: No criteria\n" +
+		"\n" +
+		"Text at the story's indent ends its nesting.\n" +
+		"\n" +
+		"### US-3 Block and nesting\n" +
+		"The block.\n"
+	write(t, path, plan)
+	m := &Markdown{File: path}
+	got, err := m.Stories()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"US-2": "US-2: Add todo\n\nAcceptance criteria:\n- [ ] input field renders\n- [ ] pressing enter adds item\n  and clears the field\n\n- [x] a criterion met already\n```\ntodo add milk\n```",
+		"US-3": "### US-3 Block and nesting\nThe block.\n\nAcceptance criteria:\n* [ ] nested of three",
+		"US-4": "",
+		"US-5": "US-5: Child\n\nAcceptance criteria:\n- [ ] criterion of five",
+		"US-6": "",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("stories = %+v", got)
+	}
+	for _, s := range got {
+		if s.Details != want[s.ID] {
+			t.Errorf("%s details = %q\nwant %q", s.ID, s.Details, want[s.ID])
+		}
+	}
+	if err := m.Unread(); err != nil {
+		t.Errorf("Unread: %v", err)
+	}
+	if err := m.MarkDone("US-2"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(t, path), strings.Replace(plan, "- [ ] US-2", "- [x] US-2", 1); got != want {
+		t.Errorf("tick changed more than the story's mark:\n%s", got)
+	}
+
+	write(t, path, "- [ ] US-1: one\nA paragraph at the story's indent.\n  - [ ] under the paragraph, not the story\n")
+	m = &Markdown{File: path}
+	if got, err := m.Stories(); err != nil || len(got) != 1 || got[0].Details != "" {
+		t.Errorf("stories = %+v, %v; want US-1 without details", got, err)
+	}
+	if err := m.Unread(); err == nil || !strings.Contains(err.Error(), `line 3 "- [ ] under the paragraph, not the story"`) {
+		t.Errorf("Unread = %v, want line 3 named: it reaches no agent", err)
+	}
+}
