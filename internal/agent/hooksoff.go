@@ -25,11 +25,12 @@ var (
 // or "" when none does as far as these files tell: claude's
 // disableAllHooks (and a managed allowManagedHooksOnly), gemini's
 // hooksConfig.enabled false or a hooksConfig.disabled entry naming
-// wiggum's hook, codex's hooks feature set false. Each client's
-// precedence between its files is followed. Settings given another way
-// (on the command line, by a profile, through the environment) are not
-// read here; the run's check that the guard sees the agent's shell
-// commands catches those.
+// wiggum's hook, codex's hooks feature set false (in the project's
+// .codex/config.toml or the user's). Each client's precedence between its
+// files is followed, and a file it ignores sets nothing. Settings given
+// another way (on the command line, by a profile, through the
+// environment) are not read here; the run's check that the guard sees the
+// agent's shell commands catches those.
 func HooksOff(agent, root, home string) string {
 	switch agent {
 	case "claude":
@@ -59,7 +60,7 @@ func HooksOff(agent, root, home string) string {
 			filepath.Join(root, ".claude", "settings.json"), filepath.Join(UserDir("claude", home), "settings.json")} {
 			doc := managed
 			if i > 0 {
-				doc = jsonDoc(path)
+				doc = strictJSONDoc(path)
 			} else if from["disableAllHooks"] != "" {
 				path = from["disableAllHooks"]
 			}
@@ -94,13 +95,19 @@ func HooksOff(agent, root, home string) string {
 			}
 		}
 	case "codex":
+		// The project's .codex/config.toml, which codex reads in a
+		// trusted project (wiggum runs it with --trust), over the user's.
 		dir := os.Getenv("CODEX_HOME")
 		if dir == "" {
 			dir = filepath.Join(home, ".codex")
 		}
-		path := filepath.Join(dir, "config.toml")
-		if tomlFalse(path, "features", "hooks", "codex_hooks") {
-			return path + " turns the hooks feature off ([features] hooks = false)"
+		for _, path := range []string{filepath.Join(root, ".codex", "config.toml"), filepath.Join(dir, "config.toml")} {
+			if on, set := tomlBool(path, "features", "hooks", "codex_hooks"); set {
+				if !on {
+					return path + " turns the hooks feature off ([features] hooks = false)"
+				}
+				return ""
+			}
 		}
 	}
 	return ""
@@ -120,14 +127,30 @@ func jsonDoc(path string) map[string]any {
 	return doc
 }
 
-// tomlFalse reports whether a TOML file sets table.key = false for one of
-// the keys, as `[table]` then `key = false`, or as `table.key = false` at
-// the top. Only these plain forms are read; others are left to the run's
-// check.
-func tomlFalse(path, table string, keys ...string) bool {
+// strictJSONDoc reads a JSON settings file's top level as Claude Code
+// reads its settings: nil when the file is not there or is not strict
+// JSON, which claude ignores whole (ignoredBy).
+func strictJSONDoc(path string) map[string]any {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return false
+		return nil
+	}
+	var doc map[string]any
+	if json.Unmarshal(data, &doc) != nil {
+		return nil
+	}
+	return doc
+}
+
+// tomlBool reads table.key = true or false for one of the keys from a
+// TOML file, as `[table]` then `key = false`, or as `table.key = false` at
+// the top; set is false when the file sets none of them so, and a false
+// for any of them is false. Only these plain forms are read; others are
+// left to the run's check.
+func tomlBool(path, table string, keys ...string) (value, set bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false, false
 	}
 	current := ""
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -141,15 +164,19 @@ func tomlFalse(path, table string, keys ...string) bool {
 			continue
 		}
 		k, v, ok := strings.Cut(line, "=")
-		if !ok || strings.TrimSpace(v) != "false" {
+		v = strings.TrimSpace(v)
+		if !ok || (v != "false" && v != "true") {
 			continue
 		}
 		k = strings.TrimSpace(k)
 		for _, key := range keys {
 			if (current == table && k == key) || (current == "" && k == table+"."+key) {
-				return true
+				if v == "false" {
+					return false, true
+				}
+				value, set = true, true
 			}
 		}
 	}
-	return false
+	return value, set
 }

@@ -47,6 +47,11 @@ func TestHooksOff(t *testing.T) {
 	check("the project's false overrides the user's true", "claude", "")
 	put(filepath.Join(root, ".claude", "settings.local.json"), `{"disableAllHooks": true}`)
 	check("local overrides project", "claude", "settings.local.json sets disableAllHooks")
+	put(filepath.Join(root, ".claude", "settings.json"), `{"hooks": {}}`)
+	put(filepath.Join(root, ".claude", "settings.local.json"), "{\n  // for now\n  \"disableAllHooks\": false\n}\n")
+	check("a file claude ignores (not valid JSON) sets nothing: the user's true decides", "claude", filepath.Join(home, ".claude", "settings.json")+" sets disableAllHooks")
+	put(filepath.Join(root, ".claude", "settings.json"), `{"disableAllHooks": false, "hooks": {}}`)
+	put(filepath.Join(root, ".claude", "settings.local.json"), `{"disableAllHooks": true}`)
 	put(claudeManaged, `{"allowManagedHooksOnly": true}`)
 	check("managed", "claude", "allowManagedHooksOnly")
 	put(claudeManaged, `not json`)
@@ -70,6 +75,18 @@ func TestHooksOff(t *testing.T) {
 	check("a key of another table", "codex", "")
 	t.Setenv("CODEX_HOME", filepath.Join(t.TempDir(), "codexhome"))
 	check("CODEX_HOME is where codex reads its config", "codex", "")
+
+	// Codex reads the project's .codex/config.toml too (wiggum runs it
+	// with --trust), over the user's: a project file that turned the
+	// hooks off was missed, and the first command ran unguarded.
+	project := filepath.Join(root, ".codex", "config.toml")
+	put(project, "[features]\nhooks = false\n")
+	check("codex project", "codex", project+" turns the hooks feature off")
+	put(filepath.Join(os.Getenv("CODEX_HOME"), "config.toml"), "[features]\nhooks = false\n")
+	put(project, "[features]\nhooks = true\n")
+	check("the project's true overrides the user's false", "codex", "")
+	put(project, "model = \"x\"\n")
+	check("a project file without the key leaves the user's", "codex", "codexhome")
 }
 
 // Claude Code 2.1 reads the managed settings' drop-in files too, and

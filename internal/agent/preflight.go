@@ -195,6 +195,19 @@ type Hooks struct {
 	User      bool `json:"user"`
 	// Off says which of the agent's own settings turns them off (HooksOff).
 	Off string `json:"off,omitempty"`
+	// Ignored are the files that hold them but that the agent ignores
+	// whole, and why.
+	Ignored []IgnoredFile `json:"ignored,omitempty"`
+}
+
+// IgnoredFile is a hook file the agent does not read at all: Claude Code
+// ignores a settings file that is not valid JSON (a // comment, a
+// trailing comma), its hooks with the rest.
+type IgnoredFile struct {
+	// File is relative to the repository for a project file, absolute
+	// for the user's.
+	File   string `json:"file"`
+	Reason string `json:"reason"`
 }
 
 // InstalledHooks lists, for each built-in agent wiggum installs hooks for,
@@ -227,10 +240,51 @@ func installedHooks(agent, root, home string, atHead func(string) ([]byte, bool)
 			h.Files, h.User = append(h.Files, f), true
 		}
 	}
-	if len(h.Files) == 0 && !h.Committed {
+	h.Ignored = ignoredHookFiles(agent, root, home)
+	if len(h.Files) == 0 && !h.Committed && len(h.Ignored) == 0 {
 		return nil
 	}
 	return h
+}
+
+// ignoredHookFiles are the agent's hook files that hold wiggum's hook
+// command but that the agent ignores whole (ignoredBy).
+func ignoredHookFiles(agent, root, home string) []IgnoredFile {
+	var out []IgnoredFile
+	for _, path := range hookPaths(agent, root, home) {
+		data, err := os.ReadFile(path)
+		if err != nil || !bytes.Contains(data, []byte("wiggum hook "+agent)) {
+			continue
+		}
+		if why := ignoredBy(agent, data); why != "" {
+			f := path
+			if rel, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(rel, "..") {
+				f = filepath.ToSlash(rel)
+			}
+			out = append(out, IgnoredFile{File: f, Reason: why})
+		}
+	}
+	return out
+}
+
+// HooksIgnored refuses a run whose agent would find wiggum's hooks only in
+// files it ignores whole (a claude settings file that is not valid JSON):
+// it would work without the guard and without the test rollbacks, and its
+// first command would run before anything noticed.
+func HooksIgnored(p Profile, root, home string) error {
+	if !HasHooks(p.Name) || registers(p.Name, hookPaths(p.Name, root, home)...) {
+		return nil
+	}
+	ignored := ignoredHookFiles(p.Name, root, home)
+	if len(ignored) == 0 {
+		return nil
+	}
+	var files []string
+	for _, f := range ignored {
+		files = append(files, fmt.Sprintf("%s is ignored by %s: %s", f.File, p.Name, f.Reason))
+	}
+	return &UnusableError{Agent: p.Name, Reason: fmt.Sprintf("wiggum's hooks are only in files it does not read (%s), so it would work without the guard and without test rollbacks; fix the file (wiggum install --%s says what is wrong), then run again",
+		strings.Join(files, "; "), p.Name)}
 }
 
 // HooksNotCommitted returns an error for a parallel run (each story in a
@@ -243,8 +297,8 @@ func HooksNotCommitted(p Profile, root, home string, atHead func(path string) (d
 		return nil
 	}
 	h := installedHooks(p.Name, root, home, atHead)
-	if h == nil || h.Committed || h.User {
-		return nil // not installed at all: HooksMissing warns
+	if h == nil || len(h.Files) == 0 || h.Committed || h.User {
+		return nil // not installed at all: HooksMissing warns (or HooksIgnored refuses)
 	}
 	return &UnusableError{Agent: p.Name, Reason: fmt.Sprintf("wiggum's hooks are in %s, which is not committed (or not with them): "+
 		"a parallel run's agents work in worktrees checked out from HEAD and would run there without the guard. "+
@@ -315,9 +369,26 @@ func registers(agent string, paths ...string) bool {
 }
 
 // mentions reports whether a hook file's content holds wiggum's hook
-// command for the agent.
+// command for the agent, in a file the agent reads (ignoredBy).
 func mentions(agent string, data []byte) bool {
-	return bytes.Contains(data, []byte("wiggum hook "+agent))
+	return bytes.Contains(data, []byte("wiggum hook "+agent)) && ignoredBy(agent, data) == ""
+}
+
+// ignoredBy says why the agent ignores a hook file's content whole; ""
+// when it reads it. Claude Code reads its settings as strict JSON and
+// ignores a file that is not (install refuses to edit one so): its hooks
+// never run.
+func ignoredBy(agent string, data []byte) string {
+	if agent != "claude" || json.Valid(data) {
+		return ""
+	}
+	var v any
+	err := json.Unmarshal(data, &v)
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return "not valid JSON"
+	}
+	return fmt.Sprintf("not valid JSON (line %d)", 1+bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n")))
 }
 
 // ProjectHookFiles are the project files, relative to the repository,

@@ -245,3 +245,71 @@ func TestHooksOutdated(t *testing.T) {
 		t.Errorf("the user's settings register the missing event: %q", w)
 	}
 }
+
+// Claude Code ignores a settings file that is not valid JSON - a //
+// comment or a trailing comma in it - whole, hooks included (install
+// refuses to edit it for that). Such a file registering wiggum's hooks was
+// counted as hooks installed: the run started, the agent's first command
+// ran unguarded, and only then did the backstop stop the run. Now the run
+// is refused before the agent starts and status says the file is ignored;
+// a file claude reads that registers them still lets it run.
+func TestHooksIgnored(t *testing.T) {
+	root, home := t.TempDir(), t.TempDir()
+	t.Setenv("CODEX_HOME", "")
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
+	claude, _ := Builtin("claude")
+	put := func(path, data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	atHead := func(string) ([]byte, bool) { return nil, false }
+	if err := HooksIgnored(claude, root, home); err != nil {
+		t.Fatalf("no settings: %v", err)
+	}
+	project := filepath.Join(root, ".claude", "settings.json")
+	for _, bad := range []string{
+		"{\n  \"hooks\": {\n  // guard\n    \"PreToolUse\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"wiggum hook claude\"}]}]\n  }\n}\n",
+		"{\n  \"hooks\": {\"PreToolUse\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"wiggum hook claude\"}]}]},\n  \"env\": {\"A\": \"1\",}\n}\n",
+	} {
+		put(project, bad)
+		err := HooksIgnored(claude, root, home)
+		if !IsUnusable(err) || !strings.Contains(err.Error(), ".claude/settings.json is ignored by claude: not valid JSON (line 3)") {
+			t.Errorf("settings claude ignores:\n%s\nerr = %v, want an UnusableError naming the file and line 3", bad, err)
+		}
+		hs := InstalledHooks(root, home, atHead)
+		if len(hs) != 1 || hs[0].Agent != "claude" || len(hs[0].Files) != 0 || hs[0].Committed ||
+			len(hs[0].Ignored) != 1 || hs[0].Ignored[0] != (IgnoredFile{File: ".claude/settings.json", Reason: "not valid JSON (line 3)"}) {
+			t.Errorf("InstalledHooks = %+v, want claude's file listed as ignored, not as registering", hs)
+		}
+		if w := HooksMissing(claude, root, home); w == "" {
+			t.Error("HooksMissing: hooks in a file claude ignores counted as installed")
+		}
+	}
+	put(project, `{"hooks": {"PreToolUse": [{"hooks": [{"command": "wiggum hook claude"}]}]}}`)
+	if err := HooksIgnored(claude, root, home); err != nil {
+		t.Errorf("valid settings: %v", err)
+	}
+	if hs := InstalledHooks(root, home, atHead); len(hs) != 1 || len(hs[0].Files) != 1 || hs[0].Ignored != nil {
+		t.Errorf("InstalledHooks of valid settings = %+v", hs)
+	}
+	// Hooks in a file claude reads run: the run may start, status still
+	// names the file it ignores.
+	put(project, "{\n  // mine\n  \"hooks\": {\"PreToolUse\": [{\"hooks\": [{\"command\": \"wiggum hook claude\"}]}]}\n}\n")
+	put(filepath.Join(home, ".claude", "settings.json"), `{"hooks": {"PreToolUse": [{"hooks": [{"command": "wiggum hook claude"}]}]}}`)
+	if err := HooksIgnored(claude, root, home); err != nil {
+		t.Errorf("user settings claude reads register the hooks: %v", err)
+	}
+	if hs := InstalledHooks(root, home, atHead); len(hs) != 1 || !hs[0].User || len(hs[0].Ignored) != 1 {
+		t.Errorf("InstalledHooks = %+v", hs)
+	}
+	// Other agents' files are not claude's to judge.
+	codex, _ := Builtin("codex")
+	if err := HooksIgnored(codex, root, home); err != nil {
+		t.Errorf("codex: %v", err)
+	}
+}

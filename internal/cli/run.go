@@ -448,6 +448,9 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 			return err
 		}
 		home, _ := os.UserHomeDir()
+		if err := agent.HooksIgnored(prof, repo.Root, home); err != nil {
+			return err
+		}
 		warn := agent.HooksMissing(prof, repo.Root, home)
 		if warn != "" {
 			g.Log().Warn(warn)

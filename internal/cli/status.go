@@ -74,11 +74,13 @@ branches of finished stories a parallel run could not merge.
   kept_branches: finished stories' branches (wiggum/<story>) a parallel run
               could not merge: the next run lands each once it merges
   worktrees:  present during or after a parallel run: as wiggum worktree list --json
-  agent_hooks: [{agent, files, committed, user, off}]: where each agent's
-              wiggum hooks are registered (files: project ones as in the
-              working tree, and the user's); committed: at HEAD, so
+  agent_hooks: [{agent, files, committed, user, off, ignored}]: where each
+              agent's wiggum hooks are registered (files: project ones as in
+              the working tree, and the user's); committed: at HEAD, so
               parallel worktrees get them; off: the agent's own setting
-              that turns them off, when one does
+              that turns them off, when one does; ignored: [{file, reason}],
+              files that hold them but that the agent does not read (a
+              claude settings file that is not valid JSON)
   wiggum_on_path: {self, found, same}: what 'wiggum hook ...' finds on PATH
   errors:     present when a state file is corrupt: a list of messages, each
               naming the file
@@ -404,13 +406,12 @@ func printHooks(w io.Writer, r *StatusReport) {
 	if len(r.AgentHooks) == 0 {
 		fmt.Fprintln(w, "hooks:      no agent's (wiggum install --claude, --codex, --gemini)")
 	}
-	for i, h := range r.AgentHooks {
-		label := "            "
-		if i == 0 {
-			label = "hooks:      "
-		}
+	label := "hooks:      "
+	for _, h := range r.AgentHooks {
 		where := strings.Join(h.Files, ", ")
 		switch {
+		case len(h.Files) == 0 && !h.Committed:
+			where = ""
 		case h.Committed && len(h.Files) == 0:
 			where = "committed, but not in the working tree's files"
 		case h.Committed:
@@ -418,7 +419,16 @@ func printHooks(w io.Writer, r *StatusReport) {
 		case !h.User:
 			where += " (not committed: parallel worktrees do not get them)"
 		}
-		fmt.Fprintf(w, "%s%s in %s\n", label, h.Agent, where)
+		if where != "" {
+			fmt.Fprintf(w, "%s%s in %s\n", label, h.Agent, where)
+			label = "            "
+		}
+		// A file the agent ignores whole registers nothing: its hooks
+		// never run.
+		for _, f := range h.Ignored {
+			fmt.Fprintf(w, "%s%s in %s, ignored by %s: %s\n", label, h.Agent, f.File, h.Agent, f.Reason)
+			label = "            "
+		}
 		if h.Off != "" {
 			fmt.Fprintf(w, "              but off: %s\n", h.Off)
 		}
