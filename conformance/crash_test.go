@@ -3,9 +3,11 @@ package conformance
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,6 +35,7 @@ func TestCrashMidAttempt(t *testing.T) {
 				w, marker := tickingWorld(t, c)
 				run := w.start(w.runArgs(extra...)...)
 				w.waitTicking()
+				w.mountsInside(marker)
 				switch how {
 				case "wiggum", "parallel":
 					_ = run.Process.Kill()
@@ -64,6 +67,7 @@ func TestInterruptMidAttempt(t *testing.T) {
 				case "ctrl-c":
 					tm := newTerminal(t, w, w.runArgs())
 					w.waitTicking()
+					w.mountsInside(marker)
 					tm.keys("C-c")
 					code = tm.exitCode()
 					if s := tm.screen(); !strings.Contains(s, "interrupted; rolled back the unfinished iteration, its work is saved in refs/wiggum/backup/") ||
@@ -73,6 +77,7 @@ func TestInterruptMidAttempt(t *testing.T) {
 				case "sigterm":
 					run := w.start(w.runArgs()...)
 					w.waitTicking()
+					w.mountsInside(marker)
 					_ = run.Process.Signal(syscall.SIGTERM)
 					if err := run.Wait(); err != nil {
 						code = run.ProcessState.ExitCode()
@@ -105,10 +110,28 @@ func TestInterruptMidAttempt(t *testing.T) {
 // and session - as a dev server or a watcher started by an agent does -
 // appending to ticker.log ten times a second, and then sleeps. Every
 // process of it has the returned marker in its command line.
+//
+// The tool command is killed, and codex's sandbox with it: codex is told
+// to leave /tmp out of the roots the command may write (mountsInside says
+// why), so that its temporary files go to TMPDIR, the world's own.
 func tickingWorld(t *testing.T, c client) (*world, string) {
 	marker := fmt.Sprintf("wiggum-crash-%d", time.Now().UnixNano())
 	tool := fmt.Sprintf(`echo partial > partial.txt && (setsid sh -c 'while :; do echo %s >> ticker.log; sleep 0.1; done' </dev/null >/dev/null 2>&1 &) && sleep 300`, marker)
-	return newWorld(t, c, fakemodel.Turn{Shell: tool}, fakemodel.Turn{Text: "done"}), marker
+	w := newWorld(t, c, fakemodel.Turn{Shell: tool}, fakemodel.Turn{Text: "done"})
+	if c.name == "codex" {
+		var config string
+		for _, kv := range w.env {
+			if home, ok := strings.CutPrefix(kv, "CODEX_HOME="); ok {
+				config = filepath.Join(home, "config.toml")
+			}
+		}
+		data, err := os.ReadFile(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, config, string(data)+"\n[sandbox_workspace_write]\nexclude_slash_tmp = true\n")
+	}
+	return w, marker
 }
 
 func (w *world) runArgs(extra ...string) []string {
@@ -123,6 +146,52 @@ func (w *world) waitTicking() {
 		w.ticker = w.find("ticker.log")
 		return lines(w.ticker) >= 3
 	})
+}
+
+// mountsInside fails the test if the tool command's processes see a
+// mount named .git, .agents, .codex or .aws that this process does not
+// see, outside the world's directory. Codex's Linux sandbox mounts an
+// empty read-only directory over each of these missing in a root it lets
+// the command write, making it on the machine first, and removes it when
+// the command ends under it; killed with the command (a power loss), it
+// leaves it there, and no later run takes it back. An empty /tmp/.git
+// fails go build (error obtaining VCS status) in every checkout under /tmp.
+func (w *world) mountsInside(marker string) {
+	w.t.Helper()
+	own := mountPoints(os.Getpid())
+	base, err := filepath.EvalSymlinks(filepath.Dir(w.dir))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var outside []string
+	for _, pid := range withMarker(marker) {
+		for _, p := range slices.Sorted(maps.Keys(mountPoints(pid))) {
+			switch filepath.Base(p) {
+			case ".git", ".agents", ".codex", ".aws":
+			default:
+				continue
+			}
+			if !own[p] && p != base && !strings.HasPrefix(p, base+"/") && !slices.Contains(outside, p) {
+				outside = append(outside, p)
+			}
+		}
+	}
+	if len(outside) != 0 {
+		w.t.Fatalf("the tool command's sandbox mounts over %s, outside the test's directory %s: killed with the command, it leaves them on the machine", strings.Join(outside, ", "), base)
+	}
+}
+
+// mountPoints is the set of mount points in the process's mount table.
+func mountPoints(pid int) map[string]bool {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	unescape := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, "\\")
+	points := map[string]bool{}
+	for line := range strings.Lines(string(data)) {
+		if f := strings.Fields(line); len(f) > 4 {
+			points[unescape.Replace(f[4])] = true
+		}
+	}
+	return points
 }
 
 // tickerStopped fails the test if ticker.log still grows.
