@@ -409,6 +409,9 @@ func TestGitGlobalHooksPath(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	// git config --global writes where GIT_CONFIG_GLOBAL says, when it is
+	// set: the person's own file, not this test's home.
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, ".gitconfig"))
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	shared := filepath.Join(home, ".githooks")
 	run(t, home, "git", "config", "--global", "core.hooksPath", shared)
