@@ -1654,7 +1654,9 @@ func TestCodexNetworkIsOffUntilTheRunTurnsItOn(t *testing.T) {
 			fmt.Fprintln(w, "package")
 		}))
 		defer srv.Close()
-		fetch := `node -e "require('http').get('` + srv.URL + `/pkg', r => require('fs').writeFileSync('fetched.txt', 'yes ' + r.statusCode)).on('error', e => require('fs').writeFileSync('fetched.txt', 'no ' + e.code))"`
+		// It exits once it knows: a response left unread keeps the
+		// connection, and node, open.
+		fetch := `node -e "const done = s => { require('fs').writeFileSync('fetched.txt', s); process.exit(0) }; require('http').get('` + srv.URL + `/pkg', r => done('yes ' + r.statusCode)).on('error', e => done('no ' + e.code))"`
 		for _, on := range []bool{false, true} {
 			w := newWorld(t, c)
 			w.srv.Converse(fakemodel.Turn{Shell: fetch}, fakemodel.Turn{Text: "done"})
@@ -1666,6 +1668,13 @@ func TestCodexNetworkIsOffUntilTheRunTurnsItOn(t *testing.T) {
 			got := strings.TrimSpace(w.git("show", "HEAD:fetched.txt"))
 			if on != strings.HasPrefix(got, "yes 200") || !on && !strings.HasPrefix(got, "no ") {
 				t.Fatalf("network_access=%v: the agent's fetch: %q\n%s", on, got, out)
+			}
+			// A command still running when codex stops waiting for it
+			// (10 s) is killed at the turn's end, and its sandbox with
+			// it, which then leaves what it mounted over (mountsInside):
+			// an empty /tmp/.git.
+			if !hasText(w.turnRequest(1).Body, "Process exited with code 0") {
+				t.Fatalf("network_access=%v: the agent's fetch did not end by itself; codex killed it at the turn's end\n%s", on, out)
 			}
 		}
 		if len(hits) != 1 {
