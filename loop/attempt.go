@@ -545,6 +545,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	obs := e.observe(iter, story.ID)
 	defer obs.close()
 	hold := e.lock.Dup()
+	sandbox := e.watchSandbox()
 	sp := e.span.Start(telemetry.SpanAgent, telemetry.Attrs{"wiggum.agent": r.opts.Agent.Name, "process.command_line": strings.Join(r.opts.Agent.Argv, " ")})
 	res, err := agent.Run(actx, r.opts.Agent, agent.Options{
 		Dir: e.st.Repo.Root, Env: env, Prompt: prompt,
@@ -555,6 +556,9 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	if hold != nil {
 		hold.Close()
 	}
+	// The agent's processes are all gone: what its sandbox left now
+	// stays (openai/codex#31599).
+	e.takeBackSandbox(sandbox)
 	cmd := strings.Join(r.opts.Agent.Argv, " ")
 	// Before any git of wiggum's runs: an include of a FIFO in git's
 	// configuration makes every one of them wait forever.

@@ -134,6 +134,13 @@ type run struct {
 	muxDir  string
 	muxDirs []string
 	muxN    int
+	// sandboxTemp: the codex sandbox's directories missing from the
+	// temporary directories when the first of the codex attempts in
+	// flight (sandboxBusy) started (executor.watchSandbox); under
+	// sandboxMu.
+	sandboxMu   sync.Mutex
+	sandboxBusy int
+	sandboxTemp []string
 }
 
 // open takes the agent lock and sets up the run: its journal (resuming a
