@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wiggum-dev/wiggum/conformance/fakemodel"
+	"github.com/wiggum-dev/wiggum/internal/sandboxdirs"
 )
 
 // A run killed in the middle of an attempt - wiggum alone SIGKILLed (the
@@ -158,14 +159,14 @@ func (w *world) waitTicking() {
 // fails go build (error obtaining VCS status) in every checkout under /tmp.
 func (w *world) mountsInside(marker string) {
 	w.t.Helper()
-	own := mountPoints(os.Getpid())
+	own := sandboxdirs.MountPoints(os.Getpid())
 	base, err := filepath.EvalSymlinks(filepath.Dir(w.dir))
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	var outside []string
 	for _, pid := range withMarker(marker) {
-		for _, p := range slices.Sorted(maps.Keys(mountPoints(pid))) {
+		for _, p := range slices.Sorted(maps.Keys(sandboxdirs.MountPoints(pid))) {
 			switch filepath.Base(p) {
 			case ".git", ".agents", ".codex", ".aws":
 			default:
@@ -179,19 +180,6 @@ func (w *world) mountsInside(marker string) {
 	if len(outside) != 0 {
 		w.t.Fatalf("the tool command's sandbox mounts over %s, outside the test's directory %s: killed with the command, it leaves them on the machine", strings.Join(outside, ", "), base)
 	}
-}
-
-// mountPoints is the set of mount points in the process's mount table.
-func mountPoints(pid int) map[string]bool {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
-	unescape := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, "\\")
-	points := map[string]bool{}
-	for line := range strings.Lines(string(data)) {
-		if f := strings.Fields(line); len(f) > 4 {
-			points[unescape.Replace(f[4])] = true
-		}
-	}
-	return points
 }
 
 // tickerStopped fails the test if ticker.log still grows.

@@ -10,13 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/conformance/fakemodel"
+	"github.com/wiggum-dev/wiggum/internal/sandboxdirs"
 )
 
 // wiggumDir holds the wiggum binary built once for the whole suite; the
@@ -41,46 +40,15 @@ func run(m *testing.M) int {
 		return 1
 	}
 	wiggumDir = filepath.Join(root, "tmp")
-	left := sandboxLeftovers()
+	// What codex's sandbox may leave in /tmp, missing now: what the
+	// suite's codex runs leave, no process has mounted and is empty, the
+	// suite takes back (sandboxdirs, as the loop does after each attempt).
+	missing := sandboxdirs.Missing([]string{"/tmp"})
 	code := m.Run()
-	for _, p := range sandboxLeftovers() {
-		if !slices.Contains(left, p) && !mountedAnywhere(p) && syscall.Rmdir(p) == nil {
-			fmt.Fprintf(os.Stderr, "conformance: removed %s, an empty directory codex's sandbox left\n", p)
-		}
+	for _, p := range sandboxdirs.TakeBack(missing) {
+		fmt.Fprintf(os.Stderr, "conformance: removed %s, an empty directory codex's sandbox left (%s)\n", p, sandboxdirs.Issue)
 	}
 	return code
-}
-
-// sandboxLeftovers lists the directories in /tmp that codex's Linux
-// sandbox makes to mount over (mountsInside) and leaves when the command
-// under it is killed: not only by a test, but by codex itself at a turn's
-// end, when a command it stopped waiting for after 10 s still runs - as a
-// loaded machine can make one that waits for something (the other
-// worker, a server). No later codex run takes them back, and an empty
-// /tmp/.git fails go build (error obtaining VCS status) in every checkout
-// under /tmp: what the suite leaves and no process has mounted, it takes
-// away (rmdir: an empty directory only).
-func sandboxLeftovers() []string {
-	var dirs []string
-	for _, name := range []string{".git", ".agents", ".codex", ".aws"} {
-		p := filepath.Join("/tmp", name)
-		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
-			dirs = append(dirs, p)
-		}
-	}
-	return dirs
-}
-
-// mountedAnywhere reports whether a process on the machine has a mount on
-// path: a running sandbox of another codex.
-func mountedAnywhere(path string) bool {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if pid, err := strconv.Atoi(e.Name()); err == nil && mountPoints(pid)[path] {
-			return true
-		}
-	}
-	return false
 }
 
 // world is one scenario's repository, remote, home and fake model.
