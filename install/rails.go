@@ -324,7 +324,7 @@ func configOf(ctx context.Context, repo *git.Repo) ([]configEntry, error) {
 	cancel()
 	if err != nil {
 		forget(repo)
-		if timedOut && ctx.Err() == nil {
+		if (timedOut || git.StuckOf(err) != nil) && ctx.Err() == nil {
 			return nil, &BlockedError{Limit: ConfigReadLimit, Blocking: blockedBy(ctx, repo)} // configblock.go
 		}
 		return nil, fmt.Errorf("read the git config: %w", err)

@@ -48,9 +48,14 @@ type Error struct {
 	Args   []string
 	Stderr string
 	Err    error
+	// Stuck: git was stopped waiting on a FIFO (see stuck.go).
+	Stuck *Stuck
 }
 
 func (e *Error) Error() string {
+	if e.Stuck != nil {
+		return fmt.Sprintf("git %s: %s", strings.Join(e.Args, " "), e.Stuck)
+	}
 	msg := strings.TrimSpace(e.Stderr)
 	if msg == "" {
 		msg = e.Err.Error()
@@ -283,12 +288,15 @@ func runCmd(cmd *exec.Cmd, stdin []byte, args []string) ([]byte, error) {
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	err := cmd.Start()
+	var stuck *Stuck
 	if err == nil {
-		exitwait.For(cmd.Process) // parked while git runs, not a thread blocked in waitid
+		stopped := watchStuck(cmd.Process) // stuck.go
+		exitwait.For(cmd.Process)          // parked while git runs, not a thread blocked in waitid
 		err = cmd.Wait()
+		stuck = stopped()
 	}
 	if err != nil {
-		return stdout.Bytes(), &Error{Args: args, Stderr: stderr.String(), Err: err}
+		return stdout.Bytes(), &Error{Args: args, Stderr: stderr.String(), Err: err, Stuck: stuck}
 	}
 	return stdout.Bytes(), nil
 }

@@ -26,6 +26,9 @@ type Started struct {
 	args   []string
 	err    error // a failure to start, returned by Finish
 	ended  bool
+	// watched ends the watch on git waiting on a FIFO (stuck.go) and
+	// says what it was stopped for.
+	watched func() *Stuck
 }
 
 // Start starts git in the working tree with extra environment variables;
@@ -42,7 +45,10 @@ func (r *Repo) Start(ctx context.Context, env []string, args ...string) *Started
 	if err != nil {
 		s.err = &Error{Args: args, Err: err}
 		s.ended = true
-	} else if subcommand(args) == "update-ref" && slices.Contains(args, "--stdin") {
+		return s
+	}
+	s.watched = watchStuck(s.cmd.Process)
+	if subcommand(args) == "update-ref" && slices.Contains(args, "--stdin") {
 		// Until its input ends it has taken no ref's lock: a stale lock is
 		// not this git's (ClearStaleLock).
 		markIdle(s.cmd.Process.Pid, true)
@@ -70,11 +76,12 @@ func (s *Started) Finish(stdin []byte) (string, error) {
 	s.in.Close()
 	exitwait.For(s.cmd.Process) // parked while git runs, not a thread blocked in waitid
 	err := s.cmd.Wait()
+	stuck := s.watched()
 	if err == nil && werr != nil {
 		err = werr
 	}
 	if err != nil {
-		return s.stdout.String(), &Error{Args: s.args, Stderr: s.stderr.String(), Err: err}
+		return s.stdout.String(), &Error{Args: s.args, Stderr: s.stderr.String(), Err: err, Stuck: stuck}
 	}
 	return s.stdout.String(), nil
 }
@@ -90,4 +97,5 @@ func (s *Started) Abandon() {
 	_ = s.cmd.Process.Kill()
 	s.in.Close()
 	_ = s.cmd.Wait()
+	s.watched()
 }
