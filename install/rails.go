@@ -258,8 +258,15 @@ func (g GitRails) RestoreIgnore() error {
 // then unknown: nothing of them is compared or put back.
 func (g GitRails) ConfigErr() error { return g.err }
 
-// AddedCommands lists the command settings after has that g had not.
+// AddedCommands lists the command settings after has that g had not;
+// none when either could not read the config (ConfigErr): every setting
+// of one read would look added against the nothing of the other, and
+// RemoveAdded would take the person's credential helpers and filters out
+// of their own and the system's config.
 func (g GitRails) AddedCommands(after GitRails) []string {
+	if g.err != nil || after.err != nil {
+		return nil
+	}
 	var added []string
 	for _, c := range after.commands {
 		if !slices.Contains(g.commands, c) {
@@ -277,6 +284,9 @@ func (g GitRails) AddedCommands(after GitRails) []string {
 // to unset, which is no error), or hold the config's lock while it does
 // (waited for).
 func (g GitRails) RemoveAdded(ctx context.Context, repo *git.Repo, after GitRails) error {
+	if g.err != nil || after.err != nil {
+		return nil // unknown: nothing is taken for added (AddedCommands)
+	}
 	var added []configEntry
 	for _, c := range after.commands {
 		if slices.Contains(g.commands, c) {

@@ -242,3 +242,58 @@ func TestHooksPathAsGitReadsIt(t *testing.T) {
 		})
 	}
 }
+
+// A read of the config that failed (a process or file limit hit for a
+// moment, a git killed) knows none of the settings: compared with a read
+// that worked, every command setting - the person's credential helpers,
+// git-lfs's filters, in their own and the system's config - looked added
+// by the attempt, and RemoveAdded took them out. Nothing is compared or
+// taken out when either read failed.
+func TestAddedCommandsNeedBothReads(t *testing.T) {
+	dir := gitRepo(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	system := filepath.Join(t.TempDir(), "gitconfig")
+	t.Setenv("GIT_CONFIG_SYSTEM", system)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "")
+	for _, v := range []string{"XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	sys := "[credential \"https://example.invalid\"]\n\thelper = fakehelper.sh\n[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n\tsmudge = git-lfs smudge -- %f\n\trequired = true\n"
+	global := "[user]\n\tname = u\n\temail = u@example.invalid\n[credential]\n\thelper = store\n"
+	if err := os.WriteFile(system, []byte(sys), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gc := filepath.Join(home, ".gitconfig")
+	if err := os.WriteFile(gc, []byte("[user\n"), 0o644); err != nil { // a read that fails
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	repo, err := git.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := GitRailsOf(ctx, repo)
+	if before.ConfigErr() == nil {
+		t.Fatal("the config read did not fail")
+	}
+	if err := os.WriteFile(gc, []byte(global), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after := GitRailsOf(ctx, repo)
+	if err := after.ConfigErr(); err != nil {
+		t.Fatal(err)
+	}
+	if added := before.AddedCommands(after); len(added) != 0 {
+		t.Errorf("settings taken for added against a read that failed: %q", added)
+	}
+	if err := before.RemoveAdded(ctx, repo, after); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{system: sys, gc: global} {
+		if got, _ := os.ReadFile(file); string(got) != want {
+			t.Errorf("%s changed:\n%s", file, got)
+		}
+	}
+}

@@ -1018,6 +1018,12 @@ func (e *executor) readRails(ctx context.Context) rails {
 	// Read after an interrupt too: what the attempt planted in the git
 	// config is taken out before wiggum's own git runs.
 	r.git = install.GitRailsOf(context.WithoutCancel(ctx), e.st.Repo)
+	if r.git.ConfigErr() != nil {
+		// A read that failed for a moment (a process or file limit hit,
+		// a git killed) is tried once more: with one side unknown,
+		// nothing of the config is compared or put back.
+		r.git = install.GitRailsOf(context.WithoutCancel(ctx), e.st.Repo)
+	}
 	return r
 }
 
