@@ -2264,3 +2264,34 @@ func TestWatchShowsNoIncompleteStoryBeforeItIsDone(t *testing.T) {
 		}
 	})
 }
+
+// Claude Code's EnterWorktree moves the main agent into a worktree of its
+// own (.claude/worktrees/NAME, branch worktree-NAME); an agent that did
+// the story there and committed it left the tree the story is committed
+// from unchanged, and the story was ticked done with an empty commit -
+// none of its work on the branch. The attempt fails now, saying where the
+// work is and where to do it; its worktree is saved in a backup and
+// removed with the rollback.
+func TestEnterWorktreeIsNoStoryDone(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		w := newWorld(t, c,
+			fakemodel.Turn{Tool: "ToolSearch", Input: map[string]any{"query": "select:EnterWorktree,ExitWorktree"}},
+			fakemodel.Turn{Tool: "EnterWorktree", Input: map[string]any{"name": "wt1"}},
+			fakemodel.Turn{Shell: "echo feature > feature.txt && git add feature.txt && git commit -qm 'the feature'"},
+			fakemodel.Turn{Text: "done, the feature is committed"})
+		out := w.run(5)
+		if !strings.Contains(out, "did the story's work in a worktree of its own (.claude/worktrees/wt1)") {
+			t.Fatalf("the attempt was not failed for its work elsewhere:\n%s", out)
+		}
+		if got := w.git("show", "HEAD:plan.md"); strings.Contains(got, "[x]") {
+			t.Fatalf("the story is ticked:\n%s", got)
+		}
+		saved := false
+		for _, b := range w.backups() {
+			saved = saved || strings.Contains(w.git("log", "--format=%s", b), "the feature")
+		}
+		if !saved {
+			t.Fatalf("the worktree's commit is in no backup: %v\n%s", w.backups(), out)
+		}
+	})
+}

@@ -698,6 +698,9 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 			return o
 		}
 	}
+	if w := e.workElsewhere(ctx); w != "" {
+		return outcome{source: "worktree", detail: w, output: w, res: res}
+	}
 	// From here on the iteration completes even if a signal arrives: a
 	// half-made commit helps nobody.
 	cctx := context.WithoutCancel(ctx)
@@ -980,6 +983,48 @@ func (e *executor) uncommittedSubmodules(ctx context.Context) []string {
 // It costs no git process.
 func (e *executor) changedNothing(head string) bool {
 	return head != "" && head == e.attemptHead && e.indexAtStart != (indexStat{}) && indexStamp(e.st.Repo) == e.indexAtStart
+}
+
+// workElsewhere says why an attempt that did the story's work only in a
+// worktree of the agent's own (Claude Code's EnterWorktree, a git
+// worktree add) has not done it: the loop does not land that worktree, so
+// a tick would mark the story done with none of its work. "" when the
+// agent made no such worktree holding work (nearly always: no git runs
+// then), or changed something in the attempt's own tree - its commits,
+// a change to a file other than the plan's - which the story's commit
+// takes.
+func (e *executor) workElsewhere(ctx context.Context) string {
+	var with []string
+	for _, m := range e.made {
+		if m.Ahead > 0 || m.Dirty > 0 {
+			with = append(with, m.Path)
+		}
+	}
+	if len(with) == 0 || e.attemptHead == "" || e.head(ctx) != e.attemptHead {
+		return ""
+	}
+	st, err := e.st.Repo.Status(ctx)
+	if err != nil {
+		return ""
+	}
+	planFile := ""
+	if p := e.plan(); p != nil {
+		planFile = p.Path()
+	}
+	for _, p := range st.Paths() {
+		if filepath.Join(e.st.Repo.Root, filepath.FromSlash(p)) == planFile || git.IsState(p) {
+			continue
+		}
+		holds := false // the made worktree itself, or a directory of nothing else
+		for _, m := range e.made {
+			d := filepath.ToSlash(m.Path) + "/"
+			holds = holds || strings.HasPrefix(d, strings.TrimSuffix(p, "/")+"/")
+		}
+		if !holds {
+			return ""
+		}
+	}
+	return "it did the story's work in a worktree of its own (" + strings.Join(with, ", ") + "), which the loop does not land, and none in the working tree the story is committed from: do the work here, in " + e.st.Repo.Root + ", not in a worktree of your own"
 }
 
 // indexStat is what changedNothing compares of the index file.
