@@ -2295,3 +2295,34 @@ func TestEnterWorktreeIsNoStoryDone(t *testing.T) {
 		}
 	})
 }
+
+// A subagent's failing test run rolls the tree back to the checkpoint,
+// the main conversation's work since then with it; wiggum's answer went
+// to the subagent alone, and the main agent, never told, ended its turn
+// believing its file was there: the story was committed without it. The
+// main agent's Stop now keeps it going with the notice, and it redoes the
+// work.
+func TestSubagentRollbackIsToldToTheMainAgent(t *testing.T) {
+	forClients(t, []string{"claude"}, func(t *testing.T, c client) {
+		sub := &fakemodel.Subagent{Prompt: "SUBTASK-9 test", Turns: []fakemodel.Turn{
+			{Shell: "echo sub > sub.txt && npm test"}, {Text: "sub done"}}}
+		w := newWorld(t, c,
+			fakemodel.Turn{Shell: "echo main > main.txt"},
+			fakemodel.Turn{Agent: sub},
+			fakemodel.Turn{Text: "done"},
+			fakemodel.Turn{Shell: "echo main > main.txt"},
+			fakemodel.Turn{Text: "redone"})
+		out := w.run(0)
+		if !w.toldModel("while a subagent of yours ran, its tests failed") {
+			t.Fatalf("the main agent was not told of the rollback:\n%s\n%s", out, w.requestLog())
+		}
+		for _, r := range w.subagentRequests(sub.Prompt) {
+			if hasText(r.Body, "while a subagent of yours ran") {
+				t.Fatalf("the subagent was given the main conversation's notice")
+			}
+		}
+		if got := w.git("show", "HEAD:main.txt"); got != "main\n" {
+			t.Fatalf("the main agent's work is not in the story's commit: %q\n%s", got, out)
+		}
+	})
+}

@@ -23,6 +23,7 @@ type claudeIn struct {
 	Prompt         string // prompt
 	Transcript     string // transcript_path
 	ToolUseID      string // tool_use_id
+	AgentID        string // agent_id: only from within a subagent
 }
 
 func decodeClaude(data []byte) (claudeIn, error) {
@@ -36,13 +37,14 @@ func decodeClaude(data []byte) (claudeIn, error) {
 		ToolName: str(m, "tool_name"), ToolInput: m["tool_input"], ToolResponse: m["tool_response"],
 		Error: m["error"], StopHookActive: stop, Prompt: str(m, "prompt"),
 		Transcript: str(m, "transcript_path"), ToolUseID: str(m, "tool_use_id"),
+		AgentID: str(m, "agent_id"),
 	}, nil
 }
 
 // event fills what every agent's events share.
 func (in *claudeIn) event(agent string) Event {
 	ev := Event{Agent: agent, Name: in.Event, SessionID: in.SessionID, Cwd: in.Cwd, ToolName: in.ToolName,
-		Shell: shellTools[in.ToolName], ExitCode: -1, StopHookActive: in.StopHookActive}
+		Shell: shellTools[in.ToolName], ExitCode: -1, StopHookActive: in.StopHookActive, AgentID: in.AgentID}
 	ti := parseToolInput(in.ToolInput)
 	ev.Command, ev.FilePath, ev.Dir, ev.Skill = ti.Command, ti.FilePath, ti.Dir, ti.Skill
 	switch {
@@ -189,6 +191,11 @@ func renderClaude(ev Event, r Response, canAsk bool) []byte {
 		return mustJSON(map[string]any{"hookSpecificOutput": map[string]any{
 			"hookEventName": ev.Name, "additionalContext": r.Context,
 		}})
+	case KindStop:
+		// The conversation goes on with the reason as its next prompt.
+		if r.Decision == guard.Deny && r.Reason != "" {
+			return mustJSON(map[string]any{"decision": "block", "reason": r.Reason})
+		}
 	}
 	return nil
 }

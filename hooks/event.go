@@ -53,6 +53,10 @@ type Event struct {
 	// event does not carry, are where the agent recorded it: Codex's
 	// session transcript and its id for the call (transcriptExit).
 	Transcript, CallID string
+	// AgentID names the subagent whose tool call this is (Claude Code's
+	// agent_id, sent only from within a subagent); "" in the main
+	// conversation.
+	AgentID string
 	// StopHookActive is set when the agent is already continuing because
 	// of a Stop hook: blocking again would trap it in a loop.
 	StopHookActive bool

@@ -433,16 +433,24 @@ func handle(ctx context.Context, ev Event, root string, opts Options) Response {
 			noteRead(ev, root, opts)
 		}
 		if ev.Shell && ev.Command != "" {
+			told := takeNotice(ev, root) // subagent.go
 			if ev.Background != "" {
 				noteBackground(ev, root, opts)
-				return Response{}
+				return Response{Context: told}
 			}
-			return testRun(ctx, ev, root, opts)
+			r := testRun(ctx, ev, root, opts)
+			r.Context = strings.TrimSpace(told + "\n\n" + r.Context)
+			return r
 		}
 	case KindTaskDone:
 		return tasksDone(ctx, ev, root, opts)
 	case KindStop:
 		stop(ctx, ev, root, opts)
+		if ev.Name == "Stop" && !ev.StopHookActive {
+			if told := takeNotice(ev, root); told != "" {
+				return Response{Decision: guard.Deny, Reason: told}
+			}
+		}
 	case KindReset:
 		if root != "" && ev.SessionID != "" {
 			for _, path := range readLogPaths(root, ev.SessionID) {
@@ -740,6 +748,12 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 				msg += " " + checkpoint.RepositoryLeft(dir) + "."
 			}
 			msg += " Start again from the checkpoint with a different approach."
+			if ev.AgentID != "" {
+				// A subagent's: its answer reaches only the subagent,
+				// and the rollback undid the main conversation's work
+				// too (subagent.go).
+				leaveNotice(ev, root, runner, cp, saved)
+			}
 		}
 	}
 	if err := session.AppendFailure(st, f); err != nil {
