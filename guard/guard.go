@@ -154,7 +154,7 @@ func (g *guard) script(src string, depth int) {
 		g.verdict(Ask, "wiggum's guard cannot parse this command (%v), so it cannot tell whether it is safe", err)
 		return
 	}
-	w := &walk{g: g, depth: depth, pipeFrom: map[*syntax.Stmt]*syntax.Stmt{}, stmtOf: map[*syntax.CallExpr]*syntax.Stmt{}}
+	w := &walk{g: g, file: f, depth: depth, pipeFrom: map[*syntax.Stmt]*syntax.Stmt{}, stmtOf: map[*syntax.CallExpr]*syntax.Stmt{}}
 	w.dirs = w.cdTargets(f)
 	saved := g.outer
 	g.outer = append(slices.Clip(saved), w.dirs...)

@@ -5,6 +5,7 @@ import (
 	"path"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,12 +46,48 @@ func (w *walk) signals(c *sh.CallExpr, base string, rest []string) {
 		w.kill(c, rest)
 	case "pkill":
 		sig, pat, ok := procArgs("pkill", rest)
-		if ok && sig != "0" {
+		switch {
+		case sig == "0":
+		case ok:
 			w.pattern("pkill", pat)
+		case byUser(rest):
+			w.g.firm(Deny, "pkill %s signals every process of that user, the wiggum run that supervises this agent among them, stopping it mid-run; name the program too (pkill -u USER NAME), and %s", printable(strings.Join(rest, " ")), leaveWiggum)
 		}
 	case "killall":
 		w.killall(rest)
+	case "killall5":
+		// sysvinit's: every process but the kernel's and the caller's
+		// own session, whatever its arguments but a signal 0.
+		if sig, _, _ := killArgs(rest); sig != "0" {
+			w.g.firm(Deny, "killall5 signals every process outside this shell's session, the wiggum run that supervises this agent among them, stopping it mid-run; signal your own processes by pid, and %s", leaveWiggum)
+		}
 	}
+}
+
+// byUser reports whether pkill's arguments choose processes by user
+// (-u, -U, --euid, --uid).
+func byUser(rest []string) bool {
+	for _, a := range rest {
+		switch {
+		case a == "--":
+			return false
+		case strings.HasPrefix(a, "--"):
+			name, _, _ := strings.Cut(a, "=")
+			if longOpt(name, "--euid", 3) || longOpt(name, "--uid", 4) {
+				return true
+			}
+		case len(a) > 1 && a[0] == '-' && !signalName(a[1:]):
+			for j := 1; j < len(a); j++ {
+				if a[j] == 'u' || a[j] == 'U' {
+					return true
+				}
+				if strings.IndexByte("dgGPstFrq", a[j]) >= 0 {
+					break // a value follows
+				}
+			}
+		}
+	}
+	return false
 }
 
 // kill denies signalling the supervising wiggum by the pid its lock
@@ -89,6 +126,12 @@ func (w *walk) kill(c *sh.CallExpr, rest []string) {
 	}
 	if st := w.stmtOf[c]; st != nil && w.pipeFrom[st] != nil {
 		look(w.pipeFrom[st]) // pgrep wiggum | xargs kill
+	}
+	if found == "" && unknown == "" && w.file != nil && slices.ContainsFunc(pids, func(p string) bool { return strings.Contains(p, dynamic) }) {
+		// A pid only known at run time, in a script that finds
+		// wiggum's: p=$(pgrep wiggum); kill $p, a for loop over them,
+		// pgrep wiggum | while read p; do kill $p; done.
+		look(w.file)
 	}
 	switch {
 	case found != "":
@@ -260,7 +303,7 @@ func procLongValue(name string) bool {
 // killall denies killall naming wiggum: by name (or its executable's
 // path), or by a -r pattern that matches the name.
 func (w *walk) killall(rest []string) {
-	regex, fold := false, false
+	regex, fold, user := false, false, false
 	var names []string
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
@@ -279,7 +322,10 @@ func (w *walk) killall(rest []string) {
 				return
 			}
 			i++
-		case a == "-u" || a == "--user" || a == "-o" || a == "--older-than" || a == "-y" || a == "--younger-than" || a == "-n" || a == "--ns" || a == "-Z" || a == "--context":
+		case a == "-u" || a == "--user":
+			user = true
+			i++
+		case a == "-o" || a == "--older-than" || a == "-y" || a == "--younger-than" || a == "-n" || a == "--ns" || a == "-Z" || a == "--context":
 			i++
 		case a == "--signal=0":
 			return
@@ -305,6 +351,10 @@ func (w *walk) killall(rest []string) {
 		default:
 			names = append(names, a)
 		}
+	}
+	if len(names) == 0 && user {
+		w.g.firm(Deny, "killall %s signals every process of that user, the wiggum run that supervises this agent among them, stopping it mid-run; name the program too, and %s", printable(strings.Join(rest, " ")), leaveWiggum)
+		return
 	}
 	for _, name := range names {
 		p := exactName(name, fold)

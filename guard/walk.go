@@ -11,6 +11,7 @@ import (
 // walk checks one parsed script.
 type walk struct {
 	g        *guard
+	file     *syntax.File // the script being walked
 	depth    int
 	pipeFrom map[*syntax.Stmt]*syntax.Stmt // a pipeline stage -> the stage feeding its stdin
 	stmtOf   map[*syntax.CallExpr]*syntax.Stmt
@@ -206,7 +207,7 @@ func (w *walk) command(c *syntax.CallExpr, args []string, hop int) {
 	switch {
 	case base == "git":
 		w.git(rest)
-	case base == "kill" || base == "pkill" || base == "killall":
+	case base == "kill" || base == "pkill" || base == "killall" || base == "killall5":
 		w.signals(c, base, rest)
 	case isForge(base):
 		w.forge(base, rest)
