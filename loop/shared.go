@@ -315,10 +315,13 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 		return
 	}
 	defer mu.Unlock()
+	var old, now string // the local target's tip before and after following
 	if follow {
+		old = p.tip(ctx)
 		if err := p.coord.Follow(ctx); err != nil {
 			p.r.disp.printf("  the local %s does not follow the shared one: %v", checkpoint.BranchName(p.target), err)
 		}
+		now = p.tip(ctx)
 	}
 	if added != nil {
 		p.sharedAdded(story.ID, added, follow)
@@ -334,6 +337,21 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 	for _, b := range rem.Submodules {
 		p.r.disp.printf("  %s: %s", story.ID, b)
 	}
+	// After the removal, which saved the story's submodule commits in the
+	// main tree's checkouts: following moved the tree's files and index,
+	// never a submodule's checkout (as a --workers landing, parallel.go).
+	for _, note := range worktree.FollowSubmodules(ctx, main, p.target, old, now) {
+		p.r.disp.printf("  %s: %s", story.ID, note)
+	}
+}
+
+// tip is the local target branch's commit, "" when it cannot be read.
+func (p *parallel) tip(ctx context.Context) string {
+	h, err := p.r.st.Repo.Line(ctx, "rev-parse", "--verify", "-q", p.target+"^{commit}")
+	if err != nil {
+		return ""
+	}
+	return h
 }
 
 // sharedAdded says what became of the stories story's agent added to the
