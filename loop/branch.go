@@ -578,14 +578,17 @@ func (r *run) switchBranch(ctx context.Context, resumed bool) error {
 			remotes++
 		}
 	}
-	args, how := []string{"switch", "-q", want}, "switched from "+from
+	// --no-overwrite-ignore: git switch replaces an ignored file of the
+	// person's that the run's branch tracks without a word and keeps no
+	// copy; refused, the file stays and nothing changes.
+	args, how := []string{"switch", "-q", "--no-overwrite-ignore", want}, "switched from "+from
 	switch {
 	case local:
 	case remotes == 1:
 		how = "made from the remote's " + want + " (tracking it); switched from " + from
 	default:
 		head, _ := repo.Line(ctx, "rev-parse", "--short", "HEAD")
-		args, how = []string{"switch", "-q", "-c", want}, "made from "+from+" at "+head
+		args, how = []string{"switch", "-q", "--no-overwrite-ignore", "-c", want}, "made from "+from+" at "+head
 	}
 	bctx, cancel := r.bounded(ctx)
 	defer cancel()
@@ -598,8 +601,11 @@ func (r *run) switchBranch(ctx context.Context, resumed bool) error {
 			return fmt.Errorf("run: switch to %s: git switch (a post-checkout hook) ran past --timeout %s and was stopped", want, r.opts.Timeout)
 		}
 		hint := "commit or stash what is in the way, or name another branch with --branch"
-		if strings.Contains(why, "already checked out at") || strings.Contains(why, "already used by worktree") {
+		switch {
+		case strings.Contains(why, "already checked out at") || strings.Contains(why, "already used by worktree"):
 			hint = "run wiggum in that worktree, or name another branch with --branch"
+		case strings.Contains(why, "would be overwritten"):
+			hint = "move the files git names out of the way (git stash leaves ignored files where they are), or name another branch with --branch"
 		}
 		return refuse(why, hint)
 	}
