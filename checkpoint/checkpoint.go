@@ -435,6 +435,40 @@ func (s *State) Reinstate(ctx context.Context, cp *Checkpoint) (bool, error) {
 	return true, nil
 }
 
+// Reclaim makes cp the checkpoint again when the one recorded since is
+// the session's own: a `wiggum checkpoint` the session's agent ran with
+// its WIGGUM_SESSION, which acts as part of the session and is no
+// tampering. Such a record names cp's session, is no older than cp, and
+// wiggum's checkpoint ref names it. The caller (a run, which owns the
+// attempt's rollback point and holds the agent lock) gets its own
+// checkpoint back, record and ref, so the attempt's rollback returns to
+// where the attempt started. It reports whether it wrote; any other
+// record is left as it is (see Reinstate).
+func (s *State) Reclaim(ctx context.Context, cp *Checkpoint) (bool, error) {
+	if cp == nil || cp.Session == "" {
+		return false, nil
+	}
+	cur, ref, err := s.currentCheckpoint(ctx)
+	if err != nil || cur == nil || reflect.DeepEqual(*cur, *cp) {
+		return false, nil
+	}
+	if cur.Session != cp.Session || cur.Time.Before(cp.Time) {
+		return false, nil
+	}
+	if ref == "" {
+		if ref, err = s.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", s.snapshotRef()); err != nil {
+			return false, nil
+		}
+	}
+	if ref != cur.recordedValue() {
+		return false, nil
+	}
+	if err := s.record(ctx, cp, cp.recordedValue(), nil); err != nil {
+		return false, fmt.Errorf("checkpoint: record the attempt's checkpoint again: %w", err)
+	}
+	return true, nil
+}
+
 // Load reads the rollback point: ErrNoCheckpoint when there is none, a
 // *CorruptError when the file is damaged.
 func (s *State) Load() (*Checkpoint, error) {

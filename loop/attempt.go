@@ -1158,6 +1158,10 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 			putBack = append(putBack, fixed...)
 		}
 	}
+	// A checkpoint the agent took itself (wiggum checkpoint, with the
+	// session's token): part of the session, no tampering; the attempt's
+	// own is the rollback point again for the run's commit or rollback.
+	e.reclaimCheckpoint(ctx)
 	// The checkpoint record, which the same deletion takes (rm -rf
 	// .ralph): without it the failed attempt's rollback is refused and
 	// the run stops. wiggum's checkpoint ref, outside the tree, says
@@ -1634,6 +1638,21 @@ func foreignHint(refused *checkpoint.RefusedError) string {
 		"(they stay in refs/wiggum/backup/) and run again"
 }
 
+// reclaimCheckpoint makes the attempt's checkpoint the rollback point
+// again when the agent recorded one of its own in the session (`wiggum
+// checkpoint` in the prompt's instructions): the agent could roll back to
+// it during the attempt, but the attempt's rollback returns to where the
+// attempt started.
+func (e *executor) reclaimCheckpoint(ctx context.Context) {
+	ok, err := e.st.Reclaim(context.WithoutCancel(ctx), e.attemptCP)
+	switch {
+	case err != nil:
+		e.disp.printf("  the agent recorded a checkpoint of its own, and the attempt's could not be recorded again: %v", err)
+	case ok:
+		e.disp.printf("  the agent's own checkpoint (wiggum checkpoint) ended with the attempt: the attempt's checkpoint %.*s is the rollback point again", shortID, e.attemptCP.Head)
+	}
+}
+
 // keepWhy is why an interrupted attempt is kept as it is; "" none.
 func (e *executor) keepWhy() string {
 	if e.keep == nil {
@@ -1653,6 +1672,7 @@ func (e *executor) interrupted(iter int, story *plan.Story, attempt int, cp *che
 		return context.Canceled
 	}
 	ctx := context.Background()
+	e.reclaimCheckpoint(ctx)
 	res, err := e.st.Rollback(ctx, checkpoint.RollbackOptions{Session: e.session, Reason: fmt.Sprintf("%s interrupted in iteration %d", story.ID, iter), SetAsideRepos: true})
 	var refused *checkpoint.RefusedError
 	if errors.As(err, &refused) && e.aside != nil {
