@@ -380,8 +380,13 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 	if err := c.checkDurations(); err != nil {
 		return err
 	}
-	if err := c.checkRemoteFlags(flagsGiven(k)); err != nil {
+	given := flagsGiven(k)
+	if err := c.checkRemoteFlags(given); err != nil {
 		return err
+	}
+	if given["agent"] && c.AgentCmd != "" {
+		// Each names the agent: one would be ignored without a word.
+		return badinput.Errorf("run: give only one of --agent and --agent-cmd")
 	}
 	repo, err := git.Open(ctx, g.WorkDir())
 	if err != nil {
