@@ -46,34 +46,39 @@ func flushEnd(ctx context.Context, g *Globals, stopNotify func(context.Context),
 	wg.Wait()
 }
 
-// startNotify starts sending the run's notifications, from --notify and
-// the config file, by following the event log the run writes; the
-// returned function delivers the last ones (until its context ends) and
-// stops. Bad destinations are refused before anything runs.
-func (c *RunCmd) startNotify(g *Globals, st *checkpoint.State) (func(context.Context), error) {
+// notifyPlan is where the run's notifications go and when a story
+// counts as stuck: read and checked before anything changes.
+type notifyPlan struct {
+	sinks []*notify.Sink
+	stuck time.Duration
+}
+
+// notifyDests reads the run's notification destinations, from the config
+// file and --notify; bad ones are refused (exit 2). It changes nothing,
+// so that --dry-run refuses them as the run does.
+func (c *RunCmd) notifyDests() (*notifyPlan, error) {
 	cfg, err := config.Read(config.Path())
 	if err != nil {
 		return nil, badinput.Wrap(err)
 	}
-	stuck := 30 * time.Minute
+	np := &notifyPlan{stuck: 30 * time.Minute}
 	if cfg.NotifyStuck != nil {
-		stuck = *cfg.NotifyStuck
+		np.stuck = *cfg.NotifyStuck
 	}
 	if c.NotifyStuck != "" {
-		stuck, err = time.ParseDuration(c.NotifyStuck)
-		if err != nil || stuck < 0 {
+		np.stuck, err = time.ParseDuration(c.NotifyStuck)
+		if err != nil || np.stuck < 0 {
 			return nil, badinput.Errorf("run: --notify-stuck wants a duration such as 30m, got %q", c.NotifyStuck)
 		}
 	}
 	// A bad destination is named by where it comes from: its text may
 	// be shown only in part, its secrets hidden.
-	var sinks []*notify.Sink
 	add := func(raw, from string) error {
 		s, err := notify.Parse(raw)
 		if err != nil {
 			return badinput.Errorf("run: %s: %v", from, err)
 		}
-		sinks = append(sinks, s)
+		np.sinks = append(np.sinks, s)
 		return nil
 	}
 	for i, raw := range cfg.Notify {
@@ -90,6 +95,14 @@ func (c *RunCmd) startNotify(g *Globals, st *checkpoint.State) (func(context.Con
 			return nil, err
 		}
 	}
+	return np, nil
+}
+
+// startNotify starts sending the run's notifications to np's
+// destinations by following the event log the run writes; the returned
+// function delivers the last ones (until its context ends) and stops.
+func startNotify(g *Globals, st *checkpoint.State, np *notifyPlan) (func(context.Context), error) {
+	sinks, stuck := np.sinks, np.stuck
 	if len(sinks) == 0 {
 		return func(context.Context) {}, nil
 	}

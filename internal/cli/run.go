@@ -65,7 +65,7 @@ type RunCmd struct {
 	KeepTests      bool          `name:"keep-tests" help:"An attempt whose changes delete a test file (_test.go, test_*.py, *.test.ts, *.spec.js, FooTest.java, anything in a tests/, __tests__/, testdata/ or __snapshots__/ directory), or switch tests off in one (t.Skip, @pytest.mark.skip, it.skip, it.only, xit, @Disabled, @Ignore, #[ignore] added; test functions taken out or commented out; assertions taken out and none written), fails: rolled back, saved, and retried with its agent told to keep them. Without it the run says so and goes on (a story may remove a feature and its tests)."`
 	RetryConflicts bool          `name:"retry-conflicts" help:"With --workers: a story whose finished branch conflicts with what landed meanwhile gets another attempt (if --retries leaves it one) from the branch as it is then, its agent told to merge its kept branch in and resolve the conflict. Without it the branch is kept and the story left open for you."`
 	HookPolicy     string        `name:"hook-policy" enum:"rollback,record" default:"rollback" help:"What wiggum's agent hooks do when they see a test run fail mid-iteration: rollback (to the iteration's checkpoint, saving the attempt first; refused when unsafe) or record (only log it and tell the agent)."`
-	DryRun         bool          `name:"dry-run" help:"Show the stories and the prompts the run would use; change nothing."`
+	DryRun         bool          `name:"dry-run" help:"Show the stories and the prompts the run would use, or refuse what the run would refuse (same exit code and message); change nothing."`
 	Quiet          bool          `short:"q" help:"Do not echo the agent's output, only the loop's progress."`
 	Workers        int           `default:"1" placeholder:"N" help:"Run up to N stories at once, each in its own worktree and branch, merged back one at a time (at most 32)."`
 
@@ -444,37 +444,36 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 	if err != nil {
 		return err
 	}
-	verifyHooks := false
-	if !c.DryRun {
-		if err := agent.Preflight(prof, repo.Root, os.Environ()); err != nil {
+	// Every check below reads and changes nothing, and --dry-run makes
+	// them all: it refuses what the run would refuse, as the run would.
+	if err := agent.Preflight(prof, repo.Root, os.Environ()); err != nil {
+		return err
+	}
+	if err := checkScript(ctx, prof, repo, c.Workers); err != nil {
+		return err
+	}
+	home, _ := os.UserHomeDir()
+	if err := agent.HooksIgnored(prof, repo.Root, home); err != nil {
+		return err
+	}
+	warn := agent.HooksMissing(prof, repo.Root, home)
+	if warn != "" {
+		g.Log().Warn(warn)
+	} else if a := install.Agents[prof.Name]; a != nil {
+		if old := agent.HooksOutdated(prof, repo.Root, home, a.Events()); old != "" {
+			g.Log().Warn(old)
+		}
+	}
+	verifyHooks := warn == "" && agent.HasHooks(prof.Name)
+	if verifyHooks {
+		if off := agent.HooksOff(prof.Name, repo.Root, home); off != "" {
+			return &agent.UnusableError{Agent: prof.Name, Reason: "its own settings turn wiggum's hooks off (" + off +
+				"), so it would work without the guard and without test rollbacks; undo that setting, then run again"}
+		}
+	}
+	if c.Workers > 1 || c.Remote != "" {
+		if err := agent.HooksNotCommitted(prof, repo.Root, home, committedHookFiles(ctx, repo)); err != nil {
 			return err
-		}
-		if err := checkScript(ctx, prof, repo, c.Workers); err != nil {
-			return err
-		}
-		home, _ := os.UserHomeDir()
-		if err := agent.HooksIgnored(prof, repo.Root, home); err != nil {
-			return err
-		}
-		warn := agent.HooksMissing(prof, repo.Root, home)
-		if warn != "" {
-			g.Log().Warn(warn)
-		} else if a := install.Agents[prof.Name]; a != nil {
-			if old := agent.HooksOutdated(prof, repo.Root, home, a.Events()); old != "" {
-				g.Log().Warn(old)
-			}
-		}
-		verifyHooks = warn == "" && agent.HasHooks(prof.Name)
-		if verifyHooks {
-			if off := agent.HooksOff(prof.Name, repo.Root, home); off != "" {
-				return &agent.UnusableError{Agent: prof.Name, Reason: "its own settings turn wiggum's hooks off (" + off +
-					"), so it would work without the guard and without test rollbacks; undo that setting, then run again"}
-			}
-		}
-		if c.Workers > 1 || c.Remote != "" {
-			if err := agent.HooksNotCommitted(prof, repo.Root, home, committedHookFiles(ctx, repo)); err != nil {
-				return err
-			}
 		}
 	}
 	var tmpl string
@@ -506,23 +505,34 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 		Out: g.stdout, Live: isTerminal(g.stdout), Width: func() int { return termWidth(g.stdout) }, Quiet: c.Quiet, Command: notify.RedactArgs(os.Args),
 		Workers: c.Workers, VerifyHooks: verifyHooks,
 	}
-	if c.DryRun {
-		return loop.DryRun(repo.Root, opts)
-	}
 	if c.Remote != "" {
+		if err := sharePlan(p); err != nil {
+			return err
+		}
 		if err := onBranch(ctx, repo, branch, from); err != nil {
 			return err
 		}
-		coord, err := c.coordinator(ctx, repo, p, g)
-		if err != nil {
-			return err
-		}
-		opts.Coordinator = coord
+	}
+	dests, err := c.notifyDests()
+	if err != nil {
+		return err
 	}
 	// A bad OTEL_* setting is refused before anything changes.
 	tracer, err := telemetry.FromEnv(ctx, Version, func(err error) { g.Log().Warn("telemetry: " + err.Error()) })
 	if err != nil {
 		return badinput.Wrap(err)
+	}
+	if c.DryRun {
+		_ = tracer.Shutdown(ctx) // nothing was traced
+		return loop.DryRun(repo.Root, opts)
+	}
+	if c.Remote != "" {
+		coord, err := c.coordinator(ctx, repo, p, g)
+		if err != nil {
+			_ = tracer.Shutdown(ctx)
+			return err
+		}
+		opts.Coordinator = coord
 	}
 	stopNotify := func(context.Context) {}
 	worked := false // the loop's work ended uninterrupted: a signal now only ends the flush
@@ -549,7 +559,7 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 	if opts.GitShim, err = agent.GitShim(st.Path(layout.RuntimeDir)); err != nil {
 		return err
 	}
-	stop, err := c.startNotify(g, st)
+	stop, err := startNotify(g, st, dests)
 	if err != nil {
 		return err
 	}
