@@ -57,7 +57,7 @@ func (c *LockCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		var held *layout.HeldError
 		if errors.As(err, &held) {
-			held.Waits = true
+			held.Waits, held.Waited = true, c.Wait
 		}
 		return err
 	}

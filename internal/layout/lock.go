@@ -62,6 +62,9 @@ type HeldError struct {
 	// Waits: the refused command takes --wait (wiggum lock); the others
 	// are told to run again.
 	Waits bool
+	// Waited: how long the refused command waited for the lock (its
+	// --wait); it is told so, not to use --wait.
+	Waited time.Duration
 	// Stopped: the holder is stopped (^Z, SIGSTOP) and keeps the lock
 	// until someone resumes or ends it; waiting for it is waiting for
 	// nothing.
@@ -101,6 +104,8 @@ func (e *HeldError) Error() string {
 			pid = e.Holder.PID
 		}
 		fmt.Fprintf(&b, "; pid %d is stopped (^Z or SIGSTOP) and holds the lock until it runs again: resume it (kill -CONT %d, or fg in its terminal) or end it (kill %d), then run again", pid, pid, pid)
+	} else if e.Waited > 0 {
+		fmt.Fprintf(&b, "; waited %s and it is still held: wait for it to finish, or give --wait more time", e.Waited)
 	} else if e.Waits {
 		b.WriteString("; wait for it to finish, or use --wait")
 	} else {
