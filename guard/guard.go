@@ -93,6 +93,26 @@ type Policy struct {
 	// every Java build under agents that cannot ask. nil: every script is
 	// judged as if the agent wrote it.
 	Preexisting func(path string) bool
+	// NoSession: the guard is on with no session (a hook installed with
+	// --guard always): a reason says that setting denies, not a session
+	// nobody is running.
+	NoSession bool
+}
+
+// The reasons' words for when the rules apply, and what they say without
+// a session (Policy.NoSession).
+const (
+	inSession     = "during a wiggum session"
+	inSessionRule = "during a session"
+	guardAlways   = "while wiggum's guard is set to always (--guard always)"
+)
+
+// worded is d as the agent reads it under p.
+func (p *Policy) worded(d Decision) Decision {
+	if p.NoSession && d.Action != Allow {
+		d.Reason = strings.ReplaceAll(strings.ReplaceAll(d.Reason, inSession, guardAlways), inSessionRule, guardAlways)
+	}
+	return d
 }
 
 // dynamic stands for text only known at run time (an expansion).
@@ -105,7 +125,7 @@ func Check(cmd string, p Policy) Decision {
 	}
 	g := &guard{p: p, best: Decision{Action: Allow}, left: newBudget()}
 	g.script(cmd, 0)
-	return g.best
+	return p.worded(g.best)
 }
 
 // guard accumulates the strongest verdict over every command in a script.

@@ -305,6 +305,10 @@ var gitHookNames = []string{"applypatch-msg", "pre-applypatch", "post-applypatch
 // write file, absolute or relative to p.Cwd: protected state and git's data
 // inside .git are denied, as the shell rules deny them to rm, mv and >.
 func CheckEdit(file string, p Policy) Decision {
+	return p.worded(checkEdit(file, p))
+}
+
+func checkEdit(file string, p Policy) Decision {
 	g := &guard{p: p}
 	target := filepath.Clean(file)
 	if !filepath.IsAbs(target) {
@@ -325,7 +329,7 @@ func CheckEdit(file string, p Policy) Decision {
 	// Through a symbolic link (link -> .ralph/wiggum, or a link to a
 	// file there) the tool writes where the link points: that is judged.
 	if real := resolvedIn(abs, p.Root); real != "" && real != target {
-		if d := CheckEdit(filepath.Join(p.Root, real), p); d.Action != Allow {
+		if d := checkEdit(filepath.Join(p.Root, real), p); d.Action != Allow {
 			return Decision{d.Action, fmt.Sprintf("%s leads through a symbolic link to %s: %s", file, real, d.Reason)}
 		}
 	}

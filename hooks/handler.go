@@ -476,6 +476,7 @@ func guardCommand(ev Event, root string, opts Options) Response {
 	if sess.Active {
 		p.Preexisting = changedBefore(sess.Started)
 	}
+	p.NoSession = !sess.Active
 	p.Supervisor, p.SupervisorArgs = sess.PID, sess.Command
 	if root != "" {
 		var def string
@@ -643,6 +644,7 @@ func guardEdit(ev Event, root string, opts Options) Response {
 	if sess.Active {
 		p.Preexisting = changedBefore(sess.Started)
 	}
+	p.NoSession = !sess.Active
 	d := guard.CheckEdit(ev.FilePath, p)
 	if d.Action == guard.Allow {
 		return Response{}
