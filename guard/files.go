@@ -35,6 +35,8 @@ func (w *walk) files(base string, rest []string) {
 					w.g.verdict(Deny, "ln %s makes a second name for it: %s", printable(p), why)
 				} else if w.g.isGitDir(p) || w.g.inGitDir(p) != "" {
 					w.g.verdict(Deny, "ln %s makes a second name for the repository's git data, which file tools would then write through", printable(p))
+				} else if dir := w.holdsPersonsConfig(p); dir != "" {
+					w.g.verdict(Deny, "ln %s makes a second name in the tree for %s, which holds your own git config: a write through it (link/.gitconfig) replaces the file git reads in every repository; name the files you need instead", printable(p), dir)
 				}
 			}
 		}
@@ -62,6 +64,34 @@ func (w *walk) files(base string, rest []string) {
 	case "mkfifo", "mknod":
 		w.specialFile(base, rest)
 	}
+}
+
+// holdsPersonsConfig returns the directory p names, in any directory the
+// command may run in, when it holds the person's own git config - the
+// home directory, its .config or .config/git - or "".
+func (w *walk) holdsPersonsConfig(p string) string {
+	home := w.g.p.Home
+	if home == "" {
+		return ""
+	}
+	for _, d := range w.dirs {
+		abs := w.g.resolve(d, p)
+		if abs == "" {
+			continue
+		}
+		if real, ok := followLinks(abs); ok {
+			abs = real
+		}
+		for _, h := range []string{home, filepath.Join(home, ".config"), filepath.Join(home, ".config", "git")} {
+			if abs == h {
+				return h
+			}
+			if real, ok := followLinks(h); ok && abs == real {
+				return h
+			}
+		}
+	}
+	return ""
 }
 
 // specialFile denies making a FIFO or a device where git opens it: inside
@@ -238,7 +268,7 @@ func (w *walk) protected(p string) string {
 		if abs == "" {
 			continue
 		}
-		if why := w.g.personsConfigWhy(abs); why != "" {
+		if why := w.g.linkedConfigWhy(abs); why != "" {
 			return why
 		}
 		if rel, err := filepath.Rel(w.g.p.Root, abs); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {

@@ -138,7 +138,7 @@ func (g *guard) interpPathWhy(p string) string {
 			}
 		}
 	}
-	if why := g.personsConfigWhy(abs); why != "" {
+	if why := g.linkedConfigWhy(abs); why != "" {
 		return why
 	}
 	if what := g.precious(abs); what != "" {

@@ -57,6 +57,30 @@ func (g *guard) personsConfigWhy(abs string) string {
 	return ""
 }
 
+// linkedConfigWhy is personsConfigWhy for where abs really leads: the
+// symbolic links on its way resolved (those that exist), so a link in the
+// tree to the home directory (ln -s "$HOME" hl, then a write to
+// hl/.gitconfig) is judged as the file it writes. The home directory's own
+// links are resolved alike.
+func (g *guard) linkedConfigWhy(abs string) string {
+	if why := g.personsConfigWhy(abs); why != "" || g.p.Home == "" || !filepath.IsAbs(abs) {
+		return why
+	}
+	real, ok := followLinks(abs)
+	if !ok || real == filepath.Clean(abs) {
+		return ""
+	}
+	if homeR, ok := followLinks(g.p.Home); ok && homeR != filepath.Clean(g.p.Home) {
+		if rel, err := filepath.Rel(homeR, real); err == nil && filepath.IsLocal(rel) {
+			real = filepath.Join(g.p.Home, rel)
+		}
+	}
+	if why := g.personsConfigWhy(real); why != "" {
+		return "it leads through a symbolic link to " + real + ": " + why
+	}
+	return ""
+}
+
 // goEnvWhy is why neither go env -w nor a write to Go's environment file
 // is allowed.
 const goEnvWhy = "that is your own Go environment (go env -w writes it), read by every go command and kept after the session (GOFLAGS=-run=^$ there makes every go test run nothing, wiggum's gate's included); set the variable for one command instead (GOFLAGS=... go test ./...)"
@@ -320,7 +344,7 @@ func checkEdit(file string, p Policy) Decision {
 			target = rel
 		}
 	}
-	if why := g.userGitConfigWhy(abs); why != "" {
+	if why := g.linkedConfigWhy(abs); why != "" {
 		return Decision{Deny, fmt.Sprintf("writing %s is not allowed during a wiggum session: %s", file, why)}
 	}
 	if why := g.protectedState(target); why != "" {

@@ -63,6 +63,11 @@ type GitRails struct {
 	// repository.
 	ignore     string
 	ignoreData []byte
+	// userConfig: the user's own git config files and their content
+	// (globalconfig.go): an attempt that rewrites one - dropping their
+	// identity, their signing key - adds no command, yet changes git in
+	// every repository, where no rollback reaches.
+	userConfig []userConfigFile
 }
 
 // maxIgnore bounds the global ignore file GitRailsOf reads whole.
@@ -95,6 +100,7 @@ func GitRailsOf(ctx context.Context, repo *git.Repo) GitRails {
 	if xdg := xdgConfig(home); xdg != "" {
 		g.ignore = filepath.Join(xdg, "git", "ignore")
 	}
+	g.userConfig = userConfigFiles(home)
 	var entries []configEntry
 	entries, g.err = configOf(ctx, repo)
 	for _, e := range entries {

@@ -1258,6 +1258,20 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 			e.disp.printf("  taken out of the git config: %s", strings.Join(added, "; "))
 		}
 	}
+	if files := before.git.UserConfigChanged(); len(files) > 0 {
+		// Read now, after the command settings above were taken out: a
+		// rewrite (a Write through a link to the home directory) drops
+		// the person's identity, signing key and every other setting,
+		// in every repository, and no rollback reaches it. A worker is
+		// blamed as for the ignore file: the file is the person's.
+		what := "changed your own git config (" + strings.Join(files, ", ") + "), which git reads in every repository and no rollback reaches"
+		parts = append(parts, what)
+		if err := before.git.RestoreUserConfig(); err != nil {
+			gone = what + " (and putting it back failed: " + err.Error() + ")"
+		} else {
+			e.disp.printf("  %s: put back as before the attempt", strings.Join(files, ", "))
+		}
+	}
 	if f := before.git.IgnoreChanged(after.git); f != "" {
 		// Outside the tree, read by every repository: a pattern there
 		// hides the story's files from its commit, silently.
