@@ -711,7 +711,9 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		}
 		return outcome{source: "git", detail: left, output: left, res: res, others: others}
 	}
-	e.cleanAgentCommits(cctx)
+	if kept := e.cleanAgentCommits(cctx); kept != "" {
+		return outcome{source: "git", detail: kept, output: kept, res: res}
+	}
 	if err := e.passed(cctx, iter, story, res); err != nil {
 		return outcome{source: "commit", command: "git commit", detail: err.Error(), output: err.Error(), res: res}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // An agent that commits its own work - ralph prompts ask it to - commits
@@ -51,6 +52,11 @@ type agentAdd struct {
 type cleaned struct {
 	dirs  []depDir
 	large []largeFile
+	// state: wiggum's runtime state the agent's commits added (its
+	// directory, "RuntimeDir/", and the lock files), which no commit the
+	// loop lands may hold: git stops ignoring it when the agent empties
+	// the exclude file or un-ignores .ralph/, and its git add -A takes it.
+	state []string
 	// rewritten and dropped: how many of the agent's commits were made
 	// again, and how many of those were left with no change and dropped.
 	rewritten, dropped int
@@ -128,8 +134,9 @@ func cleanHistory(ctx context.Context, st *checkpoint.State, base, branch string
 		return cleaned{}, err
 	}
 	var cl cleaned
-	if cl.dirs, cl.large, err = unwanted(ctx, repo, base, commits, maxNew); err != nil || len(cl.dirs)+len(cl.large) == 0 {
-		return cleaned{}, err
+	cl.state = stateAdded(commits)
+	if cl.dirs, cl.large, err = unwanted(ctx, repo, base, commits, maxNew); err != nil || len(cl.dirs)+len(cl.large)+len(cl.state) == 0 {
+		return cleaned{state: cl.state}, err
 	}
 	// What came in with commits a remote holds - the agent pulled what
 	// others pushed - is theirs: not rewritten, and left in the tree.
@@ -148,7 +155,7 @@ func cleanHistory(ctx context.Context, st *checkpoint.State, base, branch string
 		delete(others, sha)
 	}
 	cl.split(commits, others)
-	if len(cl.dirs)+len(cl.large) == 0 {
+	if len(cl.dirs)+len(cl.large)+len(cl.state) == 0 {
 		return cl, nil
 	}
 	chain, fork := ownTip(commits, others, head)
@@ -164,6 +171,18 @@ func cleanHistory(ctx context.Context, st *checkpoint.State, base, branch string
 		return cl, fmt.Errorf("save the agent's commits: %w", err)
 	}
 	killpoint.At("history-saved")
+	if len(cl.state) > 0 {
+		// The agent's git add staged it too: taken out of the index
+		// first, or the story's commit, made from it, would hold it
+		// again (a kill after leaves the index clean for the resume).
+		rm := append(append([]string{"rm", "-r", "--cached", "-f", "-q", "--ignore-unmatch"}, sparseFlag(repo)...), "--")
+		for _, p := range cl.state {
+			rm = append(rm, ":(top,literal)"+strings.TrimSuffix(p, "/"))
+		}
+		if _, err := repo.Run(ctx, rm...); err != nil {
+			return cl, fmt.Errorf("take wiggum's runtime state out of the index: %w", err)
+		}
+	}
 	args := []string{"update-ref", "-m", "wiggum: " + strings.Join(drop, ", ") + " taken out of the agent's commits"}
 	if branch == "" {
 		args = append(args, "--no-deref")
@@ -184,7 +203,36 @@ func (cl cleaned) paths() []string {
 	for _, f := range cl.large {
 		out = append(out, f.Path)
 	}
-	return out
+	return append(out, cl.state...)
+}
+
+// stateAdded lists wiggum's runtime state among what commits added: its
+// runtime directory (as "RuntimeDir/") and each lock file, in that order.
+func stateAdded(commits []agentCommit) []string {
+	var dir bool
+	var files []string
+	for _, c := range commits {
+		for _, a := range c.adds {
+			switch {
+			case isRuntimeState(a.path) && strings.HasPrefix(a.path, layout.RuntimeDir+"/"):
+				dir = true
+			case isRuntimeState(a.path) && !slices.Contains(files, a.path):
+				files = append(files, a.path)
+			}
+		}
+	}
+	slices.Sort(files)
+	if dir {
+		files = append([]string{layout.RuntimeDir + "/"}, files...)
+	}
+	return files
+}
+
+// isRuntimeState reports whether the repository-relative path p is
+// wiggum's runtime state: under its runtime directory, or the agent lock
+// and its holder record (and their temporary files).
+func isRuntimeState(p string) bool {
+	return strings.HasPrefix(p, layout.RuntimeDir+"/") || strings.HasPrefix(p, layout.LockFile)
 }
 
 // unwanted picks, among what commits added, the directories of packages
@@ -194,6 +242,9 @@ func unwanted(ctx context.Context, repo *git.Repo, base string, commits []agentC
 	blobOf := map[string]string{}
 	for _, c := range commits {
 		for _, a := range c.adds {
+			if isRuntimeState(a.path) {
+				continue // stateAdded's
+			}
 			paths = append(paths, a.path)
 			if !a.link {
 				blobOf[a.path] = a.blob
@@ -209,7 +260,7 @@ func unwanted(ctx context.Context, repo *git.Repo, base string, commits []agentC
 	var blobs []agentAdd
 	for _, c := range commits {
 		for _, a := range c.adds {
-			if !a.link && under(dirs, a.path) == nil {
+			if !a.link && under(dirs, a.path) == nil && !isRuntimeState(a.path) {
 				blobs = append(blobs, a)
 			}
 		}
@@ -304,6 +355,9 @@ func (cl *cleaned) split(commits []agentCommit, others map[string]bool) {
 		cl.pulled = append(cl.pulled, d.name())
 		cl.pulledPaths = append(cl.pulledPaths, d.Path)
 		return true
+	})
+	cl.state = slices.DeleteFunc(cl.state, func(sp string) bool {
+		return !ownAdds(func(p string) bool { return dropped([]string{sp}, p) })
 	})
 	cl.large = slices.DeleteFunc(cl.large, func(f largeFile) bool {
 		if ownAdds(func(p string) bool { return p == f.Path }) {
@@ -498,16 +552,24 @@ func recommit(ctx context.Context, repo *git.Repo, commit, tree, parent, sign st
 // cleanAgentCommits is cleanHistory for an attempt that passed, before its
 // pass is recorded (a resume finds the pass's HEAD rewritten already),
 // saying what it did. What it cannot rewrite stays as the agent committed
-// it; the story's commit still takes it out of the tree.
-func (e *executor) cleanAgentCommits(ctx context.Context) {
-	e.commit.pulled = e.run.cleanAgentCommits(ctx, e.st, e.attemptHead, e.attemptBranch, map[string]any{"story": e.storyID, "worker": e.worker})
+// it; the story's commit still takes it out of the tree. Wiggum's runtime
+// state it could not take out is returned (stateKept), for the attempt to
+// fail: no commit the loop lands may hold it.
+func (e *executor) cleanAgentCommits(ctx context.Context) (stateKept string) {
+	e.commit.pulled, stateKept = e.run.cleanAgentCommits(ctx, e.st, e.attemptHead, e.attemptBranch, map[string]any{"story": e.storyID, "worker": e.worker})
+	return stateKept
 }
+
+// stateWhy is why wiggum's runtime state is taken out of the agent's
+// commits.
+const stateWhy = "which no commit may hold (the session's lock, checkpoint, logs and the agent's transcript: every later commit would carry them, and a push publish them)"
 
 // cleanAgentCommits is cleanHistory of the commits made on branch since
 // base, said; fields name the story (and worker) in its event. pulled:
 // the paths that came with commits pulled from a remote, for the
-// story's commit to leave (cleaned.pulled).
-func (r *run) cleanAgentCommits(ctx context.Context, st *checkpoint.State, base, branch string, fields map[string]any) (pulled []string) {
+// story's commit to leave (cleaned.pulled). stateKept: why wiggum's
+// runtime state stays in the agent's commits, or "".
+func (r *run) cleanAgentCommits(ctx context.Context, st *checkpoint.State, base, branch string, fields map[string]any) (pulled []string, stateKept string) {
 	if t := r.opts.Timeout; t > 0 {
 		// A signing program that waits for a person (a hardware key's
 		// touch) is stopped, as the loop's own commits' are.
@@ -519,8 +581,8 @@ func (r *run) cleanAgentCommits(ctx context.Context, st *checkpoint.State, base,
 	if len(cl.pulled) > 0 {
 		r.disp.printf("  %s came with the commits the attempt pulled from a remote: others' work, left in the history and the tree", strings.Join(cl.pulled, ", "))
 	}
-	if len(cl.dirs)+len(cl.large) == 0 && err == nil {
-		return cl.pulledPaths
+	if len(cl.dirs)+len(cl.large)+len(cl.state) == 0 && err == nil {
+		return cl.pulledPaths, ""
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("it ran longer than --timeout %s (signing the new commits?) and was stopped", r.opts.Timeout)
@@ -532,10 +594,11 @@ func (r *run) cleanAgentCommits(ctx context.Context, st *checkpoint.State, base,
 	for _, f := range cl.large {
 		what = append(what, f.Path+" ("+megabytes(f.Size)+")")
 	}
-	if len(what) == 0 {
+	state := strings.Join(cl.state, ", ")
+	if len(what)+len(cl.state) == 0 {
 		// Not even what they hold could be read: the commits stay.
 		r.disp.printf("  the agent's commits could not be read for packages and large files (%v): they stay as it made them", err)
-		return nil
+		return nil, ""
 	}
 	if w, ok := fields["worker"].(int); ok && w == 0 {
 		delete(fields, "worker")
@@ -547,7 +610,12 @@ func (r *run) cleanAgentCommits(ctx context.Context, st *checkpoint.State, base,
 		if err != nil {
 			why = "wiggum could not rewrite them: " + err.Error()
 		}
-		r.disp.printf("  the commits made during the attempt put %s in the history, and they stay as they are: %s. The story's commit takes them out of the tree; rewriting those commits is left to you (git filter-repo)", strings.Join(what, ", "), why)
+		if len(what) > 0 {
+			r.disp.printf("  the commits made during the attempt put %s in the history, and they stay as they are: %s. The story's commit takes them out of the tree; rewriting those commits is left to you (git filter-repo)", strings.Join(what, ", "), why)
+		}
+		if len(cl.state) > 0 {
+			stateKept = "the agent's commits put wiggum's runtime state (" + state + ") in the history, " + stateWhy + ", and wiggum could not make them again without it: " + why
+		}
 		fields["reason"] = why
 		r.event("history_kept", fields)
 	default:
@@ -556,9 +624,18 @@ func (r *run) cleanAgentCommits(ctx context.Context, st *checkpoint.State, base,
 		if cl.dropped > 0 {
 			how += fmt.Sprintf(" (%d of them held nothing else and are gone)", cl.dropped)
 		}
-		r.disp.printf("  the agent's commits put %s in the history, where every clone would carry it and git hosts refuse large files: %s; the commits as it made them are saved in %s", strings.Join(what, ", "), how, cl.backup)
+		if len(what) > 0 {
+			r.disp.printf("  the agent's commits put %s in the history, where every clone would carry it and git hosts refuse large files: %s; the commits as it made them are saved in %s", strings.Join(what, ", "), how, cl.backup)
+		}
+		if len(cl.state) > 0 {
+			how := fmt.Sprintf("made its %d commit(s) again without it, message, author and dates kept", cl.rewritten)
+			if cl.dropped > 0 {
+				how += fmt.Sprintf(" (%d of them held nothing else and are gone)", cl.dropped)
+			}
+			r.disp.printf("  the agent's commits put wiggum's runtime state (%s) in the history, %s: %s; the commits as it made them are saved in %s", state, stateWhy, how, cl.backup)
+		}
 		fields["commits"], fields["dropped"], fields["backup"] = cl.rewritten, cl.dropped, cl.backup
 		r.event("history_cleaned", fields)
 	}
-	return cl.pulledPaths
+	return cl.pulledPaths, stateKept
 }

@@ -241,7 +241,10 @@ func (r *run) finishPassed(ctx context.Context, cp *checkpoint.Checkpoint, pass 
 	}
 	// What the kill (or a signing program that failed) kept the attempt
 	// from taking out of the agent's commits.
-	pulled := r.cleanAgentCommits(ctx, r.st, cp.Head, cp.Branch, map[string]any{"story": s.ID})
+	pulled, stateKept := r.cleanAgentCommits(ctx, r.st, cp.Head, cp.Branch, map[string]any{"story": s.ID})
+	if stateKept != "" {
+		return stateKept, nil
+	}
 	r.commit = r.newCommitter(repo, []string{layout.SessionEnv + "=" + r.session}, r.led.keepPaths())
 	r.commit.pulled = pulled
 	defer func() { r.commit = nil }()
