@@ -44,7 +44,7 @@ func decodeClaude(data []byte) (claudeIn, error) {
 // event fills what every agent's events share.
 func (in *claudeIn) event(agent string) Event {
 	ev := Event{Agent: agent, Name: in.Event, SessionID: in.SessionID, Cwd: in.Cwd, ToolName: in.ToolName,
-		Shell: shellTools[in.ToolName], ExitCode: -1, StopHookActive: in.StopHookActive, AgentID: in.AgentID}
+		Shell: shellTools[in.ToolName], ExitCode: -1, StopHookActive: in.StopHookActive, AgentID: in.AgentID, ToolUseID: in.ToolUseID}
 	ti := parseToolInput(in.ToolInput)
 	ev.Command, ev.FilePath, ev.Dir, ev.Skill = ti.Command, ti.FilePath, ti.Dir, ti.Skill
 	switch {

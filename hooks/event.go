@@ -57,6 +57,9 @@ type Event struct {
 	// agent_id, sent only from within a subagent); "" in the main
 	// conversation.
 	AgentID string
+	// ToolUseID is the agent's id for the tool call (Claude Code's and
+	// Codex's tool_use_id), "" when it gives none.
+	ToolUseID string
 	// StopHookActive is set when the agent is already continuing because
 	// of a Stop hook: blocking again would trap it in a loop.
 	StopHookActive bool

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -690,6 +691,9 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 		debugLog(root, opts, "test failure: open state: %v", err)
 		return Response{}
 	}
+	if !firstForCall(st, ev) {
+		return Response{}
+	}
 	run, err := session.ReadRun(st)
 	if err != nil {
 		debugLog(root, opts, "test failure: %v", err)
@@ -765,6 +769,35 @@ func testRun(ctx context.Context, ev Event, root string, opts Options) Response 
 	return Response{Context: msg}
 }
 
+// firstForCall reports whether this is the first of wiggum's hooks to
+// take on the failing test run of the tool call ev (its tool_use_id). An
+// agent runs every hook entry registered for an event: wiggum's installed
+// at user level and project level with different flags (Claude Code
+// de-duplicates identical commands only) both see the call, and the
+// second rolled back "nothing" after the first, recorded the failure
+// twice and sent the model a second, contradicting message. The first
+// makes an empty file named after the call (O_EXCL: one wins however
+// they race); a later one finds it and leaves the call to it. A call with
+// no id, or one that is no plain name, is always taken on.
+func firstForCall(st *checkpoint.State, ev Event) bool {
+	id := ev.ToolUseID
+	if id == "" || len(id) > 128 || strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" {
+		return true
+	}
+	dir, err := st.Runtime(layout.HookCallsDir)
+	if err != nil || os.MkdirAll(dir, 0o755) != nil {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(dir, id), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return false
+	}
+	if err == nil {
+		f.Close()
+	}
+	return true
+}
+
 // testDir is the absolute directory a test run is in: dir (from
 // testRunIn) from the shell tool's own directory, else the payload's cwd.
 func testDir(ev Event, dir string) string {
@@ -795,6 +828,9 @@ func failedElsewhere(ctx context.Context, ev Event, root, runner, where string, 
 	if err != nil {
 		debugLog(root, opts, "test failure: open state: %v", err)
 		return Response{Context: msg}
+	}
+	if !firstForCall(st, ev) {
+		return Response{}
 	}
 	f := session.Failure{Source: "test-hook", Command: ev.Command, Output: Tail(ev.Output, 80, 8<<10), Rollback: "not attempted: " + why}
 	if run, err := session.ReadRun(st); err == nil && run != nil {

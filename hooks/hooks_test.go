@@ -319,7 +319,10 @@ func TestRecordPolicyOnlyLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(session.EventLogEnv, mainLog)
-	hook(t, "claude", "claude_posttoolusefailure.json", dir, Options{})
+	// Another call (one tool call is one failure, however many of
+	// wiggum's hooks see it: TestOneToolCallTwoWiggumHooks).
+	another := bytes.ReplaceAll(payload(t, "claude_posttoolusefailure.json", dir), []byte("toolu_01ABG"), []byte("toolu_01ABG2"))
+	Run(context.Background(), "claude", bytes.NewReader(another), io.Discard, Options{})
 	var got []string
 	if _, err := events.Scan(mainLog, func(e events.Event) error { got = append(got, e.Name+" "+e.Story); return nil }); err != nil || len(got) != 1 || got[0] != events.TestFailure+" US-3" {
 		t.Fatalf("main log: %v, %v", got, err)

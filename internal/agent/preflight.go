@@ -400,3 +400,44 @@ func ProjectHookFiles() []string {
 	}
 	return out
 }
+
+// HooksTwice returns a warning when the agent's hook files - the project's
+// and the user's - register wiggum's hook for the same event with
+// different commands (wiggum hook claude in the project, wiggum hook
+// claude --guard always in ~/.claude/settings.json): the agent runs every
+// entry, so each tool call is judged twice and a failing test run seen by
+// two hooks, with two messages to the model. Identical commands are one
+// hook to Claude Code, which de-duplicates them. "" when there is no such
+// pair.
+func HooksTwice(name, root, home string) string {
+	if !HasHooks(name) {
+		return ""
+	}
+	type where struct{ file, command string }
+	seen := map[string][]where{} // event -> the files' commands
+	for _, path := range hookPaths(name, root, home) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		for _, e := range wiggumEntries(name, data) {
+			parts := strings.SplitN(e, "|", 3)
+			if len(parts) != 3 {
+				continue
+			}
+			seen[parts[0]] = append(seen[parts[0]], where{path, parts[2]})
+		}
+	}
+	for _, ev := range slices.Sorted(maps.Keys(seen)) {
+		ws := seen[ev]
+		for i := range ws {
+			for j := i + 1; j < len(ws); j++ {
+				if ws[i].file != ws[j].file && ws[i].command != ws[j].command {
+					return fmt.Sprintf("wiggum's hooks for %s are registered twice, with different commands: %q in %s and %q in %s. The agent runs both for every tool call (two guards; a failing test run seen by two hooks). Keep one: 'wiggum uninstall --%s' (the project's) or 'wiggum uninstall --%s --user' (yours), then install the one you want",
+						name, ws[i].command, ws[i].file, ws[j].command, ws[j].file, name, name)
+				}
+			}
+		}
+	}
+	return ""
+}

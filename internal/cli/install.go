@@ -126,6 +126,9 @@ func (c *InstallCmd) Run(ctx context.Context, g *Globals) error {
 		if off := agent.HooksOff(a.Name, repo.Root, home); off != "" {
 			fmt.Fprintf(g.stdout, "note: %s's own settings turn these hooks off: %s; 'wiggum run --agent %s' refuses to start until that is undone\n", a.Name, off, a.Name)
 		}
+		if twice := agent.HooksTwice(a.Name, repo.Root, home); twice != "" {
+			fmt.Fprintln(g.stdout, "note: "+twice)
+		}
 	}
 	if c.Git {
 		chs, err := install.InstallGit(ctx, repo, c.Force)

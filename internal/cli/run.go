@@ -464,6 +464,9 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 			g.Log().Warn(old)
 		}
 	}
+	if twice := agent.HooksTwice(prof.Name, repo.Root, home); twice != "" {
+		g.Log().Warn(twice)
+	}
 	verifyHooks := warn == "" && agent.HasHooks(prof.Name)
 	if verifyHooks {
 		if off := agent.HooksOff(prof.Name, repo.Root, home); off != "" {

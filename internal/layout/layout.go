@@ -50,6 +50,11 @@ const (
 	// HookRollbacksDir holds one file per test-failure rollback an agent's
 	// hook has begun and not finished (session.BeginHookRollback).
 	HookRollbacksDir = "hook-rollbacks"
+	// HookCallsDir holds one empty file per tool call (its tool_use_id)
+	// whose failing test run a hook of wiggum's has taken on: a second
+	// wiggum hook for the same call (installed at user and project level
+	// with different flags) leaves it to the first.
+	HookCallsDir = "hook-calls"
 	// MuxDir is where the agent's tmux, screen and zellij keep their
 	// sockets when the run could make no short directory of its own for
 	// them (loop/mux.go): servers of its own, never the person's.
