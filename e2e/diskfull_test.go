@@ -201,3 +201,96 @@ func TestWorktreeDiskFullStopsResumable(t *testing.T) {
 		t.Errorf("stories left open:\n%s", plan)
 	}
 }
+
+// mergeFullScript runs, in a mount namespace of its own, a 2-worker run
+// of one story on a repository in a small tmpfs whose agent fills the disk
+// but for a few pages, so that the worker's commit fits and the landing's
+// update of the main tree does not: the merge fails after it recorded its
+// intent, and is finished (the target moved) by the next holder of the
+// repository mutex. Which number of pages leaves exactly that depends on
+// git's writes, so it tries several until the first run says so
+// ("the next run finishes the merge"); then it frees the space and runs
+// again.
+const mergeFullScript = `set -u
+mnt=$1 out=$2 wig=$3
+mount -t tmpfs -o size=8m tmpfs "$mnt" || exit 97
+cat > "$mnt/agent.sh" <<AGENT
+#!/bin/bash
+cat >/dev/null
+echo "work for \$WIGGUM_STORY" > "work-\$WIGGUM_STORY.txt"; echo "more \$WIGGUM_STORY" >> README.md
+if [ ! -e "$mnt/filled" ]; then : > "$mnt/filled"; dd if=/dev/zero of="$mnt/filler" bs=4k 2>/dev/null; truncate -s -\$(cat "$mnt/leave") "$mnt/filler"; fi
+exit 0
+AGENT
+chmod +x "$mnt/agent.sh"
+for pages in 6 7 5 8 4 9 10; do
+  cd "$mnt" && rm -rf r filler filled && echo $((pages * 4096)) > leave || exit 98
+  git init -q r && cd r || exit 98
+  printf 'hello\n' > README.md
+  printf -- '- [ ] US-1: one\n' > plan.md
+  git add -A && git commit -q -m init || exit 98
+  "$wig" run --plan plan.md --workers 2 --agent-cmd "$mnt/agent.sh" >"$out/run1.out" 2>"$out/run1.err"; echo $? >"$out/run1.code"
+  grep -q "the next run finishes the merge" "$out/run1.err" && break
+done
+grep -q "the next run finishes the merge" "$out/run1.err" || exit 96
+rm ../filler
+"$wig" run --plan plan.md --workers 2 --agent-cmd "$mnt/agent.sh" >"$out/run2.out" 2>"$out/run2.err"; echo $? >"$out/run2.code"
+git log --format=%s >"$out/log"
+git status --porcelain >"$out/status2"
+git branch --format='%(refname:short)' >"$out/branches"
+cat README.md >"$out/readme"
+cat plan.md >"$out/plan"
+`
+
+// TestMergeDiskFullLandsOnce: a full disk during a landing's update of
+// the main tree, after the merge recorded its intent, stops the run; the
+// next holder of the repository mutex finishes that merge, moving the
+// target to the story's branch. The next run, once space is freed, ticks
+// the story and commits the tick without giving it to an agent again.
+// (Before, the branch, merged, was no kept branch any more, the story was
+// open, and its agent ran again: its work applied twice.)
+func TestMergeDiskFullLandsOnce(t *testing.T) {
+	unshare := needTool(t, "unshare", "util-linux")
+	mnt, out := t.TempDir(), t.TempDir()
+	script := filepath.Join(out, "mergefull.sh")
+	writeFile(t, script, mergeFullScript)
+	r := run(t, out, nil, unshare, "-m", "bash", script, mnt, out, wiggumBin)
+	if r.code == 97 && os.Getenv("CI") == "" {
+		t.Skipf("cannot mount a tmpfs here: %s", r.stderr)
+	}
+	read := func(name string) string {
+		data, _ := os.ReadFile(filepath.Join(out, name))
+		return string(data)
+	}
+	if r.code == 96 {
+		t.Fatalf("no amount of free space made the landing's tree update fail; the last first run said:\n%s%s", read("run1.out"), read("run1.err"))
+	}
+	if r.code != 0 {
+		t.Fatalf("script: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	run1 := read("run1.out") + read("run1.err")
+	run2 := read("run2.out") + read("run2.err")
+	if code := strings.TrimSpace(read("run2.code")); code != "0" {
+		t.Fatalf("the run after space was freed: exit %s, want 0\n%s\nfirst run:\n%s", code, run2, run1)
+	}
+	if strings.Contains(run2, "── iteration") {
+		t.Errorf("the second run gave the landed story to an agent again:\n%s\nfirst run:\n%s", run2, run1)
+	}
+	if !strings.Contains(run2, "US-1: its branch wiggum/US-1 was merged into main") {
+		t.Errorf("the second run does not say it ticked the landed story:\n%s", run2)
+	}
+	if log := "\n" + read("log"); strings.Count(log, "\nUS-1: one\n") != 1 {
+		t.Errorf("the story is not committed once:\n%s", log)
+	}
+	if got := read("readme"); got != "hello\nmore US-1\n" {
+		t.Errorf("README.md = %q, want the story's line once", got)
+	}
+	if !strings.Contains(read("plan"), "[x] US-1") {
+		t.Errorf("US-1 is not ticked:\n%s", read("plan"))
+	}
+	if st := read("status2"); st != "" {
+		t.Errorf("the tree is not clean after the second run:\n%s", st)
+	}
+	if b := read("branches"); strings.Contains(b, "wiggum/") {
+		t.Errorf("the story's branch is left:\n%s", b)
+	}
+}

@@ -30,6 +30,9 @@ func (r *run) landKept(ctx context.Context) error {
 		return nil
 	}
 	repo := r.st.Repo
+	if err := r.tickLandedFinished(ctx); err != nil {
+		return err
+	}
 	kept, err := worktree.Kept(ctx, repo, r.branch)
 	if err != nil || len(kept) == 0 {
 		return err
@@ -96,6 +99,61 @@ func (r *run) landKept(ctx context.Context) error {
 			}
 			break
 		}
+	}
+	return nil
+}
+
+// tickLandedFinished ticks the open stories an earlier run finished in a
+// worktree and whose branch reached the target without the landing being
+// recorded: its merge moved the target (or the next holder of the
+// repository mutex finished that merge, worktree.finishInterrupted) and
+// then failed - a full disk during the tree's update - before the story
+// was ticked, and that run removed the worktree. The branch, merged, is
+// no kept one any more (Kept lists only those the target does not
+// contain), so without this the story went to an agent again and its
+// work was applied twice. A story is taken as landed only when its last
+// journal record is that done attempt, with no landing after it, and the
+// commit the attempt ended at is in the target: it is ticked and the tick
+// committed, no agent runs, and its branch, if still there, goes.
+func (r *run) tickLandedFinished(ctx context.Context) error {
+	stories, err := r.opts.Plan.Stories()
+	if err != nil {
+		return err
+	}
+	waiting := map[string]bool{}
+	for _, u := range r.unlanded {
+		waiting[u.story.ID] = true
+	}
+	repo := r.st.Repo
+	target := strings.TrimPrefix(r.branch, "refs/heads/")
+	for i := range stories {
+		s := &stories[i]
+		if s.Done || waiting[s.ID] {
+			continue
+		}
+		f, ok := r.led.finishedAt(s.ID)
+		if !ok || f.Head == "" || f.Unlanded != "" {
+			continue
+		}
+		in, err := repo.OK(ctx, "merge-base", "--is-ancestor", f.Head, r.branch)
+		if err != nil || !in {
+			continue
+		}
+		tip, err := repo.Line(ctx, "rev-parse", "--verify", "--quiet", r.branch+"^{commit}")
+		if err != nil {
+			return fmt.Errorf("run: read %s: %w", target, err)
+		}
+		if err := r.tickMerged(ctx, s, f.Branch, tip); err != nil {
+			return err
+		}
+		if b, err := repo.Line(ctx, "rev-parse", "--verify", "--quiet", f.Branch+"^{commit}"); err == nil && b == f.Head {
+			_, _ = repo.Run(ctx, "update-ref", "-d", f.Branch, b)
+		}
+		s.Done = true
+		r.addCompleted(s.ID)
+		r.event("merged", map[string]any{"story": s.ID, "branch": f.Branch, "commit": tip, "resumed": true})
+		r.disp.printf("⇢ %s: its branch %s was merged into %s before the last run stopped, which did not tick it; ticked it now, no agent ran",
+			s.ID, strings.TrimPrefix(f.Branch, "refs/heads/"), target)
 	}
 	return nil
 }
