@@ -294,3 +294,107 @@ func TestMergeDiskFullLandsOnce(t *testing.T) {
 		t.Errorf("the story's branch is left:\n%s", b)
 	}
 }
+
+// commitFullScript runs, in a mount namespace of its own, a 2-worker run
+// of one story on a repository whose object store (.git/objects) is a
+// small tmpfs. The repository's pre-commit hook fills that tmpfs the first
+// time it runs - at the story's commit, after the agent's work passed -
+// so git cannot write the commit's objects ("No space left on device");
+// its commit-msg hook, run next by that commit, leaves the disk full, and
+// frees the space when anything runs it after that (the old code did,
+// checking the message before it rolled the work back: the space other
+// workers free at such a time). Then the space is freed and the run is
+// made again.
+const commitFullScript = `set -u
+repo=$1 out=$2 wig=$3
+cd "$repo" || exit 98
+printf 'hello\n' > README.md
+printf -- '- [ ] US-1: one\n' > plan.md
+git add -A && git commit -q -m init || exit 98
+obj="$repo/.git/objects"
+mv "$obj" "$obj.orig" && mkdir "$obj" || exit 98
+mount -t tmpfs -o size=8m tmpfs "$obj" || exit 97
+cp -a "$obj.orig/." "$obj/" && rm -rf "$obj.orig" || exit 98
+cat > .git/hooks/pre-commit <<HOOK
+#!/bin/sh
+if [ ! -e "$out/filled" ]; then : > "$out/filled"; dd if=/dev/zero of="$obj/filler" bs=4k 2>/dev/null; fi
+exit 0
+HOOK
+cat > .git/hooks/commit-msg <<HOOK
+#!/bin/sh
+if [ -e "$out/filled" ]; then
+  if [ -e "$out/seen" ]; then rm -f "$obj/filler"; else : > "$out/seen"; fi
+fi
+exit 0
+HOOK
+chmod +x .git/hooks/pre-commit .git/hooks/commit-msg
+agent='cat >/dev/null; echo "work for $WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"; echo "more $WIGGUM_STORY" >> README.md'
+"$wig" run --plan plan.md --workers 2 --agent-cmd "$agent" >"$out/run1.out" 2>"$out/run1.err"; echo $? >"$out/run1.code"
+"$wig" status >"$out/wstatus1" 2>&1
+rm -f "$obj/filler"
+"$wig" run --plan plan.md --workers 2 --agent-cmd "$agent" >"$out/run2.out" 2>"$out/run2.err"; echo $? >"$out/run2.code"
+git log --format=%s >"$out/log"
+git status --porcelain >"$out/status2"
+git for-each-ref --format='%(refname)' refs/wiggum/backup/ >"$out/backups"
+cat README.md >"$out/readme"
+`
+
+// TestCommitDiskFullKeepsPassedWork: a worker's attempt passes and the
+// disk fills as git commits it. That is no failure of the agent's: the
+// run stops (exit 1, the disk named) with the work left in its worktree
+// and the pass in the journal, and once space is freed the next run
+// commits and lands it without running the agent again. (Before, the
+// attempt counted as the story's failure: its passing work was rolled
+// back and an agent did the story again.)
+func TestCommitDiskFullKeepsPassedWork(t *testing.T) {
+	unshare := needTool(t, "unshare", "util-linux")
+	repo, out := t.TempDir(), t.TempDir()
+	mustRun(t, repo, "git", "init", "-q")
+	script := filepath.Join(out, "commitfull.sh")
+	writeFile(t, script, commitFullScript)
+	r := run(t, out, nil, unshare, "-m", "bash", script, repo, out, wiggumBin)
+	if r.code == 97 && os.Getenv("CI") == "" {
+		t.Skipf("cannot mount a tmpfs here: %s", r.stderr)
+	}
+	if r.code != 0 {
+		t.Fatalf("script: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	read := func(name string) string {
+		data, _ := os.ReadFile(filepath.Join(out, name))
+		return string(data)
+	}
+	run1 := read("run1.out") + read("run1.err")
+	if code := strings.TrimSpace(read("run1.code")); code != "1" {
+		t.Fatalf("first run: exit %s, want 1\n%s", code, run1)
+	}
+	for _, want := range []string{"US-1 passed, but git could not write its commit", "the disk holding the repository is full", "resume with: wiggum run --plan plan.md"} {
+		if !strings.Contains(run1, want) {
+			t.Errorf("the first run does not say %q:\n%s", want, run1)
+		}
+	}
+	if strings.Contains(run1, "rolled back") || strings.Contains(run1, "attempt 2 of") {
+		t.Errorf("the first run rolled the passed work back or ran the agent again:\n%s", run1)
+	}
+	if st := read("wstatus1"); !strings.Contains(st, "was interrupted") {
+		t.Errorf("wiggum status does not call the run interrupted:\n%s", st)
+	}
+	run2 := read("run2.out") + read("run2.err")
+	if code := strings.TrimSpace(read("run2.code")); code != "0" {
+		t.Fatalf("the run after space was freed: exit %s, want 0\n%s\nfirst run:\n%s", code, run2, run1)
+	}
+	if strings.Contains(run2, "── iteration") {
+		t.Errorf("the second run ran the agent again:\n%s", run2)
+	}
+	if log := "\n" + read("log"); strings.Count(log, "\nUS-1: one\n") != 1 {
+		t.Errorf("the story is not committed once:\n%s", log)
+	}
+	if got := read("readme"); got != "hello\nmore US-1\n" {
+		t.Errorf("README.md = %q, want the story's line once", got)
+	}
+	if st := read("status2"); st != "" {
+		t.Errorf("the tree is not clean after the second run:\n%s", st)
+	}
+	if b := read("backups"); b != "" {
+		t.Errorf("the passed work was rolled back (saved in %s)", b)
+	}
+}

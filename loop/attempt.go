@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/killpoint"
 
@@ -462,11 +464,23 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 }
 
 // commitRefused says why git would not commit a passed attempt, when the
-// reason is the repository's: signing fails now (a key gone from its
-// agent, a passphrase cache expired), or the user's commit-msg hook
-// refuses the story's message. nil when neither is why.
+// reason is the repository's: git could not write to it (a full disk, a
+// read-only file system, an I/O error: CommitWriteError), signing fails
+// now (a key gone from its agent, a passphrase cache expired), or the
+// user's commit-msg hook refuses the story's message. nil when none is
+// why.
 func (e *executor) commitRefused(ctx context.Context, iter int, story *plan.Story, attempt int, out outcome, started time.Time) error {
 	r := e.run
+	// A full disk shows in git's words, or only in what it left free:
+	// git removes what it could not finish writing, and some of its
+	// failures (a commit message it could not save) name no cause.
+	full := almostFull(e.st.Repo.CommonDir)
+	if full || repoWriteFailed(out.detail) {
+		e.log(iter, story, attempt, "passed; git could not write its commit", out, "", time.Since(started))
+		e.event("commit_failed", map[string]any{"story": story.ID, "error": out.detail})
+		e.disp.printf("✘ %s passed, but git could not write its commit; its work is left uncommitted", story.ID)
+		return &CommitWriteError{passedWork: passedWork{Story: story.ID}, Full: full, Err: errors.New(out.detail)}
+	}
 	ctx, cancel := r.bounded(ctx)
 	defer cancel()
 	if r.st.Repo.Sign {
@@ -1506,6 +1520,73 @@ func (e *NoRoomError) Error() string {
 }
 
 func (e *NoRoomError) Unwrap() error { return e.Err }
+
+// CommitWriteError is a passed attempt whose commit git could not write
+// into the repository: a full disk (the last pages of a tmpfs, say, taken
+// by the loose objects or the branch's lock file), a read-only file
+// system, an I/O error. That is no failure of the agent's - rolling its
+// work back and running an agent again would fail the same way, or burn
+// an attempt for nothing once other workers freed some space - so, as for
+// a SigningError, the run stops with the work left uncommitted and the
+// pass in the journal, and the next run, once that is mended, commits it
+// without running the agent again.
+type CommitWriteError struct {
+	passedWork
+	// Full: the file system holding the repository had almost no space
+	// left when the commit failed (almostFull).
+	Full bool
+	Err  error
+}
+
+func (e *CommitWriteError) Error() string {
+	cause := "mend what kept git from writing (a read-only file system, a failing disk)"
+	if e.Full || DiskFull(e.Err) || strings.Contains(e.Err.Error(), "couldn't write '") {
+		cause = "the disk holding the repository is full: free space"
+	}
+	return fmt.Sprintf("run: %s passed, but git could not write its commit into the repository (%s); %s. %s",
+		e.Story, oneLine(e.Err.Error(), 500), cause, e.left())
+}
+
+func (e *CommitWriteError) Unwrap() error { return e.Err }
+
+// repoWriteFailed reports whether the commit's failure, as git told it,
+// is git failing to write into the repository - its objects, its index,
+// a ref's lock file - for want of space or a working file system, rather
+// than a hook refusing the commit: one of git's own fatal or error lines
+// says so. git says only "couldn't write '<ref>.lock'" when the disk
+// fills as a branch moves.
+func repoWriteFailed(detail string) bool {
+	if DiskFull(errors.New(detail)) {
+		return true
+	}
+	for _, line := range strings.Split(detail, "\n") {
+		i := strings.Index(line, "fatal: ")
+		if i < 0 {
+			i = strings.Index(line, "error: ")
+		}
+		if i < 0 {
+			continue
+		}
+		line = line[i:]
+		for _, w := range []string{"couldn't write '", "unable to write loose object", "unable to write new index file", "write error", "Input/output error", "Read-only file system"} {
+			if strings.Contains(line, w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// almostFull reports whether the file system holding dir has less than
+// 256 KiB left for wiggum (a git commit takes a few pages: its objects,
+// the index, a ref's lock file and log). false when that cannot be read.
+func almostFull(dir string) bool {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) != nil {
+		return false
+	}
+	return uint64(st.Bavail)*uint64(st.Bsize) < 256<<10
+}
 
 // DiskFull reports whether a full disk caused err: ENOSPC in its chain,
 // or git's (or another program's) "No space left on device" in its text.

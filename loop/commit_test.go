@@ -71,3 +71,24 @@ func TestIsTestFile(t *testing.T) {
 		}
 	}
 }
+
+// TestRepoWriteFailed: git's own words for a commit it could not write
+// into the repository - including the ref lock a full disk keeps it from
+// writing, where it names no cause (hunt22 #6) - and not a hook's refusal.
+func TestRepoWriteFailed(t *testing.T) {
+	for _, c := range []struct {
+		detail string
+		want   bool
+	}{
+		{"git -c gc.auto=0 commit -q -F -: fatal: cannot update ref 'refs/heads/wiggum/US-1': couldn't write '/r/.git/refs/heads/wiggum/US-1.lock'", true},
+		{"git commit: fatal: unable to write loose object file: No space left on device", true},
+		{"git commit: error: unable to write new index file", true},
+		{"git commit: fatal: sha1 file '/r/.git/index.lock' write error. Out of diskspace", true},
+		{"git commit: lint failed: 3 problems", false},
+		{"git commit: the hook says: unable to write the report", false},
+	} {
+		if got := repoWriteFailed(c.detail); got != c.want {
+			t.Errorf("repoWriteFailed(%q) = %v, want %v", c.detail, got, c.want)
+		}
+	}
+}

@@ -229,6 +229,8 @@ func Describe(e Event) (kind, text string) {
 		return "git", strings.Join(e.Paths, ", ") + " left out of the commit: a new file over --max-file-size"
 	case "commit_unsigned":
 		return "stopped", "passed, but git could not sign its commit: " + e.Error + "; its work is left uncommitted for the next run"
+	case "commit_failed":
+		return "stopped", "passed, but git could not write its commit into the repository: " + e.Error + "; its work is left uncommitted for the next run"
 	case "dir_left_out":
 		name := strings.Join(e.Paths, ", ") + "/"
 		if e.File {
