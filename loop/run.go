@@ -1062,13 +1062,44 @@ func (r *run) commitTemplate(ctx context.Context) error {
 // stateIgnored lists, one a line, wiggum's state paths the repository's
 // ignore rules hide (git check-ignore, by the rules alone); "" when the
 // check fails.
+//
+// A path beyond a symbolic link (.ralph/wiggum or .ralph a link to state
+// kept on another disk) is hidden: git adds nothing beyond a link, and
+// check-ignore refuses such a path, failing the whole check.
 func (r *run) stateIgnored(ctx context.Context) string {
 	args := []string{"check-ignore", "--no-index", "--"}
+	var beyond []string
 	for _, g := range layout.Gitignores {
-		args = append(args, g.Hides...)
+		for _, p := range g.Hides {
+			if beyondLink(r.st.Repo.Root, p) {
+				beyond = append(beyond, p)
+			} else {
+				args = append(args, p)
+			}
+		}
 	}
-	out, _ := r.st.Repo.Run(ctx, args...)
+	out := ""
+	if len(args) > 3 {
+		out, _ = r.st.Repo.Run(ctx, args...)
+	}
+	for _, p := range beyond {
+		out += p + "\n"
+	}
 	return out
+}
+
+// beyondLink reports whether a directory on the way to rel (a path in the
+// tree at root) is a symbolic link.
+func beyondLink(root, rel string) bool {
+	dir := root
+	parts := strings.Split(rel, "/")
+	for _, part := range parts[:len(parts)-1] {
+		dir = filepath.Join(dir, part)
+		if fi, err := os.Lstat(dir); err != nil || fi.Mode()&os.ModeSymlink != 0 {
+			return err == nil
+		}
+	}
+	return false
 }
 
 // hideState writes the .gitignore files of layout.Gitignores where the

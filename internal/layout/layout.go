@@ -94,7 +94,11 @@ const RootEnv = "WIGGUM_ROOT"
 
 // excludeLines keep runtime state out of every commit and every
 // "untracked files" listing.
-var excludeLines = []string{"/" + LockFile, "/" + HolderFile, "/" + RuntimeDir + "/"}
+//
+// The runtime directory's line has no trailing slash: a rule ending in
+// one matches only a directory, and a .ralph/wiggum that is a symbolic
+// link (state kept on another disk) is a file to git.
+var excludeLines = []string{"/" + LockFile, "/" + HolderFile, "/" + RuntimeDir}
 
 // StatePaths are the repository-relative paths no agent command may touch
 // (a trailing "/" is a directory): the lock, its holder record and the
