@@ -26,8 +26,11 @@ import (
 // write and fsynced before the loop acts on what it records, so a record
 // costs the same at story 10 and story 10,000 and a crash can only ever cut
 // the last line short - which the next reader recognises by its missing
-// newline or checksum and drops. A damaged line anywhere else makes the
-// journal corrupt: a *statefile.CorruptError naming the file, never "no run".
+// newline or checksum and drops. An append that fails (a full disk) takes
+// back what it wrote, and a record an older wiggum left torn that way
+// before a whole one is dropped (afterTorn). A damaged line anywhere else
+// makes the journal corrupt: a *statefile.CorruptError naming the file,
+// never "no run".
 const JournalFile = "run-journal.jsonl"
 
 // journalRec is one journal line. T is the kind:
@@ -148,7 +151,9 @@ func decodeLine(line []byte) (journalRec, error) {
 
 // readJournal returns the records of path and the length of its intact
 // prefix. A missing file is no records; a torn last line is dropped (torn
-// reports it); damage before the last line is a *statefile.CorruptError.
+// reports it), and so is a torn record a whole one follows on its line
+// (afterTorn); other damage before the last line is a
+// *statefile.CorruptError.
 func readJournal(path string) (recs []journalRec, good int64, torn bool, err error) {
 	data, err := statefile.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -170,10 +175,15 @@ func readJournal(path string) (recs []journalRec, good int64, torn bool, err err
 		}
 		line := data[off : off+end]
 		r, derr := decodeLine(line)
-		if derr != nil {
-			if off+end+1 == len(data) && n > 1 && tornTail(line) {
+		if derr != nil && n > 1 {
+			if off+end+1 == len(data) && tornTail(line) {
 				return recs, int64(off), true, nil
 			}
+			if whole, ok := afterTorn(line); ok {
+				r, derr = whole, nil
+			}
+		}
+		if derr != nil {
 			return nil, 0, false, &statefile.CorruptError{Path: path, Err: fmt.Errorf("line %d: %w", n, derr)}
 		}
 		if n == 1 && r.T != "run" {
@@ -183,6 +193,23 @@ func readJournal(path string) (recs []journalRec, good int64, torn bool, err err
 		off += end + 1
 	}
 	return recs, int64(off), false, nil
+}
+
+// recStart is how every record's JSON begins; json.Marshal escapes the
+// quotes of a string, so it appears nowhere else in a line.
+var recStart = []byte(`{"t":"`)
+
+// afterTorn reads a damaged line that is the start of a record a failed
+// write cut short (an older wiggum left it there when the disk was full)
+// followed by a whole record, appended once space was back: that record,
+// the torn one never having been acted on.
+func afterTorn(line []byte) (journalRec, bool) {
+	i := bytes.LastIndex(line, recStart)
+	if i <= 0 || !bytes.HasPrefix(line, recStart) {
+		return journalRec{}, false
+	}
+	r, err := decodeLine(line[i:])
+	return r, err == nil
 }
 
 // tornTail reports whether a damaged last line looks like a write that a
@@ -202,6 +229,9 @@ type journal struct {
 	f    *os.File
 	// sync: fsync each record. Off only in tests of the format.
 	sync bool
+	// cut, when not -1, is where the journal ends: a failed append's
+	// bytes after it could not be taken back yet (drop).
+	cut int64
 }
 
 // openJournal opens path for appending, cutting off a torn tail first so
@@ -221,7 +251,7 @@ func openJournal(path string, good int64) (*journal, error) {
 		f.Close()
 		return nil, fmt.Errorf("run journal: %w", err)
 	}
-	return &journal{path: path, f: f, sync: true}, nil
+	return &journal{path: path, f: f, sync: true, cut: -1}, nil
 }
 
 // add appends r; durable says whether the loop is about to act on it
@@ -236,14 +266,44 @@ func (j *journal) add(r journalRec, durable bool) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if _, err := j.f.Write(line); err != nil {
-		return fmt.Errorf("run journal %s: %w", j.path, err)
-	}
-	if durable && j.sync {
-		if err := j.f.Sync(); err != nil {
-			return fmt.Errorf("run journal %s: %w", j.path, err)
+	if j.cut >= 0 {
+		// An earlier append failed and its bytes could not be taken back
+		// then: they are, before this record goes after them.
+		if err := j.takeBack(j.cut); err != nil {
+			return fmt.Errorf("run journal %s: take back a record a failed write cut short: %w", j.path, err)
 		}
 	}
+	off, err := j.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return fmt.Errorf("run journal %s: %w", j.path, err)
+	}
+	_, err = j.f.Write(line)
+	if err == nil && durable && j.sync {
+		err = j.f.Sync()
+	}
+	if err != nil {
+		// A full disk writes what fits in the file's last block and fails
+		// the rest: the part written is taken back (a truncate needs no
+		// free space), so a failed append leaves the journal as it was and
+		// the next record, once space is back, starts a line of its own.
+		if derr := j.takeBack(off); derr != nil {
+			j.cut = off // tried again before the next record
+		}
+		return fmt.Errorf("run journal %s: %w", j.path, err)
+	}
+	return nil
+}
+
+// takeBack cuts the journal back to its first off bytes, where the next
+// record goes.
+func (j *journal) takeBack(off int64) error {
+	if err := j.f.Truncate(off); err != nil {
+		return err
+	}
+	if _, err := j.f.Seek(off, io.SeekStart); err != nil {
+		return err
+	}
+	j.cut = -1
 	return nil
 }
 
@@ -263,7 +323,11 @@ func (j *journal) keep() (bool, error) {
 	if now, err := os.Stat(j.path); err == nil && os.SameFile(now, held) {
 		return false, nil
 	}
-	data := make([]byte, held.Size())
+	size := held.Size()
+	if j.cut >= 0 && j.cut < size {
+		size = j.cut // not a failed append's bytes
+	}
+	data := make([]byte, size)
 	if _, err := j.f.ReadAt(data, 0); err != nil {
 		return false, fmt.Errorf("run journal %s: read back: %w", j.path, err)
 	}
@@ -279,7 +343,7 @@ func (j *journal) keep() (bool, error) {
 		return false, fmt.Errorf("run journal %s: %w", j.path, err)
 	}
 	j.f.Close()
-	j.f = f
+	j.f, j.cut = f, -1
 	layout.LinkSecondName(j.path, j.link)
 	return true, nil
 }
