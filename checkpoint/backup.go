@@ -135,7 +135,17 @@ func (s *State) backupAndMove(ctx context.Context, commit string, cp *Checkpoint
 			}
 			return "", fmt.Errorf("rollback: save backup: %s exists: another git command is at work in the repository, or one was killed and left it; nothing was changed: run again when it is done, or remove the file if no git is running", lock)
 		}
-		return "", refuse("HEAD moved while the backup was saved (%s)", strings.TrimSpace(ge.Stderr))
+		// The transaction failed with nothing changed. Only a branch that
+		// is no longer where it was read makes that an unsafe rollback; a
+		// backup ref git could not write (a read-only directory, too many
+		// open files, a git that could not start) is a failure with its
+		// own cause.
+		now, rerr := s.Repo.Line(ctx, "rev-parse", "--verify", "--quiet", ref)
+		var gone *git.Error
+		if (rerr == nil && now != head) || (errors.As(rerr, &gone) && gone.Status() == 1) {
+			return "", refuse("HEAD moved while the backup was saved (%s)", strings.TrimSpace(ge.Stderr))
+		}
+		return "", fmt.Errorf("rollback: save backup: %w; nothing was changed", err)
 	}
 	return "", errors.New("rollback: save backup: could not find a free backup ref name")
 }
