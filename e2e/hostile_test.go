@@ -50,3 +50,29 @@ echo work > work.txt; echo more >> a.txt
 		t.Error("the failed attempt's work was not saved under refs/wiggum/backup/")
 	}
 }
+
+// An event log the run cannot write (read-only here; a full disk the same)
+// is said once, at the first record it loses: before, the run went on in
+// silence, and wiggum report and watch showed the run before as the last.
+func TestEventLogUnwritableSaidOnce(t *testing.T) {
+	dir, marks, agent := scriptRepo(t, "", 2, `cat >/dev/null; echo "$WIGGUM_STORY" > "work-$WIGGUM_STORY.txt"
+`)
+	as := unprivileged(t, dir, marks)
+	if r := as(dir, nil, wiggumBin, "run", "--plan", "plan.md", "--agent-cmd", "sh "+agent); r.code != 0 {
+		t.Fatalf("first run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	as(dir, nil, "git", "reset", "-q", "--hard", "HEAD~2")
+	events := filepath.Join(dir, ".ralph/wiggum/events.jsonl")
+	if err := os.Chmod(events, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	r := as(dir, nil, wiggumBin, "run", "--plan", "plan.md", "--agent-cmd", "sh "+agent)
+	out := r.stdout + r.stderr
+	if r.code != 0 {
+		t.Fatalf("second run: exit %d\n%s", r.code, out)
+	}
+	const warning = "warning: cannot write .ralph/wiggum/events.jsonl (permission denied): this run records no events"
+	if n := strings.Count(out, warning); n != 1 {
+		t.Fatalf("the run said %d time(s) that it cannot write its event log, want once:\n%s", n, out)
+	}
+}

@@ -141,6 +141,8 @@ type run struct {
 	sandboxMu   sync.Mutex
 	sandboxBusy int
 	sandboxTemp []string
+	// eventsWarned: eventsFailed has said the event log cannot be written.
+	eventsWarned atomic.Bool
 }
 
 // open takes the agent lock and sets up the run: its journal (resuming a
@@ -1368,7 +1370,29 @@ func (r *run) tickInTree() bool {
 
 func (r *run) event(name string, fields map[string]any) {
 	fields["session"] = r.session
-	_ = session.AppendEvent(r.st, name, fields)
+	if err := session.AppendEvent(r.st, name, fields); err != nil {
+		r.eventsFailed(err)
+	}
+}
+
+// eventsFailed says, once per run, that the event log could not be
+// written (permissions, a full disk): without it the run was missing from
+// watch and report without a word, which showed the run before as the
+// last. A symbolic link in its place linkEvents has said already.
+func (r *run) eventsFailed(err error) {
+	if r.disp == nil || !r.eventsWarned.CompareAndSwap(false, true) {
+		return
+	}
+	path := r.st.RuntimePath(layout.EventFile)
+	if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return
+	}
+	cause := err
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		cause = pe.Err
+	}
+	r.disp.printf("warning: cannot write %s (%v): this run records no events from here on; watch and report will not see them", relPath(r.st.Repo.Root, path), cause)
 }
 
 func (r *run) begin(workers int) {
