@@ -90,7 +90,7 @@ func (s *State) writeFile(rel string, data []byte, executable bool) error {
 	}
 	path := filepath.Join(dir, parts[len(parts)-1])
 	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
-		if err := os.RemoveAll(path); err != nil {
+		if err := removeAll(path); err != nil {
 			return err
 		}
 	} else if err == nil {

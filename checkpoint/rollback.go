@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,39 @@ func (e *RefusedError) Error() string {
 		op = "rollback"
 	}
 	return op + " refused: " + e.Reason + "; nothing was changed"
+}
+
+// PartialError is a rollback that stopped while it wrote the working
+// tree: HEAD is back at the checkpoint, and of the files to remove or
+// return some are, the rest not - the tree is neither the attempt's nor
+// the checkpoint's. Everything it had is saved in Backup; a rollback run
+// again once the cause is mended finishes the job.
+type PartialError struct {
+	Head   string // the checkpoint commit HEAD is back at
+	Backup string
+	Root   string // the working tree, to name the path at fault from
+	Err    error
+}
+
+func (e *PartialError) Error() string {
+	return fmt.Sprintf("rollback: stopped partway: HEAD is back at %s, but the working tree is only partly returned to it - some of the attempt's files are removed or put back, the others not (all of it is saved in %s): %v%s",
+		short(e.Head), e.Backup, e.Err, e.Hint())
+}
+
+func (e *PartialError) Unwrap() error { return e.Err }
+
+// Hint is what to mend, when the cause says: a path this user may not
+// change.
+func (e *PartialError) Hint() string {
+	var pe *fs.PathError
+	if !errors.As(e.Err, &pe) || !errors.Is(pe.Err, fs.ErrPermission) {
+		return ""
+	}
+	dir := filepath.Dir(pe.Path)
+	if rel, err := filepath.Rel(e.Root, dir); err == nil && !strings.HasPrefix(rel, "..") {
+		dir = rel
+	}
+	return fmt.Sprintf("; you may not change %s: make it writable for you (chmod -R u+w %s), or have its owner remove it", dir, dir)
 }
 
 func refuse(format string, args ...any) error {
@@ -310,7 +344,7 @@ func (s *State) rollback(ctx context.Context, opts RollbackOptions) (*RollbackRe
 	}
 	killpoint.At("rollback-marked")
 	if err := s.restoreTree(ctx, cat, lk, index, cp, changes); err != nil {
-		return nil, fmt.Errorf("rollback: return the working tree to %s (everything is saved in %s): %w", short(cp.Head), res.BackupRef, err)
+		return nil, &PartialError{Head: cp.Head, Backup: res.BackupRef, Root: s.Repo.Root, Err: err}
 	}
 	if res.Submodules, err = s.returnSubmodules(ctx, cp, subs, changes, reason, false); err != nil {
 		return res, fmt.Errorf("the tree is back at %s (its state before is saved in %s), but %w", short(cp.Head), res.BackupRef, err)

@@ -390,16 +390,64 @@ func (s *State) startIndex(ctx context.Context, idx *treeIndex, tracked []treeCh
 // birth time, is left in place, empty, which loses nothing.
 func (s *State) removeFile(rel string, since time.Time) error {
 	path := filepath.Join(s.Repo.Root, filepath.FromSlash(rel))
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		if fi, serr := os.Lstat(path); serr == nil && fi.IsDir() {
 			return nil // a submodule's checkout: left alone, as git does
 		}
 		return err
 	}
 	for dir := filepath.Dir(path); dir != s.Repo.Root && strings.HasPrefix(dir, s.Repo.Root); dir = filepath.Dir(dir) {
-		if !bornAfter(dir, since) || os.Remove(dir) != nil {
+		if !bornAfter(dir, since) || s.remove(dir) != nil {
 			break
 		}
 	}
 	return nil
+}
+
+// remove removes path (a file, or an empty directory) from the working
+// tree. A directory it is in that its user may not write - a read-only
+// tree an attempt made, as go mod download makes its module cache - is
+// made writable for the removal, as go clean -modcache does, and given
+// its mode back after when it is still there: the rollback saved what it
+// removes, and a directory no rollback could empty would fail every
+// rollback after it the same way.
+func (s *State) remove(path string) error {
+	err := os.Remove(path)
+	if !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if !strings.HasPrefix(dir, s.Repo.Root+string(filepath.Separator)) {
+		return err // never the top of the working tree, nor above it
+	}
+	fi, serr := os.Lstat(dir)
+	if serr != nil || !fi.IsDir() || fi.Mode().Perm()&0o300 == 0o300 {
+		return err
+	}
+	mode := fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+	if os.Chmod(dir, mode|0o700) != nil {
+		return err // not this user's to change: the error says so
+	}
+	err = os.Remove(path)
+	_ = os.Chmod(dir, mode)
+	return err
+}
+
+// removeAll removes the directory path and everything in it, as
+// os.RemoveAll, making the directories in it that its user may not write
+// writable first when that stops it (see remove).
+func removeAll(path string) error {
+	err := os.RemoveAll(path)
+	if !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	_ = filepath.WalkDir(path, func(p string, d fs.DirEntry, werr error) error {
+		if werr == nil && d.IsDir() {
+			if fi, err := d.Info(); err == nil && fi.Mode().Perm()&0o700 != 0o700 {
+				_ = os.Chmod(p, fi.Mode().Perm()|0o700)
+			}
+		}
+		return nil
+	})
+	return os.RemoveAll(path)
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,5 +75,77 @@ func TestEventLogUnwritableSaidOnce(t *testing.T) {
 	const warning = "warning: cannot write .ralph/wiggum/events.jsonl (permission denied): this run records no events"
 	if n := strings.Count(out, warning); n != 1 {
 		t.Fatalf("the run said %d time(s) that it cannot write its event log, want once:\n%s", n, out)
+	}
+}
+
+// A failed attempt that left a read-only directory tree (go mod download
+// with its module cache in the tree makes one) is rolled back whole: the
+// directories are made writable to be emptied, as go clean -modcache
+// does, and the next attempt goes on. Before, the rollback stopped
+// partway (some files removed, others not), said the work was "left in
+// the tree as it was", and every later run failed the same way.
+func TestRollbackReadOnlyDirectory(t *testing.T) {
+	dir, marks, agent := scriptRepo(t, "", 1, `cat >/dev/null
+n=$(cat "$(dirname "$0")/n" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$(dirname "$0")/n"
+echo keep > aaa.txt; echo keep > zzz.txt; echo more >> a.txt
+if [ $n = 1 ]; then mkdir -p m/cache/pkg; echo data > m/cache/pkg/a.go; chmod -R a-w m/cache; exit 1; fi
+`)
+	t.Cleanup(func() { _ = exec.Command("chmod", "-R", "u+w", dir).Run() })
+	as := unprivileged(t, dir, marks)
+	r := as(dir, nil, wiggumBin, "run", "--plan", "plan.md", "--agent-cmd", "sh "+agent)
+	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "attempt 2 of") {
+		t.Fatalf("a failed attempt that left a read-only directory: exit %d, want its rollback and a second attempt\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if exists(filepath.Join(dir, "m")) {
+		t.Error("the read-only directory the failed attempt made is still there")
+	}
+	if files := as(dir, nil, "git", "log", "--name-only", "--format=", "--glob=refs/wiggum/backup").stdout; !strings.Contains(files, "m/cache/pkg/a.go") {
+		t.Errorf("the read-only directory's file is not saved in the attempt's backup:\n%s", files)
+	}
+}
+
+// A rollback that stops partway for a file its user may not change (here
+// in a sticky directory another user owns) says so: HEAD is back, the tree
+// only partly returned, what to mend and that the next run finishes it -
+// not that the work is "left in the tree as it was". Needs root, to make
+// the file another user's.
+func TestRollbackPartwaySaysSo(t *testing.T) {
+	if !asRoot() {
+		t.Skip("needs root to give a file of the tree to another user than the run's")
+	}
+	dir, marks, agent := scriptRepo(t, "", 1, `cat >/dev/null
+echo keep > aaa.txt; echo more >> s/f.txt; exit 1
+`)
+	as := unprivileged(t, dir, marks)
+	// Root's, in a sticky directory: nobody may write it, not remove it.
+	if err := os.Mkdir(filepath.Join(dir, "s"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "s/f.txt"), "shared\n")
+	mustRun(t, "/", "chmod", "1777", filepath.Join(dir, "s"))
+	mustRun(t, "/", "chmod", "0666", filepath.Join(dir, "s/f.txt"))
+	for _, c := range [][]string{{"add", "s/f.txt"}, {"commit", "-q", "-m", "shared"}} {
+		if r := as(dir, nil, "git", c...); r.code != 0 {
+			t.Fatalf("git %s: %s", c[0], r.stderr)
+		}
+	}
+	args := []string{"run", "--plan", "plan.md", "--retries", "0", "--agent-cmd", "sh " + agent}
+	r := as(dir, nil, wiggumBin, args...)
+	out := r.stdout + r.stderr
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", r.code, out)
+	}
+	for _, want := range []string{"stopped partway", "only partly returned", "partly rolled back", "you may not change s", "chmod -R u+w s", "the run resumes"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the stuck run does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "left in the tree as it was") {
+		t.Errorf("a tree partly rolled back is called left as it was:\n%s", out)
+	}
+	// The next run, the cause not mended, says the same.
+	r = as(dir, nil, wiggumBin, args...)
+	if out := r.stdout + r.stderr; r.code != 1 || !strings.Contains(out, "chmod -R u+w s") || !strings.Contains(out, "Mend that, then run again") {
+		t.Errorf("the next run: exit %d, want 1 saying what to mend\n%s", r.code, out)
 	}
 }

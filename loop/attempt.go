@@ -1498,8 +1498,14 @@ func (e *StuckError) Error() string {
 	if e.Untried {
 		rolled = "it cannot be rolled back"
 	}
-	return fmt.Sprintf("run: %s failed (%s) and %s: %v.%s Its work is left in the tree as it was, neither committed nor rolled back; "+
-		"mend that, then run again: the run resumes, %s", e.Story, e.Failure, rolled, e.Err, cause, then)
+	left := "Its work is left in the tree as it was, neither committed nor rolled back"
+	var partial *checkpoint.PartialError
+	if errors.As(e.Err, &partial) {
+		left = "Its work is partly rolled back, neither committed nor whole"
+		then = "saves what is left of that work under refs/wiggum/backup/ and finishes putting the tree back before it goes on"
+	}
+	return fmt.Sprintf("run: %s failed (%s) and %s: %v.%s %s; "+
+		"mend that, then run again: the run resumes, %s", e.Story, e.Failure, rolled, e.Err, cause, left, then)
 }
 
 func (e *StuckError) Unwrap() error { return e.Err }

@@ -910,7 +910,11 @@ func (r *run) recoverMain(ctx context.Context, inPlan map[string]*plan.Story) er
 	if err != nil {
 		var refused *checkpoint.RefusedError
 		errors.As(err, &refused)
-		return fmt.Errorf("run: roll back the unfinished attempt at %s, which the last run left (%s): %w%s%s", open.Story, unfinished, err, foreignHint(refused), rewriteHint(refused, cp.Head))
+		hint := foreignHint(refused) + rewriteHint(refused, cp.Head)
+		if partial := (*checkpoint.PartialError)(nil); errors.As(err, &partial) {
+			hint = ". Mend that, then run again: the run resumes and finishes putting the tree back"
+		}
+		return fmt.Errorf("run: roll back the unfinished attempt at %s, which the last run left (%s): %w%s", open.Story, unfinished, err, hint)
 	}
 	switch {
 	case res.BackupRef != "":
