@@ -149,3 +149,42 @@ echo keep > aaa.txt; echo more >> s/f.txt; exit 1
 		t.Errorf("the next run: exit %d, want 1 saying what to mend\n%s", r.code, out)
 	}
 }
+
+// wiggum's own supervisor of the agent dying before it starts the agent (a
+// Go runtime that cannot make its threads under a process limit; here the
+// supervisor-start kill point) is no attempt of the story's: the run stops
+// at once saying the agent could not be started - not "the agent exited
+// with status 2", with the supervisor's crash dump as the next prompt's
+// failure context, attempt after attempt - and the next run resumes with
+// no attempt counted.
+func TestAgentNotStartedIsNotTheStorys(t *testing.T) {
+	dir, marks, agent := scriptRepo(t, "", 1, `cat >/dev/null
+echo "$WIGGUM_STORY" >> "$(dirname "$0")/invocations"
+echo work > work.txt
+`)
+	args := []string{"run", "--plan", "plan.md", "--retries", "2", "--agent-cmd", "sh " + agent}
+	r := wiggum(t, dir, []string{"WIGGUM_TEST_KILLPOINT=supervisor-start"}, args...)
+	out := r.stdout + r.stderr
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", r.code, out)
+	}
+	for _, want := range []string{"could not start sh", "before it could start it", "not counted", "resume with: wiggum run --plan plan.md"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the run does not say %q:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"US-1 failed", "attempt 2 of", "exited with status"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the run says %q: the supervisor's end was charged to the story\n%s", bad, out)
+		}
+	}
+	if n := invocations(t, marks)["US-1"]; n != 0 {
+		t.Fatalf("the agent ran %d time(s)", n)
+	}
+
+	r = wiggum(t, dir, nil, args...)
+	out = r.stdout + r.stderr
+	if r.code != 0 || !strings.Contains(out, "resuming") || !strings.Contains(out, "(attempt 1 of 3)") {
+		t.Fatalf("the next run: exit %d, want 0, resumed with no attempt counted\n%s", r.code, out)
+	}
+}

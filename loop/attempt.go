@@ -148,6 +148,11 @@ type outcome struct {
 	// lost: wiggum's supervisor of the agent was killed, and the agent
 	// with it (proc.ErrSupervisorLost); the attempt counts as interrupted.
 	lost bool
+	// unstarted: the agent could not be started at all, for want of what
+	// the system gives a process (the process limit, memory) or because
+	// wiggum's supervisor ended before it could start it
+	// (proc.StartError): no attempt of the story's, and the run stops.
+	unstarted *proc.StartError
 	// railsGone: the attempt broke the hooks in a way its rollback does not
 	// undo (a settings file outside the tree, core.hooksPath); the run
 	// stops after the rollback.
@@ -333,7 +338,7 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	}
 	end.Source, end.Command, end.Detail = out.source, out.command, out.detail
 	end.Output = session.Tail(out.output, 4<<10)
-	if out.limit == nil && !out.unguarded && !out.lost && e.worktree == "" {
+	if out.limit == nil && !out.unguarded && !out.lost && out.unstarted == nil && e.worktree == "" {
 		// The failure, before its rollback: a kill during or after the
 		// rollback must not cost the resumed run this attempt's count or
 		// its failure context. Written, not synced, like the pass.
@@ -395,6 +400,18 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 		e.disp.printf("✘ %s stopped: its hooks did not run; rolled back%s (not counted as a failed attempt)", story.ID, backupNote(backup))
 		e.event("hooks_unseen", map[string]any{"story": story.ID, "shell_calls": out.res.ShellCalls})
 		return step{}, &agent.UnusableError{Agent: r.opts.Agent.Name, Reason: out.detail}
+	}
+	if out.unstarted != nil {
+		// The agent never ran: nothing of the story's was tried, and the
+		// next attempt would fail the same way until the system has room.
+		end.Outcome = "interrupted"
+		if err := r.led.record(end, true); err != nil {
+			return step{}, err
+		}
+		e.log(iter, story, attempt, "not started", out, backup, time.Since(started))
+		e.disp.printf("⟲ %s: its agent could not be started; rolled back%s (not counted as a failed attempt)", story.ID, backupNote(backup))
+		e.event("agent_not_started", map[string]any{"iteration": iter, "story": story.ID, "reason": out.unstarted.Error()})
+		return step{}, &AgentNotStartedError{Story: story.ID, Err: out.unstarted}
 	}
 	if out.lost {
 		// wiggum's own process was killed, not the agent's work judged:
@@ -580,7 +597,13 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 		return outcome{source: "git", command: cmd, detail: berr.Error(), output: berr.Error(), res: res, blocked: berr}
 	}
 	if err != nil {
-		return outcome{source: "agent", command: cmd, detail: err.Error(), output: err.Error(), lost: errors.Is(err, proc.ErrSupervisorLost)}
+		o := outcome{source: "agent", command: cmd, detail: err.Error(), output: err.Error(), lost: errors.Is(err, proc.ErrSupervisorLost)}
+		if errors.As(err, &o.unstarted) {
+			// Its own words, not the supervisor's crash dump.
+			o.detail = "its agent " + o.unstarted.Error()
+			o.output = o.detail
+		}
+		return o
 	}
 	o := outcome{source: "agent", command: cmd, output: res.Output, res: res}
 	// A git of the agent's killed mid-command (--timeout stopped the
@@ -1509,6 +1532,20 @@ func (e *StuckError) Error() string {
 }
 
 func (e *StuckError) Unwrap() error { return e.Err }
+
+// AgentNotStartedError stops the run: a story's agent could not be started
+// (proc.StartError), so no attempt of its was made or counted. The journal
+// stays open; once the system has room, the next run resumes.
+type AgentNotStartedError struct {
+	Story string
+	Err   *proc.StartError
+}
+
+func (e *AgentNotStartedError) Error() string {
+	return fmt.Sprintf("run: stopped: %s's agent %v; that is no attempt of the story's and is not counted: once there is room (end other processes, or raise the limit), run again: the run resumes", e.Story, e.Err)
+}
+
+func (e *AgentNotStartedError) Unwrap() error { return e.Err }
 
 // NoRoomError is a worktree that could not be made for a story because
 // the disk under the worktree directory is full. Like a StuckError it

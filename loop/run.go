@@ -1463,10 +1463,13 @@ func (r *run) finish(ctx context.Context, err error) {
 	// A full disk (a worktree that could not be made, a state file that
 	// could not be written) leaves the journal open: once space is freed,
 	// the next run resumes as after a crash.
-	full := DiskFull(err)
+	// An agent that could not be started, the same: once the system has
+	// room.
+	var unstarted *AgentNotStartedError
+	resumable := DiskFull(err) || errors.As(err, &unstarted)
 	unsigned := stoppedUncommitted(err)
 	refused := refusedHere(err)
-	if errors.Is(err, context.Canceled) || errors.As(err, &stuck) || unsigned != nil || full {
+	if errors.Is(err, context.Canceled) || errors.As(err, &stuck) || unsigned != nil || resumable {
 		fmt.Fprintf(&b, "; resume with: %s", resumeCommand(r.opts.Plan.Kind(), r.planRel, r.opts.Workers, r.remoteName()))
 	}
 	r.disp.printf("%s", b.String())
@@ -1505,10 +1508,10 @@ func (r *run) finish(ctx context.Context, err error) {
 	if kept != "" {
 		_ = r.led.record(journalRec{T: "stuck", Note: kept}, true)
 	}
-	if full && stuck == nil {
+	if resumable && stuck == nil {
 		_ = r.led.record(journalRec{T: "stuck", Note: err.Error()}, true)
 	}
-	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) && stuck == nil && unsigned == nil && !refused && kept == "" && !full {
+	if !errors.Is(err, context.Canceled) && !errors.As(err, &lim) && stuck == nil && unsigned == nil && !refused && kept == "" && !resumable {
 		_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
 	}
 	_ = session.ClearRun(r.st)

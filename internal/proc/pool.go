@@ -214,6 +214,9 @@ func (p *Pool) start(argv []string, opts Options, grace time.Duration) (*Process
 		// The command could not start; the supervisor said why on its
 		// stderr, as a one-shot supervisor does.
 		pr.code = r.Code
+		if errno := syscall.Errno(r.Errno); wantOfResource(errno) {
+			pr.err = &StartError{Command: argv[0], Err: errno}
+		}
 		close(pr.done)
 		p.put(s)
 		return pr, nil

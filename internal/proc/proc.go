@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -73,14 +75,20 @@ func Start(ctx context.Context, argv []string, opts Options) (*Process, error) {
 			return p, nil
 		}
 		if !errors.Is(err, errNotPooled) {
-			return nil, fmt.Errorf("start %s: %w", argv[0], err)
+			return nil, startFailed(argv[0], err)
 		}
+	}
+	// The supervisor reports on a pipe of its own (see Supervise): the
+	// command started, or why not, and at its end that it ended itself.
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		return nil, startFailed(argv[0], fmt.Errorf("supervisor report pipe: %w", err))
 	}
 	args := []string{SuperviseArg, grace.String()}
 	if opts.Hold != nil {
-		args = append(args, "hold")
+		args = append(args, "hold,"+reportArg)
 	} else {
-		args = append(args, "-")
+		args = append(args, reportArg)
 	}
 	args = append(args, argv...)
 	cmd := exec.Command(self, args...)
@@ -92,12 +100,29 @@ func Start(ctx context.Context, argv []string, opts Options) (*Process, error) {
 	if opts.Hold != nil {
 		cmd.ExtraFiles = []*os.File{opts.Hold}
 	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, repW)
 	cmd.SysProcAttr = supervisorAttr()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	err = cmd.Start()
+	repW.Close()
+	if err != nil {
+		repR.Close()
+		return nil, startFailed(argv[0], err)
 	}
+	report := make(chan []byte, 1)
+	go func() {
+		// At EOF when the supervisor is gone: the command never has it.
+		b, _ := io.ReadAll(io.LimitReader(repR, 64))
+		repR.Close()
+		report <- b
+	}()
 	p := &Process{pid: cmd.Process.Pid, done: make(chan struct{})}
-	p.signal = func(sig syscall.Signal) { _ = cmd.Process.Signal(sig) }
+	// A supervisor stopped by wiggum before it reported (an idle timeout
+	// of nothing, a ^C at once) ended as told, not for want of anything.
+	var signalled atomic.Bool
+	p.signal = func(sig syscall.Signal) {
+		signalled.Store(true)
+		_ = cmd.Process.Signal(sig)
+	}
 	go func() {
 		exitwait.For(cmd.Process) // parked while it runs, not blocked in waitid
 		err := cmd.Wait()
@@ -112,10 +137,52 @@ func Start(ctx context.Context, argv []string, opts Options) (*Process, error) {
 		default:
 			p.err = err
 		}
+		if rep := <-report; p.err == nil && (len(rep) > 0 || !signalled.Load()) {
+			p.err = readReport(rep, argv[0], p.code)
+		}
 		close(p.done)
 	}()
 	watch(ctx, p)
 	return p, nil
+}
+
+// reportArg, in the supervisor's flags, says its report pipe follows the
+// descriptors it is given (after the hold, when there is one).
+const reportArg = "report"
+
+// What a one-shot supervisor writes on its report pipe: reportStarted once
+// the command runs, or reportFailed and the errno of its failure to start
+// it; and reportEnded when it ends by itself, the command's group gone.
+const (
+	reportStarted = 's'
+	reportFailed  = 'e'
+	reportEnded   = 'x'
+)
+
+// readReport is what a supervisor's report says of its end, given its exit
+// status code: nil when it ran the command and ended by itself, or could
+// not start it for the command's own sake (not found, not executable: its
+// exit status says so); a *StartError when it ended before starting the
+// command, or could not start it for want of a resource; ErrSupervisorLost
+// when it died while the command ran (the command died with it).
+func readReport(rep []byte, argv0 string, code int) error {
+	switch {
+	case len(rep) == 0:
+		how := fmt.Sprintf("exit status %d", code)
+		if code > 128 {
+			how = fmt.Sprintf("killed by signal %d", code-128)
+		}
+		return &StartError{Command: argv0, Err: fmt.Errorf("wiggum's supervisor ended (%s) before it could start it; the system may be out of processes or memory (ulimit -u)", how)}
+	case rep[0] == reportFailed:
+		n, err := strconv.Atoi(string(rep[1:]))
+		if errno := syscall.Errno(n); err == nil && wantOfResource(errno) {
+			return &StartError{Command: argv0, Err: errno}
+		}
+		return nil
+	case rep[len(rep)-1] != reportEnded:
+		return fmt.Errorf("%w before %s ended (%s)", ErrSupervisorLost, argv0, fmt.Sprintf("exit status %d", code))
+	}
+	return nil
 }
 
 // watch stops p when ctx is cancelled.

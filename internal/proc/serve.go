@@ -36,6 +36,7 @@ type poolMsg struct {
 	Pid   int           `json:"pid,omitempty"`
 	Code  int           `json:"code,omitempty"`
 	Err   string        `json:"err,omitempty"`
+	Errno int           `json:"errno,omitempty"` // of a start that failed
 
 	files map[string]*os.File
 }
@@ -187,7 +188,9 @@ func serveOne(conn *net.UnixConn, m poolMsg, msgs <-chan poolMsg, sigs <-chan os
 		}
 		closeFiles(m.files)
 		hold = nil
-		return writePoolMsg(conn, poolMsg{Op: "started", Code: code, Err: err.Error()}, nil) == nil
+		var errno syscall.Errno
+		errors.As(err, &errno)
+		return writePoolMsg(conn, poolMsg{Op: "started", Code: code, Err: err.Error(), Errno: int(errno)}, nil) == nil
 	}
 	if len(m.Argv) == 0 {
 		return fail(126, errors.New("no command"))

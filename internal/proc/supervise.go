@@ -7,10 +7,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/wiggum-dev/wiggum/internal/exitwait"
+	"github.com/wiggum-dev/wiggum/internal/killpoint"
 )
 
 // Supervise is the supervisor mode: args are what Start put after
@@ -20,6 +23,9 @@ func Supervise(args []string) int {
 	// signals. One P is all it uses, and spares it the runtime's hand-offs
 	// between threads.
 	runtime.GOMAXPROCS(1)
+	// A supervisor that dies before it starts anything, as one whose Go
+	// runtime cannot make its threads under a process limit does.
+	killpoint.At("supervisor-start")
 	if len(args) == 1 && args[0] == serveArg {
 		return serve()
 	}
@@ -31,11 +37,25 @@ func Supervise(args []string) int {
 	if err != nil {
 		grace = DefaultGrace
 	}
-	var hold *os.File
-	if args[1] == "hold" {
+	var hold, report *os.File
+	fd := 3
+	flags := strings.Split(args[1], ",")
+	if slices.Contains(flags, "hold") {
 		// fd 3 is the agent lock; keep it open, but never hand it on.
-		syscall.CloseOnExec(3)
-		hold = os.NewFile(3, "agent-lock")
+		syscall.CloseOnExec(fd)
+		hold = os.NewFile(uintptr(fd), "agent-lock")
+		fd++
+	}
+	if slices.Contains(flags, reportArg) {
+		// The report pipe (readReport): never the command's either, so
+		// that its end is this process's.
+		syscall.CloseOnExec(fd)
+		report = os.NewFile(uintptr(fd), "report")
+	}
+	say := func(b []byte) {
+		if report != nil {
+			_, _ = report.Write(b)
+		}
 	}
 	argv := args[2:]
 	becomeSubreaper()
@@ -48,12 +68,16 @@ func Supervise(args []string) int {
 	var restoreTerminal func()
 	cmd.SysProcAttr, restoreTerminal = childAttr()
 	if err := cmd.Start(); err != nil {
+		var errno syscall.Errno
+		errors.As(err, &errno)
+		say(fmt.Appendf(nil, "%c%d", reportFailed, int(errno)))
 		fmt.Fprintf(os.Stderr, "wiggum: cannot start %s: %v\n", argv[0], err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return 127
 		}
 		return 126
 	}
+	say([]byte{reportStarted})
 	pgid := cmd.Process.Pid
 	waited := make(chan error, 1)
 	go func() {
@@ -85,6 +109,7 @@ loop:
 	if hold != nil {
 		hold.Close()
 	}
+	say([]byte{reportEnded})
 	return code
 }
 
