@@ -204,6 +204,11 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	}
 	attempt := r.led.failed(story.ID) + 1
 	e.attemptStarted, e.attemptNo, e.reported = started, attempt, agent.Usage{}
+	if e.worker > 0 {
+		r.working(e.worker, &session.Worker{Story: story.ID, StoryTitle: story.Title, Iteration: iter,
+			Attempt: attempt, Attempts: r.opts.Retries + 1, Started: started.UTC(), Worktree: e.worktree})
+		defer r.working(e.worker, nil)
+	}
 	e.event("iteration_start", map[string]any{"iteration": iter, "story": story.ID, "title": eventTitle(story.Title),
 		"attempt": attempt, "attempts": r.opts.Retries + 1, "worker": e.worker, "output": AgentLog(iter)})
 	e.disp.printf("── iteration %d · %s: %s (attempt %d of %d)", iter, story.ID, termtext.Title(story.Title), attempt, r.opts.Retries+1)
@@ -1930,6 +1935,50 @@ func (e *executor) writeRun(iter int, story *plan.Story, storyStarted time.Time)
 		Iteration: iter, Policy: r.opts.Policy, Started: r.started.UTC(), StoryStarted: storyStarted.UTC(),
 		LastOutcome: r.lastOutcome(),
 	})
+}
+
+// working records in the main tree's run record of a parallel run that
+// worker runs attempt w now, or (w nil) none, for wiggum status: the
+// workers' own records are in their worktrees.
+func (r *run) working(worker int, w *session.Worker) {
+	r.busyMu.Lock()
+	defer r.busyMu.Unlock()
+	if r.busy == nil {
+		r.busy = map[int]session.Worker{}
+	}
+	if w == nil {
+		delete(r.busy, worker)
+	} else {
+		w.Worker = worker
+		r.busy[worker] = *w
+	}
+	r.writeMainRunLocked("")
+}
+
+// writeMainRun rewrites the main tree's run record of a parallel run (or a
+// serial one waiting out a usage limit, note saying so): the workers'
+// attempts running now, and the last outcome or note.
+func (r *run) writeMainRun(note string) {
+	r.busyMu.Lock()
+	defer r.busyMu.Unlock()
+	r.writeMainRunLocked(note)
+}
+
+func (r *run) writeMainRunLocked(note string) {
+	rec := session.Run{PID: r.lock.Holder.PID, Session: r.session, Plan: r.planRel, Started: r.started.UTC(),
+		LastOutcome: note}
+	if note == "" {
+		rec.LastOutcome = r.lastOutcome()
+	}
+	if r.opts.Workers > 1 || r.opts.Coordinator != nil {
+		rec.Parallel = max(r.opts.Workers, 1)
+		for _, w := range r.busy {
+			rec.Workers = append(rec.Workers, w)
+			rec.Iteration = max(rec.Iteration, w.Iteration)
+		}
+		slices.SortFunc(rec.Workers, func(a, b session.Worker) int { return a.Worker - b.Worker })
+	}
+	_ = session.WriteRun(r.st, rec)
 }
 
 func (r *run) addBackup(ref string) {

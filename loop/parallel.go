@@ -76,6 +76,7 @@ func runParallel(ctx context.Context, st *checkpoint.State, opts Options) (*Summ
 		p.ah = newAhead(opts.Workers)
 	}
 	r.begin(opts.Workers)
+	r.writeMainRun("")
 	// The merge coordinator lands what workers finish while they go on
 	// to their next stories; a signal stops the workers, not the
 	// landing of a story committed before it.

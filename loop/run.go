@@ -92,7 +92,12 @@ type run struct {
 	// settle (settleRetried); under addedMu.
 	retried map[string][]string
 	last    string // the last attempt's outcome, for run.json
-	trace   spans
+	// busy: in a parallel run, the attempt each worker runs now, which
+	// the main tree's run record lists (writeMainRun); under busyMu, which
+	// also orders the writes of that record.
+	busyMu sync.Mutex
+	busy   map[int]session.Worker
+	trace  spans
 	// noDispatch: a usage limit stops the run (no --wait-on-limit); no
 	// worker starts another attempt.
 	noDispatch atomic.Bool

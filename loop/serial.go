@@ -9,7 +9,6 @@ import (
 
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/plan"
-	"github.com/wiggum-dev/wiggum/internal/session"
 )
 
 // runSerial is the serial driver: one story at a time in the main tree.
@@ -229,8 +228,7 @@ func (r *run) limited(ctx context.Context, res step) error {
 		r.disp.printf("the agent says %s; waiting until it resets %s (no worker starts an attempt before)", lim.Message, when)
 	}
 	r.event("limit_wait_start", map[string]any{"message": lim.Message, "until": until.UTC().Format(time.RFC3339), "outage": lim.Outage})
-	_ = session.WriteRun(r.st, session.Run{PID: r.lock.Holder.PID, Session: r.session, Plan: r.planRel, Started: r.started.UTC(),
-		LastOutcome: "waiting for " + waitFor})
+	r.writeMainRun("waiting for " + waitFor)
 	began := time.Now()
 	err := r.countdown(ctx, lim.Outage)
 	r.event("limit_wait_end", map[string]any{"waited_ms": time.Since(began).Milliseconds(), "interrupted": err != nil})

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,7 +56,11 @@ branches of finished stories a parallel run could not merge.
   left_out:   the .git/info/exclude rules runs wrote for what agents made
               that no commit takes: packages, caches, secrets, builds
               (absent: none)
-  run:        null or {story, story_title, iteration, policy, started, last_outcome}
+  run:        null or {story, story_title, iteration, policy, started, last_outcome,
+              parallel_workers (a parallel run's --workers; absent: serial),
+              workers (a parallel run's attempts running now: [{worker,
+              story, story_title, iteration, attempt, attempts, started,
+              worktree}]; absent: none)}
   resume:     null, or the last run when it did not end by itself: {open,
               interrupted (no live run holds the lock), plan, kind, workers,
               started, runs, done (stories landed), kept (finished
@@ -343,7 +348,9 @@ func printStatus(g *Globals, r *StatusReport) {
 		fmt.Fprintf(w, "set aside: %d directories rollbacks moved whole out of the way of a checkpoint's file (a repository of an agent's, ignored files), in %s\n", n, filepath.Dir(r.Aside[0]))
 	}
 	printHooks(w, r)
-	if run := r.Run; run != nil {
+	if run := r.Run; run != nil && run.Parallel > 0 {
+		printParallelRun(w, run, r.Resume)
+	} else if run != nil {
 		fmt.Fprintf(w, "run:        iteration %d, story %s", run.Iteration, termtext.Clean(run.Story)+" "+termtext.Title(run.StoryTitle))
 		if run.LastOutcome != "" {
 			fmt.Fprintf(w, ", last outcome: %s", run.LastOutcome)
@@ -378,11 +385,15 @@ func printStatus(g *Globals, r *StatusReport) {
 		fmt.Fprintf(w, "\n            resume it with: %s (attempts, failures and spending carry over)\n", rs.Resume)
 	}
 	if len(r.Worktrees) > 0 {
-		var live, others []string
+		var live, waiting, others []string
 		for _, wt := range r.Worktrees {
 			switch {
 			case wt.Foreign:
 				others = append(others, wt.Name)
+			case wt.Held && r.Run != nil && r.Run.Parallel > 0 && !slices.ContainsFunc(r.Run.Workers, func(x session.Worker) bool { return x.Story == wt.Story }):
+				// Leased by the run, but no worker runs an agent in it:
+				// made ahead for a next story, or landing.
+				waiting = append(waiting, wt.Story)
 			case wt.Held:
 				live = append(live, wt.Story)
 			}
@@ -391,6 +402,9 @@ func printStatus(g *Globals, r *StatusReport) {
 		if len(live) > 0 {
 			fmt.Fprintf(w, " (%s)", strings.Join(live, ", "))
 		}
+		if len(waiting) > 0 {
+			fmt.Fprintf(w, ", %d made ahead or landing, no agent in it (%s)", len(waiting), strings.Join(waiting, ", "))
+		}
 		if len(others) > 0 {
 			fmt.Fprintf(w, "; and %d not wiggum's, an agent's or a person's (%s), left as they are", len(others), strings.Join(others, ", "))
 		}
@@ -398,6 +412,26 @@ func printStatus(g *Globals, r *StatusReport) {
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "error:      %s\n", termtext.Lines(e))
+	}
+}
+
+// printParallelRun says what a live parallel run does now: each worker's
+// story, iteration and attempt, and the stories done so far.
+func printParallelRun(w io.Writer, run *session.Run, rs *loop.RunState) {
+	fmt.Fprintf(w, "run:        parallel, %d workers", run.Parallel)
+	if rs != nil && !rs.Interrupted {
+		fmt.Fprintf(w, ", %s so far", doneText(rs, ""))
+	}
+	if len(run.Workers) == 0 {
+		fmt.Fprint(w, ", no attempt running now")
+		if run.LastOutcome != "" {
+			fmt.Fprintf(w, "; last outcome: %s", run.LastOutcome)
+		}
+	}
+	fmt.Fprintln(w)
+	for _, wk := range run.Workers {
+		fmt.Fprintf(w, "            worker %d: %s, iteration %d, attempt %d of %d\n", wk.Worker,
+			termtext.Clean(wk.Story)+" "+termtext.Title(wk.StoryTitle), wk.Iteration, wk.Attempt, wk.Attempts)
 	}
 }
 

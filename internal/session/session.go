@@ -57,6 +57,23 @@ type Run struct {
 	Started      time.Time `json:"started"`
 	StoryStarted time.Time `json:"story_started,omitempty"`
 	LastOutcome  string    `json:"last_outcome,omitempty"`
+	// Parallel: a parallel run's --workers N (absent for a serial run),
+	// whose main-tree record lists in Workers the attempts running now,
+	// each in its worker's worktree.
+	Parallel int      `json:"parallel_workers,omitempty"`
+	Workers  []Worker `json:"workers,omitempty"`
+}
+
+// Worker is one attempt a parallel run's worker is running now.
+type Worker struct {
+	Worker     int       `json:"worker"`
+	Story      string    `json:"story"`
+	StoryTitle string    `json:"story_title,omitempty"`
+	Iteration  int       `json:"iteration"`
+	Attempt    int       `json:"attempt"`
+	Attempts   int       `json:"attempts"`
+	Started    time.Time `json:"started"`
+	Worktree   string    `json:"worktree"`
 }
 
 // WriteRun records the live run atomically, without an fsync: a crash of
