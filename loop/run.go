@@ -1457,7 +1457,8 @@ func (r *run) finish(ctx context.Context, err error) {
 	for _, id := range slices.Concat(r.sum.Skipped, r.sum.Kept) {
 		aside[id] = true
 	}
-	fmt.Fprintf(&b, ", %d open", max(0, r.sum.Left-len(aside)))
+	open := max(0, r.sum.Left-len(aside))
+	fmt.Fprintf(&b, ", %d open", open)
 	if spent > 0 {
 		fmt.Fprintf(&b, "; %s", r.led.budgetNote())
 	}
@@ -1491,7 +1492,14 @@ func (r *run) finish(ctx context.Context, err error) {
 			strings.Join(toLand, ", "), name, resumeCommand(r.opts.Plan.Kind(), r.planRel, r.opts.Workers, name))
 		r.disp.printf("%s", kept)
 	}
-	fields := map[string]any{"iterations": r.sum.Iterations, "completed": r.sum.Completed, "skipped": r.sum.Skipped, "open": r.sum.Left, "cost_usd": spent}
+	// open is the summary's count, so that watch, report and the
+	// notifications say what the run said.
+	fields := map[string]any{"iterations": r.sum.Iterations, "completed": r.sum.Completed, "skipped": r.sum.Skipped, "open": open, "cost_usd": spent}
+	if open > 0 {
+		if list := r.openStories(aside); len(list) > 0 {
+			fields["open_stories"] = list
+		}
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		fields["error"] = events.InterruptedBy(signals.Name(signals.Caught(ctx)))
@@ -1520,6 +1528,38 @@ func (r *run) finish(ctx context.Context, err error) {
 		_ = r.led.record(journalRec{T: "close", Note: closeNote(err)}, true)
 	}
 	_ = session.ClearRun(r.st)
+}
+
+// maxOpenListed bounds the bytes of the open stories the run_end event
+// names, well within a line of the log (events.MaxLine); its count of them
+// goes on.
+const maxOpenListed = 256 << 10
+
+// openStories are the plan's open stories at the run's end but for those
+// set aside (skipped, kept), for wiggum report to list the ones the run
+// never reached; nil for a --remote run, whose open stories are the
+// server's.
+func (r *run) openStories(aside map[string]bool) []events.StoryRef {
+	if r.opts.Coordinator != nil {
+		return nil
+	}
+	stories, err := r.opts.Plan.Stories()
+	if err != nil {
+		return nil
+	}
+	var list []events.StoryRef
+	size := 0
+	for _, s := range stories {
+		if s.Done || aside[s.ID] {
+			continue
+		}
+		ref := events.StoryRef{ID: s.ID, Title: eventTitle(s.Title)}
+		if size += len(ref.ID) + len(ref.Title) + 32; size > maxOpenListed {
+			break
+		}
+		list = append(list, ref)
+	}
+	return list
 }
 
 // remoteName is the git remote a --remote run shares its plan through, ""

@@ -45,7 +45,8 @@ JSON keys: plan, agent, started, ended, outcome (done, stopped, interrupted,
 running, unfinished), error, workers, plan_stories, resumed, totals {stories,
 done, failed, not_merged, open, attempts, failed_attempts, seconds,
 input_tokens, output_tokens, cost_usd}, stories [{id, title, outcome (done,
-failed, not merged, running, open), attempts [{iteration, number, worker,
+failed, not merged, running, open; a run that ended lists the open stories
+it never reached too, with no attempts), attempts [{iteration, number, worker,
 start, end, outcome, commit, backup, input_tokens, output_tokens, cost_usd}],
 seconds, input_tokens, output_tokens, cost_usd, backups, kept_branch,
 conflict_paths, merge_error, merged, commit, skip_reason}], limit_waits

@@ -75,7 +75,10 @@ type Event struct {
 	Completed  []string `json:"completed,omitempty"`
 	Skipped    []string `json:"skipped,omitempty"`
 	Open       int      `json:"open,omitempty"`
-	Error      string   `json:"error,omitempty"`
+	// OpenStories: the open stories Open counts (up to a bound), in the
+	// plan's order.
+	OpenStories []StoryRef `json:"open_stories,omitempty"`
+	Error       string     `json:"error,omitempty"`
 
 	// iteration_end
 	Outcome      string    `json:"outcome,omitempty"`
@@ -168,6 +171,12 @@ type Event struct {
 	// run_start: stories already done; agent-stop, story-incomplete: 1
 	// when the story was ticked (true in the log)
 	Done Count `json:"done,omitempty"`
+}
+
+// StoryRef names a story in an event.
+type StoryRef struct {
+	ID    string `json:"id"`
+	Title string `json:"title,omitempty"`
 }
 
 // Count is a number that also reads a JSON boolean as 1 or 0: the "done"

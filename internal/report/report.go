@@ -44,8 +44,9 @@ type Report struct {
 	Outcome string    `json:"outcome"`
 	Error   string    `json:"error,omitempty"`
 	Workers int       `json:"workers"`
-	// PlanStories is the plan's size when the run started; stories the run
-	// never reached are not in Stories.
+	// PlanStories is the plan's size when the run started. Stories is
+	// the stories the run reached and, once it has ended, the open ones
+	// it never reached (outcome open, no attempts).
 	PlanStories int      `json:"plan_stories,omitempty"`
 	Resumed     bool     `json:"resumed,omitempty"`
 	Stories     []*Story `json:"stories"`
@@ -62,6 +63,9 @@ type Report struct {
 	TestFail int    `json:"test_failures_seen"`          // failing test runs the hooks saw mid-attempt
 
 	now time.Time // "now" for a run in progress
+	// openListed: the run's end listed its open stories, so Stories has
+	// those it never reached.
+	openListed bool
 }
 
 // Story is one story's part in the run.
@@ -188,6 +192,10 @@ type builder struct {
 	// running attempts, by worker
 	running   map[int]*Attempt
 	completed map[string]bool
+	// open: the stories the run's end counts open, and how many (the
+	// list may be cut short).
+	open      []events.StoryRef
+	openCount int
 	denials   int
 	notes     int
 }
@@ -216,6 +224,7 @@ func (b *builder) add(ev events.Event) error {
 		b.r.Agent = agentName(ev.Agent)
 		b.r.Resumed = b.r.Resumed || ev.Resumed
 		b.r.Ended, b.r.Outcome, b.r.Error = time.Time{}, "", ""
+		b.open, b.openCount = nil, 0
 		// A killed run's attempts that never ended stay unfinished.
 		for w, a := range b.running {
 			a.Outcome = "unfinished"
@@ -326,6 +335,7 @@ func (b *builder) add(ev events.Event) error {
 		for _, id := range ev.Completed {
 			b.completed[id] = true
 		}
+		b.open, b.openCount = ev.OpenStories, ev.Open
 	}
 	return nil
 }
@@ -375,6 +385,17 @@ func (b *builder) finish() {
 			r.Waits[i].End = end
 		}
 	}
+	slices.SortStableFunc(r.Stories, func(a, b *Story) int {
+		return cmp.Compare(firstStart(a).UnixNano(), firstStart(b).UnixNano())
+	})
+	// The open stories the run never reached, after those it worked on,
+	// in the plan's order.
+	r.openListed = len(b.open) > 0
+	for _, o := range b.open {
+		if b.stories[o.ID] == nil {
+			b.story(o.ID, o.Title)
+		}
+	}
 	t := &r.Totals
 	for _, s := range r.Stories {
 		if b.completed[s.ID] && s.Outcome != StoryUnmerged {
@@ -414,10 +435,14 @@ func (b *builder) finish() {
 		t.OutputTokens += s.OutputTokens
 		t.CostUSD += s.CostUSD
 	}
+	// A list the run's end cut short: its count covers the rest. (A log
+	// of an older wiggum has no list, and counted skipped and kept
+	// stories in open too.)
+	if extra := b.openCount - t.Open; extra > 0 && len(b.open) > 0 && len(b.open) < b.openCount {
+		t.Open += extra
+		t.Stories += extra
+	}
 	t.Seconds = end.Sub(r.Started).Seconds()
-	slices.SortStableFunc(r.Stories, func(a, b *Story) int {
-		return cmp.Compare(firstStart(a).UnixNano(), firstStart(b).UnixNano())
-	})
 	if b.denials > len(r.Denials) {
 		r.Denials = append(r.Denials, Denial{Decision: "more", Reason: fmt.Sprintf("%d more not listed", b.denials-len(r.Denials))})
 	}

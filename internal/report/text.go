@@ -43,8 +43,13 @@ func WriteText(w io.Writer, r *Report) error {
 	t := r.Totals
 	ew.printf("%d story(ies): %d done, %d failed, %d not merged, %d open · %d attempt(s), %d failed · %s in / %s out tokens · %s\n",
 		t.Stories, t.Done, t.Failed, t.Unmerged, t.Open, t.Attempts, t.Failures, Tokens(t.InputTokens), Tokens(t.OutputTokens), Cost(t.CostUSD))
-	if r.PlanStories > t.Stories {
+	switch {
+	case r.PlanStories <= t.Stories:
+	case !r.openListed:
 		ew.printf("(the plan has %d stories; the run reached %d)\n", r.PlanStories, t.Stories)
+	default:
+		// The run's end listed the open stories it never reached.
+		ew.printf("(the plan had %d stories at the start; the %d not listed were done before the run)\n", r.PlanStories, r.PlanStories-t.Stories)
 	}
 	if len(r.Stories) > 0 {
 		ew.printf("\n")
