@@ -174,7 +174,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		kong.Bind(&c.Globals),
 	)
 	if err != nil {
-		fmt.Fprintf(stderr, "wiggum: %v\n", err)
+		c.failed(jsonLogs(args), fmt.Sprint(err), exitFailed)
 		return exitFailed
 	}
 	defer func() {
@@ -197,7 +197,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		if errors.As(err, &pe) {
 			help = strings.Join(append(append([]string{"wiggum"}, strings.Fields(commandPath(pe.Context))...), "--help"), " ")
 		}
-		fmt.Fprintf(stderr, "wiggum: %v (see '%s')\n", err, help)
+		c.failed(jsonLogs(args), fmt.Sprintf("%v (see '%s')", err, help), exitUsage)
 		return exitUsage
 	}
 	ctx, stop := signals.Context()
@@ -214,7 +214,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	var silent Silent
 	if err != nil && !errors.As(err, &silent) {
 		// An error can quote a plan's title or an agent's words.
-		fmt.Fprintf(stderr, "wiggum: %s\n", termtext.Lines(err.Error()))
+		c.failed(c.LogFormat == "json", termtext.Lines(err.Error()), code)
 	}
 	if code == exitOK {
 		if sig := signals.Caught(ctx); sig != 0 {
@@ -222,6 +222,35 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}
 	return code
+}
+
+// failed writes the line that says why wiggum exits with code: "wiggum:
+// msg", or (json: --log-format=json) a JSON line with the message and the
+// exit code, as scripts reading stderr as JSON lines expect of every line.
+func (c *CLI) failed(json bool, msg string, code int) {
+	if !json {
+		fmt.Fprintf(c.stderr, "wiggum: %s\n", msg)
+		return
+	}
+	c.Globals.LogFormat = "json"
+	c.Globals.Log().Error(msg, "exit", code)
+}
+
+// jsonLogs reports whether args ask for --log-format=json, read from args
+// themselves: of a command line kong could not parse, no flag is known.
+func jsonLogs(args []string) bool {
+	json := false
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return json
+		case a == "--log-format" && i+1 < len(args):
+			json = args[i+1] == "json"
+		case strings.HasPrefix(a, "--log-format="):
+			json = strings.TrimPrefix(a, "--log-format=") == "json"
+		}
+	}
+	return json
 }
 
 func commandPath(k *kong.Context) string {
