@@ -526,7 +526,7 @@ func ReadRunState(journalPath string) (*RunState, error) {
 		return nil, err
 	}
 	l := newLedger()
-	rs := &RunState{Open: recs[len(recs)-1].T != "close", Plan: recs[0].Plan, Kind: recs[0].Kind, Started: recs[0].Time}
+	rs := &RunState{Open: recs[len(recs)-1].T != "close", Plan: recs[0].Plan, Kind: recs[0].Kind, Started: recs[0].Time, Done: []string{}}
 	for _, r := range recs {
 		l.replay(r)
 		switch {

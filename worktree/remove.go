@@ -168,7 +168,10 @@ func pruneOne(ctx context.Context, main *git.Repo, path string) (*Removal, error
 		return nil, err
 	}
 	defer lf.Close()
-	return removeLeased(ctx, main, describe(ctx, main, reg, path))
+	// Its lease was free: the one describe sees held is prune's own.
+	in := describe(ctx, main, reg, path)
+	in.Held, in.PID = false, 0
+	return removeLeased(ctx, main, in)
 }
 
 // removeLeased removes a worktree whose lease the caller holds.

@@ -197,7 +197,7 @@ type Hooks struct {
 	Off string `json:"off,omitempty"`
 	// Ignored are the files that hold them but that the agent ignores
 	// whole, and why.
-	Ignored []IgnoredFile `json:"ignored,omitempty"`
+	Ignored []IgnoredFile `json:"ignored"`
 }
 
 // IgnoredFile is a hook file the agent does not read at all: Claude Code
@@ -226,7 +226,7 @@ func InstalledHooks(root, home string, atHead func(path string) (data []byte, ok
 }
 
 func installedHooks(agent, root, home string, atHead func(string) ([]byte, bool)) *Hooks {
-	h := &Hooks{Agent: agent}
+	h := &Hooks{Agent: agent, Files: []string{}}
 	for _, f := range hookFiles[agent].project {
 		if registers(agent, filepath.Join(root, f)) {
 			h.Files = append(h.Files, f)
@@ -243,6 +243,9 @@ func installedHooks(agent, root, home string, atHead func(string) ([]byte, bool)
 	h.Ignored = ignoredHookFiles(agent, root, home)
 	if len(h.Files) == 0 && !h.Committed && len(h.Ignored) == 0 {
 		return nil
+	}
+	if h.Ignored == nil {
+		h.Ignored = []IgnoredFile{}
 	}
 	return h
 }

@@ -294,7 +294,7 @@ func TestHooksIgnored(t *testing.T) {
 	if err := HooksIgnored(claude, root, home); err != nil {
 		t.Errorf("valid settings: %v", err)
 	}
-	if hs := InstalledHooks(root, home, atHead); len(hs) != 1 || len(hs[0].Files) != 1 || hs[0].Ignored != nil {
+	if hs := InstalledHooks(root, home, atHead); len(hs) != 1 || len(hs[0].Files) != 1 || len(hs[0].Ignored) != 0 {
 		t.Errorf("InstalledHooks of valid settings = %+v", hs)
 	}
 	// Hooks in a file claude reads run: the run may start, status still

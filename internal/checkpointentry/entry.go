@@ -13,6 +13,7 @@ package checkpointentry
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -152,10 +153,25 @@ func (c Command) rollback(ctx context.Context, st *checkpoint.State, w io.Writer
 		res, err = st.Rollback(ctx, checkpoint.RollbackOptions{Session: session, DryRun: c.DryRun, Reason: c.Reason, DiscardForeign: c.DiscardForeign})
 		return err
 	})
+	var refused *checkpoint.RefusedError
+	if c.JSON && errors.As(err, &refused) {
+		// The answer a script reads: refused, and why (the error line on
+		// stderr and exit 4 as without --json).
+		if jerr := writeJSON(w, refusal{Refused: true, Reason: refused.Reason, DryRun: c.DryRun}); jerr != nil {
+			return jerr
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}
 	if c.JSON {
+		// Lists, never null, for scripts.
+		for _, l := range []*[]string{&res.Commits, &res.Files, &res.Removed} {
+			if *l == nil {
+				*l = []string{}
+			}
+		}
 		return writeJSON(w, res)
 	}
 	cp := res.Checkpoint
@@ -204,6 +220,13 @@ func describeDiscard(w io.Writer, res *checkpoint.RollbackResult) {
 		fmt.Fprintf(w, " %s", f)
 	}
 	fmt.Fprintf(w, "\n  %d new untracked file(s) removed\n", len(res.Removed))
+}
+
+// refusal is rollback --json's answer when it refuses (exit 4).
+type refusal struct {
+	Refused bool   `json:"refused"`
+	Reason  string `json:"reason"`
+	DryRun  bool   `json:"dry_run"`
 }
 
 func writeJSON(w io.Writer, v any) error {

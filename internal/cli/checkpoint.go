@@ -44,7 +44,7 @@ type RollbackCmd struct {
 	DryRun         bool   `help:"Show what would be discarded; change nothing."`
 	Reason         string `help:"Why, recorded in the backup commit." default:"${rollback_reason}"`
 	DiscardForeign bool   `name:"discard-foreign" help:"Discard (after saving them in the backup) commits that cannot be proven this session's own."`
-	JSON           bool   `name:"json" help:"Print the result as JSON."`
+	JSON           bool   `name:"json" help:"Print the result as JSON: {checkpoint, backup_ref, commits, files, removed, nothing_to_do, dry_run, ...}; refused (exit 4): {refused, reason, dry_run}."`
 }
 
 // Help is shown by `wiggum rollback --help`.
@@ -82,7 +82,7 @@ type RecoverCmd struct {
 	Prune     bool          `help:"Delete backups older than --older-than (also parallel worktrees' submodule backups under refs/wiggum/submodule-backup/)."`
 	OlderThan time.Duration `name:"older-than" help:"With --prune: age of backups to delete (e.g. 168h)."`
 	DryRun    bool          `help:"With --prune: list what would be deleted."`
-	JSON      bool          `name:"json" help:"Print the list as JSON."`
+	JSON      bool          `name:"json" help:"Print the list as JSON; with --prune: {deleted (refs), dry_run}."`
 }
 
 // Help is shown by `wiggum recover --help`.
@@ -114,6 +114,15 @@ func (c *RecoverCmd) Run(ctx context.Context, g *Globals) error {
 		gone, err := st.Prune(ctx, c.OlderThan, c.DryRun)
 		if err != nil {
 			return err
+		}
+		if c.JSON {
+			if gone == nil {
+				gone = []string{}
+			}
+			return writeJSON(g.stdout, struct {
+				Deleted []string `json:"deleted"`
+				DryRun  bool     `json:"dry_run"`
+			}{gone, c.DryRun})
 		}
 		verb := "deleted"
 		if c.DryRun {

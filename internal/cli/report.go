@@ -52,7 +52,10 @@ seconds, input_tokens, output_tokens, cost_usd, backups, kept_branch,
 conflict_paths, merge_error, merged, commit, skip_reason}], limit_waits
 [{start, end, message}], guard_denials [{time, story, decision, command,
 reason}], git_notes [{time, story, text}], test_failures_seen,
-log_lines_skipped.
+log_lines_skipped. Every key is always there (an empty list is [], an empty
+text "") but for the times of what has not happened: ended (absent
+while the run runs), a story's merged (absent until it lands) and an
+attempt's or a wait's end (absent while it runs).
 
 Exit: 0 reported; 1 no run recorded yet, or the log cannot be read.
 

@@ -64,12 +64,13 @@ branches of finished stories a parallel run could not merge.
   resume:     null, or the last run when it did not end by itself: {open,
               interrupted (no live run holds the lock), plan, kind, workers,
               started, runs, done (stories landed), kept (finished
-              stories whose branch could not land: kept, not merged),
+              stories whose branch could not land: kept, not merged;
+              absent: none),
               finished (attempts that passed their checks and were
               killed before their commit: the resumed run commits them,
-              not the agent), cut_off (attempts the kill cut
+              not the agent; absent: none), cut_off (attempts the kill cut
               off before they finished: the resumed run rolls each back to
-              its checkpoint first), failed_attempts,
+              its checkpoint first; absent: none), failed_attempts,
               interrupted_attempts, spent_usd, max_cost_usd,
               max_story_cost_usd, resume_command, waiting (the usage limit
               or outage its last attempt stopped on), stuck (why it stopped
@@ -120,12 +121,12 @@ type StatusReport struct {
 	// made that no commit takes (packages, caches, secrets, builds).
 	LeftOut    []string         `json:"left_out,omitempty"`
 	Run        *session.Run     `json:"run"`
-	Resume     *loop.RunState   `json:"resume"`                  // null, or the last run when it did not end by itself
-	LastRun    *loop.RunState   `json:"last_run,omitempty"`      // the last run, when it ended by itself
-	Kept       []string         `json:"kept_branches,omitempty"` // finished stories' branches a parallel run could not merge
-	Worktrees  []worktree.Info  `json:"worktrees,omitempty"`     // parallel runs' worktrees (see wiggum worktree list --json)
-	AgentHooks []agent.Hooks    `json:"agent_hooks"`             // where each agent's wiggum hooks are registered
-	OnPath     agent.PathLookup `json:"wiggum_on_path"`          // what the agents' 'wiggum hook ...' runs
+	Resume     *loop.RunState   `json:"resume"`              // null, or the last run when it did not end by itself
+	LastRun    *loop.RunState   `json:"last_run,omitempty"`  // the last run, when it ended by itself
+	Kept       []string         `json:"kept_branches"`       // finished stories' branches a parallel run could not merge
+	Worktrees  []worktree.Info  `json:"worktrees,omitempty"` // parallel runs' worktrees (see wiggum worktree list --json)
+	AgentHooks []agent.Hooks    `json:"agent_hooks"`         // where each agent's wiggum hooks are registered
+	OnPath     agent.PathLookup `json:"wiggum_on_path"`      // what the agents' 'wiggum hook ...' runs
 	Errors     []string         `json:"errors,omitempty"`
 
 	holderUnreadable, checkpointUnreadable, foreignHolder bool
@@ -185,7 +186,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	r := StatusReport{Root: st.Repo.Root}
+	r := StatusReport{Root: st.Repo.Root, Kept: []string{}}
 	held, err := st.Probe()
 	if err != nil {
 		r.Errors = append(r.Errors, err.Error())
@@ -272,6 +273,9 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	home, _ := os.UserHomeDir()
 	r.AgentHooks = agent.InstalledHooks(st.Repo.Root, home, committedHookFiles(ctx, st.Repo))
+	if r.AgentHooks == nil {
+		r.AgentHooks = []agent.Hooks{}
+	}
 	if r.OnPath, err = agent.Which(); err != nil {
 		r.Errors = append(r.Errors, err.Error())
 	}

@@ -38,17 +38,17 @@ const (
 // Report is one run. Its JSON keys are stable (see wiggum report --help).
 type Report struct {
 	Plan    string    `json:"plan"`
-	Agent   string    `json:"agent,omitempty"`
+	Agent   string    `json:"agent"`
 	Started time.Time `json:"started"`
 	Ended   time.Time `json:"ended,omitzero"` // zero while running
 	Outcome string    `json:"outcome"`
-	Error   string    `json:"error,omitempty"`
+	Error   string    `json:"error"`
 	Workers int       `json:"workers"`
 	// PlanStories is the plan's size when the run started. Stories is
 	// the stories the run reached and, once it has ended, the open ones
 	// it never reached (outcome open, no attempts).
-	PlanStories int      `json:"plan_stories,omitempty"`
-	Resumed     bool     `json:"resumed,omitempty"`
+	PlanStories int      `json:"plan_stories"`
+	Resumed     bool     `json:"resumed"`
 	Stories     []*Story `json:"stories"`
 	Totals      Totals   `json:"totals"`
 	Waits       []Wait   `json:"limit_waits"`
@@ -59,8 +59,8 @@ type Report struct {
 	// files a story's commit deletes - one line each, as wiggum watch
 	// shows them.
 	GitNotes []Note `json:"git_notes"`
-	Skipped  int    `json:"log_lines_skipped,omitempty"` // lines of the log that could not be read
-	TestFail int    `json:"test_failures_seen"`          // failing test runs the hooks saw mid-attempt
+	Skipped  int    `json:"log_lines_skipped"`  // lines of the log that could not be read
+	TestFail int    `json:"test_failures_seen"` // failing test runs the hooks saw mid-attempt
 
 	now time.Time // "now" for a run in progress
 	// openListed: the run's end listed its open stories, so Stories has
@@ -71,20 +71,20 @@ type Report struct {
 // Story is one story's part in the run.
 type Story struct {
 	ID           string     `json:"id"`
-	Title        string     `json:"title,omitempty"`
+	Title        string     `json:"title"`
 	Outcome      string     `json:"outcome"`
 	Attempts     []*Attempt `json:"attempts"`
 	Seconds      float64    `json:"seconds"` // all attempts
 	InputTokens  int64      `json:"input_tokens"`
 	OutputTokens int64      `json:"output_tokens"`
 	CostUSD      float64    `json:"cost_usd"`
-	Backups      []string   `json:"backups"`                  // refs/wiggum/backup/... of its rolled-back attempts
-	Branch       string     `json:"kept_branch,omitempty"`    // a branch that could not merge
-	Conflicts    []string   `json:"conflict_paths,omitempty"` // its conflicting paths
-	MergeError   string     `json:"merge_error,omitempty"`
+	Backups      []string   `json:"backups"`        // refs/wiggum/backup/... of its rolled-back attempts
+	Branch       string     `json:"kept_branch"`    // a branch that could not merge
+	Conflicts    []string   `json:"conflict_paths"` // its conflicting paths
+	MergeError   string     `json:"merge_error"`
 	Merged       time.Time  `json:"merged,omitzero"`
-	Commit       string     `json:"commit,omitempty"`
-	SkipReason   string     `json:"skip_reason,omitempty"`
+	Commit       string     `json:"commit"`
+	SkipReason   string     `json:"skip_reason"`
 
 	// conflictAt and conflictBranch: when its branch last could not
 	// merge, and which, for the timeline (Branch is only the branch kept
@@ -101,8 +101,8 @@ type Attempt struct {
 	Start        time.Time `json:"start"`
 	End          time.Time `json:"end,omitzero"` // zero while running or when never recorded
 	Outcome      string    `json:"outcome"`      // as the loop logged it: done, failed (gate), usage limit, interrupted; running; unfinished
-	Commit       string    `json:"commit,omitempty"`
-	Backup       string    `json:"backup,omitempty"`
+	Commit       string    `json:"commit"`
+	Backup       string    `json:"backup"`
 	InputTokens  int64     `json:"input_tokens"`
 	OutputTokens int64     `json:"output_tokens"`
 	CostUSD      float64   `json:"cost_usd"`
@@ -127,13 +127,13 @@ type Totals struct {
 type Wait struct {
 	Start   time.Time `json:"start"`
 	End     time.Time `json:"end,omitzero"`
-	Message string    `json:"message,omitempty"`
+	Message string    `json:"message"`
 }
 
 // Denial is a command the guard denied (or held for approval).
 type Denial struct {
 	Time     time.Time `json:"time"`
-	Story    string    `json:"story,omitempty"`
+	Story    string    `json:"story"`
 	Decision string    `json:"decision"`
 	Command  string    `json:"command"`
 	Reason   string    `json:"reason"`
@@ -142,7 +142,7 @@ type Denial struct {
 // Note is one thing wiggum did about what an agent left in git.
 type Note struct {
 	Time  time.Time `json:"time"`
-	Story string    `json:"story,omitempty"`
+	Story string    `json:"story"`
 	Text  string    `json:"text"`
 }
 
@@ -398,6 +398,9 @@ func (b *builder) finish() {
 	}
 	t := &r.Totals
 	for _, s := range r.Stories {
+		if s.Conflicts == nil {
+			s.Conflicts = []string{}
+		}
 		if b.completed[s.ID] && s.Outcome != StoryUnmerged {
 			s.Outcome = StoryDone
 		}

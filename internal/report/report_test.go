@@ -202,7 +202,8 @@ func TestText(t *testing.T) {
 	golden(t, "parallel.txt", b.Bytes())
 }
 
-// The JSON keys are the documented ones, and stable.
+// The JSON keys are the documented ones, and stable: each is there, empty
+// or not, but for the times of what has not happened yet.
 func TestJSONKeys(t *testing.T) {
 	var b bytes.Buffer
 	if err := WriteJSON(&b, build(t, fixture, Options{})); err != nil {
@@ -226,16 +227,18 @@ func TestJSONKeys(t *testing.T) {
 			t.Errorf("%s keys:\n got %s\nwant %s", what, got, want)
 		}
 	}
-	check("report", m, "agent ended error git_notes guard_denials limit_waits outcome plan plan_stories started stories test_failures_seen totals workers")
+	check("report", m, "agent ended error git_notes guard_denials limit_waits log_lines_skipped outcome plan plan_stories resumed started stories test_failures_seen totals workers")
 	check("totals", m["totals"], "attempts cost_usd done failed failed_attempts input_tokens not_merged open output_tokens seconds stories")
 	stories := m["stories"].([]any)
 	byID := map[string]any{}
 	for _, s := range stories {
 		byID[s.(map[string]any)["id"].(string)] = s
 	}
-	check("story US-4", byID["US-4"], "attempts backups commit conflict_paths cost_usd id input_tokens kept_branch merge_error outcome output_tokens seconds title")
-	check("story US-3", byID["US-3"], "attempts backups cost_usd id input_tokens outcome output_tokens seconds skip_reason title")
-	check("attempt", byID["US-2"].(map[string]any)["attempts"].([]any)[0], "backup cost_usd end input_tokens iteration number outcome output_tokens start worker")
+	all := "attempts backups commit conflict_paths cost_usd id input_tokens kept_branch merge_error outcome output_tokens seconds skip_reason title"
+	check("story US-4", byID["US-4"], all)
+	check("story US-3", byID["US-3"], all)
+	check("story US-1", byID["US-1"], "attempts backups commit conflict_paths cost_usd id input_tokens kept_branch merge_error merged outcome output_tokens seconds skip_reason title")
+	check("attempt", byID["US-2"].(map[string]any)["attempts"].([]any)[0], "backup commit cost_usd end input_tokens iteration number outcome output_tokens start worker")
 	check("limit wait", m["limit_waits"].([]any)[0], "end message start")
 	check("denial", m["guard_denials"].([]any)[0], "command decision reason story time")
 	check("git note", m["git_notes"].([]any)[0], "story text time")
