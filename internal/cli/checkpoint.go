@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/wiggum-dev/wiggum/checkpoint"
 	"github.com/wiggum-dev/wiggum/internal/badinput"
 	"github.com/wiggum-dev/wiggum/internal/checkpointentry"
@@ -99,18 +100,24 @@ new backup first, so a restore loses nothing either.
 }
 
 // Run lists, restores or prunes.
-func (c *RecoverCmd) Run(ctx context.Context, g *Globals) error {
+func (c *RecoverCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	given := flagsGiven(k)
+	switch {
+	case !c.Prune && (given["older-than"] || given["dry-run"]):
+		// Not silently a listing: the person meant to prune.
+		return badinput.Errorf("recover: --older-than and --dry-run go with --prune (wiggum recover --prune --older-than 168h [--dry-run]); without it recover lists or restores")
+	case c.Prune && c.Ref != "":
+		return badinput.Errorf("recover: --prune takes no backup name")
+	case c.Prune && !given["older-than"]:
+		return badinput.Errorf("recover: --prune needs --older-than DURATION (e.g. 168h)")
+	case c.Prune && c.OlderThan <= 0:
+		return badinput.Errorf("recover: --older-than must be more than 0, got %s (e.g. 168h)", c.OlderThan)
+	}
 	st, err := g.State(ctx)
 	if err != nil {
 		return err
 	}
 	if c.Prune {
-		if c.Ref != "" {
-			return badinput.Errorf("recover: --prune takes no backup name")
-		}
-		if c.OlderThan <= 0 {
-			return badinput.Errorf("recover: --prune needs --older-than DURATION (e.g. 168h)")
-		}
 		gone, err := st.Prune(ctx, c.OlderThan, c.DryRun)
 		if err != nil {
 			return err

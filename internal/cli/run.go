@@ -429,6 +429,11 @@ func (c *RunCmd) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 			return err
 		}
 	}
+	if c.RetryConflicts && c.Workers == 1 && c.Remote == "" {
+		// Not silently ignored either: a serial run has no branches to
+		// conflict.
+		return badinput.Errorf("run: --retry-conflicts is for a run with --workers N: a serial run commits each story on the branch itself, where nothing conflicts; add --workers, or leave it out")
+	}
 	if c.RetryConflicts && c.Remote != "" {
 		// Not silently ignored: the person counts on the retries.
 		return badinput.Errorf("run: --retry-conflicts is not for a run shared through --remote: a story whose branch conflicts there is marked conflicted on the server for a person to resolve (wiggum status --remote), so that no two machines retry it at once; drop one of the two")
