@@ -443,7 +443,12 @@ func (cursor) Parse(data []byte) (Event, error) {
 // camelCase message fields, newer ones the snake_case, so both are sent.
 func (cursor) Render(ev Event, r Response) []byte {
 	if ev.Kind == KindPreTool && r.Decision != guard.Allow {
-		msg := "wiggum: " + r.Reason
+		// The person's message names wiggum once; the guard's reasons
+		// mostly do already.
+		msg := r.Reason
+		if !strings.HasPrefix(msg, "wiggum: ") {
+			msg = "wiggum: " + msg
+		}
 		return mustJSON(map[string]any{
 			"permission": r.Decision.String(), "user_message": msg, "agent_message": r.Reason,
 			"userMessage": msg, "agentMessage": r.Reason,

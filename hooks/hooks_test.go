@@ -239,8 +239,13 @@ func TestOtherAgentsDeny(t *testing.T) {
 	}
 	for file, want := range cases {
 		agent, _, _ := strings.Cut(file, "_")
-		if out := hook(t, agent, file, dir, Options{}); !bytes.Contains(out, []byte(want)) {
+		out := hook(t, agent, file, dir, Options{})
+		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("%s: want %s in %s", file, want, out)
+		}
+		// The message the person sees names wiggum once.
+		if bytes.Contains(out, []byte("wiggum: wiggum:")) {
+			t.Errorf("%s: the reason says wiggum twice: %s", file, out)
 		}
 	}
 }
