@@ -2,6 +2,7 @@ package install
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -12,6 +13,11 @@ func unifiedDiff(path, a, b string) string {
 		return ""
 	}
 	from, to := "a/"+path, "b/"+path
+	if filepath.IsAbs(path) {
+		// A file outside the repository (the user's settings): its own
+		// path, not one under a/ and b/.
+		from, to = path, path
+	}
 	if a == "" {
 		from = "/dev/null"
 	}

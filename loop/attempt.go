@@ -595,7 +595,7 @@ func (e *executor) run1(ctx context.Context, iter int, story *plan.Story, prompt
 	// The agent's processes are all gone: what its sandbox left now
 	// stays (openai/codex#31599).
 	e.takeBackSandbox(sandbox)
-	cmd := strings.Join(r.opts.Agent.Argv, " ")
+	cmd := commandLine(r.opts.Agent.Argv)
 	// Before any git of wiggum's runs: an include of a FIFO in git's
 	// configuration makes every one of them wait forever.
 	if berr := e.unblockConfig(ctx); berr != nil {

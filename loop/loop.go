@@ -235,7 +235,7 @@ func DryRun(root string, opts Options) error {
 		}
 		fmt.Fprintf(w, "  [%s] %s: %s\n", mark, termtext.Clean(s.ID), termtext.Title(s.Title))
 	}
-	fmt.Fprintf(w, "agent: %s\n", strings.Join(opts.Agent.Argv, " "))
+	fmt.Fprintf(w, "agent: %s\n", commandLine(opts.Agent.Argv))
 	if opts.TestCmd != "" {
 		fmt.Fprintf(w, "gate: %s\n", opts.TestCmd)
 	}

@@ -54,3 +54,26 @@ func Render(template string, v Vars) string {
 		"{{FAILURE_CONTEXT}}", v.FailureContext,
 	).Replace(template)
 }
+
+// commandLine is argv as a shell would take it back: each argument that is
+// not plain words quoted, so that the command shown (in the failure
+// context of the next prompt, in --dry-run) is the one that ran.
+func commandLine(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = shellWord(a)
+	}
+	return strings.Join(out, " ")
+}
+
+func shellWord(s string) string {
+	if s == "" {
+		return "''"
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./:=@%+,", c)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
+}

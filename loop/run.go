@@ -1413,7 +1413,7 @@ func (r *run) begin(workers int) {
 	if r.resumed {
 		resumed = " · resumed"
 	}
-	appendLine(r.logPath, fmt.Sprintf("\n## run %s · plan %s · agent %s%s%s", r.started.UTC().Format(time.RFC3339), r.planRel, strings.Join(r.opts.Agent.Argv, " "), w, resumed))
+	appendLine(r.logPath, fmt.Sprintf("\n## run %s · plan %s · agent %s%s%s", r.started.UTC().Format(time.RFC3339), r.planRel, commandLine(r.opts.Agent.Argv), w, resumed))
 	fields := map[string]any{"plan": r.planRel, "agent": r.opts.Agent.Argv, "pid": os.Getpid(), "resumed": r.resumed,
 		"branch": strings.TrimPrefix(r.branch, "refs/heads/")}
 	if workers > 1 {

@@ -81,7 +81,7 @@ func (c *HookAgentCmd) Run(ctx context.Context, g *Globals, k *kong.Context) err
 
 // HookGitCmd runs one git hook.
 type HookGitCmd struct {
-	Name string   `arg:"" help:"The git hook: post-commit or pre-push."`
+	Name string   `arg:"" help:"The git hook: post-commit, post-merge or pre-push."`
 	Args []string `arg:"" optional:"" passthrough:"" help:"What git passed to the hook."`
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/wiggum-dev/wiggum/install"
 	"github.com/wiggum-dev/wiggum/internal/agent"
@@ -231,7 +232,8 @@ func report(g *Globals, ch *install.Change) bool {
 		return false
 	}
 	shown := ch.Path
-	if rel, err := filepath.Rel(g.WorkDir(), ch.Path); err == nil && len(rel) < len(shown) {
+	// A file outside it (the user's settings) keeps its own path.
+	if rel, err := filepath.Rel(g.WorkDir(), ch.Path); err == nil && len(rel) < len(shown) && !strings.HasPrefix(rel, "..") {
 		shown = rel
 	}
 	c := *ch

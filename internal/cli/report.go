@@ -16,7 +16,7 @@ import (
 
 // ReportCmd is `wiggum report`.
 type ReportCmd struct {
-	JSON   bool   `name:"json" xor:"format" help:"JSON with stable keys (see below)."`
+	JSON   bool   `name:"json" xor:"format" help:"JSON with stable keys (see the keys above)."`
 	HTML   bool   `name:"html" xor:"format" help:"One self-contained HTML page with a timeline and the cost table: on stdout, or with -o (or on a terminal) in a file whose path is printed."`
 	Output string `short:"o" name:"output" placeholder:"FILE" help:"Write the report to FILE and print its path."`
 	Events string `name:"events" placeholder:"FILE" type:"existingfile" help:"Read this event log (a copy from another machine, say) instead of the repository's."`

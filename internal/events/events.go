@@ -97,6 +97,10 @@ type Event struct {
 	Attempts int `json:"attempts,omitempty"`
 	// iteration_start: the attempt's agent output, relative to the root
 	Output string `json:"output,omitempty"`
+	// remote_stats: a --remote run's git remote and its round trips
+	Remote  string `json:"remote,omitempty"`
+	Fetches int    `json:"fetches,omitempty"`
+	Pushes  int    `json:"pushes,omitempty"`
 	// run_start: stories in the plan; the run resumes a killed one
 	Stories int  `json:"stories,omitempty"`
 	Resumed bool `json:"resumed,omitempty"`

@@ -173,6 +173,8 @@ func Describe(e Event) (kind, text string) {
 		return "limit", "all workers wait for the usage limit to reset at " + e.Until.Local().Format("15:04")
 	case "budget_reached":
 		return "stopped", "budget reached: " + e.Reason
+	case "remote_stats":
+		return "info", fmt.Sprintf("shared through %s: %d fetch(es), %d push(es)", e.Remote, e.Fetches, e.Pushes)
 	case "merge_failed":
 		if e.Retry {
 			return "conflict", "merge conflict in " + strings.Join(e.Paths, ", ") + "; branch " + strings.TrimPrefix(e.Branch, "refs/heads/") + " kept, and the story gets another attempt to merge it in"
