@@ -32,11 +32,16 @@ type Released struct {
 	Ready    *Claim    `json:"ready,omitempty"`
 }
 
-// releaseTries is how many times ReleaseStory reads and pushes again when
-// the claim changed on the server in between: its holder renews it every
-// third of its lease, so a release of a live claim (--force) that took one
-// read races every renewal.
-const releaseTries = 5
+// releaseTries and releaseFor bound how often, and how long, ReleaseStory
+// reads and pushes again when the claim changed on the server in between:
+// its holder renews it every third of its lease, so a release of a live
+// claim (--force) races every renewal - on a loaded machine with a short
+// lease, a read and a push can take longer than the time between two
+// renewals for several tries in a row. It goes on until both are spent.
+const (
+	releaseTries = 5
+	releaseFor   = 30 * time.Second
+)
 
 // releaseRead, when set (tests), runs after each read of a release.
 var releaseRead func()
@@ -51,13 +56,17 @@ func (r *Remote) ReleaseStory(ctx context.Context, target, story string, force b
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	for try := 1; ; try++ {
 		out, raced, err := r.releaseOnce(ctx, target, story, key, force)
 		if err != nil || !raced {
 			return out, err
 		}
-		if try == releaseTries {
-			return nil, fmt.Errorf("claims: %s changed on the server while releasing it, %d times (renewed or taken); nothing was released, look again with wiggum claims list", story, releaseTries)
+		if try >= releaseTries && time.Since(start) >= releaseFor {
+			return nil, fmt.Errorf("claims: %s changed on the server while releasing it, %d times in %s (renewed or taken); nothing was released, look again with wiggum claims list", story, try, time.Since(start).Round(time.Second))
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
 	}
 }
