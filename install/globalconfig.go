@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/google/renameio/v2"
 )
@@ -109,7 +111,31 @@ func (f userConfigFile) same() bool {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return false
 	}
-	return (f.data == nil) == (now == nil) && bytes.Equal(f.data, now)
+	if (f.data == nil) != (now == nil) {
+		return false
+	}
+	return bytes.Equal(f.data, now) || onlyAdded(f.data, now)
+}
+
+// onlyAdded reports whether now holds every line of was (blank lines and
+// comments aside), in order: what was added is no loss, and what git runs
+// as a command among it is RemoveAdded's to take out. A person who adds
+// an alias to their config while a run goes on is not overruled, and
+// their addition not undone.
+func onlyAdded(was, now []byte) bool {
+	rest := strings.Split(string(now), "\n")
+	for _, l := range strings.Split(string(was), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || l[0] == '#' || l[0] == ';' {
+			continue
+		}
+		i := slices.IndexFunc(rest, func(r string) bool { return strings.TrimSpace(r) == l })
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+1:]
+	}
+	return true
 }
 
 // RestoreUserConfig writes the person's own git config files back as g
