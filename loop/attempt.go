@@ -230,6 +230,9 @@ func (e *executor) attempt(ctx context.Context, iter int, story *plan.Story) (re
 	// itself stopped is that run's, whose attempt was rolled back when
 	// this one resumed: not this attempt's failure.
 	_, _ = session.UnfinishedHookRollbacks(e.st)
+	// The tool calls earlier attempts' hooks took on (hooks.firstForCall)
+	// are theirs: one file each, which would pile up over a long run.
+	_ = os.RemoveAll(e.st.RuntimePath(layout.HookCallsDir))
 	e.planStart = e.readPlan()
 	e.stashAtStart = stashCommits(e.st.Repo)
 	e.worktreesAtStart, e.made, e.planAdded = worktreeNames(e.st.Repo.CommonDir), nil, nil
