@@ -164,20 +164,7 @@ func TestWorktreeDiskFullStopsResumable(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "big.txt"), string(big))
 	mustRun(t, dir, "git", "add", "big.txt")
 	mustRun(t, dir, "git", "commit", "-q", "-m", "big")
-	out := t.TempDir()
-	script := filepath.Join(out, "wtfull.sh")
-	writeFile(t, script, worktreeFullScript)
-	r := run(t, out, nil, unshare, "-m", "bash", script, dir, out, wiggumBin)
-	if r.code == 97 && os.Getenv("CI") == "" {
-		t.Skipf("cannot mount a tmpfs here: %s", r.stderr)
-	}
-	if r.code != 0 {
-		t.Fatalf("script: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	read := func(name string) string {
-		data, _ := os.ReadFile(filepath.Join(out, name))
-		return string(data)
-	}
+	read := tmpfsScript(t, unshare, "wtfull.sh", worktreeFullScript, dir, nil)
 	run1 := read("run1.out") + read("run1.err")
 	if code := strings.TrimSpace(read("run1.code")); code != "1" {
 		t.Fatalf("first run: exit %s, want 1\n%s", code, run1)
@@ -250,23 +237,8 @@ cat plan.md >"$out/plan"
 // open, and its agent ran again: its work applied twice.)
 func TestMergeDiskFullLandsOnce(t *testing.T) {
 	unshare := needTool(t, "unshare", "util-linux")
-	mnt, out := t.TempDir(), t.TempDir()
-	script := filepath.Join(out, "mergefull.sh")
-	writeFile(t, script, mergeFullScript)
-	r := run(t, out, nil, unshare, "-m", "bash", script, mnt, out, wiggumBin)
-	if r.code == 97 && os.Getenv("CI") == "" {
-		t.Skipf("cannot mount a tmpfs here: %s", r.stderr)
-	}
-	read := func(name string) string {
-		data, _ := os.ReadFile(filepath.Join(out, name))
-		return string(data)
-	}
-	if r.code == 96 {
-		t.Fatalf("no amount of free space made the landing's tree update fail; the last first run said:\n%s%s", read("run1.out"), read("run1.err"))
-	}
-	if r.code != 0 {
-		t.Fatalf("script: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
+	read := tmpfsScript(t, unshare, "mergefull.sh", mergeFullScript, t.TempDir(), map[int]string{
+		96: "no amount of free space made the landing's tree update fail; the last first run said:\n{run1.out}{run1.err}"})
 	run1 := read("run1.out") + read("run1.err")
 	run2 := read("run2.out") + read("run2.err")
 	if code := strings.TrimSpace(read("run2.code")); code != "0" {
@@ -348,21 +320,9 @@ cat README.md >"$out/readme"
 // back and an agent did the story again.)
 func TestCommitDiskFullKeepsPassedWork(t *testing.T) {
 	unshare := needTool(t, "unshare", "util-linux")
-	repo, out := t.TempDir(), t.TempDir()
+	repo := t.TempDir()
 	mustRun(t, repo, "git", "init", "-q")
-	script := filepath.Join(out, "commitfull.sh")
-	writeFile(t, script, commitFullScript)
-	r := run(t, out, nil, unshare, "-m", "bash", script, repo, out, wiggumBin)
-	if r.code == 97 && os.Getenv("CI") == "" {
-		t.Skipf("cannot mount a tmpfs here: %s", r.stderr)
-	}
-	if r.code != 0 {
-		t.Fatalf("script: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	read := func(name string) string {
-		data, _ := os.ReadFile(filepath.Join(out, name))
-		return string(data)
-	}
+	read := tmpfsScript(t, unshare, "commitfull.sh", commitFullScript, repo, nil)
 	run1 := read("run1.out") + read("run1.err")
 	if code := strings.TrimSpace(read("run1.code")); code != "1" {
 		t.Fatalf("first run: exit %s, want 1\n%s", code, run1)
@@ -397,4 +357,35 @@ func TestCommitDiskFullKeepsPassedWork(t *testing.T) {
 	if b := read("backups"); b != "" {
 		t.Errorf("the passed work was rolled back (saved in %s)", b)
 	}
+}
+
+// tmpfsScript runs a script that mounts a tmpfs (in a mount namespace of
+// its own, unshare -m: nothing is left mounted) with its arguments dir,
+// an output directory and the wiggum binary, and returns a reader of the
+// files it wrote there. Exit 97 is "cannot mount here" (a skip, but
+// never in CI); the other exits of fail say why the test fails ("{name}"
+// is replaced by that output file's content).
+func tmpfsScript(t *testing.T, unshare, name, body, dir string, fail map[int]string) func(string) string {
+	t.Helper()
+	out := t.TempDir()
+	script := filepath.Join(out, name)
+	writeFile(t, script, body)
+	r := run(t, out, nil, unshare, "-m", "bash", script, dir, out, wiggumBin)
+	if r.code == 97 && os.Getenv("CI") == "" {
+		t.Skipf("cannot mount a tmpfs here: %s", r.stderr)
+	}
+	read := func(name string) string {
+		data, _ := os.ReadFile(filepath.Join(out, name))
+		return string(data)
+	}
+	if why, ok := fail[r.code]; ok {
+		for _, f := range []string{"run1.out", "run1.err"} {
+			why = strings.ReplaceAll(why, "{"+f+"}", read(f))
+		}
+		t.Fatal(why)
+	}
+	if r.code != 0 {
+		t.Fatalf("script: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	return read
 }
