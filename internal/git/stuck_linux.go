@@ -52,6 +52,12 @@ func (w *stuckWatch) look() {
 	now := time.Now()
 	seen := map[string]time.Time{}
 	for _, pid := range family(w.p.Pid) {
+		if !isGit(pid) {
+			// A hook, a filter, a signing program: the person's code,
+			// which may read a FIFO another process writes to slowly
+			// (a progress pipe) - not a git opening a file by name.
+			continue
+		}
 		s, ok := fifoWait(pid)
 		if !ok {
 			continue
@@ -81,7 +87,7 @@ func (w *stuckWatch) look() {
 
 // family is pid and every process it started, and they started, found
 // by their parent in /proc (the processes git starts: a submodule's git,
-// a filter, a hook).
+// a filter, a hook - only the gits among them are looked at).
 func family(pid int) []int {
 	pids := []int{pid}
 	ents, err := os.ReadDir("/proc")
@@ -106,6 +112,14 @@ func family(pid int) []int {
 		}
 	}
 	return pids
+}
+
+// isGit reports whether process pid runs git (git, or one of its own
+// programs: git-upload-pack, git-remote-http, ...).
+func isGit(pid int) bool {
+	comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	name := strings.TrimSpace(string(comm))
+	return err == nil && (name == "git" || strings.HasPrefix(name, "git-"))
 }
 
 // parentOf is the parent of pid, from /proc/PID/stat (after the command

@@ -160,3 +160,41 @@ func TestGitReadingItsInputIsNotStuck(t *testing.T) {
 		t.Fatalf("git reading its stdin: %q, %v", out, err)
 	}
 }
+
+// A hook git runs is the person's code, which may read a FIFO that
+// another process writes to slowly (a progress pipe): it is no git
+// opening a file by name, and is left to run.
+func TestHookReadingASlowFIFOIsLeftAlone(t *testing.T) {
+	dir := testRepo(t)
+	old := StuckTick
+	StuckTick = 20 * time.Millisecond
+	t.Cleanup(func() { StuckTick = old })
+	fifo := filepath.Join(t.TempDir(), "progress")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, ".git/hooks/pre-commit", "#!/bin/sh\ncat "+fifo+" >/dev/null\n")
+	if err := os.Chmod(filepath.Join(dir, ".git/hooks/pre-commit"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(500 * time.Millisecond) // many ticks with the hook waiting
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err == nil {
+			time.Sleep(300 * time.Millisecond)
+			w.WriteString("50%\n")
+			w.Close()
+		}
+	}()
+	repo, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "c.txt", "c\n")
+	if _, err := repo.Run(ctx, "add", "c.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Run(ctx, "commit", "-q", "-m", "c"); err != nil {
+		t.Fatalf("a commit whose hook reads a slow FIFO was stopped: %v", err)
+	}
+}
