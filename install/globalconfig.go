@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/renameio/v2"
 )
@@ -20,6 +20,7 @@ import (
 type userConfigFile struct {
 	name, real, link string
 	data             []byte
+	mode             fs.FileMode // its permissions (a 0600 file may hold a token)
 }
 
 // userConfigFiles reads the files git reads as the person's own config:
@@ -58,6 +59,7 @@ func userConfigFiles(home string) []userConfigFile {
 			if f.data, err = readAll(f.real); err != nil {
 				continue
 			}
+			f.mode = fi.Mode().Perm()
 		}
 		out = append(out, f)
 	}
@@ -111,63 +113,59 @@ func (f userConfigFile) same() bool {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return false
 	}
-	if (f.data == nil) != (now == nil) {
-		return false
-	}
-	return bytes.Equal(f.data, now) || onlyAdded(f.data, now)
-}
-
-// onlyAdded reports whether now holds every line of was (blank lines and
-// comments aside), in order: what was added is no loss, and what git runs
-// as a command among it is RemoveAdded's to take out. A person who adds
-// an alias to their config while a run goes on is not overruled, and
-// their addition not undone.
-func onlyAdded(was, now []byte) bool {
-	rest := strings.Split(string(now), "\n")
-	for _, l := range strings.Split(string(was), "\n") {
-		l = strings.TrimSpace(l)
-		if l == "" || l[0] == '#' || l[0] == ';' {
-			continue
-		}
-		i := slices.IndexFunc(rest, func(r string) bool { return strings.TrimSpace(r) == l })
-		if i < 0 {
-			return false
-		}
-		rest = rest[i+1:]
-	}
-	return true
+	return (f.data == nil) == (now == nil) && bytes.Equal(f.data, now)
 }
 
 // RestoreUserConfig writes the person's own git config files back as g
-// read them: the content into the file a link led to, the link made again
-// where it was replaced, a file the attempt made removed.
-func (g GitRails) RestoreUserConfig() error {
+// read them: the content into the file a link led to (with the
+// permissions it had), the link made again where it was replaced, a file
+// the attempt made removed. What each changed file held is kept first in
+// saveDir, named after it and the time - a change may be the person's
+// own, made while the run went on, and is not lost - and listed in saved.
+func (g GitRails) RestoreUserConfig(saveDir string) (saved []string, err error) {
+	stamp := time.Now().UTC().Format("20060102T150405")
 	for _, f := range g.userConfig {
 		if f.same() {
 			continue
 		}
+		if fi, err := os.Stat(f.name); err == nil && fi.Mode().IsRegular() {
+			if now, err := readAll(f.name); err == nil {
+				keep := filepath.Join(saveDir, strings.TrimPrefix(filepath.Base(f.name), ".")+"-"+stamp)
+				if err := os.MkdirAll(saveDir, 0o700); err != nil {
+					return saved, err
+				}
+				if err := renameio.WriteFile(keep, now, 0o600); err != nil {
+					return saved, err
+				}
+				saved = append(saved, keep)
+			}
+		}
 		if f.link != "" {
 			if to, err := os.Readlink(f.name); err != nil || to != f.link {
 				if err := os.Remove(f.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return err
+					return saved, err
 				}
 				if err := os.Symlink(f.link, f.name); err != nil {
-					return err
+					return saved, err
 				}
 			}
 		}
 		if f.data == nil {
 			if err := os.Remove(f.real); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
+				return saved, err
 			}
 			continue
 		}
 		if err := os.MkdirAll(filepath.Dir(f.real), 0o755); err != nil {
-			return err
+			return saved, err
 		}
-		if err := renameio.WriteFile(f.real, f.data, 0o644); err != nil {
-			return err
+		mode := f.mode
+		if mode == 0 {
+			mode = 0o644
+		}
+		if err := renameio.WriteFile(f.real, f.data, mode); err != nil {
+			return saved, err
 		}
 	}
-	return nil
+	return saved, nil
 }

@@ -1313,10 +1313,15 @@ func (e *executor) checkRails(ctx context.Context, before rails) (lost, gone, st
 		// blamed as for the ignore file: the file is the person's.
 		what := "changed your own git config (" + strings.Join(files, ", ") + "), which git reads in every repository and no rollback reaches"
 		parts = append(parts, what)
-		if err := before.git.RestoreUserConfig(); err != nil {
+		saved, err := before.git.RestoreUserConfig(e.st.RuntimePath("saved"))
+		if err != nil {
 			gone = what + " (and putting it back failed: " + err.Error() + ")"
 		} else {
-			e.disp.printf("  %s: put back as before the attempt", strings.Join(files, ", "))
+			kept := ""
+			if len(saved) > 0 {
+				kept = "; what it held is kept in " + strings.Join(saved, ", ") + " (a change of your own made while the run went on: take it from there)"
+			}
+			e.disp.printf("  %s: put back as before the attempt%s", strings.Join(files, ", "), kept)
 		}
 	}
 	if f := before.git.IgnoreChanged(after.git); f != "" {
