@@ -500,7 +500,7 @@ func (e *executor) commitRefused(ctx context.Context, iter int, story *plan.Stor
 	// git removes what it could not finish writing, and some of its
 	// failures (a commit message it could not save) name no cause.
 	full := almostFull(e.st.Repo.CommonDir)
-	if full || repoWriteFailed(out.detail) {
+	if full || repoWriteFailed(out.detail) && !canWrite(e.st.Repo.CommonDir) {
 		e.log(iter, story, attempt, "passed; git could not write its commit", out, "", time.Since(started))
 		e.event("commit_failed", map[string]any{"story": story.ID, "error": out.detail})
 		e.disp.printf("✘ %s passed, but git could not write its commit; its work is left uncommitted", story.ID)
@@ -1631,6 +1631,27 @@ func repoWriteFailed(detail string) bool {
 		}
 	}
 	return false
+}
+
+// canWrite reports whether wiggum can write into the repository's object
+// store now: 64 KiB, made durable, then removed. git's words of a write
+// failure are only believed when it cannot - a pre-commit hook's own
+// output ("No space left on device" in a message it prints) is in the
+// same text, and taken at its word it stopped every later run as well.
+func canWrite(commonDir string) bool {
+	f, err := os.CreateTemp(filepath.Join(commonDir, "objects"), ".wiggum-probe-")
+	if err != nil {
+		return false
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(make([]byte, 64<<10))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err == nil
 }
 
 // almostFull reports whether the file system holding dir has less than
