@@ -17,15 +17,20 @@ func (w *world) denyReason(command string) string {
 	return w.hookDenies("claude", map[string]any{"tool_name": "Bash", "tool_input": map[string]any{"command": command}})
 }
 
-// hookDenies runs `wiggum hook AGENT --guard always` on a PreToolUse
-// payload and returns the reason it denies it with.
+// hookDenies runs `wiggum hook AGENT` on a PreToolUse payload inside a
+// session of its own (wiggum lock), as the agent's hook runs inside
+// wiggum run, and returns the reason it denies it with: the words a
+// reason has outside a session (--guard always) are not a session's.
 func (w *world) hookDenies(agent string, payload map[string]any) string {
 	w.t.Helper()
 	payload["session_id"], payload["cwd"], payload["hook_event_name"] = "x", w.dir, "PreToolUse"
 	data, _ := json.Marshal(payload)
 	path := filepath.Join(w.t.TempDir(), "payload.json")
 	writeFile(w.t, path, string(data))
-	out := w.cmd(w.dir, "sh", "-c", "wiggum hook "+agent+" --guard always < "+path)
+	out := w.cmd(w.dir, "wiggum", "lock", "--", "sh", "-c", "wiggum hook "+agent+" < "+path)
+	if i := strings.LastIndex(out, "\n{"); i >= 0 {
+		out = out[i+1:] // after what wiggum lock logs (a WARN line)
+	}
 	var resp struct {
 		Out struct {
 			Decision string `json:"permissionDecision"`
