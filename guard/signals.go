@@ -5,7 +5,6 @@ import (
 	"path"
 	"regexp"
 	"regexp/syntax"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -51,7 +50,7 @@ func (w *walk) signals(c *sh.CallExpr, base string, rest []string) {
 		case ok:
 			w.pattern("pkill", pat)
 		case byUser(rest):
-			w.g.firm(Deny, "pkill %s signals every process of that user, the wiggum run that supervises this agent among them, stopping it mid-run; name the program too (pkill -u USER NAME), and %s", printable(strings.Join(rest, " ")), leaveWiggum)
+			w.g.firm(Deny, "pkill %s signals every process of that user or terminal, the wiggum run that supervises this agent among them, stopping it mid-run; name the program too (pkill -u USER NAME), and %s", printable(strings.Join(rest, " ")), leaveWiggum)
 		}
 	case "killall":
 		w.killall(rest)
@@ -65,7 +64,8 @@ func (w *walk) signals(c *sh.CallExpr, base string, rest []string) {
 }
 
 // byUser reports whether pkill's arguments choose processes by user
-// (-u, -U, --euid, --uid).
+// (-u, -U, --euid, --uid) or by terminal (-t, --terminal): every process
+// there, wiggum's among them.
 func byUser(rest []string) bool {
 	for _, a := range rest {
 		switch {
@@ -73,15 +73,15 @@ func byUser(rest []string) bool {
 			return false
 		case strings.HasPrefix(a, "--"):
 			name, _, _ := strings.Cut(a, "=")
-			if longOpt(name, "--euid", 3) || longOpt(name, "--uid", 4) {
+			if longOpt(name, "--euid", 3) || longOpt(name, "--uid", 4) || longOpt(name, "--terminal", 3) {
 				return true
 			}
 		case len(a) > 1 && a[0] == '-' && !signalName(a[1:]):
 			for j := 1; j < len(a); j++ {
-				if a[j] == 'u' || a[j] == 'U' {
+				if a[j] == 'u' || a[j] == 'U' || a[j] == 't' {
 					return true
 				}
-				if strings.IndexByte("dgGPstFrq", a[j]) >= 0 {
+				if strings.IndexByte("dgGPsFrq", a[j]) >= 0 {
 					break // a value follows
 				}
 			}
@@ -127,7 +127,7 @@ func (w *walk) kill(c *sh.CallExpr, rest []string) {
 	if st := w.stmtOf[c]; st != nil && w.pipeFrom[st] != nil {
 		look(w.pipeFrom[st]) // pgrep wiggum | xargs kill
 	}
-	if found == "" && unknown == "" && w.file != nil && slices.ContainsFunc(pids, func(p string) bool { return strings.Contains(p, dynamic) }) {
+	if found == "" && unknown == "" && w.file != nil && runtimePidVar(c.Args) {
 		// A pid only known at run time, in a script that finds
 		// wiggum's: p=$(pgrep wiggum); kill $p, a for loop over them,
 		// pgrep wiggum | while read p; do kill $p; done.
@@ -164,6 +164,18 @@ func (w *walk) findsWiggum(n sh.Node) (found, unknown string) {
 			for _, name := range pidofNames(args[1:]) {
 				pats = append(pats, exactName(name, false))
 			}
+		case "grep", "egrep", "fgrep", "rg":
+			// ps aux | grep wiggum | awk '{print $2}' | xargs kill
+			if pat, ok := grepPattern(args[1:]); ok {
+				pats = append(pats, procPattern{text: pat, full: true, regex: path.Base(args[0]) != "fgrep"})
+			}
+		}
+		for _, a := range args[1:] {
+			// cat .ralph/.agent-lock.json | jq .pid: the pid the
+			// lock's holder record names, read at run time.
+			if strings.Contains(a, ".agent-lock") {
+				found = cmp.Or(found, printable(strings.Join(args, " ")))
+			}
 		}
 		for _, p := range pats {
 			switch {
@@ -177,6 +189,46 @@ func (w *walk) findsWiggum(n sh.Node) (found, unknown string) {
 		return true
 	})
 	return found, unknown
+}
+
+// grepPattern is the pattern a grep is given: -e's value, or its first
+// argument that is no option.
+func grepPattern(rest []string) (string, bool) {
+	for i := 0; i < len(rest); i++ {
+		switch a := rest[i]; {
+		case a == "-e" || a == "--regexp":
+			if i+1 < len(rest) {
+				return rest[i+1], true
+			}
+			return "", false
+		case strings.HasPrefix(a, "--regexp="):
+			return strings.TrimPrefix(a, "--regexp="), true
+		case a == "--":
+			if i+1 < len(rest) {
+				return rest[i+1], true
+			}
+			return "", false
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a, true
+		}
+	}
+	return "", false
+}
+
+// runtimePidVar reports whether one of kill's words takes a pid from a
+// shell variable ($p, ${p}) - not $! (the shell's last background job)
+// or $$ (the shell itself), which are the shell's own.
+func runtimePidVar(words []*sh.Word) bool {
+	found := false
+	for _, word := range words {
+		for _, part := range word.Parts {
+			if pe, ok := part.(*sh.ParamExp); ok && pe.Param != nil && pe.Param.Value != "!" && pe.Param.Value != "$" {
+				found = true
+			}
+		}
+	}
+	return found
 }
 
 // killArgs reads kill's arguments as bash's kill does (util-linux's
@@ -359,7 +411,8 @@ func (w *walk) killall(rest []string) {
 	for _, name := range names {
 		p := exactName(name, fold)
 		if regex {
-			p = procPattern{text: name, exact: true, fold: fold, regex: true}
+			// psmisc matches -r anywhere in the name, unanchored.
+			p = procPattern{text: name, fold: fold, regex: true}
 		}
 		w.pattern("killall", p)
 	}
