@@ -20,28 +20,14 @@ func (w *walk) files(base string, rest []string) {
 			}
 		}
 	case "ln":
-		// A link to wiggum's state (or into .git) is a second name a
-		// file tool then writes through: ln -s .ralph/wiggum x, then an
-		// edit of x/checkpoint.json, overwrote the checkpoint record and
-		// the failed attempt's rollback could not be made. A hard link
-		// is the file itself.
-		if ops := operands(rest); len(ops) > 0 {
-			sources := ops
-			if len(ops) > 1 {
-				sources = ops[:len(ops)-1]
-			}
-			for _, p := range sources {
-				if why := w.protected(p); why != "" {
-					w.g.verdict(Deny, "ln %s makes a second name for it: %s", printable(p), why)
-				} else if w.g.isGitDir(p) || w.g.inGitDir(p) != "" {
-					w.g.verdict(Deny, "ln %s makes a second name for the repository's git data, which file tools would then write through", printable(p))
-				} else if dir := w.holdsPersonsConfig(p); dir != "" {
-					w.g.verdict(Deny, "ln %s makes a second name in the tree for %s, which holds your own git config: a write through it (link/.gitconfig) replaces the file git reads in every repository; name the files you need instead", printable(p), dir)
-				}
-			}
-		}
+		w.secondNames("ln", rest)
 		w.copyTo(base, rest)
 	case "cp", "install", "rsync":
+		if base == "cp" && slices.ContainsFunc(rest, func(a string) bool {
+			return a == "--symbolic-link" || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a, 's')
+		}) {
+			w.secondNames("cp -s", rest) // links, not copies
+		}
 		w.copyTo(base, rest)
 	case "tee", "sponge":
 		for _, p := range operands(rest) {
@@ -66,9 +52,36 @@ func (w *walk) files(base string, rest []string) {
 	}
 }
 
+// secondNames judges the sources of a link (ln, cp -s): a link to
+// wiggum's state (or into .git) is a second name a file tool then writes
+// through - ln -s .ralph/wiggum x, then an edit of x/checkpoint.json,
+// overwrote the checkpoint record and the failed attempt's rollback could
+// not be made; a hard link is the file itself.
+func (w *walk) secondNames(prog string, rest []string) {
+	ops := operands(rest)
+	if len(ops) == 0 {
+		return
+	}
+	sources := ops
+	if len(ops) > 1 {
+		sources = ops[:len(ops)-1]
+	}
+	for _, p := range sources {
+		if why := w.protected(p); why != "" {
+			w.g.verdict(Deny, "%s %s makes a second name for it: %s", prog, printable(p), why)
+		} else if w.g.isGitDir(p) || w.g.inGitDir(p) != "" {
+			w.g.verdict(Deny, "%s %s makes a second name for the repository's git data, which file tools would then write through", prog, printable(p))
+		} else if dir := w.holdsPersonsConfig(p); dir != "" {
+			w.g.verdict(Deny, "%s %s makes a second name in the tree for %s, which holds your own git config: a write through it (link/.gitconfig) replaces the file git reads in every repository; name the files you need instead", prog, printable(p), dir)
+		}
+	}
+}
+
 // holdsPersonsConfig returns the directory p names, in any directory the
 // command may run in, when it holds the person's own git config - the
-// home directory, its .config or .config/git - or "".
+// home directory, its .config or .config/git, any directory above the
+// home directory (/, /home) - or the config file itself (cp -s of it); or
+// "".
 func (w *walk) holdsPersonsConfig(p string) string {
 	home := w.g.p.Home
 	if home == "" {
@@ -82,13 +95,17 @@ func (w *walk) holdsPersonsConfig(p string) string {
 		if real, ok := followLinks(abs); ok {
 			abs = real
 		}
-		for _, h := range []string{home, filepath.Join(home, ".config"), filepath.Join(home, ".config", "git")} {
+		for _, h := range []string{home, filepath.Join(home, ".config"), filepath.Join(home, ".config", "git"),
+			filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config")} {
 			if abs == h {
 				return h
 			}
 			if real, ok := followLinks(h); ok && abs == real {
 				return h
 			}
+		}
+		if abs == "/" || strings.HasPrefix(home, abs+"/") {
+			return abs // the home directory is under it
 		}
 	}
 	return ""
