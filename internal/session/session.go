@@ -55,7 +55,7 @@ type Run struct {
 	Iteration    int       `json:"iteration"`
 	Policy       string    `json:"policy,omitempty"`
 	Started      time.Time `json:"started"`
-	StoryStarted time.Time `json:"story_started,omitempty"`
+	StoryStarted time.Time `json:"story_started,omitzero"`
 	LastOutcome  string    `json:"last_outcome,omitempty"`
 	// Parallel: a parallel run's --workers N (absent for a serial run),
 	// whose main-tree record lists in Workers the attempts running now,
