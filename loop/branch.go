@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -592,7 +593,14 @@ func (r *run) switchBranch(ctx context.Context, resumed bool) error {
 	}
 	bctx, cancel := r.bounded(ctx)
 	defer cancel()
-	if _, err := repo.RunUnattended(bctx, []string{layout.SessionEnv + "=" + r.session}, nil, args...); err != nil {
+	_, err = repo.RunUnattended(bctx, []string{layout.SessionEnv + "=" + r.session}, nil, args...)
+	if gerr := (*git.Error)(nil); errors.As(err, &gerr) && sameAsBranch(bctx, repo, want, overwritten(gerr.Stderr)) {
+		// Every file in the way is the branch's own, byte for byte:
+		// replacing it loses nothing.
+		plain := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--no-overwrite-ignore" })
+		_, err = repo.RunUnattended(bctx, []string{layout.SessionEnv + "=" + r.session}, nil, plain...)
+	}
+	if err != nil {
 		why := err.Error()
 		if gerr := (*git.Error)(nil); errors.As(err, &gerr) && strings.TrimSpace(gerr.Stderr) != "" {
 			why = strings.Join(strings.Fields(gerr.Stderr), " ")
@@ -611,6 +619,47 @@ func (r *run) switchBranch(ctx context.Context, resumed bool) error {
 	}
 	r.disp.printf("working on branch %s (%s): %s", want, r.opts.BranchFrom, how)
 	return nil
+}
+
+// overwritten lists the files git switch names as in the way ("The
+// following untracked working tree files would be overwritten by
+// checkout:", one a line, indented).
+func overwritten(stderr string) []string {
+	var files []string
+	in := false
+	for _, l := range strings.Split(stderr, "\n") {
+		switch {
+		case strings.Contains(l, "would be overwritten by"):
+			in = true
+		case in && strings.HasPrefix(l, "\t"):
+			files = append(files, strings.TrimSpace(l))
+		default:
+			in = false
+		}
+	}
+	return files
+}
+
+// sameAsBranch reports whether every one of files (at least one) is, in
+// the working tree, what branch holds at that path, byte for byte.
+func sameAsBranch(ctx context.Context, repo *git.Repo, branch string, files []string) bool {
+	if len(files) == 0 {
+		return false
+	}
+	for _, f := range files {
+		if fi, err := os.Lstat(filepath.Join(repo.Root, filepath.FromSlash(f))); err != nil || !fi.Mode().IsRegular() {
+			return false
+		}
+		have, err := repo.Line(ctx, "hash-object", "--", f)
+		if err != nil {
+			return false
+		}
+		want, err := repo.Line(ctx, "rev-parse", "--verify", "-q", branch+":"+f)
+		if err != nil || want != have {
+			return false
+		}
+	}
+	return true
 }
 
 // attemptElsewhere reports whether the main tree holds a killed run's
