@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // watchStuck looks at the running git p every StuckTick (see stuck.go)
@@ -90,20 +92,8 @@ func (w *stuckWatch) look() {
 // a filter, a hook - only the gits among them are looked at).
 func family(pid int) []int {
 	pids := []int{pid}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return pids
-	}
 	parent := map[int]int{}
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if pp, ok := parentOf(p); ok {
-			parent[p] = pp
-		}
-	}
+	layout.EachProcess(func(p int, _ string, pp int) { parent[p] = pp })
 	for i := 0; i < len(pids); i++ {
 		for p, pp := range parent {
 			if pp == pids[i] {
@@ -120,26 +110,6 @@ func isGit(pid int) bool {
 	comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
 	name := strings.TrimSpace(string(comm))
 	return err == nil && (name == "git" || strings.HasPrefix(name, "git-"))
-}
-
-// parentOf is the parent of pid, from /proc/PID/stat (after the command
-// name, which may hold spaces and parentheses: the fields follow its last
-// ')').
-func parentOf(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0, false
-	}
-	pp, err := strconv.Atoi(f[1])
-	return pp, err == nil
 }
 
 // fifoWait reports whether process pid waits, in the kernel, to open a

@@ -19,7 +19,6 @@ import (
 
 	"github.com/wiggum-dev/wiggum/internal/git"
 	"github.com/wiggum-dev/wiggum/internal/layout"
-	"github.com/wiggum-dev/wiggum/internal/proc"
 )
 
 // SettleOptions says how Settle treats what a killed wiggum's git
@@ -140,7 +139,7 @@ func DescribeProcess(pid int) string {
 		return ""
 	}
 	out := ": " + strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))
-	if _, ppid, ok := proc.Stat(pid); ok {
+	if _, ppid, ok := layout.ProcStat(pid); ok {
 		out += ", parent " + strconv.Itoa(ppid)
 	}
 	return out

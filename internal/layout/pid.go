@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -40,14 +41,46 @@ func procState(pid int) byte {
 	if pid <= 0 {
 		return 0
 	}
+	state, _, ok := ProcStat(pid)
+	if !ok || state == "" {
+		return 0
+	}
+	return state[0]
+}
+
+// ProcStat reads a process's state (R, S, Z, ...) and parent from
+// /proc/PID/stat; ok is false when the process is gone (or there is no
+// /proc).
+func ProcStat(pid int) (state string, ppid int, ok bool) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return "", 0, false
 	}
-	// pid (comm) state ...: comm may hold spaces and parentheses.
+	// After the parenthesised name (which may hold spaces and
+	// parentheses): state, ppid.
 	i := bytes.LastIndexByte(data, ')')
-	if i < 0 || i+2 >= len(data) {
-		return 0
+	if i < 0 {
+		return "", 0, false
 	}
-	return data[i+2]
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return f[0], ppid, err == nil
+}
+
+// EachProcess calls fn with every process /proc lists: its pid, state
+// and parent (ProcStat); none where there is no /proc.
+func EachProcess(fn func(pid int, state string, ppid int)) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if state, ppid, ok := ProcStat(pid); ok {
+			fn(pid, state, ppid)
+		}
+	}
 }

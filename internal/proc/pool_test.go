@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // TestMain lets the test binary act as wiggum's supervisor, and as a
@@ -305,9 +307,9 @@ func TestPoolWarmStartsSupervisorsAhead(t *testing.T) {
 	}
 }
 
-// Stat reads the state and the parent past a command name that holds
+// layout.ProcStat reads the state and the parent past a command name that holds
 // parentheses and blanks, and says when the process is gone.
-func TestStat(t *testing.T) {
+func TestProcStat(t *testing.T) {
 	dir := t.TempDir()
 	odd := filepath.Join(dir, "a) b (c")
 	if err := os.WriteFile(odd, []byte("#!/bin/sh\nsleep 30\n"), 0o755); err != nil {
@@ -318,13 +320,13 @@ func TestStat(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	state, ppid, ok := Stat(cmd.Process.Pid)
+	state, ppid, ok := layout.ProcStat(cmd.Process.Pid)
 	if !ok || ppid != os.Getpid() || state == "" {
 		t.Fatalf("Stat = %q, %d, %v; want a state and parent %d", state, ppid, ok, os.Getpid())
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	if _, _, ok := Stat(cmd.Process.Pid); ok {
+	if _, _, ok := layout.ProcStat(cmd.Process.Pid); ok {
 		t.Fatal("Stat of a reaped process says ok")
 	}
 }

@@ -4,10 +4,11 @@ import (
 	"os/signal"
 
 	"os"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wiggum-dev/wiggum/internal/layout"
 )
 
 // The supervisor hears of wiggum's death as SIGTERM, which it catches and
@@ -62,17 +63,12 @@ func becomeSubreaper() {
 // was re-parented to it. Zombies are left out; Wait4 reaps them.
 func children() []int {
 	self := os.Getpid()
-	ents, _ := os.ReadDir("/proc")
 	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if state, ppid, ok := Stat(pid); ok && ppid == self && state != "Z" && state != "X" {
+	layout.EachProcess(func(pid int, state string, ppid int) {
+		if ppid == self && state != "Z" && state != "X" {
 			pids = append(pids, pid)
 		}
-	}
+	})
 	return pids
 }
 
