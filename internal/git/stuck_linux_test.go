@@ -22,9 +22,7 @@ func stuckRepo(t *testing.T) (dir, fifo string) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	old := StuckTick
-	StuckTick = 50 * time.Millisecond
-	t.Cleanup(func() { StuckTick = old })
+	shortTick(t, 50*time.Millisecond)
 	return dir, fifo
 }
 
@@ -123,9 +121,7 @@ func TestGitStoppedWhenAGitItStartedWaits(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	old := StuckTick
-	StuckTick = 50 * time.Millisecond
-	t.Cleanup(func() { StuckTick = old })
+	shortTick(t, 50*time.Millisecond)
 	s, _ := stuckStatus(t, dir)
 	if s.Path != fifo || !strings.Contains(s.Cmd, "status") {
 		t.Errorf("stuck: %+v, want the submodule's git status on %s", s, fifo)
@@ -136,9 +132,7 @@ func TestGitStoppedWhenAGitItStartedWaits(t *testing.T) {
 // a command that takes a while reading its input is left alone.
 func TestGitReadingItsInputIsNotStuck(t *testing.T) {
 	dir := testRepo(t)
-	old := StuckTick
-	StuckTick = 20 * time.Millisecond
-	t.Cleanup(func() { StuckTick = old })
+	shortTick(t, 20*time.Millisecond)
 	repo, err := Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -166,9 +160,7 @@ func TestGitReadingItsInputIsNotStuck(t *testing.T) {
 // opening a file by name, and is left to run.
 func TestHookReadingASlowFIFOIsLeftAlone(t *testing.T) {
 	dir := testRepo(t)
-	old := StuckTick
-	StuckTick = 20 * time.Millisecond
-	t.Cleanup(func() { StuckTick = old })
+	shortTick(t, 20*time.Millisecond)
 	fifo := filepath.Join(t.TempDir(), "progress")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
@@ -197,4 +189,11 @@ func TestHookReadingASlowFIFOIsLeftAlone(t *testing.T) {
 	if _, err := repo.Run(ctx, "commit", "-q", "-m", "c"); err != nil {
 		t.Fatalf("a commit whose hook reads a slow FIFO was stopped: %v", err)
 	}
+}
+
+// shortTick makes StuckTick d for the test.
+func shortTick(t *testing.T, d time.Duration) {
+	old := StuckTick
+	StuckTick = d
+	t.Cleanup(func() { StuckTick = old })
 }
