@@ -26,8 +26,9 @@ type Coordinator interface {
 	// longer open on the server (it landed meanwhile).
 	ClaimFinished(ctx context.Context, story string) (Claimed, error)
 	// Follow moves the local target branch, and the main tree on it, to
-	// the shared one. The caller holds the repository mutex.
-	Follow(ctx context.Context) error
+	// the shared one, and says from which commit to which (Merged's Old
+	// and Commit). The caller holds the repository mutex.
+	Follow(ctx context.Context) (*worktree.Merged, error)
 	// Done gives back what the run claimed and did not start; called once
 	// the workers have stopped.
 	Done(ctx context.Context) error
@@ -96,7 +97,7 @@ func (p *parallel) follow(ctx context.Context) {
 		return
 	}
 	defer mu.Unlock()
-	if err := p.coord.Follow(context.WithoutCancel(ctx)); err != nil {
+	if _, err := p.coord.Follow(context.WithoutCancel(ctx)); err != nil {
 		p.r.disp.printf("the local %s does not follow the shared one: %v", checkpoint.BranchName(p.target), err)
 	}
 }
@@ -315,13 +316,13 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 		return
 	}
 	defer mu.Unlock()
-	var old, now string // the local target's tip before and after following
+	var followed *worktree.Merged // where the local target moved from and to
 	if follow {
-		old = p.tip(ctx)
-		if err := p.coord.Follow(ctx); err != nil {
+		m, err := p.coord.Follow(ctx)
+		if err != nil {
 			p.r.disp.printf("  the local %s does not follow the shared one: %v", checkpoint.BranchName(p.target), err)
 		}
-		now = p.tip(ctx)
+		followed = m
 	}
 	if added != nil {
 		p.sharedAdded(story.ID, added, follow)
@@ -340,18 +341,11 @@ func (p *parallel) landShared(ctx context.Context, w *worktree.Worker, story *pl
 	// After the removal, which saved the story's submodule commits in the
 	// main tree's checkouts: following moved the tree's files and index,
 	// never a submodule's checkout (as a --workers landing, parallel.go).
-	for _, note := range worktree.FollowSubmodules(ctx, main, p.target, old, now) {
-		p.r.disp.printf("  %s: %s", story.ID, note)
+	if followed != nil && !followed.Already {
+		for _, note := range worktree.FollowSubmodules(ctx, main, p.target, followed.Old, followed.Commit) {
+			p.r.disp.printf("  %s: %s", story.ID, note)
+		}
 	}
-}
-
-// tip is the local target branch's commit, "" when it cannot be read.
-func (p *parallel) tip(ctx context.Context) string {
-	h, err := p.r.st.Repo.Line(ctx, "rev-parse", "--verify", "-q", p.target+"^{commit}")
-	if err != nil {
-		return ""
-	}
-	return h
 }
 
 // sharedAdded says what became of the stories story's agent added to the

@@ -872,19 +872,19 @@ func (p rideWith) off(h *Held, made bool, tip string, taken bool, err error) {
 }
 
 // Follow moves the local target branch, and the main working tree on it,
-// to the server's tip as last fetched. The caller holds the repository
-// mutex (worktree.LockRepo).
-func (c *Coordinator) Follow(ctx context.Context) error {
+// to the server's tip as last fetched, and says from which commit to
+// which (Merged's Old and Commit). The caller holds the repository mutex
+// (worktree.LockRepo).
+func (c *Coordinator) Follow(ctx context.Context) (*worktree.Merged, error) {
 	tracking := c.R.Tracking(c.Target)
 	ok, err := c.Main.OK(ctx, "merge-base", "--is-ancestor", c.Target, tracking)
 	if err != nil {
-		return fmt.Errorf("run: compare %s with the server's: %w", c.Target, err)
+		return nil, fmt.Errorf("run: compare %s with the server's: %w", c.Target, err)
 	}
 	if !ok {
-		return &DivergedError{Target: c.Target, Remote: c.R.Name}
+		return nil, &DivergedError{Target: c.Target, Remote: c.R.Name}
 	}
-	_, err = worktree.Merge(ctx, c.Main, c.Target, tracking, "wiggum: follow "+c.R.Name)
-	return err
+	return worktree.Merge(ctx, c.Main, c.Target, tracking, "wiggum: follow "+c.R.Name)
 }
 
 // Final fetches the server once more at the end of a run and moves the
@@ -923,5 +923,6 @@ func (c *Coordinator) Final(ctx context.Context) (open, conflicted, held []strin
 		return open, conflicted, held, err
 	}
 	defer mu.Unlock()
-	return open, conflicted, held, c.Follow(ctx)
+	_, err = c.Follow(ctx)
+	return open, conflicted, held, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/wiggum-dev/wiggum/internal/plan"
 	"github.com/wiggum-dev/wiggum/loop"
 	"github.com/wiggum-dev/wiggum/remote"
+	"github.com/wiggum-dev/wiggum/worktree"
 )
 
 // RemoteFlags name the shared server of a run across machines.
@@ -72,7 +73,7 @@ func (s *sharedRun) ClaimFinished(ctx context.Context, story string) (loop.Claim
 	return &sharedClaim{c: s.c, h: h, story: st, took: h.Spent}, nil
 }
 
-func (s *sharedRun) Follow(ctx context.Context) error { return s.c.Follow(ctx) }
+func (s *sharedRun) Follow(ctx context.Context) (*worktree.Merged, error) { return s.c.Follow(ctx) }
 
 func (s *sharedRun) Done(ctx context.Context) error { return s.c.Done(ctx) }
 
